@@ -1,0 +1,178 @@
+"""Page-level content extraction: ConEx (SPEC §3, thesis ch. 6)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from transforms.page import F_LINK, TAG_ID, TEXT, CompactPage
+from transforms.tree import children, subtree_mask, subtree_sum
+
+# Tags that are never rated (thesis §6.2.2 ii plus SPEC's inline additions).
+# One list, configurable through PageConexParams.
+DEFAULT_EXCLUDED_TAGS = (
+    "a", "body", "br", "em", "h1", "h2", "h3", "h4", "h5", "h6", "header", "hr",
+    "iframe", "nav", "span", "script", "footer", "form", "button", "label", "select",
+    "option", "strong", "b", "i", "small", "code",
+)
+
+
+@dataclass(frozen=True)
+class PageConexParams:
+    c: int = 3                 # size of the c-SET
+    max_words: int = 3         # Alg. 7 mw
+    excluded_tags: tuple = DEFAULT_EXCLUDED_TAGS
+
+
+@dataclass
+class ContentFeatures:
+    """The four ratios of Def. 6.2.1 for every node (meaningful where rated)."""
+    rated: np.ndarray
+    word: np.ndarray
+    hyperlink: np.ndarray
+    children: np.ndarray
+    position: np.ndarray
+
+    def matrix(self) -> np.ndarray:
+        return np.stack([self.word, self.hyperlink, self.children, self.position], axis=1)
+
+
+def _excluded_mask(page: CompactPage, excluded_tags) -> np.ndarray:
+    ids = np.array([TAG_ID[t] for t in excluded_tags if t in TAG_ID], dtype=np.int32)
+    return np.isin(page.tag, ids)
+
+
+def word_ratio(page: CompactPage) -> np.ndarray:
+    """Σ over text leaves k below n, whose parent is not <a>, of words(k)/distance(k, n).
+
+    Walks up from all text leaves one level per step, so the cost is the sum
+    of the leaves' depths in vector operations and the loop count is the
+    page depth: no recursion, no per-node Python work.
+    """
+    n = page.size
+    out = np.zeros(n)
+    leaves = np.flatnonzero(page.tag == TEXT)
+    if leaves.size:
+        parents = page.parent[leaves]
+        keep = (page.tag[parents] != TAG_ID["a"]) & (page.words[leaves] > 0)
+        leaves = leaves[keep]
+    words = page.words[leaves].astype(np.float64)
+    current = page.parent[leaves]
+    distance = 1
+    while current.size:
+        out += np.bincount(current, weights=words / distance, minlength=n)
+        current = page.parent[current]
+        alive = current >= 0
+        current, words = current[alive], words[alive]
+        distance += 1
+    return out
+
+
+def content_features(page: CompactPage, rated: np.ndarray) -> ContentFeatures:
+    links = subtree_sum(page, (page.flags & F_LINK) != 0)
+    hyperlink = np.where(links == 0, 1.0, 1.0 / np.maximum(links, 1))
+    kids = (page.child_count > 2).astype(np.float64)
+    max_depth = float(page.depth.max()) if page.size else 0.0
+    depth = page.depth.astype(np.float64)
+    position = np.where(depth <= max_depth / 2.0, depth, max_depth - depth)
+    return ContentFeatures(rated, word_ratio(page), hyperlink, kids, position)
+
+
+def standardize(x: np.ndarray) -> np.ndarray:
+    """Column z-scores; a column with zero deviation becomes 0."""
+    mean = x.mean(axis=0)
+    std = x.std(axis=0)
+    safe = np.where(std > 0, std, 1.0)
+    return np.where(std > 0, (x - mean) / safe, 0.0)
+
+
+def c_set(page: CompactPage, rated_idx: np.ndarray, features: ContentFeatures, c: int) -> np.ndarray:
+    """The c rated nodes farthest from the centroid of the standardized features."""
+    z = standardize(features.matrix()[rated_idx])
+    # The centroid of z-scores is the origin.
+    dist = np.sqrt((z * z).sum(axis=1))
+    order = np.lexsort((rated_idx, -dist))     # farthest first, ties by document order
+    return np.sort(rated_idx[order[:c]])
+
+
+def reduce_c_set(page: CompactPage, cset: np.ndarray) -> np.ndarray:
+    """Alg. 5: drop a node when a c-SET ancestor has exactly the same text nodes."""
+    text_nodes = subtree_sum(page, page.tag == TEXT)
+    keep = []
+    for d in cset:
+        same = any(a < d < page.end[a] and text_nodes[a] == text_nodes[d] for a in cset)
+        if not same:
+            keep.append(d)
+    return np.array(keep, dtype=np.int64)
+
+
+def select_main(page: CompactPage, cset: np.ndarray) -> np.ndarray:
+    """Alg. 6: the highest textPond node(s) plus their c-SET siblings."""
+    if cset.size == 0:
+        return cset
+    words = subtree_sum(page, page.words)[cset].astype(np.float64)
+    elements = subtree_sum(page, page.tag != TEXT)[cset].astype(np.float64)
+    pond = words / np.maximum(elements, 1.0)
+    best = cset[pond == pond.max()]
+    best_parents = set(page.parent[best].tolist())
+    siblings = [x for x in cset if page.parent[x] in best_parents]
+    return np.unique(np.concatenate([best, np.array(siblings, dtype=cset.dtype)]))
+
+
+def remove_link_lists(page: CompactPage, mask: np.ndarray, max_words: int) -> np.ndarray:
+    """Alg. 7: drop groups of same-tag wrappers that each hold a single short <a>."""
+    a_tag = TAG_ID["a"]
+    words_below = subtree_sum(page, page.words)
+    mask = mask.copy()
+    # Wrappers: nodes in the selection whose only child is an <a>.
+    wrapper = mask & (page.child_count == 1) & (page.tag != TEXT)
+    first_child = np.where(wrapper, np.arange(page.size) + 1, 0)
+    wrapper &= page.tag[np.minimum(first_child, page.size - 1)] == a_tag
+    wrappers = np.flatnonzero(wrapper)
+    short = words_below[wrappers + 1] < max_words
+    removed = []
+    # Group wrappers by (grandparent, tag): a group with a short link and at
+    # least two members is a link list.
+    groups: dict = {}
+    for w, s in zip(wrappers.tolist(), short.tolist()):
+        key = (int(page.parent[w]), int(page.tag[w]))
+        members, any_short = groups.get(key, ([], False))
+        members.append(w)
+        groups[key] = (members, any_short or s)
+    for members, any_short in groups.values():
+        if any_short and len(members) >= 2:
+            removed.extend(members)
+    if removed:
+        mask &= ~subtree_mask(page, removed)
+    return mask
+
+
+def wide_page(page: CompactPage, excluded: np.ndarray) -> bool:
+    """§6.2.2 iii: BODY has at least as many rated-tag children as the page is deep."""
+    ptr, kids = children(page)
+    body_kids = kids[ptr[0]:ptr[1]]
+    elements = body_kids[(page.tag[body_kids] != TEXT) & ~excluded[body_kids]]
+    counted = (page.tag != TEXT) & ~excluded
+    counted[0] = False
+    depth = int(page.depth[counted].max()) if counted.any() else 0
+    return elements.size > 0 and elements.size >= depth
+
+
+def main_content(page: CompactPage, params: PageConexParams = PageConexParams()) -> np.ndarray:
+    """Boolean node mask of the page's main content."""
+    if page.size <= 1:
+        return np.zeros(page.size, dtype=bool)
+    excluded = _excluded_mask(page, params.excluded_tags)
+    if wide_page(page, excluded):
+        mask = np.ones(page.size, dtype=bool)
+        mask[0] = False
+        return mask
+    rated = (page.tag != TEXT) & (page.child_count > 0) & ~excluded
+    rated_idx = np.flatnonzero(rated)
+    if rated_idx.size == 0:
+        return np.zeros(page.size, dtype=bool)
+    features = content_features(page, rated)
+    cset = reduce_c_set(page, c_set(page, rated_idx, features, params.c))
+    roots = select_main(page, cset)
+    mask = subtree_mask(page, roots)
+    return remove_link_lists(page, mask, params.max_words)

@@ -1,0 +1,136 @@
+"""Page-level menu detection: MenEx (SPEC §2, thesis ch. 5)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from transforms.page import F_IN_LINK, F_LINK, F_NAV_HINT, TAG_ID, TEXT, CompactPage
+from transforms.tree import children, descendants_count, subtree_sum, subtree_text
+
+
+@dataclass(frozen=True)
+class MenexParams:
+    w_amplitude: float = 0.30
+    w_link: float = 0.05
+    w_text: float = 0.10
+    w_ul: float = 0.15
+    w_representative: float = 0.15
+    w_position: float = 0.25
+    candidate_threshold: float = 0.85   # candidates: weight > this · max weight
+    root_threshold: float = 0.90        # Alg. 1 t
+    menu_threshold: float = 0.85        # Alg. 2, relative to the max weight (SPEC decision)
+
+
+@dataclass
+class Menu:
+    node: int                  # the menu node (preorder index)
+    links: list                # [(absolute url, anchor text)] in document order
+    text: str
+
+
+@dataclass
+class MenuFeatures:
+    """The six properties of Def. 5.2.1 for every node (0 where not rated)."""
+    rated: np.ndarray
+    amplitude: np.ndarray
+    link: np.ndarray
+    text: np.ndarray
+    ul: np.ndarray
+    representative: np.ndarray
+    position: np.ndarray
+    hyperlinks: np.ndarray     # <a href> count in the subtree
+
+
+def menu_features(page: CompactPage) -> MenuFeatures:
+    n = page.size
+    idx = np.arange(n, dtype=np.float64)
+    rated = (page.tag != TEXT) & (page.child_count > 0)
+    cc = np.where(rated, page.child_count, 1).astype(np.float64)
+    amplitude = np.where(rated, 1.0 - 1.0 / cc, 0.0)
+
+    hyperlinks = subtree_sum(page, (page.flags & F_LINK) != 0)
+    desc = np.maximum(descendants_count(page), 1).astype(np.float64)
+    link = np.where(rated & (hyperlinks >= 2), (hyperlinks + desc) / (2.0 * desc), 0.0)
+
+    outside_link = (page.tag == TEXT) & ((page.flags & F_IN_LINK) == 0)
+    chars = subtree_sum(page, np.where(outside_link, page.chars, 0))
+    total = float(chars[0]) if n else 0.0
+    if total > 0:
+        text = np.clip(1.0 - chars / np.sqrt(total), 0.0, 1.0)
+    else:
+        text = np.ones(n)
+    text = np.where(rated, text, 0.0)
+
+    ul = (rated & (page.tag == TAG_ID["ul"])).astype(np.float64)
+    representative = (rated & ((page.flags & F_NAV_HINT) != 0)).astype(np.float64)
+    position = np.where(rated, 1.0 - idx / max(n, 1), 0.0)
+    return MenuFeatures(rated, amplitude, link, text, ul, representative, position, hyperlinks)
+
+
+def menu_weights(page: CompactPage, params: MenexParams = MenexParams()) -> np.ndarray:
+    """Weight of every node; 0 for nodes that are not rated (leaves, text)."""
+    f = menu_features(page)
+    w = (params.w_amplitude * f.amplitude + params.w_link * f.link + params.w_text * f.text
+         + params.w_ul * f.ul + params.w_representative * f.representative
+         + params.w_position * f.position)
+    return np.where(f.rated, w, 0.0)
+
+
+def select_root(page: CompactPage, weights: np.ndarray, ptr, kids, candidate: int, t: float) -> int:
+    """Alg. 1: climb while more than half of the parent's children weigh > t · candidate weight."""
+    menu_node = current = candidate
+    base = weights[candidate] * t
+    while page.parent[current] >= 0:
+        parent = int(page.parent[current])
+        siblings = kids[ptr[parent]:ptr[parent + 1]]
+        heavy = int(np.count_nonzero(weights[siblings] > base))
+        if 2 * heavy <= siblings.size:
+            break
+        current = parent
+        if siblings.size > 1:
+            menu_node = parent
+    return menu_node
+
+
+def select_menu(page: CompactPage, weights: np.ndarray, roots: list[int], threshold: float) -> int:
+    """Alg. 2 as SPEC decides: best average weight of heavy descendants; else the heaviest root."""
+    heavy = np.flatnonzero(weights > threshold)
+    heavy_prefix = np.concatenate(([0.0], np.cumsum(weights[heavy])))
+    best, best_avg = None, 0.0
+    for r in roots:                                   # roots are in document order
+        lo = np.searchsorted(heavy, r + 1)
+        hi = np.searchsorted(heavy, page.end[r])
+        if hi > lo:
+            avg = (heavy_prefix[hi] - heavy_prefix[lo]) / (hi - lo)
+            if best is None or avg > best_avg:
+                best, best_avg = r, avg
+    if best is None:
+        best = max(roots, key=lambda r: (weights[r], -r))
+    return best
+
+
+def detect_menu(page: CompactPage, params: MenexParams = MenexParams()) -> Menu | None:
+    """The page's main menu, or None when no node holds two or more links."""
+    if page.size == 0:
+        return None
+    f = menu_features(page)
+    if f.hyperlinks[0] < 2:
+        return None
+    weights = menu_weights(page, params)
+    top = weights.max()
+    if top <= 0:
+        return None
+    candidates = np.flatnonzero(weights > params.candidate_threshold * top)
+    ptr, kids = children(page)
+    roots = sorted({select_root(page, weights, ptr, kids, int(c), params.root_threshold)
+                    for c in candidates})
+    node = select_menu(page, weights, roots, params.menu_threshold * top)
+    return Menu(node=node, links=links_in(page, node), text=subtree_text(page, node))
+
+
+def links_in(page: CompactPage, node: int) -> list:
+    """(url, anchor text) of the links in subtree(node), document order."""
+    lo = np.searchsorted(page.link_node, node)
+    hi = np.searchsorted(page.link_node, page.end[node])
+    return [(page.link_url[i], subtree_text(page, int(page.link_node[i]))) for i in range(lo, hi)]

@@ -1,0 +1,329 @@
+"""The compact page model (SPEC §1, DESIGN "Dataflow").
+
+A page is parsed once with lxml and flattened into numpy arrays in preorder;
+no per-node Python object survives parsing, so the page is cheap to ship
+through a shuffle and every algorithm works on arrays. Node 0 is BODY.
+
+Subtrees are contiguous in preorder: the subtree of node i is the index range
+[i, end[i]). Sums over subtrees are therefore differences of prefix sums, and
+"is j a descendant of i" is `i < j < end[i]`; nothing needs recursion.
+"""
+from __future__ import annotations
+
+import re
+import zlib
+from dataclasses import dataclass, field
+
+import numpy as np
+from lxml import etree
+
+from transforms.tokens import count_words
+from transforms.urls import resolve_link
+
+# Tag vocabulary: ids are stable across pages and runs (ETDM compares tags of
+# two pages). Index 0 is the text-node pseudo tag.
+TEXT = 0
+KNOWN_TAGS = (
+    "#text", "body", "a", "abbr", "address", "area", "article", "aside", "audio", "b",
+    "bdi", "bdo", "blockquote", "br", "button", "canvas", "caption", "center", "cite",
+    "code", "col", "colgroup", "data", "datalist", "dd", "del", "details", "dfn",
+    "dialog", "div", "dl", "dt", "em", "embed", "fieldset", "figcaption", "figure",
+    "font", "footer", "form", "frame", "frameset", "h1", "h2", "h3", "h4", "h5", "h6",
+    "header", "hgroup", "hr", "i", "iframe", "img", "input", "ins", "kbd", "label",
+    "legend", "li", "main", "map", "mark", "menu", "meter", "nav", "object", "ol",
+    "optgroup", "option", "output", "p", "param", "picture", "pre", "progress", "q",
+    "rp", "rt", "ruby", "s", "samp", "search", "section", "select", "small", "source",
+    "span", "strong", "sub", "summary", "sup", "svg", "table", "tbody", "td",
+    "textarea", "tfoot", "th", "thead", "time", "tr", "track", "tt", "u", "ul", "var",
+    "video", "wbr", "math", "big", "strike", "nobr", "marquee", "acronym", "applet",
+    "basefont", "dir", "isindex", "listing", "xmp", "plaintext", "head", "html",
+    "title", "meta", "link", "base",
+)
+TAG_ID = {name: i for i, name in enumerate(KNOWN_TAGS)}
+# Unknown tags (custom elements, "fb:like") get a stable id from a hash, kept
+# clear of the known range so they never collide with a real HTML tag.
+_UNKNOWN_TAG_BASE = 1 << 16
+
+
+def tag_id(name: str) -> int:
+    known = TAG_ID.get(name)
+    if known is not None:
+        return known
+    return _UNKNOWN_TAG_BASE + _hash32(name) % ((1 << 31) - _UNKNOWN_TAG_BASE)
+
+
+def tag_name(tid: int) -> str:
+    return KNOWN_TAGS[tid] if 0 <= tid < len(KNOWN_TAGS) else "unknown"
+
+
+def tag_ids(*names: str) -> np.ndarray:
+    return np.array([TAG_ID[n] for n in names], dtype=np.int32)
+
+
+# Dropped with their whole subtree before any algorithm runs (SPEC §1): they
+# hold no visible content. Their tail text is kept.
+DROPPED_TAGS = frozenset({"script", "style", "noscript", "template", "head", "title",
+                          "meta", "link", "base"})
+# Kept as leaves: the element is content, its inside is not text.
+LEAF_TAGS = frozenset({"svg", "math", "iframe", "img", "video", "audio", "picture",
+                       "object", "embed", "canvas", "select", "textarea", "applet"})
+MEDIA_TAGS = tag_ids("img", "video", "audio", "picture", "object", "embed", "iframe",
+                     "svg", "canvas")
+# Text of a node set puts a newline around these (SPEC §1).
+BLOCK_TAGS = frozenset({
+    "p", "div", "li", "h1", "h2", "h3", "h4", "h5", "h6", "tr", "pre", "blockquote",
+    "dd", "dt", "dl", "section", "article", "table", "ul", "ol", "br", "hr", "header",
+    "footer", "nav", "aside", "main", "form", "fieldset", "figure", "figcaption",
+    "address", "details", "summary", "caption", "td", "th", "center", "menu", "dir",
+    "legend", "hgroup", "frameset", "body", "option", "textarea", "search", "dialog",
+    "listing", "xmp", "plaintext",
+})
+
+# Node flag bits.
+F_LINK = 1          # an <a> element with an href
+F_IN_LINK = 2       # inside an <a> element (any ancestor), for text and elements
+F_NAV_HINT = 4      # MenEx "representative tag" (SPEC §2)
+
+_CAMEL = re.compile(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])")
+_SPLIT = re.compile(r"[-_\s]+")
+
+
+def _has_nav_word(value: str) -> bool:
+    """True if `value` (an id or class token) has a word part naming a menu.
+
+    Word parts are split on '-', '_' and camelCase. A part counts when it is
+    "nav"/"menu" or begins with it ("navigation", "navbar", "menubar"): the
+    thesis lists the exact names, SPEC widens to word parts, and the common
+    spellings of the same intent are prefixes of the two words.
+    """
+    for chunk in _SPLIT.split(value):
+        for part in _CAMEL.findall(chunk):
+            low = part.lower()
+            if low.startswith("nav") or low.startswith("menu"):
+                return True
+    return False
+
+
+def _hash32(s: str) -> int:
+    # crc32, not hash(): Python's str hash is salted per process and the
+    # same page must hash the same on every worker.
+    return zlib.crc32(s.encode("utf-8", "replace"))
+
+
+@dataclass
+class CompactPage:
+    url: str
+    title: str
+    base_url: str
+    # Per node, preorder; node 0 is BODY.
+    parent: np.ndarray       # int32, -1 for the root
+    depth: np.ndarray        # int32, root 0
+    tag: np.ndarray          # int32 tag id, TEXT for text nodes
+    end: np.ndarray          # int32, one past the last node of the subtree
+    child_count: np.ndarray  # int32, element + text children
+    flags: np.ndarray        # uint8, F_* bits
+    line: np.ndarray         # int32, block-boundary counter: equal values = same text line
+    id_hash: np.ndarray      # uint32, crc32 of the id attribute, 0 when absent
+    class_ptr: np.ndarray    # int32[n+1] into class_hash (ragged: tokens of node i)
+    class_hash: np.ndarray   # uint32
+    attr_ptr: np.ndarray     # int32[n+1] into attr_hash
+    attr_hash: np.ndarray    # uint32, crc32 of "name=value" for attributes other than id/class
+    text_ptr: np.ndarray     # int32[n+1] into `text`; empty range for elements
+    text: str                # all text nodes, whitespace-collapsed, concatenated
+    words: np.ndarray        # int32, tokens per text node
+    chars: np.ndarray        # int32, characters per text node
+    link_node: np.ndarray    # int32, node index of each <a href> with an http(s) target
+    link_url: tuple          # normalized absolute URL of each link, parallel to link_node
+    html_bytes: int = 0
+    notes: tuple = field(default_factory=tuple)
+
+    @property
+    def size(self) -> int:
+        return int(self.parent.shape[0])
+
+    def node_text(self, i: int) -> str:
+        return self.text[self.text_ptr[i]:self.text_ptr[i + 1]]
+
+    def nbytes(self) -> int:
+        """Approximate in-memory size of the compact page, for reports."""
+        arrays = sum(v.nbytes for v in vars(self).values() if isinstance(v, np.ndarray))
+        return arrays + len(self.text.encode("utf-8")) + sum(len(u) for u in self.link_url) \
+            + len(self.url) + len(self.title)
+
+
+def _parser() -> etree.HTMLParser:
+    # huge_tree lifts libxml2's 256-level depth cap to 2048 and its text-node
+    # size cap; no_network keeps the parser from ever fetching anything.
+    return etree.HTMLParser(encoding="utf-8", remove_comments=True, remove_pis=True,
+                            huge_tree=True, no_network=True, collect_ids=False,
+                            default_doctype=False)
+
+
+def _collapse(s: str | None) -> str:
+    if not s:
+        return ""
+    return " ".join(s.split())
+
+
+def parse_page(html: str, url: str) -> CompactPage:
+    """Parse decoded HTML into a CompactPage. Never recurses; bounded by lxml's depth cap."""
+    parser = _parser()
+    notes = []
+    try:
+        root = etree.fromstring(html.encode("utf-8", "replace"), parser)
+    except etree.XMLSyntaxError:
+        root = None
+    if any("Excessive depth" in e.message for e in parser.error_log):
+        notes.append("parser depth limit: nodes nested deeper than 2048 were dropped")
+
+    title, base_url, body = "", url, None
+    if root is not None:
+        head = root.find("head")
+        if head is not None:
+            t = head.find("title")
+            if t is not None:
+                title = _collapse(t.text)
+            b = head.find("base[@href]")
+            if b is not None:
+                base_url = resolve_link(url, b.get("href")) or url
+        body = root.find("body")
+        if root.tag == "body":
+            body = root
+    return _flatten(body, url, title, base_url, len(html), tuple(notes))
+
+
+def _flatten(body, url: str, title: str, base_url: str, html_len: int, notes: tuple) -> CompactPage:
+    parent, depth, tag, end, child_count, flags, line = [], [], [], [], [], [], []
+    id_hash, class_ptr, class_hash, attr_ptr, attr_hash = [], [0], [], [0], []
+    text_ptr, texts, words, chars = [0], [], [], []
+    link_node, link_url = [], []
+    text_len = 0
+    line_no = 0
+    stack = []          # open element node indices
+    in_link = 0         # number of open <a> elements
+
+    def add_node(tid, flag, cls=(), attrs=(), idh=0):
+        i = len(parent)
+        p = stack[-1] if stack else -1
+        parent.append(p)
+        depth.append(len(stack))
+        tag.append(tid)
+        end.append(i + 1)
+        child_count.append(0)
+        flags.append(flag | (F_IN_LINK if in_link else 0))
+        line.append(line_no)
+        id_hash.append(idh)
+        class_hash.extend(cls)
+        class_ptr.append(len(class_hash))
+        attr_hash.extend(attrs)
+        attr_ptr.append(len(attr_hash))
+        if p >= 0:
+            child_count[p] += 1
+        return i
+
+    def add_text(raw):
+        nonlocal text_len
+        s = _collapse(raw)
+        if not s:
+            return
+        add_node(TEXT, 0)
+        texts.append(s)
+        text_len += len(s)
+        text_ptr.append(text_len)
+        words.append(count_words(s))
+        chars.append(len(s))
+
+    def close_element_text_ptr():
+        text_ptr.append(text_len)
+        words.append(0)
+        chars.append(0)
+
+    if body is None:
+        add_node(TAG_ID["body"], 0)
+        close_element_text_ptr()
+    else:
+        walker = etree.iterwalk(body, events=("start", "end"))
+        for event, el in walker:
+            name = el.tag
+            if not isinstance(name, str):
+                continue
+            name = name.lower()
+            if event == "start":
+                if name in DROPPED_TAGS and el is not body:
+                    walker.skip_subtree()
+                    continue
+                attrib = el.attrib
+                flag = 0
+                cls = ()
+                idh = 0
+                attrs = []
+                is_link = False
+                for k, v in attrib.items():
+                    if k == "class":
+                        tokens = v.split()
+                        cls = tuple(sorted({_hash32(c) for c in tokens}))
+                        if any(_has_nav_word(c) for c in tokens):
+                            flag |= F_NAV_HINT
+                    elif k == "id":
+                        v = v.strip()
+                        if v:
+                            idh = _hash32(v) or 1
+                            if _has_nav_word(v):
+                                flag |= F_NAV_HINT
+                    else:
+                        attrs.append(_hash32(f"{k}={v}"))
+                        if k == "role" and v.strip().lower() == "navigation":
+                            flag |= F_NAV_HINT
+                if name == "nav":
+                    flag |= F_NAV_HINT
+                if name == "a":
+                    href = attrib.get("href")
+                    if href is not None:
+                        flag |= F_LINK
+                        is_link = True
+                is_block = name in BLOCK_TAGS
+                if is_block:
+                    line_no += 1
+                i = add_node(tag_id(name), flag, cls, sorted(set(attrs)), idh)
+                close_element_text_ptr()
+                if is_link:
+                    target = resolve_link(base_url, href)
+                    if target is not None:
+                        link_node.append(i)
+                        link_url.append(target)
+                if name in LEAF_TAGS:
+                    walker.skip_subtree()
+                    # No "start" for children follows; the "end" event below
+                    # closes this node like any other.
+                stack.append(i)
+                if name == "a":
+                    in_link += 1
+                if name not in LEAF_TAGS:
+                    add_text(el.text)
+            else:
+                if name in DROPPED_TAGS and el is not body:
+                    add_text(el.tail)
+                    continue
+                i = stack.pop()
+                end[i] = len(parent)
+                if name == "a":
+                    in_link -= 1
+                if name in BLOCK_TAGS:
+                    line_no += 1
+                if el is not body:
+                    add_text(el.tail)
+
+    i32 = np.int32
+    return CompactPage(
+        url=url, title=title, base_url=base_url,
+        parent=np.array(parent, dtype=i32), depth=np.array(depth, dtype=i32),
+        tag=np.array(tag, dtype=i32), end=np.array(end, dtype=i32),
+        child_count=np.array(child_count, dtype=i32), flags=np.array(flags, dtype=np.uint8),
+        line=np.array(line, dtype=i32), id_hash=np.array(id_hash, dtype=np.uint32),
+        class_ptr=np.array(class_ptr, dtype=i32), class_hash=np.array(class_hash, dtype=np.uint32),
+        attr_ptr=np.array(attr_ptr, dtype=i32), attr_hash=np.array(attr_hash, dtype=np.uint32),
+        text_ptr=np.array(text_ptr, dtype=i32), text="".join(texts),
+        words=np.array(words, dtype=i32), chars=np.array(chars, dtype=i32),
+        link_node=np.array(link_node, dtype=i32), link_url=tuple(link_url),
+        html_bytes=html_len, notes=notes,
+    )

@@ -1,0 +1,80 @@
+"""Vectorized tree queries over a CompactPage (SPEC §1 functions).
+
+Everything here leans on preorder contiguity: subtree(i) = [i, end[i]).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from transforms.page import TEXT, CompactPage
+
+
+def subtree_sum(page: CompactPage, values: np.ndarray) -> np.ndarray:
+    """For every node, the sum of `values` over its subtree (itself included)."""
+    prefix = np.concatenate(([0], np.cumsum(values, dtype=np.float64 if values.dtype.kind == "f" else np.int64)))
+    return prefix[page.end] - prefix[:-1]
+
+
+def descendants_count(page: CompactPage) -> np.ndarray:
+    return page.end - np.arange(page.size, dtype=np.int32) - 1
+
+
+def subtree_mask(page: CompactPage, roots) -> np.ndarray:
+    """Boolean mask of the union of the subtrees of `roots`."""
+    roots = np.asarray(roots, dtype=np.int64)
+    diff = np.zeros(page.size + 1, dtype=np.int32)
+    if roots.size:
+        np.add.at(diff, roots, 1)
+        np.add.at(diff, page.end[roots], -1)
+    return np.cumsum(diff[:-1]) > 0
+
+
+def children(page: CompactPage):
+    """Children of every node as CSR arrays (ptr, idx): children of p are idx[ptr[p]:ptr[p+1]], in document order."""
+    nonroot = np.arange(1, page.size, dtype=np.int32)
+    order = nonroot[np.argsort(page.parent[1:], kind="stable")]
+    counts = np.bincount(page.parent[1:], minlength=page.size) if page.size > 1 else np.zeros(page.size, np.int64)
+    ptr = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
+    return ptr, order
+
+
+def is_ancestor(page: CompactPage, a: int, b: int) -> bool:
+    """True if a is a proper ancestor of b."""
+    return a < b < page.end[a]
+
+
+def text_of(page: CompactPage, mask: np.ndarray | None = None) -> str:
+    """Text of the text nodes selected by `mask` (all when None), SPEC §1:
+
+    document order, single spaces inside inline runs, a newline wherever a
+    block element starts or ends between two text nodes.
+    """
+    sel = page.tag == TEXT
+    if mask is not None:
+        sel &= mask
+    return _render(page, np.flatnonzero(sel))
+
+
+def subtree_text(page: CompactPage, node: int) -> str:
+    """Text of subtree(node); costs the subtree's size, not the page's."""
+    lo, hi = node, int(page.end[node])
+    return _render(page, lo + np.flatnonzero(page.tag[lo:hi] == TEXT))
+
+
+def _render(page: CompactPage, idx: np.ndarray) -> str:
+    if idx.size == 0:
+        return ""
+    ptr, text, lines = page.text_ptr, page.text, page.line[idx]
+    parts = []
+    prev = lines[0]
+    for i, ln in zip(idx.tolist(), lines.tolist()):
+        if parts:
+            parts.append("\n" if ln != prev else " ")
+        parts.append(text[ptr[i]:ptr[i + 1]])
+        prev = ln
+    return "".join(parts)
+
+
+def words_in(page: CompactPage, mask: np.ndarray | None = None) -> int:
+    w = page.words if mask is None else page.words[mask]
+    return int(w.sum())
