@@ -1,0 +1,113 @@
+"""Run configuration: YAML presets in this folder, validated on load.
+
+Each YAML section maps onto one frozen dataclass of the algorithm it
+parameterizes, so a preset can only say what the code understands: unknown
+sections or keys, wrong types and out-of-range values fail with a message
+naming the key.
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+from dataclasses import dataclass, field
+from typing import get_type_hints
+
+import yaml
+
+from pipeline.warc import ReadLimits
+from transforms.conex_page import PageConexParams
+from transforms.menex import MenexParams
+from transforms.page import KNOWN_TAGS
+
+CONFIG_DIR = os.path.dirname(os.path.abspath(__file__))
+DEFAULT_CONFIG = os.path.join(CONFIG_DIR, "default.yaml")
+
+
+class ConfigError(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class Config:
+    read: ReadLimits = field(default_factory=ReadLimits)
+    menex: MenexParams = field(default_factory=MenexParams)
+    page_conex: PageConexParams = field(default_factory=PageConexParams)
+
+
+# Value checks beyond the type: (predicate, what it must be).
+_UNIT = (lambda v: 0.0 <= v <= 1.0, "between 0 and 1")
+_POSITIVE = (lambda v: v > 0, "greater than 0")
+_CHECKS = {
+    "read.max_payload_bytes": _POSITIVE,
+    "page_conex.c": _POSITIVE,
+    "page_conex.max_words": (lambda v: v >= 0, "0 or more"),
+    "page_conex.excluded_tags": (lambda v: all(t in KNOWN_TAGS for t in v), "HTML tag names"),
+}
+for _f in dataclasses.fields(MenexParams):
+    _CHECKS[f"menex.{_f.name}"] = _UNIT
+
+
+def _coerce(path: str, value, hint):
+    if hint is float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ConfigError(f"{path}: expected a number, got {value!r}")
+        value = float(value)
+    elif hint is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ConfigError(f"{path}: expected an integer, got {value!r}")
+    elif hint is bool:
+        if not isinstance(value, bool):
+            raise ConfigError(f"{path}: expected true or false, got {value!r}")
+    elif hint is tuple:
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise ConfigError(f"{path}: expected a list of strings, got {value!r}")
+        value = tuple(v.lower() for v in value)
+    check = _CHECKS.get(path)
+    if check and not check[0](value):
+        raise ConfigError(f"{path}: must be {check[1]}, got {value!r}")
+    return value
+
+
+def _build_section(name: str, cls, values) -> object:
+    if not isinstance(values, dict):
+        raise ConfigError(f"{name}: expected a mapping of keys to values, got {values!r}")
+    hints = get_type_hints(cls)
+    known = [f.name for f in dataclasses.fields(cls)]
+    kwargs = {}
+    for key, value in values.items():
+        if key not in known:
+            raise ConfigError(f"{name}.{key}: unknown key; known keys of '{name}': {', '.join(known)}")
+        kwargs[key] = _coerce(f"{name}.{key}", value, hints[key])
+    return cls(**kwargs)
+
+
+def config_from_dict(data: dict | None) -> Config:
+    data = data or {}
+    if not isinstance(data, dict):
+        raise ConfigError("the configuration must be a YAML mapping of sections")
+    sections = {f.name: f for f in dataclasses.fields(Config)}
+    built = {}
+    for name, values in data.items():
+        if name not in sections:
+            raise ConfigError(f"{name}: unknown section; known sections: {', '.join(sections)}")
+        built[name] = _build_section(name, sections[name].default_factory, values)
+    return Config(**built)
+
+
+def load_config(path: str | None = None) -> Config:
+    """Load a preset: None = default.yaml; a bare name = configs/NAME.yaml; else a file path."""
+    if path is None:
+        path = DEFAULT_CONFIG
+    elif not os.path.exists(path) and os.path.exists(os.path.join(CONFIG_DIR, f"{path}.yaml")):
+        path = os.path.join(CONFIG_DIR, f"{path}.yaml")
+    try:
+        with open(path, encoding="utf-8") as fh:
+            data = yaml.safe_load(fh)
+    except OSError as exc:
+        raise ConfigError(f"cannot read config {path}: {exc.strerror}") from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: not valid YAML: {exc}") from None
+    try:
+        return config_from_dict(data)
+    except ConfigError as exc:
+        raise ConfigError(f"{path}: {exc}") from None

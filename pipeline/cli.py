@@ -1,0 +1,160 @@
+"""Command line: `sitestrip run ...` (also `python run.py ...`)."""
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+import time
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SAMPLE_WARC = os.path.join(REPO_ROOT, "sample", "sitestrip-sample.warc.gz")
+
+RUN_DESCRIPTION = """\
+Read WARC files, group HTML pages by site, extract main content, non-template
+text and menus, and write three Parquet datasets under --output:
+pages/, menus/ and errors/. With no --input, processes the embedded sample
+WARC into ./out.
+
+Any option not listed here is passed to Apache Beam (for example
+--runner=DataflowRunner --project=... --region=... --temp_location=gs://...).
+Without --runner the local FnApiRunner is used."""
+
+
+def _run_parser(prog: str) -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog=prog, description=RUN_DESCRIPTION,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--input", nargs="+", metavar="PATH", default=None,
+                   help="WARC files (.warc, .warc.gz), globs, directories (searched recursively "
+                        "for *.warc and *.warc.gz) or Common Crawl manifests (warc.paths[.gz]); "
+                        "local, gs:// or s3:// (with the matching Beam extra). "
+                        "Default: the embedded sample WARC.")
+    p.add_argument("--input-prefix", default=None, metavar="PREFIX",
+                   help="prefix for relative paths inside a manifest, e.g. s3://commoncrawl/ "
+                        "or https://data.commoncrawl.org/")
+    p.add_argument("--output", default="out", metavar="DIR",
+                   help="output directory (local or a bucket URL); its pages/, menus/ and errors/ "
+                        "part files from an earlier run are replaced. Default: ./out")
+    p.add_argument("--config", default=None, metavar="NAME|FILE",
+                   help="YAML preset: a file path or the name of one in configs/ "
+                        "(default: configs/default.yaml). Validated on load.")
+    p.add_argument("--workers", type=int, default=1, metavar="N",
+                   help="local worker processes for the FnApiRunner (default 1); "
+                        "ignored by remote runners, which size their own workers")
+    p.add_argument("--quiet", action="store_true", help="no progress lines, only the summary")
+    return p
+
+
+def _counters(result) -> dict:
+    from pipeline.graph import NAMESPACE
+    out = {}
+    for c in result.metrics().query()["counters"]:
+        if c.key.metric.namespace == NAMESPACE:
+            value = c.committed if c.committed is not None else c.attempted
+            out[c.key.metric.name] = out.get(c.key.metric.name, 0) + (value or 0)
+    return out
+
+
+def _group(counters: dict, prefix: str) -> str:
+    items = sorted((k[len(prefix):], v) for k, v in counters.items() if k.startswith(prefix) and v)
+    return ", ".join(f"{k} {v}" for k, v in items) or "none"
+
+
+def summary(counters: dict, elapsed: float, output: str) -> str:
+    pages = counters.get("pages", 0)
+    html = counters.get("html_bytes", 0)
+    compact = counters.get("compact_bytes", 0)
+    lines = [
+        f"sitestrip: finished in {elapsed:.1f} s",
+        f"  records read by type: {_group(counters, 'records_')}",
+        f"  skipped: {_group(counters, 'skipped_')}",
+        f"  pages: {pages} ({pages / elapsed if elapsed else 0:.1f} pages/s); "
+        f"methods: {_group(counters, 'method_')}",
+        f"  errors by stage: {_group(counters, 'errors_')}",
+    ]
+    if html:
+        lines.append(f"  compact pages: {compact / html:.1%} of HTML bytes ({compact:,} / {html:,})")
+    lines.append(f"  output: {output}/pages, {output}/menus, {output}/errors")
+    return "\n".join(lines)
+
+
+def run(argv: list[str], prog: str = "sitestrip run") -> int:
+    args, beam_args = _run_parser(prog).parse_known_args(argv)
+    logging.basicConfig(level=logging.WARNING if args.quiet else logging.INFO,
+                        format="%(asctime)s %(name)s %(message)s", datefmt="%H:%M:%S")
+    # Beam's own INFO lines drown the progress; keep its warnings.
+    logging.getLogger("apache_beam").setLevel(logging.WARNING)
+
+    import apache_beam as beam
+    from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions
+
+    from configs import ConfigError, load_config
+    from pipeline.graph import build_pipeline, clear_outputs
+    from pipeline.warc import expand_inputs
+
+    try:
+        config = load_config(args.config)
+    except ConfigError as exc:
+        print(f"sitestrip: bad config: {exc}", file=sys.stderr)
+        return 2
+    inputs = args.input
+    if inputs is None:
+        if not os.path.exists(SAMPLE_WARC):
+            print("sitestrip: no --input given and the embedded sample is not available "
+                  f"({SAMPLE_WARC}); install from a checkout with `pip install -e .`", file=sys.stderr)
+            return 2
+        inputs = [SAMPLE_WARC]
+    try:
+        paths = expand_inputs(inputs, args.input_prefix)
+    except ValueError as exc:
+        print(f"sitestrip: {exc}", file=sys.stderr)
+        return 2
+    if args.workers < 1:
+        print("sitestrip: --workers must be 1 or more", file=sys.stderr)
+        return 2
+
+    options = PipelineOptions(beam_args)
+    runner = None
+    if options.get_all_options().get("runner") is None:
+        # Pin the in-process runner: Beam's default may try to download Prism.
+        from apache_beam.runners.portability.fn_api_runner import FnApiRunner
+        runner = FnApiRunner()
+        direct = options.view_as(DirectOptions)
+        direct.direct_num_workers = args.workers
+        direct.direct_running_mode = "multi_processing" if args.workers > 1 else "in_memory"
+
+    logging.getLogger("sitestrip").info("%d WARC file(s) → %s", len(paths), args.output)
+    clear_outputs(args.output)
+    started = time.monotonic()
+    p = beam.Pipeline(runner=runner, options=options)
+    build_pipeline(p, paths, args.output, config)
+    result = p.run()
+    result.wait_until_finish()
+    elapsed = time.monotonic() - started
+    try:
+        counters = _counters(result)
+    except Exception:  # some remote runners do not report metrics back
+        counters = {}
+    print(summary(counters, elapsed, args.output))
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    parser = argparse.ArgumentParser(
+        prog="sitestrip",
+        description="Site-level template removal and content extraction for WARC archives.")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.add_parser("run", help="run the extraction pipeline (see `sitestrip run --help`)",
+                   add_help=False)
+    if not argv or argv[0] in ("-h", "--help"):
+        parser.print_help()
+        return 0 if argv else 2
+    if argv[0] == "run":
+        return run(argv[1:])
+    parser.error(f"unknown command {argv[0]!r}; available: run")
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

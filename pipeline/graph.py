@@ -1,0 +1,177 @@
+"""The Beam graph: read WARC files → compact pages keyed by site → per-site rows → Parquet.
+
+Thin by design: every computation is a function in `transforms/`; here data
+is moved, grouped and counted (one counter per skip reason and error stage).
+"""
+from __future__ import annotations
+
+import logging
+import os
+import time
+
+import apache_beam as beam
+from apache_beam import pvalue
+from apache_beam.io.filesystems import FileSystems
+from apache_beam.metrics import Metrics
+
+from configs import Config
+from pipeline.warc import HtmlResponse, ReadError, Skipped, iter_warc_records, open_warc
+from schemas import DATASETS
+from transforms.extract import (StageError, build_page_record, error_row, menu_signature,
+                                process_site)
+
+NAMESPACE = "sitestrip"
+ERRORS = "errors"
+log = logging.getLogger("sitestrip")
+
+
+def _count(name: str, n: int = 1) -> None:
+    Metrics.counter(NAMESPACE, name).inc(n)
+
+
+class ReadWarcFile(beam.DoFn):
+    """One WARC file → (site key, PageRecord) for each HTML 200 page; errors tagged."""
+
+    def __init__(self, config: Config):
+        self.limits = config.read
+
+    def process(self, path: str):
+        started = time.monotonic()
+        pages = 0
+        try:
+            stream = open_warc(path)
+        except Exception as exc:  # missing file, permissions, remote FS failure
+            _count("errors_read")
+            yield pvalue.TaggedOutput(ERRORS, error_row(
+                url=None, warc_file=path, warc_offset=None, stage="read",
+                error_class=type(exc).__name__, message=str(exc)[:500]))
+            return
+        with stream:
+            records = iter_warc_records(stream, path, self.limits)
+            while True:
+                clock = time.thread_time()
+                item = next(records, None)
+                if item is None:
+                    break
+                read_ms = (time.thread_time() - clock) * 1000.0
+                if isinstance(item, Skipped):
+                    _count(f"records_{item.record_type or 'none'}")
+                    _count(f"skipped_{item.reason}")
+                elif isinstance(item, ReadError):
+                    _count(f"errors_{item.stage}")
+                    yield pvalue.TaggedOutput(ERRORS, error_row(
+                        url=item.url, warc_file=item.warc_file, warc_offset=item.warc_offset,
+                        stage=item.stage, error_class=item.error_class, message=item.message))
+                elif isinstance(item, HtmlResponse):
+                    _count("records_response")
+                    _count("html_200")
+                    try:
+                        record = build_page_record(
+                            url=item.url, body=item.body, http_charset=item.http_charset,
+                            warc_file=item.warc_file, warc_offset=item.warc_offset,
+                            warc_record_id=item.warc_record_id, fetch_date=item.fetch_date,
+                            content_type=item.content_type, truncated=item.truncated,
+                            read_ms=read_ms)
+                    except StageError as exc:
+                        _count(f"errors_{exc.stage}")
+                        yield pvalue.TaggedOutput(ERRORS, error_row(
+                            url=item.url, warc_file=item.warc_file, warc_offset=item.warc_offset,
+                            stage=exc.stage, error_class=exc.error_class, message=exc.message))
+                        continue
+                    pages += 1
+                    _count("compact_bytes", record.page.nbytes())
+                    _count("html_bytes", len(item.body))
+                    # The key is already (site, shard); hot-site splitting assigns shards > 0.
+                    yield (record.site, 0), record
+        log.info("read %s: %d pages in %.1fs", path, pages, time.monotonic() - started)
+
+
+class ProcessSite(beam.DoFn):
+    """One site shard → pages rows (main output) and errors rows."""
+
+    def __init__(self, config: Config):
+        self.config = config
+
+    def process(self, element):
+        (site, _shard), records = element
+        for kind, row in process_site(records, self.config.menex, self.config.page_conex):
+            if kind == "pages":
+                _count("pages")
+                _count(f"method_{row['method']}")
+                yield row
+            else:
+                _count(f"errors_{row['stage']}")
+                yield pvalue.TaggedOutput(ERRORS, row)
+
+
+class CountMenus(beam.CombineFn):
+    """Per (site, menu signature): number of pages and the smallest page URL with its links."""
+
+    def create_accumulator(self):
+        return 0, None, None
+
+    def add_input(self, acc, item):
+        url, links = item
+        count, best_url, best_links = acc
+        if best_url is None or url < best_url:
+            best_url, best_links = url, links
+        return count + 1, best_url, best_links
+
+    def merge_accumulators(self, accumulators):
+        count, best_url, best_links = 0, None, None
+        for c, url, links in accumulators:
+            count += c
+            if url is not None and (best_url is None or url < best_url):
+                best_url, best_links = url, links
+        return count, best_url, best_links
+
+    def extract_output(self, acc):
+        return acc
+
+
+def _menu_key(row):
+    if row["menu_links"]:
+        links = [(link["url"], link["text"]) for link in row["menu_links"]]
+        yield (row["site"], menu_signature(links)), (row["url"], row["menu_links"])
+
+
+def _menu_row(item):
+    (site, signature), (count, example_url, links) = item
+    return {"site": site, "menu_signature": signature, "menu_links": links,
+            "pages": count, "example_url": example_url}
+
+
+def dataset_prefix(output: str, name: str) -> str:
+    return FileSystems.join(output, name, "part")
+
+
+def clear_outputs(output: str) -> None:
+    """Remove part files of an earlier run so a dataset never mixes two runs."""
+    for name in DATASETS:
+        pattern = dataset_prefix(output, name) + "-*"
+        matched = [m.path for r in FileSystems.match([pattern]) for m in r.metadata_list]
+        if matched:
+            FileSystems.delete(matched)
+
+
+def build_pipeline(p: beam.Pipeline, warc_paths: list[str], output: str, config: Config):
+    """Add the sitestrip graph to `p`; returns the three PCollections of rows."""
+    read = (p
+            | "WarcPaths" >> beam.Create(sorted(warc_paths))
+            # One file per element; the reshuffle spreads files over workers.
+            | "SpreadFiles" >> beam.Reshuffle()
+            | "ReadWarc" >> beam.ParDo(ReadWarcFile(config)).with_outputs(ERRORS, main="pages"))
+    sites = (read.pages
+             | "GroupBySite" >> beam.GroupByKey()
+             | "ProcessSite" >> beam.ParDo(ProcessSite(config)).with_outputs(ERRORS, main="rows"))
+    pages = sites.rows
+    errors = (read[ERRORS], sites[ERRORS]) | "AllErrors" >> beam.Flatten()
+    menus = (pages
+             | "MenuKeys" >> beam.FlatMap(_menu_key)
+             | "CountMenus" >> beam.CombinePerKey(CountMenus())
+             | "MenuRows" >> beam.Map(_menu_row))
+    for name, rows in (("pages", pages), ("menus", menus), ("errors", errors)):
+        _ = rows | f"Write_{name}" >> beam.io.WriteToParquet(
+            dataset_prefix(output, name), DATASETS[name], codec="zstd",
+            file_name_suffix=".parquet")
+    return pages, menus, errors

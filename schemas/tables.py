@@ -1,0 +1,66 @@
+"""Arrow schemas of the three output datasets (DESIGN "Outputs").
+
+Column names are a contract with the indexers that load the output; add
+columns, never rename or retype them without bumping SCHEMA_VERSION.
+"""
+from __future__ import annotations
+
+import pyarrow as pa
+
+SCHEMA_VERSION = "1"
+
+LINK = pa.struct([("url", pa.string()), ("text", pa.string())])
+
+# Stages whose CPU time each pages row reports, in pipeline order. Stages the
+# row's method did not run are null.
+TIMING_STAGES = ("read", "parse", "candidates", "etdm", "template", "site_conex",
+                 "page_conex", "menex", "total")
+TIMING = pa.struct([(stage, pa.float32()) for stage in TIMING_STAGES])
+
+METHODS = ("cs", "partial_cs", "linked", "site_sample", "page_only")
+
+PAGES = pa.schema([
+    ("url", pa.string()),
+    ("site", pa.string()),
+    ("warc_file", pa.string()),
+    ("warc_offset", pa.int64()),
+    ("warc_record_id", pa.string()),
+    ("fetch_date", pa.string()),           # WARC-Date as recorded (ISO 8601)
+    ("content_type", pa.string()),
+    ("charset", pa.string()),
+    ("truncated", pa.string()),            # WARC-Truncated reason, null if complete
+    ("title", pa.string()),
+    ("main_text", pa.string()),
+    ("nontemplate_text", pa.string()),
+    ("menu_links", pa.list_(LINK)),
+    ("method", pa.string()),
+    ("candidate_urls", pa.list_(pa.string())),
+    ("cs_size", pa.int32()),
+    ("pages_loaded", pa.int32()),
+    ("template_share", pa.float32()),
+    ("words_page", pa.int32()),
+    ("words_main", pa.int32()),
+    ("html_bytes", pa.int64()),
+    ("timing_ms", TIMING),
+    ("status", pa.string()),               # ok | empty (no visible text)
+    ("notes", pa.list_(pa.string())),
+], metadata={"sitestrip.schema_version": SCHEMA_VERSION, "sitestrip.dataset": "pages"})
+
+MENUS = pa.schema([
+    ("site", pa.string()),
+    ("menu_signature", pa.string()),       # hash of the menu's normalized link URLs, in order
+    ("menu_links", pa.list_(LINK)),
+    ("pages", pa.int64()),                 # pages of the site carrying this menu
+    ("example_url", pa.string()),          # the smallest such page URL
+], metadata={"sitestrip.schema_version": SCHEMA_VERSION, "sitestrip.dataset": "menus"})
+
+ERRORS = pa.schema([
+    ("url", pa.string()),                  # null for a file-level failure
+    ("warc_file", pa.string()),
+    ("warc_offset", pa.int64()),
+    ("stage", pa.string()),                # read | decode | parse | site | menex | page_conex | ...
+    ("error_class", pa.string()),
+    ("message", pa.string()),
+], metadata={"sitestrip.schema_version": SCHEMA_VERSION, "sitestrip.dataset": "errors"})
+
+DATASETS = {"pages": PAGES, "menus": MENUS, "errors": ERRORS}

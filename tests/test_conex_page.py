@@ -1,0 +1,110 @@
+"""Page-level ConEx (SPEC §3) on hand-built pages, expected values computed by hand."""
+import numpy as np
+import pytest
+
+from transforms.conex_page import (PageConexParams, c_set, content_features, main_content,
+                                   reduce_c_set, remove_link_lists, select_main, word_ratio)
+from transforms.page import TAG_ID, TEXT, parse_page
+from transforms.tree import text_of
+
+PAGE = ("<body><div id=page>"
+        "<div id=nav><a href=/1>One</a><a href=/2>Two</a><a href=/3>Three</a></div>"
+        "<div id=main><p>alpha beta gamma delta</p><p>epsilon zeta eta theta iota</p><p>kappa lambda</p></div>"
+        "<div id=foot><p>copyright</p></div>"
+        "</div></body>")
+# preorder (depth): 0 body(0) 1 div#page(1) 2 div#nav(2) 3 a 4 "One" 5 a 6 "Two" 7 a 8 "Three"
+# 9 div#main(2) 10 p(3) 11 4w(4) 12 p 13 5w 14 p 15 2w 16 div#foot(2) 17 p(3) 18 "copyright"(4)
+RATED = [1, 2, 9, 10, 12, 14, 16, 17]   # body and a are excluded tags; leaves are not rated
+
+
+def _page():
+    return parse_page(PAGE, "http://ex.com/")
+
+
+def test_features_by_hand():
+    """word ratio (text under <a> ignored): #page = (4+5+2+1)/3 = 4; #nav = 0; #main = 11/2 = 5.5;
+    p's 4, 5, 2; #foot 1/2; its p 1.  hyperlink ratio: #page and #nav hold 3 links → 1/3, others 1.
+    children ratio: #page, #nav, #main have 3 children → 1.  position (maxDepth 4, half 2):
+    depth ≤ 2 → depth, else 4 − depth: 1, 2, 2, 1, 1, 1, 2, 1."""
+    page = _page()
+    rated = np.zeros(page.size, dtype=bool)
+    rated[RATED] = True
+    f = content_features(page, rated)
+    assert f.word[RATED] == pytest.approx([4, 0, 5.5, 4, 5, 2, 0.5, 1])
+    assert f.hyperlink[RATED] == pytest.approx([1 / 3, 1 / 3, 1, 1, 1, 1, 1, 1])
+    assert f.children[RATED].tolist() == [1, 1, 1, 0, 0, 0, 0, 0]
+    assert f.position[RATED].tolist() == [1, 2, 2, 1, 1, 1, 2, 1]
+
+
+def test_c_set_is_the_three_farthest_from_the_centroid():
+    """Means: word 2.75 (std 2), hyperlink 5/6 (std .288675), children .375 (std .484123),
+    position 1.375 (std .484123). Squared z distances:
+    #page .390625+3+1.666667+.6 = 5.657; #nav 1.890625+3+1.666667+1.666667 = 8.224;
+    #main 1.890625+.333333+1.666667+1.666667 = 5.557; p(10) 1.924; p(12) 2.799; p(14) 1.674;
+    #foot 3.866; p(17) 2.299 → c-SET = {#page, #nav, #main}."""
+    page = _page()
+    rated = np.zeros(page.size, dtype=bool)
+    rated[RATED] = True
+    cset = c_set(page, np.array(RATED), content_features(page, rated), 3)
+    assert cset.tolist() == [1, 2, 9]
+    # #page holds 7 text nodes, #nav 3, #main 3: no pair has the same text, nothing dropped
+    assert reduce_c_set(page, cset).tolist() == [1, 2, 9]
+
+
+def test_main_selection_takes_c_set_siblings():
+    """textPond: #page 15 words / 11 elements = 1.36; #nav 3/4 = .75; #main 11/4 = 2.75 → #main,
+    plus its c-SET sibling #nav (same parent #page). The nav links are not single-<a> wrappers,
+    so Alg. 7 keeps them."""
+    page = _page()
+    assert select_main(page, np.array([1, 2, 9])).tolist() == [2, 9]
+    text = text_of(page, main_content(page))
+    assert text == ("One Two Three\nalpha beta gamma delta\nepsilon zeta eta theta iota\n"
+                    "kappa lambda")
+
+
+def test_c_set_reduction_drops_descendant_with_same_text():
+    page = parse_page("<body><div><div><p>only text</p></div></div><p>x</p></body>", "http://e.com/")
+    # 0 body 1 div 2 div 3 p 4 text 5 p 6 text: 1 and 2 hold the same single text node
+    assert reduce_c_set(page, np.array([1, 2, 5])).tolist() == [1, 5]
+
+
+def test_word_ratio_weights_by_distance():
+    page = parse_page("<body><div><p>a b c d</p><span><a href=/x>link words</a></span></div></body>",
+                      "http://e.com/")
+    # div: "a b c d" is 2 edges below → 4/2; link text is under <a> → ignored
+    assert word_ratio(page)[1] == pytest.approx(2.0)
+
+
+def test_link_list_post_process():
+    """Alg. 7: li wrappers holding one <a> with < 3 words, with same-tag siblings, go.
+    The second link has 3 words but is removed with its group; a lone wrapper stays."""
+    page = parse_page("<body><div><p>Some words here</p>"
+                      "<ul><li><a href=/x>X</a></li><li><a href=/y>Why not this</a></li></ul>"
+                      "<div><a href=/z>Z</a></div></div></body>", "http://e.com/")
+    mask = np.ones(page.size, dtype=bool)
+    mask[0] = False
+    kept = remove_link_lists(page, mask, max_words=3)
+    assert text_of(page, kept) == "Some words here\nZ"
+    # with max_words 1 no link is short enough: nothing removed
+    assert text_of(page, remove_link_lists(page, mask, max_words=1)) == "Some words here\nX\nWhy not this\nZ"
+
+
+def test_wide_page_rule_takes_all_body_children():
+    """BODY has 3 rated-tag children (p) and the deepest rated-tag element is at depth 1 → wide."""
+    page = parse_page("<body><p>one</p><p>two <a href=/a>a</a></p><p>three</p></body>", "http://e.com/")
+    assert text_of(page, main_content(page)) == "one\ntwo a\nthree"
+
+
+def test_excluded_tags_are_configurable():
+    page = _page()
+    params = PageConexParams(excluded_tags=PageConexParams().excluded_tags + ("p",))
+    mask = main_content(page, params)
+    assert mask.any()
+    assert main_content(page, PageConexParams(c=1)).sum() > 0
+
+
+def test_empty_page_has_no_main_content():
+    page = parse_page("", "http://e.com/")
+    assert not main_content(page).any()
+    page = parse_page("<body><img src=a.png></body>", "http://e.com/")
+    assert text_of(page, main_content(page)) == ""

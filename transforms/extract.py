@@ -1,0 +1,143 @@
+"""From a fetched HTML record to output rows: the pure per-page and per-site steps.
+
+`build_page_record` runs before the shuffle (decode, parse, site key);
+`process_site` runs on one site shard after it. Both are plain functions of
+their inputs so the Beam layer only moves data and counts.
+"""
+from __future__ import annotations
+
+import hashlib
+import time
+from dataclasses import dataclass, field
+from typing import Iterable, Iterator
+
+import numpy as np
+
+from transforms.charset import decode_html
+from transforms.conex_page import PageConexParams, main_content
+from transforms.menex import MenexParams, detect_menu
+from transforms.page import CompactPage, parse_page
+from transforms.tree import subtree_mask, text_of, words_in
+from transforms.urls import normalize_url, site_key
+
+
+class StageError(Exception):
+    """A page that failed in a named stage; it becomes one errors row."""
+
+    def __init__(self, stage: str, error_class: str, message: str):
+        super().__init__(f"{stage}: {error_class}: {message}")
+        self.stage, self.error_class, self.message = stage, error_class, message
+
+
+@dataclass
+class PageRecord:
+    """What crosses the shuffle for one HTML 200 record: provenance + compact page."""
+    url: str                 # normalized
+    site: str
+    warc_file: str
+    warc_offset: int
+    warc_record_id: str
+    fetch_date: str
+    content_type: str
+    charset: str
+    truncated: str | None
+    page: CompactPage
+    timing_ms: dict = field(default_factory=dict)
+
+
+def _ms_since(start: float) -> float:
+    return (time.thread_time() - start) * 1000.0
+
+
+def build_page_record(*, url: str, body: bytes, http_charset: str | None, warc_file: str,
+                      warc_offset: int, warc_record_id: str, fetch_date: str,
+                      content_type: str, truncated: str | None, read_ms: float = 0.0) -> PageRecord:
+    """Decode and parse one HTML response. Raises StageError naming the failing stage."""
+    normalized = normalize_url(url)
+    site = site_key(normalized) if normalized else None
+    if not normalized or not site:
+        raise StageError("read", "BadUrl", f"not an absolute http(s) URL: {url[:200]!r}")
+    start = time.thread_time()
+    try:
+        html, charset = decode_html(body, http_charset)
+        page = parse_page(html, normalized)
+    except Exception as exc:  # lxml and codec failures vary; each ends as one errors row
+        raise StageError("parse", type(exc).__name__, str(exc)[:500]) from exc
+    return PageRecord(url=normalized, site=site, warc_file=warc_file, warc_offset=warc_offset,
+                      warc_record_id=warc_record_id, fetch_date=fetch_date,
+                      content_type=content_type, charset=charset, truncated=truncated, page=page,
+                      timing_ms={"read": read_ms, "parse": _ms_since(start)})
+
+
+def menu_signature(links) -> str:
+    """Stable id of a menu: its link URLs in order (anchor text may be localized)."""
+    h = hashlib.sha1("\n".join(url for url, _ in links).encode("utf-8"))
+    return h.hexdigest()[:16]
+
+
+def page_only_row(record: PageRecord, menex: MenexParams, page_conex: PageConexParams) -> dict:
+    """The row of a page with no other page of its site: MenEx + page-level ConEx (SPEC §8)."""
+    page = record.page
+    timing = dict(record.timing_ms)
+    try:
+        start = time.thread_time()
+        menu = detect_menu(page, menex)
+        timing["menex"] = _ms_since(start)
+    except Exception as exc:
+        raise StageError("menex", type(exc).__name__, str(exc)[:500]) from exc
+    try:
+        start = time.thread_time()
+        main = main_content(page, page_conex)
+        timing["page_conex"] = _ms_since(start)
+    except Exception as exc:
+        raise StageError("page_conex", type(exc).__name__, str(exc)[:500]) from exc
+
+    menu_mask = subtree_mask(page, [menu.node]) if menu else np.zeros(page.size, dtype=bool)
+    words_page = words_in(page)
+    row = _provenance(record)
+    row.update(
+        main_text=text_of(page, main),
+        nontemplate_text=text_of(page, ~menu_mask),
+        menu_links=[{"url": u, "text": t} for u, t in menu.links] if menu else [],
+        method="page_only",
+        candidate_urls=None, cs_size=None, pages_loaded=None, template_share=None,
+        words_page=words_page,
+        words_main=words_in(page, main),
+        status="ok" if words_page else "empty",
+        notes=list(page.notes) + (["WARC-Truncated: " + record.truncated] if record.truncated else []),
+    )
+    timing["total"] = sum(v for v in timing.values() if v is not None)
+    row["timing_ms"] = timing
+    return row
+
+
+def _provenance(record: PageRecord) -> dict:
+    return {
+        "url": record.url, "site": record.site, "warc_file": record.warc_file,
+        "warc_offset": record.warc_offset, "warc_record_id": record.warc_record_id,
+        "fetch_date": record.fetch_date, "content_type": record.content_type,
+        "charset": record.charset, "truncated": record.truncated, "title": record.page.title,
+        "html_bytes": record.page.html_bytes,
+    }
+
+
+def error_row(*, url, warc_file, warc_offset, stage, error_class, message) -> dict:
+    return {"url": url, "warc_file": warc_file, "warc_offset": warc_offset, "stage": stage,
+            "error_class": error_class, "message": message}
+
+
+def process_site(records: Iterable[PageRecord], menex: MenexParams,
+                 page_conex: PageConexParams) -> Iterator[tuple[str, dict]]:
+    """Rows for one site shard: ("pages", row) or ("errors", row), one per record.
+
+    Records are handled in (url, file, offset) order so output never depends
+    on shuffle order. A failure stays with its page; the rest of the site goes on.
+    """
+    ordered = sorted(records, key=lambda r: (r.url, r.warc_file, r.warc_offset))
+    for record in ordered:
+        try:
+            yield "pages", page_only_row(record, menex, page_conex)
+        except StageError as exc:
+            yield "errors", error_row(url=record.url, warc_file=record.warc_file,
+                                      warc_offset=record.warc_offset, stage=exc.stage,
+                                      error_class=exc.error_class, message=exc.message)
