@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 from dataclasses import dataclass, field
 from typing import get_type_hints
 
@@ -17,7 +18,6 @@ import yaml
 from pipeline.warc import ReadLimits
 from transforms.conex_page import PageConexParams
 from transforms.menex import MenexParams
-from transforms.page import KNOWN_TAGS
 
 CONFIG_DIR = os.path.dirname(os.path.abspath(__file__))
 DEFAULT_CONFIG = os.path.join(CONFIG_DIR, "default.yaml")
@@ -34,6 +34,8 @@ class Config:
     page_conex: PageConexParams = field(default_factory=PageConexParams)
 
 
+_TAG_NAME = re.compile(r"[a-z][a-z0-9:._-]*")
+
 # Value checks beyond the type: (predicate, what it must be).
 _UNIT = (lambda v: 0.0 <= v <= 1.0, "between 0 and 1")
 _POSITIVE = (lambda v: v > 0, "greater than 0")
@@ -41,7 +43,7 @@ _CHECKS = {
     "read.max_payload_bytes": _POSITIVE,
     "page_conex.c": _POSITIVE,
     "page_conex.max_words": (lambda v: v >= 0, "0 or more"),
-    "page_conex.excluded_tags": (lambda v: all(t in KNOWN_TAGS for t in v), "HTML tag names"),
+    "page_conex.excluded_tags": (lambda v: all(_TAG_NAME.fullmatch(t) for t in v), "HTML tag names"),
 }
 for _f in dataclasses.fields(MenexParams):
     _CHECKS[f"menex.{_f.name}"] = _UNIT

@@ -79,7 +79,7 @@ class ReadWarcFile(beam.DoFn):
                             stage=exc.stage, error_class=exc.error_class, message=exc.message))
                         continue
                     pages += 1
-                    _count("compact_bytes", record.page.nbytes())
+                    _count("compact_bytes", record.page.wire_bytes())
                     _count("html_bytes", len(item.body))
                     # The key is already (site, shard); hot-site splitting assigns shards > 0.
                     yield (record.site, 0), record

@@ -104,3 +104,24 @@ def test_tokenizer_decisions():
     assert words("cafe\u0301 x") == ["cafe\u0301", "x"]
     assert count_words("a b  c\n d") == 4
     assert folded_words("Straße ÉTÉ") == ["strasse", "été"]
+
+
+def test_pickled_page_round_trips_and_is_smaller_than_html():
+    import pickle
+
+    html = ("<html><head><title>T</title></head><body><nav class='menu top'><ul>"
+            + "".join(f"<li><a href='/p{i}.html' data-x='{i}'>Page {i}</a></li>" for i in range(40))
+            + "</ul></nav><div id=main>" + "<p>Some words of text, repeated.</p>" * 60
+            + "<p>caf\u00e9 \u65e5\u672c \x00</p></div></body></html>")
+    page = parse_page(html, "http://ex.com/")
+    back = pickle.loads(pickle.dumps(page))
+    for name, value in vars(page).items():
+        if name.startswith("_"):
+            continue
+        if isinstance(value, np.ndarray):
+            assert np.array_equal(value, getattr(back, name)), name
+            assert value.dtype == getattr(back, name).dtype, name
+        else:
+            assert value == getattr(back, name), name
+    assert text_of(back) == text_of(page)
+    assert page.wire_bytes() < len(html) / 2

@@ -5,7 +5,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from transforms.page import F_LINK, TAG_ID, TEXT, CompactPage
+from transforms.page import F_LINK, TAG_ID, TEXT, CompactPage, tag_id
 from transforms.tree import children, subtree_mask, subtree_sum
 
 # Tags that are never rated (thesis §6.2.2 ii plus SPEC's inline additions).
@@ -38,7 +38,7 @@ class ContentFeatures:
 
 
 def _excluded_mask(page: CompactPage, excluded_tags) -> np.ndarray:
-    ids = np.array([TAG_ID[t] for t in excluded_tags if t in TAG_ID], dtype=np.int32)
+    ids = np.array([tag_id(t) for t in excluded_tags], dtype=np.int32)
     return np.isin(page.tag, ids)
 
 
