@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 import zlib
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 import numpy as np
 from lxml import etree
@@ -267,138 +268,159 @@ def parse_page(html: str, url: str) -> CompactPage:
     return _flatten(body, url, title, base_url, len(html), tuple(notes))
 
 
+@lru_cache(maxsize=1 << 16)
+def _class_info(value: str) -> tuple:
+    """(sorted token hashes, has a nav word) of a class attribute; classes repeat across a site."""
+    tokens = value.split()
+    return tuple(sorted({_hash32(c) for c in tokens})), any(_has_nav_word(c) for c in tokens)
+
+
+@lru_cache(maxsize=1 << 16)
+def _id_info(value: str) -> tuple:
+    value = value.strip()
+    if not value:
+        return 0, False
+    return (_hash32(value) or 1), _has_nav_word(value)
+
+
 def _flatten(body, url: str, title: str, base_url: str, html_len: int, notes: tuple) -> CompactPage:
-    parent, depth, tag, end, child_count, flags, line = [], [], [], [], [], [], []
-    id_hash, class_ptr, class_hash, attr_ptr, attr_hash = [], [0], [], [0], []
-    text_ptr, texts, words, chars = [0], [], [], []
+    # Per node (dense): parent, depth, tag, end, flags, line. Per text node:
+    # text, words. Attributes are sparse (node, value) pairs. One loop over
+    # lxml's start/end events; locals are bound because this is the hottest
+    # Python loop of the product.
+    parent, depth, tag, end, flags, line = [], [], [], [], [], []
+    text_node, texts, text_words = [], [], []
+    id_node, id_value = [], []
+    class_node, class_hash = [], []
+    attr_node, attr_hash = [], []
     link_node, link_url = [], []
-    text_len = 0
+    stack = []
+    in_link = 0
     line_no = 0
-    stack = []          # open element node indices
-    in_link = 0         # number of open <a> elements
+    tag_of = TAG_ID.get
+    block, leaf, dropped = BLOCK_TAGS, LEAF_TAGS, DROPPED_TAGS
+    words_of = count_words
 
-    def add_node(tid, flag, cls=(), attrs=(), idh=0):
-        i = len(parent)
-        p = stack[-1] if stack else -1
-        parent.append(p)
-        depth.append(len(stack))
-        tag.append(tid)
-        end.append(i + 1)
-        child_count.append(0)
-        flags.append(flag | (F_IN_LINK if in_link else 0))
-        line.append(line_no)
-        id_hash.append(idh)
-        class_hash.extend(cls)
-        class_ptr.append(len(class_hash))
-        attr_hash.extend(attrs)
-        attr_ptr.append(len(attr_hash))
-        if p >= 0:
-            child_count[p] += 1
-        return i
-
-    def add_text(raw):
-        nonlocal text_len
-        s = _collapse(raw)
-        if not s:
-            return
-        add_node(TEXT, 0)
-        texts.append(s)
-        text_len += len(s)
-        text_ptr.append(text_len)
-        words.append(count_words(s))
-        chars.append(len(s))
-
-    def close_element_text_ptr():
-        text_ptr.append(text_len)
-        words.append(0)
-        chars.append(0)
+    def add_text(raw, p):
+        s = " ".join(raw.split())
+        if s:
+            i = len(parent)
+            parent.append(p)
+            depth.append(len(stack))
+            tag.append(TEXT)
+            end.append(i + 1)
+            flags.append(F_IN_LINK if in_link else 0)
+            line.append(line_no)
+            text_node.append(i)
+            texts.append(s)
+            text_words.append(words_of(s))
 
     if body is None:
-        add_node(TAG_ID["body"], 0)
-        close_element_text_ptr()
+        parent.append(-1), depth.append(0), tag.append(TAG_ID["body"]), end.append(1)
+        flags.append(0), line.append(0)
     else:
         walker = etree.iterwalk(body, events=("start", "end"))
+        skip = walker.skip_subtree
         for event, el in walker:
             name = el.tag
             if not isinstance(name, str):
                 continue
             name = name.lower()
             if event == "start":
-                if name in DROPPED_TAGS and el is not body:
-                    walker.skip_subtree()
+                if name in dropped and el is not body:
+                    skip()
                     continue
+                i = len(parent)
+                flag = F_IN_LINK if in_link else 0
                 attrib = el.attrib
-                flag = 0
-                cls = ()
-                idh = 0
-                attrs = []
-                is_link = False
-                for k, v in attrib.items():
-                    if k == "class":
-                        tokens = v.split()
-                        cls = tuple(sorted({_hash32(c) for c in tokens}))
-                        if any(_has_nav_word(c) for c in tokens):
-                            flag |= F_NAV_HINT
-                    elif k == "id":
-                        v = v.strip()
-                        if v:
-                            idh = _hash32(v) or 1
-                            if _has_nav_word(v):
+                if attrib:
+                    href = None
+                    for k, v in attrib.items():
+                        if k == "class":
+                            hashes, nav = _class_info(v)
+                            class_node.extend([i] * len(hashes))
+                            class_hash.extend(hashes)
+                            if nav:
                                 flag |= F_NAV_HINT
-                    else:
-                        attrs.append(_hash32(f"{k}={v}"))
-                        if k == "role" and v.strip().lower() == "navigation":
-                            flag |= F_NAV_HINT
+                        elif k == "id":
+                            h, nav = _id_info(v)
+                            if h:
+                                id_node.append(i)
+                                id_value.append(h)
+                            if nav:
+                                flag |= F_NAV_HINT
+                        else:
+                            attr_node.append(i)
+                            attr_hash.append(_hash32(f"{k}={v}"))
+                            if k == "href":
+                                href = v
+                            elif k == "role" and v.strip().lower() == "navigation":
+                                flag |= F_NAV_HINT
+                    if name == "a" and href is not None:
+                        flag |= F_LINK
+                        target = resolve_link(base_url, href)
+                        if target is not None:
+                            link_node.append(i)
+                            link_url.append(target)
                 if name == "nav":
                     flag |= F_NAV_HINT
-                if name == "a":
-                    href = attrib.get("href")
-                    if href is not None:
-                        flag |= F_LINK
-                        is_link = True
-                is_block = name in BLOCK_TAGS
-                if is_block:
+                if name in block:
                     line_no += 1
-                i = add_node(tag_id(name), flag, cls, sorted(set(attrs)), idh)
-                close_element_text_ptr()
-                if is_link:
-                    target = resolve_link(base_url, href)
-                    if target is not None:
-                        link_node.append(i)
-                        link_url.append(target)
-                if name in LEAF_TAGS:
-                    walker.skip_subtree()
-                    # No "start" for children follows; the "end" event below
-                    # closes this node like any other.
+                tid = tag_of(name)
+                parent.append(stack[-1] if stack else -1)
+                depth.append(len(stack))
+                tag.append(tag_id(name) if tid is None else tid)
+                end.append(i + 1)
+                flags.append(flag)
+                line.append(line_no)
                 stack.append(i)
                 if name == "a":
                     in_link += 1
-                if name not in LEAF_TAGS:
-                    add_text(el.text)
+                if name in leaf:
+                    # The element is content, its inside is not: no child
+                    # events follow, the "end" event closes it as usual.
+                    skip()
+                elif el.text:
+                    add_text(el.text, i)
             else:
-                if name in DROPPED_TAGS and el is not body:
-                    add_text(el.tail)
+                if name in dropped and el is not body:
+                    if el.tail:
+                        add_text(el.tail, stack[-1])
                     continue
                 i = stack.pop()
                 end[i] = len(parent)
                 if name == "a":
                     in_link -= 1
-                if name in BLOCK_TAGS:
+                if name in block:
                     line_no += 1
-                if el is not body:
-                    add_text(el.tail)
+                if el.tail and el is not body:
+                    add_text(el.tail, stack[-1])
 
-    i32 = np.int32
+    n = len(parent)
+    i32, u32 = np.int32, np.uint32
+    parent_arr = np.array(parent, dtype=i32)
+    text_idx = np.array(text_node, dtype=np.int64)
+    chars = np.zeros(n, dtype=i32)
+    chars[text_idx] = [len(t) for t in texts]
+    words = np.zeros(n, dtype=i32)
+    words[text_idx] = text_words
+    id_hash = np.zeros(n, dtype=u32)
+    id_hash[np.array(id_node, dtype=np.int64)] = id_value
+
+    def ragged_ptr(owner):
+        counts = np.bincount(np.array(owner, dtype=np.int64), minlength=n)
+        return np.concatenate(([0], np.cumsum(counts))).astype(i32)
+
     return CompactPage(
         url=url, title=title, base_url=base_url,
-        parent=np.array(parent, dtype=i32), depth=np.array(depth, dtype=i32),
+        parent=parent_arr, depth=np.array(depth, dtype=i32),
         tag=np.array(tag, dtype=i32), end=np.array(end, dtype=i32),
-        child_count=np.array(child_count, dtype=i32), flags=np.array(flags, dtype=np.uint8),
-        line=np.array(line, dtype=i32), id_hash=np.array(id_hash, dtype=np.uint32),
-        class_ptr=np.array(class_ptr, dtype=i32), class_hash=np.array(class_hash, dtype=np.uint32),
-        attr_ptr=np.array(attr_ptr, dtype=i32), attr_hash=np.array(attr_hash, dtype=np.uint32),
-        text_ptr=np.array(text_ptr, dtype=i32), text="".join(texts),
-        words=np.array(words, dtype=i32), chars=np.array(chars, dtype=i32),
+        child_count=(np.bincount(parent_arr[1:], minlength=n) if n > 1 else np.zeros(n)).astype(i32),
+        flags=np.array(flags, dtype=np.uint8), line=np.array(line, dtype=i32), id_hash=id_hash,
+        class_ptr=ragged_ptr(class_node), class_hash=np.array(class_hash, dtype=u32),
+        attr_ptr=ragged_ptr(attr_node), attr_hash=np.array(attr_hash, dtype=u32),
+        text_ptr=np.concatenate(([0], np.cumsum(chars))).astype(i32), text="".join(texts),
+        words=words, chars=chars,
         link_node=np.array(link_node, dtype=i32), link_url=tuple(link_url),
         html_bytes=html_len, notes=notes,
     )
