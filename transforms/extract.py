@@ -70,9 +70,17 @@ def build_page_record(*, url: str, body: bytes, http_charset: str | None, warc_f
 
 
 def menu_signature(links) -> str:
-    """Stable id of a menu: its link URLs in order (anchor text may be localized)."""
-    h = hashlib.sha1("\n".join(url for url, _ in links).encode("utf-8"))
-    return h.hexdigest()[:16]
+    """Stable id of a menu: its link URLs in order, hosts reduced to site keys.
+
+    Anchor text is left out (it may be localized), and so is "www.": the
+    menu of www.example.com/a and of example.com/b is one menu of one site.
+    """
+    keyed = []
+    for url, _ in links:
+        scheme, _, rest = url.partition("://")
+        host, slash, path = rest.partition("/")
+        keyed.append(f"{scheme}://{site_key(url) or host}{slash}{path}")
+    return hashlib.sha1("\n".join(keyed).encode("utf-8")).hexdigest()[:16]
 
 
 def page_only_row(record: PageRecord, menex: MenexParams, page_conex: PageConexParams) -> dict:
