@@ -64,9 +64,11 @@ def summary(counters: dict, elapsed: float, output: str) -> str:
     pages = counters.get("pages", 0)
     html = counters.get("html_bytes", 0)
     compact = counters.get("compact_bytes", 0)
+    records = sum(v for k, v in counters.items() if k.startswith("records_"))
     lines = [
         f"sitestrip: finished in {elapsed:.1f} s",
-        f"  records read by type: {_group(counters, 'records_')}",
+        f"  records read by type: {_group(counters, 'records_')} "
+        f"({records / elapsed if elapsed else 0:.0f} records/s)",
         f"  skipped: {_group(counters, 'skipped_')}",
         f"  pages: {pages} ({pages / elapsed if elapsed else 0:.1f} pages/s); "
         f"methods: {_group(counters, 'method_')}",

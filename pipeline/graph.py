@@ -22,6 +22,7 @@ from transforms.extract import (StageError, build_page_record, error_row, menu_s
 
 NAMESPACE = "sitestrip"
 ERRORS = "errors"
+PROGRESS_EVERY = 1000
 log = logging.getLogger("sitestrip")
 
 
@@ -92,9 +93,20 @@ class ProcessSite(beam.DoFn):
     def __init__(self, config: Config):
         self.config = config
 
+    def setup(self):
+        self.pages_done = 0
+        self.sites_done = 0
+        self.started = time.monotonic()
+
     def process(self, element):
         (site, _shard), records = element
+        self.sites_done += 1
         for kind, row in process_site(records, self.config.menex, self.config.page_conex):
+            self.pages_done += 1
+            if self.pages_done % PROGRESS_EVERY == 0:
+                log.info("processed %d pages of %d sites (%.1f pages/s in this worker)",
+                         self.pages_done, self.sites_done,
+                         self.pages_done / max(time.monotonic() - self.started, 1e-9))
             if kind == "pages":
                 _count("pages")
                 _count(f"method_{row['method']}")
