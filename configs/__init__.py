@@ -16,8 +16,12 @@ from typing import get_type_hints
 import yaml
 
 from pipeline.warc import ReadLimits
+from transforms.candidates import CandidateParams
 from transforms.conex_page import PageConexParams
+from transforms.conex_site import SITE_CONEX_ETDM, SiteConexParams
+from transforms.etdm import EtdmParams
 from transforms.menex import MenexParams
+from transforms.template import TemplateParams
 
 CONFIG_DIR = os.path.dirname(os.path.abspath(__file__))
 DEFAULT_CONFIG = os.path.join(CONFIG_DIR, "default.yaml")
@@ -28,10 +32,29 @@ class ConfigError(ValueError):
 
 
 @dataclass(frozen=True)
+class SiteParams:
+    """Candidate selection for the site-level methods (SPEC §4)."""
+    template_n: int = 3        # n for TemEx / HybEx
+    conex_n: int = 4           # n for site-level ConEx
+    max_loads: int = 50
+
+    def for_template(self) -> CandidateParams:
+        return CandidateParams(n=self.template_n, max_loads=self.max_loads)
+
+    def for_conex(self) -> CandidateParams:
+        return CandidateParams(n=self.conex_n, max_loads=self.max_loads)
+
+
+@dataclass(frozen=True)
 class Config:
     read: ReadLimits = field(default_factory=ReadLimits)
     menex: MenexParams = field(default_factory=MenexParams)
     page_conex: PageConexParams = field(default_factory=PageConexParams)
+    candidates: SiteParams = field(default_factory=SiteParams)
+    template: TemplateParams = field(default_factory=TemplateParams)
+    template_etdm: EtdmParams = field(default_factory=EtdmParams)
+    site_conex: SiteConexParams = field(default_factory=SiteConexParams)
+    site_conex_etdm: EtdmParams = SITE_CONEX_ETDM
 
 
 _TAG_NAME = re.compile(r"[a-z][a-z0-9:._-]*")
@@ -47,6 +70,18 @@ _CHECKS = {
 }
 for _f in dataclasses.fields(MenexParams):
     _CHECKS[f"menex.{_f.name}"] = _UNIT
+for _section in ("template_etdm", "site_conex_etdm"):
+    for _name in ("w_classes", "w_position", "w_attributes", "w_children", "threshold"):
+        _CHECKS[f"{_section}.{_name}"] = _UNIT
+    _CHECKS[f"{_section}.position_option"] = (lambda v: v in (1, 2, 3, 4), "1, 2, 3 or 4")
+    _CHECKS[f"{_section}.group_over"] = _POSITIVE
+    _CHECKS[f"{_section}.group_size"] = _POSITIVE
+for _name in ("template_n", "conex_n"):
+    _CHECKS[f"candidates.{_name}"] = (lambda v: v >= 2, "2 or more")
+_CHECKS["candidates.max_loads"] = _POSITIVE
+_CHECKS["template.votes"] = _POSITIVE
+_CHECKS["template.method"] = (lambda v: v in ("temex", "hybex"), "temex or hybex")
+_CHECKS["site_conex.variant"] = (lambda v: v in ("published", "text_aware"), "published or text_aware")
 
 
 def _coerce(path: str, value, hint):
@@ -60,6 +95,9 @@ def _coerce(path: str, value, hint):
     elif hint is bool:
         if not isinstance(value, bool):
             raise ConfigError(f"{path}: expected true or false, got {value!r}")
+    elif hint is str:
+        if not isinstance(value, str):
+            raise ConfigError(f"{path}: expected a string, got {value!r}")
     elif hint is tuple:
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
             raise ConfigError(f"{path}: expected a list of strings, got {value!r}")
@@ -70,29 +108,32 @@ def _coerce(path: str, value, hint):
     return value
 
 
-def _build_section(name: str, cls, values) -> object:
+def _build_section(name: str, default, values) -> object:
+    """The section's defaults with the given keys replaced (two sections may share a class
+    with different defaults, e.g. the TemEx and the site-ConEx ETDM parameters)."""
     if not isinstance(values, dict):
         raise ConfigError(f"{name}: expected a mapping of keys to values, got {values!r}")
-    hints = get_type_hints(cls)
-    known = [f.name for f in dataclasses.fields(cls)]
+    hints = get_type_hints(type(default))
+    known = [f.name for f in dataclasses.fields(default)]
     kwargs = {}
     for key, value in values.items():
         if key not in known:
             raise ConfigError(f"{name}.{key}: unknown key; known keys of '{name}': {', '.join(known)}")
         kwargs[key] = _coerce(f"{name}.{key}", value, hints[key])
-    return cls(**kwargs)
+    return dataclasses.replace(default, **kwargs)
 
 
 def config_from_dict(data: dict | None) -> Config:
     data = data or {}
     if not isinstance(data, dict):
         raise ConfigError("the configuration must be a YAML mapping of sections")
-    sections = {f.name: f for f in dataclasses.fields(Config)}
+    defaults = Config()
+    sections = [f.name for f in dataclasses.fields(Config)]
     built = {}
     for name, values in data.items():
         if name not in sections:
             raise ConfigError(f"{name}: unknown section; known sections: {', '.join(sections)}")
-        built[name] = _build_section(name, sections[name].default_factory, values)
+        built[name] = _build_section(name, getattr(defaults, name), values)
     return Config(**built)
 
 

@@ -101,7 +101,7 @@ class ProcessSite(beam.DoFn):
     def process(self, element):
         (site, _shard), records = element
         self.sites_done += 1
-        for kind, row in process_site(records, self.config.menex, self.config.page_conex):
+        for kind, row in process_site(site, records, self.config):
             self.pages_done += 1
             if self.pages_done % PROGRESS_EVERY == 0:
                 log.info("processed %d pages of %d sites (%.1f pages/s in this worker)",

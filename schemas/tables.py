@@ -38,6 +38,7 @@ PAGES = pa.schema([
     ("cs_size", pa.int32()),
     ("pages_loaded", pa.int32()),
     ("template_share", pa.float32()),
+    ("template_candidate_urls", pa.list_(pa.string())),  # TemEx/HybEx candidates (n = 3)
     ("words_page", pa.int32()),
     ("words_main", pa.int32()),
     ("html_bytes", pa.int64()),

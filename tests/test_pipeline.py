@@ -74,9 +74,17 @@ def test_pipeline_rows_through_beam(corpus):
     out = str(tmp_path / "out")
     with BeamTestPipeline(runner=FnApiRunner()) as p:
         pages, menus, errors = build_pipeline(p, files, out, Config())
-        assert_that(pages | "PageKeys" >> beam.Map(lambda r: (r["url"], r["site"], r["method"])),
-                    equal_to([(u, "site-a.org" if "site-a" in u else "other.example", "page_only")
-                              for u in EXPECTED_PAGES]), label="pages")
+        # Methods, by hand (SPEC §4, n = 4): the menus link /a, /b, /c of the page's own host.
+        # b and c: a is not in the input (only www.site-a.org/a.html is), the other one loads,
+        # a single page is no CS of 2 → linked. d: b and c load and link each other → CS of 2
+        # → partial_cs. www a: its links stay on www.site-a.org, none in the input → site_sample.
+        # x and y: one loadable link each → linked.
+        assert_that(pages | "PageKeys" >> beam.Map(lambda r: (r["url"], r["method"])),
+                    equal_to([("https://site-a.org/b.html", "linked"), ("https://site-a.org/c.html", "linked"),
+                              ("https://site-a.org/d.html", "partial_cs"),
+                              ("https://www.site-a.org/a.html", "site_sample"),
+                              ("https://other.example/x.html", "linked"),
+                              ("https://other.example/y.html", "linked")]), label="pages")
         assert_that(errors | "ErrorKeys" >> beam.Map(lambda r: (r["url"], r["stage"], r["error_class"])),
                     equal_to([("https://site-a.org/broken.html", "decode", "BadContentEncoding"),
                               ("not-a-url", "read", "BadUrl"),
@@ -98,10 +106,14 @@ def test_pipeline_rows_through_beam(corpus):
     assert "Footer text" not in gamma["main_text"]
     assert [m["url"] for m in gamma["menu_links"]] == [
         "https://site-a.org/a.html", "https://site-a.org/b.html", "https://site-a.org/c.html"]
-    assert "A page" not in gamma["nontemplate_text"] and "Footer text" in gamma["nontemplate_text"]
-    assert gamma["candidate_urls"] is None and gamma["template_share"] is None
+    # the menu and the footer are shared with the candidate pages: template
+    assert gamma["nontemplate_text"] == ("Gamma\nGamma text\nGamma text again, with more words.\n"
+                                         "Third paragraph of Gamma.")
+    assert sorted(gamma["candidate_urls"]) == ["https://site-a.org/b.html", "https://site-a.org/d.html",
+                                               "https://www.site-a.org/a.html"]
+    assert 0 < gamma["template_share"] < 1 and gamma["site"] == "site-a.org"
     assert gamma["words_page"] > gamma["words_main"] > 0
-    assert gamma["timing_ms"]["parse"] >= 0 and gamma["timing_ms"]["etdm"] is None
+    assert gamma["timing_ms"]["parse"] >= 0 and gamma["timing_ms"]["etdm"] > 0
     assert gamma["warc_file"] == files[0] and gamma["charset"] == "utf-8"
 
 

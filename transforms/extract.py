@@ -13,10 +13,13 @@ from typing import Iterable, Iterator
 
 import numpy as np
 
+from transforms.candidates import select_candidates, site_links
 from transforms.charset import decode_html
 from transforms.conex_page import PageConexParams, main_content
+from transforms.conex_site import site_main_content
 from transforms.menex import MenexParams, detect_menu
 from transforms.page import CompactPage, parse_page
+from transforms.template import detect_template
 from transforms.tree import subtree_mask, text_of, words_in
 from transforms.urls import normalize_url, site_key
 
@@ -83,40 +86,82 @@ def menu_signature(links) -> str:
     return hashlib.sha1("\n".join(keyed).encode("utf-8")).hexdigest()[:16]
 
 
-def page_only_row(record: PageRecord, menex: MenexParams, page_conex: PageConexParams) -> dict:
-    """The row of a page with no other page of its site: MenEx + page-level ConEx (SPEC §8)."""
-    page = record.page
-    timing = dict(record.timing_ms)
-    try:
-        start = time.thread_time()
-        menu = detect_menu(page, menex)
-        timing["menex"] = _ms_since(start)
-    except Exception as exc:
-        raise StageError("menex", type(exc).__name__, str(exc)[:500]) from exc
-    try:
-        start = time.thread_time()
-        main = main_content(page, page_conex)
-        timing["page_conex"] = _ms_since(start)
-    except Exception as exc:
-        raise StageError("page_conex", type(exc).__name__, str(exc)[:500]) from exc
+class _Stage:
+    """Times a stage (CPU ms into `timing`) and turns its failure into a StageError."""
 
-    menu_mask = subtree_mask(page, [menu.node]) if menu else np.zeros(page.size, dtype=bool)
-    words_page = words_in(page)
+    def __init__(self, timing: dict, name: str):
+        self.timing, self.name = timing, name
+
+    def __enter__(self):
+        self.start = time.thread_time()
+
+    def __exit__(self, kind, exc, tb):
+        self.timing[self.name] = self.timing.get(self.name, 0.0) + _ms_since(self.start)
+        if exc is not None and not isinstance(exc, StageError) and isinstance(exc, Exception):
+            raise StageError(self.name, type(exc).__name__, str(exc)[:500]) from exc
+        return False
+
+
+def _menu(record: PageRecord, menex: MenexParams, timing: dict):
+    with _Stage(timing, "menex"):
+        return detect_menu(record.page, menex)
+
+
+def _finish(record: PageRecord, timing: dict, menu, **columns) -> dict:
+    page = record.page
     row = _provenance(record)
-    row.update(
-        main_text=text_of(page, main),
-        nontemplate_text=text_of(page, ~menu_mask),
-        menu_links=[{"url": u, "text": t} for u, t in menu.links] if menu else [],
-        method="page_only",
-        candidate_urls=None, cs_size=None, pages_loaded=None, template_share=None,
-        words_page=words_page,
-        words_main=words_in(page, main),
-        status="ok" if words_page else "empty",
-        notes=list(page.notes) + (["WARC-Truncated: " + record.truncated] if record.truncated else []),
-    )
+    row.update(columns)
+    row["menu_links"] = [{"url": u, "text": t} for u, t in menu.links] if menu else []
+    row["words_page"] = words_in(page)
+    row["status"] = "ok" if row["words_page"] else "empty"
+    row["notes"] = list(page.notes) + row.get("notes", []) \
+        + (["WARC-Truncated: " + record.truncated] if record.truncated else [])
     timing["total"] = sum(v for v in timing.values() if v is not None)
     row["timing_ms"] = timing
     return row
+
+
+def page_only_row(record: PageRecord, config) -> dict:
+    """A page with no other page of its site: MenEx + page-level ConEx (SPEC §8)."""
+    page = record.page
+    timing = dict(record.timing_ms)
+    menu = _menu(record, config.menex, timing)
+    with _Stage(timing, "page_conex"):
+        main = main_content(page, config.page_conex)
+    menu_mask = subtree_mask(page, [menu.node]) if menu else np.zeros(page.size, dtype=bool)
+    return _finish(record, timing, menu,
+                   main_text=text_of(page, main), nontemplate_text=text_of(page, ~menu_mask),
+                   method="page_only", candidate_urls=None, cs_size=None, pages_loaded=None,
+                   template_share=None, template_candidate_urls=None,
+                   words_main=words_in(page, main))
+
+
+def site_row(record: PageRecord, pages: dict, links, config) -> dict:
+    """A page compared with other pages of its site (SPEC §4–§8)."""
+    page = record.page
+    timing = dict(record.timing_ms)
+    with _Stage(timing, "candidates"):
+        for_template = select_candidates(record.url, page, links, config.candidates.for_template())
+        for_conex = select_candidates(record.url, page, links, config.candidates.for_conex())
+    if for_conex.method == "page_only":
+        return page_only_row(record, config)
+    with _Stage(timing, "template"):
+        template = detect_template(page, [pages[u] for u in for_template.candidates],
+                                   config.template_etdm, config.template, config.page_conex)
+    with _Stage(timing, "site_conex"):
+        main, conex_etdm_ms = site_main_content(page, [pages[u] for u in for_conex.candidates],
+                                                config.site_conex_etdm, config.site_conex)
+    timing["etdm"] = template.etdm_ms + conex_etdm_ms
+    menu = _menu(record, config.menex, timing)
+    main_text = text_of(page, main)
+    notes = [] if main.any() else ["no main content: the page maps entirely onto its candidate pages"]
+    return _finish(record, timing, menu,
+                   main_text=main_text, nontemplate_text=text_of(page, template.nontemplate),
+                   method=for_conex.method, candidate_urls=for_conex.candidates,
+                   cs_size=for_conex.cs_size, pages_loaded=for_conex.pages_loaded,
+                   template_share=template.share,
+                   template_candidate_urls=for_template.candidates,
+                   words_main=words_in(page, main), notes=notes)
 
 
 def _provenance(record: PageRecord) -> dict:
@@ -134,17 +179,24 @@ def error_row(*, url, warc_file, warc_offset, stage, error_class, message) -> di
             "error_class": error_class, "message": message}
 
 
-def process_site(records: Iterable[PageRecord], menex: MenexParams,
-                 page_conex: PageConexParams) -> Iterator[tuple[str, dict]]:
+def process_site(site: str, records: Iterable[PageRecord], config) -> Iterator[tuple[str, dict]]:
     """Rows for one site shard: ("pages", row) or ("errors", row), one per record.
 
     Records are handled in (url, file, offset) order so output never depends
-    on shuffle order. A failure stays with its page; the rest of the site goes on.
+    on shuffle order. A URL captured twice is looked up as its first capture.
+    A failure stays with its page; the rest of the site goes on.
     """
     ordered = sorted(records, key=lambda r: (r.url, r.warc_file, r.warc_offset))
+    pages: dict = {}
+    for record in ordered:
+        pages.setdefault(record.url, record.page)
+    links = site_links(pages, site) if len(pages) > 1 else None
     for record in ordered:
         try:
-            yield "pages", page_only_row(record, menex, page_conex)
+            if links is None:
+                yield "pages", page_only_row(record, config)
+            else:
+                yield "pages", site_row(record, pages, links, config)
         except StageError as exc:
             yield "errors", error_row(url=record.url, warc_file=record.warc_file,
                                       warc_offset=record.warc_offset, stage=exc.stage,

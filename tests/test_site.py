@@ -1,0 +1,186 @@
+"""Site-level extraction (SPEC §6–§8) on hand-built sites; expected results derived by hand."""
+import numpy as np
+import pytest
+
+from configs import Config, config_from_dict
+from transforms.conex_page import PageConexParams
+from transforms.conex_site import (SITE_CONEX_ETDM, SiteConexParams, candidate_nodes, main_branch,
+                                   merge_siblings, reduce_candidates, site_main_content)
+from transforms.etdm import EtdmParams
+from transforms.extract import PageRecord, process_site
+from transforms.page import parse_page, tag_name
+from transforms.template import TemplateParams, detect_template
+from transforms.tree import text_of
+
+PAGES = ("a", "b", "c", "d", "e")
+ARTICLES = {
+    "a": ("Apples", "Apples grow on trees in orchards.", "They are harvested in autumn."),
+    "b": ("Bananas", "Bananas grow in tropical climates.", "They are picked while green."),
+    "c": ("Cherries", "Cherries are small stone fruits.", "Birds like them very much."),
+    "d": ("Dates", "Dates come from date palms.", "They are very sweet when dried."),
+    "e": ("Elderberries", "Elderberries grow on shrubs.", "They must be cooked before eating."),
+}
+
+
+def site_page(name, links=PAGES):
+    title, first, second = ARTICLES[name]
+    menu = "".join(f"<li><a href='/{p}.html'>{p.upper()}</a></li>" for p in links)
+    return (f"<html><head><title>{title}</title></head><body>"
+            f"<div id=header><h1>Fruit Site</h1><ul id=menu>{menu}</ul></div>"
+            f"<div id=content><h2>{title}</h2><p>{first}</p><p>{second}</p></div>"
+            f"<div id=footer><p>Copyright 2024 Fruit Site</p></div></body></html>")
+
+
+def parsed(name, **kw):
+    return parse_page(site_page(name, **kw), f"https://fruit.example/{name}.html")
+
+
+def record(name, html=None):
+    url = f"https://fruit.example/{name}.html"
+    page = parse_page(html or site_page(name), url)
+    return PageRecord(url=url, site="fruit.example", warc_file="f.warc.gz", warc_offset=PAGES.index(name[0]),
+                      warc_record_id=f"<urn:{name}>", fetch_date="2024-01-01T00:00:00Z",
+                      content_type="text/html", charset="utf-8", truncated=None, page=page)
+
+
+def node_of(page, tag, nth=0):
+    return [i for i in range(page.size) if tag_name(page.tag[i]) == tag][nth]
+
+
+def test_temex_marks_the_shared_parts_as_template():
+    """Key a against b, c, d (TemEx defaults, v = 2): header, menu and footer elements and their
+    identical texts map into all three; the article texts differ, so with text_equality they never
+    map. Non-template text = title + the two paragraphs; template share = template words / page words
+    = (2 + 5 + 4) / (11 + 1 + 6 + 5) = 11 / 23... counted: header 'Fruit Site' 2, menu A..E 5,
+    footer 'Copyright 2024 Fruit Site' 4 → 11 template words; article 1 + 6 + 5 = 12 → share 11/23."""
+    key = parsed("a")
+    result = detect_template(key, [parsed(x) for x in "bcd"], EtdmParams(), TemplateParams(), PageConexParams())
+    assert text_of(key, result.nontemplate) == ("Apples\nApples grow on trees in orchards.\n"
+                                                "They are harvested in autumn.")
+    assert result.share == pytest.approx(11 / 23)
+    assert result.occurrences[0] == 3                       # BODY maps into all three
+    assert result.template[node_of(key, "ul")] and result.template[node_of(key, "h2")]
+    # the h2 element maps, its text does not
+    assert not result.template[node_of(key, "h2") + 1]
+
+
+def test_votes_and_hybex():
+    """With v = 4 > n = 3 no node is template. HybEx keeps page-level ConEx's main content out of
+    the mapping: those nodes get occurrences 0 and are never template."""
+    key = parsed("a")
+    others = [parsed(x) for x in "bcd"]
+    none = detect_template(key, others, EtdmParams(), TemplateParams(votes=4), PageConexParams())
+    assert not none.template.any() and none.share == 0.0
+    hybrid = detect_template(key, others, EtdmParams(), TemplateParams(method="hybex"), PageConexParams())
+    from transforms.conex_page import main_content
+    main = main_content(key, PageConexParams())
+    assert main.any() and not hybrid.template[main].any()
+    assert (hybrid.occurrences[main] == 0).all()
+
+
+def test_site_conex_text_aware_finds_the_article():
+    """Site-level ETDM (w = .1/.0/.2/.7, t = .9, option 4): BODY, #header, #content, #footer (ids),
+    h2 and p elements (same tag, no classes/attributes, one child each: .1 + .2 + .7 = 1) map; the
+    article texts do not. Published variant: candidates = the three article text nodes; reduced
+    roots = those texts; Alg. 13: their parents h2, p, p all have subtrees of 2 → the first, h2,
+    is the branch → only the title survives. Text-aware variant: #content's content leaves are all
+    unmatched → #content is a candidate root, the only one → main content = #content."""
+    key = parsed("a")
+    others = [parsed(x) for x in "bcde"]
+    published, _ = site_main_content(key, others, SITE_CONEX_ETDM, SiteConexParams(variant="published"))
+    assert text_of(key, published) == "Apples"
+    aware, _ = site_main_content(key, others, SITE_CONEX_ETDM, SiteConexParams(variant="text_aware"))
+    assert text_of(key, aware) == "Apples\nApples grow on trees in orchards.\nThey are harvested in autumn."
+
+
+def test_identical_pages_have_no_main_content():
+    key = parsed("a")
+    mask, _ = site_main_content(key, [parsed("a") for _ in range(4)])
+    assert not mask.any()
+
+
+# Alg. 12–15 on one hand-built tree with chosen occurrence counts.
+TREE = ("<body><div><p>x</p><p>y</p></div><div><section><p>z</p><p>w</p><p>v</p></section></div></body>")
+# 0 body, 1 div, 2 p, 3 "x", 4 p, 5 "y", 6 div, 7 section, 8 p, 9 "z", 10 p, 11 "w", 12 p, 13 "v"
+
+
+def test_candidate_reduction_branch_and_merge():
+    """Candidates (occurrences 0): 4, 5 (p "y"), 8–13 (the three p of section). Roots (Alg. 12):
+    4, 8, 10, 12. Alg. 13: parents div(1) subtree 5, section(7) subtree 7 → branch = section.
+    Alg. 14 drops 4. Alg. 15: 8, 10, 12 share section → section(7)."""
+    page = parse_page(TREE, "http://e.com/")
+    occ = np.ones(page.size, dtype=np.int32)
+    occ[[4, 5, 8, 9, 10, 11, 12, 13]] = 0
+    candidates = candidate_nodes(page, occ, "published")
+    roots = reduce_candidates(page, candidates)
+    assert roots == [4, 8, 10, 12]
+    assert main_branch(page, roots) == 7
+    assert merge_siblings(page, [8, 10, 12]) == [7]
+    # merging cascades: the section then has no sibling root, so it stays
+    assert merge_siblings(page, [2, 4, 8]) == [1, 8]
+
+
+def test_text_aware_candidates_need_content_and_no_matched_content():
+    """Text-aware: section(7) holds three text leaves, none matched → candidate although the
+    section element itself is mapped (occurrences 2); div(1) has matched text "x" → not."""
+    page = parse_page(TREE, "http://e.com/")
+    occ = np.full(page.size, 2, dtype=np.int32)
+    occ[[5, 9, 11, 13]] = 0
+    aware = candidate_nodes(page, occ, "text_aware")
+    assert aware[7] and aware[6] and not aware[1] and not aware[0]
+    # p(4) holds only the unmatched "y" → a root too
+    assert reduce_candidates(page, aware) == [4, 6]
+
+
+def rows_for(records, config=None):
+    return list(process_site("fruit.example", records, config or Config()))
+
+
+def test_mutually_linked_site_gets_cs_and_the_article():
+    rows = {r["url"]: r for kind, r in rows_for([record(x) for x in PAGES]) if kind == "pages"}
+    a = rows["https://fruit.example/a.html"]
+    assert a["method"] == "cs" and a["cs_size"] == 4
+    assert sorted(a["candidate_urls"]) == [f"https://fruit.example/{x}.html" for x in "bcde"]
+    assert len(a["template_candidate_urls"]) == 3
+    assert a["main_text"] == "Apples\nApples grow on trees in orchards.\nThey are harvested in autumn."
+    assert a["nontemplate_text"] == a["main_text"]
+    assert a["template_share"] == pytest.approx(11 / 23)
+    assert [m["url"] for m in a["menu_links"]] == [f"https://fruit.example/{x}.html" for x in PAGES]
+    assert a["timing_ms"]["etdm"] > 0 and a["timing_ms"].get("page_conex") is None
+
+
+def test_unlinked_site_pages_are_a_site_sample():
+    records = [record(x, site_page(x, links=())) for x in PAGES]
+    rows = [r for kind, r in rows_for(records) if kind == "pages"]
+    assert {r["method"] for r in rows} == {"site_sample"}
+    assert rows[0]["main_text"].startswith("Apples")
+
+
+def test_single_page_is_page_only():
+    (kind, row), = rows_for([record("a")])
+    assert kind == "pages" and row["method"] == "page_only" and row["candidate_urls"] is None
+
+
+def test_linked_pages_without_a_complete_subdigraph():
+    """a links to b and c, which link nowhere: no CS of 2 → candidates are linked pages → linked."""
+    records = [record("a", site_page("a", links=("b", "c"))),
+               record("b", site_page("b", links=())), record("c", site_page("c", links=()))]
+    rows = {r["url"]: r for kind, r in rows_for(records) if kind == "pages"}
+    assert rows["https://fruit.example/a.html"]["method"] == "linked"
+
+
+def test_partial_cs_is_filled_up():
+    """a links to b, c; b and c link to each other: a CS of 2 < n → partial_cs, filled with d."""
+    records = [record("a", site_page("a", links=("b", "c"))),
+               record("b", site_page("b", links=("c",))), record("c", site_page("c", links=("b",))),
+               record("d", site_page("d", links=()))]
+    rows = {r["url"]: r for kind, r in rows_for(records) if kind == "pages"}
+    a = rows["https://fruit.example/a.html"]
+    assert a["method"] == "partial_cs" and a["cs_size"] == 2
+    assert "https://fruit.example/d.html" in a["candidate_urls"]
+
+
+def test_config_switches_reach_the_site_step():
+    config = config_from_dict({"site_conex": {"variant": "published"}})
+    rows = {r["url"]: r for kind, r in rows_for([record(x) for x in PAGES], config) if kind == "pages"}
+    assert rows["https://fruit.example/a.html"]["main_text"] == "Apples"
