@@ -14,6 +14,8 @@ browser actually requests:
   can change what the server sees;
 * query kept verbatim apart from percent-encoding (it can identify a page),
   trailing slash kept (``/a`` and ``/a/`` may be different pages);
+* backslashes read as ``/`` before the query, tab/CR/LF removed, surrounding C0
+  controls and spaces trimmed, as browsers do with hrefs;
 * only http and https URLs are accepted; everything else yields ``None``.
 
 Only the site key drops ``www.``: ``www.example.com/a`` and ``example.com/a``
