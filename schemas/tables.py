@@ -12,7 +12,8 @@ SCHEMA_VERSION = "1"
 LINK = pa.struct([("url", pa.string()), ("text", pa.string())])
 
 # Stages whose CPU time each pages row reports, in pipeline order. Stages the
-# row's method did not run are null.
+# row's method did not run are null. "etdm" is the share of "template" and
+# "site_conex" spent mapping trees; "total" counts it once.
 TIMING_STAGES = ("read", "parse", "candidates", "etdm", "template", "site_conex",
                  "page_conex", "menex", "total")
 TIMING = pa.struct([(stage, pa.float32()) for stage in TIMING_STAGES])

@@ -339,9 +339,9 @@ def _list_page(items):
 
 
 def test_grouping_250_children_aligns_items_through_virtual_groups(any_engine):
-    """Key ul: items 0..249; other ul: the same without item 5 (249 items). 250 > 200, so both
-    child lists are cut into groups of 100: key [0..99] [100..199] [200..249]; other [0..100 minus 5]
-    [101..200] [201..249]. The three virtual pairs are certain (no classes/attributes, position 1
+    """Key ul: items 0..249; other ul: the same without item 5 (249 items). Both have more than
+    200 children (250 × 249 > 200² pairs), so both child lists are cut into groups of 100:
+    key [0..99] [100..199] [200..249]; other [0..100 minus 5] [101..200] [201..249]. The three virtual pairs are certain (no classes/attributes, position 1
     on the diagonal of 3 vs 3). Within a pair an li only matches the li with the same data-k
     (same attributes → ≥ 0.9; different → ≤ 0.5). So item 5 (removed), 100 (its partner fell
     into the other page's first group) and 200 (second group) stay unmapped; all else maps to
@@ -359,12 +359,28 @@ def test_grouping_250_children_aligns_items_through_virtual_groups(any_engine):
     assert got.tolist() == expected
 
 
+def test_long_list_against_a_short_one_is_not_grouped(any_engine):
+    """Key BODY: div#h, 298 p, footer (300 children); other BODY: div#h, p, footer. 300 × 3 = 900
+    pairs ≤ 200², so no grouping (Decision): the lists are aligned as they are. All candidate
+    pairs are certain with weighted part 1.0 (key i of 300 against other j of 3 aligns with
+    [i − 297, i]): div#h first (lowest index), then the first p against the p, then the footer
+    (rank 297 of 298 against 0 of 1: position 1). Texts "H" and "F" map, "k" ≠ "x" does not.
+    Grouping the key side alone, as the thesis does, would leave only BODY mapped."""
+    key = page("<div id=h>H</div>" + "<p>k</p>" * 298 + "<footer>F</footer>")
+    other = page("<div id=h>H</div><p>x</p><footer>F</footer>")
+    # key: 0 body 1 div 2 "H" 3 p 4 "k" ... 597 p 598 "k" 599 footer 600 "F"
+    expected = [-1] * key.size
+    for k, v in {0: 0, 1: 1, 2: 2, 3: 3, 599: 5, 600: 6}.items():
+        expected[k] = v
+    assert map_pages(key, other).tolist() == expected
+
+
 def test_group_levels_nest_for_very_long_lists():
-    """group_over 4, group_size 2, key items 0..19, other 1..19. Chunks of 2 would be 10 > 4,
-    of 4 still 5 > 4, so chunks of 8: key [0..7] [8..15] [16..19], other [1..8] [9..16] [17..19].
-    The 8-item chunks (8 > 4) split again into pairs: key (0,1)(2,3)(4,5)(6,7) vs other
+    """group_over 4, group_size 2, key items 0..19, other 1..19 (20 × 19 > 4² pairs). Chunks
+    of 2 would be 10 > 4, of 4 still 5 > 4, so chunks of 8: key [0..7] [8..15] [16..19], other [1..8] [9..16] [17..19].
+    The 8-item chunks (8 × 8 > 4²) split again into pairs: key (0,1)(2,3)(4,5)(6,7) vs other
     (1,2)(3,4)(5,6)(7,8) → only 1, 3, 5, 7 find their item; likewise 9, 11, 13, 15. The last
-    chunks (4 and 3 items) are real lists: 17, 18, 19 map."""
+    chunks (4 × 3 ≤ 4²) are real lists: 17, 18, 19 map."""
     params = EtdmParams(group_over=4, group_size=2)
     key, other = _list_page(range(20)), _list_page(range(1, 20))
     got = map_pages(key, other, params)

@@ -22,9 +22,10 @@ vectorized code) so that mathematically equal scores tie exactly and the
 tie rule, not float noise, decides.
 
 Decisions beyond SPEC §5 (each restated where it is implemented):
-- Virtual nodes (§9.3 grouping) are only compared with virtual nodes, and the
-  grouping is applied to a pair of mapped parents when either of them has more
-  than `group_over` children, both sides chunked with the same group size.
+- Grouping (§9.3) is decided per pair of mapped parents: their child lists
+  are grouped, both with the same group size, when they would compare more
+  than group_over² child pairs (always so when both have more than
+  `group_over` children). Virtual nodes are only compared with virtual nodes.
 - Excluded key nodes are removed from the key page (ch. 11, HybEx step vi):
   they take no sibling position and do not count as their parent's children.
 - The children of a virtual node are its items; its childNodes is their count.
@@ -70,8 +71,11 @@ class EtdmParams:
     threshold: float = 0.7
     position_option: int = 2          # 1..4 as SPEC §5
     text_equality: bool = True        # text nodes match only if their normalized text is equal
-    group_over: int = 200             # a node with more children than this ...
-    group_size: int = 100             # ... has them grouped under virtual nodes of at most this many
+    # Two mapped parents whose child lists would compare more than group_over² pairs
+    # (e.g. both have more than group_over children) have their children grouped
+    # under virtual nodes of at most group_size consecutive children (§9.3).
+    group_over: int = 200
+    group_size: int = 100
 
     def __post_init__(self):
         if self.position_option not in (1, 2, 3, 4):
@@ -154,7 +158,7 @@ class _PageIndex:
     def __init__(self, page: CompactPage):
         ptr, idx = children(page)
         self.ptr = ptr
-        self.idx = idx.astype(np.int64)
+        self.idx = idx
         self.count = np.diff(ptr)
         self.cls_id, self.cls_sets = _intern_sets(page.size, page.class_ptr, page.class_hash)
         self.attr_id, self.attr_sets = _intern_sets(page.size, page.attr_ptr, page.attr_hash)
@@ -163,7 +167,7 @@ class _PageIndex:
     def texts(self, page: CompactPage):
         """(per-node text id, -1 for elements; text → id): equal ids ⇔ equal text."""
         if self._text is None:
-            ids = np.full(page.size, -1, dtype=np.int64)
+            ids = np.full(page.size, -1, dtype=np.int32)
             table = {}
             nodes = np.flatnonzero(page.tag == TEXT)
             tp, text = page.text_ptr, page.text
@@ -176,7 +180,7 @@ class _PageIndex:
 
 
 def _intern_sets(n: int, ptr: np.ndarray, values: np.ndarray):
-    ids = np.zeros(n, dtype=np.int64)
+    ids = np.zeros(n, dtype=np.int32)
     sets = [frozenset()]
     nodes = np.flatnonzero(np.diff(ptr))
     if nodes.size:
@@ -267,6 +271,7 @@ class _Mapper:
         self.tq = _quantize(params.threshold)
         self.cert = certain_floor(params)
         self.opt = params.position_option
+        self.over_pairs = params.group_over * params.group_over
         self.jcache: dict = {}
         self.text_trans = None
 
@@ -307,7 +312,7 @@ class _Mapper:
             return
         lk, lo = self.kcount[a], self.ocount[b]
         both = (lk > 0) & (lo > 0)
-        big = both & (np.maximum(lk, lo) > self.p.group_over)
+        big = both & (lk * lo > self.over_pairs)
         small = both & ~big
         if small.any():
             ka, ob, ml, nl = a[small], b[small], lk[small], lo[small]
@@ -323,7 +328,7 @@ class _Mapper:
             la, lb = int(kcount[pa]), int(ocount[pb])
             if la == 0 or lb == 0:
                 continue
-            if max(la, lb) > self.p.group_over:
+            if la * lb > self.over_pairs:
                 new_virtual.append(self._chunked(pa, 0, la, pb, 0, lb))
             else:
                 ka, ob = int(kptr[pa]), int(optr[pb])
@@ -411,10 +416,17 @@ class _Mapper:
         """A virtual sibling group: both spans of children cut into the same size of chunks.
 
         Decision (§9.3): the thesis groups any node with more than group_over
-        children, in each tree on its own; here a pair of mapped parents is
-        grouped when either side is over, both sides with the same group size.
-        Virtual nodes are compared only with virtual nodes, so a real child
-        never maps into another page's virtual level.
+        children, in each tree on its own, and its virtual nodes take the
+        parent's tag. A virtual node against the other page's real children
+        then either matches nothing or (div in div) pairs items whose parents
+        do not correspond; and a page with 1,000 BODY children would map
+        nothing below BODY against a page with 4. Grouping is a runtime
+        device, so here it applies when the pair's child lists would compare
+        more than group_over² pairs (the largest ungrouped assignment the
+        thesis allows, 200 × 200), which covers every pair where both sides
+        are over; both sides are cut with the same group size and virtual
+        nodes are compared only with virtual nodes, so a mapped node's parent
+        is always mapped to its partner's parent.
         Chunks are of group_size items, or of group_size^k when that many
         chunks would themselves exceed group_over (10,000+ children).
         """
@@ -445,7 +457,7 @@ class _Mapper:
         for k in self._solve(i, j, base, idc, ca1, s0, m, n).tolist():
             x, y = int(i[k]), int(j[k])
             a0, a1, b0, b1 = int(alo[x]), int(ahi[x]), int(blo[y]), int(bhi[y])
-            if max(a1 - a0, b1 - b0) > self.p.group_over:
+            if (a1 - a0) * (b1 - b0) > self.over_pairs:
                 new_virtual.append(self._chunked(pa, a0, a1, pb, b0, b1))
             else:
                 ks = self.kidx[self.kptr[pa] + a0:self.kptr[pa] + a1]
@@ -573,7 +585,7 @@ class _Mapper:
         both = np.flatnonzero((ia != 0) & (ib != 0))
         if both.size:
             nb = len(sets_b)
-            codes, inv = np.unique(ia[both] * nb + ib[both], return_inverse=True)
+            codes, inv = np.unique(ia[both].astype(np.int64) * nb + ib[both], return_inverse=True)
             cache = self.jcache
             vals = []
             for c in codes.tolist():
@@ -597,6 +609,7 @@ class _Mapper:
         if i.size == 1:
             return np.flatnonzero(s0 > NO_MATCH)
         if m == n:
+            # The certain-diagonal shortcut of _batch, for virtual groups.
             diag = i == j
             if int(np.count_nonzero(diag & (s0 >= self.cert))) == m and not (idc & ~diag).any():
                 return np.flatnonzero(diag)
@@ -653,7 +666,7 @@ class _Mapper:
                     s = floor((lb[k] + wp * pos) * 1e9 + 0.5) / 1e9
                     if lic[k] or (lca[k] and pos == 1.0):
                         s = cert + s
-                    elif s <= tq:
+                    elif s < tq:
                         continue
                     if best is None or s > best[0]:
                         best = (s, x, lj[k], k)
