@@ -82,6 +82,7 @@ _CHECKS["candidates.max_loads"] = _POSITIVE
 _CHECKS["template.votes"] = _POSITIVE
 _CHECKS["template.method"] = (lambda v: v in ("temex", "hybex"), "temex or hybex")
 _CHECKS["site_conex.variant"] = (lambda v: v in ("published", "text_aware"), "published or text_aware")
+_CHECKS["site_conex.branch"] = (lambda v: v in ("nodes", "words"), "nodes or words")
 
 
 def _coerce(path: str, value, hint):

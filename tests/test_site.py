@@ -87,8 +87,13 @@ def test_site_conex_text_aware_finds_the_article():
     unmatched → #content is a candidate root, the only one → main content = #content."""
     key = parsed("a")
     others = [parsed(x) for x in "bcde"]
-    published, _ = site_main_content(key, others, SITE_CONEX_ETDM, SiteConexParams(variant="published"))
+    published, _ = site_main_content(key, others, SITE_CONEX_ETDM,
+                                     SiteConexParams(variant="published", branch="nodes"))
     assert text_of(key, published) == "Apples"
+    # Alg. 13 by words: the roots' parents h2, p, p hold 1, 6 and 5 words → the first p
+    by_words, _ = site_main_content(key, others, SITE_CONEX_ETDM,
+                                    SiteConexParams(variant="published", branch="words"))
+    assert text_of(key, by_words) == "Apples grow on trees in orchards."
     aware, _ = site_main_content(key, others, SITE_CONEX_ETDM, SiteConexParams(variant="text_aware"))
     assert text_of(key, aware) == "Apples\nApples grow on trees in orchards.\nThey are harvested in autumn."
 
@@ -115,6 +120,10 @@ def test_candidate_reduction_branch_and_merge():
     roots = reduce_candidates(page, candidates)
     assert roots == [4, 8, 10, 12]
     assert main_branch(page, roots) == 7
+    # by words: div(1) holds root 4 ("y", 1 word), section(7) roots with 3 words → section too;
+    # with only the first section paragraph a root, the tie (1 word each) goes to div(1)
+    assert main_branch(page, roots, "words") == 7
+    assert main_branch(page, [4, 8], "words") == 1
     assert merge_siblings(page, [8, 10, 12]) == [7]
     # merging cascades: the section then has no sibling root, so it stays
     assert merge_siblings(page, [2, 4, 8]) == [1, 8]
@@ -181,6 +190,6 @@ def test_partial_cs_is_filled_up():
 
 
 def test_config_switches_reach_the_site_step():
-    config = config_from_dict({"site_conex": {"variant": "published"}})
+    config = config_from_dict({"site_conex": {"variant": "published", "branch": "nodes"}})
     rows = {r["url"]: r for kind, r in rows_for([record(x) for x in PAGES], config) if kind == "pages"}
     assert rows["https://fruit.example/a.html"]["main_text"] == "Apples"
