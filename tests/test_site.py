@@ -193,3 +193,26 @@ def test_config_switches_reach_the_site_step():
     config = config_from_dict({"site_conex": {"variant": "published", "branch": "nodes"}})
     rows = {r["url"]: r for kind, r in rows_for([record(x) for x in PAGES], config) if kind == "pages"}
     assert rows["https://fruit.example/a.html"]["main_text"] == "Apples"
+
+
+def test_a_failing_page_becomes_an_errors_row_and_the_site_goes_on(monkeypatch):
+    import transforms.extract as extract
+
+    real = extract.detect_template
+
+    def fail_for_b(key, *args, **kwargs):
+        if key.url.endswith("/b.html"):
+            raise ValueError("boom")
+        return real(key, *args, **kwargs)
+
+    monkeypatch.setattr(extract, "detect_template", fail_for_b)
+    out = rows_for([record(x) for x in PAGES])
+    errors = [r for kind, r in out if kind == "errors"]
+    assert [(e["url"], e["stage"], e["error_class"]) for e in errors] == [
+        ("https://fruit.example/b.html", "template", "ValueError")]
+    assert len([r for kind, r in out if kind == "pages"]) == 4
+    # a failure outside the named stages is caught as well
+    monkeypatch.setattr(extract, "detect_template", real)
+    monkeypatch.setattr(extract, "text_of", lambda *a, **k: 1 / 0)
+    out = rows_for([record(x) for x in PAGES])
+    assert {(kind, r["stage"]) for kind, r in out} == {("errors", "site")}

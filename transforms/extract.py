@@ -202,3 +202,7 @@ def process_site(site: str, records: Iterable[PageRecord], config) -> Iterator[t
             yield "errors", error_row(url=record.url, warc_file=record.warc_file,
                                       warc_offset=record.warc_offset, stage=exc.stage,
                                       error_class=exc.error_class, message=exc.message)
+        except Exception as exc:  # outside any named stage (row assembly): still one row, never a crash
+            yield "errors", error_row(url=record.url, warc_file=record.warc_file,
+                                      warc_offset=record.warc_offset, stage="site",
+                                      error_class=type(exc).__name__, message=str(exc)[:500])
