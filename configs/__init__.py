@@ -46,6 +46,17 @@ class SiteParams:
 
 
 @dataclass(frozen=True)
+class SiteLimits:
+    """Cost bounds of the per-site step (DESIGN "Bad input")."""
+    # CPU milliseconds one page's site-level work (candidates, ETDM, ConEx, MenEx)
+    # may take; past it the page becomes a TimeBudgetExceeded errors row. The
+    # costliest pages of tests/hostile.py (100,000 links; 60,000 siblings) need
+    # about 2.5 s: the default stops only pathological pages, with room for
+    # slower worker CPUs. Typical pages take 5 to 60 ms.
+    page_budget_ms: float = 10000.0
+
+
+@dataclass(frozen=True)
 class Config:
     read: ReadLimits = field(default_factory=ReadLimits)
     menex: MenexParams = field(default_factory=MenexParams)
@@ -55,6 +66,7 @@ class Config:
     template_etdm: EtdmParams = field(default_factory=EtdmParams)
     site_conex: SiteConexParams = field(default_factory=SiteConexParams)
     site_conex_etdm: EtdmParams = SITE_CONEX_ETDM
+    site: SiteLimits = field(default_factory=SiteLimits)
 
 
 _TAG_NAME = re.compile(r"[a-z][a-z0-9:._-]*")
@@ -64,6 +76,8 @@ _UNIT = (lambda v: 0.0 <= v <= 1.0, "between 0 and 1")
 _POSITIVE = (lambda v: v > 0, "greater than 0")
 _CHECKS = {
     "read.max_payload_bytes": _POSITIVE,
+    "read.max_nodes": _POSITIVE,
+    "site.page_budget_ms": _POSITIVE,
     "page_conex.c": _POSITIVE,
     "page_conex.max_words": (lambda v: v >= 0, "0 or more"),
     "page_conex.excluded_tags": (lambda v: all(_TAG_NAME.fullmatch(t) for t in v), "HTML tag names"),

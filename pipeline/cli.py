@@ -1,4 +1,4 @@
-"""Command line: `sitestrip run ...` (also `python run.py ...`)."""
+"""Command line: `sitestrip run|inspect|report ...` (`python run.py ...` is `sitestrip run ...`)."""
 from __future__ import annotations
 
 import argparse
@@ -141,6 +141,79 @@ def run(argv: list[str], prog: str = "sitestrip run") -> int:
     return 0
 
 
+def _inspect_parser(prog: str) -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog=prog, description="Write one self-contained HTML file showing a page of the archive "
+        "with its template, main content and menu marked, as sitestrip computes them: the pages of "
+        "the page's site are read from the inputs and compared as in a run. No Beam, no network.")
+    p.add_argument("--input", nargs="+", metavar="PATH", default=None,
+                   help="WARC files, globs, directories or manifests, as for `run` "
+                        "(default: the embedded sample WARC)")
+    p.add_argument("--input-prefix", default=None, metavar="PREFIX",
+                   help="prefix for relative paths inside a manifest")
+    p.add_argument("--url", required=True, help="the page to inspect (its URL as archived)")
+    p.add_argument("--out", default="inspect.html", metavar="FILE",
+                   help="HTML file to write (default: ./inspect.html)")
+    p.add_argument("--config", default=None, metavar="NAME|FILE",
+                   help="YAML preset, as for `run` (default: configs/default.yaml)")
+    return p
+
+
+def inspect(argv: list[str], prog: str = "sitestrip inspect") -> int:
+    args = _inspect_parser(prog).parse_args(argv)
+    from configs import ConfigError, load_config
+    from pipeline.inspect_view import InspectError, inspect as inspect_page
+    from pipeline.warc import expand_inputs
+
+    try:
+        config = load_config(args.config)
+        paths = expand_inputs(args.input or [SAMPLE_WARC], args.input_prefix)
+        page, expl = inspect_page(paths, args.url, config)
+    except (ConfigError, ValueError, InspectError) as exc:
+        print(f"sitestrip inspect: {exc}", file=sys.stderr)
+        return 2
+    with open(args.out, "w", encoding="utf-8") as fh:
+        fh.write(page)
+    share = expl.template_share
+    words = expl.words()
+    print(f"sitestrip inspect: {expl.record.url}: method {expl.method}, "
+          f"template share {'n/a' if share is None else f'{share:.0%}'}, "
+          f"{words['main']} of {words['page']} words main content → {args.out}")
+    return 0
+
+
+def _report_parser(prog: str) -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog=prog, description="Summarize a finished run from its Parquet output (pages, methods, "
+        "template share, errors, largest sites, menus) as an HTML page with charts and a Markdown "
+        "twin next to it (same name, .md).")
+    p.add_argument("--output", required=True, metavar="RUN_DIR",
+                   help="the --output directory of the run (holding pages/, menus/, errors/)")
+    p.add_argument("--out", default=None, metavar="FILE",
+                   help="HTML file to write (default: RUN_DIR/report.html)")
+    p.add_argument("--top", type=int, default=15, metavar="N",
+                   help="sites listed in the largest-sites and menus tables (default 15)")
+    return p
+
+
+def report(argv: list[str], prog: str = "sitestrip report") -> int:
+    args = _report_parser(prog).parse_args(argv)
+    from pipeline.report import ReportError, write_report
+
+    out = args.out or os.path.join(args.output, "report.html")
+    try:
+        html_path, md_path, summary_ = write_report(args.output, out, top=args.top)
+    except ReportError as exc:
+        print(f"sitestrip report: {exc}", file=sys.stderr)
+        return 2
+    print(f"sitestrip report: {summary_['pages']} pages, {summary_['sites']} sites, "
+          f"{summary_['errors']} errors → {html_path}, {md_path}")
+    return 0
+
+
+COMMANDS = {"run": run, "inspect": inspect, "report": report}
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     parser = argparse.ArgumentParser(
@@ -149,13 +222,17 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.add_parser("run", help="run the extraction pipeline (see `sitestrip run --help`)",
                    add_help=False)
+    sub.add_parser("inspect", help="one page with its template, main content and menu marked, "
+                                   "as a self-contained HTML file", add_help=False)
+    sub.add_parser("report", help="HTML and Markdown summary of a finished run", add_help=False)
     if not argv or argv[0] in ("-h", "--help"):
         parser.print_help()
         return 0 if argv else 2
-    if argv[0] == "run":
-        return run(argv[1:])
-    parser.error(f"unknown command {argv[0]!r}; available: run")
-    return 2
+    command = COMMANDS.get(argv[0])
+    if command is None:
+        parser.error(f"unknown command {argv[0]!r}; available: {', '.join(COMMANDS)}")
+        return 2
+    return command(argv[1:])
 
 
 if __name__ == "__main__":

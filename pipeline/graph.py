@@ -72,7 +72,7 @@ class ReadWarcFile(beam.DoFn):
                             warc_file=item.warc_file, warc_offset=item.warc_offset,
                             warc_record_id=item.warc_record_id, fetch_date=item.fetch_date,
                             content_type=item.content_type, truncated=item.truncated,
-                            read_ms=read_ms)
+                            read_ms=read_ms, max_nodes=self.limits.max_nodes)
                     except StageError as exc:
                         _count(f"errors_{exc.stage}")
                         yield pvalue.TaggedOutput(ERRORS, error_row(

@@ -15,7 +15,7 @@ import re
 import zlib
 from collections import deque
 from dataclasses import dataclass
-from typing import BinaryIO, Iterator, Sequence
+from typing import BinaryIO, Callable, Iterator, Sequence
 
 from apache_beam.io.filesystem import BeamIOError, CompressionTypes
 from apache_beam.io.filesystems import FileSystems
@@ -56,6 +56,10 @@ _GLOB_CHARS = re.compile(r"[*?\[]")
 class ReadLimits:
     # Cap on the decoded HTTP entity body; larger pages become PayloadTooLarge errors.
     max_payload_bytes: int = 20 * 1024 * 1024
+    # Cap on the nodes of a parsed page: flattening costs ~4 µs of CPU and most of
+    # a kB of peak memory per node, so larger pages become TooManyNodes errors
+    # rather than seconds to minutes and GBs per page.
+    max_nodes: int = 500_000
 
 
 @dataclass
@@ -284,6 +288,35 @@ def _classify(
         truncated=record.headers.get("WARC-Truncated"),
         body=body,
     )
+
+
+def iter_payloads(
+    stream: BinaryIO, wanted: Callable[[str], bool], limits: ReadLimits = ReadLimits()
+) -> Iterator[tuple[str, str, str | None, bytes]]:
+    """(target URI, MIME type, HTTP charset, decoded body) of each HTTP 200 response whose
+    target URI `wanted` accepts, whatever its type: resources a view needs besides pages
+    (stylesheets). A record or file that cannot be read is passed over, not reported:
+    the pipeline's own reading (iter_warc_records) is where failures are accounted for."""
+    try:
+        for record in ArchiveIterator(stream, parse_http=False, fsspec_args=False):
+            url = _target_uri(record)
+            if str(record.record_type) != "response" or not url or not wanted(url):
+                continue
+            record.is_http = True
+            try:
+                record.parse_http(quirks_mode=True)
+                http = record.http_headers
+                if http.status_code != 200:
+                    continue
+                content_type = http.get("Content-Type") or ""
+                mime = re.split(r"[;,]", content_type, maxsplit=1)[0].strip().lower()
+                body = _entity_body(record.reader, http, limits.max_payload_bytes, False)
+            except (OSError, _Undecodable, *_DECOMPRESSION_ERRORS):
+                continue
+            charset = _CHARSET_PARAM.search(content_type)
+            yield url, mime, charset.group(1) if charset else None, body
+    except OSError:
+        return
 
 
 def _entity_body(reader, http, limit: int, sniff: bool) -> bytes | None:

@@ -1,5 +1,7 @@
 """The compact page model (SPEC §1) and text rendering."""
 import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from transforms.page import F_IN_LINK, F_LINK, F_NAV_HINT, TAG_ID, TEXT, _has_nav_word, parse_page, tag_name
 from transforms.tokens import count_words, folded_words, words
@@ -125,3 +127,83 @@ def test_pickled_page_round_trips_and_is_smaller_than_html():
             assert value == getattr(back, name), name
     assert text_of(back) == text_of(page)
     assert page.wire_bytes() < len(html) / 2
+
+
+# --- aligned_nodes: the walk that maps compact nodes back onto the lxml tree ---
+
+def check_alignment(html, url="http://ex.com/"):
+    """Every compact node has exactly one aligned lxml item, with the same tag, text and parent."""
+    from transforms.page import aligned_nodes, parse_tree, tag_id
+
+    page = parse_page(html, url)
+    _, body, _ = parse_tree(html)
+    items = list(aligned_nodes(body))
+    assert [i for i, _, _ in items] == list(range(page.size))
+    index_of = {}
+    for i, el, kind in items:
+        if kind == "element":
+            if el is None:              # no BODY: the compact page is BODY alone
+                assert page.size == 1
+                continue
+            assert page.tag[i] == tag_id(el.tag.lower()), i
+            index_of[el] = i
+            assert page.parent[i] == (index_of[el.getparent()] if i else -1), i
+        else:
+            assert page.tag[i] == TEXT, i
+            raw = el.text if kind == "text" else el.tail
+            assert page.node_text(i) == " ".join(raw.split()), i
+            owner = el if kind == "text" else el.getparent()
+            assert page.parent[i] == index_of[owner], i
+    return page, items
+
+
+def test_aligned_nodes_follow_dropped_leaf_and_whitespace_rules():
+    page, items = check_alignment(
+        "<body><P>a<script>x</script>b<style>p{}</style><!-- c -->d <noscript>no</noscript>"
+        "<template><p>t</p></template></P>  <svg><g><text>in</text></g></svg>tail"
+        "<img src=x.png> <p>   </p><TITLE>t</TITLE>after title<my-el>custom</my-el></body>")
+    kinds = [(k, el.tag) for _, el, k in items]
+    assert kinds[:5] == [("element", "body"), ("element", "p"), ("text", "p"), ("tail", "script"),
+                         ("tail", "style")]
+    assert ("element", "svg") in kinds and ("tail", "svg") in kinds and ("tail", "title") in kinds
+    assert not any(tag in ("g", "text", "script", "style", "noscript", "template", "title")
+                   for k, tag in kinds if k == "element")
+
+
+def test_aligned_nodes_on_deep_and_bodyless_pages():
+    depth = 5000
+    check_alignment("<body>" + "<div>x" * depth + "</div>" * depth + "</body>")
+    for html in ("", "<html><head><title>t</title></head></html>", "<frameset><frame src=a></frameset>"):
+        page, items = check_alignment(html)
+        assert len(items) == page.size
+
+
+_SOUP = ["<p>", "</p>", "<div class='a b'>", "</div>", "<b>", "</b>", "<a href='/x'>", "</a>",
+         "<ul>", "<li>", "</ul>", "<table>", "<tr>", "<td>", "</table>", "<br>", "<hr>",
+         "<script>var a = '</p>';</script>", "<style>p{}</style>", "<noscript><p>n</p></noscript>",
+         "<template>t</template>", "<title>t</title>", "<meta name=x>", "<link rel=x>", "<base href=/>",
+         "<head>", "<img src=i.png>", "<svg><circle/>s</svg>", "<iframe>f</iframe>", "<select><option>o",
+         "</select>", "<textarea>t</textarea>", "<!-- c -->", "<?pi x?>", "<FONT>", "</FONT>", "<x-y>",
+         "</x-y>", "<fb:like>", "&amp;", "&nbsp;", " ", "\n\t", "\u00a0", "<body>", "</body>", "<html>",
+         "<pre>\n x </pre>", "<math><mi>m</mi></math>", "<object><param name=a></object>"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(st.sampled_from(_SOUP), st.text(max_size=6)), max_size=40))
+def test_aligned_nodes_match_the_compact_page_on_tag_soup(tokens):
+    check_alignment("".join(tokens))
+
+
+def test_aligned_nodes_match_the_compact_page_on_the_sample():
+    from pipeline.cli import SAMPLE_WARC
+    from pipeline.warc import HtmlResponse, iter_warc_records, open_warc
+    from transforms.charset import decode_html
+
+    checked = 0
+    with open_warc(SAMPLE_WARC) as stream:
+        for item in iter_warc_records(stream, SAMPLE_WARC):
+            if isinstance(item, HtmlResponse):
+                html, _ = decode_html(item.body, item.http_charset)
+                check_alignment(html, item.url)
+                checked += 1
+    assert checked >= 50

@@ -91,13 +91,13 @@ def merge_siblings(key: CompactPage, roots: list[int]) -> list[int]:
 
 
 def site_main_content(key: CompactPage, others: list, etdm: EtdmParams = SITE_CONEX_ETDM,
-                      params: SiteConexParams = SiteConexParams()) -> tuple[np.ndarray, float]:
+                      params: SiteConexParams = SiteConexParams(), check=None) -> tuple[np.ndarray, float]:
     """(main-content node mask, ETDM CPU ms) of the key page against its candidate pages.
 
     The mask is empty when the page maps entirely onto its candidates.
     """
     start = time.thread_time()
-    occ = occurrences(key, others, etdm)
+    occ = occurrences(key, others, etdm, check=check)
     etdm_ms = (time.thread_time() - start) * 1000.0
     roots = reduce_candidates(key, candidate_nodes(key, occ, params.variant))
     if len(roots) > 1:

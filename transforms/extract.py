@@ -13,13 +13,13 @@ from typing import Iterable, Iterator
 
 import numpy as np
 
-from transforms.candidates import select_candidates, site_links
+from transforms.candidates import CandidateSelection, select_candidates, site_links
 from transforms.charset import decode_html
 from transforms.conex_page import PageConexParams, main_content
 from transforms.conex_site import site_main_content
-from transforms.menex import MenexParams, detect_menu
+from transforms.menex import Menu, MenexParams, detect_menu
 from transforms.page import CompactPage, parse_page
-from transforms.template import detect_template
+from transforms.template import TemplateResult, detect_template
 from transforms.tree import subtree_mask, text_of, words_in
 from transforms.urls import normalize_url, site_key
 
@@ -54,7 +54,8 @@ def _ms_since(start: float) -> float:
 
 def build_page_record(*, url: str, body: bytes, http_charset: str | None, warc_file: str,
                       warc_offset: int, warc_record_id: str, fetch_date: str,
-                      content_type: str, truncated: str | None, read_ms: float = 0.0) -> PageRecord:
+                      content_type: str, truncated: str | None, read_ms: float = 0.0,
+                      max_nodes: int | None = None) -> PageRecord:
     """Decode and parse one HTML response. Raises StageError naming the failing stage."""
     normalized = normalize_url(url)
     site = site_key(normalized) if normalized else None
@@ -63,7 +64,7 @@ def build_page_record(*, url: str, body: bytes, http_charset: str | None, warc_f
     start = time.thread_time()
     try:
         html, charset = decode_html(body, http_charset)
-        page = parse_page(html, normalized)
+        page = parse_page(html, normalized, max_nodes)
     except Exception as exc:  # lxml and codec failures vary; each ends as one errors row
         raise StageError("parse", type(exc).__name__, str(exc)[:500]) from exc
     return PageRecord(url=normalized, site=site, warc_file=warc_file, warc_offset=warc_offset,
@@ -86,24 +87,57 @@ def menu_signature(links) -> str:
     return hashlib.sha1("\n".join(keyed).encode("utf-8")).hexdigest()[:16]
 
 
-class _Stage:
-    """Times a stage (CPU ms into `timing`) and turns its failure into a StageError."""
+class _Budget:
+    """The CPU time one page's site-level work may take (site.page_budget_ms).
 
-    def __init__(self, timing: dict, name: str):
-        self.timing, self.name = timing, name
+    Cooperative: checked when a stage ends and before every wave of a tree
+    mapping, never by a signal or a thread, which a Beam worker does not own. A page
+    over budget stops at the next check and becomes one errors row; the rest of
+    its site goes on.
+    """
+
+    def __init__(self, limit_ms: float | None):
+        self.limit_ms = limit_ms
+        self.start = time.thread_time()
+
+    def check(self, stage: str) -> None:
+        if self.limit_ms is None:
+            return
+        spent = _ms_since(self.start)
+        if spent > self.limit_ms:
+            raise StageError(stage, "TimeBudgetExceeded",
+                             f"{spent:.0f} ms of CPU time, over site.page_budget_ms = {self.limit_ms:g}")
+
+
+class _Stage:
+    """Times a stage (CPU ms into `timing`) and turns its failure into a StageError.
+
+    With a budget, `with _Stage(...) as check` gives the stage's own budget check
+    for its inner loops, and the budget is checked again when the stage ends.
+    """
+
+    def __init__(self, timing: dict, name: str, budget: _Budget | None = None):
+        self.timing, self.name, self.budget = timing, name, budget
 
     def __enter__(self):
         self.start = time.thread_time()
+        return self._check
+
+    def _check(self) -> None:
+        if self.budget is not None:
+            self.budget.check(self.name)
 
     def __exit__(self, kind, exc, tb):
         self.timing[self.name] = self.timing.get(self.name, 0.0) + _ms_since(self.start)
         if exc is not None and not isinstance(exc, StageError) and isinstance(exc, Exception):
             raise StageError(self.name, type(exc).__name__, str(exc)[:500]) from exc
+        if exc is None:
+            self._check()
         return False
 
 
-def _menu(record: PageRecord, menex: MenexParams, timing: dict):
-    with _Stage(timing, "menex"):
+def _menu(record: PageRecord, menex: MenexParams, timing: dict, budget: _Budget | None = None):
+    with _Stage(timing, "menex", budget):
         return detect_menu(record.page, menex)
 
 
@@ -122,13 +156,70 @@ def _finish(record: PageRecord, timing: dict, menu, **columns) -> dict:
     return row
 
 
+@dataclass
+class PageAnalysis:
+    """The per-node results a pages row is made of; transforms/explain.py shows them."""
+    method: str
+    main: np.ndarray                                # main-content node mask
+    menu: Menu | None
+    timing: dict
+    template: TemplateResult | None = None          # None for page_only
+    for_template: CandidateSelection | None = None  # None when no candidate search ran
+    for_conex: CandidateSelection | None = None
+
+
+def site_context(site: str, records: Iterable[PageRecord]):
+    """(records in (url, file, offset) order, first capture per URL, SiteLinks or None for one page)."""
+    ordered = sorted(records, key=lambda r: (r.url, r.warc_file, r.warc_offset))
+    pages: dict = {}
+    for record in ordered:
+        pages.setdefault(record.url, record.page)
+    links = site_links(pages, site) if len(pages) > 1 else None
+    return ordered, pages, links
+
+
+def analyse_page(record: PageRecord, pages: dict, links, config) -> PageAnalysis:
+    """Candidates, TemEx/HybEx, site ConEx and MenEx of one key page (SPEC §4–§8).
+
+    With no other page of the site (`links` None) or no comparison page found,
+    the page-level methods run instead: MenEx + page-level ConEx.
+    """
+    page = record.page
+    budget = _Budget(config.site.page_budget_ms)
+    if links is not None:
+        timing = dict(record.timing_ms)
+        with _Stage(timing, "candidates", budget):
+            for_template = select_candidates(record.url, page, links, config.candidates.for_template())
+            for_conex = select_candidates(record.url, page, links, config.candidates.for_conex())
+        if for_conex.method != "page_only":
+            with _Stage(timing, "template", budget) as check:
+                template = detect_template(page, [pages[u] for u in for_template.candidates],
+                                           config.template_etdm, config.template, config.page_conex,
+                                           check=check)
+            with _Stage(timing, "site_conex", budget) as check:
+                main, conex_etdm_ms = site_main_content(page, [pages[u] for u in for_conex.candidates],
+                                                        config.site_conex_etdm, config.site_conex,
+                                                        check=check)
+            timing["etdm"] = template.etdm_ms + conex_etdm_ms
+            menu = _menu(record, config.menex, timing, budget)
+            return PageAnalysis(method=for_conex.method, main=main, menu=menu, timing=timing,
+                                template=template, for_template=for_template, for_conex=for_conex)
+    # The row reports only the stages that produced it: a fruitless search is not timed.
+    timing = dict(record.timing_ms)
+    menu = _menu(record, config.menex, timing, budget)
+    with _Stage(timing, "page_conex", budget):
+        main = main_content(page, config.page_conex)
+    return PageAnalysis(method="page_only", main=main, menu=menu, timing=timing)
+
+
 def page_only_row(record: PageRecord, config) -> dict:
     """A page with no other page of its site: MenEx + page-level ConEx (SPEC §8)."""
+    return _page_only_row(record, analyse_page(record, {}, None, config))
+
+
+def _page_only_row(record: PageRecord, analysis: PageAnalysis) -> dict:
     page = record.page
-    timing = dict(record.timing_ms)
-    menu = _menu(record, config.menex, timing)
-    with _Stage(timing, "page_conex"):
-        main = main_content(page, config.page_conex)
+    menu, main, timing = analysis.menu, analysis.main, analysis.timing
     menu_mask = subtree_mask(page, [menu.node]) if menu else np.zeros(page.size, dtype=bool)
     return _finish(record, timing, menu,
                    main_text=text_of(page, main), nontemplate_text=text_of(page, ~menu_mask),
@@ -140,20 +231,11 @@ def page_only_row(record: PageRecord, config) -> dict:
 def site_row(record: PageRecord, pages: dict, links, config) -> dict:
     """A page compared with other pages of its site (SPEC §4–§8)."""
     page = record.page
-    timing = dict(record.timing_ms)
-    with _Stage(timing, "candidates"):
-        for_template = select_candidates(record.url, page, links, config.candidates.for_template())
-        for_conex = select_candidates(record.url, page, links, config.candidates.for_conex())
-    if for_conex.method == "page_only":
-        return page_only_row(record, config)
-    with _Stage(timing, "template"):
-        template = detect_template(page, [pages[u] for u in for_template.candidates],
-                                   config.template_etdm, config.template, config.page_conex)
-    with _Stage(timing, "site_conex"):
-        main, conex_etdm_ms = site_main_content(page, [pages[u] for u in for_conex.candidates],
-                                                config.site_conex_etdm, config.site_conex)
-    timing["etdm"] = template.etdm_ms + conex_etdm_ms
-    menu = _menu(record, config.menex, timing)
+    analysis = analyse_page(record, pages, links, config)
+    if analysis.method == "page_only":
+        return _page_only_row(record, analysis)
+    main, menu, timing, template = analysis.main, analysis.menu, analysis.timing, analysis.template
+    for_template, for_conex = analysis.for_template, analysis.for_conex
     main_text = text_of(page, main)
     notes = [] if main.any() else ["no main content: the page maps entirely onto its candidate pages"]
     return _finish(record, timing, menu,
@@ -187,11 +269,7 @@ def process_site(site: str, records: Iterable[PageRecord], config) -> Iterator[t
     on shuffle order. A URL captured twice is looked up as its first capture.
     A failure stays with its page; the rest of the site goes on.
     """
-    ordered = sorted(records, key=lambda r: (r.url, r.warc_file, r.warc_offset))
-    pages: dict = {}
-    for record in ordered:
-        pages.setdefault(record.url, record.page)
-    links = site_links(pages, site) if len(pages) > 1 else None
+    ordered, pages, links = site_context(site, records)
     for record in ordered:
         try:
             if links is None:

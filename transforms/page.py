@@ -14,6 +14,7 @@ import re
 import zlib
 from dataclasses import dataclass, field
 from functools import lru_cache
+from typing import Iterator
 
 import numpy as np
 from lxml import etree
@@ -241,8 +242,12 @@ def _collapse(s: str | None) -> str:
     return " ".join(s.split())
 
 
-def parse_page(html: str, url: str) -> CompactPage:
-    """Parse decoded HTML into a CompactPage. Never recurses; bounded by lxml's depth cap."""
+def parse_tree(html: str) -> tuple:
+    """(lxml root or None, BODY element or None, notes) of decoded HTML, as parse_page sees it.
+
+    Shared with views that re-parse a page (pipeline/inspect_view.py) so that
+    their tree is the very tree the compact page was flattened from.
+    """
     parser = _parser()
     notes = []
     try:
@@ -251,8 +256,30 @@ def parse_page(html: str, url: str) -> CompactPage:
         root = None
     if any("Excessive depth" in e.message for e in parser.error_log):
         notes.append("parser depth limit: nodes nested deeper than 2048 were dropped")
+    body = None
+    if root is not None:
+        body = root if root.tag == "body" else root.find("body")
+    return root, body, tuple(notes)
 
-    title, base_url, body = "", url, None
+
+class TooManyNodes(ValueError):
+    """A page with more nodes than the configured cap (read.max_nodes)."""
+
+
+def parse_page(html: str, url: str, max_nodes: int | None = None) -> CompactPage:
+    """Parse decoded HTML into a CompactPage. Never recurses; bounded by lxml's depth cap.
+
+    With `max_nodes`, a body of more nodes raises TooManyNodes before the
+    flattening, which is where a huge page's time and memory would go.
+    """
+    root, body, notes = parse_tree(html)
+    if max_nodes is not None and body is not None:
+        # Counted by libxml2's XPath in C (~0.1 µs per node), whitespace and
+        # dropped subtrees included: an upper bound of what flattening keeps.
+        count = int(body.xpath("count(descendant-or-self::node())"))
+        if count > max_nodes:
+            raise TooManyNodes(f"{count} parsed nodes, more than read.max_nodes = {max_nodes}")
+    title, base_url = "", url
     if root is not None:
         head = root.find("head")
         if head is not None:
@@ -262,10 +289,7 @@ def parse_page(html: str, url: str) -> CompactPage:
             b = head.find("base[@href]")
             if b is not None:
                 base_url = resolve_link(url, b.get("href")) or url
-        body = root.find("body")
-        if root.tag == "body":
-            body = root
-    return _flatten(body, url, title, base_url, len(html), tuple(notes))
+    return _flatten(body, url, title, base_url, len(html), notes)
 
 
 @lru_cache(maxsize=1 << 16)
@@ -424,3 +448,42 @@ def _flatten(body, url: str, title: str, base_url: str, html_len: int, notes: tu
         link_node=np.array(link_node, dtype=i32), link_url=tuple(link_url),
         html_bytes=html_len, notes=notes,
     )
+
+
+def aligned_nodes(body) -> Iterator[tuple[int, object, str]]:
+    """(node index, lxml element, kind) for every node `_flatten(body, ...)` creates, in its order.
+
+    kind "element": the node is the element itself; "text": the node is the
+    element's .text; "tail": the node is the element's .tail. This is how a
+    view puts compact-page results back onto the HTML: it must follow
+    `_flatten`'s walk step for step (same events, same dropped and leaf
+    rules, same whitespace-only text skipping), so change the two together;
+    tests/test_page.py checks them against each other. Collect the items
+    before changing the tree: lxml's walker must not see its tree move.
+    """
+    if body is None:
+        yield 0, None, "element"
+        return
+    i = 0
+    walker = etree.iterwalk(body, events=("start", "end"))
+    skip = walker.skip_subtree
+    dropped, leaf = DROPPED_TAGS, LEAF_TAGS
+    for event, el in walker:
+        name = el.tag
+        if not isinstance(name, str):
+            continue
+        name = name.lower()
+        if event == "start":
+            if name in dropped and el is not body:
+                skip()
+                continue
+            yield i, el, "element"
+            i += 1
+            if name in leaf:
+                skip()
+            elif el.text and el.text.split():
+                yield i, el, "text"
+                i += 1
+        elif el is not body and el.tail and el.tail.split():
+            yield i, el, "tail"
+            i += 1

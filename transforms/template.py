@@ -19,14 +19,16 @@ class TemplateParams:
 
 
 def occurrences(key: CompactPage, others: list, params: EtdmParams,
-                exclude: np.ndarray | None = None) -> np.ndarray:
+                exclude: np.ndarray | None = None, check=None) -> np.ndarray:
     """Per key-page node, the number of candidate pages it is mapped into (Alg. 11).
 
     Each mapping is top-down, so a node's count never exceeds its parent's.
+    `check`, when given, is called between steps of the mappings and may raise
+    to stop a page that ran out of time.
     """
     counts = np.zeros(key.size, dtype=np.int32)
     for other in others:
-        counts += map_pages(key, other, params, exclude) >= 0
+        counts += map_pages(key, other, params, exclude, check=check) >= 0
     return counts
 
 
@@ -40,13 +42,13 @@ class TemplateResult:
 
 
 def detect_template(key: CompactPage, others: list, etdm: EtdmParams, params: TemplateParams,
-                    page_conex: PageConexParams) -> TemplateResult:
+                    page_conex: PageConexParams, check=None) -> TemplateResult:
     """TemEx, or HybEx (page-level ConEx first, its main content kept out of the mapping)."""
     exclude = None
     if params.method == "hybex":
         exclude = main_content(key, page_conex)
     start = time.thread_time()
-    occ = occurrences(key, others, etdm, exclude)
+    occ = occurrences(key, others, etdm, exclude, check)
     etdm_ms = (time.thread_time() - start) * 1000.0
     template = occ >= params.votes
     # Text inside a template link is template even when the link text itself

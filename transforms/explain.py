@@ -1,0 +1,108 @@
+"""Why a page's row says what it says: per-node labels of one key page.
+
+The labels come from the very code path that computes the pages row
+(`extract.analyse_page`), so a view built on them shows what the pipeline
+kept and removed, not a re-derivation of it. Beam-free and IO-free: the
+inspect command (pipeline/inspect_view.py) reads the WARCs and renders.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable
+
+import numpy as np
+
+from transforms.candidates import CandidateSelection, key_page_links
+from transforms.extract import PageAnalysis, PageRecord, analyse_page, site_context
+from transforms.menex import Menu
+from transforms.page import TEXT, CompactPage
+from transforms.tree import subtree_mask, subtree_sum, text_of, words_in
+
+
+@dataclass
+class Explanation:
+    record: PageRecord
+    analysis: PageAnalysis
+    site_pages: int               # distinct URLs of the site in the input
+    template: np.ndarray          # bool per node: template (page_only: the MenEx menu, as in the row)
+    nontemplate: np.ndarray       # bool per text node: the row's nontemplate_text
+    main: np.ndarray              # bool per node: the row's main_text
+    menu_mask: np.ndarray         # bool per node: subtree of the menu node
+    occurrences: np.ndarray | None  # TemEx/HybEx: candidate pages each node maps into; None for page_only
+    linked: frozenset             # in-site URLs the key page links to
+
+    @property
+    def page(self) -> CompactPage:
+        return self.record.page
+
+    @property
+    def method(self) -> str:
+        return self.analysis.method
+
+    @property
+    def menu(self) -> Menu | None:
+        return self.analysis.menu
+
+    @property
+    def template_selection(self) -> CandidateSelection | None:
+        return self.analysis.for_template
+
+    @property
+    def conex_selection(self) -> CandidateSelection | None:
+        return self.analysis.for_conex
+
+    @property
+    def template_share(self) -> float | None:
+        return self.analysis.template.share if self.analysis.template is not None else None
+
+    @property
+    def removed(self) -> np.ndarray:
+        """Nodes the non-template view leaves out: template nodes and the text they hold.
+
+        Text inside a template link is template although the text node itself
+        may not map (TemplateResult.nontemplate), so it is counted here too.
+        """
+        return self.template | ((self.page.tag == TEXT) & ~self.nontemplate)
+
+    def kept_in(self, mode: str) -> np.ndarray:
+        """Nodes a view mode shows: "template", "main" or "nontemplate"; every node otherwise."""
+        if mode == "template":
+            keep = self.removed
+        elif mode == "main":
+            keep = self.main
+        elif mode == "nontemplate":
+            keep = ~self.removed
+        else:
+            return np.ones(self.page.size, dtype=bool)
+        # An element stays as a container when anything kept is inside it.
+        return subtree_sum(self.page, keep.astype(np.int32)) > 0
+
+    def words(self) -> dict:
+        page = self.page
+        return {"page": words_in(page), "main": words_in(page, self.main),
+                "nontemplate": words_in(page, self.nontemplate)}
+
+    def texts(self) -> dict:
+        return {"main": text_of(self.page, self.main), "nontemplate": text_of(self.page, self.nontemplate)}
+
+
+def explain_page(key: PageRecord, site_records: Iterable[PageRecord], config) -> Explanation:
+    """Per-node labels of `key` among its site's records (the key included or not), as the pipeline computes them."""
+    records = list(site_records)
+    if not any(r is key for r in records):
+        records.append(key)
+    _, pages, links = site_context(key.site, records)
+    analysis = analyse_page(key, pages, links, config)
+    page = key.page
+    text = page.tag == TEXT
+    menu_mask = subtree_mask(page, [analysis.menu.node]) if analysis.menu else np.zeros(page.size, dtype=bool)
+    if analysis.template is not None:
+        template, nontemplate = analysis.template.template, analysis.template.nontemplate
+        occurrences = analysis.template.occurrences
+    else:
+        # Page-level rows drop the menu from nontemplate_text: at page level the menu is the template.
+        template, nontemplate, occurrences = menu_mask, text & ~menu_mask, None
+    linked = frozenset(url for url, _ in key_page_links(page, key.site))
+    return Explanation(record=key, analysis=analysis, site_pages=len(pages), template=template,
+                       nontemplate=nontemplate, main=analysis.main, menu_mask=menu_mask,
+                       occurrences=occurrences, linked=linked)
