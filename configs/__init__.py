@@ -54,6 +54,11 @@ class SiteLimits:
     # about 2.5 s: the default stops only pathological pages, with room for
     # slower worker CPUs. Typical pages take 5 to 60 ms.
     page_budget_ms: float = 10000.0
+    # Pages one shard of a site may hold (DESIGN "Hot sites"): a larger site is
+    # split by directory, then by URL hash (transforms/shards.py). The per-site
+    # step holds a shard in memory, so this bounds a worker's memory; candidates
+    # are only searched within a shard.
+    max_site_pages: int = 2000
 
 
 @dataclass(frozen=True)
@@ -78,6 +83,7 @@ _CHECKS = {
     "read.max_payload_bytes": _POSITIVE,
     "read.max_nodes": _POSITIVE,
     "site.page_budget_ms": _POSITIVE,
+    "site.max_site_pages": _POSITIVE,
     "page_conex.c": _POSITIVE,
     "page_conex.max_words": (lambda v: v >= 0, "0 or more"),
     "page_conex.excluded_tags": (lambda v: all(_TAG_NAME.fullmatch(t) for t in v), "HTML tag names"),
@@ -97,6 +103,7 @@ _CHECKS["template.votes"] = _POSITIVE
 _CHECKS["template.method"] = (lambda v: v in ("temex", "hybex"), "temex or hybex")
 _CHECKS["site_conex.variant"] = (lambda v: v in ("published", "text_aware"), "published or text_aware")
 _CHECKS["site_conex.branch"] = (lambda v: v in ("nodes", "words"), "nodes or words")
+_CHECKS["site_conex.merge"] = (lambda v: v in ("always", "content"), "always or content")
 
 
 def _coerce(path: str, value, hint):

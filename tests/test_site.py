@@ -216,3 +216,19 @@ def test_a_failing_page_becomes_an_errors_row_and_the_site_goes_on(monkeypatch):
     monkeypatch.setattr(extract, "text_of", lambda *a, **k: 1 / 0)
     out = rows_for([record(x) for x in PAGES])
     assert {(kind, r["stage"]) for kind, r in out} == {("errors", "site")}
+
+
+def test_flat_page_merge_does_not_swallow_the_template():
+    """Paragraphs directly under BODY, a shared header beside them. Site ETDM maps BODY, #h with its
+    text, and both p elements (.1 + .2 + .7 = 1 ≥ .9); the paragraph texts differ. Text-aware roots:
+    p, p (BODY holds the matched header text). Alg. 13/14 keep both (parent BODY). Alg. 15: the
+    published merge replaces them by BODY → the header comes back; merge "content" refuses a parent
+    holding matched content → the two paragraphs."""
+    def flat(a, b):
+        return parse_page(f"<body><div id=h>Site header</div><p>{a}</p><p>{b}</p></body>", "http://f.example/x")
+    key = flat("one two", "three four")
+    others = [flat("five", "six"), flat("seven", "eight"), flat("nine", "ten"), flat("eleven", "twelve")]
+    published, _ = site_main_content(key, others, SITE_CONEX_ETDM, SiteConexParams(merge="always"))
+    assert text_of(key, published) == "Site header\none two\nthree four"
+    content, _ = site_main_content(key, others, SITE_CONEX_ETDM, SiteConexParams(merge="content"))
+    assert text_of(key, content) == "one two\nthree four"

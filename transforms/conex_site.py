@@ -20,6 +20,8 @@ class SiteConexParams:
     variant: str = "text_aware"   # "published" (occurrences = 0 only) or "text_aware" (SPEC §7 decision)
     branch: str = "words"         # Alg. 13 measure: "nodes" (published: largest parent subtree)
                                   # or "words" (parent whose candidate roots hold the most words)
+    merge: str = "content"        # Alg. 15: "always" (published) or "content" (never into a
+                                  # parent that holds matched content, i.e. template text)
 
 
 def candidate_nodes(key: CompactPage, occ: np.ndarray, variant: str) -> np.ndarray:
@@ -72,13 +74,19 @@ def main_branch(key: CompactPage, roots: list[int], measure: str = "nodes") -> i
     return best
 
 
-def merge_siblings(key: CompactPage, roots: list[int]) -> list[int]:
-    """Alg. 15: two or more roots sharing a parent become that parent, until none do."""
+def merge_siblings(key: CompactPage, roots: list[int], blocked: np.ndarray | None = None) -> list[int]:
+    """Alg. 15: two or more roots sharing a parent become that parent, until none do.
+
+    `blocked` (bool per node) marks parents that must not absorb their
+    children: the "merge" variant passes the parents holding template content.
+    """
     current = sorted(set(roots))
     while True:
         parents = key.parent[np.array(current, dtype=np.int64)]
         values, counts = np.unique(parents[parents >= 0], return_counts=True)
         shared = set(values[counts >= 2].tolist())
+        if blocked is not None:
+            shared = {p for p in shared if not blocked[p]}
         if not shared:
             return current
         merged = sorted({int(p) if int(p) in shared else r for r, p in zip(current, parents.tolist())})
@@ -104,5 +112,13 @@ def site_main_content(key: CompactPage, others: list, etdm: EtdmParams = SITE_CO
         branch = main_branch(key, roots, params.branch)
         # Alg. 14: keep the roots inside the branch.
         roots = [r for r in roots if branch <= r < key.end[branch]]
-        roots = merge_siblings(key, roots)
+        blocked = None
+        if params.merge == "content":
+            # Merging siblings into their parent is meant to pick up what lies
+            # between them (images, spacing), not template text: on flat pages
+            # (paragraphs directly under BODY) the parent is the whole page.
+            leaf = key.child_count == 0
+            content_leaf = leaf & ((key.tag == TEXT) | np.isin(key.tag, MEDIA_TAGS))
+            blocked = subtree_sum(key, content_leaf & (occ > 0)) > 0
+        roots = merge_siblings(key, roots, blocked)
     return subtree_mask(key, roots), etdm_ms
