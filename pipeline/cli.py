@@ -30,8 +30,9 @@ def _run_parser(prog: str) -> argparse.ArgumentParser:
                         "local, gs:// or s3:// (with the matching Beam extra). "
                         "Default: the embedded sample WARC.")
     p.add_argument("--input-prefix", default=None, metavar="PREFIX",
-                   help="prefix for relative paths inside a manifest, e.g. s3://commoncrawl/ "
-                        "or https://data.commoncrawl.org/")
+                   help="prefix for relative paths inside a manifest, e.g. s3://commoncrawl/, "
+                        "gs://BUCKET/cc/ or a local directory (Beam has no http(s) filesystem: "
+                        "copy files from an HTTPS mirror first; see docs/runners.md)")
     p.add_argument("--output", default="out", metavar="DIR",
                    help="output directory (local or a bucket URL); its pages/, menus/ and errors/ "
                         "part files from an earlier run are replaced. Default: ./out")
@@ -74,6 +75,10 @@ def summary(counters: dict, elapsed: float, output: str) -> str:
         f"methods: {_group(counters, 'method_')}",
         f"  errors by stage: {_group(counters, 'errors_')}",
     ]
+    if counters.get("hot_sites"):
+        lines.append(f"  hot sites (over site.max_site_pages): {counters['hot_sites']}, "
+                     f"{counters.get('pages_in_hot_sites', 0)} pages in "
+                     f"{counters.get('hot_site_shards', 0)} shards")
     if html:
         lines.append(f"  compact pages: {compact / html:.1%} of HTML bytes ({compact:,} / {html:,})")
     lines.append(f"  output: {output}/pages, {output}/menus, {output}/errors")

@@ -19,6 +19,7 @@ from pipeline.warc import HtmlResponse, ReadError, Skipped, iter_warc_records, o
 from schemas import DATASETS
 from transforms.extract import (StageError, build_page_record, error_row, menu_signature,
                                 process_site)
+from transforms.shards import page_cell, plan_shards
 
 NAMESPACE = "sitestrip"
 ERRORS = "errors"
@@ -82,9 +83,56 @@ class ReadWarcFile(beam.DoFn):
                     pages += 1
                     _count("compact_bytes", record.page.wire_bytes())
                     _count("html_bytes", len(item.body))
-                    # The key is already (site, shard); hot-site splitting assigns shards > 0.
-                    yield (record.site, 0), record
+                    yield record.site, record
         log.info("read %s: %d pages in %.1fs", path, pages, time.monotonic() - started)
+
+
+def _hot_site_cells(item, hot_sites):
+    site, record = item
+    if site in hot_sites:
+        directory, slot = page_cell(record.url)
+        yield (site, directory, slot), 1
+
+
+def _plan_row(item, max_site_pages):
+    site, cells = item
+    plan = plan_shards(site, cells, max_site_pages)
+    _count("hot_sites")
+    _count("hot_site_shards", plan.shards)
+    log.info("hot site %s: %d pages in %d shards (largest %d)",
+             site, sum(plan.sizes), plan.shards, max(plan.sizes))
+    return site, plan
+
+
+def _shard_key(item, plans):
+    site, record = item
+    plan = plans.get(site)
+    if plan is None:
+        return (site, 0), record
+    _count("pages_in_hot_sites")
+    return (site, plan.shard_of(record.url)), record
+
+
+def shard_sites(pages, max_site_pages: int):
+    """(site, record) → ((site, shard), record), every shard at most `max_site_pages` pages.
+
+    Counting is cheap and shuffles only integers: pages per site first; then,
+    for the sites over the limit alone, pages per (site, directory, hash slot),
+    from which each hot site gets a plan (transforms/shards.py). Only the hot
+    sites' counts and plans reach the workers as side inputs, so they stay
+    small however many sites the input has.
+    """
+    hot_sites = (pages
+                 | "SiteOnes" >> beam.Map(lambda item: (item[0], 1))
+                 | "PagesPerSite" >> beam.CombinePerKey(sum)
+                 | "HotSites" >> beam.Filter(lambda item: item[1] > max_site_pages))
+    plans = (pages
+             | "HotSiteCells" >> beam.FlatMap(_hot_site_cells, hot_sites=pvalue.AsDict(hot_sites))
+             | "PagesPerCell" >> beam.CombinePerKey(sum)
+             | "CellsBySite" >> beam.Map(lambda item: (item[0][0], ((item[0][1], item[0][2]), item[1])))
+             | "GroupCells" >> beam.GroupByKey()
+             | "PlanShards" >> beam.Map(_plan_row, max_site_pages))
+    return pages | "ShardKey" >> beam.Map(_shard_key, plans=pvalue.AsDict(plans))
 
 
 class ProcessSite(beam.DoFn):
@@ -173,7 +221,7 @@ def build_pipeline(p: beam.Pipeline, warc_paths: list[str], output: str, config:
             # One file per element; the reshuffle spreads files over workers.
             | "SpreadFiles" >> beam.Reshuffle()
             | "ReadWarc" >> beam.ParDo(ReadWarcFile(config)).with_outputs(ERRORS, main="pages"))
-    sites = (read.pages
+    sites = (shard_sites(read.pages, config.site.max_site_pages)
              | "GroupBySite" >> beam.GroupByKey()
              | "ProcessSite" >> beam.ParDo(ProcessSite(config)).with_outputs(ERRORS, main="rows"))
     pages = sites.rows

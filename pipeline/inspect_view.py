@@ -30,6 +30,7 @@ from transforms.charset import decode_html
 from transforms.explain import Explanation, explain_page
 from transforms.extract import PageRecord, StageError, build_page_record
 from transforms.page import DROPPED_TAGS, TEXT, aligned_nodes, parse_tree, tag_id, tag_name
+from transforms.shards import shard_urls
 from transforms.tree import subtree_sum
 from transforms.urls import normalize_url, resolve_link, site_key
 
@@ -687,8 +688,11 @@ def render(expl: Explanation, html: str, stylesheets: dict | None = None, config
 def inspect(paths: Sequence[str], url: str, config) -> tuple[str, Explanation]:
     """(inspect page HTML, explanation) of `url` in the WARC files `paths`."""
     site = load_site(paths, url, config.read)
+    # A run compares a page only with the pages of its shard (DESIGN "Hot sites").
+    shards = shard_urls(site.key.site, [r.url for r in site.records], config.site.max_site_pages)
+    shard = [r for r in site.records if shards[r.url] == shards[site.key.url]]
     try:
-        expl = explain_page(site.key, site.records, config)
+        expl = explain_page(site.key, shard, config)
     except StageError as exc:
         raise InspectError(f"{site.key.url} failed in stage {exc.stage}: {exc.error_class}: "
                            f"{exc.message}") from exc

@@ -11,6 +11,7 @@ def test_default_preset_is_the_published_parameters():
     cfg = load_config()
     assert (cfg.menex.w_amplitude, cfg.menex.w_position, cfg.menex.root_threshold) == (0.30, 0.25, 0.90)
     assert (cfg.page_conex.c, cfg.page_conex.max_words) == (3, 3)
+    assert cfg.site.max_site_pages == 2000
 
 
 def test_partial_section_keeps_other_defaults():
@@ -29,6 +30,8 @@ def test_partial_section_keeps_other_defaults():
     ({"page_conex": {"excluded_tags": "div"}}, "page_conex.excluded_tags: expected a list"),
     ({"page_conex": {"excluded_tags": ["<div>"]}}, "page_conex.excluded_tags: must be HTML tag names"),
     ({"read": ["x"]}, "read: expected a mapping"),
+    ({"site": {"max_site_pages": 0}}, "site.max_site_pages: must be greater than 0"),
+    ({"site": {"max_site_pages": 2.5}}, "site.max_site_pages: expected an integer"),
 ])
 def test_bad_values_are_rejected_with_the_key_named(data, message):
     with pytest.raises(ConfigError, match=message):

@@ -4,7 +4,10 @@ A token is a maximal run of letters and digits; each CJK ideograph, kana or
 hangul syllable is a token of its own (those scripts do not separate words
 with spaces, so a run of them would otherwise count as one huge "word").
 Combining marks continue a token: Indic and Thai vowel signs are marks, and
-splitting on them would cut every word of those scripts into pieces.
+splitting on them would cut every word of those scripts into pieces; after a
+CJK character they keep decomposed kana (か + U+3099) one token, as its
+precomposed form (が) is. Only letters and digits start a token, inside the
+CJK blocks too: the katakana middle dot separates words, it is not one.
 """
 from __future__ import annotations
 
@@ -21,8 +24,9 @@ _CJK_RANGES = (
     (0xAC00, 0xD7AF),    # hangul syllables
     (0xF900, 0xFAFF),    # CJK compatibility ideographs
     (0xFF66, 0xFF9F),    # half-width katakana
-    (0x20000, 0x2FA1F),  # CJK extensions B..F, compatibility supplement
-    (0x30000, 0x3134F),  # CJK extension G
+    (0x1AFF0, 0x1B16F),  # kana extended-A/B, kana supplement (hentaigana), small kana
+    (0x20000, 0x2FA1F),  # CJK extensions B..F and I, compatibility supplement
+    (0x30000, 0x323AF),  # CJK extensions G, H
 )
 
 
@@ -51,8 +55,11 @@ def _mark_ranges():
 _CJK = _char_class(_CJK_RANGES)
 _MARKS = _char_class(_mark_ranges())
 # A token starts with a letter/digit that is not CJK and continues with
-# letters/digits (not CJK) or combining marks; a CJK character stands alone.
-_TOKEN = re.compile(rf"[{_CJK}]|(?:(?![{_CJK}])[^\W_])(?:(?![{_CJK}])[^\W_]|[{_MARKS}])*")
+# letters/digits (not CJK) or combining marks; a CJK letter stands alone but
+# for the marks that follow it. The blocks also hold punctuation (・, ゠) and
+# unassigned code points, hence the letter/digit lookahead on the CJK branch.
+_TOKEN = re.compile(rf"(?=[^\W_])[{_CJK}][{_MARKS}]*"
+                    rf"|(?:(?![{_CJK}])[^\W_])(?:(?![{_CJK}])[^\W_]|[{_MARKS}])*")
 # ASCII text has neither CJK nor marks, and the plain pattern scans it ~4x
 # faster than the full one (str.isascii is O(1) on CPython's compact strings).
 _TOKEN_ASCII = re.compile(r"[A-Za-z0-9]+")
@@ -73,6 +80,10 @@ def count_words(text: str) -> int:
 
 
 def folded_words(text: str) -> list[str]:
-    """Case-folded tokens, as the evaluation compares them (SPEC §9)."""
-    folded = text.casefold()
-    return _pattern(folded).findall(folded)
+    """Case-folded tokens, as the evaluation compares them (SPEC §9).
+
+    Tokens are folded one by one rather than the text as a whole: folding
+    can turn a non-word character into a letter (U+0345, a combining mark,
+    folds to ι), which would add a token that `words` does not have.
+    """
+    return [token.casefold() for token in words(text)]

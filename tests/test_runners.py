@@ -1,0 +1,244 @@
+"""The remote-runner configurations of docs/runners.md, checked without a cluster.
+
+What runs here: Beam's own option validation for each runner, the graph
+built under those options, its portable translation (the protobuf a Flink or
+Spark job server receives, with the container environment the workers would
+start), the Dataflow job translation in dry-run mode when apache-beam[gcp] is
+installed, and the packaging paths workers get the code by (the sdist Beam
+builds for --setup_file ./pyproject.toml, the wheel for --extra_package).
+
+What cannot run here: a job server, a cluster or the Dataflow service, so
+nothing is executed remotely, no container is pulled or built, and bucket
+access (gs://, s3://) is not exercised.
+"""
+import importlib.util
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+import zipfile
+from pathlib import Path
+
+import apache_beam as beam
+import pytest
+from apache_beam.options.pipeline_options import PipelineOptions, WorkerOptions
+from apache_beam.portability import common_urns
+from apache_beam.portability.api import beam_runner_api_pb2
+from apache_beam.runners.portability.portable_runner import PortableRunner
+from apache_beam.runners.portability.stager import Stager
+
+from configs import load_config
+from pipeline.graph import build_pipeline
+
+REPO = Path(__file__).resolve().parent.parent
+SAMPLE = str(REPO / "sample" / "sitestrip-sample.warc.gz")
+IMAGE = "registry.example/sitestrip:0.1.0"
+PACKAGES = ("pipeline", "transforms", "schemas", "configs")
+
+DATAFLOW = ["--runner=DataflowRunner", "--project=my-project", "--region=us-central1",
+            "--temp_location=gs://my-bucket/tmp", f"--sdk_container_image={IMAGE}",
+            "--machine_type=n2-highmem-4", "--max_num_workers=20"]
+# With apache-beam[gcp] installed, Beam checks the buckets' soft-delete policy
+# while validating, which needs GCP; dry-run mode skips that check.
+OFFLINE = ["--dry_run=True"]
+FLINK = ["--runner=FlinkRunner", "--flink_master=localhost:8081",
+         "--environment_type=DOCKER", f"--environment_config={IMAGE}"]
+SPARK = ["--runner=SparkRunner", "--spark_master_url=spark://localhost:7077",
+         "--environment_type=DOCKER", f"--environment_config={IMAGE}"]
+FLINK_LOOPBACK = ["--runner=FlinkRunner", "--flink_master=localhost:8081",
+                  "--environment_type=LOOPBACK"]
+
+# Leaf transforms a portable runner executes itself or hands to the SDK
+# harness; anything else would need a Python-only expansion on the runner.
+PORTABLE_PRIMITIVES = {
+    common_urns.primitives.IMPULSE.urn,
+    common_urns.primitives.PAR_DO.urn,
+    common_urns.primitives.GROUP_BY_KEY.urn,
+    common_urns.primitives.FLATTEN.urn,
+    common_urns.primitives.ASSIGN_WINDOWS.urn,
+    common_urns.combine_components.COMBINE_PER_KEY_PRECOMBINE.urn,
+    common_urns.combine_components.COMBINE_PER_KEY_MERGE_ACCUMULATORS.urn,
+    common_urns.combine_components.COMBINE_PER_KEY_EXTRACT_OUTPUTS.urn,
+}
+# Step names the docs and the run summary refer to.
+STEPS = ("ReadWarc", "GroupBySite", "ProcessSite", "Write_pages", "Write_menus", "Write_errors")
+
+
+def built(flags, output):
+    options = PipelineOptions(flags)
+    p = beam.Pipeline(options=options)
+    build_pipeline(p, [SAMPLE], str(output), load_config(None))
+    return p, options
+
+
+def step_names(proto):
+    return {t.unique_name for t in proto.components.transforms.values()}
+
+
+def test_dataflow_options_validate_and_the_graph_serializes(tmp_path):
+    """Beam validates Dataflow options when the pipeline is constructed (project
+    id, region, gs:// temp location); the graph is then translated to the Runner
+    API and read back, which unpickles every DoFn as a worker would."""
+    p, options = built(DATAFLOW + OFFLINE, tmp_path / "out")
+    assert type(p.runner).__name__ == "DataflowRunner"
+    workers = options.view_as(WorkerOptions)
+    assert (workers.sdk_container_image, workers.machine_type) == (IMAGE, "n2-highmem-4")
+    proto = p.to_runner_api()
+    assert all(any(name.startswith(step) for name in step_names(proto)) for step in STEPS)
+    again = beam.Pipeline.from_runner_api(proto, p.runner, options)
+    assert step_names(again.to_runner_api()) == step_names(proto)
+
+
+def _dataflow_client_missing():
+    try:
+        from apache_beam.runners.dataflow.internal import apiclient  # noqa: F401
+    except ImportError:
+        return True
+    return False
+
+
+@pytest.mark.skipif(not _dataflow_client_missing(),
+                    reason="with apache-beam[gcp] installed, Beam answers a bad temp location by "
+                           "creating a default bucket in the project, which needs GCP")
+def test_dataflow_rejects_a_temp_location_outside_gcs(tmp_path):
+    """The docs' requirement is Beam's: Dataflow stages through a gs:// path
+    (without the GCP client Beam cannot fall back to a default bucket)."""
+    flags = [f for f in DATAFLOW if not f.startswith("--temp_location")]
+    with pytest.raises(ValueError, match="temp_location|staging_location"):
+        built(flags + OFFLINE + [f"--temp_location={tmp_path}"], tmp_path / "out")
+
+
+@pytest.mark.skipif(_dataflow_client_missing(),
+                    reason="apache-beam[gcp] is not installed: the Dataflow job translation "
+                           "needs its API client (pip install 'apache-beam[gcp]==2.77.*')")
+def test_dataflow_job_translates_in_dry_run(tmp_path):
+    """With --dry_run the Dataflow runner builds the complete job request
+    (Runner v2 job with the custom container) and returns before talking to
+    the service."""
+    p, _ = built(DATAFLOW + OFFLINE + ["--no_auth", "--job_name=sitestrip-test"],
+                 tmp_path / "out")
+    job = p.run().job
+    assert job.proto.name == "sitestrip-test"
+    (env,) = job.proto_pipeline.components.environments.values()
+    assert env.urn == common_urns.environments.DOCKER.urn
+    assert beam_runner_api_pb2.DockerPayload.FromString(env.payload).container_image == IMAGE
+    assert all(any(name.startswith(step) for name in step_names(job.proto_pipeline))
+               for step in STEPS)
+
+
+@pytest.mark.parametrize("flags", [FLINK, SPARK], ids=["flink", "spark"])
+def test_portable_translation_uses_standard_primitives_in_the_container(flags, tmp_path):
+    """What a Flink or Spark job server receives: the pipeline proto after the
+    portable runner's own optimization, with the Docker environment of the
+    docs' image. Every leaf is a standard primitive, and every step that runs
+    Python code runs in that environment."""
+    p, options = built(flags, tmp_path / "out")
+    assert type(p.runner).__name__ == flags[0].split("=")[1]
+    proto = PortableRunner.get_proto_pipeline(p, options)
+    envs = proto.components.environments
+    docker = [key for key, env in envs.items() if env.urn == common_urns.environments.DOCKER.urn]
+    assert len(docker) == 1
+    payload = beam_runner_api_pb2.DockerPayload.FromString(envs[docker[0]].payload)
+    assert payload.container_image == IMAGE
+    leaves = [t for t in proto.components.transforms.values() if not t.subtransforms]
+    assert {t.spec.urn for t in leaves} <= PORTABLE_PRIMITIVES
+    python_steps = [t for t in leaves if t.spec.urn == common_urns.primitives.PAR_DO.urn]
+    assert python_steps and all(t.environment_id == docker[0] for t in python_steps)
+    assert all(any(name.startswith(step) for name in step_names(proto)) for step in STEPS)
+
+
+def test_flink_loopback_flags_build(tmp_path):
+    """LOOPBACK (SDK workers inside the submitting process, for a local Flink)
+    is accepted; its environment only exists once a job server runs, so this
+    stops at the Runner API graph."""
+    p, _ = built(FLINK_LOOPBACK, tmp_path / "out")
+    assert type(p.runner).__name__ == "FlinkRunner"
+    assert p.to_runner_api().components.transforms
+
+
+# ---------------------------------------------------------------------------
+# Packaging: how workers get sitestrip
+
+def _build_tools_missing():
+    """Beam runs `python -m build --no-isolation --sdist` for a pyproject.toml,
+    so the build backend of [build-system] must be importable here."""
+    if importlib.util.find_spec("build") is None:
+        return "the 'build' package is not installed"
+    import setuptools
+    major, minor = (int(x) for x in setuptools.__version__.split(".")[:2])
+    if (major, minor) < (68, 0):
+        return f"setuptools {setuptools.__version__} is older than [build-system]'s >=68"
+    if importlib.util.find_spec("wheel") is None:
+        return "the 'wheel' package named in [build-system] is not installed"
+    return None
+
+
+def _project_copy(tmp_path):
+    # A copy keeps build/ and egg-info litter out of the checkout; tests,
+    # sample and docs are not part of the distribution.
+    src = tmp_path / "src"
+    shutil.copytree(REPO, src, ignore=shutil.ignore_patterns(
+        ".git", ".ci", ".venv", "venv", "out", "out-*", ".hypothesis", ".pytest_cache",
+        "__pycache__", "*.egg-info", "build", "dist", "tests", "sample", "docs"))
+    return src
+
+
+def _staged(resources):
+    """staged name -> local file of Beam's artifact list."""
+    out = {}
+    for artifact in resources:
+        path = beam_runner_api_pb2.ArtifactFilePayload.FromString(artifact.type_payload).path
+        name = beam_runner_api_pb2.ArtifactStagingToRolePayload.FromString(
+            artifact.role_payload).staged_name
+        out[name] = path
+    return out
+
+
+def _check_members(names, prefix=""):
+    for package in PACKAGES:
+        assert f"{prefix}{package}/__init__.py" in names, package
+    assert f"{prefix}configs/default.yaml" in names
+    assert f"{prefix}transforms/etdm.py" in names and f"{prefix}pipeline/graph.py" in names
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(_build_tools_missing() is not None,
+                    reason=f"packaging tools: {_build_tools_missing()}; "
+                           "pip install build 'setuptools>=70.1' wheel")
+def test_setup_file_and_extra_package_stage_the_whole_project(tmp_path):
+    """--setup_file ./pyproject.toml: Beam 2.77 builds an sdist of a
+    pyproject-only project with `python -m build` and stages it as
+    workflow.tar.gz, which the worker pip-installs. The sdist holds every
+    package and the default preset, and builds into a wheel on its own (what
+    the worker's pip does); that wheel, passed as --extra_package, is staged
+    under its own name and listed for installation."""
+    src = _project_copy(tmp_path)
+    staging = tmp_path / "staging"
+    staging.mkdir()
+    options = PipelineOptions([f"--setup_file={src / 'pyproject.toml'}"])
+    staged = _staged(Stager.create_job_resources(options, str(staging),
+                                                 log_submission_env_dependencies=False))
+    sdist = staged["workflow.tar.gz"]
+    with tarfile.open(sdist) as tar:
+        members = {name.split("/", 1)[1] for name in tar.getnames() if "/" in name}
+    _check_members(members)
+
+    wheels = tmp_path / "wheels"
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
+                    "--no-index", "--quiet", "-w", str(wheels), sdist],
+                   check=True, cwd=tmp_path, env={**os.environ, "PIP_NO_INPUT": "1"})
+    (wheel,) = wheels.glob("sitestrip-*.whl")
+    with zipfile.ZipFile(wheel) as zf:
+        names = set(zf.namelist())
+        entry_points = next(zf.read(n).decode() for n in names if n.endswith("entry_points.txt"))
+        metadata = next(zf.read(n).decode() for n in names if n.endswith(".dist-info/METADATA"))
+    _check_members(names)
+    assert "sitestrip = pipeline.cli:main" in entry_points
+    assert "Requires-Dist: apache-beam==2.77.*" in metadata
+
+    options = PipelineOptions([f"--extra_package={wheel}"])
+    staged = _staged(Stager.create_job_resources(options, str(staging),
+                                                 log_submission_env_dependencies=False))
+    assert wheel.name in staged
+    assert Path(staged["extra_packages.txt"]).read_text().split() == [wheel.name]
