@@ -17,8 +17,8 @@ from apache_beam.metrics import Metrics
 from configs import Config
 from pipeline.warc import HtmlResponse, ReadError, Skipped, iter_warc_records, open_warc
 from schemas import DATASETS
-from transforms.extract import (StageError, build_page_record, error_row, menu_signature,
-                                process_site)
+from transforms.extract import (StageError, error_row, menu_signature, process_site,
+                                record_from_response)
 from transforms.shards import page_cell, plan_shards
 
 NAMESPACE = "sitestrip"
@@ -68,12 +68,8 @@ class ReadWarcFile(beam.DoFn):
                     _count("records_response")
                     _count("html_200")
                     try:
-                        record = build_page_record(
-                            url=item.url, body=item.body, http_charset=item.http_charset,
-                            warc_file=item.warc_file, warc_offset=item.warc_offset,
-                            warc_record_id=item.warc_record_id, fetch_date=item.fetch_date,
-                            content_type=item.content_type, truncated=item.truncated,
-                            read_ms=read_ms, max_nodes=self.limits.max_nodes)
+                        record = record_from_response(item, max_nodes=self.limits.max_nodes,
+                                                      read_ms=read_ms)
                     except StageError as exc:
                         _count(f"errors_{exc.stage}")
                         yield pvalue.TaggedOutput(ERRORS, error_row(

@@ -28,7 +28,7 @@ from lxml import etree
 from pipeline.warc import HtmlResponse, ReadLimits, iter_payloads, iter_warc_records, open_warc
 from transforms.charset import decode_html
 from transforms.explain import Explanation, explain_page
-from transforms.extract import PageRecord, StageError, build_page_record
+from transforms.extract import PageRecord, StageError, record_from_response
 from transforms.page import DROPPED_TAGS, TEXT, aligned_nodes, parse_tree, tag_id, tag_name
 from transforms.shards import shard_urls
 from transforms.tree import subtree_sum
@@ -94,12 +94,7 @@ def load_site(paths: Sequence[str], url: str, limits: ReadLimits = ReadLimits())
                 if not normalized or site_key(normalized) != site:
                     continue
                 try:
-                    record = build_page_record(
-                        url=item.url, body=item.body, http_charset=item.http_charset,
-                        warc_file=item.warc_file, warc_offset=item.warc_offset,
-                        warc_record_id=item.warc_record_id, fetch_date=item.fetch_date,
-                        content_type=item.content_type, truncated=item.truncated,
-                        max_nodes=limits.max_nodes)
+                    record = record_from_response(item, max_nodes=limits.max_nodes)
                 except StageError as exc:
                     skipped += 1
                     if normalized == key_url:

@@ -19,16 +19,9 @@ from transforms.extract import PageRecord, process_site
 from transforms.page import TEXT, parse_page
 from transforms.tree import text_of
 from warcs import response, write_warc
+from fruit import ARTICLES, PAGES
 
 SITE = "https://fruit.example"
-PAGES = ("a", "b", "c", "d", "e")
-ARTICLES = {
-    "a": ("Apples", "Apples grow on trees in orchards.", "They are harvested in autumn."),
-    "b": ("Bananas", "Bananas grow in tropical climates.", "They are picked while green."),
-    "c": ("Cherries", "Cherries are small stone fruits.", "Birds like them very much."),
-    "d": ("Dates", "Dates come from date palms.", "They are very sweet when dried."),
-    "e": ("Elderberries", "Elderberries grow on shrubs.", "They must be cooked before eating."),
-}
 MAGENTA = (255, 0, 255)
 CSS = (b"body { margin: 16px; font: 16px sans-serif; background: #fff; }\n"
        b"#header, #footer { padding: 12px; }\n"

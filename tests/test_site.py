@@ -11,15 +11,8 @@ from transforms.extract import PageRecord, process_site
 from transforms.page import parse_page, tag_name
 from transforms.template import TemplateParams, detect_template
 from transforms.tree import text_of
+from fruit import ARTICLES, PAGES
 
-PAGES = ("a", "b", "c", "d", "e")
-ARTICLES = {
-    "a": ("Apples", "Apples grow on trees in orchards.", "They are harvested in autumn."),
-    "b": ("Bananas", "Bananas grow in tropical climates.", "They are picked while green."),
-    "c": ("Cherries", "Cherries are small stone fruits.", "Birds like them very much."),
-    "d": ("Dates", "Dates come from date palms.", "They are very sweet when dried."),
-    "e": ("Elderberries", "Elderberries grow on shrubs.", "They must be cooked before eating."),
-}
 
 
 def site_page(name, links=PAGES):

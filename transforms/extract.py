@@ -73,6 +73,16 @@ def build_page_record(*, url: str, body: bytes, http_charset: str | None, warc_f
                       timing_ms={"read": read_ms, "parse": _ms_since(start)})
 
 
+def record_from_response(response, *, max_nodes: int | None = None, read_ms: float = 0.0) -> PageRecord:
+    """build_page_record for a fetched response (pipeline.warc.HtmlResponse or alike)."""
+    return build_page_record(
+        url=response.url, body=response.body, http_charset=response.http_charset,
+        warc_file=response.warc_file, warc_offset=response.warc_offset,
+        warc_record_id=response.warc_record_id, fetch_date=response.fetch_date,
+        content_type=response.content_type, truncated=response.truncated,
+        read_ms=read_ms, max_nodes=max_nodes)
+
+
 def menu_signature(links) -> str:
     """Stable id of a menu: its link URLs in order, hosts reduced to site keys.
 
