@@ -31,6 +31,12 @@ def _count(name: str, n: int = 1) -> None:
     Metrics.counter(NAMESPACE, name).inc(n)
 
 
+def _error(**fields) -> pvalue.TaggedOutput:
+    """One errors row, counted under its stage."""
+    _count(f"errors_{fields['stage']}")
+    return pvalue.TaggedOutput(ERRORS, error_row(**fields))
+
+
 class ReadWarcFile(beam.DoFn):
     """One WARC file → (site key, PageRecord) for each HTML 200 page; errors tagged."""
 
@@ -43,10 +49,8 @@ class ReadWarcFile(beam.DoFn):
         try:
             stream = open_warc(path)
         except Exception as exc:  # missing file, permissions, remote FS failure
-            _count("errors_read")
-            yield pvalue.TaggedOutput(ERRORS, error_row(
-                url=None, warc_file=path, warc_offset=None, stage="read",
-                error_class=type(exc).__name__, message=str(exc)[:500]))
+            yield _error(url=None, warc_file=path, warc_offset=None, stage="read",
+                         error_class=type(exc).__name__, message=str(exc)[:500])
             return
         with stream:
             records = iter_warc_records(stream, path, self.limits)
@@ -60,10 +64,8 @@ class ReadWarcFile(beam.DoFn):
                     _count(f"records_{item.record_type or 'none'}")
                     _count(f"skipped_{item.reason}")
                 elif isinstance(item, ReadError):
-                    _count(f"errors_{item.stage}")
-                    yield pvalue.TaggedOutput(ERRORS, error_row(
-                        url=item.url, warc_file=item.warc_file, warc_offset=item.warc_offset,
-                        stage=item.stage, error_class=item.error_class, message=item.message))
+                    yield _error(url=item.url, warc_file=item.warc_file, warc_offset=item.warc_offset,
+                                 stage=item.stage, error_class=item.error_class, message=item.message)
                 elif isinstance(item, HtmlResponse):
                     _count("records_response")
                     _count("html_200")
@@ -71,10 +73,8 @@ class ReadWarcFile(beam.DoFn):
                         record = record_from_response(item, max_nodes=self.limits.max_nodes,
                                                       read_ms=read_ms)
                     except StageError as exc:
-                        _count(f"errors_{exc.stage}")
-                        yield pvalue.TaggedOutput(ERRORS, error_row(
-                            url=item.url, warc_file=item.warc_file, warc_offset=item.warc_offset,
-                            stage=exc.stage, error_class=exc.error_class, message=exc.message))
+                        yield _error(url=item.url, warc_file=item.warc_file, warc_offset=item.warc_offset,
+                                     stage=exc.stage, error_class=exc.error_class, message=exc.message)
                         continue
                     pages += 1
                     _count("compact_bytes", record.page.wire_bytes())
@@ -168,10 +168,7 @@ class CountMenus(beam.CombineFn):
 
     def add_input(self, acc, item):
         url, links = item
-        count, best_url, best_links = acc
-        if best_url is None or url < best_url:
-            best_url, best_links = url, links
-        return count + 1, best_url, best_links
+        return self.merge_accumulators([acc, (1, url, links)])
 
     def merge_accumulators(self, accumulators):
         count, best_url, best_links = 0, None, None

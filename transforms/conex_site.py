@@ -24,6 +24,12 @@ class SiteConexParams:
                                   # parent that holds matched content, i.e. template text)
 
 
+def content_leaves(key: CompactPage) -> np.ndarray:
+    """Leaves that carry content: text nodes and media elements (bool mask)."""
+    leaf = key.child_count == 0
+    return leaf & ((key.tag == TEXT) | np.isin(key.tag, MEDIA_TAGS))
+
+
 def candidate_nodes(key: CompactPage, occ: np.ndarray, variant: str) -> np.ndarray:
     """Key-page nodes found in no candidate page (bool mask).
 
@@ -34,11 +40,8 @@ def candidate_nodes(key: CompactPage, occ: np.ndarray, variant: str) -> np.ndarr
     """
     candidates = occ == 0
     if variant == "text_aware":
-        leaf = key.child_count == 0
-        content_leaf = leaf & ((key.tag == TEXT) | np.isin(key.tag, MEDIA_TAGS))
-        content_leaves = subtree_sum(key, content_leaf)
-        matched_content = subtree_sum(key, content_leaf & (occ > 0))
-        candidates |= (content_leaves > 0) & (matched_content == 0)
+        content = content_leaves(key)
+        candidates |= (subtree_sum(key, content) > 0) & (subtree_sum(key, content & (occ > 0)) == 0)
     return candidates
 
 
@@ -117,8 +120,6 @@ def site_main_content(key: CompactPage, others: list, etdm: EtdmParams = SITE_CO
             # Merging siblings into their parent is meant to pick up what lies
             # between them (images, spacing), not template text: on flat pages
             # (paragraphs directly under BODY) the parent is the whole page.
-            leaf = key.child_count == 0
-            content_leaf = leaf & ((key.tag == TEXT) | np.isin(key.tag, MEDIA_TAGS))
-            blocked = subtree_sum(key, content_leaf & (occ > 0)) > 0
+            blocked = subtree_sum(key, content_leaves(key) & (occ > 0)) > 0
         roots = merge_siblings(key, roots, blocked)
     return subtree_mask(key, roots), etdm_ms
