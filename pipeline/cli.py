@@ -1,4 +1,4 @@
-"""Command line: `sitestrip run|inspect|report ...` (`python run.py ...` is `sitestrip run ...`)."""
+"""Command line: `sitestrip run|inspect|report|bench|tune ...` (`python run.py ...` is `sitestrip run ...`)."""
 from __future__ import annotations
 
 import argparse
@@ -216,7 +216,86 @@ def report(argv: list[str], prog: str = "sitestrip report") -> int:
     return 0
 
 
-COMMANDS = {"run": run, "inspect": inspect, "report": report}
+def _bench_parser(prog: str) -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog=prog, formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Score sitestrip and peer extractors (trafilatura, resiliparse, readability, "
+                    "jusText, boilerpy3; `pip install '.[bench]'`) on gold corpora, with speed, "
+                    "and write results.json, report.md and PNG charts to --out.\n\n"
+                    "A corpus is a folder in the shared format (warc/*.warc.gz + gold.jsonl) or "
+                    "in the TeCo format (a folder per site, the key page labelled with TECO_* "
+                    "classes).")
+    p.add_argument("--corpus", action="append", required=True, metavar="DIR",
+                   help="a corpus folder; repeat for several")
+    p.add_argument("--out", required=True, metavar="RESULTS_DIR")
+    p.add_argument("--peers", default=None, metavar="NAMES",
+                   help="comma-separated peers to run (default: every installed one); 'none' for none")
+    p.add_argument("--workers", type=int, default=1, metavar="N",
+                   help="worker processes of the product's run (default 1, like the peers)")
+    p.add_argument("--config", default=None, metavar="NAME|FILE", help="the product's preset")
+    p.add_argument("--peer-timeout", type=float, default=3600, metavar="SECONDS",
+                   help="per peer and corpus; pages left when it runs out score as empty")
+    p.add_argument("--no-charts", action="store_true", help="Markdown and JSON only")
+    return p
+
+
+def bench(argv: list[str], prog: str = "sitestrip bench") -> int:
+    args = _bench_parser(prog).parse_args(argv)
+    from bench.peers import PEER_NAMES
+    from bench.run import run_bench
+    peers = None
+    if args.peers:
+        peers = [] if args.peers == "none" else [p.strip() for p in args.peers.split(",") if p.strip()]
+        unknown = [p for p in peers if p not in PEER_NAMES]
+        if unknown:
+            print(f"sitestrip bench: unknown peer(s) {', '.join(unknown)}; known: {', '.join(PEER_NAMES)}",
+                  file=sys.stderr)
+            return 2
+    try:
+        summary = run_bench(args.corpus, args.out, peers=peers, workers=args.workers,
+                            config=args.config, peer_timeout=args.peer_timeout,
+                            charts=not args.no_charts, log=lambda m: print(m, flush=True))
+    except ValueError as exc:
+        print(f"sitestrip bench: {exc}", file=sys.stderr)
+        return 2
+    print(f"sitestrip bench: {len(summary['corpora'])} corpora in {summary['seconds']} s → "
+          f"{os.path.join(args.out, 'report.md')}")
+    return 0
+
+
+def _tune_parser(prog: str) -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog=prog, description="Settle SPEC's open choices: a staged coarse grid over the given "
+                               "dev corpora (shared format), cached in --out; writes tune.json and "
+                               "tune.md (the comparison table) and prints the winning settings.")
+    p.add_argument("--corpus", action="append", required=True, metavar="DIR")
+    p.add_argument("--out", required=True, metavar="DIR")
+    p.add_argument("--processes", type=int, default=None, metavar="N",
+                   help="worker processes (default: all CPUs)")
+    return p
+
+
+def tune(argv: list[str], prog: str = "sitestrip tune") -> int:
+    args = _tune_parser(prog).parse_args(argv)
+    from bench.corpora import read_shared_corpus
+    from bench.tune import markdown_table, run_grid
+    try:
+        corpora = [read_shared_corpus(d) for d in args.corpus]
+    except ValueError as exc:
+        print(f"sitestrip tune: {exc}", file=sys.stderr)
+        return 2
+    report = run_grid(corpora, args.out, processes=args.processes, log=lambda m: print(m, flush=True))
+    with open(os.path.join(args.out, "tune.md"), "w", encoding="utf-8") as fh:
+        fh.write(markdown_table(report))
+    changed = {f"{section}.{key}": value for section, values in report["final"].items()
+               for key, value in values.items()}
+    print("winning settings:")
+    for dotted, value in sorted(changed.items()):
+        print(f"  {dotted}: {value}")
+    return 0
+
+
+COMMANDS = {"run": run, "inspect": inspect, "report": report, "bench": bench, "tune": tune}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -230,6 +309,10 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("inspect", help="one page with its template, main content and menu marked, "
                                    "as a self-contained HTML file", add_help=False)
     sub.add_parser("report", help="HTML and Markdown summary of a finished run", add_help=False)
+    sub.add_parser("bench", help="quality and speed against gold corpora and peer extractors",
+                   add_help=False)
+    sub.add_parser("tune", help="settle the SPEC's open choices on dev corpora (coarse grid)",
+                   add_help=False)
     if not argv or argv[0] in ("-h", "--help"):
         parser.print_help()
         return 0 if argv else 2

@@ -1,0 +1,300 @@
+"""`sitestrip bench`: quality and speed of the product and of peer extractors, per corpus.
+
+For every corpus:
+1. the product runs end to end as users run it (`sitestrip run` in a child
+   process, FnApiRunner) on the corpus' WARC files; its wall time, CPU time and
+   peak RSS are the child's own (os.wait4);
+2. the same WARC files are read in-process once more, to hand every peer the
+   same decoded HTML of the same gold pages, to time the two per-page costs the
+   pipeline's rows do not carry (the shuffle coder, "group"; the Parquet
+   writer, "write") and to size compact pages against HTML;
+3. each installed peer runs in its own child process on those pages;
+4. every output is scored by bench/scoring.py against the gold.
+Results land in RESULTS_DIR as results.json, report.md and PNG charts.
+"""
+from __future__ import annotations
+
+import io
+import json
+import os
+import pickle
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+
+from bench.core import load_corpus
+from bench.corpora import Corpus, read_corpus
+from bench.scoring import PageScore, aggregate, group_scores, score_menus, score_texts, worst_pages
+from transforms.urls import normalize_url
+
+PRODUCT = "sitestrip"
+STAGES = ("read", "parse", "group", "candidates", "etdm", "template", "site_conex", "page_conex",
+          "menex", "write")
+
+
+@dataclass
+class ProcessUsage:
+    wall_seconds: float
+    cpu_seconds: float
+    max_rss_mb: float
+    returncode: int
+    stderr_tail: str = ""
+
+
+def run_child(argv: list[str], timeout: float | None = None, env=None) -> ProcessUsage:
+    """Run a command; its own wall, user+sys CPU and peak RSS (Linux: ru_maxrss in kB)."""
+    started = time.monotonic()
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+    # stderr is drained by a thread so a chatty child never blocks on a full pipe.
+    import threading
+    chunks: list[bytes] = []
+    reader = threading.Thread(target=lambda: chunks.append(proc.stderr.read()), daemon=True)
+    reader.start()
+    rusage = None
+    status = 0
+    while True:
+        pid, status, rusage = os.wait4(proc.pid, os.WNOHANG)
+        if pid:
+            break
+        if timeout is not None and time.monotonic() - started > timeout:
+            proc.kill()
+            _, status, rusage = os.wait4(proc.pid, 0)
+            break
+        time.sleep(0.05)
+    wall = time.monotonic() - started
+    reader.join(timeout=5)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    tail = b"".join(chunks).decode("utf-8", "replace")[-2000:]
+    return ProcessUsage(wall, rusage.ru_utime + rusage.ru_stime, rusage.ru_maxrss / 1024.0,
+                        proc.returncode, tail)
+
+
+def _percentiles(values) -> dict:
+    values = np.asarray([v for v in values if v is not None], dtype=float)
+    if values.size == 0:
+        return {"pages": 0, "p50": None, "p99": None, "mean": None, "total_s": 0.0}
+    return {"pages": int(values.size), "p50": round(float(np.percentile(values, 50)), 3),
+            "p99": round(float(np.percentile(values, 99)), 3),
+            "mean": round(float(values.mean()), 3), "total_s": round(float(values.sum()) / 1000, 3)}
+
+
+def run_product(corpus: Corpus, out_dir: str, *, workers: int = 1, config: str | None = None,
+                timeout: float | None = None) -> tuple[ProcessUsage, list[dict], int]:
+    """`sitestrip run` on the corpus in a child process → (usage, pages rows, errors rows)."""
+    import pyarrow.dataset as ds
+    argv = [sys.executable, "-m", "pipeline.cli", "run", "--input", *corpus.warc_paths,
+            "--output", out_dir, "--quiet", "--workers", str(workers)]
+    if config:
+        argv += ["--config", config]
+    usage = run_child(argv, timeout)
+    if usage.returncode != 0:
+        raise RuntimeError(f"sitestrip run failed on {corpus.name} (exit {usage.returncode}):\n"
+                           f"{usage.stderr_tail}")
+    columns = ["url", "main_text", "nontemplate_text", "menu_links", "method", "template_share",
+               "timing_ms", "html_bytes", "words_page"]
+    rows = ds.dataset(os.path.join(out_dir, "pages"), format="parquet").to_table(
+        columns=columns).to_pylist()
+    errors_dir = os.path.join(out_dir, "errors")
+    errors = ds.dataset(errors_dir, format="parquet").count_rows() if os.path.isdir(errors_dir) else 0
+    return usage, rows, errors
+
+
+def coder_and_writer_costs(loaded, rows: list[dict]) -> dict:
+    """Per-page CPU of the two pipeline steps that no row times.
+
+    group: a page record through the shuffle coder (Beam pickles it on one side
+    and unpickles it on the other). write: the pages rows turned into Arrow and
+    written as zstd Parquet, as the pipeline's sink does, divided per page.
+    """
+    group_ms, wire, compact_mem = [], 0, 0
+    for records in loaded.records.values():
+        for record in records:
+            clock = time.thread_time()
+            pickle.loads(pickle.dumps(record, protocol=pickle.HIGHEST_PROTOCOL))
+            group_ms.append((time.thread_time() - clock) * 1000.0)
+            wire += record.page.wire_bytes()
+            compact_mem += record.page.nbytes()
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from schemas.tables import PAGES
+    slim = [{k: r.get(k) for k in ("url", "main_text", "nontemplate_text", "method")} for r in rows]
+    schema = pa.schema([PAGES.field(k) for k in ("url", "main_text", "nontemplate_text", "method")])
+    clock = time.thread_time()
+    table = pa.Table.from_pylist(slim, schema=schema)
+    pq.write_table(table, io.BytesIO(), compression="zstd")
+    write_ms = (time.thread_time() - clock) * 1000.0 / max(len(rows), 1)
+    return {"group_ms": group_ms, "write_ms_per_page": write_ms, "wire_bytes": wire,
+            "compact_memory_bytes": compact_mem, "html_bytes": loaded.html_bytes}
+
+
+@dataclass
+class CorpusResult:
+    name: str
+    kind: str
+    pages_gold: int
+    genres: list
+    product: dict = field(default_factory=dict)
+    peers: dict = field(default_factory=dict)
+    quality: dict = field(default_factory=dict)      # by system: corpus / genre / site aggregates
+    menus: dict = field(default_factory=dict)
+    nodes: dict = field(default_factory=dict)        # TeCo only
+    worst: list = field(default_factory=list)
+    methods: dict = field(default_factory=dict)
+    template_shares: list = field(default_factory=list)
+
+
+def _texts(rows, field_name):
+    return {r["url"]: r[field_name] or "" for r in rows}
+
+
+def _menus(rows):
+    return {r["url"]: tuple(normalize_url(m["url"]) or m["url"] for m in (r["menu_links"] or ()))
+            for r in rows}
+
+
+def bench_corpus(corpus: Corpus, out_dir: str, *, peers, workers: int = 1, config: str | None = None,
+                 peer_timeout: float = 3600, log=print) -> tuple[CorpusResult, list[PageScore]]:
+    from bench import peers as peer_mod
+    from configs import load_config
+
+    work = os.path.join(out_dir, "runs", corpus.name)
+    os.makedirs(work, exist_ok=True)
+    result = CorpusResult(corpus.name, corpus.kind, len(corpus.gold), corpus.genres)
+
+    log(f"[{corpus.name}] sitestrip run ({len(corpus.warc_paths)} WARC files, {workers} worker(s))")
+    usage, rows, errors = run_product(corpus, os.path.join(work, PRODUCT), workers=workers,
+                                      config=config)
+    gold_urls = {g.url for g in corpus.gold}
+    log(f"[{corpus.name}] {len(rows)} pages in {usage.wall_seconds:.1f} s; reading again for peers")
+    loaded = load_corpus(corpus.warc_paths, load_config(config).read, keep_html=True,
+                         wanted=gold_urls.__contains__)
+    costs = coder_and_writer_costs(loaded, rows)
+    timing = {stage: [(r["timing_ms"] or {}).get(stage) for r in rows] for stage in STAGES
+              if stage not in ("group", "write")}
+    timing["group"] = costs["group_ms"]
+    stage_stats = {stage: _percentiles(timing[stage]) for stage in STAGES if stage != "write"}
+    stage_stats["write"] = {"pages": len(rows), "p50": None, "p99": None,
+                            "mean": round(costs["write_ms_per_page"], 3),
+                            "total_s": round(costs["write_ms_per_page"] * len(rows) / 1000, 3)}
+    total = [(r["timing_ms"] or {}).get("total") for r in rows]
+    result.product = {
+        "pages": len(rows), "errors": errors, "wall_seconds": round(usage.wall_seconds, 2),
+        "cpu_seconds": round(usage.cpu_seconds, 2), "max_rss_mb": round(usage.max_rss_mb, 1),
+        "pages_per_second": round(len(rows) / usage.wall_seconds, 2) if usage.wall_seconds else None,
+        "workers": workers, "stages_ms": stage_stats, "page_total_ms": _percentiles(total),
+        "html_bytes": costs["html_bytes"], "compact_wire_bytes": costs["wire_bytes"],
+        "compact_memory_bytes": costs["compact_memory_bytes"],
+    }
+    methods: dict = {}
+    for r in rows:
+        methods[r["method"]] = methods.get(r["method"], 0) + 1
+    result.methods = methods
+    result.template_shares = [r["template_share"] for r in rows if r["template_share"] is not None]
+
+    scores = score_texts(PRODUCT, corpus.gold, _texts(rows, "main_text"))
+    scores += score_texts(f"{PRODUCT}:nontemplate", corpus.gold, _texts(rows, "nontemplate_text"))
+    if corpus.kind == "teco":
+        nontemplate_gold = [g for g in corpus.gold if g.nontemplate_text is not None]
+        scores += [PageScore(f"{PRODUCT}:nontemplate_vs_teco_nontemplate", s.corpus, s.genre, s.site,
+                             s.url, s.words)
+                   for s in score_texts("x", nontemplate_gold, _texts(rows, "nontemplate_text"),
+                                        field="nontemplate_text")]
+    menu_scores = score_menus(PRODUCT, corpus.gold, _menus(rows))
+    if menu_scores:
+        result.menus = group_scores(menu_scores, "corpus", menu=True)[(PRODUCT, corpus.name)].as_dict()
+
+    # Peers: the same gold pages, decoded the same way, in the same run.
+    pages_path = os.path.join(work, "pages.jsonl")
+    peer_mod.write_pages(((g.url, loaded.html.get(g.url, "")) for g in corpus.gold), pages_path)
+    for name in peers:
+        log(f"[{corpus.name}] peer {name}")
+        run = peer_mod.run_peer(name, pages_path, work, timeout=peer_timeout)
+        info = {"version": run.version, "pages": run.pages, "failed": run.failed,
+                "timed_out": run.timed_out, "error": run.error,
+                "wall_seconds": round(run.wall_seconds, 2), "cpu_seconds": round(run.cpu_seconds, 2),
+                "max_rss_mb": round(run.max_rss_mb, 1),
+                "pages_per_second": round(run.pages / run.wall_seconds, 2) if run.wall_seconds else None,
+                "page_ms": _percentiles(list(run.page_ms.values()))}
+        result.peers[name] = info
+        if run.error and not run.texts:
+            continue
+        scores += score_texts(name, corpus.gold, run.texts)
+
+    for by in ("corpus", "genre", "site"):
+        for (system, key), agg in group_scores(scores, by).items():
+            label = key if isinstance(key, str) else key[1]
+            result.quality.setdefault(system, {}).setdefault(by, {})[label] = agg.as_dict()
+
+    if corpus.kind == "teco":
+        from bench.teco import teco_node_metrics
+        node_rows = teco_node_metrics(corpus, load_config(config))
+        for part in ("main", "template", "menu"):
+            prfs = [r[part] for r in node_rows if r.get(part) is not None]
+            if prfs:
+                result.nodes[part] = aggregate(prfs).as_dict()
+
+    product_scores = [s for s in scores if s.system == PRODUCT]
+    gold_by_url = {g.url: g for g in corpus.gold}
+    rows_by_url = {r["url"]: r for r in rows}
+    for s in worst_pages(product_scores, 10):
+        row = rows_by_url.get(s.url) or {}
+        result.worst.append({"url": s.url, "site": s.site, "f1": round(s.words.f1, 4),
+                             "precision": round(s.words.precision, 4), "recall": round(s.words.recall, 4),
+                             "method": row.get("method"), "gold": gold_by_url[s.url].main_text,
+                             "output": row.get("main_text") or ""})
+    return result, scores
+
+
+def run_bench(corpus_dirs: list[str], out_dir: str, *, peers=None, workers: int = 1,
+              config: str | None = None, peer_timeout: float = 3600, charts: bool = True,
+              log=print) -> dict:
+    from bench import peers as peer_mod
+    from bench.report import write_report
+
+    os.makedirs(out_dir, exist_ok=True)
+    work = os.path.join(out_dir, "runs")
+    corpora = [read_corpus(d, work) for d in corpus_dirs]
+    wanted = list(peer_mod.PEER_NAMES) if peers is None else list(peers)
+    installed = peer_mod.available_peers(wanted) if wanted else {}
+    missing = [p for p in wanted if p not in installed]
+    if missing:
+        log(f"peers not installed (pip install '.[bench]'): {', '.join(missing)}")
+    started = time.monotonic()
+    results, all_scores = [], []
+    for corpus in corpora:
+        result, scores = bench_corpus(corpus, out_dir, peers=list(installed), workers=workers,
+                                      config=config, peer_timeout=peer_timeout, log=log)
+        results.append(result)
+        all_scores += scores
+    summary = {
+        "created": time.strftime("%Y-%m-%d %H:%M:%S"),
+        "seconds": round(time.monotonic() - started, 1),
+        "machine": _machine(),
+        "config": config or "default",
+        "peers": installed, "peers_missing": missing,
+        "corpora": [asdict(r) for r in results],
+        "overall": {f"{system}": agg.as_dict()
+                    for (system, _), agg in group_scores(all_scores, "all").items()},
+    }
+    with open(os.path.join(out_dir, "results.json"), "w", encoding="utf-8") as fh:
+        json.dump(summary, fh, indent=1, ensure_ascii=False)
+    write_report(summary, out_dir, charts=charts)
+    return summary
+
+
+def _machine() -> dict:
+    import platform
+    info = {"python": platform.python_version(), "cpus": os.cpu_count(), "platform": platform.platform()}
+    try:
+        with open("/proc/cpuinfo") as fh:
+            for line in fh:
+                if line.startswith("model name"):
+                    info["cpu"] = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    return info
