@@ -45,7 +45,7 @@ class ProcessUsage:
 
 
 def run_child(argv: list[str], timeout: float | None = None, env=None) -> ProcessUsage:
-    """Run a command; its own wall, user+sys CPU and peak RSS (Linux: ru_maxrss in kB)."""
+    """Run a command; its own wall and user+sys CPU (os.wait4), and ru_maxrss as a fallback peak."""
     started = time.monotonic()
     proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
     # stderr is drained by a thread so a chatty child never blocks on a full pipe.
@@ -85,11 +85,18 @@ def run_product(corpus: Corpus, out_dir: str, *, workers: int = 1, config: str |
                 timeout: float | None = None) -> tuple[ProcessUsage, list[dict], int]:
     """`sitestrip run` on the corpus in a child process → (usage, pages rows, errors rows)."""
     import pyarrow.dataset as ds
-    argv = [sys.executable, "-m", "pipeline.cli", "run", "--input", *corpus.warc_paths,
-            "--output", out_dir, "--quiet", "--workers", str(workers)]
+    os.makedirs(out_dir, exist_ok=True)
+    peak_file = os.path.join(out_dir, "peak_rss_mb.txt")
+    argv = [sys.executable, "-m", "bench.measure", peak_file, "pipeline.cli", "run",
+            "--input", *corpus.warc_paths, "--output", out_dir, "--quiet", "--workers", str(workers)]
     if config:
         argv += ["--config", config]
     usage = run_child(argv, timeout)
+    try:
+        with open(peak_file, encoding="ascii") as fh:
+            usage.max_rss_mb = float(fh.read().strip())
+    except (OSError, ValueError):
+        pass  # off Linux: ru_maxrss, which may include this process's own peak
     if usage.returncode != 0:
         raise RuntimeError(f"sitestrip run failed on {corpus.name} (exit {usage.returncode}):\n"
                            f"{usage.stderr_tail}")
