@@ -339,3 +339,19 @@ def test_absolute_links_restores_what_the_site_served():
         "<a HREF=\"http://www.example.org/news/2020/x.html\">B</a><a href=\"#top\">C</a>"
         "<a href='mailto:me@example.org'>D</a><a data-href='rel.html' href=''>E</a>"
         "<a href='//cdn.example.org/x'>F</a>")
+
+
+def test_bench_command_on_a_teco_suite(suite, tmp_path):
+    from bench.run import run_bench
+    summary = run_bench([str(suite)], str(tmp_path / "r"), peers=[], charts=False, log=lambda m: None)
+    (c,) = summary["corpora"]
+    assert c["name"] == "teco-teco" and c["kind"] == "teco" and c["pages_gold"] == 1
+    # The same key-page results as test_teco_node_metrics_end_to_end, averaged over one page.
+    assert c["nodes"]["main"]["mean_recall"] == 1.0
+    assert c["nodes"]["main"]["mean_precision"] == pytest.approx(10 / 13, abs=1e-4)
+    assert c["nodes"]["menu"]["mean_f1"] == 1.0
+    assert c["nodes"]["template"]["mean_precision"] == pytest.approx(20 / 26, abs=1e-4)
+    # Text scores against the gold's own non-template text exist for TeCo only.
+    assert "sitestrip:nontemplate_vs_teco_nontemplate" in c["quality"]
+    report = (tmp_path / "r" / "report.md").read_text()
+    assert "DOM-node metrics (TeCo gold)" in report and "| teco-teco | 0.769 / 1.000 / 0.870 |" in report
