@@ -34,9 +34,10 @@ def test_dropped_elements_keep_their_tail_and_media_are_leaves():
         "<noscript>no</noscript><template><p>t</p></template></p>"
         "<svg><g><text>inside</text></g></svg><img src=x.png><p>   </p></body>",
         "http://ex.com/")
-    assert text_of(page) == "a b d"
-    assert tags(page) == ["body", "p", "#text", "#text", "#text", "svg", "img", "p"]
-    assert page.child_count[5] == 0  # svg internals dropped
+    # <noscript> is what a reader without scripts (an archive's) shows: kept.
+    assert text_of(page) == "a b d no"
+    assert tags(page) == ["body", "p", "#text", "#text", "#text", "noscript", "#text", "svg", "img", "p"]
+    assert page.child_count[7] == 0  # svg internals dropped
 
 
 def test_text_rendering_breaks_lines_at_blocks_only():
@@ -166,8 +167,9 @@ def test_aligned_nodes_follow_dropped_leaf_and_whitespace_rules():
     assert kinds[:5] == [("element", "body"), ("element", "p"), ("text", "p"), ("tail", "script"),
                          ("tail", "style")]
     assert ("element", "svg") in kinds and ("tail", "svg") in kinds and ("tail", "title") in kinds
-    assert not any(tag in ("g", "text", "script", "style", "noscript", "template", "title")
+    assert not any(tag in ("g", "text", "script", "style", "template", "title")
                    for k, tag in kinds if k == "element")
+    assert ("element", "noscript") in kinds and ("text", "noscript") in kinds
 
 
 def test_aligned_nodes_on_deep_and_bodyless_pages():
