@@ -20,6 +20,7 @@ from transforms.candidates import CandidateParams
 from transforms.conex_page import PageConexParams
 from transforms.conex_site import SITE_CONEX_ETDM, SiteConexParams
 from transforms.etdm import EtdmParams
+from transforms.link_blocks import LinkBlockParams
 from transforms.menex import MenexParams
 from transforms.template import TemplateParams
 
@@ -71,6 +72,7 @@ class Config:
     template_etdm: EtdmParams = field(default_factory=EtdmParams)
     site_conex: SiteConexParams = field(default_factory=SiteConexParams)
     site_conex_etdm: EtdmParams = SITE_CONEX_ETDM
+    link_blocks: LinkBlockParams = field(default_factory=LinkBlockParams)
     site: SiteLimits = field(default_factory=SiteLimits)
 
 
@@ -101,6 +103,8 @@ for _name in ("template_n", "conex_n"):
 _CHECKS["candidates.max_loads"] = _POSITIVE
 _CHECKS["template.votes"] = _POSITIVE
 _CHECKS["template.method"] = (lambda v: v in ("temex", "hybex"), "temex or hybex")
+_CHECKS["link_blocks.max_link_density"] = (lambda v: 0.0 < v <= 1.0, "greater than 0 and at most 1")
+_CHECKS["link_blocks.listing_link_density"] = (lambda v: 0.0 < v <= 1.0, "greater than 0 and at most 1")
 _CHECKS["site_conex.variant"] = (lambda v: v in ("published", "text_aware"), "published or text_aware")
 _CHECKS["site_conex.branch"] = (lambda v: v in ("nodes", "words"), "nodes or words")
 _CHECKS["site_conex.merge"] = (lambda v: v in ("always", "content"), "always or content")

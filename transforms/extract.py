@@ -17,6 +17,7 @@ from transforms.candidates import CandidateSelection, select_candidates, site_li
 from transforms.charset import decode_html
 from transforms.conex_page import PageConexParams, main_content
 from transforms.conex_site import site_main_content
+from transforms.link_blocks import drop_link_blocks
 from transforms.menex import Menu, MenexParams, detect_menu
 from transforms.page import CompactPage, parse_page
 from transforms.template import TemplateResult, detect_template
@@ -210,6 +211,7 @@ def analyse_page(record: PageRecord, pages: dict, links, config) -> PageAnalysis
                 main, conex_etdm_ms = site_main_content(page, [pages[u] for u in for_conex.candidates],
                                                         config.site_conex_etdm, config.site_conex,
                                                         check=check)
+            main = drop_link_blocks(page, main, config.link_blocks)
             timing["etdm"] = template.etdm_ms + conex_etdm_ms
             menu = _menu(record, config.menex, timing, budget)
             return PageAnalysis(method=for_conex.method, main=main, menu=menu, timing=timing,
@@ -218,7 +220,7 @@ def analyse_page(record: PageRecord, pages: dict, links, config) -> PageAnalysis
     timing = dict(record.timing_ms)
     menu = _menu(record, config.menex, timing, budget)
     with _Stage(timing, "page_conex", budget):
-        main = main_content(page, config.page_conex)
+        main = drop_link_blocks(page, main_content(page, config.page_conex), config.link_blocks)
     return PageAnalysis(method="page_only", main=main, menu=menu, timing=timing)
 
 

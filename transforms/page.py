@@ -90,6 +90,7 @@ BLOCK_TAGS = frozenset({
 F_LINK = 1          # an <a> element with an href
 F_IN_LINK = 2       # inside an <a> element (any ancestor), for text and elements
 F_NAV_HINT = 4      # MenEx "representative tag" (SPEC §2)
+F_COMMENT_HINT = 8  # id/class names a comment section (transforms/link_blocks.py)
 
 _CAMEL = re.compile(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])")
 _SPLIT = re.compile(r"[-_\s]+")
@@ -103,12 +104,21 @@ def _has_nav_word(value: str) -> bool:
     thesis lists the exact names, SPEC widens to word parts, and the common
     spellings of the same intent are prefixes of the two words.
     """
+    return bool(_name_hints(value) & F_NAV_HINT)
+
+
+def _name_hints(value: str) -> int:
+    """F_NAV_HINT and F_COMMENT_HINT bits of an id or class token, by its word parts
+    (see _has_nav_word); a comment section is a part beginning with "comment", or "disqus"."""
+    flags = 0
     for chunk in _SPLIT.split(value):
         for part in _CAMEL.findall(chunk):
             low = part.lower()
             if low.startswith("nav") or low.startswith("menu"):
-                return True
-    return False
+                flags |= F_NAV_HINT
+            elif low.startswith("comment") or low == "disqus":
+                flags |= F_COMMENT_HINT
+    return flags
 
 
 def _hash32(s: str) -> int:
@@ -299,17 +309,20 @@ def parse_page(html: str, url: str, max_nodes: int | None = None) -> CompactPage
 
 @lru_cache(maxsize=1 << 16)
 def _class_info(value: str) -> tuple:
-    """(sorted token hashes, has a nav word) of a class attribute; classes repeat across a site."""
+    """(sorted token hashes, F_*_HINT bits) of a class attribute; classes repeat across a site."""
     tokens = value.split()
-    return tuple(sorted({_hash32(c) for c in tokens})), any(_has_nav_word(c) for c in tokens)
+    hints = 0
+    for c in tokens:
+        hints |= _name_hints(c)
+    return tuple(sorted({_hash32(c) for c in tokens})), hints
 
 
 @lru_cache(maxsize=1 << 16)
 def _id_info(value: str) -> tuple:
     value = value.strip()
     if not value:
-        return 0, False
-    return (_hash32(value) or 1), _has_nav_word(value)
+        return 0, 0
+    return (_hash32(value) or 1), _name_hints(value)
 
 
 def _flatten(body, url: str, title: str, base_url: str, html_len: int, notes: tuple) -> CompactPage:
@@ -366,18 +379,16 @@ def _flatten(body, url: str, title: str, base_url: str, html_len: int, notes: tu
                     href = None
                     for k, v in attrib.items():
                         if k == "class":
-                            hashes, nav = _class_info(v)
+                            hashes, hints = _class_info(v)
                             class_node.extend([i] * len(hashes))
                             class_hash.extend(hashes)
-                            if nav:
-                                flag |= F_NAV_HINT
+                            flag |= hints
                         elif k == "id":
-                            h, nav = _id_info(v)
+                            h, hints = _id_info(v)
                             if h:
                                 id_node.append(i)
                                 id_value.append(h)
-                            if nav:
-                                flag |= F_NAV_HINT
+                            flag |= hints
                         else:
                             attr_node.append(i)
                             attr_hash.append(_hash32(f"{k}={v}"))
