@@ -163,19 +163,34 @@ def config_from_dict(data: dict | None) -> Config:
     return Config(**built)
 
 
-def load_config(path: str | None = None) -> Config:
-    """Load a preset: None = default.yaml; a bare name = configs/NAME.yaml; else a file path."""
-    if path is None:
-        path = DEFAULT_CONFIG
-    elif not os.path.exists(path) and os.path.exists(os.path.join(CONFIG_DIR, f"{path}.yaml")):
-        path = os.path.join(CONFIG_DIR, f"{path}.yaml")
+def _read_yaml(path: str):
     try:
         with open(path, encoding="utf-8") as fh:
-            data = yaml.safe_load(fh)
+            return yaml.safe_load(fh)
     except OSError as exc:
         raise ConfigError(f"cannot read config {path}: {exc.strerror}") from None
     except yaml.YAMLError as exc:
         raise ConfigError(f"{path}: not valid YAML: {exc}") from None
+
+
+def load_config(path: str | None = None) -> Config:
+    """Load a preset: None = default.yaml; a bare name = configs/NAME.yaml; else a file path.
+
+    A preset only needs the keys it changes: the others keep default.yaml's
+    values (the shipped defaults), section by section.
+    """
+    if path is None:
+        path = DEFAULT_CONFIG
+    elif not os.path.exists(path) and os.path.exists(os.path.join(CONFIG_DIR, f"{path}.yaml")):
+        path = os.path.join(CONFIG_DIR, f"{path}.yaml")
+    data = _read_yaml(path)
+    if os.path.abspath(path) != os.path.abspath(DEFAULT_CONFIG) and (data is None or isinstance(data, dict)):
+        merged = dict(_read_yaml(DEFAULT_CONFIG) or {})
+        for section, values in (data or {}).items():
+            base = merged.get(section)
+            merged[section] = {**base, **values} if isinstance(base, dict) and isinstance(values, dict) \
+                else values
+        data = merged
     try:
         return config_from_dict(data)
     except ConfigError as exc:

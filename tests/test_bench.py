@@ -12,7 +12,7 @@ from bench.corpora import GoldPage, read_corpus, read_shared_corpus
 from bench.report import text_diff
 from bench.scoring import aggregate, group_scores, score_menus, score_texts, worst_pages
 from bench.tune import Stage, markdown_table, run_grid
-from configs import Config
+from configs import load_config
 from fruit import ARTICLES, PAGES
 from transforms.metrics import PRF
 from warcs import response, write_warc
@@ -112,7 +112,7 @@ def test_core_rows_equal_the_pipeline_rows(corpus_dir, tmp_path):
     corpus = read_shared_corpus(corpus_dir)
     loaded = load_corpus(corpus.warc_paths, keep_html=True)
     assert list(loaded.records) == ["fruit.example"] and len(loaded.html) == 5
-    rows = {r["url"]: r for r in extract_rows(loaded, Config(), processes=2)}
+    rows = {r["url"]: r for r in extract_rows(loaded, load_config(), processes=2)}
     assert rows[f"{SITE}/a.html"]["main_text"] == article("a")   # as derived in test_site.py
     out = tmp_path / "out"
     subprocess.run([sys.executable, "-m", "pipeline.cli", "run", "--input", *corpus.warc_paths,
@@ -137,7 +137,8 @@ def test_bench_command_scores_reports_and_draws(corpus_dir, tmp_path):
     # Five pages extracted exactly (test_site.py), one gold page absent from the WARC: F1 0.
     assert q["pages"] == 6 and q["mean_f1"] == pytest.approx(5 / 6, abs=1e-4)
     assert c["quality"]["sitestrip"]["genre"]["news"]["mean_f1"] == 0.0
-    assert c["menus"]["mean_f1"] == 1.0 and c["methods"] == {"cs": 5}
+    # The tuned conex_n is 5 and each page has 4 others: the subdigraph is partial.
+    assert c["menus"]["mean_f1"] == 1.0 and c["methods"] == {"partial_cs": 5}
     assert c["product"]["pages"] == 5 and c["product"]["max_rss_mb"] > 20
     assert c["product"]["stages_ms"]["etdm"]["pages"] == 5
     assert c["product"]["stages_ms"]["group"]["p50"] > 0
@@ -176,16 +177,20 @@ def test_bench_rejects_unknown_peers_and_bad_corpora(tmp_path, capsys):
 
 def test_grid_keeps_the_incumbent_on_ties_and_drops_worse_variants(corpus_dir, tmp_path):
     corpus = read_shared_corpus(corpus_dir)
-    # votes 4 > n 3: no node is template, so header, menu and footer stay in
-    # nontemplate_text and its precision falls; votes 1 and 2 both find the template here.
+    # votes 4 > n: no node is template, so header, menu and footer stay in
+    # nontemplate_text and its precision falls; votes 1 (the shipped default) and 2
+    # both find the template of this site. "v=2" comes first and ties: the incumbent stays.
     stages = (Stage("votes", "nontemplate_text", (
-        ("v=4", {"template.votes": 4}), ("v=1", {"template.votes": 1}), ("v=2", {"template.votes": 2}))),)
+        ("v=4", {"template.votes": 4}), ("v=2", {"template.votes": 2}), ("v=1", {"template.votes": 1}))),)
     report = run_grid([corpus], str(tmp_path / "t"), processes=1, stages=stages, log=lambda m: None)
     (stage,) = report["stages"]
     scores = {r["label"]: r["objective"] for r in stage["rows"]}
     assert scores["v=4"] < scores["v=2"] == scores["v=1"]
-    assert stage["winner"] == "v=2" and report["final"]["template"]["votes"] == 2
+    assert stage["winner"] == "v=1" and report["final"]["template"]["votes"] == 1
     cache = json.loads((tmp_path / "t" / "tune-cache.json").read_text())
     assert len(cache) == 3
+    # A second run reads every result from the cache.
+    again = run_grid([corpus], str(tmp_path / "t"), processes=1, stages=stages, log=lambda m: None)
+    assert again["stages"][0]["rows"] == stage["rows"]
     table = markdown_table(report)
-    assert "| **v=2** |" in table and "| v=4 |" in table
+    assert "| **v=1** |" in table and "| v=4 |" in table

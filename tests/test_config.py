@@ -1,14 +1,41 @@
-"""Configuration presets: defaults equal SPEC values, and bad files fail naming the key."""
+"""Configuration presets: the published and the tuned values, and bad files fail naming the key."""
 import pytest
 
 from configs import Config, ConfigError, config_from_dict, load_config
 from transforms.menex import MenexParams
 
 
-def test_default_preset_is_the_published_parameters():
-    assert load_config() == Config()
-    assert load_config("default") == Config()
+def test_published_preset_is_the_spec_as_printed():
+    import dataclasses
+
+    from transforms.conex_site import SiteConexParams
+    from transforms.link_blocks import LinkBlockParams
+    published = load_config("published")
+    # Config() holds SPEC's published parameters; the preset also switches the product's
+    # site-ConEx refinements and link-block removal off.
+    assert published == dataclasses.replace(
+        Config(), site_conex=SiteConexParams(variant="published", branch="nodes", merge="always"),
+        link_blocks=LinkBlockParams(enabled=False))
+    assert (published.candidates.template_n, published.template.votes) == (3, 2)
+    assert (published.template_etdm.w_classes, published.template_etdm.w_attributes,
+            published.template_etdm.threshold, published.template_etdm.position_option) == (0.1, 0.5, 0.7, 2)
+    assert (published.candidates.conex_n, published.site_conex_etdm.threshold) == (4, 0.9)
+
+
+def test_default_preset_is_the_tuned_parameters():
+    # docs/benchmarks.md: the winners of `sitestrip tune` on the dev corpora.
     cfg = load_config()
+    assert load_config("default") == cfg
+    assert (cfg.candidates.template_n, cfg.template.votes) == (2, 1)
+    assert (cfg.template_etdm.w_classes, cfg.template_etdm.w_position, cfg.template_etdm.w_attributes,
+            cfg.template_etdm.w_children, cfg.template_etdm.threshold,
+            cfg.template_etdm.position_option) == (0.3, 0.1, 0.3, 0.3, 0.7, 3)
+    assert (cfg.candidates.conex_n, cfg.site_conex_etdm.threshold) == (5, 0.8)
+    assert (cfg.site_conex.variant, cfg.site_conex.branch, cfg.site_conex.merge) == ("text_aware", "words", "content")
+    assert cfg.template_etdm.text_equality and cfg.site_conex_etdm.text_equality
+    assert cfg.link_blocks.enabled and cfg.link_blocks.max_link_density == 0.67
+    # Untouched by tuning: the page-level methods keep SPEC's values.
+    assert cfg.menex == Config().menex and cfg.page_conex == Config().page_conex
     assert (cfg.menex.w_amplitude, cfg.menex.w_position, cfg.menex.root_threshold) == (0.30, 0.25, 0.90)
     assert (cfg.page_conex.c, cfg.page_conex.max_words) == (3, 3)
     assert cfg.site.max_site_pages == 2000
@@ -45,3 +72,16 @@ def test_file_errors_name_the_file(tmp_path):
         load_config(str(bad))
     with pytest.raises(ConfigError, match="cannot read config"):
         load_config(str(tmp_path / "missing.yaml"))
+
+
+def test_a_partial_preset_keeps_the_shipped_defaults_elsewhere(tmp_path):
+    preset = tmp_path / "limit.yaml"
+    preset.write_text("site:\n  max_site_pages: 10\ntemplate:\n  votes: 3\n")
+    cfg = load_config(str(preset))
+    assert cfg.site.max_site_pages == 10 and cfg.site.page_budget_ms == load_config().site.page_budget_ms
+    assert cfg.template.votes == 3 and cfg.template.method == "temex"
+    # Sections the preset does not name are default.yaml's (tuned), not Config()'s.
+    assert cfg.candidates == load_config().candidates and cfg.candidates.template_n == 2
+    preset.write_text("sit:\n  max_site_pages: 10\n")
+    with pytest.raises(ConfigError, match="sit: unknown section"):
+        load_config(str(preset))

@@ -31,7 +31,8 @@ EXPECTED = {
     "big": ("pages", lambda r: r["status"] == "ok" and r["html_bytes"] == BIG_PAGE_BYTES),
     "oversize": ("errors", "decode", "PayloadTooLarge"),
     "many_links": ("pages", lambda r: r["status"] == "ok" and "A page of links." in _text(r)),
-    "wide": ("pages", lambda r: r["status"] == "ok" and "item 59999" in r["nontemplate_text"] + _text(r)),
+    # Items equal on both pages are template; the one that differs at the far end survives.
+    "wide": ("pages", lambda r: r["status"] == "ok" and "Aitem 59000" in r["nontemplate_text"] + _text(r)),
     # No error: random bytes decode to nonsense text at a bounded cost.
     "binary": ("pages", lambda r: r["status"] in ("ok", "empty") and r["charset"]),
     "empty_body": ("pages", lambda r: r["status"] == "empty" and _text(r) == ""),
@@ -59,7 +60,7 @@ EXPECTED = {
     "path_dotdot_host": ("errors", "read", "BadUrl"),
     "path_dotdot_path": ("pages", lambda r: r["url"] == "https://escape.hostile.test/tmp/sitestrip-escape"),
     "path_slash_site": ("errors", "read", "BadUrl"),
-    "clique": ("pages", lambda r: r["method"] == "cs" and r["cs_size"] == 4),
+    "clique": ("pages", lambda r: r["method"] == "cs" and r["cs_size"] == 5),   # tuned conex_n
 }
 
 
