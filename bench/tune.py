@@ -65,25 +65,20 @@ STAGES = (
         (f"option {o}", {"template_etdm.position_option": o}) for o in (1, 2, 3, 4))),
     Stage("template_n_votes", "nontemplate_text", tuple(
         (f"n={n} v={v}", {"candidates.template_n": n, "template.votes": v})
-        for n, v in ((2, 1), (2, 2), (3, 1), (3, 2), (3, 3), (4, 2), (4, 3), (5, 3)))),
+        for n, v in ((2, 1), (2, 2), (3, 2), (3, 3), (4, 2), (4, 3)))),
     Stage("template_weights", "nontemplate_text", (
         ("published 0.1/0.1/0.5/0.3 t=0.7", _weights("template_etdm", 0.1, 0.1, 0.5, 0.3, 0.7)),
         ("0.1/0.1/0.5/0.3 t=0.8", _weights("template_etdm", 0.1, 0.1, 0.5, 0.3, 0.8)),
-        ("0.1/0.1/0.5/0.3 t=0.6", _weights("template_etdm", 0.1, 0.1, 0.5, 0.3, 0.6)),
         ("0.3/0.1/0.3/0.3 t=0.7", _weights("template_etdm", 0.3, 0.1, 0.3, 0.3, 0.7)),
-        ("0.1/0.3/0.3/0.3 t=0.7", _weights("template_etdm", 0.1, 0.3, 0.3, 0.3, 0.7)),
         ("0.1/0.0/0.2/0.7 t=0.9", _weights("template_etdm", 0.1, 0.0, 0.2, 0.7, 0.9)),
-        ("0.25/0.25/0.25/0.25 t=0.7", _weights("template_etdm", 0.25, 0.25, 0.25, 0.25, 0.7)),
     )),
     Stage("conex_n", "main_text", tuple(
-        (f"n={n}", {"candidates.conex_n": n}) for n in (2, 3, 4, 5, 6))),
+        (f"n={n}", {"candidates.conex_n": n}) for n in (3, 4, 5))),
     Stage("conex_weights", "main_text", (
         ("published 0.1/0.0/0.2/0.7 t=0.9 opt 4", _weights("site_conex_etdm", 0.1, 0.0, 0.2, 0.7, 0.9, 4)),
         ("0.1/0.0/0.2/0.7 t=0.8", _weights("site_conex_etdm", 0.1, 0.0, 0.2, 0.7, 0.8, 4)),
-        ("0.1/0.0/0.2/0.7 t=0.7", _weights("site_conex_etdm", 0.1, 0.0, 0.2, 0.7, 0.7, 4)),
         ("0.1/0.1/0.5/0.3 t=0.7 opt 2", _weights("site_conex_etdm", 0.1, 0.1, 0.5, 0.3, 0.7, 2)),
         ("0.2/0.1/0.2/0.5 t=0.9 opt 2", _weights("site_conex_etdm", 0.2, 0.1, 0.2, 0.5, 0.9, 2)),
-        ("0.2/0.1/0.2/0.5 t=0.9 opt 4", _weights("site_conex_etdm", 0.2, 0.1, 0.2, 0.5, 0.9, 4)),
         ("0.3/0.0/0.3/0.4 t=0.9 opt 4", _weights("site_conex_etdm", 0.3, 0.0, 0.3, 0.4, 0.9, 4)),
     )),
 )
