@@ -1,7 +1,7 @@
 """The benchmark's report: report.md plus PNG charts, from results.json alone.
 
 Everything here reads the summary dict `bench/run.py` writes, so a report can
-be redrawn from an old results.json (`sitestrip bench --redraw RESULTS_DIR`).
+be redrawn from an old results.json (`redraw(RESULTS_DIR)`).
 """
 from __future__ import annotations
 
@@ -11,6 +11,9 @@ import os
 
 PRODUCT = "sitestrip"
 DIFF_LINES = 40
+# The product in black; peers in colours that are never black or near it.
+PRODUCT_COLOR = "#111111"
+PEER_COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf")
 
 
 def _f(x, digits=3):
@@ -243,20 +246,20 @@ def draw_charts(summary, out_dir: str) -> dict:
         out[name] = f"{name}.png"
 
     def grouped(groups, value, title, name, ylabel="word F1 (mean per page)"):
-        fig, ax = plt.subplots(figsize=(max(7, 1.4 * len(groups) + 3), 4.2))
+        fig, ax = plt.subplots(figsize=(max(7, 1.4 * len(groups) + 3), 4.8))
         width = 0.8 / len(systems)
         x = np.arange(len(groups))
         for i, s in enumerate(systems):
             ys = [value(s, g) or 0.0 for g in groups]
             ax.bar(x + i * width - 0.4 + width / 2, ys, width, label=s,
-                   color="#c0392b" if s == PRODUCT else None)
+                   color=PRODUCT_COLOR if s == PRODUCT else PEER_COLORS[(i - 1) % len(PEER_COLORS)])
         ax.set_xticks(x)
         ax.set_xticklabels([g if isinstance(g, str) else "/".join(g) for g in groups],
                            rotation=20, ha="right", fontsize=8)
         ax.set_ylim(0, 1)
         ax.set_ylabel(ylabel)
         ax.set_title(title)
-        ax.legend(fontsize=7, ncol=min(4, len(systems)))
+        ax.legend(fontsize=7, ncol=min(7, len(systems)), loc="upper center", bbox_to_anchor=(0.5, -0.22))
         ax.grid(axis="y", alpha=0.3)
         save(fig, name)
 
@@ -271,7 +274,7 @@ def draw_charts(summary, out_dir: str) -> dict:
 
     fig, ax = plt.subplots(figsize=(7, 4))
     speeds = [_throughput(summary, s) or 0.0 for s in systems]
-    ax.barh(systems, speeds, color=["#c0392b" if s == PRODUCT else "#7f8c8d" for s in systems])
+    ax.barh(systems, speeds, color=[PRODUCT_COLOR if s == PRODUCT else "#95a5a6" for s in systems])
     for i, v in enumerate(speeds):
         ax.text(v, i, f" {v:.1f}", va="center", fontsize=8)
     ax.set_xlabel("pages per second, all corpora (sitestrip: end to end incl. WARC reading)")

@@ -81,6 +81,18 @@ STAGES = (
         ("0.2/0.1/0.2/0.5 t=0.9 opt 2", _weights("site_conex_etdm", 0.2, 0.1, 0.2, 0.5, 0.9, 2)),
         ("0.3/0.0/0.3/0.4 t=0.9 opt 4", _weights("site_conex_etdm", 0.3, 0.0, 0.3, 0.4, 0.9, 4)),
     )),
+    Stage("link_blocks", "main_text", (
+        ("link-dense blocks and comments dropped (0.67)", {"link_blocks.enabled": True,
+                                                          "link_blocks.max_link_density": 0.67,
+                                                          "link_blocks.listing_link_density": 0.67,
+                                                          "link_blocks.drop_comments": True}),
+        ("off", {"link_blocks.enabled": False}),
+        ("link-dense blocks only (0.67)", {"link_blocks.enabled": True, "link_blocks.drop_comments": False}),
+        ("blocks 0.5, listing 0.5", {"link_blocks.enabled": True, "link_blocks.max_link_density": 0.5,
+                                     "link_blocks.listing_link_density": 0.5}),
+        ("blocks 0.67, listing 0.4", {"link_blocks.enabled": True, "link_blocks.max_link_density": 0.67,
+                                      "link_blocks.listing_link_density": 0.4}),
+    )),
 )
 
 
@@ -125,6 +137,17 @@ def objective(result: dict, field: str) -> tuple:
     mean_f1 = sum(result[n][field]["mean_f1"] for n in names) / len(names)
     micro_f1 = sum(result[n][field]["micro_f1"] for n in names) / len(names)
     return round(mean_f1, 4), round(micro_f1, 4)
+
+
+def select_stages(names) -> tuple:
+    """The named stages of STAGES, in grid order; unknown names are an error."""
+    if not names:
+        return STAGES
+    known = {s.name for s in STAGES}
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise ValueError(f"unknown stage(s) {', '.join(unknown)}; known: {', '.join(s.name for s in STAGES)}")
+    return tuple(s for s in STAGES if s.name in names)
 
 
 def run_grid(corpora: list[Corpus], out_dir: str, *, processes: int | None = None,

@@ -272,19 +272,25 @@ def _tune_parser(prog: str) -> argparse.ArgumentParser:
     p.add_argument("--out", required=True, metavar="DIR")
     p.add_argument("--processes", type=int, default=None, metavar="N",
                    help="worker processes (default: all CPUs)")
+    p.add_argument("--stage", action="append", default=None, metavar="NAME",
+                   help="run only this stage of the grid, from the shipped defaults (repeatable); "
+                        "stages: text_equality, site_conex_variant, template_position_option, "
+                        "template_n_votes, template_weights, conex_n, conex_weights, link_blocks")
     return p
 
 
 def tune(argv: list[str], prog: str = "sitestrip tune") -> int:
     args = _tune_parser(prog).parse_args(argv)
     from bench.corpora import read_shared_corpus
-    from bench.tune import markdown_table, run_grid
+    from bench.tune import markdown_table, run_grid, select_stages
     try:
         corpora = [read_shared_corpus(d) for d in args.corpus]
+        stages = select_stages(args.stage)
     except ValueError as exc:
         print(f"sitestrip tune: {exc}", file=sys.stderr)
         return 2
-    report = run_grid(corpora, args.out, processes=args.processes, log=lambda m: print(m, flush=True))
+    report = run_grid(corpora, args.out, processes=args.processes, stages=stages,
+                      log=lambda m: print(m, flush=True))
     with open(os.path.join(args.out, "tune.md"), "w", encoding="utf-8") as fh:
         fh.write(markdown_table(report))
     changed = {f"{section}.{key}": value for section, values in report["final"].items()

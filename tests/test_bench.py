@@ -194,3 +194,15 @@ def test_grid_keeps_the_incumbent_on_ties_and_drops_worse_variants(corpus_dir, t
     assert again["stages"][0]["rows"] == stage["rows"]
     table = markdown_table(report)
     assert "| **v=1** |" in table and "| v=4 |" in table
+
+
+def test_tune_command_runs_named_stages_only(corpus_dir, tmp_path, capsys):
+    from pipeline.cli import main
+    assert main(["tune", "--corpus", corpus_dir, "--out", str(tmp_path / "t"), "--processes", "1",
+                 "--stage", "link_blocks"]) == 0
+    report = json.loads((tmp_path / "t" / "tune.json").read_text())
+    assert [s["name"] for s in report["stages"]] == ["link_blocks"]
+    assert len(report["stages"][0]["rows"]) == 5
+    assert "### link_blocks" in (tmp_path / "t" / "tune.md").read_text()
+    assert "link_blocks.enabled: True" in capsys.readouterr().out
+    assert main(["tune", "--corpus", corpus_dir, "--out", str(tmp_path / "t"), "--stage", "nope"]) == 2
