@@ -16,11 +16,12 @@ import importlib.metadata
 import json
 import os
 import re
-import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
 from typing import Callable, Iterable
+
+from bench.measure import peak_rss_mb, run_child, tail
 
 PEER_NAMES = ("trafilatura", "trafilatura_precision", "resiliparse", "readability", "justext", "boilerpy3")
 
@@ -256,7 +257,7 @@ class PeerRun:
     timed_out: bool = False
     cpu_seconds: float = 0.0       # user+sys of the worker, import and page reading included
     wall_seconds: float = 0.0      # time inside the extractor calls only
-    max_rss_mb: float = 0.0        # the worker's peak resident memory (see _peak_rss_mb)
+    max_rss_mb: float = 0.0        # the worker's peak resident memory (see bench.measure)
     texts: dict[str, str] = field(default_factory=dict)
     page_ms: dict[str, float] = field(default_factory=dict)
     error: str | None = None
@@ -286,40 +287,8 @@ def _iter_pages(path: str):
                 yield page["url"], page["html"]
 
 
-_POLL_SECONDS = 0.02
 _STDERR_LINES = 10
 _REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def _peak_rss_mb() -> float | None:
-    """This process's peak resident memory since its exec, from VmHWM.
-
-    Not ru_maxrss: Linux carries the pre-exec address space's peak into the
-    child's ru_maxrss, and Popen spawns with vfork, so that would be the
-    benchmark process's own peak (hundreds of MB with Beam loaded), whatever
-    the peer uses."""
-    try:
-        with open("/proc/self/status", encoding="ascii", errors="replace") as f:
-            for line in f:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) / 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    return None
-
-
-def _rss_mb(ru_maxrss: int) -> float:
-    # Linux reports kB, macOS bytes.
-    return ru_maxrss / (1024 * 1024) if sys.platform == "darwin" else ru_maxrss / 1024
-
-
-def _tail(path: str) -> str:
-    try:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            lines = [line.rstrip() for line in f if line.strip()]
-    except OSError:
-        return ""
-    return "\n".join(lines[-_STDERR_LINES:])
 
 
 def run_peer(name: str, pages_path: str, out_dir: str, timeout: float = 3600) -> PeerRun:
@@ -341,35 +310,10 @@ def run_peer(name: str, pages_path: str, out_dir: str, timeout: float = 3600) ->
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (_REPO_ROOT, env.get("PYTHONPATH")) if p)
     cmd = [sys.executable, "-m", "bench.peers", name, os.path.abspath(pages_path), os.path.abspath(out_path)]
-    timed_out = False
-    start = time.monotonic()
-    with open(err_path, "w") as err:
-        # stderr to a file, not a pipe: nobody reads a pipe while we poll, and a
-        # chatty peer would fill it and block.
-        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err, env=env)
-        # os.wait4, not proc.wait: only it gives this child's own rusage.
-        try:
-            while True:
-                pid, status, rusage = os.wait4(proc.pid, os.WNOHANG)
-                if pid:
-                    break
-                if time.monotonic() - start > timeout:
-                    timed_out = True
-                    proc.kill()
-                    _, status, rusage = os.wait4(proc.pid, 0)
-                    break
-                time.sleep(_POLL_SECONDS)
-        except BaseException:
-            # Interrupted (Ctrl-C): a worker left behind would keep burning CPU.
-            proc.kill()
-            os.wait4(proc.pid, 0)
-            proc.returncode = -9
-            raise
-        proc.returncode = os.waitstatus_to_exitcode(status)   # reaped here; stop Popen from waiting again
-    elapsed = time.monotonic() - start
+    child = run_child(cmd, err_path, timeout=timeout, env=env)
 
-    run = PeerRun(name, version, pages=len(urls), timed_out=timed_out,
-                  cpu_seconds=rusage.ru_utime + rusage.ru_stime)
+    run = PeerRun(name, version, pages=len(urls), timed_out=child.timed_out,
+                  cpu_seconds=child.cpu_seconds)
     summary = None
     errors = 0
     peak = None
@@ -392,7 +336,7 @@ def run_peer(name: str, pages_path: str, out_dir: str, timeout: float = 3600) ->
     except OSError:
         pass
     # The worker's own reports when it could make them; else the (inflated) rusage figure.
-    run.max_rss_mb = peak if peak is not None else _rss_mb(rusage.ru_maxrss)
+    run.max_rss_mb = peak if peak is not None else child.ru_maxrss_mb
     missing = [url for url in urls if url not in run.texts]
     for url in missing:
         run.texts[url] = ""
@@ -402,11 +346,11 @@ def run_peer(name: str, pages_path: str, out_dir: str, timeout: float = 3600) ->
     else:
         # No summary: the pages that did finish are all the timing there is.
         run.wall_seconds = sum(run.page_ms.values()) / 1000
-    if timed_out:
-        run.error = f"timed out after {elapsed:.1f} s"
-    elif proc.returncode != 0 or summary is None:
-        tail = _tail(err_path)
-        run.error = f"worker exited with code {proc.returncode}" + (f": {tail}" if tail else "")
+    if child.timed_out:
+        run.error = f"timed out after {child.wall_seconds:.1f} s"
+    elif child.returncode != 0 or summary is None:
+        last = tail(err_path, _STDERR_LINES)
+        run.error = f"worker exited with code {child.returncode}" + (f": {last}" if last else "")
     return run
 
 
@@ -462,10 +406,10 @@ def main(argv: list[str] | None = None) -> int:
             wall += dt
             # Per page, so a run cut short still tells how much memory it had reached.
             out.write(json.dumps({"url": url, "text": text, "ms": dt * 1000, "error": error,
-                                  "rss_mb": _peak_rss_mb()}))
+                                  "rss_mb": peak_rss_mb()}))
             out.write("\n")
             out.flush()
-        out.write(json.dumps({"summary": {"wall_seconds": wall}, "rss_mb": _peak_rss_mb()}))
+        out.write(json.dumps({"summary": {"wall_seconds": wall}, "rss_mb": peak_rss_mb()}))
         out.write("\n")
     return 0
 

@@ -18,14 +18,15 @@ import io
 import json
 import os
 import pickle
-import subprocess
 import sys
 import time
+from collections import Counter
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
 from bench.core import load_corpus
+from bench.measure import ChildRun, run_child, tail
 from bench.corpora import Corpus, read_corpus
 from bench.scoring import PageScore, aggregate, group_scores, score_menus, score_texts, worst_pages
 from transforms.urls import normalize_url
@@ -33,43 +34,6 @@ from transforms.urls import normalize_url
 PRODUCT = "sitestrip"
 STAGES = ("read", "parse", "group", "candidates", "etdm", "template", "site_conex", "page_conex",
           "menex", "write")
-
-
-@dataclass
-class ProcessUsage:
-    wall_seconds: float
-    cpu_seconds: float
-    max_rss_mb: float
-    returncode: int
-    stderr_tail: str = ""
-
-
-def run_child(argv: list[str], timeout: float | None = None, env=None) -> ProcessUsage:
-    """Run a command; its own wall and user+sys CPU (os.wait4), and ru_maxrss as a fallback peak."""
-    started = time.monotonic()
-    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
-    # stderr is drained by a thread so a chatty child never blocks on a full pipe.
-    import threading
-    chunks: list[bytes] = []
-    reader = threading.Thread(target=lambda: chunks.append(proc.stderr.read()), daemon=True)
-    reader.start()
-    rusage = None
-    status = 0
-    while True:
-        pid, status, rusage = os.wait4(proc.pid, os.WNOHANG)
-        if pid:
-            break
-        if timeout is not None and time.monotonic() - started > timeout:
-            proc.kill()
-            _, status, rusage = os.wait4(proc.pid, 0)
-            break
-        time.sleep(0.05)
-    wall = time.monotonic() - started
-    reader.join(timeout=5)
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    tail = b"".join(chunks).decode("utf-8", "replace")[-2000:]
-    return ProcessUsage(wall, rusage.ru_utime + rusage.ru_stime, rusage.ru_maxrss / 1024.0,
-                        proc.returncode, tail)
 
 
 def _percentiles(values) -> dict:
@@ -82,31 +46,33 @@ def _percentiles(values) -> dict:
 
 
 def run_product(corpus: Corpus, out_dir: str, *, workers: int = 1, config: str | None = None,
-                timeout: float | None = None) -> tuple[ProcessUsage, list[dict], int]:
-    """`sitestrip run` on the corpus in a child process → (usage, pages rows, errors rows)."""
+                timeout: float | None = None) -> tuple[ChildRun, float, list[dict], int]:
+    """`sitestrip run` on the corpus in a child process → (its run, its peak RSS in MB,
+    pages rows, errors rows)."""
     import pyarrow.dataset as ds
     os.makedirs(out_dir, exist_ok=True)
     peak_file = os.path.join(out_dir, "peak_rss_mb.txt")
+    stderr_path = os.path.join(out_dir, "stderr.txt")
     argv = [sys.executable, "-m", "bench.measure", peak_file, "pipeline.cli", "run",
             "--input", *corpus.warc_paths, "--output", out_dir, "--quiet", "--workers", str(workers)]
     if config:
         argv += ["--config", config]
-    usage = run_child(argv, timeout)
+    child = run_child(argv, stderr_path, timeout=timeout)
+    if child.timed_out or child.returncode != 0:
+        raise RuntimeError(f"sitestrip run failed on {corpus.name} (exit {child.returncode}"
+                           f"{', timed out' if child.timed_out else ''}):\n{tail(stderr_path, 30)}")
     try:
         with open(peak_file, encoding="ascii") as fh:
-            usage.max_rss_mb = float(fh.read().strip())
+            peak = float(fh.read().strip())
     except (OSError, ValueError):
-        pass  # off Linux: ru_maxrss, which may include this process's own peak
-    if usage.returncode != 0:
-        raise RuntimeError(f"sitestrip run failed on {corpus.name} (exit {usage.returncode}):\n"
-                           f"{usage.stderr_tail}")
+        peak = child.ru_maxrss_mb  # off Linux: ru_maxrss, which may include this process's own peak
     columns = ["url", "main_text", "nontemplate_text", "menu_links", "method", "template_share",
                "timing_ms", "html_bytes", "words_page"]
     rows = ds.dataset(os.path.join(out_dir, "pages"), format="parquet").to_table(
         columns=columns).to_pylist()
     errors_dir = os.path.join(out_dir, "errors")
     errors = ds.dataset(errors_dir, format="parquet").count_rows() if os.path.isdir(errors_dir) else 0
-    return usage, rows, errors
+    return child, peak, rows, errors
 
 
 def coder_and_writer_costs(loaded, rows: list[dict]) -> dict:
@@ -172,12 +138,13 @@ def bench_corpus(corpus: Corpus, out_dir: str, *, peers, workers: int = 1, confi
     os.makedirs(work, exist_ok=True)
     result = CorpusResult(corpus.name, corpus.kind, len(corpus.gold), corpus.genres)
 
+    product_config = load_config(config)
     log(f"[{corpus.name}] sitestrip run ({len(corpus.warc_paths)} WARC files, {workers} worker(s))")
-    usage, rows, errors = run_product(corpus, os.path.join(work, PRODUCT), workers=workers,
+    usage, peak_mb, rows, errors = run_product(corpus, os.path.join(work, PRODUCT), workers=workers,
                                       config=config)
     gold_urls = {g.url for g in corpus.gold}
     log(f"[{corpus.name}] {len(rows)} pages in {usage.wall_seconds:.1f} s; reading again for peers")
-    loaded = load_corpus(corpus.warc_paths, load_config(config).read, keep_html=True,
+    loaded = load_corpus(corpus.warc_paths, product_config.read, keep_html=True,
                          wanted=gold_urls.__contains__)
     costs = coder_and_writer_costs(loaded, rows)
     timing = {stage: [(r["timing_ms"] or {}).get(stage) for r in rows] for stage in STAGES
@@ -190,26 +157,21 @@ def bench_corpus(corpus: Corpus, out_dir: str, *, peers, workers: int = 1, confi
     total = [(r["timing_ms"] or {}).get("total") for r in rows]
     result.product = {
         "pages": len(rows), "errors": errors, "wall_seconds": round(usage.wall_seconds, 2),
-        "cpu_seconds": round(usage.cpu_seconds, 2), "max_rss_mb": round(usage.max_rss_mb, 1),
+        "cpu_seconds": round(usage.cpu_seconds, 2), "max_rss_mb": round(peak_mb, 1),
         "pages_per_second": round(len(rows) / usage.wall_seconds, 2) if usage.wall_seconds else None,
         "workers": workers, "stages_ms": stage_stats, "page_total_ms": _percentiles(total),
         "html_bytes": costs["html_bytes"], "compact_wire_bytes": costs["wire_bytes"],
         "compact_memory_bytes": costs["compact_memory_bytes"],
     }
-    methods: dict = {}
-    for r in rows:
-        methods[r["method"]] = methods.get(r["method"], 0) + 1
-    result.methods = methods
+    result.methods = dict(Counter(r["method"] for r in rows))
     result.template_shares = [r["template_share"] for r in rows if r["template_share"] is not None]
 
     scores = score_texts(PRODUCT, corpus.gold, _texts(rows, "main_text"))
     scores += score_texts(f"{PRODUCT}:nontemplate", corpus.gold, _texts(rows, "nontemplate_text"))
     if corpus.kind == "teco":
-        nontemplate_gold = [g for g in corpus.gold if g.nontemplate_text is not None]
-        scores += [PageScore(f"{PRODUCT}:nontemplate_vs_teco_nontemplate", s.corpus, s.genre, s.site,
-                             s.url, s.words)
-                   for s in score_texts("x", nontemplate_gold, _texts(rows, "nontemplate_text"),
-                                        field="nontemplate_text")]
+        # Only TeCo gold has a non-template text (score_texts passes over gold without it).
+        scores += score_texts(f"{PRODUCT}:nontemplate_vs_teco_nontemplate", corpus.gold,
+                              _texts(rows, "nontemplate_text"), field="nontemplate_text")
     menu_scores = score_menus(PRODUCT, corpus.gold, _menus(rows))
     if menu_scores:
         result.menus = group_scores(menu_scores, "corpus", menu=True)[(PRODUCT, corpus.name)].as_dict()
@@ -238,7 +200,7 @@ def bench_corpus(corpus: Corpus, out_dir: str, *, peers, workers: int = 1, confi
 
     if corpus.kind == "teco":
         from bench.teco import teco_node_metrics
-        node_rows = teco_node_metrics(corpus, load_config(config))
+        node_rows = teco_node_metrics(corpus, product_config)
         for part in ("main", "template", "menu"):
             prfs = [r[part] for r in node_rows if r.get(part) is not None]
             if prfs:
