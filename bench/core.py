@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import os
-import time
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from pipeline.warc import HtmlResponse, ReadLimits, iter_warc_records, open_warc
+from pipeline.warc import HtmlResponse, ReadError, ReadLimits, iter_warc_records, open_warc, with_read_ms
 from transforms.charset import decode_html
-from transforms.extract import PageRecord, StageError, process_site, record_from_response
+from transforms.extract import StageError, process_site, record_from_response
+from transforms.urls import normalize_url
 
 
 @dataclass
@@ -25,31 +25,32 @@ class LoadedCorpus:
     records: dict = field(default_factory=dict)        # site key → [PageRecord]
     html: dict = field(default_factory=dict)           # url → decoded HTML (peers read this)
     html_bytes: int = 0                                # undecoded payload bytes of the pages
-    read_errors: int = 0
+    failures: dict = field(default_factory=dict)       # url → why its page could not be read
 
 
 def load_corpus(warc_paths, limits: ReadLimits = ReadLimits(), *, keep_html: bool = False,
-                wanted=None) -> LoadedCorpus:
+                wanted=None, sites=None) -> LoadedCorpus:
     """Read every HTML 200 page of the WARC files into PageRecords, timed as the pipeline times
-    them (read and parse CPU per page). `wanted(url)` restricts the decoded HTML kept."""
+    them (read and parse CPU per page). `wanted(url)` restricts the decoded HTML kept, `sites`
+    (a set of site keys) the records kept."""
     loaded = LoadedCorpus()
     by_site = defaultdict(list)
     for path in warc_paths:
         with open_warc(path) as stream:
-            records = iter_warc_records(stream, path, limits)
-            while True:
-                clock = time.thread_time()
-                item = next(records, None)
-                if item is None:
-                    break
-                read_ms = (time.thread_time() - clock) * 1000.0
+            for item, read_ms in with_read_ms(iter_warc_records(stream, path, limits)):
+                if isinstance(item, ReadError):
+                    if item.url:
+                        loaded.failures[normalize_url(item.url) or item.url] = \
+                            f"{item.stage}: {item.error_class}: {item.message}"
+                    continue
                 if not isinstance(item, HtmlResponse):
-                    loaded.read_errors += not hasattr(item, "reason")
                     continue
                 try:
                     record = record_from_response(item, max_nodes=limits.max_nodes, read_ms=read_ms)
-                except StageError:
-                    loaded.read_errors += 1
+                except StageError as exc:
+                    loaded.failures[normalize_url(item.url) or item.url] = str(exc)
+                    continue
+                if sites is not None and record.site not in sites:
                     continue
                 by_site[record.site].append(record)
                 loaded.html_bytes += len(item.body)

@@ -23,7 +23,6 @@ import io
 import os
 import re
 import uuid
-from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from urllib.parse import urljoin, quote
@@ -510,28 +509,13 @@ def node_scores(gold: GoldPage, analysis) -> dict:
 def teco_node_metrics(corpus: Corpus, config) -> list[dict]:
     """One row per labelled key page: the product's node scores, its site analysed as
     the pipeline analyses it (same candidates, same site shard)."""
-    from pipeline.warc import HtmlResponse, ReadError, iter_warc_records, open_warc
-    from transforms.extract import StageError, analyse_page, record_from_response, site_context
+    from bench.core import load_corpus
+    from transforms.extract import StageError, analyse_page, site_context
     from transforms.shards import shard_urls
 
     golds = [g for g in corpus.gold if g.nodes is not None]
-    wanted = {site_key(g.url) for g in golds}
-    by_site = defaultdict(list)
-    failed: dict[str, str] = {}
-    for path in corpus.warc_paths:
-        with open_warc(path) as stream:
-            for item in iter_warc_records(stream, path, config.read):
-                if isinstance(item, ReadError) and item.url:
-                    failed[normalize_url(item.url) or item.url] = f"{item.stage}: {item.error_class}: {item.message}"
-                if not isinstance(item, HtmlResponse):
-                    continue
-                try:
-                    record = record_from_response(item, max_nodes=config.read.max_nodes)
-                except StageError as exc:
-                    failed[normalize_url(item.url) or item.url] = str(exc)
-                    continue
-                if record.site in wanted:
-                    by_site[record.site].append(record)
+    loaded = load_corpus(corpus.warc_paths, config.read, sites={site_key(g.url) for g in golds})
+    by_site, failed = loaded.records, loaded.failures
 
     rows = []
     for g in golds:

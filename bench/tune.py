@@ -155,7 +155,10 @@ def run_grid(corpora: list[Corpus], out_dir: str, *, processes: int | None = Non
     """Run the staged grid; returns {"stages": [...], "final": config dict}. Cached in out_dir."""
     os.makedirs(out_dir, exist_ok=True)
     cache_path = os.path.join(out_dir, "tune-cache.json")
-    cache = json.load(open(cache_path)) if os.path.exists(cache_path) else {}
+    cache = {}
+    if os.path.exists(cache_path):
+        with open(cache_path, encoding="utf-8") as fh:
+            cache = json.load(fh)
     log(f"reading {len(corpora)} corpora once")
     loaded = {c.name: load_corpus(c.warc_paths) for c in corpora}
     current = default_config_dict()

@@ -6,7 +6,6 @@ is moved, grouped and counted (one counter per skip reason and error stage).
 from __future__ import annotations
 
 import logging
-import os
 import time
 
 import apache_beam as beam
@@ -15,7 +14,7 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.metrics import Metrics
 
 from configs import Config
-from pipeline.warc import HtmlResponse, ReadError, Skipped, iter_warc_records, open_warc
+from pipeline.warc import HtmlResponse, ReadError, Skipped, iter_warc_records, open_warc, with_read_ms
 from schemas import DATASETS
 from transforms.extract import (StageError, error_row, menu_signature, process_site,
                                 record_from_response)
@@ -53,13 +52,7 @@ class ReadWarcFile(beam.DoFn):
                          error_class=type(exc).__name__, message=str(exc)[:500])
             return
         with stream:
-            records = iter_warc_records(stream, path, self.limits)
-            while True:
-                clock = time.thread_time()
-                item = next(records, None)
-                if item is None:
-                    break
-                read_ms = (time.thread_time() - clock) * 1000.0
+            for item, read_ms in with_read_ms(iter_warc_records(stream, path, self.limits)):
                 if isinstance(item, Skipped):
                     _count(f"records_{item.record_type or 'none'}")
                     _count(f"skipped_{item.reason}")

@@ -12,6 +12,7 @@ from __future__ import annotations
 import codecs
 import os
 import re
+import time
 import zlib
 from collections import deque
 from dataclasses import dataclass
@@ -288,6 +289,17 @@ def _classify(
         truncated=record.headers.get("WARC-Truncated"),
         body=body,
     )
+
+
+def with_read_ms(items: Iterator) -> Iterator[tuple[object, float]]:
+    """(item, thread CPU ms spent producing it) for each item of a record iterator: the
+    read stage's cost of each page, as the pipeline reports it in timing_ms."""
+    while True:
+        clock = time.thread_time()
+        item = next(items, None)
+        if item is None:
+            return
+        yield item, (time.thread_time() - clock) * 1000.0
 
 
 def iter_payloads(
