@@ -4,7 +4,7 @@ import pytest
 
 from transforms.conex_page import (PageConexParams, c_set, content_features, main_content,
                                    reduce_c_set, remove_link_lists, select_main, word_ratio)
-from transforms.page import TAG_ID, TEXT, parse_page
+from transforms.page import parse_page
 from transforms.tree import text_of
 
 PAGE = ("<body><div id=page>"

@@ -16,7 +16,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from bench.corpora import read_corpus  # noqa: E402
 from bench.teco import (find_benchmarks, is_teco, node_scores, page_url, read_teco,  # noqa: E402
                         strip_labels, teco_node_metrics)
-from configs import Config, load_config  # noqa: E402
+from configs import Config  # noqa: E402
 from transforms.metrics import PRF  # noqa: E402
 from transforms.page import TEXT, parse_page  # noqa: E402
 

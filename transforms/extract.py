@@ -15,7 +15,7 @@ import numpy as np
 
 from transforms.candidates import CandidateSelection, select_candidates, site_links
 from transforms.charset import decode_html
-from transforms.conex_page import PageConexParams, main_content
+from transforms.conex_page import main_content
 from transforms.conex_site import site_main_content
 from transforms.link_blocks import drop_link_blocks
 from transforms.menex import Menu, MenexParams, detect_menu
