@@ -9,7 +9,7 @@ import numpy as np
 from transforms.etdm import EtdmParams
 from transforms.page import MEDIA_TAGS, TEXT, CompactPage
 from transforms.template import occurrences
-from transforms.tree import subtree_mask, subtree_sum
+from transforms.tree import mask_roots, subtree_mask, subtree_sum
 
 SITE_CONEX_ETDM = EtdmParams(w_classes=0.1, w_position=0.0, w_attributes=0.2, w_children=0.7,
                              threshold=0.9, position_option=4)
@@ -47,10 +47,7 @@ def candidate_nodes(key: CompactPage, occ: np.ndarray, variant: str) -> np.ndarr
 
 def reduce_candidates(key: CompactPage, candidates: np.ndarray) -> list[int]:
     """Alg. 12: the roots of the candidate subtrees (candidates whose parent is not one)."""
-    idx = np.flatnonzero(candidates)
-    parents = key.parent[idx]
-    is_root = (parents < 0) | ~candidates[np.maximum(parents, 0)]
-    return idx[is_root].tolist()
+    return mask_roots(key, candidates).tolist()
 
 
 def main_branch(key: CompactPage, roots: list[int], measure: str = "nodes") -> int:

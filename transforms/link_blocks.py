@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from transforms.page import F_COMMENT_HINT, F_IN_LINK, TEXT, CompactPage, tag_ids
-from transforms.tree import subtree_mask, subtree_sum
+from transforms.tree import mask_roots, subtree_mask, subtree_sum
 
 # Containers that hold a block of a page; inline elements (a, span, b...) are
 # judged as part of the block around them.
@@ -53,22 +53,17 @@ def drop_link_blocks(page: CompactPage, main: np.ndarray, params: LinkBlockParam
     link_words = np.where(main & is_text & in_link, page.words, 0).astype(np.int64)
     total = subtree_sum(page, words)
     linked = subtree_sum(page, link_words)
-    parent_in_main = _parent_in(page, main)
-    roots = main & ~parent_in_main
+    roots = mask_roots(page, main)
+    inside = main.copy()
+    inside[roots] = False                  # main-content nodes below a root
     main_words, main_link_words = total[roots].sum(), linked[roots].sum()
     if main_words == 0 or main_link_words >= params.listing_link_density * main_words:
         return main
-    blocks = (main & parent_in_main & np.isin(page.tag, BLOCK_CONTAINERS) & (total > 0)
+    blocks = (inside & np.isin(page.tag, BLOCK_CONTAINERS) & (total > 0)
               & (linked >= params.max_link_density * total))
     if not blocks.any():
         return main
     return main & ~subtree_mask(page, np.flatnonzero(blocks))
-
-
-def _parent_in(page: CompactPage, mask: np.ndarray) -> np.ndarray:
-    out = np.zeros(page.size, dtype=bool)
-    out[1:] = mask[page.parent[1:]]
-    return out
 
 
 def _drop_comments(page: CompactPage, main: np.ndarray) -> np.ndarray:

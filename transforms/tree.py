@@ -29,6 +29,13 @@ def subtree_mask(page: CompactPage, roots) -> np.ndarray:
     return np.cumsum(diff[:-1]) > 0
 
 
+def mask_roots(page: CompactPage, mask: np.ndarray) -> np.ndarray:
+    """Indices of the nodes of `mask` whose parent is not in it (the roots of its subtrees)."""
+    idx = np.flatnonzero(mask)
+    parents = page.parent[idx]
+    return idx[(parents < 0) | ~mask[np.maximum(parents, 0)]]
+
+
 def children(page: CompactPage):
     """Children of every node as CSR arrays (ptr, idx): children of p are idx[ptr[p]:ptr[p+1]], in document order."""
     nonroot = np.arange(1, page.size, dtype=np.int32)
