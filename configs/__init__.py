@@ -17,6 +17,7 @@ import yaml
 
 from pipeline.warc import ReadLimits
 from transforms.candidates import CandidateParams
+from transforms.classify import METHODS as MAIN_CONTENT_METHODS, MainContentParams
 from transforms.conex_page import PageConexParams
 from transforms.conex_site import SITE_CONEX_ETDM, SiteConexParams
 from transforms.etdm import EtdmParams
@@ -74,6 +75,7 @@ class Config:
     site_conex_etdm: EtdmParams = SITE_CONEX_ETDM
     link_blocks: LinkBlockParams = field(default_factory=LinkBlockParams)
     site: SiteLimits = field(default_factory=SiteLimits)
+    main_content: MainContentParams = field(default_factory=MainContentParams)
 
 
 _TAG_NAME = re.compile(r"[a-z][a-z0-9:._-]*")
@@ -107,6 +109,7 @@ _CHECKS["link_blocks.max_link_density"] = (lambda v: 0.0 < v <= 1.0, "greater th
 _CHECKS["link_blocks.listing_link_density"] = (lambda v: 0.0 < v <= 1.0, "greater than 0 and at most 1")
 _CHECKS["site_conex.variant"] = (lambda v: v in ("published", "text_aware"), "published or text_aware")
 _CHECKS["site_conex.branch"] = (lambda v: v in ("nodes", "words"), "nodes or words")
+_CHECKS["main_content.method"] = (lambda v: v in MAIN_CONTENT_METHODS, " or ".join(MAIN_CONTENT_METHODS))
 _CHECKS["site_conex.merge"] = (lambda v: v in ("always", "content"), "always or content")
 
 

@@ -16,6 +16,7 @@ from apache_beam.metrics import Metrics
 from configs import Config
 from pipeline.warc import HtmlResponse, ReadError, Skipped, iter_warc_records, open_warc, with_read_ms
 from schemas import DATASETS
+from transforms.classify import load_main_content_model
 from transforms.extract import (StageError, error_row, menu_signature, process_site,
                                 record_from_response)
 from transforms.shards import page_cell, plan_shards
@@ -131,6 +132,8 @@ class ProcessSite(beam.DoFn):
         self.config = config
 
     def setup(self):
+        # Once per worker process: every site of the worker shares the model.
+        self.model = load_main_content_model(self.config.main_content)
         self.pages_done = 0
         self.sites_done = 0
         self.started = time.monotonic()
@@ -138,7 +141,7 @@ class ProcessSite(beam.DoFn):
     def process(self, element):
         (site, _shard), records = element
         self.sites_done += 1
-        for kind, row in process_site(site, records, self.config):
+        for kind, row in process_site(site, records, self.config, self.model):
             self.pages_done += 1
             if self.pages_done % PROGRESS_EVERY == 0:
                 log.info("processed %d pages of %d sites (%.1f pages/s in this worker)",
@@ -200,6 +203,19 @@ def clear_outputs(output: str) -> None:
             FileSystems.delete(matched)
 
 
+def pages_schema(config: Config):
+    """The pages schema with the main-content method and, for the block classifiers, the
+    model's id and feature set in its metadata: a row set says which model made it. Loading
+    the model here also refuses a bad model file before any worker starts."""
+    meta = {"sitestrip.main_content.method": config.main_content.method}
+    model = load_main_content_model(config.main_content)
+    if model is not None:
+        meta.update({"sitestrip.model_id": model.model_id, "sitestrip.feature_set": model.feature_set,
+                      "sitestrip.model_threshold": repr(model.threshold)})
+    return DATASETS["pages"].with_metadata({**(DATASETS["pages"].metadata or {}),
+                                            **{k.encode(): v.encode() for k, v in meta.items()}})
+
+
 def build_pipeline(p: beam.Pipeline, warc_paths: list[str], output: str, config: Config):
     """Add the sitestrip graph to `p`; returns the three PCollections of rows."""
     read = (p
@@ -216,8 +232,9 @@ def build_pipeline(p: beam.Pipeline, warc_paths: list[str], output: str, config:
              | "MenuKeys" >> beam.FlatMap(_menu_key)
              | "CountMenus" >> beam.CombinePerKey(CountMenus())
              | "MenuRows" >> beam.Map(_menu_row))
+    schemas = dict(DATASETS, pages=pages_schema(config))
     for name, rows in (("pages", pages), ("menus", menus), ("errors", errors)):
         _ = rows | f"Write_{name}" >> beam.io.WriteToParquet(
-            dataset_prefix(output, name), DATASETS[name], codec="zstd",
+            dataset_prefix(output, name), schemas[name], codec="zstd",
             file_name_suffix=".parquet")
     return pages, menus, errors

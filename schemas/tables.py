@@ -7,15 +7,16 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-SCHEMA_VERSION = "1"
+SCHEMA_VERSION = "2"
 
 LINK = pa.struct([("url", pa.string()), ("text", pa.string())])
 
 # Stages whose CPU time each pages row reports, in pipeline order. Stages the
 # row's method did not run are null. "etdm" is the share of "template" and
-# "site_conex" spent mapping trees; "total" counts it once.
+# "site_conex" spent mapping trees; "total" counts it once. "blocks" (blocks and
+# their features) and "classify" (the block model) are SPEC §10's main content.
 TIMING_STAGES = ("read", "parse", "candidates", "etdm", "template", "site_conex",
-                 "page_conex", "menex", "total")
+                 "page_conex", "menex", "blocks", "classify", "total")
 TIMING = pa.struct([(stage, pa.float32()) for stage in TIMING_STAGES])
 
 METHODS = ("cs", "partial_cs", "linked", "site_sample", "page_only")

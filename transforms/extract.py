@@ -13,10 +13,13 @@ from typing import Iterable, Iterator
 
 import numpy as np
 
+from transforms.blocks import Blocks, block_texts, page_blocks, render_blocks
 from transforms.candidates import CandidateSelection, select_candidates, site_links
 from transforms.charset import decode_html
 from transforms.conex_page import main_content
+from transforms.classify import classify_blocks, load_main_content_model
 from transforms.conex_site import site_main_content
+from transforms.features import SiteSignals, block_features, text_keys
 from transforms.link_blocks import drop_link_blocks
 from transforms.menex import Menu, MenexParams, detect_menu
 from transforms.page import CompactPage, parse_page
@@ -168,6 +171,59 @@ def _finish(record: PageRecord, timing: dict, menu, **columns) -> dict:
 
 
 @dataclass
+class PageBlocks:
+    """A page's blocks (SPEC §10), their own texts and their text identities."""
+    blocks: Blocks
+    texts: list
+    keys: np.ndarray
+
+
+class SiteBlocks:
+    """Blocks of every page of a site shard, computed once per page and shared by every key
+    page that compares with it, and how many of the shard's pages show each block text."""
+
+    def __init__(self, pages: dict):
+        self.pages = pages
+        self._blocks: dict = {}
+        self._site_counts = None
+
+    def of(self, url: str) -> PageBlocks:
+        got = self._blocks.get(url)
+        if got is None:
+            page = self.pages[url]
+            blocks = page_blocks(page)
+            texts = block_texts(page, blocks)
+            got = self._blocks[url] = PageBlocks(blocks, texts, text_keys(texts))
+        return got
+
+    def site_counts(self) -> tuple[np.ndarray, np.ndarray]:
+        """(sorted distinct text keys, pages of the shard showing each)."""
+        if self._site_counts is None:
+            per_page = [np.unique(self.of(url).keys) for url in sorted(self.pages)]
+            keys = np.concatenate(per_page) if per_page else np.zeros(0, dtype=np.int64)
+            self._site_counts = np.unique(keys, return_counts=True)
+        return self._site_counts
+
+    def signals(self, url: str, template: TemplateResult, selection: CandidateSelection) -> SiteSignals:
+        own = self.of(url).keys
+        candidates = list(selection.candidates)
+        on_candidates = np.zeros(own.size)
+        for other in candidates:
+            on_candidates += np.isin(own, self.of(other).keys)
+        distinct, counts = self.site_counts()
+        shown = np.zeros(own.size)
+        if distinct.size:
+            where = np.minimum(np.searchsorted(distinct, own), distinct.size - 1)
+            shown = np.where(distinct[where] == own, counts[where], 0)
+        others = max(len(self.pages) - 1, 1)
+        return SiteSignals(occurrences=template.occurrences, candidates=len(candidates),
+                           method=selection.method, cs_size=int(selection.cs_size or 0),
+                           site_pages=len(self.pages),
+                           text_on_candidates=on_candidates / max(len(candidates), 1),
+                           text_site_share=np.maximum(shown - 1, 0) / others)
+
+
+@dataclass
 class PageAnalysis:
     """The per-node results a pages row is made of; transforms/explain.py shows them."""
     method: str
@@ -177,6 +233,12 @@ class PageAnalysis:
     template: TemplateResult | None = None          # None for page_only
     for_template: CandidateSelection | None = None  # None when no candidate search ran
     for_conex: CandidateSelection | None = None
+    # Block classification (main_content.method learned | ceml), else None.
+    blocks: PageBlocks | None = None
+    features: np.ndarray | None = None              # float32[blocks, features]
+    proba: np.ndarray | None = None                 # content probability per block
+    selected: np.ndarray | None = None              # bool per block: main content
+    threshold: float | None = None
 
 
 def site_context(site: str, records: Iterable[PageRecord]):
@@ -189,74 +251,131 @@ def site_context(site: str, records: Iterable[PageRecord]):
     return ordered, pages, links
 
 
-def analyse_page(record: PageRecord, pages: dict, links, config) -> PageAnalysis:
-    """Candidates, TemEx/HybEx, site ConEx and MenEx of one key page (SPEC §4–§8).
+def analyse_page(record: PageRecord, pages: dict, links, config, site_blocks: SiteBlocks | None = None,
+                 model=None) -> PageAnalysis:
+    """Candidates, TemEx/HybEx, main content and MenEx of one key page (SPEC §4–§8, §10).
 
     With no other page of the site (`links` None) or no comparison page found,
-    the page-level methods run instead: MenEx + page-level ConEx.
+    the page-level methods run instead (`page_only`). Main content comes from
+    `main_content.method`: the block classifier (`learned`, `ceml`; SPEC §10)
+    with `model`, or site/page ConEx (`conex`). A block method with `model`
+    None computes the blocks and their features but selects nothing (training).
     """
     page = record.page
     budget = _Budget(config.site.page_budget_ms)
+    timing = dict(record.timing_ms)
+    blocks_wanted = config.main_content.method != "conex"
     if links is not None:
-        timing = dict(record.timing_ms)
         with _Stage(timing, "candidates", budget):
             for_template = select_candidates(record.url, page, links, config.candidates.for_template())
-            for_conex = select_candidates(record.url, page, links, config.candidates.for_conex())
-        if for_conex.method != "page_only":
+            for_conex = None if blocks_wanted else \
+                select_candidates(record.url, page, links, config.candidates.for_conex())
+        if for_template.method != "page_only":
             with _Stage(timing, "template", budget) as check:
                 template = detect_template(page, [pages[u] for u in for_template.candidates],
                                            config.template_etdm, config.template, config.page_conex,
                                            check=check)
+            timing["etdm"] = template.etdm_ms
+            menu = _menu(record, config.menex, timing, budget)
+            analysis = PageAnalysis(method=for_template.method, main=np.zeros(page.size, dtype=bool),
+                                    menu=menu, timing=timing, template=template,
+                                    for_template=for_template, for_conex=for_conex or for_template)
+            if blocks_wanted:
+                site_blocks = site_blocks or SiteBlocks(pages)
+                with _Stage(timing, "blocks", budget):
+                    signals = site_blocks.signals(record.url, template, for_template)
+                _classify(record, analysis, site_blocks.of(record.url), signals, config, model, budget)
+                return analysis
             with _Stage(timing, "site_conex", budget) as check:
                 main, conex_etdm_ms = site_main_content(page, [pages[u] for u in for_conex.candidates],
                                                         config.site_conex_etdm, config.site_conex,
                                                         check=check)
-            main = drop_link_blocks(page, main, config.link_blocks)
-            timing["etdm"] = template.etdm_ms + conex_etdm_ms
-            menu = _menu(record, config.menex, timing, budget)
-            return PageAnalysis(method=for_conex.method, main=main, menu=menu, timing=timing,
-                                template=template, for_template=for_template, for_conex=for_conex)
+            analysis.main = drop_link_blocks(page, main, config.link_blocks)
+            analysis.method = for_conex.method
+            timing["etdm"] += conex_etdm_ms
+            return analysis
     # The row reports only the stages that produced it: a fruitless search is not timed.
     timing = dict(record.timing_ms)
     menu = _menu(record, config.menex, timing, budget)
+    analysis = PageAnalysis(method="page_only", main=np.zeros(page.size, dtype=bool), menu=menu,
+                            timing=timing)
+    if blocks_wanted:
+        own = site_blocks.of(record.url) if site_blocks is not None and record.url in site_blocks.pages \
+            else _own_blocks(page)
+        _classify(record, analysis, own, None, config, model, budget)
+        return analysis
     with _Stage(timing, "page_conex", budget):
-        main = drop_link_blocks(page, main_content(page, config.page_conex), config.link_blocks)
-    return PageAnalysis(method="page_only", main=main, menu=menu, timing=timing)
+        analysis.main = drop_link_blocks(page, main_content(page, config.page_conex), config.link_blocks)
+    return analysis
 
 
-def page_only_row(record: PageRecord, config) -> dict:
-    """A page with no other page of its site: MenEx + page-level ConEx (SPEC §8)."""
-    return _page_only_row(record, analyse_page(record, {}, None, config))
+def _own_blocks(page: CompactPage) -> PageBlocks:
+    blocks = page_blocks(page)
+    texts = block_texts(page, blocks)
+    return PageBlocks(blocks, texts, text_keys(texts))
+
+
+def _classify(record: PageRecord, analysis: PageAnalysis, own: PageBlocks, signals, config, model,
+              budget: _Budget) -> None:
+    """Block features and, with a model, the main-content blocks of one page (SPEC §10)."""
+    page = record.page
+    with _Stage(analysis.timing, "page_conex", budget):
+        conex_main = main_content(page, config.page_conex)
+    with _Stage(analysis.timing, "blocks", budget):
+        analysis.blocks = own
+        analysis.features = block_features(
+            page, own.blocks, own.texts, conex_main=conex_main,
+            menu_node=analysis.menu.node if analysis.menu else None, site=signals)
+    if model is None:
+        return
+    with _Stage(analysis.timing, "classify", budget):
+        proba, selected, threshold = classify_blocks(model, own.blocks, analysis.features, config.main_content)
+        analysis.proba, analysis.selected, analysis.threshold = proba, selected, threshold
+        analysis.main = own.blocks.node_mask(page, selected)
+
+
+def page_only_row(record: PageRecord, config, model=None) -> dict:
+    """A page with no other page of its site: MenEx + page-level main content (SPEC §8)."""
+    return _page_only_row(record, analyse_page(record, {}, None, config, model=model))
+
+
+def _main_columns(page: CompactPage, analysis: PageAnalysis) -> dict:
+    if analysis.selected is not None:
+        own = analysis.blocks
+        return {"main_text": render_blocks(own.texts, analysis.selected),
+                "words_main": int(own.blocks.words[analysis.selected].sum())}
+    return {"main_text": text_of(page, analysis.main), "words_main": words_in(page, analysis.main)}
 
 
 def _page_only_row(record: PageRecord, analysis: PageAnalysis) -> dict:
     page = record.page
-    menu, main, timing = analysis.menu, analysis.main, analysis.timing
+    menu, timing = analysis.menu, analysis.timing
     menu_mask = subtree_mask(page, [menu.node]) if menu else np.zeros(page.size, dtype=bool)
-    return _finish(record, timing, menu,
-                   main_text=text_of(page, main), nontemplate_text=text_of(page, ~menu_mask),
+    return _finish(record, timing, menu, **_main_columns(page, analysis),
+                   nontemplate_text=text_of(page, ~menu_mask),
                    method="page_only", candidate_urls=None, cs_size=None, pages_loaded=None,
-                   template_share=None, template_candidate_urls=None,
-                   words_main=words_in(page, main))
+                   template_share=None, template_candidate_urls=None)
 
 
-def site_row(record: PageRecord, pages: dict, links, config) -> dict:
-    """A page compared with other pages of its site (SPEC §4–§8)."""
+def site_row(record: PageRecord, pages: dict, links, config, site_blocks: SiteBlocks | None = None,
+             model=None) -> dict:
+    """A page compared with other pages of its site (SPEC §4–§8, §10)."""
     page = record.page
-    analysis = analyse_page(record, pages, links, config)
+    analysis = analyse_page(record, pages, links, config, site_blocks, model)
     if analysis.method == "page_only":
         return _page_only_row(record, analysis)
-    main, menu, timing, template = analysis.main, analysis.menu, analysis.timing, analysis.template
+    menu, timing, template = analysis.menu, analysis.timing, analysis.template
     for_template, for_conex = analysis.for_template, analysis.for_conex
-    main_text = text_of(page, main)
-    notes = [] if main.any() else ["no main content: the page maps entirely onto its candidate pages"]
-    return _finish(record, timing, menu,
-                   main_text=main_text, nontemplate_text=text_of(page, template.nontemplate),
+    main = _main_columns(page, analysis)
+    notes = [] if main["main_text"] else ["no main content: the page maps entirely onto its candidate pages"
+                                          if analysis.selected is None else
+                                          "no main content: no block classified as main content"]
+    return _finish(record, timing, menu, **main,
+                   nontemplate_text=text_of(page, template.nontemplate),
                    method=for_conex.method, candidate_urls=for_conex.candidates,
                    cs_size=for_conex.cs_size, pages_loaded=for_conex.pages_loaded,
                    template_share=template.share,
-                   template_candidate_urls=for_template.candidates,
-                   words_main=words_in(page, main), notes=notes)
+                   template_candidate_urls=for_template.candidates, notes=notes)
 
 
 def _provenance(record: PageRecord) -> dict:
@@ -274,7 +393,7 @@ def error_row(*, url, warc_file, warc_offset, stage, error_class, message) -> di
             "error_class": error_class, "message": message}
 
 
-def process_site(site: str, records: Iterable[PageRecord], config) -> Iterator[tuple[str, dict]]:
+def process_site(site: str, records: Iterable[PageRecord], config, model=None) -> Iterator[tuple[str, dict]]:
     """Rows for one site shard: ("pages", row) or ("errors", row), one per record.
 
     Records are handled in (url, file, offset) order so output never depends
@@ -282,12 +401,16 @@ def process_site(site: str, records: Iterable[PageRecord], config) -> Iterator[t
     A failure stays with its page; the rest of the site goes on.
     """
     ordered, pages, links = site_context(site, records)
+    site_blocks = None
+    if config.main_content.method != "conex":
+        site_blocks = SiteBlocks(pages)
+        model = model if model is not None else load_main_content_model(config.main_content)
     for record in ordered:
         try:
             if links is None:
-                yield "pages", page_only_row(record, config)
+                yield "pages", page_only_row(record, config, model)
             else:
-                yield "pages", site_row(record, pages, links, config)
+                yield "pages", site_row(record, pages, links, config, site_blocks, model)
         except StageError as exc:
             yield "errors", error_row(url=record.url, warc_file=record.warc_file,
                                       warc_offset=record.warc_offset, stage=exc.stage,

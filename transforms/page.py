@@ -92,6 +92,53 @@ F_IN_LINK = 2       # inside an <a> element (any ancestor), for text and element
 F_NAV_HINT = 4      # MenEx "representative tag" (SPEC §2)
 F_COMMENT_HINT = 8  # id/class names a comment section (transforms/link_blocks.py)
 
+# Class/id hints of SPEC §10 (seed 002's is_desc_X and the product's additions), one bit
+# each in CompactPage.hints. A hint holds when a word part of an id or class token
+# (split on '-', '_', camelCase) is one of the words listed, or, for words ending in
+# '*', begins with it; the element's own tag can set one too (HINT_OF_TAG).
+HINT_WORDS = (
+    ("nav", ("nav*", "menu*", "navigation")),
+    ("ad", ()),                    # seed 002's regexes, _AD below
+    ("comment", ("comment*", "disqus", "reply", "replies", "discussion")),
+    ("main", ("main",)),
+    ("footer", ("footer", "foot", "bottom", "colophon")),
+    ("wrapper", ("wrapper", "wrap", "container")),
+    ("aside", ("aside", "sidebar", "side", "rail", "widget*")),
+    ("content", ("content", "article", "post", "entry", "story", "text", "body", "prose")),
+    ("related", ("related", "recommend*", "popular", "trending", "promo*", "sponsor*", "more",
+                 "teaser*", "outbrain", "taboola")),
+    ("share", ("share", "sharing", "social", "follow", "tweet", "facebook", "twitter")),
+    ("meta", ("byline", "author", "date", "time", "meta", "tags", "tag", "category", "categories",
+              "dateline", "published", "timestamp", "info")),
+    ("title", ("title", "headline", "heading", "header", "masthead", "banner", "hero")),
+    ("breadcrumb", ("breadcrumb*", "crumb*", "crumbs")),
+    ("pagination", ("pagination", "pager", "paging", "pages", "prev", "next", "previous")),
+    ("caption", ("caption", "credit", "credits", "figcaption")),
+    ("item", ("item", "card", "tile", "product", "result", "listing", "list", "grid", "thumb*")),
+    ("form", ("newsletter", "subscribe", "signup", "login", "cookie*", "consent", "modal", "popup",
+              "search", "form")),
+    ("code", ("code", "highlight*", "syntax", "listing", "sourcecode")),
+    ("hidden", ("hidden", "hide", "invisible", "sr", "visually")),
+)
+HINT_NAMES = tuple(name for name, _ in HINT_WORDS)
+HINT_BIT = {name: 1 << i for i, name in enumerate(HINT_NAMES)}
+_HINT_EXACT: dict = {}
+_HINT_PREFIX: list = []
+for _name, _words in HINT_WORDS:
+    for _w in _words:
+        if _w.endswith("*"):
+            _HINT_PREFIX.append((_w[:-1], HINT_BIT[_name]))
+        else:
+            _HINT_EXACT[_w] = _HINT_EXACT.get(_w, 0) | HINT_BIT[_name]
+# Seed 002 §3.8.2's advertisement patterns, as published.
+_AD = re.compile(r"\bad-|-ad\b|\bad_|_ad\b|\badv-|-adv\b|\badv_|_adv\b|advert|\bads|adblock|adbox")
+HINT_OF_TAG = {"nav": "nav", "aside": "aside", "footer": "footer", "main": "main",
+               "article": "content", "header": "title", "form": "form", "figcaption": "caption",
+               "pre": "code", "code": "code"}
+# Class lists longer than this are utility-class soup (Tailwind) or site-wide state
+# ("show-comments" on <body>): they say nothing about one element's role.
+_MAX_HINT_CLASSES = 12
+
 _CAMEL = re.compile(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])")
 _SPLIT = re.compile(r"[-_\s]+")
 
@@ -121,6 +168,22 @@ def _name_hints(value: str) -> int:
     return flags
 
 
+def _role_hints(value: str) -> int:
+    """HINT_BIT bits of one id or class token (see HINT_WORDS)."""
+    low = value.lower()
+    bits = HINT_BIT["ad"] if _AD.search(low) else 0
+    if "nav" in low:               # seed 002: substring match for nav, as published
+        bits |= HINT_BIT["nav"]
+    for chunk in _SPLIT.split(value):
+        for part in _CAMEL.findall(chunk):
+            part = part.lower()
+            bits |= _HINT_EXACT.get(part, 0)
+            for prefix, bit in _HINT_PREFIX:
+                if part.startswith(prefix):
+                    bits |= bit
+    return bits
+
+
 def _hash32(s: str) -> int:
     # crc32, not hash(): Python's str hash is salted per process and the
     # same page must hash the same on every worker.
@@ -139,6 +202,7 @@ class CompactPage:
     end: np.ndarray          # int32, one past the last node of the subtree
     child_count: np.ndarray  # int32, element + text children
     flags: np.ndarray        # uint8, F_* bits
+    hints: np.ndarray        # uint32, HINT_BIT bits of the element's own tag, id and classes
     line: np.ndarray         # int32, block-boundary counter: equal values = same text line
     id_hash: np.ndarray      # uint32, crc32 of the id attribute, 0 when absent
     class_ptr: np.ndarray    # int32[n+1] into class_hash (ragged: tokens of node i)
@@ -182,7 +246,7 @@ class CompactPage:
             order = np.arange(n, dtype=np.int32)
             is_text = self.tag == TEXT
             parts = (
-                order - self.parent, self.end - order, self.depth, self.tag, self.flags,
+                order - self.parent, self.end - order, self.depth, self.tag, self.flags, self.hints,
                 np.diff(self.line, prepend=0).astype(np.int32), self.id_hash,
                 np.diff(self.class_ptr).astype(np.int32), self.class_hash,
                 np.diff(self.attr_ptr).astype(np.int32), self.attr_hash,
@@ -199,7 +263,7 @@ class CompactPage:
         return blob
 
     def __getstate__(self):
-        return {"v": 1, "url": self.url, "title": self.title, "base_url": self.base_url,
+        return {"v": 2, "url": self.url, "title": self.title, "base_url": self.base_url,
                 "html_bytes": self.html_bytes, "notes": self.notes, "blob": self._packed()}
 
     def __setstate__(self, state):
@@ -217,7 +281,7 @@ class CompactPage:
         order = np.arange(n, dtype=i32)
         parent = order - take(n, i32)
         end = order + take(n, i32)
-        depth, tag, flags = take(n, i32), take(n, i32), take(n, np.uint8)
+        depth, tag, flags, hints = take(n, i32), take(n, i32), take(n, np.uint8), take(n, u32)
         line = np.cumsum(take(n, i32), dtype=i32)
         id_hash = take(n, u32)
         class_ptr = np.concatenate(([0], np.cumsum(take(n, i32)))).astype(i32)
@@ -235,6 +299,7 @@ class CompactPage:
         self.__dict__.update(
             url=state["url"], title=state["title"], base_url=state["base_url"],
             parent=parent, depth=depth, tag=tag, end=end, child_count=child_count, flags=flags,
+            hints=hints,
             line=line, id_hash=id_hash, class_ptr=class_ptr, class_hash=class_hash,
             attr_ptr=attr_ptr, attr_hash=attr_hash,
             text_ptr=np.concatenate(([0], np.cumsum(chars))).astype(i32),
@@ -309,20 +374,27 @@ def parse_page(html: str, url: str, max_nodes: int | None = None) -> CompactPage
 
 @lru_cache(maxsize=1 << 16)
 def _class_info(value: str) -> tuple:
-    """(sorted token hashes, F_*_HINT bits) of a class attribute; classes repeat across a site."""
+    """(sorted token hashes, F_*_HINT bits, HINT_BIT bits) of a class attribute; classes
+    repeat across a site."""
     tokens = value.split()
-    hints = 0
+    flags = roles = 0
     for c in tokens:
-        hints |= _name_hints(c)
-    return tuple(sorted({_hash32(c) for c in tokens})), hints
+        flags |= _name_hints(c)
+        if len(tokens) <= _MAX_HINT_CLASSES:
+            roles |= _role_hints(c)
+    return tuple(sorted({_hash32(c) for c in tokens})), flags, roles
 
 
 @lru_cache(maxsize=1 << 16)
 def _id_info(value: str) -> tuple:
     value = value.strip()
     if not value:
-        return 0, 0
-    return (_hash32(value) or 1), _name_hints(value)
+        return 0, 0, 0
+    return (_hash32(value) or 1), _name_hints(value), _role_hints(value)
+
+
+_HIDDEN_STYLE = re.compile(r"display\s*:\s*none|visibility\s*:\s*hidden", re.IGNORECASE)
+_HINT_OF_TAG = {name: HINT_BIT[h] for name, h in HINT_OF_TAG.items()}
 
 
 def _flatten(body, url: str, title: str, base_url: str, html_len: int, notes: tuple) -> CompactPage:
@@ -330,7 +402,7 @@ def _flatten(body, url: str, title: str, base_url: str, html_len: int, notes: tu
     # text, words. Attributes are sparse (node, value) pairs. One loop over
     # lxml's start/end events; locals are bound because this is the hottest
     # Python loop of the product.
-    parent, depth, tag, end, flags, line = [], [], [], [], [], []
+    parent, depth, tag, end, flags, line, hints = [], [], [], [], [], [], []
     text_node, texts, text_words = [], [], []
     id_node, id_value = [], []
     class_node, class_hash = [], []
@@ -341,6 +413,7 @@ def _flatten(body, url: str, title: str, base_url: str, html_len: int, notes: tu
     line_no = 0
     tag_of = TAG_ID.get
     block, leaf, dropped = BLOCK_TAGS, LEAF_TAGS, DROPPED_TAGS
+    hidden_bit, tag_hint = HINT_BIT["hidden"], _HINT_OF_TAG
     words_of = count_words
 
     def add_text(raw, p):
@@ -352,6 +425,7 @@ def _flatten(body, url: str, title: str, base_url: str, html_len: int, notes: tu
             tag.append(TEXT)
             end.append(i + 1)
             flags.append(F_IN_LINK if in_link else 0)
+            hints.append(0)
             line.append(line_no)
             text_node.append(i)
             texts.append(s)
@@ -359,7 +433,7 @@ def _flatten(body, url: str, title: str, base_url: str, html_len: int, notes: tu
 
     if body is None:
         parent.append(-1), depth.append(0), tag.append(TAG_ID["body"]), end.append(1)
-        flags.append(0), line.append(0)
+        flags.append(0), line.append(0), hints.append(0)
     else:
         walker = etree.iterwalk(body, events=("start", "end"))
         skip = walker.skip_subtree
@@ -374,21 +448,24 @@ def _flatten(body, url: str, title: str, base_url: str, html_len: int, notes: tu
                     continue
                 i = len(parent)
                 flag = F_IN_LINK if in_link else 0
+                role = tag_hint.get(name, 0)
                 attrib = el.attrib
                 if attrib:
                     href = None
                     for k, v in attrib.items():
                         if k == "class":
-                            hashes, hints = _class_info(v)
+                            hashes, bits, roles = _class_info(v)
                             class_node.extend([i] * len(hashes))
                             class_hash.extend(hashes)
-                            flag |= hints
+                            flag |= bits
+                            role |= roles
                         elif k == "id":
-                            h, hints = _id_info(v)
+                            h, bits, roles = _id_info(v)
                             if h:
                                 id_node.append(i)
                                 id_value.append(h)
-                            flag |= hints
+                            flag |= bits
+                            role |= roles
                         else:
                             attr_node.append(i)
                             attr_hash.append(_hash32(f"{k}={v}"))
@@ -396,6 +473,10 @@ def _flatten(body, url: str, title: str, base_url: str, html_len: int, notes: tu
                                 href = v
                             elif k == "role" and v.strip().lower() == "navigation":
                                 flag |= F_NAV_HINT
+                                role |= HINT_BIT["nav"]
+                            elif k == "hidden" or (k == "aria-hidden" and v.strip().lower() == "true") \
+                                    or (k == "style" and _HIDDEN_STYLE.search(v)):
+                                role |= hidden_bit
                     if name == "a" and href is not None:
                         flag |= F_LINK
                         target = resolve_link(base_url, href)
@@ -412,6 +493,7 @@ def _flatten(body, url: str, title: str, base_url: str, html_len: int, notes: tu
                 tag.append(tag_id(name) if tid is None else tid)
                 end.append(i + 1)
                 flags.append(flag)
+                hints.append(role)
                 line.append(line_no)
                 stack.append(i)
                 if name == "a":
@@ -456,7 +538,8 @@ def _flatten(body, url: str, title: str, base_url: str, html_len: int, notes: tu
         parent=parent_arr, depth=np.array(depth, dtype=i32),
         tag=np.array(tag, dtype=i32), end=np.array(end, dtype=i32),
         child_count=(np.bincount(parent_arr[1:], minlength=n) if n > 1 else np.zeros(n)).astype(i32),
-        flags=np.array(flags, dtype=np.uint8), line=np.array(line, dtype=i32), id_hash=id_hash,
+        flags=np.array(flags, dtype=np.uint8), hints=np.array(hints, dtype=u32),
+        line=np.array(line, dtype=i32), id_hash=id_hash,
         class_ptr=ragged_ptr(class_node), class_hash=np.array(class_hash, dtype=u32),
         attr_ptr=ragged_ptr(attr_node), attr_hash=np.array(attr_hash, dtype=u32),
         text_ptr=np.concatenate(([0], np.cumsum(chars))).astype(i32), text="".join(texts),

@@ -85,3 +85,26 @@ def _render(page: CompactPage, idx: np.ndarray) -> str:
 def words_in(page: CompactPage, mask: np.ndarray | None = None) -> int:
     w = page.words if mask is None else page.words[mask]
     return int(w.sum())
+
+
+def nearest_in_mask(page: CompactPage, mask: np.ndarray, *, self_included: bool = True) -> np.ndarray:
+    """For every node, its nearest ancestor (or itself, with `self_included`) in `mask`; -1 if none.
+
+    Pointer doubling: each round jumps every unresolved node twice as far up
+    its chain of unmarked ancestors, so the cost is O(n log depth) in vector
+    operations whatever the depth.
+    """
+    n = page.size
+    idx = np.arange(n, dtype=np.int64)
+    up = page.parent.astype(np.int64)
+    if self_included:
+        up = np.where(mask, idx, up)
+    # jump[i]: the next node to look at above i (or i itself once resolved); -1 past the root.
+    jump = up.copy()
+    while True:
+        live = jump >= 0
+        unresolved = live.copy()
+        unresolved[live] = ~mask[jump[live]]
+        if not unresolved.any():
+            return jump
+        jump[unresolved] = jump[jump[unresolved]]

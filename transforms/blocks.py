@@ -1,0 +1,175 @@
+"""Blocks of a page (SPEC §10; seed 002 §3.5, §4.3) and their gold labels.
+
+A block is the unit main content is decided on: a run of text nodes that a
+reader sees as one paragraph, list item, heading, cell or line. Seed 002's
+*instances* are `p`, `li`, `h1`–`h6`, `figcaption`, `pre`, and `div`/`td`/`th`
+holding no other content element and at most two element levels; every text
+node belongs to its nearest instance ancestor (its "own text", so no word is
+counted twice). Text under no instance belongs to its nearest block-level
+element, or to a nearer inline element that carries its own class or id
+(a byline `<span class="author">` inside a story `div` is its own block).
+
+SPEC §10's refinement, measured (docs/model.md, block oracle): a block is also
+cut wherever a block boundary (`<br>`, a nested block element) falls between
+two of its text nodes, so a `div` of text and `<br>`s holding the byline,
+the share links and the story becomes one block per line.
+
+Blocks are maximal runs of consecutive text nodes with the same owner and
+the same line, so they are contiguous in document order and everything here
+is a vector operation over the text nodes.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from difflib import SequenceMatcher
+
+import numpy as np
+
+from transforms.page import BLOCK_TAGS, TAG_ID, TEXT, CompactPage, tag_ids
+from transforms.tokens import folded_words
+from transforms.tree import nearest_in_mask
+
+# Seed 002's content elements and instance groups (one CART per group in `ceml`).
+CONTENT_TAGS = tag_ids("p", "li", "h1", "h2", "h3", "h4", "h5", "h6", "figcaption", "pre", "td", "th")
+_ALWAYS_INSTANCE = tag_ids("p", "li", "h1", "h2", "h3", "h4", "h5", "h6", "figcaption", "pre")
+_LEAF_INSTANCE = tag_ids("div", "td", "th")
+GROUPS = ("p", "li", "h", "figcaption", "pre", "div", "td", "other")
+_GROUP_OF_TAG = {"p": 0, "li": 1, "h1": 2, "h2": 2, "h3": 2, "h4": 2, "h5": 2, "h6": 2,
+                 "figcaption": 3, "pre": 4, "div": 5, "td": 6, "th": 6}
+_BLOCK_LEVEL = tag_ids(*sorted(BLOCK_TAGS - {"br", "hr"}))
+# Labelling rule of web2text (seed 000 §12.4): main iff this share of own tokens aligns.
+MAIN_SHARE = 2 / 3
+
+
+@dataclass
+class Blocks:
+    """The blocks of one page, in document order.
+
+    Block b owns text nodes text_nodes[ptr[b]:ptr[b+1]] (document order).
+    """
+    owner: np.ndarray        # int32, the element whose own text the block is
+    group: np.ndarray        # int8, index into GROUPS (seed 002's instance group)
+    is_instance: np.ndarray  # bool, the owner is one of seed 002's instances
+    ptr: np.ndarray          # int64[n_blocks + 1] into text_nodes
+    text_nodes: np.ndarray   # int64, every text node of the page, grouped by block
+    words: np.ndarray        # int64, tokens per block
+
+    @property
+    def count(self) -> int:
+        return int(self.owner.shape[0])
+
+    def first_node(self) -> np.ndarray:
+        return self.text_nodes[self.ptr[:-1]]
+
+    def block_of_text(self) -> np.ndarray:
+        """Block index of each entry of text_nodes."""
+        return np.repeat(np.arange(self.count), np.diff(self.ptr))
+
+    def node_mask(self, page: CompactPage, selected: np.ndarray) -> np.ndarray:
+        """Bool mask over the page's nodes: the text nodes of the selected blocks."""
+        mask = np.zeros(page.size, dtype=bool)
+        mask[self.text_nodes[np.repeat(selected, np.diff(self.ptr))]] = True
+        return mask
+
+
+def instance_mask(page: CompactPage) -> np.ndarray:
+    """Seed 002's instances: the always-instance tags, and div/td/th with no content
+    element below them and no element more than two levels below them."""
+    tag = page.tag
+    element = tag != TEXT
+    content = np.isin(tag, CONTENT_TAGS)
+    # Content elements strictly inside each node's subtree, by prefix sums.
+    prefix = np.concatenate(([0], np.cumsum(content, dtype=np.int64)))
+    content_below = prefix[page.end] - prefix[:-1] - content
+    # A node with an element three levels down is some element's great-grandparent.
+    too_deep = np.zeros(page.size, dtype=bool)
+    up = np.flatnonzero(element)
+    for _ in range(3):
+        up = page.parent[up]
+        up = up[up >= 0]
+    too_deep[up] = True
+    leafish = np.isin(tag, _LEAF_INSTANCE) & (content_below == 0) & ~too_deep
+    return np.isin(tag, _ALWAYS_INSTANCE) | leafish
+
+
+def page_blocks(page: CompactPage) -> Blocks:
+    """Every text node in exactly one block (SPEC §10)."""
+    text = np.flatnonzero(page.tag == TEXT)
+    if text.size == 0:
+        empty = np.zeros(0, dtype=np.int64)
+        return Blocks(owner=empty.astype(np.int32), group=empty.astype(np.int8),
+                      is_instance=empty.astype(bool), ptr=np.zeros(1, dtype=np.int64),
+                      text_nodes=empty, words=empty)
+    inst = instance_mask(page)
+    parent = page.parent[text]
+    owner = nearest_in_mask(page, inst)[parent]
+    orphan = owner < 0
+    if orphan.any():
+        element = page.tag != TEXT
+        has_name = (page.id_hash != 0) | (np.diff(page.class_ptr) > 0)
+        holder = (np.isin(page.tag, _BLOCK_LEVEL) | (has_name & element)) & element
+        holder[0] = True                       # BODY holds whatever nothing else does
+        owner[orphan] = nearest_in_mask(page, holder)[parent[orphan]]
+    line = page.line[text]
+    cut = np.ones(text.size, dtype=bool)
+    cut[1:] = (owner[1:] != owner[:-1]) | (line[1:] != line[:-1])
+    starts = np.flatnonzero(cut)
+    ptr = np.concatenate((starts, [text.size])).astype(np.int64)
+    block_owner = owner[starts].astype(np.int32)
+    words = np.add.reduceat(page.words[text].astype(np.int64), starts)
+    names = _group_codes()
+    group = np.full(block_owner.size, GROUPS.index("other"), dtype=np.int8)
+    is_inst = inst[block_owner]
+    known = page.tag[block_owner]
+    for tid, code in names.items():
+        group[is_inst & (known == tid)] = code
+    return Blocks(owner=block_owner, group=group, is_instance=is_inst, ptr=ptr,
+                  text_nodes=text.astype(np.int64), words=words)
+
+
+def _group_codes() -> dict:
+    return {TAG_ID[name]: code for name, code in _GROUP_OF_TAG.items()}
+
+
+def block_texts(page: CompactPage, blocks: Blocks) -> list[str]:
+    """Own text of every block: its text nodes joined by single spaces."""
+    tp, text = page.text_ptr, page.text
+    nodes = blocks.text_nodes.tolist()
+    out = []
+    ptr = blocks.ptr.tolist()
+    for b in range(blocks.count):
+        out.append(" ".join(text[tp[i]:tp[i + 1]] for i in nodes[ptr[b]:ptr[b + 1]]))
+    return out
+
+
+def render_blocks(texts: list[str], selected: np.ndarray) -> str:
+    """main_text: the own text of the selected blocks in document order, one line per block."""
+    return "\n".join(t for t, keep in zip(texts, selected.tolist()) if keep and t)
+
+
+def gold_labels(texts: list[str], gold_text: str, share: float = MAIN_SHARE) -> tuple[np.ndarray, np.ndarray]:
+    """(main label per block, aligned tokens per block) from a gold main text.
+
+    The page's token sequence (blocks in order, SPEC §1 tokenizer, case-folded)
+    is aligned with the gold's, order preserved and each gold token used once
+    (the longest-common-subsequence blocks of difflib, junk heuristics off);
+    a block is main iff at least `share` of its tokens align.
+    """
+    tokens, owner = [], []
+    for b, t in enumerate(texts):
+        w = folded_words(t)
+        tokens.extend(w)
+        owner.extend([b] * len(w))
+    gold = folded_words(gold_text)
+    aligned = np.zeros(len(texts), dtype=np.int64)
+    if tokens and gold:
+        vocab: dict = {}
+        a = [vocab.setdefault(w, len(vocab)) for w in tokens]
+        g = [vocab.setdefault(w, len(vocab)) for w in gold]
+        hit = np.zeros(len(a), dtype=bool)
+        for m in SequenceMatcher(None, a, g, autojunk=False).get_matching_blocks():
+            hit[m.a:m.a + m.size] = True
+        aligned = np.bincount(np.array(owner, dtype=np.int64), weights=hit, minlength=len(texts)).astype(np.int64)
+    own = np.array([len(folded_words(t)) for t in texts], dtype=np.int64)
+    labels = (own > 0) & (aligned >= share * own)
+    return labels, aligned

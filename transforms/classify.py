@@ -1,0 +1,91 @@
+"""Main content by block classification (SPEC §10): which blocks of a page are main.
+
+Two classifiers read the same blocks and features (`transforms/blocks.py`,
+`transforms/features.py`) and a model file (`transforms/model.py`):
+
+- `learned`, the product's model: gradient-boosted trees over page and site
+  features; a block is main when its probability reaches the model's
+  threshold (chosen by cross-validation grouped by site when it was trained).
+- `ceml`, seed 002 as published: seed 002's hard rules first (§4.3.3, read as
+  OR), then one CART per instance group.
+
+The model is loaded once per process (`load_main_content_model` caches by
+path), so a Beam worker reads it once however many sites it processes.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+
+from transforms.blocks import GROUPS, Blocks
+from transforms.features import FEATURE_NAMES, FEATURE_SET_VERSION
+from transforms.model import BlockModel, load_model
+
+MODEL_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "models")
+SHIPPED_MODELS = {"learned": os.path.join(MODEL_DIR, "learned.json.gz"),
+                  "ceml": os.path.join(MODEL_DIR, "ceml.json.gz")}
+METHODS = ("learned", "ceml", "conex")
+_COL = {name: i for i, name in enumerate(FEATURE_NAMES)}
+
+
+@dataclass(frozen=True)
+class MainContentParams:
+    method: str = "learned"    # learned | ceml (SPEC §10) | conex (site ConEx §7, page ConEx §3)
+    model: str = ""            # a model file trained by `sitestrip train`; "" = the shipped one
+
+
+def model_path(params: MainContentParams) -> str:
+    return params.model or SHIPPED_MODELS[params.method]
+
+
+def load_main_content_model(params: MainContentParams) -> BlockModel | None:
+    """The model `params` asks for (None for conex), loaded once per process and checked
+    against the feature set this code computes."""
+    if params.method == "conex":
+        return None
+    return _load_checked(model_path(params), params.method)
+
+
+@lru_cache(maxsize=8)
+def _load_checked(path: str, method: str) -> BlockModel:
+    model = load_model(path)
+    wanted = "gbdt" if method == "learned" else "ceml"
+    if model.kind != wanted:
+        raise ValueError(f"{path}: a {model.kind} model, but main_content.method {method} needs a {wanted} model")
+    model.check_features(FEATURE_NAMES, FEATURE_SET_VERSION)
+    return model
+
+
+def hard_rule_noise(features: np.ndarray, group: np.ndarray) -> np.ndarray:
+    """Seed 002 §4.3.3, read as OR: blocks that are noise whatever the trees say.
+
+    p, div and heading blocks inside a link, a navigation or an advertisement
+    element, or that are one link; td/th blocks inside navigation; empty and
+    invisible blocks.
+    """
+    f = features
+    col = _COL
+    in_link = (f[:, col["is_desc_a"]] > 0) | (f[:, col["is_link"]] > 0)
+    nav = f[:, col["far_nav"]] > 0
+    ad = f[:, col["far_ad"]] > 0
+    textual = np.isin(group, [GROUPS.index("p"), GROUPS.index("div"), GROUPS.index("h")])
+    cell = group == GROUPS.index("td")
+    empty = f[:, col["words_log"]] <= 0
+    invisible = f[:, col["invisible"]] > 0
+    return (textual & (in_link | nav | ad)) | (cell & nav) | empty | invisible
+
+
+def classify_blocks(model: BlockModel, blocks: Blocks, features: np.ndarray,
+                    params: MainContentParams) -> tuple[np.ndarray, np.ndarray, float]:
+    """(content probability per block, main blocks, threshold) of one page."""
+    if blocks.count == 0:
+        return np.zeros(0), np.zeros(0, dtype=bool), model.threshold
+    proba = model.predict_proba(features, blocks.group.astype(np.int64))
+    if model.kind == "ceml":
+        proba = np.where(hard_rule_noise(features, blocks.group), 0.0, proba)
+    else:
+        proba = np.where(blocks.words > 0, proba, 0.0)
+    return proba, proba >= model.threshold, model.threshold

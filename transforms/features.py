@@ -1,0 +1,310 @@
+"""Block features (SPEC §10): seed 002's, their DOM-only substitutes, and the product's
+page and site features, one float32 row per block.
+
+Everything is computed per page with vector operations over the compact page
+and the blocks (`transforms/blocks.py`); the only per-block Python work is on
+block texts (a few regular expressions), never per node.
+
+Site features take NaN ("missing") when the page has no other page of its site:
+tree models route missing values on their own, so a single-page site is judged
+by the page features alone instead of by invented no-site numbers.
+"""
+from __future__ import annotations
+
+import re
+import zlib
+from dataclasses import dataclass
+
+import numpy as np
+
+from transforms.blocks import GROUPS, Blocks
+from transforms.conex_page import content_features, standardize, _excluded_mask
+from transforms.page import F_IN_LINK, F_LINK, HINT_BIT, HINT_NAMES, TAG_ID, TEXT, CompactPage, tag_ids
+from transforms.tree import nearest_in_mask, subtree_sum
+
+# Bump when a feature's definition or the column order changes: a model trained on
+# another feature set is refused (transforms/model.py).
+FEATURE_SET_VERSION = "blocks-v1"
+
+METHODS = ("cs", "partial_cs", "linked", "cluster", "site_sample", "page_only")
+_NEAR_LEVELS = 2        # ancestors whose hints count as "near" (seed 002's is_desc_X, local)
+_FAR_LEVELS = 8         # ... and as "far"; BODY never counts
+_REGION_LEVELS = (1, 2, 3, 4)
+_SHAPE_LEVELS = 3
+_INPUT_TAGS = tag_ids("input", "button", "select", "textarea", "form", "label")
+_TEXT_PATTERNS = (
+    ("rights", re.compile(r"rights reserved|copyright|©")),
+    ("like", re.compile(r"\blike\b|\bfollow\b")),
+    ("share", re.compile(r"\bshare\b|\btweet\b|facebook|pinterest|\bemail this\b")),
+    ("comment", re.compile(r"\bcomments?\b|\brepl(?:y|ies)\b")),
+    ("more", re.compile(r"read more|continue reading|\bmore\b|»|›")),
+    ("advert", re.compile(r"advertis|sponsored|\bpromoted\b")),
+    ("subscribe", re.compile(r"subscribe|sign up|newsletter|log ?in\b|sign in|cookie")),
+    ("byline", re.compile(r"^\s*(?:by|posted|published|updated)\b")),
+)
+_SENTENCE_END = re.compile(r"[.!?。！？](?:\s|$)")
+_PUNCT = re.compile(r"[,;:.!?、，。！？]")
+
+
+def _names() -> tuple:
+    names = ["words_log", "chars_log", "mean_word_len", "punct_per_word", "sentences",
+             "commas_per_word", "digit_share", "ends_with_punct", "upper_start"]
+    names += [f"contains_{name}" for name, _ in _TEXT_PATTERNS]
+    names += [f"group_{g}" for g in GROUPS] + ["heading_level", "is_instance"]
+    names += ["link_char_share", "links_in_owner_log", "is_desc_a", "is_link", "has_children",
+              "child_elements_log", "siblings_log", "is_sib_p", "is_sib_a", "is_sib_input",
+              "distance_to_root", "doc_dom_depth", "depth_ratio", "text_density_log",
+              "owner_words_share", "normalized_top", "normalized_bottom", "is_uppermost",
+              "is_bottommost", "block_position", "invisible"]
+    names += [f"near_{h}" for h in HINT_NAMES] + [f"far_{h}" for h in HINT_NAMES]
+    names += ["prev_words_log", "next_words_log", "prev_link_share", "next_link_share",
+              "prev_same_group", "next_same_group"]
+    names += [f"region_share_{k}" for k in _REGION_LEVELS]
+    names += ["same_shape_siblings_log", "same_shape_max_log", "same_tag_siblings_log"]
+    names += ["conex_word", "conex_hyperlink", "conex_children", "conex_position",
+              "in_page_conex", "in_menex_menu"]
+    names += ["has_site", "site_pages_log", "cs_size", "candidates"] + [f"method_{m}" for m in METHODS]
+    names += ["occ_min", "occ_mean", "occ_max", "occ_owner", "template_word_share"]
+    names += [f"region_template_{k}" for k in _REGION_LEVELS]
+    names += ["text_on_candidates", "text_site_share"]
+    return tuple(names)
+
+
+FEATURE_NAMES = _names()
+_COLUMN = {name: i for i, name in enumerate(FEATURE_NAMES)}
+
+
+@dataclass
+class SiteSignals:
+    """What the site says about one key page (SPEC §6, §4): None fields = no site."""
+    occurrences: np.ndarray          # per node: candidate pages it maps into (TemEx)
+    candidates: int                  # TemEx candidate pages
+    method: str
+    cs_size: int
+    site_pages: int                  # pages of the site shard
+    text_on_candidates: np.ndarray   # per block: share of candidate pages showing the same text
+    text_site_share: np.ndarray      # per block: share of the site's other pages showing it
+
+
+def text_key(text: str) -> int:
+    """Identity of a block text across pages: case and spacing folded."""
+    return zlib.crc32(" ".join(text.lower().split()).encode("utf-8", "surrogatepass"))
+
+
+def text_keys(texts: list[str]) -> np.ndarray:
+    return np.array([text_key(t) for t in texts], dtype=np.int64)
+
+
+def _ancestor(page: CompactPage, nodes: np.ndarray, levels: int) -> np.ndarray:
+    out = nodes.astype(np.int64)
+    for _ in range(levels):
+        up = page.parent[out]
+        out = np.where(up >= 0, up, out)
+    return out
+
+
+def _text_columns(texts: list[str], x: np.ndarray) -> None:
+    rows = []
+    for t in texts:
+        low = t.lower()
+        n_words = max(len(t.split()), 1)
+        digits = sum(ch.isdigit() for ch in t)
+        stripped = t.rstrip()
+        rows.append((
+            len(_PUNCT.findall(t)) / n_words,
+            len(_SENTENCE_END.findall(t)),
+            t.count(",") / n_words,
+            digits / max(len(t), 1),
+            1.0 if stripped and stripped[-1] in ".!?:;。！？\"”'" else 0.0,
+            1.0 if t[:1].isupper() else 0.0,
+            *[1.0 if p.search(low) else 0.0 for _, p in _TEXT_PATTERNS],
+        ))
+    if rows:
+        c = _COLUMN["punct_per_word"]
+        x[:, c:c + len(rows[0])] = np.array(rows, dtype=np.float64)
+
+
+def block_features(page: CompactPage, blocks: Blocks, texts: list[str], *,
+                   conex_main: np.ndarray, menu_node: int | None,
+                   site: SiteSignals | None) -> np.ndarray:
+    """float32[blocks, len(FEATURE_NAMES)] for one page."""
+    nb = blocks.count
+    x = np.zeros((nb, len(FEATURE_NAMES)), dtype=np.float64)
+    if nb == 0:
+        return x.astype(np.float32)
+    col = _COLUMN
+    owner = blocks.owner.astype(np.int64)
+    tn = blocks.text_nodes
+    starts = blocks.ptr[:-1]
+    is_text = page.tag == TEXT
+    in_link = (page.flags & F_IN_LINK) != 0
+    words = blocks.words.astype(np.float64)
+    chars = np.add.reduceat(page.chars[tn].astype(np.float64), starts)
+    link_chars = np.add.reduceat(np.where(in_link[tn], page.chars[tn], 0).astype(np.float64), starts)
+    page_words = float(page.words.sum()) or 1.0
+
+    x[:, col["words_log"]] = np.log1p(words)
+    x[:, col["chars_log"]] = np.log1p(chars)
+    x[:, col["mean_word_len"]] = chars / np.maximum(words, 1)
+    _text_columns(texts, x)
+    for code, g in enumerate(GROUPS):
+        x[:, col[f"group_{g}"]] = blocks.group == code
+    heading = np.zeros(page.size)
+    for level in range(1, 7):
+        heading[page.tag == TAG_ID[f"h{level}"]] = level
+    x[:, col["heading_level"]] = heading[owner]
+    x[:, col["is_instance"]] = blocks.is_instance
+
+    # Link and structure of the owner element.
+    link_el = (page.flags & F_LINK) != 0
+    links_below = subtree_sum(page, link_el)
+    element = ~is_text
+    elements_below = subtree_sum(page, element)
+    x[:, col["link_char_share"]] = link_chars / np.maximum(chars, 1)
+    x[:, col["links_in_owner_log"]] = np.log1p(links_below[owner])
+    x[:, col["is_desc_a"]] = in_link[owner] | (page.tag[owner] == TAG_ID["a"])
+    child_elements = np.bincount(page.parent[1:][element[1:]], minlength=page.size)
+    nxt = np.minimum(owner + 1, page.size - 1)
+    x[:, col["is_link"]] = (page.child_count[owner] == 1) & (page.tag[nxt] == TAG_ID["a"]) & (nxt > owner)
+    x[:, col["has_children"]] = child_elements[owner] > 0
+    x[:, col["child_elements_log"]] = np.log1p(child_elements[owner])
+    parent = np.maximum(page.parent[owner], 0)
+    x[:, col["siblings_log"]] = np.log1p(np.maximum(page.child_count[parent] - 1, 0))
+    for name, tags in (("is_sib_p", tag_ids("p")), ("is_sib_a", tag_ids("a")), ("is_sib_input", _INPUT_TAGS)):
+        hit = np.isin(page.tag, tags)
+        per_parent = np.bincount(page.parent[1:], weights=hit[1:], minlength=page.size)
+        x[:, col[name]] = (per_parent[parent] - hit[owner]) > 0
+    depth = page.depth.astype(np.float64)
+    doc_depth = float(depth.max()) or 1.0
+    x[:, col["distance_to_root"]] = depth[owner]
+    x[:, col["doc_dom_depth"]] = doc_depth
+    x[:, col["depth_ratio"]] = depth[owner] / doc_depth
+    words_below = subtree_sum(page, page.words)
+    x[:, col["text_density_log"]] = np.log1p(words_below[owner] / np.maximum(elements_below[owner], 1))
+    x[:, col["owner_words_share"]] = words_below[owner] / page_words
+    before = np.concatenate(([0.0], np.cumsum(words)[:-1]))
+    x[:, col["normalized_top"]] = before / page_words
+    x[:, col["normalized_bottom"]] = (before + words) / page_words
+    x[:, col["is_uppermost"]] = x[:, col["normalized_top"]] < 0.03
+    x[:, col["is_bottommost"]] = x[:, col["normalized_bottom"]] > 0.97
+    x[:, col["block_position"]] = np.arange(nb) / max(nb - 1, 1)
+    hidden = nearest_in_mask(page, (page.hints & HINT_BIT["hidden"]) != 0)
+    x[:, col["invisible"]] = hidden[owner] >= 0
+
+    # Class/id hints of the owner and its nearest ancestors (never BODY).
+    near = np.zeros(nb, dtype=np.uint32)
+    far = np.zeros(nb, dtype=np.uint32)
+    anc = owner.copy()
+    for level in range(_FAR_LEVELS + 1):
+        bits = np.where(anc > 0, page.hints[anc], 0).astype(np.uint32)
+        far |= bits
+        if level <= _NEAR_LEVELS:
+            near |= bits
+        anc = np.maximum(page.parent[anc], 0)
+    for i, h in enumerate(HINT_NAMES):
+        x[:, col[f"near_{h}"]] = (near >> i) & 1
+        x[:, col[f"far_{h}"]] = (far >> i) & 1
+
+    # Neighbouring blocks.
+    link_share = link_chars / np.maximum(chars, 1)
+    wlog = np.log1p(words)
+    x[1:, col["prev_words_log"]] = wlog[:-1]
+    x[:-1, col["next_words_log"]] = wlog[1:]
+    x[1:, col["prev_link_share"]] = link_share[:-1]
+    x[:-1, col["next_link_share"]] = link_share[1:]
+    x[1:, col["prev_same_group"]] = blocks.group[1:] == blocks.group[:-1]
+    x[:-1, col["next_same_group"]] = blocks.group[:-1] == blocks.group[1:]
+
+    # Region: how much of the page's prose the block's ancestors hold.
+    prose = np.where(is_text & ~in_link, page.words, 0)
+    prose_below = subtree_sum(page, prose)
+    prose_total = float(prose_below[0]) or 1.0
+    for k in _REGION_LEVELS:
+        x[:, col[f"region_share_{k}"]] = prose_below[_ancestor(page, owner, k)] / prose_total
+
+    # Repeated sibling structure (listings: many same-shaped siblings).
+    same_shape, same_tag = _sibling_shapes(page)
+    x[:, col["same_shape_siblings_log"]] = np.log1p(same_shape[owner])
+    best = same_shape[owner].copy()
+    for k in range(1, _SHAPE_LEVELS + 1):
+        best = np.maximum(best, same_shape[_ancestor(page, owner, k)])
+    x[:, col["same_shape_max_log"]] = np.log1p(best)
+    x[:, col["same_tag_siblings_log"]] = np.log1p(same_tag[owner])
+
+    # Page ConEx (SPEC §3) of the block's nearest rated element, and the page-level results.
+    excluded = _excluded_mask(page, ())
+    rated = element & (page.child_count > 0) & ~excluded
+    rated_owner = nearest_in_mask(page, rated)[owner]
+    if rated.any():
+        feats = content_features(page, rated)
+        z = np.zeros((page.size, 4))
+        z[rated] = standardize(feats.matrix()[rated])
+        safe = np.maximum(rated_owner, 0)
+        zs = np.where((rated_owner >= 0)[:, None], z[safe], 0.0)
+        x[:, col["conex_word"]:col["conex_word"] + 4] = zs
+    x[:, col["in_page_conex"]] = conex_main[tn[starts]]
+    if menu_node is not None:
+        first = tn[starts]
+        x[:, col["in_menex_menu"]] = (first > menu_node) & (first < page.end[menu_node])
+
+    _site_columns(page, blocks, owner, site, x)
+    return x.astype(np.float32)
+
+
+def _sibling_shapes(page: CompactPage) -> tuple[np.ndarray, np.ndarray]:
+    """Per node: siblings of the same tag and class set, and siblings of the same tag."""
+    n = page.size
+    counts = np.diff(page.class_ptr)
+    owner = np.repeat(np.arange(n), counts)
+    class_sum = np.bincount(owner, weights=page.class_hash.astype(np.float64), minlength=n)
+    parent = page.parent.astype(np.int64)
+    tag = page.tag.astype(np.int64)
+    _, shape_id = np.unique(np.stack([tag, class_sum]), axis=1, return_inverse=True)
+    shape_key = parent * (int(shape_id.max()) + 1 if n else 1) + shape_id.ravel()
+    tag_key = parent * (int(tag.max()) + 1 if n else 1) + tag
+    same_shape = _group_size(shape_key) - 1
+    same_tag = _group_size(tag_key) - 1
+    same_shape[0] = same_tag[0] = 0
+    text = page.tag == TEXT
+    same_shape[text] = same_tag[text] = 0
+    return same_shape.astype(np.float64), same_tag.astype(np.float64)
+
+
+def _group_size(keys: np.ndarray) -> np.ndarray:
+    _, inverse, counts = np.unique(keys, return_inverse=True, return_counts=True)
+    return counts[inverse.ravel()]
+
+
+def _site_columns(page: CompactPage, blocks: Blocks, owner: np.ndarray, site: SiteSignals | None,
+                  x: np.ndarray) -> None:
+    col = _COLUMN
+    site_cols = [col[n] for n in FEATURE_NAMES[col["has_site"]:]]
+    if site is None:
+        x[:, site_cols] = np.nan
+        x[:, col["has_site"]] = 0.0
+        x[:, col["method_page_only"]] = 1.0
+        return
+    x[:, col["has_site"]] = 1.0
+    x[:, col["site_pages_log"]] = np.log1p(site.site_pages)
+    x[:, col["cs_size"]] = site.cs_size
+    x[:, col["candidates"]] = site.candidates
+    for m in METHODS:
+        x[:, col[f"method_{m}"]] = site.method == m
+    occ = site.occurrences.astype(np.float64)
+    n_cand = max(site.candidates, 1)
+    tn, starts = blocks.text_nodes, blocks.ptr[:-1]
+    occ_text = occ[tn] / n_cand
+    x[:, col["occ_min"]] = np.minimum.reduceat(occ_text, starts)
+    x[:, col["occ_max"]] = np.maximum.reduceat(occ_text, starts)
+    x[:, col["occ_mean"]] = np.add.reduceat(occ_text, starts) / np.diff(blocks.ptr)
+    x[:, col["occ_owner"]] = occ[owner] / n_cand
+    templ = (occ > 0) & (page.tag == TEXT)
+    tw = np.where(templ, page.words, 0)
+    x[:, col["template_word_share"]] = np.add.reduceat(tw[tn].astype(np.float64), starts) / np.maximum(blocks.words, 1)
+    words_below = subtree_sum(page, page.words)
+    templ_below = subtree_sum(page, tw)
+    for k in _REGION_LEVELS:
+        a = _ancestor(page, owner, k)
+        x[:, col[f"region_template_{k}"]] = templ_below[a] / np.maximum(words_below[a], 1)
+    x[:, col["text_on_candidates"]] = site.text_on_candidates
+    x[:, col["text_site_share"]] = site.text_site_share
