@@ -304,14 +304,11 @@ def collapse_alphas(tree) -> np.ndarray:
     parent[cr[inner]] = inner
     weight = tree.weighted_n_node_samples
     r_node = weight * tree.impurity / weight[0]
-    depth = np.zeros(n, dtype=np.int64)
-    level = np.zeros(1, dtype=np.int64)
-    levels = []
+    level, levels = np.zeros(1, dtype=np.int64), []
     while level.size:
         levels.append(level)
         level = level[~leaf[level]]
         level = np.concatenate((cl[level], cr[level]))
-        depth[level] = len(levels)
     r_branch = np.where(leaf, r_node, 0.0)
     n_leaves = np.zeros(n, dtype=np.int64)
     for level in reversed(levels):        # children before parents: subtree sums
@@ -462,15 +459,15 @@ def page_word_f1(proba, label, words, page, grid) -> np.ndarray:
         raise ValueError("grid must be strictly increasing")
     _, page_index = np.unique(np.asarray(page), return_inverse=True)
     n_pages = int(page_index.max()) + 1 if page_index.size else 0
-    # block i is main at thresholds grid[:passes[i]]: count it at column passes[i],
-    # then a reverse cumulative sum gives every threshold's totals at once.
+    # block i is main at thresholds grid[:passes[i]]: count it at column passes[i];
+    # a reverse cumulative sum then holds at column k+1 the blocks main at grid[k].
     passes = np.searchsorted(grid, proba, side="right")
     predicted = np.zeros((n_pages, grid.size + 1))
     overlap = np.zeros((n_pages, grid.size + 1))
     np.add.at(predicted, (page_index, passes), words)
     np.add.at(overlap, (page_index, passes), words * label)
-    predicted = np.cumsum(predicted[:, ::-1], axis=1)[:, ::-1][:, :grid.size]
-    overlap = np.cumsum(overlap[:, ::-1], axis=1)[:, ::-1][:, :grid.size]
+    predicted = np.cumsum(predicted[:, ::-1], axis=1)[:, ::-1][:, 1:]
+    overlap = np.cumsum(overlap[:, ::-1], axis=1)[:, ::-1][:, 1:]
     gold = np.bincount(page_index, weights=words * label, minlength=n_pages)[:, None]
     total = predicted + gold
     with np.errstate(invalid="ignore", divide="ignore"):

@@ -57,6 +57,7 @@ _TOP_KEYS = {"format", "format_version", "kind", "model_id", "feature_set", "fea
              "threshold", "trained_on", "payload"}
 _PAYLOAD_KEYS = {"gbdt": {"base_score", "trees"}, "ceml": {"group_names", "trees"}}
 _GZIP_MAGIC = b"\x1f\x8b"
+_SLICE = 256
 
 
 class ModelError(ValueError):
@@ -431,6 +432,16 @@ class BlockModel:
         if inf.any():
             cols = sorted({self.feature_names[c] for c in np.flatnonzero(inf.any(axis=0))})
             raise ValueError(f"features are infinite in {cols}")
+        # Blocks in slices: the [trees, blocks] buffers of 256 blocks stay in cache;
+        # 2,000 at once ran 1.5x slower per block (300 trees).
+        if n > _SLICE:
+            return np.concatenate([
+                self._evaluate(X[i:i + _SLICE], None if groups is None else groups[i:i + _SLICE])
+                for i in range(0, n, _SLICE)])
+        return self._evaluate(X, groups)
+
+    def _evaluate(self, X, groups) -> np.ndarray:
+        n = X.shape[0]
         nan = np.isnan(X.T)
         columns = np.concatenate((np.where(nan, np.float32(np.inf), X.T),
                                   np.where(nan, np.float32(-np.inf), X.T))).ravel()
