@@ -342,6 +342,32 @@ class _Container:
                 return "cut", offset
             return "junk", offset
 
+    def salvage_head(self) -> bytes | None:
+        """The WARC header block at the start of the current member, inflated again in small
+        steps to get what precedes the damage: it names the record a damaged member held."""
+        inflater = zlib.decompressobj(zlib.MAX_WBITS | 16)
+        data = self.raw.get(self.seg_start, min(self.seg_start + _MAX_HEAD_BYTES, self.raw.end))
+        out = b""
+        try:
+            while data and len(out) < _MAX_HEAD_BYTES and not inflater.eof:
+                out += inflater.decompress(data, 512)
+                data = inflater.unconsumed_tail
+                end = _head_end(out, 0, len(out))
+                if end != -1:
+                    return out[:end]
+        except zlib.error:
+            pass
+        end = _head_end(out, 0, len(out))
+        return out[:end] if end != -1 else None
+
+    def ends_record(self) -> bool:
+        """Whether what follows a record's content can be its end: the segment's end, a line
+        break (the CRLF CRLF that closes a record) or the next record. Anything else means
+        the declared length is wrong."""
+        avail = self.want(len(_RECORD_START))
+        return not avail or self.out[self.i] in b"\r\n" or \
+            self.out.startswith(_RECORD_START, self.i)
+
     def _has_bytes_at(self, offset: int) -> bool:
         if self.raw.end <= offset:
             self.raw.fill(offset + 1)
@@ -588,21 +614,20 @@ Classifier = Callable[[_WarcHead, _Content, int], object]
 def _read_container(stream: BinaryIO, warc_file: str, classify: Classifier) -> Iterator:
     """`classify(head, content, offset)` of every record, in file order, or a ReadError for
     each damaged part: a record cut short, a member that does not inflate, a header block
-    that is unusable, bytes between records. Reading resumes after each (_Container.resync)
-    and stops only where the file ends."""
+    that is unusable, a record that does not end where its length says, bytes between
+    records. Reading resumes after each (_Container.resync) and stops where the file ends."""
     box = _Container(stream)
-    records = 0
+    records = errors = 0
     while True:
         try:
             kind, offset = box.begin_record()
         except _BadMember as error:
-            damaged = box.seg_start
-            resumed = box.resync(damaged, in_member=False)
-            yield ReadError(None, warc_file, damaged, "read", "BadGzipMember",
-                            f"gzip member does not inflate ({error}); {_resumes(resumed)}")
+            errors += 1
+            head = None if box.record_in_member else _salvaged_head(box)
+            yield _bad_member(box, _url_if_page(head, None) if head else None, warc_file, box.seg_start, error)
             continue
         if kind == "eof":
-            if not records:
+            if not (records or errors):
                 if box.raw.end == 0:
                     yield Skipped("empty_file", None, "")
                 else:
@@ -610,12 +635,17 @@ def _read_container(stream: BinaryIO, warc_file: str, classify: Classifier) -> I
                                     f"no WARC record in {box.raw.end} bytes")
             return
         if kind == "cut":
-            yield ReadError(None, warc_file, offset, "read", "TruncatedFile",
-                            "the file ends inside a gzip member or a record's first line")
-            return
+            error, file_ends = _ends_early(box, None, warc_file, offset, box.seg_start,
+                                           "the file ends inside a gzip member or a record's first line")
+            errors += 1
+            yield error
+            if file_ends:
+                return
+            continue
         if kind == "junk":
             resumed = _resync(box, offset, box.record_in_member)
-            if resumed is None and not records and offset == 0:
+            errors += 1
+            if resumed is None and not (records or errors > 1) and offset == 0:
                 yield ReadError(None, warc_file, None, "read", "NotAWarc",
                                 "the file does not begin with a WARC record and holds none")
                 return
@@ -624,16 +654,18 @@ def _read_container(stream: BinaryIO, warc_file: str, classify: Classifier) -> I
             continue
         records += 1
         item, file_ends = _read_record(box, offset, warc_file, classify)
+        if isinstance(item, ReadError) and item.stage == "read":
+            errors += 1
         if item is not None:
             yield item
         if file_ends:
             return
 
 
-def _resync(box: _Container, offset: int, in_member: bool) -> int | None:
+def _resync(box: _Container, damaged_at: int, in_member: bool) -> int | None:
     try:
-        return box.resync(offset, in_member)
-    except _BadMember:               # found while skipping the rest of a member
+        return box.resync(damaged_at, in_member)
+    except _BadMember:               # met while skipping the rest of a member
         return box.resync(box.seg_start, in_member=False)
 
 
@@ -641,56 +673,81 @@ def _resumes(offset: int | None) -> str:
     return "no record follows" if offset is None else f"reading resumes at offset {offset}"
 
 
+def _bad_member(box: _Container, url: str | None, warc_file: str, offset: int, error: Exception) -> ReadError:
+    member = box.seg_start
+    resumed = _resync(box, member, in_member=False)
+    where = "" if member == offset else f" at offset {member}"
+    return ReadError(url, warc_file, offset, "read", "BadGzipMember",
+                     f"gzip member{where} does not inflate ({error}); {_resumes(resumed)}")
+
+
 def _read_record(box: _Container, offset: int, warc_file: str, classify: Classifier):
-    """(the record's outcome or error, whether the file ends here)."""
+    """(the record's outcome or its ReadError, whether the file ends here)."""
     in_member = box.record_in_member
+    head = outcome = None
     try:
         block, complete = box.take_head(_MAX_HEAD_BYTES, cross=True)
-    except _BadMember as error:
-        resumed = box.resync(box.seg_start, in_member=False)
-        return ReadError(None, warc_file, offset, "read", "BadGzipMember",
-                         f"gzip member does not inflate ({error}); {_resumes(resumed)}"), False
-    if not complete:
-        if len(block) >= _MAX_HEAD_BYTES:
+        if not complete:
+            if len(block) >= _MAX_HEAD_BYTES:
+                resumed = _resync(box, offset, in_member)
+                return ReadError(None, warc_file, offset, "read", "BadWarcRecord",
+                                 f"WARC header block longer than {_MAX_HEAD_BYTES} bytes; {_resumes(resumed)}"), False
+            return _ends_early(box, None, warc_file, offset, offset, "the WARC header block is cut off")
+        try:
+            head = _parse_warc_head(block)
+        except _BadHead as error:
             resumed = _resync(box, offset, in_member)
-            return ReadError(None, warc_file, offset, "read", "BadWarcRecord",
-                             f"WARC header block longer than {_MAX_HEAD_BYTES} bytes; {_resumes(resumed)}"), False
-        return _cut(box, None, warc_file, offset, "the WARC header block is cut off")
-    try:
-        head = _parse_warc_head(block)
-    except _BadHead as error:
-        resumed = _resync(box, offset, in_member)
-        return ReadError(None, warc_file, offset, "read", "BadWarcRecord", f"{error}; {_resumes(resumed)}"), False
-    content = _Content(box, head.content_length)
-    outcome = None
-    try:
+            return ReadError(None, warc_file, offset, "read", "BadWarcRecord", f"{error}; {_resumes(resumed)}"), False
+        content = _Content(box, head.content_length)
         outcome = classify(head, content, offset)
         content.skip_rest()
+        if content.left:
+            return _ends_early(box, _url_if_page(head, outcome), warc_file, offset, offset,
+                               f"record ends after {content.tell()} of {head.content_length} bytes")
+        if not box.ends_record():
+            resumed = _resync(box, offset, in_member)
+            return ReadError(_url_if_page(head, outcome), warc_file, offset, "read", "BadWarcRecord",
+                             f"the record does not end where its Content-Length ({head.content_length}) says; "
+                             f"{_resumes(resumed)}"), False
     except _BadMember as error:
-        url = head.target_uri if _may_be_page(head, outcome) else None
-        resumed = box.resync(box.seg_start, in_member=False)
-        return ReadError(url, warc_file, offset, "read", "BadGzipMember",
-                         f"gzip member does not inflate ({error}); {_resumes(resumed)}"), False
-    if content.left:
-        url = head.target_uri if _may_be_page(head, outcome) else None
-        return _cut(box, url, warc_file, offset, f"record ends after {content.tell()} of {head.content_length} bytes")
+        if head is None and not in_member:
+            head = _salvaged_head(box)
+        return _bad_member(box, _url_if_page(head, outcome) if head else None, warc_file, offset, error), False
     return outcome, False
 
 
-def _may_be_page(head: _WarcHead, outcome) -> bool:
-    """Whether a damaged record may have been an HTML 200 page (then its error row names it)."""
+def _salvaged_head(box: _Container) -> _WarcHead | None:
+    block = box.salvage_head()
+    try:
+        return _parse_warc_head(block) if block else None
+    except _BadHead:
+        return None
+
+
+def _url_if_page(head: _WarcHead, outcome) -> str | None:
+    """The target URI for the error row of a damaged record that was, or may have been, an
+    HTML 200 page; None for other records (their damage is not a lost page)."""
     if outcome is None:
-        return head.record_type == "response"
-    return isinstance(outcome, (HtmlResponse, ReadError))
+        return head.target_uri if head.record_type == "response" else None
+    return head.target_uri if isinstance(outcome, (HtmlResponse, ReadError)) else None
 
 
-def _cut(box: _Container, url: str | None, warc_file: str, offset: int, message: str):
-    """A record that ends early: where the file ends (the last thing read), or where its gzip
-    member ends and the next record begins (reading goes on)."""
-    if box.at_file_end:
+def _ends_early(box: _Container, url: str | None, warc_file: str, offset: int, plain_from: int,
+                message: str):
+    """A record that ends before its length: (its ReadError, whether reading stops).
+
+    At a member's end, with the next record in the next member: TruncatedRecord, and
+    reading goes on. At the file's end: TruncatedFile and the end, unless a record
+    starts further on (then the length, or the member, was damage: reading resumes there)."""
+    if not box.at_file_end:
+        return ReadError(url, warc_file, offset, "read", "TruncatedRecord",
+                         message + "; its gzip member ends there"), False
+    gzip = box.gzip
+    resumed = _resync(box, box.seg_start if gzip else plain_from, in_member=False)
+    if resumed is None:
         return ReadError(url, warc_file, offset, "read", "TruncatedFile", message), True
-    return ReadError(url, warc_file, offset, "read", "TruncatedRecord",
-                     message + "; its gzip member ends there"), False
+    return ReadError(url, warc_file, offset, "read", "BadGzipMember" if gzip else "BadWarcRecord",
+                     f"{message}, yet a record starts at offset {resumed}: reading resumes there"), False
 
 
 def iter_warc_records(
