@@ -345,6 +345,8 @@ class _Container:
     def salvage_head(self) -> bytes | None:
         """The WARC header block at the start of the current member, inflated again in small
         steps to get what precedes the damage: it names the record a damaged member held."""
+        if self.raw.base > self.seg_start:     # a member longer than _RETAIN: its start is gone
+            return None
         inflater = zlib.decompressobj(zlib.MAX_WBITS | 16)
         data = self.raw.get(self.seg_start, min(self.seg_start + _MAX_HEAD_BYTES, self.raw.end))
         out = b""
@@ -520,7 +522,7 @@ class _Content:
 
 @dataclass
 class _WarcHead:
-    fields: dict                   # lower-cased name → first value
+    fields: dict                   # lower-cased name → value (_header_fields)
     content_length: int
 
     def get(self, name: str) -> str | None:
@@ -635,7 +637,7 @@ def _read_container(stream: BinaryIO, warc_file: str, classify: Classifier) -> I
                                     f"no WARC record in {box.raw.end} bytes")
             return
         if kind == "cut":
-            error, file_ends = _ends_early(box, None, warc_file, offset, box.seg_start,
+            error, file_ends = _ends_early(box, None, warc_file, offset, offset,
                                            "the file ends inside a gzip member or a record's first line")
             errors += 1
             yield error

@@ -200,6 +200,17 @@ def test_a_cut_at_the_end_is_truncation_but_a_cut_before_more_records_is_damage(
                                       ("TruncatedFile", url(2), offsets[2])]
 
 
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_a_cut_in_the_first_bytes_of_a_record_reads_nothing_twice(layout):
+    """The file cut 1 to 40 bytes into record 2 (its gzip header, or its first line and
+    header block): records 0 and 1, then one TruncatedFile at record 2's offset; the
+    search for more records after the cut finds none and never goes back to 0 and 1."""
+    data, offsets = LAYOUTS[layout](pages(3))
+    for cut in range(1, 41):
+        assert rows(read(data[:offsets[2] + cut])) == [
+            ("page", url(0), 0), ("page", url(1), offsets[1]), ("TruncatedFile", None, offsets[2])], cut
+
+
 # --- payloads that are cut short -------------------------------------------------------
 
 def chunked(body: bytes, size: int = 7, last: bool = True) -> bytes:
