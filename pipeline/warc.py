@@ -7,10 +7,12 @@ is what happens after damage, and that needs the gzip member boundaries:
   per record. Members are inflated one at a time with zlib, so a record's
   offset is its member's offset, and a record cut short inside its member is
   told apart from the next record, which starts the next member.
-- After a damaged member or a record whose WARC header is unusable, one
-  ReadError with the offset is yielded and reading resumes at the next gzip
-  member that inflates to a WARC record (in plain WARC, at the next line that
-  starts with `WARC/1.`); see `_Container.resync`.
+- After a damaged member, a record whose WARC header is unusable or whose
+  length lies, or bytes where no record starts, one ReadError with the offset
+  is yielded and reading resumes at the next gzip member that inflates to a
+  WARC record (in plain WARC, or in a member holding many records, at the next
+  line that starts with `WARC/1.`); see `_Container.resync`. A file gzipped
+  whole is one member: damaged data there loses the rest of the file.
 - Bytes of any kind never raise: lengths are ASCII digits or the record is
   bad, header blocks and header counts are bounded. Only failures of the stream
   itself (storage, network) propagate, so that the runner can retry the file.
