@@ -66,7 +66,7 @@ def run_product(corpus: Corpus, out_dir: str, *, workers: int = 1, config: str |
             peak = float(fh.read().strip())
     except (OSError, ValueError):
         peak = child.ru_maxrss_mb  # off Linux: ru_maxrss, which may include this process's own peak
-    columns = ["url", "main_text", "nontemplate_text", "menu_links", "method", "template_share",
+    columns = ["url", "url_normalized", "main_text", "nontemplate_text", "menu_links", "method", "template_share",
                "timing_ms", "html_bytes", "words_page"]
     rows = ds.dataset(os.path.join(out_dir, "pages"), format="parquet").to_table(
         columns=columns).to_pylist()
@@ -120,12 +120,13 @@ class CorpusResult:
     template_shares: list = field(default_factory=list)
 
 
+# Gold pages are keyed by normalized URL (bench/corpora.py), rows join them by theirs.
 def _texts(rows, field_name):
-    return {r["url"]: r[field_name] or "" for r in rows}
+    return {r["url_normalized"]: r[field_name] or "" for r in rows}
 
 
 def _menus(rows):
-    return {r["url"]: tuple(normalize_url(m["url"]) or m["url"] for m in (r["menu_links"] or ()))
+    return {r["url_normalized"]: tuple(normalize_url(m["url"]) or m["url"] for m in (r["menu_links"] or ()))
             for r in rows}
 
 
@@ -208,7 +209,7 @@ def bench_corpus(corpus: Corpus, out_dir: str, *, peers, workers: int = 1, confi
 
     product_scores = [s for s in scores if s.system == PRODUCT]
     gold_by_url = {g.url: g for g in corpus.gold}
-    rows_by_url = {r["url"]: r for r in rows}
+    rows_by_url = {r["url_normalized"]: r for r in rows}
     for s in worst_pages(product_scores, 10):
         row = rows_by_url.get(s.url) or {}
         result.worst.append({"url": s.url, "site": s.site, "f1": round(s.words.f1, 4),

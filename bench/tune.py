@@ -120,8 +120,8 @@ def evaluate(corpora: list[Corpus], loaded: dict, config_dict: dict, processes: 
     for corpus in corpora:
         started = time.monotonic()
         rows = extract_rows(loaded[corpus.name], config, processes)
-        main = {r["url"]: r["main_text"] for r in rows}
-        nontemplate = {r["url"]: r["nontemplate_text"] for r in rows}
+        main = {r["url_normalized"]: r["main_text"] for r in rows}
+        nontemplate = {r["url_normalized"]: r["nontemplate_text"] for r in rows}
         result[corpus.name] = {
             "main_text": aggregate([s.words for s in score_texts("p", corpus.gold, main)]).as_dict(),
             "nontemplate_text": aggregate(

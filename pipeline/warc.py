@@ -1,10 +1,26 @@
 """Reading WARC files into classified records: HTML pages, skips and errors.
 
-FastWARC parses the container (plain, per-record gzip or whole-file gzip); the
-HTTP entity body is de-chunked and decompressed here, streaming, so that a
-record's memory stays bounded by ReadLimits however the payload is encoded.
-FastWARC accepts files cut short without complaint, so truncation is detected
-here by comparing each record's declared length with the bytes it delivered.
+The container is read here, not by a WARC library, because what matters most
+is what happens after damage, and that needs the gzip member boundaries:
+
+- A `.warc.gz` is a sequence of gzip members; Common Crawl writes one member
+  per record. Members are inflated one at a time with zlib, so a record's
+  offset is its member's offset, and a record cut short inside its member is
+  told apart from the next record, which starts the next member.
+- After a damaged member, a record whose WARC header is unusable or whose
+  length lies, or bytes where no record starts, one ReadError with the offset
+  is yielded and reading resumes at the next gzip member that inflates to a
+  WARC record (in plain WARC, or in a member holding many records, at the next
+  line that starts with `WARC/1.`); see `_Container.resync`. A file gzipped
+  whole is one member: damaged data there loses the rest of the file.
+- Bytes of any kind never raise: lengths are ASCII digits or the record is
+  bad, header blocks and header counts are bounded. Only failures of the stream
+  itself (storage, network) propagate, so that the runner can retry the file.
+
+The HTTP entity body is de-chunked and decompressed here, streaming, so that a
+record's memory stays bounded by ReadLimits however the payload is encoded; a
+body cut short (in its chunks, its compressed stream or against its declared
+length) is kept and named in HtmlResponse.notes.
 """
 
 from __future__ import annotations
@@ -14,13 +30,13 @@ import os
 import re
 import time
 import zlib
-from collections import deque
 from dataclasses import dataclass
 from typing import BinaryIO, Callable, Iterator, Sequence
 
 from apache_beam.io.filesystem import BeamIOError, CompressionTypes
 from apache_beam.io.filesystems import FileSystems
-from fastwarc.warc import ArchiveIterator
+
+from transforms.status import PAYLOAD_CUT
 
 try:
     import brotli
@@ -35,6 +51,8 @@ SKIP_REASONS = (
     "warcinfo", "request", "metadata", "resource", "revisit", "conversion", "continuation", "other_type",
     "non_200", "redirect", "non_html", "empty_file",
 )
+_RECORD_TYPES = frozenset(("warcinfo", "response", "resource", "request", "metadata", "revisit",
+                           "conversion", "continuation"))
 
 _HTML_TYPES = frozenset(("text/html", "application/xhtml+xml"))
 # Types servers send when they do not know better; the payload decides.
@@ -44,13 +62,34 @@ _GENERIC_TYPES = frozenset(
 _HTML_SIGNATURES = (b"<!doctype html", b"<html", b"<head", b"<body")
 _SNIFF_BYTES = 1024
 _CHUNK = 64 * 1024
-# How far back the end-of-file check can look: records compressing to more are not checked.
-_TAIL_BYTES = 1024 * 1024
 _CHUNK_SIZE_LINE = re.compile(rb"[0-9A-Fa-f]{1,16}")
 _CHARSET_PARAM = re.compile(r""";\s*charset\s*=\s*["']?([^"';,\s]+)""", re.IGNORECASE)
 _WARC_SUFFIXES = (".warc", ".warc.gz")
 _MANIFEST_NAME = re.compile(r"(^|\.)paths(\.gz)?$")
 _GLOB_CHARS = re.compile(r"[*?\[]")
+
+# Container reading. Blocks: bytes read from the stream at a time, compressed bytes
+# handed to zlib at a time, decompressed bytes asked of zlib at a time.
+_RAW_BLOCK = 1 << 20
+_IN_BLOCK = 16 * 1024
+_OUT_BLOCK = 256 * 1024
+# Raw bytes kept behind the read position so that a rescan after damage can start
+# at the damaged member's first byte; a longer member is rescanned from its last _RETAIN bytes.
+_RETAIN = 8 << 20
+_GZIP_MAGIC = b"\x1f\x8b"
+_MEMBER_START = b"\x1f\x8b\x08"       # magic + deflate, the only method gzip defines
+_RECORD_START = b"WARC/"
+_SYNC_LINE = b"WARC/1."               # what resync accepts as the start of a record
+_BLANKS = re.compile(rb"[\r\n]*")
+# Header blocks: WARC headers are a dozen short lines, HTTP headers rarely pass a
+# few kB; a block or a field count beyond these is damage, not data.
+_MAX_HEAD_BYTES = 1 << 20
+_MAX_WARC_FIELDS = 1000
+_MAX_HTTP_FIELDS = 10_000
+_MAX_LINE = 64 * 1024
+_CONTENT_LENGTH = re.compile(r"[0-9]{1,15}")      # ASCII digits only: "²".isdigit() is True
+_VERSION_LINE = re.compile(r"WARC/[0-9]")
+_STATUS_LINE = re.compile(r"\s*HTTP/[0-9]+(?:\.[0-9]+)?[ \t]+([0-9]{3})(?:[ \t]|$)", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -67,7 +106,7 @@ class ReadLimits:
 class HtmlResponse:
     """An HTTP 200 response with an HTML payload, ready to parse."""
 
-    url: str
+    url: str                        # WARC-Target-URI as written
     warc_file: str
     warc_offset: int
     warc_record_id: str
@@ -76,6 +115,7 @@ class HtmlResponse:
     http_charset: str | None
     truncated: str | None
     body: bytes
+    notes: tuple[str, ...] = ()     # how the body is incomplete (transforms.status.PAYLOAD_CUT notes)
 
 
 @dataclass
@@ -89,7 +129,7 @@ class Skipped:
 
 @dataclass
 class ReadError:
-    """An HTML-200-candidate record, or a whole file, that could not be read."""
+    """An HTML-200-candidate record, a damaged part of a file, or a whole file, that could not be read."""
 
     url: str | None
     warc_file: str
@@ -105,47 +145,613 @@ class _Undecodable(Exception):
         self.error_class = error_class
 
 
-class _Tap:
-    """Pass-through reader that remembers what the WARC parser does not report:
-    how far it got, whether it hit the end, how the file began, and whether the
-    storage itself failed (as opposed to the bytes being bad)."""
-
-    def __init__(self, stream: BinaryIO):
-        self._stream = stream
-        self.position = 0
-        self.head = b""
-        self._tail: deque[bytes] = deque()
-        self._tail_bytes = 0
-        self.at_eof = False
-        self.failure: Exception | None = None
-
-    def read(self, size: int = -1) -> bytes:
-        try:
-            data = self._stream.read(size)
-        except Exception as error:
-            self.failure = error
-            raise
-        if not self.head:
-            self.head = data
-        self.position += len(data)
-        self.at_eof = not data
-        self._tail.append(data)
-        self._tail_bytes += len(data)
-        while self._tail_bytes - len(self._tail[0]) >= _TAIL_BYTES:
-            self._tail_bytes -= len(self._tail.popleft())
-        return data
-
-    def tail(self) -> tuple[bytes, int]:
-        """The last bytes read (at least _TAIL_BYTES when the file is longer), and their offset."""
-        return b"".join(self._tail), self.position - self._tail_bytes
-
-    def tell(self) -> int:
-        return self.position
+class _BadMember(Exception):
+    """A gzip member of the container that zlib cannot inflate."""
 
 
 def open_warc(path: str) -> BinaryIO:
-    # Per-record gzip members must reach the parser as they are, so offsets stay seekable.
+    # Per-record gzip members must reach the reader as they are, so offsets stay seekable.
     return FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED)
+
+
+class _Raw:
+    """The file's bytes as read so far, from `base` on; reads ahead in blocks."""
+
+    def __init__(self, stream: BinaryIO):
+        self._stream = stream
+        self.buf = bytearray()
+        self.base = 0
+        self.eof = False
+
+    @property
+    def end(self) -> int:
+        return self.base + len(self.buf)
+
+    def fill(self, upto: int) -> None:
+        while self.end < upto and not self.eof:
+            data = self._stream.read(_RAW_BLOCK)   # a failing stream raises: the runner retries
+            if data:
+                self.buf += data
+            else:
+                self.eof = True
+
+    def get(self, start: int, stop: int) -> bytes:
+        if stop > self.base + len(self.buf):
+            self.fill(stop)
+        with memoryview(self.buf) as view:     # one copy, and no export left behind
+            return bytes(view[start - self.base:stop - self.base])
+
+    def drop_before(self, offset: int) -> None:
+        """Lets bytes before `offset` go; they are freed a block at a time, not per record."""
+        if offset - self.base >= _RAW_BLOCK:
+            del self.buf[:offset - self.base]
+            self.base = offset
+
+
+class _Container:
+    """The decompressed bytes of a WARC file, one segment at a time.
+
+    A segment is a gzip member or, for plain WARC, the rest of the file. Reading
+    stays within the current segment unless a record goes on into the next
+    member (a member that does not itself begin with a record: files gzipped in
+    blocks, not per record). Records are taken from `out[i:]`.
+    """
+
+    def __init__(self, stream: BinaryIO):
+        self.raw = _Raw(stream)
+        self._open(0)
+
+    def _open(self, start: int, keep: bytes = b"") -> None:
+        raw = self.raw
+        raw.drop_before(start)
+        magic = raw.get(start, start + 2)
+        # A lone 0x1f at the very end is a member cut within its magic.
+        self.gzip = magic == _GZIP_MAGIC or (magic == _GZIP_MAGIC[:1] and raw.eof and raw.end == start + 1)
+        self.inflater = zlib.decompressobj(zlib.MAX_WBITS | 16) if self.gzip else None
+        self.seg_start = start
+        self.feed = start            # raw offset of the next byte for the inflater
+        self.pending = b""           # bytes zlib has not consumed yet (output was capped)
+        self.ended = False           # no more bytes in this segment
+        self.cut = False             # ... because the file ended inside the member
+        self.member_end: int | None = None
+        self.out = keep
+        self.i = 0
+        self.out_base = 0            # segment-relative offset of out[0] (plain: raw offset - seg_start)
+
+    def _retain(self) -> None:
+        if self.feed - self.raw.base > _RETAIN:
+            self.raw.drop_before(self.feed - _RETAIN)
+
+    def _inflate(self, size: int) -> bytes:
+        """Up to `size` more bytes of the segment; b"" once it has ended."""
+        if self.ended:
+            return b""
+        if self.inflater is None:
+            data = self.raw.get(self.feed, self.feed + size)
+            if not data:
+                self.ended = True
+            self.feed += len(data)
+            self._retain()
+            return data
+        inflater = self.inflater
+        while True:
+            try:
+                if self.pending:
+                    data = inflater.decompress(self.pending, size)
+                else:
+                    raw = self.raw
+                    stop = self.feed + _IN_BLOCK
+                    if stop > raw.end:
+                        raw.fill(stop)
+                    first, last = self.feed - raw.base, min(stop, raw.end) - raw.base
+                    if first >= last:
+                        self.ended = self.cut = True
+                        return b""
+                    self.feed += last - first
+                    # zlib copies what it leaves over, so no view outlives the call.
+                    with memoryview(raw.buf) as view, view[first:last] as piece:
+                        data = inflater.decompress(piece, size)
+                    self._retain()
+            except zlib.error as error:
+                raise _BadMember(str(error)) from None
+            if inflater.eof:
+                # What follows the member is in unused_data (unconsumed_tail may repeat it).
+                self.ended = True
+                self.member_end = self.feed - len(inflater.unused_data)
+                self.pending = b""
+                return data
+            self.pending = inflater.unconsumed_tail
+            if data:
+                return data
+
+    def want(self, n: int, cross: bool = False) -> int:
+        """Bytes available in out[i:], after inflating until there are `n` or the segment
+        (with `cross`, the record's run of members) ends."""
+        avail = len(self.out) - self.i
+        while avail < n:
+            more = self._inflate(max(n - avail, _OUT_BLOCK))
+            if not more:
+                if self.ended and cross and self._continues():
+                    continue
+                break
+            if self.i:
+                self.out_base += self.i
+                self.out = self.out[self.i:] + more
+                self.i = 0
+            else:
+                self.out += more
+            avail = len(self.out) - self.i
+        return avail
+
+    def _member_head(self, start: int, size: int = len(_SYNC_LINE)) -> bytes | None:
+        """The first bytes a gzip member at raw offset `start` inflates to; None if it is none."""
+        data = self.raw.get(start, start + _IN_BLOCK)
+        if not data.startswith(_MEMBER_START):
+            return None
+        try:
+            return zlib.decompressobj(zlib.MAX_WBITS | 16).decompress(data, size)
+        except zlib.error:
+            return None
+
+    def _continues(self) -> bool:
+        """Whether the record being read goes on in the next member: one that is well formed
+        and does not begin a record itself. Then that member becomes the segment."""
+        if self.inflater is None or self.cut:
+            return False
+        head = self._member_head(self.member_end)
+        if head is None or head.startswith(_RECORD_START):
+            return False
+        self._open(self.member_end, keep=self.out[self.i:])
+        return True
+
+    @property
+    def at_file_end(self) -> bool:
+        """Whether the segment ended because the file did (a cut), not at a member's end."""
+        return self.cut or (self.inflater is None and self.ended)
+
+    def position(self) -> int:
+        """The offset rows report for a record starting at out[i]: its member's offset in
+        gzip, its own offset in plain WARC."""
+        return self.seg_start if self.gzip else self.seg_start + self.out_base + self.i
+
+    def begin_record(self) -> tuple[str, int | None]:
+        """Moves to where the next record should start, past blank lines and member ends:
+        ("record", offset), ("eof", None), ("cut", offset: the file ends inside a member
+        or a record's first line), or ("junk", offset: bytes that do not start a record)."""
+        while True:
+            avail = self.want(len(_RECORD_START))
+            if avail:
+                blank_end = _BLANKS.match(self.out, self.i).end()
+                if blank_end > self.i:
+                    self.i = blank_end
+                    continue
+            else:
+                if not self.ended:
+                    continue
+                if self.cut:
+                    return "cut", self.seg_start
+                if self.member_end is None or not self._has_bytes_at(self.member_end):
+                    return "eof", None
+                self._open(self.member_end)
+                continue
+            offset = self.position()
+            if not self.gzip:
+                self.raw.drop_before(offset)
+            start = self.out[self.i:self.i + len(_RECORD_START)]
+            if start == _RECORD_START:
+                return "record", offset
+            if avail < len(_RECORD_START) and self.at_file_end and _RECORD_START.startswith(start):
+                return "cut", offset
+            return "junk", offset
+
+    def salvage_head(self) -> bytes | None:
+        """The WARC header block at the start of the current member, inflated again in small
+        steps to get what precedes the damage: it names the record a damaged member held."""
+        if self.raw.base > self.seg_start:     # a member longer than _RETAIN: its start is gone
+            return None
+        inflater = zlib.decompressobj(zlib.MAX_WBITS | 16)
+        data = self.raw.get(self.seg_start, min(self.seg_start + _MAX_HEAD_BYTES, self.raw.end))
+        out = b""
+        try:
+            while data and len(out) < _MAX_HEAD_BYTES and not inflater.eof:
+                out += inflater.decompress(data, 512)
+                data = inflater.unconsumed_tail
+                end = _head_end(out, 0, len(out))
+                if end != -1:
+                    return out[:end]
+        except zlib.error:
+            pass
+        end = _head_end(out, 0, len(out))
+        return out[:end] if end != -1 else None
+
+    def ends_record(self) -> bool:
+        """Whether what follows a record's content can be its end: the segment's end, a line
+        break (the CRLF CRLF that closes a record) or the next record. Anything else means
+        the declared length is wrong."""
+        avail = self.want(len(_RECORD_START))
+        return not avail or self.out[self.i] in b"\r\n" or \
+            self.out.startswith(_RECORD_START, self.i)
+
+    def _has_bytes_at(self, offset: int) -> bool:
+        if self.raw.end <= offset:
+            self.raw.fill(offset + 1)
+        return self.raw.end > offset
+
+    @property
+    def record_in_member(self) -> bool:
+        """Whether out[i] is inside a gzip member rather than at its start (whole-file gzip)."""
+        return self.gzip and self.out_base + self.i > 0
+
+    def take_head(self, limit: int, cross: bool) -> tuple[bytes, bool]:
+        """(bytes up to and including the first empty line, True), or (what there is, False)
+        when the segment ends first or `limit` bytes hold no empty line. Consumes what it returns."""
+        scanned = 0                  # bytes of out[i:] searched already
+        while True:
+            avail = len(self.out) - self.i
+            stop = self.i + min(avail, limit)
+            end = _head_end(self.out, self.i + max(0, scanned - 2), stop)
+            if end == -1 and avail < limit and self.want(avail + 1, cross) > avail:
+                scanned = avail
+                continue
+            complete = end != -1
+            end = end if complete else stop
+            head, self.i = self.out[self.i:end], end
+            return head, complete
+
+    def resync(self, damaged_at: int, in_member: bool) -> int | None:
+        """After damage at `damaged_at` (a member or plain-record offset): on to the next
+        record start, whose offset it returns (None: none follows). One member per record:
+        the next member that inflates to a WARC record, so a damaged member costs that
+        record only. Records sharing a member (whole-file gzip): the next line in it that
+        starts with `WARC/1.`. Plain WARC: the next such line, or the next such member."""
+        if in_member:
+            return self._scan_lines()
+        return self._scan_raw(damaged_at + 1)
+
+    def _scan_lines(self) -> int | None:
+        while True:
+            found = self.out.find(b"\n" + _SYNC_LINE, self.i)
+            if found != -1:
+                self.i = found + 1
+                return self.position()
+            # "\nWARC/1." may straddle what is inflated so far.
+            self.i = max(self.i, len(self.out) - len(_SYNC_LINE))
+            kept = len(self.out) - self.i
+            try:
+                if self.want(kept + 1) > kept:
+                    continue
+            except _BadMember:
+                return self._scan_raw(self.seg_start + 1)
+            if self.cut or self.member_end is None:
+                self.i = len(self.out)
+                return None
+            return self._scan_raw(self.member_end)
+
+    def _scan_raw(self, start: int) -> int | None:
+        """Opens the segment at the first raw offset ≥ `start` (or the earliest byte still
+        kept) where a gzip member inflating to `WARC/1.` or a plain `WARC/1.` line begins;
+        at the end of the file if there is none."""
+        raw = self.raw
+        pos = max(start, raw.base)
+        while True:
+            raw.fill(pos + _RAW_BLOCK)
+            found = self._sync_point(pos)
+            if found is not None or raw.eof:
+                self._open(raw.end if found is None else found)
+                return found
+            # A pattern may straddle the block end; the byte before a line start is kept for its "\n".
+            pos = max(pos, raw.end - len(_SYNC_LINE))
+            raw.drop_before(pos - 1)
+
+    def _sync_point(self, pos: int) -> int | None:
+        raw = self.raw
+        member = raw.buf.find(_MEMBER_START, pos - raw.base)
+        while member != -1:
+            head = self._member_head(raw.base + member)
+            if head is not None and head.startswith(_SYNC_LINE):
+                break
+            member = raw.buf.find(_MEMBER_START, member + 1)
+        line = raw.buf.find(_SYNC_LINE, pos - raw.base)
+        while line != -1 and not (raw.base + line == 0 or (line > 0 and raw.buf[line - 1] == 0x0A)):
+            line = raw.buf.find(_SYNC_LINE, line + 1)
+        found = [raw.base + k for k in (member, line) if k != -1]
+        return min(found) if found else None
+
+
+def _head_end(buf: bytes, start: int, stop: int) -> int:
+    """Offset just past the first empty line (CRLF or bare LF) in buf[start:stop], or -1."""
+    crlf = buf.find(b"\n\r\n", start, stop)
+    # Bare-LF writers are rare: look for one only before the CRLF found, not through a body.
+    lf = buf.find(b"\n\n", start, stop if crlf == -1 else crlf + 2)
+    if lf != -1:
+        return lf + 2
+    return crlf + 3 if crlf != -1 else -1
+
+
+class _Content:
+    """A record's content block, bounded by its Content-Length: what the classifier reads."""
+
+    def __init__(self, box: _Container, length: int):
+        self._box = box
+        self.length = self.left = length
+
+    def tell(self) -> int:
+        return self.length - self.left
+
+    def read(self, size: int) -> bytes:
+        size = min(size, self.left)
+        box = self._box
+        if size <= 0 or not box.want(1, cross=True):
+            return b""
+        data = box.out[box.i:box.i + size]
+        box.i += len(data)
+        self.left -= len(data)
+        return data
+
+    def readline(self, limit: int = _MAX_LINE) -> bytes:
+        """A line with its newline, or the first `limit` bytes of a longer one."""
+        limit = min(limit, self.left)
+        box = self._box
+        scanned = 0
+        while True:
+            avail = len(box.out) - box.i
+            stop = box.i + min(avail, limit)
+            newline = box.out.find(b"\n", box.i + scanned, stop)
+            if newline == -1 and avail < limit and box.want(avail + 1, cross=True) > avail:
+                scanned = avail
+                continue
+            stop = newline + 1 if newline != -1 else stop
+            line, box.i = box.out[box.i:stop], stop
+            self.left -= len(line)
+            return line
+
+    def read_head(self) -> tuple[bytes, bool]:
+        """The HTTP header block (see _Container.take_head), within this content."""
+        head, complete = self._box.take_head(min(self.left, _MAX_HEAD_BYTES), cross=True)
+        self.left -= len(head)
+        return head, complete or self.left == 0
+
+    def skip_rest(self) -> None:
+        box = self._box
+        while self.left:
+            avail = box.want(min(self.left, _OUT_BLOCK), cross=True)
+            if not avail:
+                return
+            taken = min(avail, self.left)
+            box.i += taken
+            self.left -= taken
+
+
+@dataclass
+class _WarcHead:
+    fields: dict                   # lower-cased name → value (_header_fields)
+    content_length: int
+
+    def get(self, name: str) -> str | None:
+        return self.fields.get(name)
+
+    @property
+    def record_type(self) -> str:
+        """The WARC-Type, lower-cased if it is one WARC defines, "other" otherwise ("" if absent)."""
+        value = (self.fields.get("warc-type") or "").strip().lower()
+        return value if value in _RECORD_TYPES or not value else "other"
+
+    @property
+    def target_uri(self) -> str | None:
+        uri = (self.fields.get("warc-target-uri") or "").strip()
+        # WARC 1.0 drafts wrote the URI in angle brackets; some writers still do.
+        if uri.startswith("<") and uri.endswith(">"):
+            uri = uri[1:-1]
+        return uri or None
+
+    @property
+    def is_http(self) -> bool:
+        return (self.fields.get("content-type") or "").strip().lower().startswith("application/http")
+
+
+class _BadHead(Exception):
+    pass
+
+
+def _parse_warc_head(block: bytes) -> _WarcHead:
+    """The fields of a WARC header block (version line first). Raises _BadHead."""
+    if block.count(b"\n") > _MAX_WARC_FIELDS + 2:
+        raise _BadHead(f"WARC header block has more than {_MAX_WARC_FIELDS} lines")
+    text = block.decode("utf-8", "replace")
+    if not _VERSION_LINE.match(text):
+        raise _BadHead(f"not a WARC version line: {text.partition(chr(10))[0][:40]!r}")
+    fields = _header_fields(text)
+    declared = fields.get("content-length")
+    if declared is None:
+        raise _BadHead("WARC header block lacks Content-Length")
+    declared = declared.strip()
+    if not _CONTENT_LENGTH.fullmatch(declared):
+        raise _BadHead(f"WARC Content-Length is not a byte count: {declared[:40]!r}")
+    return _WarcHead(fields, int(declared))
+
+
+def _header_fields(text: str) -> dict:
+    """name (lower-cased) → value of the "Name: value" lines of a header block, its first
+    line (version or status) excluded. Folded lines continue the field above; repeated
+    fields are joined with ", " (RFC 9110 §5.3); lines without a colon are passed over."""
+    fields: dict[str, str] = {}
+    last = None
+    for line in text.split("\n")[1:]:
+        if line[:1] in (" ", "\t"):
+            if last is not None:
+                fields[last] += " " + line.strip()
+            continue
+        name, colon, value = line.partition(":")
+        name = name.strip().lower()
+        if not (colon and name):
+            continue
+        value = value.strip()
+        fields[name] = fields[name] + ", " + value if name in fields else value
+        last = name
+    return fields
+
+
+@dataclass
+class _HttpHead:
+    status: int | None
+    status_line: str
+    fields: dict
+
+    def get(self, name: str) -> str | None:
+        return self.fields.get(name.lower())
+
+
+def _parse_http_head(block: bytes) -> _HttpHead:
+    """Status and fields of an HTTP response header block. Raises _BadHead for an absurd one."""
+    if block.count(b"\n") > _MAX_HTTP_FIELDS + 2:
+        raise _BadHead(f"HTTP header block has more than {_MAX_HTTP_FIELDS} lines")
+    # HTTP field values are octets; latin-1 keeps each one a character.
+    text = block.decode("latin-1").lstrip("\r\n")
+    status_line = text.partition("\n")[0].rstrip("\r")
+    status = _STATUS_LINE.match(status_line)
+    return _HttpHead(int(status.group(1)) if status else None, status_line, _header_fields(text))
+
+
+Classifier = Callable[[_WarcHead, _Content, int], object]
+
+
+def _read_container(stream: BinaryIO, warc_file: str, classify: Classifier) -> Iterator:
+    """`classify(head, content, offset)` of every record, in file order, or a ReadError for
+    each damaged part: a record cut short, a member that does not inflate, a header block
+    that is unusable, a record that does not end where its length says, bytes between
+    records. Reading resumes after each (_Container.resync) and stops where the file ends."""
+    box = _Container(stream)
+    records = errors = 0
+    while True:
+        try:
+            kind, offset = box.begin_record()
+        except _BadMember as error:
+            errors += 1
+            head = None if box.record_in_member else _salvaged_head(box)
+            yield _bad_member(box, _url_if_page(head, None) if head else None, warc_file, box.seg_start, error)
+            continue
+        if kind == "eof":
+            if not (records or errors):
+                if box.raw.end == 0:
+                    yield Skipped("empty_file", None, "")
+                else:
+                    yield ReadError(None, warc_file, None, "read", "NotAWarc",
+                                    f"no WARC record in {box.raw.end} bytes")
+            return
+        if kind == "cut":
+            error, file_ends = _ends_early(box, None, warc_file, offset, offset,
+                                           "the file ends inside a gzip member or a record's first line")
+            errors += 1
+            yield error
+            if file_ends:
+                return
+            continue
+        if kind == "junk":
+            resumed = _resync(box, offset, box.record_in_member)
+            errors += 1
+            if resumed is None and not (records or errors > 1) and offset == 0:
+                yield ReadError(None, warc_file, None, "read", "NotAWarc",
+                                "the file does not begin with a WARC record and holds none")
+                return
+            yield ReadError(None, warc_file, offset, "read", "BadWarcRecord",
+                            f"bytes that do not start a WARC record; {_resumes(resumed)}")
+            continue
+        records += 1
+        item, file_ends = _read_record(box, offset, warc_file, classify)
+        if isinstance(item, ReadError) and item.stage == "read":
+            errors += 1
+        if item is not None:
+            yield item
+        if file_ends:
+            return
+
+
+def _resync(box: _Container, damaged_at: int, in_member: bool) -> int | None:
+    try:
+        return box.resync(damaged_at, in_member)
+    except _BadMember:               # met while skipping the rest of a member
+        return box.resync(box.seg_start, in_member=False)
+
+
+def _resumes(offset: int | None) -> str:
+    return "no record follows" if offset is None else f"reading resumes at offset {offset}"
+
+
+def _bad_member(box: _Container, url: str | None, warc_file: str, offset: int, error: Exception) -> ReadError:
+    member = box.seg_start
+    resumed = _resync(box, member, in_member=False)
+    where = "" if member == offset else f" at offset {member}"
+    return ReadError(url, warc_file, offset, "read", "BadGzipMember",
+                     f"gzip member{where} does not inflate ({error}); {_resumes(resumed)}")
+
+
+def _read_record(box: _Container, offset: int, warc_file: str, classify: Classifier):
+    """(the record's outcome or its ReadError, whether the file ends here)."""
+    in_member = box.record_in_member
+    head = outcome = None
+    try:
+        block, complete = box.take_head(_MAX_HEAD_BYTES, cross=True)
+        if not complete:
+            if len(block) >= _MAX_HEAD_BYTES:
+                resumed = _resync(box, offset, in_member)
+                return ReadError(None, warc_file, offset, "read", "BadWarcRecord",
+                                 f"WARC header block longer than {_MAX_HEAD_BYTES} bytes; {_resumes(resumed)}"), False
+            return _ends_early(box, None, warc_file, offset, offset, "the WARC header block is cut off")
+        try:
+            head = _parse_warc_head(block)
+        except _BadHead as error:
+            resumed = _resync(box, offset, in_member)
+            return ReadError(None, warc_file, offset, "read", "BadWarcRecord", f"{error}; {_resumes(resumed)}"), False
+        content = _Content(box, head.content_length)
+        outcome = classify(head, content, offset)
+        content.skip_rest()
+        if content.left:
+            return _ends_early(box, _url_if_page(head, outcome), warc_file, offset, offset,
+                               f"record ends after {content.tell()} of {head.content_length} bytes")
+        if not box.ends_record():
+            resumed = _resync(box, offset, in_member)
+            return ReadError(_url_if_page(head, outcome), warc_file, offset, "read", "BadWarcRecord",
+                             f"the record does not end where its Content-Length ({head.content_length}) says; "
+                             f"{_resumes(resumed)}"), False
+    except _BadMember as error:
+        if head is None and not in_member:
+            head = _salvaged_head(box)
+        return _bad_member(box, _url_if_page(head, outcome) if head else None, warc_file, offset, error), False
+    return outcome, False
+
+
+def _salvaged_head(box: _Container) -> _WarcHead | None:
+    block = box.salvage_head()
+    try:
+        return _parse_warc_head(block) if block else None
+    except _BadHead:
+        return None
+
+
+def _url_if_page(head: _WarcHead, outcome) -> str | None:
+    """The target URI for the error row of a damaged record that was, or may have been, an
+    HTML 200 page; None for other records (their damage is not a lost page)."""
+    if outcome is None:
+        return head.target_uri if head.record_type == "response" else None
+    return head.target_uri if isinstance(outcome, (HtmlResponse, ReadError)) else None
+
+
+def _ends_early(box: _Container, url: str | None, warc_file: str, offset: int, plain_from: int,
+                message: str):
+    """A record that ends before its length: (its ReadError, whether reading stops).
+
+    At a member's end, with the next record in the next member: TruncatedRecord, and
+    reading goes on. At the file's end: TruncatedFile and the end, unless a record
+    starts further on (then the length, or the member, was damage: reading resumes there)."""
+    if not box.at_file_end:
+        return ReadError(url, warc_file, offset, "read", "TruncatedRecord",
+                         message + "; its gzip member ends there"), False
+    gzip = box.gzip
+    resumed = _resync(box, box.seg_start if gzip else plain_from, in_member=False)
+    if resumed is None:
+        return ReadError(url, warc_file, offset, "read", "TruncatedFile", message), True
+    return ReadError(url, warc_file, offset, "read", "BadGzipMember" if gzip else "BadWarcRecord",
+                     f"{message}, yet a record starts at offset {resumed}: reading resumes there"), False
 
 
 def iter_warc_records(
@@ -153,115 +759,31 @@ def iter_warc_records(
 ) -> Iterator[HtmlResponse | Skipped | ReadError]:
     """Classify every record of one WARC stream. Bad data never raises: it becomes
     a ReadError. Failures of the stream itself propagate so the runner can retry."""
-    tap = _Tap(stream)
-    seen = 0
-    offset = last_offset = None
-    try:
-        for record in ArchiveIterator(tap, parse_http=False, fsspec_args=False):
-            seen += 1
-            offset, url = record.stream_pos, _target_uri(record)
-            if not _header_block_complete(record):
-                yield ReadError(None, warc_file, offset, "read", _container_error_class(tap, True),
-                                "WARC header block is cut off or lacks a valid Content-Length")
-                return
-            outcome = _classify(record, url, warc_file, offset, limits)
-            record.consume()
-            delivered, declared = record.reader.tell(), record.content_length
-            if delivered < declared:
-                page_url = url if isinstance(outcome, (HtmlResponse, ReadError)) else None
-                yield ReadError(page_url, warc_file, offset, "read", "TruncatedFile",
-                                f"record ends after {delivered} of {declared} bytes")
-                return
-            yield outcome
-            last_offset, offset = offset, None
-    except OSError as error:
-        if tap.failure is not None:
-            raise
-        yield ReadError(None, warc_file, offset, "read", _container_error_class(tap, seen > 0), str(error))
-        return
-    if seen and _gzip_cut_after(tap, last_offset):
-        yield ReadError(None, warc_file, last_offset, "read", "TruncatedFile",
-                        "the last gzip member is cut off or followed by a partial one")
-    elif not seen:
-        if tap.position == 0:
-            yield Skipped("empty_file", None, "")
-        else:
-            yield ReadError(None, warc_file, None, "read", _container_error_class(tap, False),
-                            f"no WARC record in {tap.position} bytes")
 
+    def classify(head: _WarcHead, content: _Content, offset: int):
+        return _classify(head, content, warc_file, offset, limits)
 
-def _header_block_complete(record) -> bool:
-    # A header block cut at the end of the file still parses, but without its
-    # Content-Length, or with a length the parser did not take up.
-    declared = record.headers.get("Content-Length") or ""
-    return declared.strip().isdigit() and int(declared) == record.content_length
-
-
-def _gzip_cut_after(tap: _Tap, last_offset: int) -> bool:
-    """Whether the gzip member holding the last record is cut short, or followed by
-    the start of a member too short to yield anything: cuts the parser passes over."""
-    tail, tail_start = tap.tail()
-    if tap.head[:2] != b"\x1f\x8b" or last_offset < tail_start:
-        return False
-    inflater = zlib.decompressobj(zlib.MAX_WBITS | 16)
-    try:
-        if not inflater.decompress(tail[last_offset - tail_start:], 5).startswith(b"WARC/"):
-            return False  # whole-file gzip: record offsets do not start members
-        data = inflater.unconsumed_tail
-        while data and not inflater.eof:
-            inflater.decompress(data, _CHUNK)
-            data = inflater.unconsumed_tail
-    except zlib.error:
-        return False
-    fragment = inflater.unused_data[:2]
-    return not inflater.eof or (bool(fragment) and b"\x1f\x8b".startswith(fragment))
-
-
-def _container_error_class(tap: _Tap, records_seen: bool) -> str:
-    if not (records_seen or _starts_like_warc(tap.head)):
-        return "NotAWarc"
-    return "TruncatedFile" if tap.at_eof else "BadWarcRecord"
-
-
-def _starts_like_warc(head: bytes) -> bool:
-    """Whether a file begins like a WARC, possibly cut off within its first line."""
-    if b"\x1f\x8b".startswith(head[:2]):
-        try:
-            head = zlib.decompressobj(zlib.MAX_WBITS | 16).decompress(head, 5)
-        except zlib.error:
-            return False
-    return b"WARC/".startswith(head[:5])
-
-
-def _target_uri(record) -> str | None:
-    uri = record.headers.get("WARC-Target-URI")
-    # WARC 1.0 drafts wrote the URI in angle brackets; some writers still do.
-    if uri and uri.startswith("<") and uri.endswith(">"):
-        uri = uri[1:-1]
-    return uri
+    return _read_container(stream, warc_file, classify)
 
 
 def _classify(
-    record, url: str | None, warc_file: str, offset: int, limits: ReadLimits
+    head: _WarcHead, content: _Content, warc_file: str, offset: int, limits: ReadLimits
 ) -> HtmlResponse | Skipped | ReadError:
-    record_type = str(record.record_type)
+    record_type, url = head.record_type, head.target_uri
     if record_type != "response":
         reason = record_type if record_type in SKIP_REASONS else "other_type"
-        return Skipped(reason, url, record.headers.get("WARC-Type") or "")
-    if not record.is_http:
-        if not (url or "").startswith(("http:", "https:")):
-            return Skipped("non_html", url, "response")
-        # Writers that omit the WARC Content-Type still store HTTP for http(s) URIs.
-        record.is_http = True
+        return Skipped(reason, url, record_type)
+    # Writers that omit the WARC Content-Type still store HTTP for http(s) URIs.
+    if not head.is_http and not (url or "").startswith(("http:", "https:")):
+        return Skipped("non_html", url, "response")
     try:
-        record.parse_http(quirks_mode=True)
-    except OSError as error:
+        http = _http_head(content)
+    except _BadHead as error:
         return ReadError(url, warc_file, offset, "read", "BadHttpHeaders", str(error))
-    http = record.http_headers
-    status = http.status_code
+    status = http.status
     if status is None:
         return ReadError(url, warc_file, offset, "read", "BadHttpHeaders",
-                         f"no HTTP status line: {(http.status_line or '')[:80]!r}")
+                         f"no HTTP status line: {http.status_line[:80]!r}")
     if status != 200:
         return Skipped("redirect" if 300 <= status < 400 else "non_200", url, "response")
     content_type = http.get("Content-Type") or ""
@@ -269,8 +791,10 @@ def _classify(
     sniff = mime in _GENERIC_TYPES
     if not (sniff or mime in _HTML_TYPES):
         return Skipped("non_html", url, "response")
+    truncated = head.get("warc-truncated")
+    cuts: list[str] = []
     try:
-        body = _entity_body(record.reader, http, limits.max_payload_bytes, sniff)
+        body = _entity_body(content, http, limits.max_payload_bytes, sniff, cuts)
     except _Undecodable as error:
         return ReadError(url, warc_file, offset, "decode", error.error_class, str(error))
     except _DECOMPRESSION_ERRORS as error:
@@ -282,13 +806,21 @@ def _classify(
         url=url or "",
         warc_file=warc_file,
         warc_offset=offset,
-        warc_record_id=record.headers.get("WARC-Record-ID") or "",
-        fetch_date=record.headers.get("WARC-Date") or "",
+        warc_record_id=head.get("warc-record-id") or "",
+        fetch_date=head.get("warc-date") or "",
         content_type="text/html" if sniff else mime,
         http_charset=charset.group(1) if charset else None,
-        truncated=record.headers.get("WARC-Truncated"),
+        truncated=truncated.strip() if truncated else None,
         body=body,
+        notes=tuple(cuts),
     )
+
+
+def _http_head(content: _Content) -> _HttpHead:
+    block, complete = content.read_head()
+    if not complete:
+        raise _BadHead(f"HTTP header block longer than {_MAX_HEAD_BYTES} bytes")
+    return _parse_http_head(block)
 
 
 def with_read_ms(items: Iterator) -> Iterator[tuple[object, float]]:
@@ -309,37 +841,38 @@ def iter_payloads(
     target URI `wanted` accepts, whatever its type: resources a view needs besides pages
     (stylesheets). A record or file that cannot be read is passed over, not reported:
     the pipeline's own reading (iter_warc_records) is where failures are accounted for."""
-    try:
-        for record in ArchiveIterator(stream, parse_http=False, fsspec_args=False):
-            url = _target_uri(record)
-            if str(record.record_type) != "response" or not url or not wanted(url):
-                continue
-            record.is_http = True
-            try:
-                record.parse_http(quirks_mode=True)
-                http = record.http_headers
-                if http.status_code != 200:
-                    continue
-                content_type = http.get("Content-Type") or ""
-                mime = re.split(r"[;,]", content_type, maxsplit=1)[0].strip().lower()
-                body = _entity_body(record.reader, http, limits.max_payload_bytes, False)
-            except (OSError, _Undecodable, *_DECOMPRESSION_ERRORS):
-                continue
-            charset = _CHARSET_PARAM.search(content_type)
-            yield url, mime, charset.group(1) if charset else None, body
-    except OSError:
-        return
+
+    def classify(head: _WarcHead, content: _Content, offset: int):
+        url = head.target_uri
+        if head.record_type != "response" or not url or not wanted(url):
+            return None
+        try:
+            http = _http_head(content)
+            if http.status != 200:
+                return None
+            content_type = http.get("Content-Type") or ""
+            mime = re.split(r"[;,]", content_type, maxsplit=1)[0].strip().lower()
+            body = _entity_body(content, http, limits.max_payload_bytes, False, [])
+        except (_BadHead, _Undecodable, *_DECOMPRESSION_ERRORS):
+            return None
+        charset = _CHARSET_PARAM.search(content_type)
+        return url, mime, charset.group(1) if charset else None, body
+
+    for item in _read_container(stream, "", classify):
+        if isinstance(item, tuple):
+            yield item
 
 
-def _entity_body(reader, http, limit: int, sniff: bool) -> bytes | None:
-    """The decoded entity body, or None when sniffing finds it is not HTML."""
+def _entity_body(reader: _Content, http: _HttpHead, limit: int, sniff: bool, cuts: list[str]) -> bytes | None:
+    """The decoded entity body, or None when sniffing finds it is not HTML. How the body
+    is incomplete, if it is, goes to `cuts` as PAYLOAD_CUT notes."""
     if "chunked" in (http.get("Transfer-Encoding") or "").lower():
-        chunks = _capped(_dechunked(reader), limit)
+        chunks = _capped(_dechunked(reader, cuts), limit)
     else:
-        chunks = _capped(_read(reader, limit + 1), limit)
+        chunks = _capped(_read(reader, limit + 1, _declared_length(http), cuts), limit)
     codings = [c.strip().lower() for c in (http.get("Content-Encoding") or "").split(",")]
     for coding in reversed([c for c in codings if c and c != "identity"]):
-        chunks = _capped(_decompressed(chunks, coding), limit)
+        chunks = _capped(_decompressed(chunks, coding, cuts), limit)
     body = bytearray()
     for chunk in chunks:
         body += chunk
@@ -350,6 +883,11 @@ def _entity_body(reader, http, limit: int, sniff: bool) -> bytes | None:
     for chunk in chunks:
         body += chunk
     return bytes(body)
+
+
+def _declared_length(http: _HttpHead) -> int | None:
+    value = (http.get("Content-Length") or "").strip()
+    return int(value) if _CONTENT_LENGTH.fullmatch(value) else None
 
 
 def _sniffs_as_html(body: bytes) -> bool:
@@ -368,10 +906,15 @@ def _capped(chunks: Iterator[bytes], limit: int) -> Iterator[bytes]:
         yield chunk
 
 
-def _read(reader, budget: int) -> Iterator[bytes]:
+def _read(reader: _Content, budget: int, declared: int | None, cuts: list[str]) -> Iterator[bytes]:
+    """The body as stored; shorter than the HTTP Content-Length, it is cut."""
+    got = 0
     while budget > 0 and (chunk := reader.read(min(_CHUNK, budget))):
         budget -= len(chunk)
+        got += len(chunk)
         yield chunk
+    if declared is not None and got < declared:
+        cuts.append(f"{PAYLOAD_CUT}body ends after {got} of {declared} bytes (HTTP Content-Length)")
 
 
 def _chunk_size(line: bytes) -> int | None:
@@ -379,7 +922,7 @@ def _chunk_size(line: bytes) -> int | None:
     return int(token, 16) if _CHUNK_SIZE_LINE.fullmatch(token) else None
 
 
-def _dechunked(reader) -> Iterator[bytes]:
+def _dechunked(reader: _Content, cuts: list[str]) -> Iterator[bytes]:
     line = reader.readline()
     size = _chunk_size(line)
     if size is None:
@@ -391,30 +934,32 @@ def _dechunked(reader) -> Iterator[bytes]:
         while size:
             piece = reader.read(min(size, _CHUNK))
             if not piece:
-                return  # capture cut mid-chunk: keep what arrived, as for any truncated record
+                cuts.append(f"{PAYLOAD_CUT}chunked body ends inside a chunk")
+                return
             size -= len(piece)
             yield piece
         reader.readline()
         line = reader.readline()
         if not line:
+            cuts.append(f"{PAYLOAD_CUT}chunked body ends without its last (empty) chunk")
             return
         size = _chunk_size(line)
         if size is None:
             raise _Undecodable("BadChunkedEncoding", f"bad chunk size line {line[:40]!r}")
 
 
-def _decompressed(chunks: Iterator[bytes], coding: str) -> Iterator[bytes]:
+def _decompressed(chunks: Iterator[bytes], coding: str, cuts: list[str]) -> Iterator[bytes]:
     if coding in ("gzip", "x-gzip"):
         # Accepting a zlib header too costs nothing and rescues mislabelled servers.
-        return _inflated(chunks, zlib.MAX_WBITS | 32)
+        return _inflated(chunks, zlib.MAX_WBITS | 32, coding, cuts)
     if coding == "deflate":
-        return _inflated(chunks, None)
+        return _inflated(chunks, None, coding, cuts)
     if coding == "br" and _BROTLI_BOUNDED:
-        return _unbrotlied(chunks)
+        return _unbrotlied(chunks, cuts)
     raise _Undecodable("UnsupportedContentEncoding", f"Content-Encoding {coding!r} is not supported here")
 
 
-def _inflated(chunks: Iterator[bytes], wbits: int | None) -> Iterator[bytes]:
+def _inflated(chunks: Iterator[bytes], wbits: int | None, coding: str, cuts: list[str]) -> Iterator[bytes]:
     """zlib inflation yielding at most _CHUNK bytes per step, so a bomb is stopped
     by the cap downstream before it can allocate."""
     inflater = zlib.decompressobj(wbits) if wbits else None
@@ -433,14 +978,20 @@ def _inflated(chunks: Iterator[bytes], wbits: int | None) -> Iterator[bytes]:
             chunk = inflater.unconsumed_tail
         if inflater.eof:
             return
+    if inflater is not None or pending:
+        cuts.append(f"{PAYLOAD_CUT}{coding} data ends before its end marker")
 
 
-def _unbrotlied(chunks: Iterator[bytes]) -> Iterator[bytes]:
+def _unbrotlied(chunks: Iterator[bytes], cuts: list[str]) -> Iterator[bytes]:
     decompressor = brotli.Decompressor()
+    fed = False
     for chunk in chunks:
+        fed = fed or bool(chunk)
         yield decompressor.process(chunk, output_buffer_limit=_CHUNK)
         while not decompressor.can_accept_more_data():
             yield decompressor.process(b"", output_buffer_limit=_CHUNK)
+    if fed and not decompressor.is_finished():
+        cuts.append(f"{PAYLOAD_CUT}br data ends before its end marker")
 
 
 def expand_inputs(inputs: Sequence[str], input_prefix: str | None = None) -> list[str]:

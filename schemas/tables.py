@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import pyarrow as pa
 
+# 2: `url` is the record's WARC-Target-URI as written (it was the normalized URL, now
+# `url_normalized`); `status` gained `partial` and `parse_failed`; timing_ms gained
+# `blocks` and `classify` (SPEC §10 main content).
 SCHEMA_VERSION = "2"
 
 LINK = pa.struct([("url", pa.string()), ("text", pa.string())])
@@ -22,7 +25,8 @@ TIMING = pa.struct([(stage, pa.float32()) for stage in TIMING_STAGES])
 METHODS = ("cs", "partial_cs", "linked", "site_sample", "page_only")
 
 PAGES = pa.schema([
-    ("url", pa.string()),
+    ("url", pa.string()),                  # WARC-Target-URI as written: joins the archive and its index
+    ("url_normalized", pa.string()),       # what site keys, links and candidate URLs use
     ("site", pa.string()),
     ("warc_file", pa.string()),
     ("warc_offset", pa.int64()),
@@ -45,7 +49,7 @@ PAGES = pa.schema([
     ("words_main", pa.int32()),
     ("html_bytes", pa.int64()),
     ("timing_ms", TIMING),
-    ("status", pa.string()),               # ok | empty (no visible text)
+    ("status", pa.string()),               # transforms/status.py: ok | empty | partial | parse_failed
     ("notes", pa.list_(pa.string())),
 ], metadata={"sitestrip.schema_version": SCHEMA_VERSION, "sitestrip.dataset": "pages"})
 
@@ -58,7 +62,7 @@ MENUS = pa.schema([
 ], metadata={"sitestrip.schema_version": SCHEMA_VERSION, "sitestrip.dataset": "menus"})
 
 ERRORS = pa.schema([
-    ("url", pa.string()),                  # null for a file-level failure
+    ("url", pa.string()),                  # WARC-Target-URI; null for a file or a non-page record
     ("warc_file", pa.string()),
     ("warc_offset", pa.int64()),
     ("stage", pa.string()),                # read | decode | parse | site | menex | page_conex | ...

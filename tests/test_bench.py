@@ -34,12 +34,18 @@ def article(name):
     return "\n".join(ARTICLES[name])
 
 
+# The WARC names page a as a crawler may: its rows keep that URI in `url`, and gold (written
+# as SITE/a.html) joins them by `url_normalized`.
+RAW_URI_A = "https://FRUIT.example:443/a.html"
+
+
 @pytest.fixture
 def corpus_dir(tmp_path):
     """Shared-corpus format: warc/ + gold.jsonl. The gold has one page the WARC lacks."""
     root = tmp_path / "fruit-dev"
     (root / "warc").mkdir(parents=True)
-    write_warc(root / "warc" / "part-00000.warc.gz", [response(f"{SITE}/{p}.html", site_page(p)) for p in PAGES])
+    write_warc(root / "warc" / "part-00000.warc.gz",
+               [response(RAW_URI_A if p == "a" else f"{SITE}/{p}.html", site_page(p)) for p in PAGES])
     with open(root / "gold.jsonl", "w") as fh:
         for p in PAGES:
             fh.write(json.dumps({"url": f"{SITE}/{p}.html", "site": "fruit", "corpus": "fruit-dev",
@@ -113,7 +119,8 @@ def test_core_rows_equal_the_pipeline_rows(corpus_dir, tmp_path):
     loaded = load_corpus(corpus.warc_paths, keep_html=True)
     assert list(loaded.records) == ["fruit.example"] and len(loaded.html) == 5
     rows = {r["url"]: r for r in extract_rows(loaded, load_config(), processes=2)}
-    assert rows[f"{SITE}/a.html"]["main_text"] == article("a")   # as derived in test_site.py
+    assert rows[RAW_URI_A]["url_normalized"] == f"{SITE}/a.html"
+    assert rows[RAW_URI_A]["main_text"] == article("a")   # as derived in test_site.py
     out = tmp_path / "out"
     subprocess.run([sys.executable, "-m", "pipeline.cli", "run", "--input", *corpus.warc_paths,
                     "--output", str(out), "--quiet"], check=True, cwd=REPO, capture_output=True)

@@ -196,6 +196,22 @@ def test_inspect_errors_name_the_problem(fruit_warc, tmp_path, capsys):
     assert not (tmp_path / "x.html").exists()
 
 
+def test_inspect_finds_a_page_by_its_target_uri_or_its_normalized_url(tmp_path, capsys):
+    """A pages row names a page by its WARC-Target-URI as written (`url`) and by its
+    normalized URL (`url_normalized`): inspect takes either, since it normalizes both sides."""
+    raw = "HTTPS://Fruit.Example:443/a.html"
+    warc = write_warc(tmp_path / "raw.warc.gz", [response(raw if p == "a" else f"{SITE}/{p}.html", site_page(p))
+                                                 for p in PAGES])
+    docs = []
+    for url in (raw, f"{SITE}/a.html"):
+        out = tmp_path / "page.html"
+        assert main(["inspect", "--input", warc, "--url", url, "--out", str(out)]) == 0
+        # the script nonce is drawn per view
+        docs.append(re.sub(r"nonce[-=][\"']?[A-Za-z0-9+/_=-]+", "nonce", out.read_text(encoding="utf-8")))
+    assert docs[0] == docs[1] and "Apple" in docs[0]
+    assert f"sitestrip inspect: {SITE}/a.html: method " in capsys.readouterr().out
+
+
 def test_single_page_site_inspects_with_page_level_methods(fruit_warc, tmp_path):
     out, doc = _inspected(fruit_warc, tmp_path, url="https://alone.example/only.html")
     assert "page_only" in doc and "data-ss-occ=" not in doc

@@ -15,7 +15,7 @@ from configs import Config
 from pipeline.cli import SAMPLE_WARC, main
 from pipeline.graph import build_pipeline
 from schemas import DATASETS
-from warcs import HTML_UTF8, response, write_warc
+from warcs import HTML_UTF8, flip_bytes, gzip_members, plain_records, raw_record, response, write_warc
 
 
 def page_html(title, body, menu=("/a.html", "/b.html", "/c.html")):
@@ -161,3 +161,68 @@ def test_cli_rejects_bad_config_naming_the_key(tmp_path, capsys):
 def test_cli_rejects_missing_input(tmp_path, capsys):
     assert main(["run", "--input", str(tmp_path / "nothing-*.warc.gz"), "--output", str(tmp_path / "o")]) == 2
     assert "nothing-" in capsys.readouterr().err
+
+
+def test_damaged_files_and_partial_pages_through_the_pipeline(tmp_path):
+    """End to end through Beam, files built here:
+
+    - site.warc.gz: five pages of one site, a gzip member each, 8 bytes flipped in the middle
+      of member 2: page 2 is one errors row (read, BadGzipMember, its member's offset, its
+      URL from the header block that inflates before the damage); pages 0, 1, 3 and 4 are
+      pages rows at their own offsets (the resync went on at member 3).
+    - plain.warc: three pages of another site, the middle one with WARC Content-Length "²":
+      one errors row at its offset, without a URL (its header block is unusable), and
+      the two others.
+    - odd.warc.gz: a page whose chunked body stops inside a chunk (partial), a page that
+      is an unclosed comment (parse_failed), a page the crawler cut (WARC-Truncated:
+      partial), and a page whose target URI is not normalized: `url` keeps it as written.
+    """
+    site = [raw_record(f"https://site-a.org/p{i}.html", page_html(f"P{i}", f"Text {i} " * 200,
+                                                                  menu=[f"/p{k}.html" for k in range(5)]))
+            for i in range(5)]
+    data, site_offsets = gzip_members(site)
+    (tmp_path / "site.warc.gz").write_bytes(flip_bytes(data, (site_offsets[2] + site_offsets[3]) // 2))
+    plain = [raw_record(f"https://site-b.org/q{i}.html", page_html(f"Q{i}", f"Plain {i}"),
+                        content_length="\u00b2" if i == 1 else None) for i in range(3)]
+    data, plain_offsets = plain_records(plain)
+    (tmp_path / "plain.warc").write_bytes(data)
+    body = page_html("Cut", "Chunked text that stops early")
+    cut_chunked = b"%x\r\n%s\r\n%x\r\n%s" % (100, body[:100], len(body) - 100, body[100:150])
+    odd = [
+        raw_record("https://site-c.org/chunked.html", cut_chunked,
+                   http=b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nTransfer-Encoding: chunked\r\n\r\n"),
+        raw_record("https://site-c.org/comment.html", b"<!-- never closed <p>Hidden text</p>"),
+        raw_record("https://site-c.org/truncated.html", page_html("T", "Cut by the crawler"),
+                   fields=b"WARC-Truncated: length\r\n"),
+        raw_record("HTTP://Site-D.example:80/a/./b.html", page_html("D", "Raw target URI")),
+    ]
+    data, _ = gzip_members(odd)
+    (tmp_path / "odd.warc.gz").write_bytes(data)
+    out = str(tmp_path / "out")
+    assert main(["run", "--input", str(tmp_path), "--output", out, "--quiet"]) == 0
+    pages = {r["url"]: r for r in ds.dataset(os.path.join(out, "pages"), format="parquet").to_table().to_pylist()}
+    errors = ds.dataset(os.path.join(out, "errors"), format="parquet").to_table().to_pylist()
+
+    assert sorted((os.path.basename(e["warc_file"]), e["url"], e["warc_offset"], e["stage"], e["error_class"])
+                  for e in errors) == [
+        ("plain.warc", None, plain_offsets[1], "read", "BadWarcRecord"),
+        ("site.warc.gz", "https://site-a.org/p2.html", site_offsets[2], "read", "BadGzipMember")]
+    for i in (0, 1, 3, 4):
+        row = pages[f"https://site-a.org/p{i}.html"]
+        assert row["warc_offset"] == site_offsets[i] and f"Text {i}" in row["main_text"]
+    assert {u for u in pages if "site-b" in u} == {"https://site-b.org/q0.html", "https://site-b.org/q2.html"}
+    assert pages["https://site-b.org/q2.html"]["warc_offset"] == plain_offsets[2]
+
+    chunked = pages["https://site-c.org/chunked.html"]
+    assert chunked["status"] == "partial"
+    assert chunked["notes"] == ["payload cut: chunked body ends inside a chunk"]
+    comment = pages["https://site-c.org/comment.html"]
+    assert (comment["status"], comment["words_page"], comment["main_text"]) == ("parse_failed", 0, "")
+    # 36 characters of HTML; the site-level note that follows says the same page has no main content
+    assert comment["notes"][0] == "parse failed: lxml built no tree from 36 characters"
+    truncated = pages["https://site-c.org/truncated.html"]
+    assert (truncated["status"], truncated["truncated"], truncated["notes"]) == (
+        "partial", "length", ["WARC-Truncated: length"])
+    raw = pages["HTTP://Site-D.example:80/a/./b.html"]
+    assert (raw["url_normalized"], raw["site"], raw["status"]) == ("http://site-d.example/a/b.html",
+                                                                   "site-d.example", "ok")

@@ -1,4 +1,5 @@
 """Small WARC files for tests, written with warcio (the product's tests never read ../shared)."""
+import gzip
 import io
 
 from warcio.statusandheaders import StatusAndHeaders
@@ -30,3 +31,36 @@ def write_warc(path, records, gzip_records=True):
                     http_headers=http_headers, warc_headers_dict=warc_headers, warc_content_type=content_type)
             writer.write_record(record)
     return str(path)
+
+
+HTTP_OK = b"HTTP/1.1 200 OK\r\nContent-Type: text/html; charset=utf-8\r\n\r\n"
+
+
+def raw_record(url, body=b"", http=HTTP_OK, content_length=None, fields=b"", record_type="response"):
+    """A WARC/1.0 record written byte by byte, for what warcio refuses to write: a Content-Length
+    that lies ("missing": none), extra header lines, any HTTP head."""
+    block = http + body
+    length = str(len(block)) if content_length is None else content_length
+    head = (f"WARC/1.0\r\nWARC-Type: {record_type}\r\nWARC-Record-ID: <urn:uuid:{url}>\r\n"
+            f"WARC-Date: 2024-01-01T00:00:00Z\r\nWARC-Target-URI: {url}\r\n"
+            "Content-Type: application/http; msgtype=response\r\n").encode("utf-8")
+    head += fields
+    if length != "missing":
+        head += f"Content-Length: {length}\r\n".encode("utf-8")
+    return head + b"\r\n" + block + b"\r\n\r\n"
+
+
+def gzip_members(records):
+    """One gzip member per record (Common Crawl's layout): the file's bytes and the members' offsets."""
+    members = [gzip.compress(r, mtime=0) for r in records]
+    return b"".join(members), [sum(map(len, members[:k])) for k in range(len(members))]
+
+
+def plain_records(records):
+    """Records one after the other, uncompressed: the file's bytes and the records' offsets."""
+    return b"".join(records), [sum(map(len, records[:k])) for k in range(len(records))]
+
+
+def flip_bytes(data, start, count=8):
+    """`count` bytes of `data` from `start` on, inverted."""
+    return data[:start] + bytes(b ^ 0xFF for b in data[start:start + count]) + data[start + count:]

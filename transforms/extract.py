@@ -23,6 +23,7 @@ from transforms.features import SiteSignals, block_features, text_keys
 from transforms.link_blocks import drop_link_blocks
 from transforms.menex import Menu, MenexParams, detect_menu
 from transforms.page import CompactPage, parse_page
+from transforms.status import WARC_TRUNCATED, page_status
 from transforms.template import TemplateResult, detect_template
 from transforms.tree import subtree_mask, text_of, words_in
 from transforms.urls import normalize_url, site_key
@@ -39,7 +40,7 @@ class StageError(Exception):
 @dataclass
 class PageRecord:
     """What crosses the shuffle for one HTML 200 record: provenance + compact page."""
-    url: str                 # normalized
+    url: str                 # normalized: site keys, link matching, candidate URLs
     site: str
     warc_file: str
     warc_offset: int
@@ -50,6 +51,7 @@ class PageRecord:
     truncated: str | None
     page: CompactPage
     timing_ms: dict = field(default_factory=dict)
+    target_uri: str | None = None   # WARC-Target-URI as written (None: not read from a WARC)
 
 
 def _ms_since(start: float) -> float:
@@ -59,8 +61,9 @@ def _ms_since(start: float) -> float:
 def build_page_record(*, url: str, body: bytes, http_charset: str | None, warc_file: str,
                       warc_offset: int, warc_record_id: str, fetch_date: str,
                       content_type: str, truncated: str | None, read_ms: float = 0.0,
-                      max_nodes: int | None = None) -> PageRecord:
-    """Decode and parse one HTML response. Raises StageError naming the failing stage."""
+                      max_nodes: int | None = None, notes: tuple = ()) -> PageRecord:
+    """Decode and parse one HTML response (`url`: its WARC-Target-URI; `notes`: how its
+    payload is incomplete). Raises StageError naming the failing stage."""
     normalized = normalize_url(url)
     site = site_key(normalized) if normalized else None
     if not normalized or not site:
@@ -71,10 +74,11 @@ def build_page_record(*, url: str, body: bytes, http_charset: str | None, warc_f
         page = parse_page(html, normalized, max_nodes)
     except Exception as exc:  # lxml and codec failures vary; each ends as one errors row
         raise StageError("parse", type(exc).__name__, str(exc)[:500]) from exc
+    page.notes = tuple(notes) + page.notes
     return PageRecord(url=normalized, site=site, warc_file=warc_file, warc_offset=warc_offset,
                       warc_record_id=warc_record_id, fetch_date=fetch_date,
                       content_type=content_type, charset=charset, truncated=truncated, page=page,
-                      timing_ms={"read": read_ms, "parse": _ms_since(start)})
+                      timing_ms={"read": read_ms, "parse": _ms_since(start)}, target_uri=url)
 
 
 def record_from_response(response, *, max_nodes: int | None = None, read_ms: float = 0.0) -> PageRecord:
@@ -84,7 +88,7 @@ def record_from_response(response, *, max_nodes: int | None = None, read_ms: flo
         warc_file=response.warc_file, warc_offset=response.warc_offset,
         warc_record_id=response.warc_record_id, fetch_date=response.fetch_date,
         content_type=response.content_type, truncated=response.truncated,
-        read_ms=read_ms, max_nodes=max_nodes)
+        read_ms=read_ms, max_nodes=max_nodes, notes=response.notes)
 
 
 def menu_signature(links) -> str:
@@ -161,9 +165,9 @@ def _finish(record: PageRecord, timing: dict, menu, **columns) -> dict:
     row.update(columns)
     row["menu_links"] = [{"url": u, "text": t} for u, t in menu.links] if menu else []
     row["words_page"] = words_in(page)
-    row["status"] = "ok" if row["words_page"] else "empty"
     row["notes"] = list(page.notes) + row.get("notes", []) \
-        + (["WARC-Truncated: " + record.truncated] if record.truncated else [])
+        + ([WARC_TRUNCATED + record.truncated] if record.truncated else [])
+    row["status"] = page_status(row["notes"], row["words_page"])
     # "etdm" is the tree-mapping part of "template" and "site_conex": not added twice.
     timing["total"] = sum(v for k, v in timing.items() if v is not None and k not in ("etdm", "total"))
     row["timing_ms"] = timing
@@ -378,9 +382,16 @@ def site_row(record: PageRecord, pages: dict, links, config, site_blocks: SiteBl
                    template_candidate_urls=for_template.candidates, notes=notes)
 
 
+def _row_url(record: PageRecord) -> str:
+    """The URL rows name a page by: its WARC-Target-URI, which joins back to the archive and
+    its index; the normalized URL for a record made without one (tests, tools)."""
+    return record.url if record.target_uri is None else record.target_uri
+
+
 def _provenance(record: PageRecord) -> dict:
     return {
-        "url": record.url, "site": record.site, "warc_file": record.warc_file,
+        "url": _row_url(record),
+        "url_normalized": record.url, "site": record.site, "warc_file": record.warc_file,
         "warc_offset": record.warc_offset, "warc_record_id": record.warc_record_id,
         "fetch_date": record.fetch_date, "content_type": record.content_type,
         "charset": record.charset, "truncated": record.truncated, "title": record.page.title,
@@ -412,10 +423,10 @@ def process_site(site: str, records: Iterable[PageRecord], config, model=None) -
             else:
                 yield "pages", site_row(record, pages, links, config, site_blocks, model)
         except StageError as exc:
-            yield "errors", error_row(url=record.url, warc_file=record.warc_file,
+            yield "errors", error_row(url=_row_url(record), warc_file=record.warc_file,
                                       warc_offset=record.warc_offset, stage=exc.stage,
                                       error_class=exc.error_class, message=exc.message)
         except Exception as exc:  # outside any named stage (row assembly): still one row, never a crash
-            yield "errors", error_row(url=record.url, warc_file=record.warc_file,
+            yield "errors", error_row(url=_row_url(record), warc_file=record.warc_file,
                                       warc_offset=record.warc_offset, stage="site",
                                       error_class=type(exc).__name__, message=str(exc)[:500])

@@ -19,6 +19,7 @@ from typing import Iterator
 import numpy as np
 from lxml import etree
 
+from transforms.status import PARSE_FAILURE
 from transforms.tokens import count_words
 from transforms.urls import resolve_link
 
@@ -336,6 +337,10 @@ def parse_tree(html: str) -> tuple:
         root = None
     if any("Excessive depth" in e.message for e in parser.error_log):
         notes.append("parser depth limit: nodes nested deeper than 2048 were dropped")
+    if root is None and html.strip():
+        # e.g. an unclosed "<!--" at the start swallows the page: the row says so.
+        why = f" ({parser.error_log[0].message.strip()[:200]})" if parser.error_log else ""
+        notes.append(f"{PARSE_FAILURE}lxml built no tree from {len(html)} characters{why}")
     body = None
     if root is not None:
         body = root if root.tag == "body" else root.find("body")
