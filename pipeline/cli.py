@@ -301,7 +301,53 @@ def tune(argv: list[str], prog: str = "sitestrip tune") -> int:
     return 0
 
 
-COMMANDS = {"run": run, "inspect": inspect, "report": report, "bench": bench, "tune": tune}
+def _train_parser(prog: str) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=prog, description="Train a block classifier of SPEC §10 on gold corpora, with its "
+                               "cross-validated scores (folds grouped by site).")
+    parser.add_argument("--corpus", action="append", required=True, metavar="DIR",
+                        help="a corpus in the shared format (DIR/warc/*.warc.gz + DIR/gold.jsonl); repeatable")
+    parser.add_argument("--out", required=True, metavar="MODEL",
+                        help="model file to write (.json or .json.gz); use it with main_content.model")
+    parser.add_argument("--method", choices=("learned", "ceml"), default="learned",
+                        help="learned: the product's gradient-boosted trees; ceml: seed 002's CARTs")
+    parser.add_argument("--folds", type=int, default=5, help="cross-validation folds, grouped by site")
+    parser.add_argument("--config", default=None, metavar="NAME|FILE",
+                        help="preset whose candidate and template parameters compute the features")
+    parser.add_argument("--processes", type=int, default=None, help="worker processes for the features")
+    return parser
+
+
+def train(argv: list[str], prog: str = "sitestrip train") -> int:
+    args = _train_parser(prog).parse_args(argv)
+    from bench.blockdata import concat, corpus_blocks
+    from bench.corpora import read_shared_corpus
+    from bench.train import train as train_model
+    from configs import load_config
+    if args.folds < 2:
+        print(f"{prog}: --folds must be at least 2", file=sys.stderr)
+        return 2
+    try:
+        config = load_config(args.config)
+        corpora = [read_shared_corpus(d) for d in args.corpus]
+    except (ValueError, OSError) as exc:
+        print(f"{prog}: {exc}", file=sys.stderr)
+        return 2
+    parts = []
+    for corpus in corpora:
+        print(f"[{corpus.name}] blocks and features of {len(corpus.gold)} gold pages", flush=True)
+        parts.append(corpus_blocks(corpus, config, args.processes))
+    data = concat(parts)
+    if len({p.site for p in data.pages}) < args.folds:
+        print(f"{prog}: {len({p.site for p in data.pages})} sites, fewer than --folds {args.folds}",
+              file=sys.stderr)
+        return 2
+    train_model(data, args.out, args.method, args.folds, log=lambda m: print(m, flush=True))
+    return 0
+
+
+COMMANDS = {"run": run, "inspect": inspect, "report": report, "bench": bench, "tune": tune,
+            "train": train}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -319,6 +365,7 @@ def main(argv: list[str] | None = None) -> int:
                    add_help=False)
     sub.add_parser("tune", help="settle the SPEC's open choices on dev corpora (coarse grid)",
                    add_help=False)
+    sub.add_parser("train", help="train a block classifier (SPEC §10) on gold corpora", add_help=False)
     if not argv or argv[0] in ("-h", "--help"):
         parser.print_help()
         return 0 if argv else 2

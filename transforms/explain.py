@@ -13,7 +13,8 @@ from typing import Iterable
 import numpy as np
 
 from transforms.candidates import CandidateSelection, key_page_links
-from transforms.extract import PageAnalysis, PageRecord, analyse_page, site_context
+from transforms.classify import load_main_content_model
+from transforms.extract import PageAnalysis, PageRecord, SiteBlocks, analyse_page, site_context
 from transforms.menex import Menu
 from transforms.page import TEXT, CompactPage
 from transforms.tree import subtree_mask, subtree_sum, text_of, words_in
@@ -92,7 +93,9 @@ def explain_page(key: PageRecord, site_records: Iterable[PageRecord], config) ->
     if not any(r is key for r in records):
         records.append(key)
     _, pages, links = site_context(key.site, records)
-    analysis = analyse_page(key, pages, links, config)
+    model = load_main_content_model(config.main_content)
+    site_blocks = SiteBlocks(pages) if model is not None else None
+    analysis = analyse_page(key, pages, links, config, site_blocks, model)
     page = key.page
     text = page.tag == TEXT
     menu_mask = subtree_mask(page, [analysis.menu.node]) if analysis.menu else np.zeros(page.size, dtype=bool)
