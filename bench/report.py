@@ -20,8 +20,17 @@ def _f(x, digits=3):
     return "–" if x is None else f"{x:.{digits}f}"
 
 
+# The product's other main-content methods, shown after the product column when present.
+VARIANTS = (f"{PRODUCT}:ceml", f"{PRODUCT}:conex")
+
+
 def _systems(summary) -> list[str]:
     return [PRODUCT] + [p for p in summary["peers"]]
+
+
+def _quality_systems(summary) -> list[str]:
+    present = {s for c in summary["corpora"] for s in c["quality"]}
+    return [PRODUCT] + [v for v in VARIANTS if v in present] + [p for p in summary["peers"]]
 
 
 def _throughput(summary, system) -> float | None:
@@ -37,14 +46,14 @@ def _throughput(summary, system) -> float | None:
 
 
 def quality_table(summary, field: str = "mean_f1") -> list[str]:
-    systems = _systems(summary)
+    systems = _quality_systems(summary)
     lines = ["| corpus | pages | " + " | ".join(systems) + " | sitestrip − best peer |",
              "|---|---|" + "---|" * (len(systems) + 1)]
     for c in summary["corpora"]:
         values = {s: c["quality"].get(s, {}).get("corpus", {}).get(c["name"], {}).get(field)
                   for s in systems}
         best = max((v for v in values.values() if v is not None), default=None)
-        peers = [values[s] for s in systems[1:] if values[s] is not None]
+        peers = [values[s] for s in systems[1:] if values[s] is not None and not s.startswith(PRODUCT)]
         gap = values[PRODUCT] - max(peers) if peers and values[PRODUCT] is not None else None
         cells = [("**" + _f(values[s]) + "**") if values[s] is not None and values[s] == best
                  else _f(values[s]) for s in systems]
@@ -54,7 +63,7 @@ def quality_table(summary, field: str = "mean_f1") -> list[str]:
 
 
 def genre_table(summary) -> list[str]:
-    systems = _systems(summary)
+    systems = _quality_systems(summary)
     lines = ["| corpus / genre | pages | " + " | ".join(systems) + " |",
              "|---|---|" + "---|" * len(systems)]
     for c in summary["corpora"]:

@@ -19,7 +19,7 @@ import numpy as np
 from bench.blockdata import BlockDataset
 from bench.train_models import as_model, choose_threshold, fit_ceml, fit_gbdt, write_model
 from transforms.blocks import GROUPS, render_blocks
-from transforms.classify import hard_rule_noise
+from transforms.classify import MainContentParams, block_proba, hard_rule_noise
 from transforms.features import FEATURE_NAMES, FEATURE_SET_VERSION
 from transforms.metrics import word_prf
 
@@ -66,12 +66,10 @@ def fit(data: BlockDataset, kind: str, seed: int = SEED):
                     data.site_of_block[open_blocks], seed)
 
 
-def predict(kind: str, payload: dict, data: BlockDataset) -> np.ndarray:
+def predict(kind: str, payload: dict, data: BlockDataset, params: MainContentParams) -> np.ndarray:
+    """What the pipeline's classify step computes for these blocks (transforms/classify.py)."""
     model = as_model(kind, payload, FEATURE_NAMES, FEATURE_SET_VERSION)
-    proba = model.predict_proba(data.X, data.group.astype(np.int64))
-    if kind == "ceml":
-        proba = np.where(hard_rule_noise(data.X, data.group), 0.0, proba)
-    return np.where(data.words > 0, proba, 0.0)
+    return block_proba(model, data.X, data.group, data.words, params, data.page)
 
 
 def _threshold(data: BlockDataset, proba: np.ndarray, pages: np.ndarray) -> float:
@@ -88,7 +86,8 @@ class CrossValidation:
     threshold: float           # best on all out-of-fold predictions (the shipped model's)
 
 
-def cross_validate(data: BlockDataset, kind: str, folds: int = 5, seed: int = SEED, log=print) -> CrossValidation:
+def cross_validate(data: BlockDataset, kind: str, params: MainContentParams, folds: int = 5, seed: int = SEED,
+                   log=print) -> CrossValidation:
     fold = site_folds(data, folds)
     block_fold = fold[data.page]
     proba = np.zeros(len(data.y))
@@ -96,7 +95,7 @@ def cross_validate(data: BlockDataset, kind: str, folds: int = 5, seed: int = SE
         start = time.monotonic()
         train = data.subset_pages(np.flatnonzero(fold != k))
         test = block_fold == k
-        proba[test] = predict(kind, fit(train, kind, seed).payload, _rows(data, test))
+        proba[test] = predict(kind, fit(train, kind, seed).payload, _rows(data, test), params)
         log(f"  fold {k + 1}/{folds}: {int((fold == k).sum())} pages scored, {time.monotonic() - start:.0f} s")
     selected = np.zeros(len(data.y), dtype=bool)
     thresholds = []
@@ -132,12 +131,12 @@ def cv_scores(data: BlockDataset, texts: dict) -> dict:
 
 
 def train(data: BlockDataset, out_path: str, method: str = "learned", folds: int = 5,
-          seed: int = SEED, log=print) -> dict:
+          seed: int = SEED, params: MainContentParams = MainContentParams(), log=print) -> dict:
     """Cross-validate, fit on everything, write the model file; returns the training report."""
     kind = KINDS[method]
     log(f"{method}: {len(data.pages)} pages, {len(data.y)} blocks, "
         f"{len({p.site for p in data.pages})} sites; {folds}-fold CV grouped by site")
-    cv = cross_validate(data, kind, folds, seed, log)
+    cv = cross_validate(data, kind, params, folds, seed, log)
     scores = cv_scores(data, page_texts(data, cv.selected))
     for corpus, s in scores.items():
         log(f"  CV {corpus}: mean word F1 {s['mean_f1']:.4f} (P {s['mean_precision']:.4f}, "
@@ -148,7 +147,8 @@ def train(data: BlockDataset, out_path: str, method: str = "learned", folds: int
                   "sites": len({p.site for p in data.pages}), "seed": seed, "folds": folds,
                   "cv_fold_thresholds": [round(t, 4) for t in cv.thresholds],
                   "cv_mean_word_f1": scores,
-                  "fit": fitted.info}
+                  "fit": fitted.info,
+                  "neighbour_weight": params.neighbour_weight if kind == "gbdt" else None}
     write_model(out_path, kind, fitted.payload, FEATURE_NAMES, FEATURE_SET_VERSION, cv.threshold, trained_on)
     log(f"wrote {out_path} (threshold {cv.threshold:.3f})")
     return trained_on

@@ -110,6 +110,7 @@ _CHECKS["link_blocks.listing_link_density"] = (lambda v: 0.0 < v <= 1.0, "greate
 _CHECKS["site_conex.variant"] = (lambda v: v in ("published", "text_aware"), "published or text_aware")
 _CHECKS["site_conex.branch"] = (lambda v: v in ("nodes", "words"), "nodes or words")
 _CHECKS["main_content.method"] = (lambda v: v in MAIN_CONTENT_METHODS, " or ".join(MAIN_CONTENT_METHODS))
+_CHECKS["main_content.neighbour_weight"] = (lambda v: 0.0 <= v < 0.5, "at least 0 and below 0.5")
 _CHECKS["site_conex.merge"] = (lambda v: v in ("always", "content"), "always or content")
 
 

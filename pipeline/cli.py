@@ -236,6 +236,10 @@ def _bench_parser(prog: str) -> argparse.ArgumentParser:
     p.add_argument("--peer-timeout", type=float, default=3600, metavar="SECONDS",
                    help="per peer and corpus; pages left when it runs out score as empty")
     p.add_argument("--no-charts", action="store_true", help="Markdown and JSON only")
+    p.add_argument("--cv-folds", type=int, default=5, metavar="K",
+                   help="folds (grouped by site) of the cross-validated main-content scores of the "
+                        "learned and ceml models, and conex in-process; 0 = skip (then the run's own "
+                        "main text is the product's column)")
     return p
 
 
@@ -254,7 +258,8 @@ def bench(argv: list[str], prog: str = "sitestrip bench") -> int:
     try:
         summary = run_bench(args.corpus, args.out, peers=peers, workers=args.workers,
                             config=args.config, peer_timeout=args.peer_timeout,
-                            charts=not args.no_charts, log=lambda m: print(m, flush=True))
+                            charts=not args.no_charts, cv_folds=args.cv_folds,
+                            log=lambda m: print(m, flush=True))
     except ValueError as exc:
         print(f"sitestrip bench: {exc}", file=sys.stderr)
         return 2
@@ -342,7 +347,8 @@ def train(argv: list[str], prog: str = "sitestrip train") -> int:
         print(f"{prog}: {len({p.site for p in data.pages})} sites, fewer than --folds {args.folds}",
               file=sys.stderr)
         return 2
-    train_model(data, args.out, args.method, args.folds, log=lambda m: print(m, flush=True))
+    train_model(data, args.out, args.method, args.folds, params=config.main_content,
+                log=lambda m: print(m, flush=True))
     return 0
 
 

@@ -35,6 +35,10 @@ _COL = {name: i for i, name in enumerate(FEATURE_NAMES)}
 class MainContentParams:
     method: str = "learned"    # learned | ceml (SPEC §10) | conex (site ConEx §7, page ConEx §3)
     model: str = ""            # a model file trained by `sitestrip train`; "" = the shipped one
+    # learned: each block's probability mixed with its neighbours' (this weight for each of the
+    # previous and the next block of the page) before the threshold. Main content is a run of
+    # blocks; a lone teaser or a lone caption between them is decided with its context.
+    neighbour_weight: float = 0.1
 
 
 def model_path(params: MainContentParams) -> str:
@@ -78,14 +82,37 @@ def hard_rule_noise(features: np.ndarray, group: np.ndarray) -> np.ndarray:
     return (textual & (in_link | nav | ad)) | (cell & nav) | empty | invisible
 
 
+def smooth_neighbours(proba: np.ndarray, weight: float, page: np.ndarray | None = None) -> np.ndarray:
+    """(1 − 2w)·p + w·p(previous block) + w·p(next block); a page's first and last blocks
+    count themselves for the missing neighbour. `page` (page id per block) keeps
+    neighbours within a page when several pages are stacked."""
+    if weight == 0 or proba.size == 0:
+        return proba
+    prev = np.concatenate((proba[:1], proba[:-1]))
+    nxt = np.concatenate((proba[1:], proba[-1:]))
+    if page is not None:
+        prev = np.where(np.concatenate(([False], page[1:] == page[:-1])), prev, proba)
+        nxt = np.where(np.concatenate((page[:-1] == page[1:], [False])), nxt, proba)
+    return (1 - 2 * weight) * proba + weight * prev + weight * nxt
+
+
+def block_proba(model: BlockModel, features: np.ndarray, group: np.ndarray, words: np.ndarray,
+                params: MainContentParams, page: np.ndarray | None = None) -> np.ndarray:
+    """Content probability of each block as the threshold sees it (one page, or pages
+    stacked with `page` ids): ceml after seed 002's hard rules, learned after neighbour
+    smoothing; blocks without words are never content."""
+    proba = model.predict_proba(features, group.astype(np.int64))
+    if model.kind == "ceml":
+        proba = np.where(hard_rule_noise(features, group), 0.0, proba)
+    else:
+        proba = smooth_neighbours(np.where(words > 0, proba, 0.0), params.neighbour_weight, page)
+    return np.where(words > 0, proba, 0.0)
+
+
 def classify_blocks(model: BlockModel, blocks: Blocks, features: np.ndarray,
                     params: MainContentParams) -> tuple[np.ndarray, np.ndarray, float]:
     """(content probability per block, main blocks, threshold) of one page."""
     if blocks.count == 0:
         return np.zeros(0), np.zeros(0, dtype=bool), model.threshold
-    proba = model.predict_proba(features, blocks.group.astype(np.int64))
-    if model.kind == "ceml":
-        proba = np.where(hard_rule_noise(features, blocks.group), 0.0, proba)
-    else:
-        proba = np.where(blocks.words > 0, proba, 0.0)
+    proba = block_proba(model, features, blocks.group, blocks.words, params)
     return proba, proba >= model.threshold, model.threshold
