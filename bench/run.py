@@ -33,7 +33,7 @@ from transforms.urls import normalize_url
 
 PRODUCT = "sitestrip"
 STAGES = ("read", "parse", "group", "candidates", "etdm", "template", "site_conex", "page_conex",
-          "menex", "write")
+          "menex", "blocks", "classify", "write")
 
 
 def _percentiles(values) -> dict:
@@ -243,7 +243,7 @@ def run_bench(corpus_dirs: list[str], out_dir: str, *, peers=None, workers: int 
                                       config=config, peer_timeout=peer_timeout, log=log)
         results.append(result)
         all_scores += scores
-    cv_details = {}
+    cv_details = {"product_column": "cross-validated main_content.method" if cv_folds else "the run's own output"}
     if cv_folds:
         from bench.crossval import cross_validated_scores
         from configs import load_config
@@ -255,6 +255,12 @@ def run_bench(corpus_dirs: list[str], out_dir: str, *, peers=None, workers: int 
                 for (system, key), agg in group_scores(mine, by).items():
                     label = key if isinstance(key, str) else key[1]
                     result.quality.setdefault(system, {}).setdefault(by, {})[label] = agg.as_dict()
+    for result in results:
+        if PRODUCT not in result.quality and f"{PRODUCT}:run" in result.quality:
+            # No cross-validation (off, or too few sites to fold): the run is the product's
+            # column, and results.json says so.
+            result.quality[PRODUCT] = result.quality[f"{PRODUCT}:run"]
+            cv_details["product_column"] = "the run's own output (in-sample if its model saw these corpora)"
     summary = {
         "created": time.strftime("%Y-%m-%d %H:%M:%S"),
         "seconds": round(time.monotonic() - started, 1),

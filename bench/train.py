@@ -74,7 +74,9 @@ def predict(kind: str, payload: dict, data: BlockDataset, params: MainContentPar
 
 def _threshold(data: BlockDataset, proba: np.ndarray, pages: np.ndarray) -> float:
     rows = np.isin(data.page, pages)
-    return choose_threshold(proba[rows], data.y[rows], data.words[rows], data.page[rows]).threshold
+    gold_words = np.array([p.gold_words for p in data.pages], dtype=np.float64)[np.unique(data.page[rows])]
+    return choose_threshold(proba[rows], data.y[rows], data.words[rows], data.page[rows],
+                            aligned=data.aligned[rows], gold_words=gold_words).threshold
 
 
 @dataclass

@@ -445,7 +445,7 @@ class ThresholdChoice(NamedTuple):
     curve: np.ndarray      # mean per-page word F1 at each
 
 
-def page_word_f1(proba, label, words, page, grid) -> np.ndarray:
+def page_word_f1(proba, label, words, page, grid, aligned=None, gold_words=None) -> np.ndarray:
     """[pages, thresholds] word F1 of each page when blocks with proba >= t are main.
 
     Per page: predicted = words of blocks called main, gold = words of gold-main
@@ -465,16 +465,21 @@ def page_word_f1(proba, label, words, page, grid) -> np.ndarray:
     predicted = np.zeros((n_pages, grid.size + 1))
     overlap = np.zeros((n_pages, grid.size + 1))
     np.add.at(predicted, (page_index, passes), words)
-    np.add.at(overlap, (page_index, passes), words * label)
+    # With `aligned` (tokens of each block aligned with the gold) and `gold_words` (per page,
+    # in order of the sorted page ids) the overlap and the gold are the page's own token
+    # counts, closer to SPEC §9's word F1 than whole-block labels.
+    hit = words * label if aligned is None else np.asarray(aligned, dtype=np.float64)
+    np.add.at(overlap, (page_index, passes), hit)
     predicted = np.cumsum(predicted[:, ::-1], axis=1)[:, ::-1][:, 1:]
     overlap = np.cumsum(overlap[:, ::-1], axis=1)[:, ::-1][:, 1:]
-    gold = np.bincount(page_index, weights=words * label, minlength=n_pages)[:, None]
+    gold = (np.bincount(page_index, weights=words * label, minlength=n_pages)[:, None] if gold_words is None
+            else np.asarray(gold_words, dtype=np.float64)[:, None])
     total = predicted + gold
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.where(total > 0, 2 * overlap / total, 1.0)
 
 
-def choose_threshold(proba, label, words, page, grid=None) -> ThresholdChoice:
+def choose_threshold(proba, label, words, page, grid=None, aligned=None, gold_words=None) -> ThresholdChoice:
     """The threshold maximizing the mean over pages of word-weighted F1 (blocks with
     proba >= threshold are main). Among equal maxima, the middle of the first run
     of consecutive maximal grid points: the value farthest from the probabilities
@@ -482,7 +487,7 @@ def choose_threshold(proba, label, words, page, grid=None) -> ThresholdChoice:
     grid = np.round(np.linspace(0.0, 1.0, 101), 2) if grid is None else np.asarray(grid, dtype=np.float64)
     if not len(proba):
         raise ValueError("no blocks")
-    curve = page_word_f1(proba, label, words, page, grid).mean(axis=0)
+    curve = page_word_f1(proba, label, words, page, grid, aligned, gold_words).mean(axis=0)
     best = np.flatnonzero(curve == curve.max())
     run_end = best[0]
     while run_end + 1 < grid.size and curve[run_end + 1] == curve.max():

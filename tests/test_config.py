@@ -8,14 +8,17 @@ from transforms.menex import MenexParams
 def test_published_preset_is_the_spec_as_printed():
     import dataclasses
 
+    from transforms.classify import MainContentParams
     from transforms.conex_site import SiteConexParams
     from transforms.link_blocks import LinkBlockParams
     published = load_config("published")
-    # Config() holds SPEC's published parameters; the preset also switches the product's
-    # site-ConEx refinements and link-block removal off.
+    # Config() holds SPEC's published parameters (main content by the thesis's ConEx, not the
+    # product's block model); the preset also switches the product's site-ConEx refinements and
+    # link-block removal off.
     assert published == dataclasses.replace(
         Config(), site_conex=SiteConexParams(variant="published", branch="nodes", merge="always"),
         link_blocks=LinkBlockParams(enabled=False))
+    assert published.main_content == MainContentParams(method="conex")
     assert (published.candidates.template_n, published.template.votes) == (3, 2)
     assert (published.template_etdm.w_classes, published.template_etdm.w_attributes,
             published.template_etdm.threshold, published.template_etdm.position_option) == (0.1, 0.5, 0.7, 2)
@@ -34,6 +37,7 @@ def test_default_preset_is_the_tuned_parameters():
     assert (cfg.site_conex.variant, cfg.site_conex.branch, cfg.site_conex.merge) == ("text_aware", "words", "content")
     assert cfg.template_etdm.text_equality and cfg.site_conex_etdm.text_equality
     assert cfg.link_blocks.enabled and cfg.link_blocks.max_link_density == 0.67
+    assert (cfg.main_content.method, cfg.main_content.model) == ("learned", "")
     # Untouched by tuning: the page-level methods keep SPEC's values.
     assert cfg.menex == Config().menex and cfg.page_conex == Config().page_conex
     assert (cfg.menex.w_amplitude, cfg.menex.w_position, cfg.menex.root_threshold) == (0.30, 0.25, 0.90)

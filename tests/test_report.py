@@ -19,7 +19,7 @@ def page_html(site, name, pages, body):
 
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory):
-    """Site big.example: 5 pages linking each other (partial_cs under the tuned conex_n = 5); small.example: 2 pages; one page alone
+    """Site big.example: 5 pages linking each other (cs under the tuned template_n = 2); small.example: 2 pages; one page alone
     (page_only); an HTML record with a broken gzip body (errors: decode) and one with a bad URL
     (errors: read)."""
     tmp = tmp_path_factory.mktemp("report")
@@ -42,7 +42,9 @@ def test_summary_numbers(run_dir):
     s = summarize(str(run_dir))
     assert s["pages"] == 8 and s["sites"] == 3 and s["errors"] == 2
     methods = dict(s["methods"])
-    assert methods["partial_cs"] == 5 and methods["page_only"] == 1  # tuned conex_n 5 > 4 other pages
+    # Main content by the learned block model: provenance is the TemEx search (tuned template_n 2),
+    # and big.example's pages each link the 4 others, so a 2-CS is found.
+    assert methods["cs"] == 5 and methods["page_only"] == 1
     assert sum(methods.values()) == 8
     assert [m for m, _ in s["methods"]][:5] == ["cs", "partial_cs", "linked", "site_sample", "page_only"]
     assert s["share"]["pages"] == 7 and s["share"]["without"] == 1
@@ -52,7 +54,7 @@ def test_summary_numbers(run_dir):
     assert classes[("decode", "BadContentEncoding")]["example_url"] == "https://big.example/broken.html"
     assert classes[("read", "BadUrl")]["count"] == 1
     top = s["largest_sites"][0]
-    assert top["site"] == "big.example" and top["pages"] == 5 and top["methods"] == {"partial_cs": 5}
+    assert top["site"] == "big.example" and top["pages"] == 5 and top["methods"] == {"cs": 5}
     assert [r["site"] for r in s["largest_sites"]] == ["big.example", "small.example", "alone.example"]
     menus = {r["site"]: r for r in s["menus_per_site"]}
     assert menus["big.example"]["pages"] == 5 and menus["big.example"]["menus"] >= 1
@@ -76,7 +78,7 @@ def test_report_command_writes_html_with_charts_and_a_markdown_twin(run_dir, cap
                       "largest sites by pages, by method", "sites by number of distinct menus"]
     # the method chart has one bar per method with its count
     bars = {r.findtext("title") for r in svgs[0].iter("rect")}
-    assert "partial_cs: 5" in bars and "page_only: 1" in bars
+    assert "cs: 5" in bars and "page_only: 1" in bars
     for heading in ("Method mix", "Template share", "Errors by stage and class", "Largest sites", "Menus per site"):
         assert heading in html and f"## {heading}" in md
     assert "| partial_cs | 5 | 62.5% |" in md
