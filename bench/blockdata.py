@@ -8,6 +8,7 @@ gold main text labels each block by token alignment (`blocks.gold_labels`).
 """
 from __future__ import annotations
 
+import dataclasses
 import multiprocessing as mp
 import os
 from dataclasses import dataclass, field
@@ -102,6 +103,10 @@ def _site_blocks(site: str) -> BlockDataset:
 
 def corpus_blocks(corpus: Corpus, config, processes: int | None = None) -> BlockDataset:
     """Labelled blocks of every gold page of `corpus` (pages without a row are left out)."""
+    if config.main_content.method == "conex":
+        # The blocks are computed whatever method the preset selects for its runs.
+        config = dataclasses.replace(config, main_content=dataclasses.replace(config.main_content,
+                                                                              method="learned"))
     loaded = load_corpus(corpus.warc_paths)
     gold = {g.url: g for g in corpus.gold}
     _SHARED.update(records=loaded.records, gold=gold, config=config, corpus=corpus.name)

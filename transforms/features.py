@@ -40,10 +40,8 @@ _TEXT_PATTERNS = (
     ("more", re.compile(r"read more|continue reading|\bmore\b|»|›")),
     ("advert", re.compile(r"advertis|sponsored|\bpromoted\b")),
     ("subscribe", re.compile(r"subscribe|sign up|newsletter|log ?in\b|sign in|cookie")),
-    ("byline", re.compile(r"^\s*(?:by|posted|published|updated)\b")),
+    ("byline", re.compile(r"(?m:^)[ \t]*(?:by|posted|published|updated)\b")),
 )
-_SENTENCE_END = re.compile(r"[.!?。！？](?:\s|$)")
-_PUNCT = re.compile(r"[,;:.!?、，。！？]")
 
 
 def _names() -> tuple:
@@ -103,25 +101,57 @@ def _ancestor(page: CompactPage, nodes: np.ndarray, levels: int) -> np.ndarray:
     return out
 
 
+_ANY_PATTERN = re.compile("|".join(f"(?P<{name}>{p.pattern})" for name, p in _TEXT_PATTERNS))
+_PUNCT_CHARS = np.array([ord(c) for c in ",;:.!?、，。！？"], dtype=np.uint32)
+_END_CHARS = np.array([ord(c) for c in ".!?。！？"], dtype=np.uint32)
+_CLOSING_CHARS = np.array([ord(c) for c in ".!?:;。！？\"”'"], dtype=np.uint32)
+
+
 def _text_columns(texts: list[str], x: np.ndarray) -> None:
-    rows = []
-    for t in texts:
-        low = t.lower()
-        n_words = max(len(t.split()), 1)
-        digits = sum(ch.isdigit() for ch in t)
-        stripped = t.rstrip()
-        rows.append((
-            len(_PUNCT.findall(t)) / n_words,
-            len(_SENTENCE_END.findall(t)),
-            t.count(",") / n_words,
-            digits / max(len(t), 1),
-            1.0 if stripped and stripped[-1] in ".!?:;。！？\"”'" else 0.0,
-            1.0 if t[:1].isupper() else 0.0,
-            *[1.0 if p.search(low) else 0.0 for _, p in _TEXT_PATTERNS],
-        ))
-    if rows:
-        c = _COLUMN["punct_per_word"]
-        x[:, c:c + len(rows[0])] = np.array(rows, dtype=np.float64)
+    """Character and pattern columns of every block, over the page's block texts joined
+    by newlines: numpy over code points and one regex scan per pattern per page, never a
+    Python loop per character. Block texts are collapsed (single spaces, no leading or
+    trailing space), so each block ends right before its newline."""
+    if not texts:
+        return
+    joined = "\n".join(texts)
+    code = np.frombuffer(joined.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+    lengths = np.fromiter((len(t) for t in texts), dtype=np.int64, count=len(texts))
+    starts = np.concatenate(([0], np.cumsum(lengths + 1)[:-1]))
+    ends = starts + lengths
+
+    def per_block(flags):
+        return np.add.reduceat(np.append(flags, False).astype(np.int64), starts)[:len(texts)]
+
+    space = np.isin(code, (32, 10))
+    after_space = np.concatenate((space[1:], [True]))
+    before_space = np.concatenate(([True], space[:-1]))
+    # str.split() words: a non-space character after a space or the start.
+    n_words = np.maximum(per_block(~space & before_space), 1).astype(np.float64)
+    # str.isdigit per character: decided once per distinct code point of the page.
+    distinct = np.unique(code)
+    digit_points = distinct[[chr(c).isdigit() for c in distinct.tolist()]]
+    digits = per_block(np.isin(code, digit_points))
+    col = _COLUMN
+    x[:, col["punct_per_word"]] = per_block(np.isin(code, _PUNCT_CHARS)) / n_words
+    x[:, col["sentences"]] = per_block(np.isin(code, _END_CHARS) & after_space)
+    x[:, col["commas_per_word"]] = per_block(code == ord(",")) / n_words
+    x[:, col["digit_share"]] = digits / np.maximum(lengths, 1)
+    nonempty = lengths > 0
+    last = np.where(nonempty, code[np.maximum(ends - 1, 0)], 0)
+    x[:, col["ends_with_punct"]] = nonempty & np.isin(last, _CLOSING_CHARS)
+    x[:, col["upper_start"]] = [t[:1].isupper() for t in texts]
+    lowered = [t.lower() for t in texts]     # per block: lower() may change a text's length
+    low_starts = np.concatenate(([0], np.cumsum(np.fromiter((len(t) + 1 for t in lowered), dtype=np.int64,
+                                                            count=len(lowered)))[:-1]))
+    low = "\n".join(lowered)
+    # One scan for all patterns: no two patterns match overlapping text, so the combined
+    # alternation finds every (pattern, block) pair the patterns find one by one.
+    hits = [(m.start(), m.lastgroup) for m in _ANY_PATTERN.finditer(low)]
+    if hits:
+        block = np.searchsorted(low_starts, np.array([h[0] for h in hits]), side="right") - 1
+        column = np.array([col[f"contains_{h[1]}"] for h in hits])
+        x[block, column] = 1.0
 
 
 def block_features(page: CompactPage, blocks: Blocks, texts: list[str], *,
