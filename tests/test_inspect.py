@@ -410,3 +410,172 @@ def test_unreadable_input_is_a_clear_error(tmp_path, capsys):
     from pipeline.inspect_view import InspectError, load_site
     with pytest.raises(InspectError, match="cannot read"):
         load_site([str(missing)], "https://fruit.example/a.html")
+
+
+# ---------------------------------------------------------------------------
+# Block classification (SPEC §10): each block's content probability and the threshold
+
+BLOCK_SITE = "https://blocks.example"
+BLOCK_PAGES = {"x": ("Pears ripen off the tree, so growers pick them hard.",
+                     "A ripe pear yields to gentle pressure near the stem."),
+               "y": ("Plums come in hundreds of kinds, from yellow to purple.",
+                     "Dried plums keep for a year in a cool place."),
+               "z": ("Quinces are too hard to eat raw and are cooked first.",
+                     "Quince paste is served with cheese in Spain.")}
+
+
+def block_page(name: str) -> str:
+    first, second = BLOCK_PAGES[name]
+    menu = "".join(f"<li><a href='/{p}.html'>{p.upper()} page</a></li>" for p in BLOCK_PAGES)
+    return (f"<html><head><title>{name}</title></head><body><ul id=menu>{menu}</ul>"
+            f"<div id=story><p>{first}</p><p>{second}</p></div>"
+            f"<p id=legal>Copyright 2024 Blocks Example</p></body></html>")
+
+
+def block_record(name: str) -> PageRecord:
+    url = f"{BLOCK_SITE}/{name}.html"
+    return PageRecord(url=url, site="blocks.example", warc_file="b.warc.gz",
+                      warc_offset=list(BLOCK_PAGES).index(name), warc_record_id=f"<urn:{name}>",
+                      fetch_date="2024-01-01T00:00:00Z", content_type="text/html", charset="utf-8",
+                      truncated=None, page=parse_page(block_page(name), url))
+
+
+def _leaf(value):
+    return {"feature": [-1], "threshold": [0.0], "left": [-1], "right": [-1], "default_left": [0],
+            "value": [value]}
+
+
+def _split(feature, threshold, left, right):
+    from transforms.features import FEATURE_NAMES
+    return {"feature": [FEATURE_NAMES.index(feature), -1, -1], "threshold": [threshold, 0.0, 0.0],
+            "left": [1, -1, -1], "right": [2, -1, -1], "default_left": [0, 0, 0],
+            "value": [0.0, left, right]}
+
+
+def write_block_model(tmp_path, kind="gbdt", threshold=0.6) -> tuple[str, str]:
+    """(path, model_id) of a tiny model over the shipped feature set.
+
+    gbdt: base 0; tree 0 `link_char_share <= 0.5` -> +1 | -1; tree 1
+    `contains_rights <= 0.5` -> 0 | -1. So a menu item (all link text) scores
+    sigmoid(-1), a story paragraph sigmoid(1), the copyright line sigmoid(0) = 0.5.
+    ceml: one leaf per instance group, P 0.9 for p, 0.3 for li, 0.5 elsewhere."""
+    from bench.train_models import write_model
+    from transforms.blocks import GROUPS
+    from transforms.features import FEATURE_NAMES, FEATURE_SET_VERSION
+    if kind == "gbdt":
+        payload = {"base_score": 0.0, "trees": [_split("link_char_share", 0.5, 1.0, -1.0),
+                                                _split("contains_rights", 0.5, 0.0, -1.0)]}
+    else:
+        payload = {"group_names": list(GROUPS),
+                   "trees": [_leaf({"p": 0.9, "li": 0.3}.get(g, 0.5)) for g in GROUPS]}
+    path = str(tmp_path / f"{kind}.json.gz")
+    model_id = write_model(path, kind, payload, FEATURE_NAMES, FEATURE_SET_VERSION, threshold,
+                           {"note": "hand-built for tests/test_inspect.py"})
+    return path, model_id
+
+
+def _sig(z):
+    return 1 / (1 + np.exp(-z))
+
+
+# Blocks of each page, document order: the three menu items, the two story paragraphs, the
+# copyright line. Raw gbdt probabilities s(-1), s(-1), s(-1), s(1), s(1), 0.5; smoothed with the
+# default neighbour weight 0.1 (0.8 p + 0.1 previous + 0.1 next, an end block counting itself):
+LEARNED_P = [_sig(-1), _sig(-1), 0.9 * _sig(-1) + 0.1 * _sig(1), 0.9 * _sig(1) + 0.1 * _sig(-1),
+             0.9 * _sig(1) + 0.05, 0.45 + 0.1 * _sig(1)]   # 0.269 0.269 0.315 0.685 0.708 0.523
+
+
+def _block_config(method, model=""):
+    from configs import config_from_dict
+    return config_from_dict({"main_content": {"method": method, "model": model}})
+
+
+def _rendered(name, config):
+    records = [block_record(p) for p in BLOCK_PAGES]
+    key = records[list(BLOCK_PAGES).index(name)]
+    expl = explain_page(key, records, config)
+    doc = render(expl, block_page(name), {}, config)
+    return expl, etree.fromstring(doc.encode(), etree.HTMLParser()), records
+
+
+def test_learned_blocks_carry_their_probability_and_the_panel_the_threshold(tmp_path):
+    """With threshold 0.6 the story paragraphs (blocks 3, 4: 0.685, 0.708) are main and the
+    copyright line (0.523) is not: main_text is the two paragraphs, and exactly their text
+    is marked main, their div outlined as the main region."""
+    path, model_id = write_block_model(tmp_path)
+    config = _block_config("learned", path)
+    expl, tree, records = _rendered("x", config)
+    key = records[0]
+    np.testing.assert_allclose(expl.block_proba, LEARNED_P, rtol=1e-6)
+    row = {r["url"]: r for _, r in process_site("blocks.example", records, config)}[key.url]
+    assert row["main_text"] == "\n".join(BLOCK_PAGES["x"])
+    # Every text piece carries its block and the probability the threshold saw.
+    spans = [el for el in tree.iter("span") if "ss-t" in (el.get("class") or "").split()]
+    assert [int(s.get("data-ss-block")) for s in spans] == [0, 1, 2, 3, 4, 5]
+    assert [s.get("data-ss-p") for s in spans] == [f"{p:.4f}" for p in LEARNED_P]
+    assert [s.text for s in spans if "ss-main" in s.get("class").split()] == list(BLOCK_PAGES["x"])
+    # An element inside one block carries that block; one spanning several, their range.
+    link = tree.find(".//li/a")
+    assert (link.get("data-ss-block"), link.get("data-ss-p")) == ("0", f"{LEARNED_P[0]:.4f}")
+    assert tree.find(".//ul").get("data-ss-blocks") == "0-2" and tree.find(".//ul").get("data-ss-p") is None
+    story = tree.find(".//div[@id='story']")
+    assert story.get("data-ss-blocks") == "3-4"
+    assert {"ss-main", "ss-mr"} <= set(story.get("class").split())
+    legal = tree.find(".//p[@id='legal']")
+    assert legal.get("data-ss-block") == "5" and "ss-main" not in legal.get("class").split()
+    # The side panel: method, the model's short id, the threshold, main blocks of all blocks.
+    panel = tree.find(".//aside[@id='ss-panel']")
+    assert "".join(panel.find(".//*[@id='ss-threshold']").itertext()) == "0.6"
+    assert " ".join("".join(panel.find(".//*[@id='ss-main-blocks']").itertext()).split()) == "2 of 6"
+    assert model_id[:12] in "".join(panel.itertext()) and "learned" in "".join(panel.itertext())
+    script = tree.find(".//script").text
+    assert '{"threshold": 0.6, "main": [0, 0, 0, 1, 1, 0]}' in script
+
+
+def test_ceml_probabilities_are_its_trees_after_the_hard_rules(tmp_path):
+    """ceml takes each group's leaf as is (no smoothing): menu items (li) 0.3, paragraphs 0.9;
+    no hard rule applies (the items are li, the paragraphs are neither links nor in a menu).
+    Threshold 0.5: the paragraphs and the copyright line are main."""
+    path, _ = write_block_model(tmp_path, "ceml", threshold=0.5)
+    config = _block_config("ceml", path)
+    expl, tree, _ = _rendered("y", config)
+    spans = [el for el in tree.iter("span") if "ss-t" in (el.get("class") or "").split()]
+    assert [s.get("data-ss-p") for s in spans] == ["0.3000"] * 3 + ["0.9000"] * 3
+    assert expl.block_selected.tolist() == [False] * 3 + [True] * 3
+    panel_text = " ".join("".join(tree.find(".//aside").itertext()).split())
+    assert "ceml: seed 002's published classifier" in panel_text and "3 of 6" in panel_text
+
+
+def test_conex_has_no_block_probabilities():
+    config = _block_config("conex")
+    expl, tree, _ = _rendered("x", config)
+    assert expl.block_proba is None and expl.node_blocks() is None
+    assert not [el for el in tree.iter() if el.get("data-ss-p") or el.get("data-ss-block")]
+    assert tree.find(".//*[@id='ss-threshold']") is None
+    assert "no blocks, so no content probabilities" in "".join(tree.find(".//aside").itertext())
+    assert "var blocks = null;" in tree.find(".//script").text
+
+
+def test_chromium_hover_shows_a_blocks_probability(tmp_path):
+    """The pinned node (`#node=N`, shown as on hover) of each story paragraph's text, of the
+    copyright line and of the menu list, with the learned model above."""
+    binary = _chromium()
+    path, _ = write_block_model(tmp_path)
+    config_file = tmp_path / "blocks.yaml"
+    config_file.write_text(f"main_content:\n  method: learned\n  model: {path}\n", encoding="utf-8")
+    warc = write_warc(tmp_path / "blocks.warc.gz",
+                      [response(f"{BLOCK_SITE}/{p}.html", block_page(p).encode()) for p in BLOCK_PAGES])
+    out = tmp_path / "x.html"
+    assert main(["inspect", "--input", warc, "--url", f"{BLOCK_SITE}/x.html", "--out", str(out),
+                 "--config", str(config_file)]) == 0
+    tree = etree.fromstring(out.read_bytes(), etree.HTMLParser())
+    spans = {int(s.get("data-ss-block")): s.get("data-ss-node") for s in tree.iter("span")
+             if s.get("data-ss-block") is not None}
+    expected = {spans[3]: "block 3 \u00b7 content probability 0.68 (threshold 0.60) \u2192 main",
+                spans[5]: "block 5 \u00b7 content probability 0.52 (threshold 0.60) \u2192 not main",
+                tree.find(".//ul").get("data-ss-node"): "blocks 0\u20132: 0 of 3 main"}
+    for node, line in expected.items():
+        dom = _browse(binary, tmp_path, f"{out.as_uri()}#node={node}", "--dump-dom")
+        info = etree.fromstring(dom.encode(), etree.HTMLParser()).find(".//*[@id='ss-hover-info']")
+        assert info.get("data-ss-shown") == node
+        assert line in [" ".join(div.itertext()) for div in info], list(info.itertext())
