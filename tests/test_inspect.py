@@ -419,15 +419,20 @@ def test_chromium_screenshots_show_the_marks_and_the_toggles(fruit_warc, tmp_pat
     assert visible["nontemplate"] == {"main", "quote"}, seen
 
 
-def test_deep_pages_render_without_recursion(tmp_path):
+def test_deep_pages_render_without_recursion(main_config):
     depth = 4000
     html = "<html><body>" + "<div>x" * depth + "</div>" * depth + "</body></html>"
     key = PageRecord(url="http://deep.example/", site="deep.example", warc_file="w", warc_offset=0,
                      warc_record_id="", fetch_date="", content_type="text/html", charset="utf-8",
                      truncated=None, page=parse_page(html, "http://deep.example/"))
-    doc = render(explain_page(key, [key], Config()), html, {}, Config())
+    doc = render(explain_page(key, [key], main_config), html, {}, main_config)
     nodes = [int(n) for n in re.findall(r'data-ss-node="(\d+)"', doc)]
     assert sorted(nodes) == list(range(key.page.size))
+    if main_config.main_content.method != "conex":
+        # each "x" is its own block (a nested div cuts it from the next) and carries it
+        texts = int((key.page.tag == TEXT).sum())
+        assert texts > 1000 and len(re.findall(r'<span class="ss-t[^"]*"[^>]* data-ss-block="\d+" '
+                                               r'data-ss-p="', doc)) == texts
 
 
 def test_unreadable_input_is_a_clear_error(tmp_path, capsys):
