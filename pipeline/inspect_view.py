@@ -539,14 +539,14 @@ _SCRIPT = """
     var b = el.getAttribute("data-ss-block");
     if (b !== null) {
       var p = parseFloat(el.getAttribute("data-ss-p"));
-      return "block " + b + " \u00b7 content probability " + fmt(p, blocks.threshold) + " (threshold "
-             + fmt(blocks.threshold, p) + ") \u2192 " + (blocks.main[+b] ? "main" : "not main");
+      return "block " + b + " \\u00b7 content probability " + fmt(p, blocks.threshold) + " (threshold "
+             + fmt(blocks.threshold, p) + ") \\u2192 " + (blocks.main[+b] ? "main" : "not main");
     }
     var range = el.getAttribute("data-ss-blocks");
     if (range !== null) {
       var ends = range.split("-").map(Number), n = 0;
       for (var i = ends[0]; i <= ends[1]; i++) { n += blocks.main[i]; }
-      return "blocks " + ends[0] + "\u2013" + ends[1] + ": " + n + " of " + (ends[1] - ends[0] + 1) + " main";
+      return "blocks " + ends[0] + "\\u2013" + ends[1] + ": " + n + " of " + (ends[1] - ends[0] + 1) + " main";
     }
     return "in no block (holds no text)";
   }
