@@ -55,6 +55,15 @@ METHOD_TEXT = {
                  "(MenEx + page-level ConEx); the non-template text is the page without its menu",
 }
 
+MAIN_CONTENT_TEXT = {
+    "learned": "the product's block classifier: gradient-boosted trees over each block's page and "
+               "site features (SPEC §10)",
+    "ceml": "seed 002's published classifier: its hard rules, then one decision tree per kind of "
+            "block (SPEC §10)",
+    "conex": "ConEx: site-level with candidate pages (SPEC §7), page-level without (§3); "
+             "no blocks, so no content probabilities",
+}
+
 
 class InspectError(Exception):
     """A user-facing failure: page not in the inputs, or not processable."""
@@ -219,6 +228,11 @@ class _Annotation:
     tail: dict           # element → node index of its .tail
     classes: list        # node index → "ss-..." class string
     occurrences: np.ndarray | None
+    # Block methods: first and last block of each node's text (-1: none) and each block's
+    # content probability; None for conex.
+    block_first: np.ndarray | None = None
+    block_last: np.ndarray | None = None
+    proba: np.ndarray | None = None
 
 
 def _annotate(expl: Explanation, body) -> _Annotation:
@@ -249,6 +263,14 @@ def _annotate(expl: Explanation, body) -> _Annotation:
     # outlined, so a block reads as one mark instead of a nest of them.
     all_removed = subtree_sum(page, (~removed).astype(np.int32)) == 0
     template_block = is_element & all_removed & ~(has_parent & all_removed[safe_parent])
+    if expl.block_proba is not None:
+        # Block methods mark text nodes only (the selected blocks' own text, as main_text has
+        # it); an element is main content when all the text it holds is, so a run of main
+        # blocks is outlined as one region, as ConEx's node set is.
+        is_text = page.tag == TEXT
+        holds_text = subtree_sum(page, is_text.astype(np.int32)) > 0
+        all_main = subtree_sum(page, (is_text & ~main).astype(np.int32)) == 0
+        main = main | (is_element & holds_text & all_main)
     main_root = is_element & main & ~(has_parent & main[safe_parent])
     hide = {}
     for mode in ("template", "main", "nontemplate"):
@@ -274,8 +296,11 @@ def _annotate(expl: Explanation, body) -> _Annotation:
             if mask[i]:
                 c.append("ss-h-" + mode)
         classes.append(" ".join(c))
+    blocks = expl.node_blocks()
+    first, last = blocks if blocks is not None else (None, None)
     return _Annotation(element=element, text=text, tail=tail, classes=classes,
-                       occurrences=expl.occurrences)
+                       occurrences=expl.occurrences, block_first=first, block_last=last,
+                       proba=expl.block_proba)
 
 
 # ---------------------------------------------------------------------------
@@ -351,6 +376,13 @@ def _node_extra(ann: _Annotation, i: int) -> dict:
     extra = {"data-ss-node": i}
     if ann.occurrences is not None:
         extra["data-ss-occ"] = int(ann.occurrences[i])
+    if ann.proba is not None:
+        first, last = int(ann.block_first[i]), int(ann.block_last[i])
+        if first >= 0 and first == last:
+            extra["data-ss-block"] = first
+            extra["data-ss-p"] = f"{float(ann.proba[first]):.4f}"
+        elif first >= 0:
+            extra["data-ss-blocks"] = f"{first}-{last}"
     return extra
 
 
@@ -472,6 +504,8 @@ _SCRIPT = """
   var root = document.documentElement;
   var modes = %(modes)s;
   var candidates = %(candidates)d;
+  // Block methods: the threshold and which blocks are main (1) by index; null for conex.
+  var blocks = %(blocks)s;
   var panel = document.getElementById("ss-panel");
   var info = document.getElementById("ss-hover-info");
   var buttons = panel.querySelectorAll("button[data-ss-mode]");
@@ -493,6 +527,29 @@ _SCRIPT = """
       b.setAttribute("aria-pressed", String(b.getAttribute("data-ss-mode") === mode));
     });
   }
+  function fmt(x, other) {
+    // Two decimals, more when they would make a probability look equal to the threshold.
+    var s = x.toFixed(2);
+    return s === other.toFixed(2) && x !== other ? x.toFixed(4) : s;
+  }
+  function blockLine(el) {
+    if (blocks === null) {
+      return "content probability: not computed (main content by ConEx, which has no blocks)";
+    }
+    var b = el.getAttribute("data-ss-block");
+    if (b !== null) {
+      var p = parseFloat(el.getAttribute("data-ss-p"));
+      return "block " + b + " \\u00b7 content probability " + fmt(p, blocks.threshold) + " (threshold "
+             + fmt(blocks.threshold, p) + ") \\u2192 " + (blocks.main[+b] ? "main" : "not main");
+    }
+    var range = el.getAttribute("data-ss-blocks");
+    if (range !== null) {
+      var ends = range.split("-").map(Number), n = 0;
+      for (var i = ends[0]; i <= ends[1]; i++) { n += blocks.main[i]; }
+      return "blocks " + ends[0] + "\\u2013" + ends[1] + ": " + n + " of " + (ends[1] - ends[0] + 1) + " main";
+    }
+    return "in no block (holds no text)";
+  }
   function describe(el) {
     var labels = [];
     if (el.classList.contains("ss-template")) { labels.push("template"); }
@@ -503,6 +560,7 @@ _SCRIPT = """
     var lines = ["node " + el.getAttribute("data-ss-node") + " \\u00b7 " + kind];
     lines.push(occ === null ? "occurrences: none computed (page-level methods)"
                : "mapped into " + occ + " of " + candidates + " template candidate page" + (candidates === 1 ? "" : "s"));
+    lines.push(blockLine(el));
     lines.push(labels.length ? labels.join(", ") : "non-template, not main content");
     var text = (el.textContent || "").replace(/\\s+/g, " ").trim();
     if (text) { lines.push("\\u201c" + (text.length > 90 ? text.slice(0, 90) + "\\u2026" : text) + "\\u201d"); }
@@ -572,6 +630,32 @@ def _candidate_list(expl: Explanation, selection, title: str, n: int) -> str:
             f"<ul>{''.join(items) or '<li>none</li>'}</ul>")
 
 
+def _method_text(expl: Explanation) -> str:
+    if expl.method == "page_only" and expl.block_proba is not None:
+        # The block classifier replaces page-level ConEx; the site features take their no-site values.
+        return ("no other page of the site in the archive: MenEx, and the block classifier without "
+                "site features; the non-template text is the page without its menu")
+    return METHOD_TEXT.get(expl.method, "")
+
+
+def _main_content_html(expl: Explanation, config) -> str:
+    method = expl.main_content_method
+    text = f"<p><code>{_esc_text(method)}</code>: {_esc_text(MAIN_CONTENT_TEXT.get(method, ''))}.</p>"
+    if expl.block_proba is None:
+        return text
+    selected = expl.block_selected
+    smoothing = (f", after mixing in each neighbouring block's probability with weight "
+                 f"{config.main_content.neighbour_weight:g}"
+                 if method == "learned" and config.main_content.neighbour_weight else "")
+    return (text + f"<dl><dt>model</dt><dd><code title=\"{_esc_attr(expl.model_id or '')}\">"
+            f"{_esc_text((expl.model_id or '?')[:12])}</code></dd>"
+            f'<dt>threshold</dt><dd id="ss-threshold"><b>{expl.threshold:.4g}</b></dd>'
+            f'<dt>main blocks</dt><dd id="ss-main-blocks"><b>{int(selected.sum())}</b> of '
+            f"{selected.size}</dd></dl>"
+            f"<p>A block is main content when its content probability{smoothing} is at least the "
+            f"threshold; hover over the page to see a block's probability.</p>")
+
+
 def _panel(expl: Explanation, config, skipped: int, mode_words: dict) -> str:
     page, record = expl.page, expl.record
     words = expl.words()
@@ -599,7 +683,9 @@ def _panel(expl: Explanation, config, skipped: int, mode_words: dict) -> str:
         menu_html = (f"<p>Node {menu.node}, <code>&lt;{tag_name(int(page.tag[menu.node]))}&gt;</code>, "
                      f"{len(menu.links)} link(s):</p><ul>{links}{more}</ul>")
     notes = list(page.notes) + (["WARC-Truncated: " + record.truncated] if record.truncated else [])
-    if expl.method != "page_only" and not expl.main.any():
+    if expl.block_selected is not None and not expl.block_selected.any():
+        notes.append("no main content: no block classified as main content")
+    elif expl.block_selected is None and expl.method != "page_only" and not expl.main.any():
         notes.append("no main content: the page maps entirely onto its candidate pages")
     if skipped:
         notes.append(f"{skipped} page(s) of the site could not be parsed and were left out, "
@@ -623,10 +709,13 @@ def _panel(expl: Explanation, config, skipped: int, mode_words: dict) -> str:
 <li><span class="ss-sw" style="box-shadow:0 0 0 2px {u} inset"></span>menu (MenEx)</li>
 </ul>
 <h2>Node under the pointer</h2>
-<div id="ss-hover-info">Hover over the page to see a node's occurrences and labels.</div>
+<div id="ss-hover-info">Hover over the page to see a node's occurrences, block and labels.</div>
 <h2>Method</h2>
-<p><code>{_esc_text(expl.method)}</code>: {_esc_text(METHOD_TEXT.get(expl.method, ""))}</p>
-{_candidate_list(expl, expl.conex_selection, "Candidate pages (site ConEx)", config.candidates.conex_n)}
+<p><code>{_esc_text(expl.method)}</code>: {_esc_text(_method_text(expl))}</p>
+<h2>Main content</h2>
+{_main_content_html(expl, config)}
+{_candidate_list(expl, expl.conex_selection, "Candidate pages (site ConEx)", config.candidates.conex_n)
+ if expl.block_proba is None else ""}
 {_candidate_list(expl, expl.template_selection, "Candidate pages (template)", config.candidates.template_n)}
 <h2>Template share</h2>
 {share_html}
@@ -661,7 +750,12 @@ def render(expl: Explanation, html: str, stylesheets: dict | None = None, config
     mode_words = {mode: int(page.words[expl.kept_in(mode) & (page.tag == TEXT)].sum())
                   for mode in ("template", "main", "nontemplate")}
     candidates = len(expl.template_selection.candidates) if expl.template_selection else 0
-    script = _SCRIPT % {"modes": json.dumps(list(MODES)), "candidates": candidates}
+    blocks = None
+    if expl.block_proba is not None:
+        blocks = {"threshold": expl.threshold, "main": expl.block_selected.astype(int).tolist()}
+    # "</" cannot occur in these numbers, so the JSON cannot end the script element.
+    script = _SCRIPT % {"modes": json.dumps(list(MODES)), "candidates": candidates,
+                        "blocks": json.dumps(blocks)}
     closing = (_panel(expl, config, skipped, mode_words)
                + f'<script nonce="{nonce}">{script}</script>')
     css = "".join(

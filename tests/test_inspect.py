@@ -16,6 +16,7 @@ from pipeline.cli import main
 from pipeline.inspect_view import MAIN_COLOR, MENU_COLOR, TEMPLATE_COLOR, clean_css, render
 from transforms.explain import explain_page
 from transforms.extract import PageRecord, process_site
+from transforms.blocks import render_blocks
 from transforms.page import TEXT, parse_page
 from transforms.tree import text_of
 from warcs import response, write_warc
@@ -80,16 +81,35 @@ def record(name, url=None):
                       page=parse_page(site_page(name).decode(), url))
 
 
-def test_explanation_is_what_the_pipeline_writes():
+@pytest.fixture(params=["conex", "learned"])
+def main_config(request, tmp_path):
+    """ConEx, and the block classifier with the hand-built model of write_block_model (below)."""
+    if request.param == "conex":
+        return _block_config("conex")
+    return _block_config("learned", write_block_model(tmp_path)[0])
+
+
+def _main_text_matches(expl, row):
+    """The explained main mask is what the row's main_text was made of: ConEx's node set, or
+    exactly the text nodes of the selected blocks, rendered one line per block."""
+    page = expl.page
+    if expl.block_selected is None:
+        return text_of(page, expl.main) == row["main_text"]
+    own = expl.analysis.blocks
+    return (np.array_equal(expl.main, own.blocks.node_mask(page, expl.block_selected))
+            and render_blocks(own.texts, expl.block_selected) == row["main_text"])
+
+
+def test_explanation_is_what_the_pipeline_writes(main_config):
     """For every page of the site, the explained masks give exactly the row's texts and numbers."""
-    config = Config()
+    config = main_config
     records = [record(p) for p in PAGES]
     rows = {row["url"]: row for kind, row in process_site("fruit.example", records, config)}
     for key in records:
         expl = explain_page(key, records, config)
         row = rows[key.url]
         page = key.page
-        assert text_of(page, expl.main) == row["main_text"]
+        assert row["main_text"] and _main_text_matches(expl, row)
         assert text_of(page, expl.nontemplate) == row["nontemplate_text"]
         assert expl.method == row["method"] == "cs"
         assert expl.conex_selection.candidates == row["candidate_urls"]
@@ -103,21 +123,26 @@ def test_explanation_is_what_the_pipeline_writes():
         assert expl.occurrences[0] == 3 and expl.site_pages == 5
 
 
-def test_single_page_site_is_explained_with_page_level_methods():
-    config = Config()
+def test_single_page_site_is_explained_with_page_level_methods(main_config):
+    config = main_config
     key = record("a", url="https://fruit.example/a.html")
     expl = explain_page(key, [key], config)
     (kind, row), = list(process_site("fruit.example", [key], config))
     assert expl.method == row["method"] == "page_only"
     assert expl.occurrences is None and expl.template_share is None
-    assert text_of(key.page, expl.main) == row["main_text"]
+    assert row["main_text"] and _main_text_matches(expl, row)
     assert text_of(key.page, expl.nontemplate) == row["nontemplate_text"]
     assert expl.template.any() and np.array_equal(expl.template, expl.menu_mask)
 
 
 def _inspected(fruit_warc, tmp_path, url=f"{SITE}/a.html"):
+    """The view with ConEx main content (what these tests expect: its main-content root, its
+    candidate method), so that they do not depend on what the shipped model learned."""
     out = tmp_path / "page.html"
-    assert main(["inspect", "--input", fruit_warc, "--url", url, "--out", str(out)]) == 0
+    conex = tmp_path / "conex.yaml"
+    conex.write_text("main_content:\n  method: conex\n", encoding="utf-8")
+    assert main(["inspect", "--input", fruit_warc, "--url", url, "--out", str(out),
+                 "--config", str(conex)]) == 0
     return out, out.read_text(encoding="utf-8")
 
 
@@ -394,15 +419,20 @@ def test_chromium_screenshots_show_the_marks_and_the_toggles(fruit_warc, tmp_pat
     assert visible["nontemplate"] == {"main", "quote"}, seen
 
 
-def test_deep_pages_render_without_recursion(tmp_path):
+def test_deep_pages_render_without_recursion(main_config):
     depth = 4000
     html = "<html><body>" + "<div>x" * depth + "</div>" * depth + "</body></html>"
     key = PageRecord(url="http://deep.example/", site="deep.example", warc_file="w", warc_offset=0,
                      warc_record_id="", fetch_date="", content_type="text/html", charset="utf-8",
                      truncated=None, page=parse_page(html, "http://deep.example/"))
-    doc = render(explain_page(key, [key], Config()), html, {}, Config())
+    doc = render(explain_page(key, [key], main_config), html, {}, main_config)
     nodes = [int(n) for n in re.findall(r'data-ss-node="(\d+)"', doc)]
     assert sorted(nodes) == list(range(key.page.size))
+    if main_config.main_content.method != "conex":
+        # each "x" is its own block (a nested div cuts it from the next) and carries it
+        texts = int((key.page.tag == TEXT).sum())
+        assert texts > 1000 and len(re.findall(r'<span class="ss-t[^"]*"[^>]* data-ss-block="\d+" '
+                                               r'data-ss-p="', doc)) == texts
 
 
 def test_unreadable_input_is_a_clear_error(tmp_path, capsys):
@@ -410,3 +440,172 @@ def test_unreadable_input_is_a_clear_error(tmp_path, capsys):
     from pipeline.inspect_view import InspectError, load_site
     with pytest.raises(InspectError, match="cannot read"):
         load_site([str(missing)], "https://fruit.example/a.html")
+
+
+# ---------------------------------------------------------------------------
+# Block classification (SPEC §10): each block's content probability and the threshold
+
+BLOCK_SITE = "https://blocks.example"
+BLOCK_PAGES = {"x": ("Pears ripen off the tree, so growers pick them hard.",
+                     "A ripe pear yields to gentle pressure near the stem."),
+               "y": ("Plums come in hundreds of kinds, from yellow to purple.",
+                     "Dried plums keep for a year in a cool place."),
+               "z": ("Quinces are too hard to eat raw and are cooked first.",
+                     "Quince paste is served with cheese in Spain.")}
+
+
+def block_page(name: str) -> str:
+    first, second = BLOCK_PAGES[name]
+    menu = "".join(f"<li><a href='/{p}.html'>{p.upper()} page</a></li>" for p in BLOCK_PAGES)
+    return (f"<html><head><title>{name}</title></head><body><ul id=menu>{menu}</ul>"
+            f"<div id=story><p>{first}</p><p>{second}</p></div>"
+            f"<p id=legal>Copyright 2024 Blocks Example</p></body></html>")
+
+
+def block_record(name: str) -> PageRecord:
+    url = f"{BLOCK_SITE}/{name}.html"
+    return PageRecord(url=url, site="blocks.example", warc_file="b.warc.gz",
+                      warc_offset=list(BLOCK_PAGES).index(name), warc_record_id=f"<urn:{name}>",
+                      fetch_date="2024-01-01T00:00:00Z", content_type="text/html", charset="utf-8",
+                      truncated=None, page=parse_page(block_page(name), url))
+
+
+def _leaf(value):
+    return {"feature": [-1], "threshold": [0.0], "left": [-1], "right": [-1], "default_left": [0],
+            "value": [value]}
+
+
+def _split(feature, threshold, left, right):
+    from transforms.features import FEATURE_NAMES
+    return {"feature": [FEATURE_NAMES.index(feature), -1, -1], "threshold": [threshold, 0.0, 0.0],
+            "left": [1, -1, -1], "right": [2, -1, -1], "default_left": [0, 0, 0],
+            "value": [0.0, left, right]}
+
+
+def write_block_model(tmp_path, kind="gbdt", threshold=0.6) -> tuple[str, str]:
+    """(path, model_id) of a tiny model over the shipped feature set.
+
+    gbdt: base 0; tree 0 `link_char_share <= 0.5` -> +1 | -1; tree 1
+    `contains_rights <= 0.5` -> 0 | -1. So a menu item (all link text) scores
+    sigmoid(-1), a story paragraph sigmoid(1), the copyright line sigmoid(0) = 0.5.
+    ceml: one leaf per instance group, P 0.9 for p, 0.3 for li, 0.5 elsewhere."""
+    from bench.train_models import write_model
+    from transforms.blocks import GROUPS
+    from transforms.features import FEATURE_NAMES, FEATURE_SET_VERSION
+    if kind == "gbdt":
+        payload = {"base_score": 0.0, "trees": [_split("link_char_share", 0.5, 1.0, -1.0),
+                                                _split("contains_rights", 0.5, 0.0, -1.0)]}
+    else:
+        payload = {"group_names": list(GROUPS),
+                   "trees": [_leaf({"p": 0.9, "li": 0.3}.get(g, 0.5)) for g in GROUPS]}
+    path = str(tmp_path / f"{kind}.json.gz")
+    model_id = write_model(path, kind, payload, FEATURE_NAMES, FEATURE_SET_VERSION, threshold,
+                           {"note": "hand-built for tests/test_inspect.py"})
+    return path, model_id
+
+
+def _sig(z):
+    return 1 / (1 + np.exp(-z))
+
+
+# Blocks of each page, document order: the three menu items, the two story paragraphs, the
+# copyright line. Raw gbdt probabilities s(-1), s(-1), s(-1), s(1), s(1), 0.5; smoothed with the
+# default neighbour weight 0.1 (0.8 p + 0.1 previous + 0.1 next, an end block counting itself):
+LEARNED_P = [_sig(-1), _sig(-1), 0.9 * _sig(-1) + 0.1 * _sig(1), 0.9 * _sig(1) + 0.1 * _sig(-1),
+             0.9 * _sig(1) + 0.05, 0.45 + 0.1 * _sig(1)]   # 0.269 0.269 0.315 0.685 0.708 0.523
+
+
+def _block_config(method, model=""):
+    from configs import config_from_dict
+    return config_from_dict({"main_content": {"method": method, "model": model}})
+
+
+def _rendered(name, config):
+    records = [block_record(p) for p in BLOCK_PAGES]
+    key = records[list(BLOCK_PAGES).index(name)]
+    expl = explain_page(key, records, config)
+    doc = render(expl, block_page(name), {}, config)
+    return expl, etree.fromstring(doc.encode(), etree.HTMLParser()), records
+
+
+def test_learned_blocks_carry_their_probability_and_the_panel_the_threshold(tmp_path):
+    """With threshold 0.6 the story paragraphs (blocks 3, 4: 0.685, 0.708) are main and the
+    copyright line (0.523) is not: main_text is the two paragraphs, and exactly their text
+    is marked main, their div outlined as the main region."""
+    path, model_id = write_block_model(tmp_path)
+    config = _block_config("learned", path)
+    expl, tree, records = _rendered("x", config)
+    key = records[0]
+    np.testing.assert_allclose(expl.block_proba, LEARNED_P, rtol=1e-6)
+    row = {r["url"]: r for _, r in process_site("blocks.example", records, config)}[key.url]
+    assert row["main_text"] == "\n".join(BLOCK_PAGES["x"])
+    # Every text piece carries its block and the probability the threshold saw.
+    spans = [el for el in tree.iter("span") if "ss-t" in (el.get("class") or "").split()]
+    assert [int(s.get("data-ss-block")) for s in spans] == [0, 1, 2, 3, 4, 5]
+    assert [s.get("data-ss-p") for s in spans] == [f"{p:.4f}" for p in LEARNED_P]
+    assert [s.text for s in spans if "ss-main" in s.get("class").split()] == list(BLOCK_PAGES["x"])
+    # An element inside one block carries that block; one spanning several, their range.
+    link = tree.find(".//li/a")
+    assert (link.get("data-ss-block"), link.get("data-ss-p")) == ("0", f"{LEARNED_P[0]:.4f}")
+    assert tree.find(".//ul").get("data-ss-blocks") == "0-2" and tree.find(".//ul").get("data-ss-p") is None
+    story = tree.find(".//div[@id='story']")
+    assert story.get("data-ss-blocks") == "3-4"
+    assert {"ss-main", "ss-mr"} <= set(story.get("class").split())
+    legal = tree.find(".//p[@id='legal']")
+    assert legal.get("data-ss-block") == "5" and "ss-main" not in legal.get("class").split()
+    # The side panel: method, the model's short id, the threshold, main blocks of all blocks.
+    panel = tree.find(".//aside[@id='ss-panel']")
+    assert "".join(panel.find(".//*[@id='ss-threshold']").itertext()) == "0.6"
+    assert " ".join("".join(panel.find(".//*[@id='ss-main-blocks']").itertext()).split()) == "2 of 6"
+    assert model_id[:12] in "".join(panel.itertext()) and "learned" in "".join(panel.itertext())
+    script = tree.find(".//script").text
+    assert '{"threshold": 0.6, "main": [0, 0, 0, 1, 1, 0]}' in script
+
+
+def test_ceml_probabilities_are_its_trees_after_the_hard_rules(tmp_path):
+    """ceml takes each group's leaf as is (no smoothing): menu items (li) 0.3, paragraphs 0.9;
+    no hard rule applies (the items are li, the paragraphs are neither links nor in a menu).
+    Threshold 0.5: the paragraphs and the copyright line are main."""
+    path, _ = write_block_model(tmp_path, "ceml", threshold=0.5)
+    config = _block_config("ceml", path)
+    expl, tree, _ = _rendered("y", config)
+    spans = [el for el in tree.iter("span") if "ss-t" in (el.get("class") or "").split()]
+    assert [s.get("data-ss-p") for s in spans] == ["0.3000"] * 3 + ["0.9000"] * 3
+    assert expl.block_selected.tolist() == [False] * 3 + [True] * 3
+    panel_text = " ".join("".join(tree.find(".//aside").itertext()).split())
+    assert "ceml: seed 002's published classifier" in panel_text and "3 of 6" in panel_text
+
+
+def test_conex_has_no_block_probabilities():
+    config = _block_config("conex")
+    expl, tree, _ = _rendered("x", config)
+    assert expl.block_proba is None and expl.node_blocks() is None
+    assert not [el for el in tree.iter() if el.get("data-ss-p") or el.get("data-ss-block")]
+    assert tree.find(".//*[@id='ss-threshold']") is None
+    assert "no blocks, so no content probabilities" in "".join(tree.find(".//aside").itertext())
+    assert "var blocks = null;" in tree.find(".//script").text
+
+
+def test_chromium_hover_shows_a_blocks_probability(tmp_path):
+    """The pinned node (`#node=N`, shown as on hover) of each story paragraph's text, of the
+    copyright line and of the menu list, with the learned model above."""
+    binary = _chromium()
+    path, _ = write_block_model(tmp_path)
+    config_file = tmp_path / "blocks.yaml"
+    config_file.write_text(f"main_content:\n  method: learned\n  model: {path}\n", encoding="utf-8")
+    warc = write_warc(tmp_path / "blocks.warc.gz",
+                      [response(f"{BLOCK_SITE}/{p}.html", block_page(p).encode()) for p in BLOCK_PAGES])
+    out = tmp_path / "x.html"
+    assert main(["inspect", "--input", warc, "--url", f"{BLOCK_SITE}/x.html", "--out", str(out),
+                 "--config", str(config_file)]) == 0
+    tree = etree.fromstring(out.read_bytes(), etree.HTMLParser())
+    spans = {int(s.get("data-ss-block")): s.get("data-ss-node") for s in tree.iter("span")
+             if s.get("data-ss-block") is not None}
+    expected = {spans[3]: "block 3 \u00b7 content probability 0.68 (threshold 0.60) \u2192 main",
+                spans[5]: "block 5 \u00b7 content probability 0.52 (threshold 0.60) \u2192 not main",
+                tree.find(".//ul").get("data-ss-node"): "blocks 0\u20132: 0 of 3 main"}
+    for node, line in expected.items():
+        dom = _browse(binary, tmp_path, f"{out.as_uri()}#node={node}", "--dump-dom")
+        info = etree.fromstring(dom.encode(), etree.HTMLParser()).find(".//*[@id='ss-hover-info']")
+        assert info.get("data-ss-shown") == node
+        assert line in [" ".join(div.itertext()) for div in info], list(info.itertext())

@@ -31,6 +31,8 @@ class Explanation:
     menu_mask: np.ndarray         # bool per node: subtree of the menu node
     occurrences: np.ndarray | None  # TemEx/HybEx: candidate pages each node maps into; None for page_only
     linked: frozenset             # in-site URLs the key page links to
+    main_content_method: str = "conex"  # learned | ceml | conex (config main_content.method)
+    model_id: str | None = None   # the block model that decided the main content (None for conex)
 
     @property
     def page(self) -> CompactPage:
@@ -83,6 +85,43 @@ class Explanation:
         return {"page": words_in(page), "main": words_in(page, self.main),
                 "nontemplate": words_in(page, self.nontemplate)}
 
+    @property
+    def block_proba(self) -> np.ndarray | None:
+        """Content probability of each block as the threshold saw it; None for conex."""
+        return self.analysis.proba
+
+    @property
+    def block_selected(self) -> np.ndarray | None:
+        return self.analysis.selected
+
+    @property
+    def threshold(self) -> float | None:
+        return self.analysis.threshold
+
+    def node_blocks(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """(first, last) block of each node's text, -1 for a node holding no text; None for conex.
+
+        A text node is in one block (first = last). An element's text nodes are
+        consecutive in document order and blocks are runs of consecutive text
+        nodes, so an element's blocks are the range from its first text node's
+        block to its last one's; first = last means the element lies in one block
+        (an `<a>` inside a paragraph, or the paragraph).
+        """
+        if self.analysis.proba is None or self.analysis.blocks is None:
+            return None
+        page, blocks = self.page, self.analysis.blocks.blocks
+        none = np.full(page.size, -1, dtype=np.int64)
+        text = blocks.text_nodes                 # every text node, document order
+        if text.size == 0:
+            return none, none.copy()
+        block = blocks.block_of_text()
+        lo = np.searchsorted(text, np.arange(page.size))                # first text node at or after the node
+        hi = np.searchsorted(text, page.end.astype(np.int64)) - 1       # last text node inside its subtree
+        has_text = hi >= lo
+        first = np.where(has_text, block[np.minimum(lo, text.size - 1)], none)
+        last = np.where(has_text, block[np.maximum(hi, 0)], none)
+        return first, last
+
     def texts(self) -> dict:
         return {"main": text_of(self.page, self.main), "nontemplate": text_of(self.page, self.nontemplate)}
 
@@ -108,4 +147,6 @@ def explain_page(key: PageRecord, site_records: Iterable[PageRecord], config) ->
     linked = frozenset(url for url, _ in key_page_links(page, key.site))
     return Explanation(record=key, analysis=analysis, site_pages=len(pages), template=template,
                        nontemplate=nontemplate, main=analysis.main, menu_mask=menu_mask,
-                       occurrences=occurrences, linked=linked)
+                       occurrences=occurrences, linked=linked,
+                       main_content_method=config.main_content.method,
+                       model_id=model.model_id if model is not None else None)
