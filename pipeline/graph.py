@@ -42,6 +42,7 @@ class ReadWarcFile(beam.DoFn):
 
     def __init__(self, config: Config):
         self.limits = config.read
+        self.rules = config.read.parse_rules()
 
     def process(self, path: str):
         started = time.monotonic()
@@ -65,7 +66,7 @@ class ReadWarcFile(beam.DoFn):
                     _count("html_200")
                     try:
                         record = record_from_response(item, max_nodes=self.limits.max_nodes,
-                                                      read_ms=read_ms)
+                                                      read_ms=read_ms, rules=self.rules)
                     except StageError as exc:
                         yield _error(url=item.url, warc_file=item.warc_file, warc_offset=item.warc_offset,
                                      stage=exc.stage, error_class=exc.error_class, message=exc.message)

@@ -100,6 +100,14 @@ class ReadLimits:
     # a kB of peak memory per node, so larger pages become TooManyNodes errors
     # rather than seconds to minutes and GBs per page.
     max_nodes: int = 500_000
+    # How a page is flattened where the product departs from SPEC §1
+    # (transforms.page.ParseRules; both off in configs/published.yaml).
+    keep_noscript: bool = True
+    widget_leaves: bool = True
+
+    def parse_rules(self):
+        from transforms.page import ParseRules
+        return ParseRules(keep_noscript=self.keep_noscript, widget_leaves=self.widget_leaves)
 
 
 @dataclass
