@@ -1013,8 +1013,13 @@ def expand_inputs(inputs: Sequence[str], input_prefix: str | None = None) -> lis
     return sorted(paths)
 
 
+def is_manifest(item: str) -> bool:
+    """True for a Common Crawl manifest name (warc.paths, warc.paths.gz)."""
+    return bool(_MANIFEST_NAME.search(item.rstrip("/").rsplit("/", 1)[-1]))
+
+
 def _expand_input(item: str, input_prefix: str | None) -> list[str]:
-    if _MANIFEST_NAME.search(item.rstrip("/").rsplit("/", 1)[-1]):
+    if is_manifest(item):
         return [path for manifest in _matched(item) for path in _manifest_entries(manifest, input_prefix)]
     if item.endswith("/") or os.path.isdir(item):
         return _warcs_under(item)
