@@ -174,11 +174,11 @@ def test_no_beam_noise_in_any_command(tmp_path, tiny):
 def test_progress_lines_count_every_page_when_not_on_a_terminal(tmp_path, tiny, workers):
     """stderr is a pipe here: progress comes as log lines. The workers (in-process, or two
     worker processes) report to the main process, whose last line counts every page and site:
-    5 pages in 2 sites, after one WARC file of 5 records."""
+    5 pages in 2 sites."""
     code, _, err = cli("run", "--input", tiny, "--output", tmp_path / "o", "--workers", workers,
                        "--progress-every", "0.2", cwd=tmp_path)
     assert code == 0
-    assert "sitestrip reading: " in err
+    # the last line comes when the run ends; earlier ones depend on timing
     last = [line for line in err.splitlines() if " sitestrip per-site: " in line][-1]
     assert "per-site: 5 of 5 pages (100%), 2 sites" in last
 
