@@ -321,12 +321,13 @@ def _run(args, beam_args: list[str], terminal: bool) -> int:
 
     options = PipelineOptions(beam_args)
     local = options.get_all_options().get("runner") is None
-    runner, progress_dir, mode = None, None, "none"
+    runner, progress_dir = None, None
     if local:
         runner = _local_runner(options, args.workers,
                                "ERROR" if args.quiet else "WARNING" if terminal else "INFO")
-        progress_dir = tempfile.mkdtemp(prefix="sitestrip-progress-")
-        mode = "none" if args.quiet else "bar" if terminal else "log"
+        if not args.quiet:
+            progress_dir = tempfile.mkdtemp(prefix="sitestrip-progress-")
+    mode = "bar" if terminal else "log"
 
     logging.getLogger("sitestrip").info("%d WARC file(s) → %s", len(paths), args.output)
     started = time.monotonic()

@@ -103,7 +103,7 @@ class ProgressMonitor:
     """Main side: polls the progress directory in a thread while the pipeline runs.
 
     mode "bar" draws tqdm bars on stderr; "log" logs `describe` lines every
-    `every` seconds and a last one at stop(); "none" only keeps the totals.
+    `every` seconds and a last one at stop().
     """
 
     POLL_SECONDS = 0.5

@@ -21,6 +21,10 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+from pipeline.console import import_beam_quietly  # noqa: E402
+
+import_beam_quietly()
+
 from bench.core import extract_rows, load_corpus  # noqa: E402
 from bench.corpora import read_shared_corpus  # noqa: E402
 from bench.scoring import aggregate, score_menus, score_texts  # noqa: E402

@@ -278,7 +278,7 @@ def equality_score(key: CompactPage, a: int, other: CompactPage, b: int, positio
     """≜(a, b) of key node a and other node b at the given position value (see module doc).
 
     childNodes are the pages' own child counts (map_pages uses the counts after
-    `exclude` on the key side).
+    `exclude` on the key side and, under grouping "node", those of the grouped trees).
     """
     if int(key.tag[a]) != int(other.tag[b]):
         return NO_MATCH
