@@ -102,7 +102,7 @@ def _site_blocks(site: str) -> BlockDataset:
 
 def corpus_blocks(corpus: Corpus, config, processes: int | None = None) -> BlockDataset:
     """Labelled blocks of every gold page of `corpus` (pages without a row are left out)."""
-    loaded = load_corpus(corpus.warc_paths)
+    loaded = load_corpus(corpus.warc_paths, config.read)     # pages parsed as the run parses them
     gold = {g.url: g for g in corpus.gold}
     _SHARED.update(records=loaded.records, gold=gold, config=config, corpus=corpus.name)
     sites = sorted(loaded.records, key=lambda s: (-len(loaded.records[s]), s))
