@@ -33,28 +33,6 @@ def page(title, links=("/a.html", "/b.html", "/c.html")):
             f"<div id=content><p>{title} has its own words here.</p></div></body></html>").encode()
 
 
-PRESET = []
-
-
-@pytest.fixture(scope="module", autouse=True)
-def preset(tmp_path_factory):
-    """default.yaml with main content by site ConEx, given to every run and inspect below: what
-    is tested here is the command line, not the block classifier (whose model file a checkout
-    may not hold)."""
-    path = tmp_path_factory.mktemp("preset") / "conex.yaml"
-    path.write_text("main_content:\n  method: conex\n")
-    PRESET[:] = ["--config", str(path)]
-    yield
-    PRESET.clear()
-
-
-def _with_preset(args):
-    args = [str(a) for a in args]
-    if args[:1] in (["run"], ["inspect"]) and "--version" not in args:
-        args += PRESET
-    return args
-
-
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory):
     """Five HTML pages: three of site-a.org, two of other.example (2 sites), one WARC file."""
@@ -70,11 +48,9 @@ def tiny(tmp_path_factory):
 
 def cli(*args, cwd, entry="module"):
     """Run the command line in a child process: (return code, stdout, stderr)."""
-    if entry == "run.py":
-        head, args = [sys.executable, str(REPO / "run.py")], _with_preset(["run", *args])[1:]
-    else:
-        head, args = [sys.executable, "-m", "pipeline.cli"], _with_preset(args)
-    proc = subprocess.run(head + args, cwd=cwd, env=ENV, capture_output=True, text=True, timeout=300)
+    head = [sys.executable, str(REPO / "run.py")] if entry == "run.py" else [sys.executable, "-m", "pipeline.cli"]
+    proc = subprocess.run(head + [str(a) for a in args], cwd=cwd, env=ENV, capture_output=True, text=True,
+                          timeout=300)
     return proc.returncode, proc.stdout, proc.stderr
 
 
@@ -211,7 +187,7 @@ def _on_a_terminal(args, cwd):
     """Run with stderr on a pseudo-terminal of 100 columns: (return code, stdout, terminal output)."""
     master, slave = pty.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))
-    proc = subprocess.Popen([sys.executable, "-m", "pipeline.cli", *_with_preset(args)], cwd=cwd, env=ENV,
+    proc = subprocess.Popen([sys.executable, "-m", "pipeline.cli", *map(str, args)], cwd=cwd, env=ENV,
                             stdout=subprocess.PIPE, stderr=slave, stdin=subprocess.DEVNULL)
     os.close(slave)
     screen = b""

@@ -219,15 +219,11 @@ def test_single_page_site_inspects_with_page_level_methods(fruit_warc, tmp_path)
     assert "ss-menu" in tree.find(".//ul").get("class").split()
 
 
-@pytest.mark.parametrize("config, shown", [("defaults", True), ("published", False)])
+@pytest.mark.parametrize("config, shown", [("default", True), ("published", False)])
 def test_inspect_follows_the_presets_parse_rules(tmp_path, config, shown):
     """Under the published preset <noscript> is dropped and <select> is an ordinary element
     (SPEC §1): the view annotates exactly the compact page's nodes either way, and shows the
-    <noscript> note only under the defaults' parse rules, which read it as text."""
-    if config == "defaults":      # default.yaml, main content by site ConEx (no model file needed)
-        config = str(tmp_path / "defaults.yaml")
-        with open(config, "w") as fh:
-            fh.write("main_content:\n  method: conex\n")
+    <noscript> note only under the defaults, which read it as text."""
     def page(name):
         return (f"<html><body><div id=nav><a href=/a.html>A</a> <a href=/b.html>B</a></div>"
                 f"<div id=content><p>Page {name} text.</p><noscript><p>Note on {name}</p></noscript>"

@@ -68,17 +68,10 @@ def test_published_preset_behaves_as_the_thesis():
         "Apples grow on trees."]
 
 
-def defaults_by_conex():
-    """default.yaml with main content by site ConEx: these tests are about parsing and
-    templates, not about the block classifier (which needs its model file)."""
-    config = load_config()
-    return dataclasses.replace(config, main_content=dataclasses.replace(config.main_content, method="conex"))
-
-
 def test_default_preset_keeps_noscript_text():
     """The defaults keep <noscript> content (page-wcxb's Discourse forums): a's note is 5 more
     words and, differing from page to page, it is not template."""
-    row = rows_of(defaults_by_conex())["a"]
+    row = rows_of(load_config())["a"]
     assert row["words_page"] == 411
     assert "Comments on a need JavaScript" in row["nontemplate_text"]
 
@@ -88,10 +81,8 @@ def test_a_published_run_drops_noscript_when_reading(tmp_path):
     built there). The site's pages are the four shop pages; a's note is in no output."""
     warc = write_warc(tmp_path / "shop.warc.gz", [
         response(f"https://shop.example/{name}.html", shop_page(name).encode()) for name in ARTICLES])
-    defaults = tmp_path / "defaults.yaml"     # default.yaml, main content by site ConEx
-    defaults.write_text("main_content:\n  method: conex\n")
-    for config, expected in (("published", 406), (str(defaults), 411)):
-        out = str(tmp_path / ("out-" + os.path.basename(config)))
+    for config, expected in (("published", 406), ("default", 411)):
+        out = str(tmp_path / config)
         assert main(["run", "--input", warc, "--output", out, "--config", config, "--quiet"]) == 0
         pages = ds.dataset(os.path.join(out, "pages"), format="parquet").to_table().to_pylist()
         row = next(r for r in pages if r["url"] == "https://shop.example/a.html")

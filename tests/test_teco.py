@@ -306,7 +306,6 @@ def test_gold_nodes_follow_the_runs_parse_rules(suite, tmp_path):
     import dataclasses
 
     from pipeline.warc import ReadLimits
-    from transforms.classify import MainContentParams
     from transforms.page import SPEC_RULES
     key = suite / "Media" / HOST / "index.html"
     key.write_text(key.read_text().replace("Weather: sunny spells</p>",
@@ -315,9 +314,7 @@ def test_gold_nodes_follow_the_runs_parse_rules(suite, tmp_path):
     spec = read_teco(str(suite), str(tmp_path / "spec"), SPEC_RULES)
     assert product.gold[0].nodes["main"].shape == (N_NODES + 2,)
     assert spec.gold[0].nodes["main"].shape == (N_NODES,)
-    # main content by site ConEx, as in test_teco_node_metrics_end_to_end's derivation
-    config = dataclasses.replace(Config(), read=ReadLimits(keep_noscript=False, widget_leaves=False),
-                                 main_content=MainContentParams(method="conex"))
+    config = dataclasses.replace(Config(), read=ReadLimits(keep_noscript=False, widget_leaves=False))
     (row,) = teco_node_metrics(spec, config)
     assert row["error"] is None
     assert (row["main"], row["template"]) == (PRF(10, 13, N_MAIN), PRF(20, 26, N_NODES - N_NONTEMPLATE))
