@@ -107,7 +107,7 @@ def corpus_blocks(corpus: Corpus, config, processes: int | None = None) -> Block
         # The blocks are computed whatever method the preset selects for its runs.
         config = dataclasses.replace(config, main_content=dataclasses.replace(config.main_content,
                                                                               method="learned"))
-    loaded = load_corpus(corpus.warc_paths)
+    loaded = load_corpus(corpus.warc_paths, config.read)     # pages parsed as the run parses them
     gold = {g.url: g for g in corpus.gold}
     _SHARED.update(records=loaded.records, gold=gold, config=config, corpus=corpus.name)
     sites = sorted(loaded.records, key=lambda s: (-len(loaded.records[s]), s))

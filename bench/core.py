@@ -46,7 +46,8 @@ def load_corpus(warc_paths, limits: ReadLimits = ReadLimits(), *, keep_html: boo
                 if not isinstance(item, HtmlResponse):
                     continue
                 try:
-                    record = record_from_response(item, max_nodes=limits.max_nodes, read_ms=read_ms)
+                    record = record_from_response(item, max_nodes=limits.max_nodes, read_ms=read_ms,
+                                                  rules=limits.parse_rules())
                 except StageError as exc:
                     loaded.failures[normalize_url(item.url) or item.url] = str(exc)
                     continue

@@ -230,7 +230,9 @@ def run_bench(corpus_dirs: list[str], out_dir: str, *, peers=None, workers: int 
 
     os.makedirs(out_dir, exist_ok=True)
     work = os.path.join(out_dir, "runs")
-    corpora = [read_corpus(d, work) for d in corpus_dirs]
+    from configs import load_config
+    rules = load_config(config).read.parse_rules()
+    corpora = [read_corpus(d, work, rules) for d in corpus_dirs]
     wanted = list(peer_mod.PEER_NAMES) if peers is None else list(peers)
     installed = peer_mod.available_peers(wanted) if wanted else {}
     missing = [p for p in wanted if p not in installed]

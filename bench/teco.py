@@ -32,7 +32,7 @@ import numpy as np
 from bench.corpora import Corpus, GoldPage
 from transforms.charset import decode_html
 from transforms.metrics import PRF
-from transforms.page import _hash32, parse_page
+from transforms.page import PRODUCT_RULES, ParseRules, _hash32, parse_page
 from transforms.tree import subtree_mask, text_of
 from transforms.urls import normalize_url, site_key
 
@@ -344,10 +344,10 @@ def _same_structure(a, b) -> bool:
 
 
 def _gold_page(labelled: str, stripped: str, found: dict, url: str, site: str, corpus: str,
-               genre: str) -> tuple[GoldPage | None, list]:
+               genre: str, rules: ParseRules = PRODUCT_RULES) -> tuple[GoldPage | None, list]:
     notes = []
-    page = parse_page(labelled, url)
-    seen = parse_page(stripped, url)
+    page = parse_page(labelled, url, rules=rules)
+    seen = parse_page(stripped, url, rules=rules)
     if not _same_structure(page, seen):
         return None, [f"{url}: skipped, removing the labels changed the parsed page "
                       f"({page.size} nodes labelled, {seen.size} stripped)"]
@@ -404,8 +404,11 @@ def absolute_links(html: str, url: str) -> str:
     return _HREF.sub(fix, html)
 
 
-def read_teco(root: str, work_dir: str) -> Corpus:
-    """Convert the TeCo benchmarks under `root` into `work_dir/teco-<name>.warc.gz` plus gold."""
+def read_teco(root: str, work_dir: str, rules: ParseRules | None = None) -> Corpus:
+    """Convert the TeCo benchmarks under `root` into `work_dir/teco-<name>.warc.gz` plus gold.
+
+    Gold node masks index the key pages as parsed under `rules` (default: the product's), which
+    must be the run's `read` rules for DOM-node metrics to compare like with like."""
     from warcio.statusandheaders import StatusAndHeaders
     from warcio.warcwriter import WARCWriter
 
@@ -458,7 +461,7 @@ def read_teco(root: str, work_dir: str) -> Corpus:
                 writer.write_record(record)
                 if rel in keys:
                     page, page_notes = _gold_page(html, stripped, found, url, folder_name, name,
-                                                  bench.category)
+                                                  bench.category, rules or PRODUCT_RULES)
                     notes.extend(page_notes)
                     if page is not None:
                         if bench.scheme == "teco" and "TECO_" in stripped:

@@ -160,8 +160,10 @@ def run_grid(corpora: list[Corpus], out_dir: str, *, processes: int | None = Non
         with open(cache_path, encoding="utf-8") as fh:
             cache = json.load(fh)
     log(f"reading {len(corpora)} corpora once")
-    loaded = {c.name: load_corpus(c.warc_paths) for c in corpora}
     current = default_config_dict()
+    # Parsed once, under default.yaml's read rules: no stage varies them.
+    read = config_from_dict(current).read
+    loaded = {c.name: load_corpus(c.warc_paths, read) for c in corpora}
     report = {"corpora": [c.name for c in corpora], "stages": []}
     for stage in stages:
         rows = []

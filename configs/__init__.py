@@ -23,6 +23,7 @@ from transforms.conex_site import SITE_CONEX_ETDM, SiteConexParams
 from transforms.etdm import EtdmParams
 from transforms.link_blocks import LinkBlockParams
 from transforms.menex import MenexParams
+from transforms.page import NAV_RULE_FLAGS
 from transforms.template import TemplateParams
 
 CONFIG_DIR = os.path.dirname(os.path.abspath(__file__))
@@ -93,13 +94,16 @@ _CHECKS = {
     "page_conex.excluded_tags": (lambda v: all(_TAG_NAME.fullmatch(t) for t in v), "HTML tag names"),
 }
 for _f in dataclasses.fields(MenexParams):
-    _CHECKS[f"menex.{_f.name}"] = _UNIT
+    if _f.type in (float, "float"):
+        _CHECKS[f"menex.{_f.name}"] = _UNIT
+_CHECKS["menex.representative"] = (lambda v: v in NAV_RULE_FLAGS, "exact, word_part or prefix")
 for _section in ("template_etdm", "site_conex_etdm"):
     for _name in ("w_classes", "w_position", "w_attributes", "w_children", "threshold"):
         _CHECKS[f"{_section}.{_name}"] = _UNIT
     _CHECKS[f"{_section}.position_option"] = (lambda v: v in (1, 2, 3, 4), "1, 2, 3 or 4")
     _CHECKS[f"{_section}.group_over"] = _POSITIVE
     _CHECKS[f"{_section}.group_size"] = _POSITIVE
+    _CHECKS[f"{_section}.grouping"] = (lambda v: v in ("pair", "node"), "pair or node")
 for _name in ("template_n", "conex_n"):
     _CHECKS[f"candidates.{_name}"] = (lambda v: v >= 2, "2 or more")
 _CHECKS["candidates.max_loads"] = _POSITIVE
@@ -150,7 +154,10 @@ def _build_section(name: str, default, values) -> object:
         if key not in known:
             raise ConfigError(f"{name}.{key}: unknown key; known keys of '{name}': {', '.join(known)}")
         kwargs[key] = _coerce(f"{name}.{key}", value, hints[key])
-    return dataclasses.replace(default, **kwargs)
+    try:
+        return dataclasses.replace(default, **kwargs)
+    except ValueError as exc:  # a rule across keys, e.g. ETDM's group_size <= group_over
+        raise ConfigError(f"{name}: {exc}") from None
 
 
 def config_from_dict(data: dict | None) -> Config:

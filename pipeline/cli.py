@@ -16,13 +16,42 @@ text and menus, and write three Parquet datasets under --output:
 pages/, menus/ and errors/. With no --input, processes the embedded sample
 WARC into ./out.
 
-Any option not listed here is passed to Apache Beam (for example
---runner=DataflowRunner --project=... --region=... --temp_location=gs://...).
-Without --runner the local FnApiRunner is used."""
+Other options must be Apache Beam's own pipeline options (for example
+--runner=DataflowRunner --project=... --region=... --temp_location=gs://...);
+anything else is an error. Without --runner the local FnApiRunner is used.
+
+Exit status: 0 when the run wrote its output; 1 when it read no record at all,
+or read HTML pages but wrote no pages row (the first errors are printed);
+2 for a usage error (unknown option, bad config, missing input, unusable
+--output)."""
+
+# Exit statuses of `run`.
+OK, FAILED_RUN, USAGE = 0, 1, 2
+FIRST_ERRORS = 5
+
+
+def version() -> str:
+    """The installed distribution's version; from pyproject.toml in a checkout that is not installed."""
+    from importlib.metadata import PackageNotFoundError, version as dist_version
+    try:
+        return dist_version("sitestrip")
+    except PackageNotFoundError:
+        import re
+        try:
+            with open(os.path.join(REPO_ROOT, "pyproject.toml"), encoding="utf-8") as fh:
+                found = re.search(r'^version\s*=\s*"([^"]+)"', fh.read(), re.MULTILINE)
+        except OSError:
+            found = None
+        return found.group(1) if found else "unknown"
+
+
+def _version_action(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--version", action="version", version=f"sitestrip {version()}",
+                        help="print the version and exit")
 
 
 def _run_parser(prog: str) -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog=prog, description=RUN_DESCRIPTION,
+    p = argparse.ArgumentParser(prog=prog, description=RUN_DESCRIPTION, allow_abbrev=False,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--input", nargs="+", metavar="PATH", default=None,
                    help="WARC files (.warc, .warc.gz), globs, directories (searched recursively "
@@ -38,12 +67,60 @@ def _run_parser(prog: str) -> argparse.ArgumentParser:
                         "part files from an earlier run are replaced. Default: ./out")
     p.add_argument("--config", default=None, metavar="NAME|FILE",
                    help="YAML preset: a file path or the name of one in configs/ "
-                        "(default: configs/default.yaml). Validated on load.")
+                        "(default: configs/default.yaml; `published` for SPEC's published "
+                        "algorithm). Validated on load.")
     p.add_argument("--workers", type=int, default=1, metavar="N",
                    help="local worker processes for the FnApiRunner (default 1); "
                         "ignored by remote runners, which size their own workers")
-    p.add_argument("--quiet", action="store_true", help="no progress lines, only the summary")
+    p.add_argument("--quiet", action="store_true",
+                   help="print the summary only: no progress, no log lines (worker processes "
+                        "included); errors still go to stderr")
+    p.add_argument("--progress-every", type=float, default=30.0, metavar="SECONDS",
+                   help="when stderr is not a terminal, log a progress line this often "
+                        "(default 30); on a terminal a progress bar is drawn instead")
+    _version_action(p)
     return p
+
+
+def _beam_option_names() -> list[str]:
+    return [name for action in _beam_parser()._actions for name in action.option_strings]
+
+
+def _beam_parser():
+    """The argument parser Beam itself builds from every PipelineOptions class it knows."""
+    from apache_beam.options.pipeline_options import PipelineOptions
+    captured = []
+    PipelineOptions([]).get_all_options(add_extra_args_fn=captured.append)
+    return captured[0]
+
+
+def unknown_options(args: list[str]) -> list[str]:
+    """The arguments in `args` (what sitestrip's own parser left) that Beam's pipeline
+    options do not parse either: option names, or stray values not after one."""
+    parser = _beam_parser()
+    _, unknown = parser.parse_known_args(args)
+    out = []
+    for i, arg in enumerate(unknown):
+        if arg.startswith("-"):
+            out.append(arg.split("=", 1)[0])
+        elif not (i and unknown[i - 1].startswith("-") and "=" not in unknown[i - 1]):
+            out.append(arg)
+    return out
+
+
+def _reject_unknown(parser: argparse.ArgumentParser, unknown: list[str]) -> None:
+    import difflib
+    ours = [name for action in parser._actions for name in action.option_strings if name.startswith("--")]
+    known = ours + _beam_option_names()
+    parts = []
+    for arg in unknown:
+        if not arg.startswith("-"):
+            parts.append(f"unexpected argument {arg!r}")
+            continue
+        close = difflib.get_close_matches(arg, ours, n=1) or difflib.get_close_matches(arg, known, n=1)
+        parts.append(f"unknown option {arg}" + (f" (did you mean {close[0]}?)" if close else ""))
+    parser.error("; ".join(parts) + ". Options other than those listed by --help must be "
+                 "Apache Beam pipeline options.")
 
 
 def _counters(result) -> dict:
@@ -85,65 +162,208 @@ def summary(counters: dict, elapsed: float, output: str) -> str:
     return "\n".join(lines)
 
 
+def failure(counters: dict) -> str | None:
+    """Why a finished run counts as failed, or None: it read no record at all, or it read
+    HTML pages and wrote no pages row. Without metrics (some remote runners) nothing is judged."""
+    if not counters:
+        return None
+    records = sum(v for k, v in counters.items() if k.startswith("records_"))
+    if records == 0:
+        return "no WARC record could be read from the input"
+    html, pages = counters.get("html_200", 0), counters.get("pages", 0)
+    if html and not pages:
+        return f"{html} HTML page(s) were read but no pages row was written"
+    return None
+
+
+def first_errors(output: str, limit: int = FIRST_ERRORS) -> tuple[list[dict], int]:
+    """(up to `limit` errors rows in (file, offset) order, number of rows) of a run's output."""
+    import pyarrow.parquet as pq
+    from apache_beam.io.filesystems import FileSystems
+
+    from pipeline.graph import dataset_prefix
+    rows, total = [], 0
+    pattern = dataset_prefix(output, "errors") + "-*"
+    for match in FileSystems.match([pattern]):
+        for meta in match.metadata_list:
+            with FileSystems.open(meta.path) as fh:
+                table = pq.read_table(fh, columns=["url", "warc_file", "warc_offset", "stage",
+                                                   "error_class", "message"])
+            total += table.num_rows
+            rows.extend(table.to_pylist())
+    rows.sort(key=lambda r: (r["warc_file"] or "", r["warc_offset"] or -1, r["url"] or ""))
+    return rows[:limit], total
+
+
+def _looks_like_manifest(item: str) -> bool:
+    from pipeline.warc import is_manifest
+    return is_manifest(item)
+
+
+def _report_failure(reason: str, output: str, args) -> None:
+    try:
+        rows, total = first_errors(output)
+    except Exception as exc:  # the errors dataset itself could not be read
+        rows, total = [], 0
+        print(f"sitestrip: (cannot read {output}/errors: {exc})", file=sys.stderr)
+    lines = [f"sitestrip: run failed: {reason}."]
+    if rows:
+        lines.append(f"First errors ({len(rows)} of {total} in {output}/errors):")
+        for r in rows:
+            where = r["warc_file"] + (f" @{r['warc_offset']}" if r["warc_offset"] is not None else "")
+            url = f" {r['url']}" if r["url"] else ""
+            lines.append(f"  {r['stage']} {r['error_class']} in {where}{url}: {r['message']}")
+    if args.input_prefix is None and any(_looks_like_manifest(i) for i in (args.input or [])):
+        lines.append("hint: the paths in a warc.paths manifest are relative; give --input-prefix "
+                     "(e.g. s3://commoncrawl/ or the directory holding crawl-data/)")
+    print("\n".join(lines), file=sys.stderr)
+
+
+def check_output(output: str) -> str | None:
+    """Why `output` cannot take a run's datasets, or None. Local paths are created and probed;
+    bucket URLs are left to the filesystem."""
+    if "://" in output:
+        return None
+    from schemas import DATASETS
+    if os.path.exists(output) and not os.path.isdir(output):
+        return f"--output {output} is a file, not a directory"
+    try:
+        for name in DATASETS:
+            directory = os.path.join(output, name)
+            if os.path.exists(directory) and not os.path.isdir(directory):
+                return f"--output {output}: {directory} is a file, not a directory"
+            os.makedirs(directory, exist_ok=True)
+            probe = os.path.join(directory, f".sitestrip-probe-{os.getpid()}")
+            with open(probe, "wb"):
+                pass
+            os.remove(probe)
+    except OSError as exc:
+        return f"cannot write to --output {output}: {exc.strerror or exc}"
+    return None
+
+
+def _local_runner(options, workers: int, worker_level: str):
+    """The in-process FnApiRunner (Beam's default runner may try to download Prism), with
+    `workers` worker processes started as `python -m pipeline.worker` (pipeline/worker.py)."""
+    import shlex
+
+    from apache_beam.options.pipeline_options import DirectOptions
+    from apache_beam.runners.portability.fn_api_runner import FnApiRunner
+    from apache_beam.transforms.environments import SubprocessSDKEnvironment
+    direct = options.view_as(DirectOptions)
+    direct.direct_num_workers = workers
+    if workers == 1:
+        direct.direct_running_mode = "in_memory"
+        return FnApiRunner()
+    # No running mode: "multi_processing" would replace this environment by Beam's own
+    # worker command, and "in_memory" with several workers only warns.
+    direct.direct_running_mode = None
+    command = f"{shlex.quote(sys.executable)} -m pipeline.worker {worker_level}"
+    return FnApiRunner(default_environment=SubprocessSDKEnvironment.from_command_string(command))
+
+
 def run(argv: list[str], prog: str = "sitestrip run") -> int:
-    args, beam_args = _run_parser(prog).parse_known_args(argv)
-    logging.basicConfig(level=logging.WARNING if args.quiet else logging.INFO,
-                        format="%(asctime)s %(name)s %(message)s", datefmt="%H:%M:%S")
-    # Beam's own INFO lines drown the progress; keep its warnings.
-    logging.getLogger("apache_beam").setLevel(logging.WARNING)
+    from pipeline.console import import_beam_quietly, run_logging
+    import_beam_quietly()
+    parser = _run_parser(prog)
+    args, rest = parser.parse_known_args(argv)
+    # Before any PipelineOptions exists: its constructor calls logging.basicConfig().
+    with run_logging(logging.ERROR if args.quiet else logging.INFO,
+                     logging.ERROR if args.quiet else logging.WARNING):
+        unknown = unknown_options(rest)
+        if unknown:
+            _reject_unknown(parser, unknown)      # exits 2
+        if args.workers < 1:
+            parser.error("--workers must be 1 or more")
+        if args.progress_every <= 0:
+            parser.error("--progress-every must be greater than 0")
+        return _run(args, rest, sys.stderr.isatty())
+
+
+def _run(args, beam_args: list[str], terminal: bool) -> int:
+    import shutil
+    import tempfile
 
     import apache_beam as beam
-    from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions
+    from apache_beam.options.pipeline_options import PipelineOptions
 
     from configs import ConfigError, load_config
     from pipeline.graph import build_pipeline, clear_outputs
+    from pipeline.progress import ProgressMonitor
     from pipeline.warc import expand_inputs
 
     try:
         config = load_config(args.config)
     except ConfigError as exc:
         print(f"sitestrip: bad config: {exc}", file=sys.stderr)
-        return 2
+        return USAGE
     inputs = args.input
     if inputs is None:
         if not os.path.exists(SAMPLE_WARC):
             print("sitestrip: no --input given and the embedded sample is not available "
                   f"({SAMPLE_WARC}); install from a checkout with `pip install -e .`", file=sys.stderr)
-            return 2
+            return USAGE
         inputs = [SAMPLE_WARC]
     try:
         paths = expand_inputs(inputs, args.input_prefix)
     except ValueError as exc:
         print(f"sitestrip: {exc}", file=sys.stderr)
-        return 2
-    if args.workers < 1:
-        print("sitestrip: --workers must be 1 or more", file=sys.stderr)
-        return 2
+        return USAGE
+    problem = check_output(args.output)
+    if problem is None:
+        try:
+            clear_outputs(args.output)
+        except Exception as exc:  # a bucket that does not exist, no permission, ...
+            problem = f"cannot use --output {args.output}: {exc}"
+    if problem:
+        print(f"sitestrip: {problem}", file=sys.stderr)
+        return USAGE
 
     options = PipelineOptions(beam_args)
-    runner = None
-    if options.get_all_options().get("runner") is None:
-        # Pin the in-process runner: Beam's default may try to download Prism.
-        from apache_beam.runners.portability.fn_api_runner import FnApiRunner
-        runner = FnApiRunner()
-        direct = options.view_as(DirectOptions)
-        direct.direct_num_workers = args.workers
-        direct.direct_running_mode = "multi_processing" if args.workers > 1 else "in_memory"
+    local = options.get_all_options().get("runner") is None
+    runner, progress_dir = None, None
+    if local:
+        runner = _local_runner(options, args.workers,
+                               "ERROR" if args.quiet else "WARNING" if terminal else "INFO")
+        if not args.quiet:
+            progress_dir = tempfile.mkdtemp(prefix="sitestrip-progress-")
+    mode = "bar" if terminal else "log"
 
     logging.getLogger("sitestrip").info("%d WARC file(s) → %s", len(paths), args.output)
-    clear_outputs(args.output)
     started = time.monotonic()
-    p = beam.Pipeline(runner=runner, options=options)
-    build_pipeline(p, paths, args.output, config)
-    result = p.run()
-    result.wait_until_finish()
+    try:
+        p = beam.Pipeline(runner=runner, options=options)
+        build_pipeline(p, paths, args.output, config, progress_dir)
+        if progress_dir is None:
+            result = p.run()
+            result.wait_until_finish()
+        else:
+            with _progress_display(mode), ProgressMonitor(progress_dir, len(paths), mode, args.progress_every):
+                result = p.run()
+                result.wait_until_finish()
+    finally:
+        if progress_dir is not None:
+            shutil.rmtree(progress_dir, ignore_errors=True)
     elapsed = time.monotonic() - started
     try:
         counters = _counters(result)
     except Exception:  # some remote runners do not report metrics back
         counters = {}
-    print(summary(counters, elapsed, args.output))
-    return 0
+    print(summary(counters, elapsed, args.output), flush=True)
+    reason = failure(counters)
+    if reason:
+        _report_failure(reason, args.output, args)
+        return FAILED_RUN
+    return OK
+
+
+def _progress_display(mode: str):
+    """Log lines go around the progress bar instead of through it."""
+    import contextlib
+    if mode != "bar":
+        return contextlib.nullcontext()
+    from tqdm.contrib.logging import logging_redirect_tqdm
+    return logging_redirect_tqdm()
 
 
 def _inspect_parser(prog: str) -> argparse.ArgumentParser:
@@ -357,10 +577,13 @@ COMMANDS = {"run": run, "inspect": inspect, "report": report, "bench": bench, "t
 
 
 def main(argv: list[str] | None = None) -> int:
+    from pipeline.console import import_beam_quietly
+    import_beam_quietly()
     argv = sys.argv[1:] if argv is None else argv
     parser = argparse.ArgumentParser(
         prog="sitestrip",
         description="Site-level template removal and content extraction for WARC archives.")
+    _version_action(parser)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.add_parser("run", help="run the extraction pipeline (see `sitestrip run --help`)",
                    add_help=False)
@@ -372,6 +595,9 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("tune", help="settle the SPEC's open choices on dev corpora (coarse grid)",
                    add_help=False)
     sub.add_parser("train", help="train a block classifier (SPEC §10) on gold corpora", add_help=False)
+    if argv and argv[0] == "--version":
+        print(f"sitestrip {version()}")
+        return 0
     if not argv or argv[0] in ("-h", "--help"):
         parser.print_help()
         return 0 if argv else 2

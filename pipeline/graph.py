@@ -14,6 +14,7 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.metrics import Metrics
 
 from configs import Config
+from pipeline.progress import READ, SITES, ProgressFile
 from pipeline.warc import HtmlResponse, ReadError, Skipped, iter_warc_records, open_warc, with_read_ms
 from schemas import DATASETS
 from transforms.classify import load_main_content_model
@@ -23,7 +24,6 @@ from transforms.shards import page_cell, plan_shards
 
 NAMESPACE = "sitestrip"
 ERRORS = "errors"
-PROGRESS_EVERY = 1000
 log = logging.getLogger("sitestrip")
 
 
@@ -37,11 +37,34 @@ def _error(**fields) -> pvalue.TaggedOutput:
     return pvalue.TaggedOutput(ERRORS, error_row(**fields))
 
 
-class ReadWarcFile(beam.DoFn):
+class _Reporting(beam.DoFn):
+    """A DoFn that reports progress to the main process when given a directory
+    (pipeline/progress.py; local runs only)."""
+
+    progress = None
+
+    def __init__(self, progress_dir: str | None, kind: str):
+        self.progress_dir, self.kind = progress_dir, kind
+
+    def setup(self):
+        self.progress = ProgressFile(self.progress_dir, self.kind) if self.progress_dir else None
+
+    def report(self, **counts):
+        if self.progress is not None:
+            self.progress.add(**counts)
+
+    def finish_bundle(self):
+        if self.progress is not None:
+            self.progress.flush()
+
+
+class ReadWarcFile(_Reporting):
     """One WARC file → (site key, PageRecord) for each HTML 200 page; errors tagged."""
 
-    def __init__(self, config: Config):
+    def __init__(self, config: Config, progress_dir: str | None = None):
+        super().__init__(progress_dir, READ)
         self.limits = config.read
+        self.rules = config.read.parse_rules()
 
     def process(self, path: str):
         started = time.monotonic()
@@ -49,11 +72,13 @@ class ReadWarcFile(beam.DoFn):
         try:
             stream = open_warc(path)
         except Exception as exc:  # missing file, permissions, remote FS failure
+            self.report(files=1)
             yield _error(url=None, warc_file=path, warc_offset=None, stage="read",
                          error_class=type(exc).__name__, message=str(exc)[:500])
             return
         with stream:
             for item, read_ms in with_read_ms(iter_warc_records(stream, path, self.limits)):
+                self.report(records=1)
                 if isinstance(item, Skipped):
                     _count(f"records_{item.record_type or 'none'}")
                     _count(f"skipped_{item.reason}")
@@ -65,15 +90,17 @@ class ReadWarcFile(beam.DoFn):
                     _count("html_200")
                     try:
                         record = record_from_response(item, max_nodes=self.limits.max_nodes,
-                                                      read_ms=read_ms)
+                                                      read_ms=read_ms, rules=self.rules)
                     except StageError as exc:
                         yield _error(url=item.url, warc_file=item.warc_file, warc_offset=item.warc_offset,
                                      stage=exc.stage, error_class=exc.error_class, message=exc.message)
                         continue
                     pages += 1
+                    self.report(pages=1)
                     _count("compact_bytes", record.page.wire_bytes())
                     _count("html_bytes", len(item.body))
                     yield record.site, record
+        self.report(files=1)
         log.info("read %s: %d pages in %.1fs", path, pages, time.monotonic() - started)
 
 
@@ -125,28 +152,22 @@ def shard_sites(pages, max_site_pages: int):
     return pages | "ShardKey" >> beam.Map(_shard_key, plans=pvalue.AsDict(plans))
 
 
-class ProcessSite(beam.DoFn):
+class ProcessSite(_Reporting):
     """One site shard → pages rows (main output) and errors rows."""
 
-    def __init__(self, config: Config):
+    def __init__(self, config: Config, progress_dir: str | None = None):
+        super().__init__(progress_dir, SITES)
         self.config = config
 
     def setup(self):
+        super().setup()
         # Once per worker process: every site of the worker shares the model.
         self.model = load_main_content_model(self.config.main_content)
-        self.pages_done = 0
-        self.sites_done = 0
-        self.started = time.monotonic()
 
     def process(self, element):
         (site, _shard), records = element
-        self.sites_done += 1
         for kind, row in process_site(site, records, self.config, self.model):
-            self.pages_done += 1
-            if self.pages_done % PROGRESS_EVERY == 0:
-                log.info("processed %d pages of %d sites (%.1f pages/s in this worker)",
-                         self.pages_done, self.sites_done,
-                         self.pages_done / max(time.monotonic() - self.started, 1e-9))
+            self.report(pages=1)
             if kind == "pages":
                 _count("pages")
                 _count(f"method_{row['method']}")
@@ -154,6 +175,7 @@ class ProcessSite(beam.DoFn):
             else:
                 _count(f"errors_{row['stage']}")
                 yield pvalue.TaggedOutput(ERRORS, row)
+        self.report(sites=1)
 
 
 class CountMenus(beam.CombineFn):
@@ -216,16 +238,20 @@ def pages_schema(config: Config):
                                             **{k.encode(): v.encode() for k, v in meta.items()}})
 
 
-def build_pipeline(p: beam.Pipeline, warc_paths: list[str], output: str, config: Config):
-    """Add the sitestrip graph to `p`; returns the three PCollections of rows."""
+def build_pipeline(p: beam.Pipeline, warc_paths: list[str], output: str, config: Config,
+                   progress_dir: str | None = None):
+    """Add the sitestrip graph to `p`; returns the three PCollections of rows.
+
+    With `progress_dir` (a local directory the workers can write), the reading
+    and per-site steps report their progress there (pipeline/progress.py)."""
     read = (p
             | "WarcPaths" >> beam.Create(sorted(warc_paths))
             # One file per element; the reshuffle spreads files over workers.
             | "SpreadFiles" >> beam.Reshuffle()
-            | "ReadWarc" >> beam.ParDo(ReadWarcFile(config)).with_outputs(ERRORS, main="pages"))
+            | "ReadWarc" >> beam.ParDo(ReadWarcFile(config, progress_dir)).with_outputs(ERRORS, main="pages"))
     sites = (shard_sites(read.pages, config.site.max_site_pages)
              | "GroupBySite" >> beam.GroupByKey()
-             | "ProcessSite" >> beam.ParDo(ProcessSite(config)).with_outputs(ERRORS, main="rows"))
+             | "ProcessSite" >> beam.ParDo(ProcessSite(config, progress_dir)).with_outputs(ERRORS, main="rows"))
     pages = sites.rows
     errors = (read[ERRORS], sites[ERRORS]) | "AllErrors" >> beam.Flatten()
     menus = (pages

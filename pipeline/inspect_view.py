@@ -29,7 +29,7 @@ from pipeline.warc import HtmlResponse, ReadLimits, iter_payloads, iter_warc_rec
 from transforms.charset import decode_html
 from transforms.explain import Explanation, explain_page
 from transforms.extract import PageRecord, StageError, record_from_response
-from transforms.page import DROPPED_TAGS, TEXT, aligned_nodes, parse_tree, tag_id, tag_name
+from transforms.page import PRODUCT_RULES, TEXT, ParseRules, aligned_nodes, parse_tree, tag_id, tag_name
 from transforms.shards import shard_urls
 from transforms.tree import subtree_sum
 from transforms.urls import normalize_url, resolve_link, site_key
@@ -103,7 +103,8 @@ def load_site(paths: Sequence[str], url: str, limits: ReadLimits = ReadLimits())
                 if not normalized or site_key(normalized) != site:
                     continue
                 try:
-                    record = record_from_response(item, max_nodes=limits.max_nodes)
+                    record = record_from_response(item, max_nodes=limits.max_nodes,
+                                                  rules=limits.parse_rules())
                 except StageError as exc:
                     skipped += 1
                     if normalized == key_url:
@@ -235,9 +236,9 @@ class _Annotation:
     proba: np.ndarray | None = None
 
 
-def _annotate(expl: Explanation, body) -> _Annotation:
+def _annotate(expl: Explanation, body, rules: ParseRules = PRODUCT_RULES) -> _Annotation:
     page = expl.page
-    nodes = list(aligned_nodes(body))
+    nodes = list(aligned_nodes(body, rules))
     if len(nodes) != page.size:
         raise InspectError(f"the page re-parsed into {len(nodes)} nodes, its compact page has {page.size}")
     element, text, tail = {}, {}, {}
@@ -394,13 +395,15 @@ def _text_piece(ann: _Annotation, index: dict, el, raw: str) -> str:
     return f'<span class="ss-t {ann.classes[i]}"{extra}>{_esc_text(raw)}</span>'
 
 
-def _serialize_body(body, ann: _Annotation, base_url: str, closing: str) -> str:
+def _serialize_body(body, ann: _Annotation, base_url: str, closing: str,
+                    rules: ParseRules = PRODUCT_RULES) -> str:
     """The annotated BODY, walked without recursion; `closing` goes in just before </body>."""
     if body is None:
         extra = "".join(f' {k}="{v}"' for k, v in _node_extra(ann, 0).items())
         return (f'<body class="{ann.classes[0]}"{extra}><p class="ss-empty">The archived page has '
                 f'no BODY element.</p>{closing}</body>')
     out = []
+    dropped = rules.dropped
     walker = etree.iterwalk(body, events=("start", "end"))
     skip = walker.skip_subtree
     for event, el in walker:
@@ -410,7 +413,7 @@ def _serialize_body(body, ann: _Annotation, base_url: str, closing: str) -> str:
             continue
         name = el.tag.lower()
         if event == "start":
-            if name in DROPPED_TAGS and el is not body:
+            if name in dropped and el is not body:
                 skip()
                 continue
             i = ann.element.get(el)
@@ -428,7 +431,7 @@ def _serialize_body(body, ann: _Annotation, base_url: str, closing: str) -> str:
             if el.text:
                 out.append(_text_piece(ann, ann.text, el, el.text))
         else:
-            if name in DROPPED_TAGS and el is not body:
+            if name in dropped and el is not body:
                 if el.tail:
                     out.append(_text_piece(ann, ann.tail, el, el.tail))
                 continue
@@ -742,7 +745,8 @@ def render(expl: Explanation, html: str, stylesheets: dict | None = None, config
         from configs import load_config
         config = load_config()
     root, body, _ = parse_tree(html)
-    ann = _annotate(expl, body)
+    rules = config.read.parse_rules()
+    ann = _annotate(expl, body, rules)
     page = expl.page
     nonce = secrets.token_urlsafe(18)
     csp = (f"default-src 'none'; style-src 'unsafe-inline'; img-src data:; font-src data:; "
@@ -771,7 +775,7 @@ def render(expl: Explanation, html: str, stylesheets: dict | None = None, config
             f"<meta http-equiv=\"Content-Security-Policy\" content=\"{_esc_attr(csp)}\">\n"
             f"<title>sitestrip inspect: {_esc_text(page.title or expl.record.url)}</title>\n"
             f"{css}<style id=\"ss-style\">{_style()}</style>\n</head>\n"
-            f"{_serialize_body(body, ann, page.base_url, closing)}\n</html>\n")
+            f"{_serialize_body(body, ann, page.base_url, closing, rules)}\n</html>\n")
 
 
 def inspect(paths: Sequence[str], url: str, config) -> tuple[str, Explanation]:

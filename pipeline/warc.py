@@ -100,6 +100,14 @@ class ReadLimits:
     # a kB of peak memory per node, so larger pages become TooManyNodes errors
     # rather than seconds to minutes and GBs per page.
     max_nodes: int = 500_000
+    # How a page is flattened where the product departs from SPEC §1
+    # (transforms.page.ParseRules; both off in configs/published.yaml).
+    keep_noscript: bool = True
+    widget_leaves: bool = True
+
+    def parse_rules(self):
+        from transforms.page import ParseRules
+        return ParseRules(keep_noscript=self.keep_noscript, widget_leaves=self.widget_leaves)
 
 
 @dataclass
@@ -1005,8 +1013,13 @@ def expand_inputs(inputs: Sequence[str], input_prefix: str | None = None) -> lis
     return sorted(paths)
 
 
+def is_manifest(item: str) -> bool:
+    """True for a Common Crawl manifest name (warc.paths, warc.paths.gz)."""
+    return bool(_MANIFEST_NAME.search(item.rstrip("/").rsplit("/", 1)[-1]))
+
+
 def _expand_input(item: str, input_prefix: str | None) -> list[str]:
-    if _MANIFEST_NAME.search(item.rstrip("/").rsplit("/", 1)[-1]):
+    if is_manifest(item):
         return [path for manifest in _matched(item) for path in _manifest_entries(manifest, input_prefix)]
     if item.endswith("/") or os.path.isdir(item):
         return _warcs_under(item)

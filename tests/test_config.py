@@ -8,21 +8,46 @@ from transforms.menex import MenexParams
 def test_published_preset_is_the_spec_as_printed():
     import dataclasses
 
+    from pipeline.warc import ReadLimits
     from transforms.classify import MainContentParams
-    from transforms.conex_site import SiteConexParams
+    from transforms.conex_site import SITE_CONEX_ETDM, SiteConexParams
+    from transforms.etdm import EtdmParams
     from transforms.link_blocks import LinkBlockParams
+    from transforms.page import SPEC_RULES
     published = load_config("published")
     # Config() holds SPEC's published parameters (main content by the thesis's ConEx, not the
-    # product's block model); the preset also switches the product's site-ConEx refinements and
-    # link-block removal off.
+    # product's block model) and the product's other extensions; the preset switches every
+    # extension off and takes the thesis details SPEC §12 lists for it.
+    thesis_tags = tuple(t for t in Config().page_conex.excluded_tags if t != "h6")
     assert published == dataclasses.replace(
-        Config(), site_conex=SiteConexParams(variant="published", branch="nodes", merge="always"),
+        Config(),
+        read=ReadLimits(keep_noscript=False, widget_leaves=False),
+        menex=MenexParams(representative="exact"),
+        page_conex=dataclasses.replace(Config().page_conex, excluded_tags=thesis_tags),
+        template_etdm=EtdmParams(grouping="node"),
+        site_conex=SiteConexParams(variant="published", branch="nodes", merge="always"),
+        site_conex_etdm=dataclasses.replace(SITE_CONEX_ETDM, grouping="node", group_over=300),
         link_blocks=LinkBlockParams(enabled=False))
     assert published.main_content == MainContentParams(method="conex")
+    assert published.read.parse_rules() == SPEC_RULES
+    assert "h5" in thesis_tags and "h6" not in thesis_tags
     assert (published.candidates.template_n, published.template.votes) == (3, 2)
     assert (published.template_etdm.w_classes, published.template_etdm.w_attributes,
             published.template_etdm.threshold, published.template_etdm.position_option) == (0.1, 0.5, 0.7, 2)
+    assert (published.template_etdm.group_over, published.template_etdm.group_size) == (200, 100)
     assert (published.candidates.conex_n, published.site_conex_etdm.threshold) == (4, 0.9)
+    # SPEC's own decisions stay: text equality, the inline tags page ConEx skips
+    assert published.template_etdm.text_equality and published.site_conex_etdm.text_equality
+    assert {"footer", "form", "strong", "code"} <= set(published.page_conex.excluded_tags)
+
+
+def test_default_preset_keeps_the_extensions_on():
+    cfg = load_config()
+    assert cfg.read.keep_noscript and cfg.read.widget_leaves
+    assert cfg.menex.representative == "prefix"
+    assert cfg.template_etdm.grouping == cfg.site_conex_etdm.grouping == "pair"
+    assert (cfg.site_conex_etdm.group_over, cfg.template_etdm.group_over) == (200, 200)
+    assert "h6" in cfg.page_conex.excluded_tags
 
 
 def test_default_preset_is_the_tuned_parameters():
@@ -63,6 +88,10 @@ def test_partial_section_keeps_other_defaults():
     ({"read": ["x"]}, "read: expected a mapping"),
     ({"site": {"max_site_pages": 0}}, "site.max_site_pages: must be greater than 0"),
     ({"site": {"max_site_pages": 2.5}}, "site.max_site_pages: expected an integer"),
+    ({"read": {"keep_noscript": "no"}}, "read.keep_noscript: expected true or false"),
+    ({"menex": {"representative": "fuzzy"}}, "menex.representative: must be exact, word_part or prefix"),
+    ({"template_etdm": {"grouping": "tree"}}, "template_etdm.grouping: must be pair or node"),
+    ({"site_conex_etdm": {"group_over": 50}}, "site_conex_etdm: need 2 <= group_size <= group_over"),
 ])
 def test_bad_values_are_rejected_with_the_key_named(data, message):
     with pytest.raises(ConfigError, match=message):

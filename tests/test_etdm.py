@@ -14,9 +14,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import transforms.etdm as etdm
-from transforms.etdm import (NO_MATCH, EtdmParams, certain_floor, equality_score, is_match,
-                             map_pages, position_score)
+from transforms.etdm import (NO_MATCH, VIRTUAL_PARTNER, EtdmParams, certain_floor, equality_score,
+                             is_match, map_pages, position_score)
 from transforms.page import TAG_ID, parse_page
+from transforms.template import occurrences
 from transforms.tree import children
 
 URL = "http://ex.com/"
@@ -391,6 +392,90 @@ def test_group_levels_nest_for_very_long_lists():
     assert map_pages(key, key, params).tolist() == list(range(key.size))
 
 
+# Node grouping (the thesis's §9.3 rule, grouping "node"), at small scale: group_over 4, group_size 2.
+FIVE = "<div id=l>" + "".join(f"<div>i{k}</div>" for k in range(5)) + "</div>"
+# preorder: 0 body, 1 div#l, then div i_k at 2 + 2k and its text at 3 + 2k (k = 0..4)
+WRAPPED = ("<div id=l><div><div>i0</div><div>i1</div></div>"
+           "<div><div>i2</div><div>i3</div></div></div>")
+# preorder: 0 body, 1 div#l, 2 d0, 3 div i0, 4 "i0", 5 div i1, 6 "i1", 7 d1, 8 div i2, 9 "i2", 10 div i3, 11 "i3"
+
+
+def _small(grouping):
+    return EtdmParams(group_over=4, group_size=2, grouping=grouping)
+
+
+def test_node_grouping_pairs_temporary_nodes_with_real_ones(any_engine):
+    """Key div#l has 5 > 4 children: temporary divs v0 = (i0, i1), v1 = (i2, i3), v2 = (i4), with
+    no classes or attributes and 2, 2, 1 children. The other div#l has 2 children d0, d1 (not
+    grouped; no classes or attributes, 2 children each). All six pairs are div/div with both
+    Jaccards 1, so a pair is certain where its position is 1: 3 vs 2 entries, entry i aligns with
+    [i − 1, i], so (v0,d0), (v1,d0), (v1,d1), (v2,d1). Weighted parts 0.1 + 0.5 + 0.3·ch + 0.1:
+    1.0 for v0/v1 against d0/d1 (2 vs 2 children), 0.85 for v2 (1 vs 2). Greedy (option 2):
+    (v0,d0) first (lowest indices among the 1.0 ties), then in the gap right of it (v1,d1) at
+    position 1; v2 is left without a column. Their items then pair as plain lists: i0..i3 map onto
+    the other page's i0..i3 with their texts; i4 stays unmapped."""
+    key, other = page(FIVE), page(WRAPPED)
+    assert map_pages(key, other, _small("node")).tolist() == [0, 1, 3, 4, 5, 6, 8, 9, 10, 11, -1, -1]
+
+
+def test_pair_grouping_keeps_short_pairs_of_lists_as_they_are(any_engine):
+    """The same pages by pairs: 5 × 2 ≤ 4² pairs, so no grouping. Item divs (1 child) against
+    d0/d1 (2 children) have Jaccards 1 and are certain at position 1 (5 vs 2: item i aligns with
+    [i − 3, i]); all tie at 0.1 + 0.5 + 0.15 + 0.1, so i0–d0 first and then i1–d1, the first
+    row of the gap right of it. Texts never meet divs: nothing below maps."""
+    key, other = page(FIVE), page(WRAPPED)
+    assert map_pages(key, other, _small("pair")).tolist() == [0, 1, 2, -1, 7] + [-1] * 7
+
+
+def test_a_key_node_paired_with_a_temporary_node_counts_as_mapped(any_engine):
+    """The pages swapped: key d0, d1 (2 entries) against the other page's temporary v0, v1, v2.
+    (d0,v0) and (d0,v1) tie at certain 1.0 (2 vs 3: entry i aligns with [i, i + 1]); the lowest
+    other index wins: d0–v0, then d1–v1 in the gap right of it (1.0 against v1, 0.85 against v2).
+    d0 and d1 are mapped with no node of the other page as partner (VIRTUAL_PARTNER); below them
+    i0..i3 map onto the other page's items. TemEx counts d0 and d1 as occurrences."""
+    key, other = page(WRAPPED), page(FIVE)
+    got = map_pages(key, other, _small("node"))
+    assert got.tolist() == [0, 1, VIRTUAL_PARTNER, 2, 3, 4, 5, VIRTUAL_PARTNER, 6, 7, 8, 9]
+    assert occurrences(key, [other], _small("node")).tolist() == [1] * 12
+
+
+def test_node_grouping_counts_children_in_the_grouped_tree(any_engine):
+    """Site-ConEx weights (0.1/0/0.2/0.7, t 0.9, option 4), group_over 2, group_size 2.
+    Key div [b "x", div3 (3 i)], other div [div2 (2 i), b "x"]. div3's 3 children become 2
+    temporary nodes, so its childNodes is 2: against div2 the weighted score is
+    0.1 + 0.2 + 0.7 · 2/2 = 1.0 ≥ 0.9 (with its own 3 children it would be 0.77: no match). b–b
+    scores 1.0 too (position 0.5 is not certain and weighs 0); the tie goes to the lower key
+    index, b first, then div3–div2. Below: "x" maps; div3's temporary nodes (tag div) match no
+    <i>. Key: 0 body, 1 div, 2 b, 3 "x", 4 div3, 5-7 i; other: 0 body, 1 div, 2 div2, 3-4 i, 5 b, 6 "x"."""
+    key = page("<div><b>x</b><div><i></i><i></i><i></i></div></div>")
+    other = page("<div><div><i></i><i></i></div><b>x</b></div>")
+    params = EtdmParams(w_classes=0.1, w_position=0.0, w_attributes=0.2, w_children=0.7, threshold=0.9,
+                        position_option=4, grouping="node", group_over=2, group_size=2)
+    assert map_pages(key, other, params).tolist() == [0, 1, 5, 6, 2, -1, -1, -1]
+
+
+def test_node_grouping_leaves_a_long_list_unmapped_against_a_short_one(any_engine):
+    """test_long_list_against_a_short_one_is_not_grouped's pages under the thesis's rule: the key
+    BODY's 300 children become three temporary BODY nodes, which match no div, p or footer of the
+    other BODY (3 children, not grouped): only BODY maps."""
+    key = page("<div id=h>H</div>" + "<p>k</p>" * 298 + "<footer>F</footer>")
+    other = page("<div id=h>H</div><p>x</p><footer>F</footer>")
+    assert map_pages(key, other, EtdmParams(grouping="node")).tolist() == [0] + [-1] * (key.size - 1)
+
+
+def test_node_grouping_nests_and_maps_a_long_list_onto_itself():
+    """20 items, group_over 4, group_size 2: chunks of 8 (2 and 4 would give more than 4 entries),
+    each chunk of 8 regrouped in pairs, each pair a plain list. A page against itself maps every
+    node onto itself, as without grouping; against the list without item 0 (19 items: chunks
+    [1..8] [9..16] [17..19]) the chunk boundaries drift as in pair grouping: 1, 3, ..., 15 and
+    the last chunk 17, 18, 19 map (test_group_levels_nest_for_very_long_lists)."""
+    params = _small("node")
+    key, other = _list_page(range(20)), _list_page(range(1, 20))
+    assert map_pages(key, key, params).tolist() == list(range(key.size))
+    got = map_pages(key, other, params)
+    assert sorted(k for k in range(20) if got[2 + 2 * k] >= 0) == [1, 3, 5, 7, 9, 11, 13, 15, 17, 18, 19]
+
+
 def test_ten_thousand_siblings_stay_bounded():
     """10,000 items against the same list without every 50th (9,800 items). Groups of 100:
     key chunk c = items [100c, 100c + 100), other chunk c = its items 100c..100c + 99. The 100
@@ -455,14 +540,89 @@ def reference_map(key, other, params):
         a, b = queue.popleft()
         ks = kidx[kptr[a]:kptr[a + 1]].tolist()
         os_ = oidx[optr[b]:optr[b + 1]].tolist()
-        for x, y in _reference_assign(key, ks, other, os_, params):
+        score = lambda x, y, pos: equality_score(key, ks[x], other, os_[y], pos, params)  # noqa: E731
+        for x, y in _reference_assign(score, len(ks), len(os_), params):
             result[ks[x]] = os_[y]
             queue.append((ks[x], os_[y]))
     return result
 
 
-def _reference_assign(key, ks, other, os_, params):
-    m, n, opt = len(ks), len(os_), params.position_option
+def _grouped_entries(tag, items, params):
+    """A child list of the grouped tree (§9.3 as the product reads it): the items themselves when
+    at most group_over, else temporary nodes of `unit` consecutive items each, unit = group_size^k
+    for the smallest k giving at most group_over of them."""
+    if len(items) <= params.group_over:
+        return [("node", x) for x in items]
+    unit = params.group_size
+    while -(-len(items) // unit) > params.group_over:
+        unit *= params.group_size
+    return [("temp", tag, items[s:s + unit]) for s in range(0, len(items), unit)]
+
+
+def _entry_children(page, entry, params):
+    if entry[0] == "temp":
+        return _grouped_entries(entry[1], entry[2], params)
+    ptr, idx = children(page)
+    x = entry[1]
+    return _grouped_entries(int(page.tag[x]), idx[ptr[x]:ptr[x + 1]].tolist(), params)
+
+
+def _entry_features(page, entry, params):
+    """(tag, class tokens, attribute pairs, id, childNodes, text) of a node of the grouped tree."""
+    n_children = len(_entry_children(page, entry, params))
+    if entry[0] == "temp":
+        return entry[1], frozenset(), frozenset(), 0, n_children, None
+    x = entry[1]
+    return (int(page.tag[x]), frozenset(page.class_hash[page.class_ptr[x]:page.class_ptr[x + 1]].tolist()),
+            frozenset(page.attr_hash[page.attr_ptr[x]:page.attr_ptr[x + 1]].tolist()), int(page.id_hash[x]),
+            n_children, page.node_text(x) if page.tag[x] == 0 else None)
+
+
+def _literal_score(fa, fb, pos, params):
+    """≜ of SPEC §5 written out on feature tuples."""
+    (ta, ca, aa, ia, na, xa), (tb, cb, ab, ib, nb, xb) = fa, fb
+    if ta != tb or (ta == 0 and params.text_equality and xa != xb):
+        return NO_MATCH
+
+    def jaccard(p, q):
+        return 1.0 if not p and not q else (0.0 if not p or not q else len(p & q) / len(p | q))
+
+    cls, att = jaccard(ca, cb), jaccard(aa, ab)
+    ch = 1.0 if na == nb == 0 else min(na, nb) / max(na, nb)
+    s = etdm._quantize(params.w_classes * cls + params.w_attributes * att + params.w_children * ch
+                       + params.w_position * pos)
+    if (ia != 0 and ia == ib) or (cls == 1.0 and att == 1.0 and pos == 1.0):
+        return certain_floor(params) + s
+    return s
+
+
+def reference_node_map(key, other, params):
+    """ETDM of the grouped trees (grouping "node"), the slow literal way: build both trees'
+    temporary nodes, map as without grouping, report key nodes paired with temporary nodes
+    as VIRTUAL_PARTNER."""
+    result = [-1] * key.size
+    root = ("node", 0)
+    if not is_match(_literal_score(_entry_features(key, root, params), _entry_features(other, root, params),
+                                   1.0, params), params):
+        return result
+    result[0] = 0
+    queue = deque([(root, root)])
+    while queue:
+        a, b = queue.popleft()
+        ka, ob = _entry_children(key, a, params), _entry_children(other, b, params)
+        fa = [_entry_features(key, e, params) for e in ka]
+        fb = [_entry_features(other, e, params) for e in ob]
+        score = lambda x, y, pos: _literal_score(fa[x], fb[y], pos, params)  # noqa: E731
+        for x, y in _reference_assign(score, len(ka), len(ob), params):
+            ex, ey = ka[x], ob[y]
+            if ex[0] == "node":
+                result[ex[1]] = ey[1] if ey[0] == "node" else VIRTUAL_PARTNER
+            queue.append((ex, ey))
+    return result
+
+
+def _reference_assign(score, m, n, params):
+    opt = params.position_option
     used_r, used_c, anchors, out = set(), set(), [], []
 
     def gap(v, side):
@@ -487,7 +647,7 @@ def _reference_assign(key, ks, other, os_, params):
                 pos = position(x, y)
                 if pos is None:
                     continue
-                s = equality_score(key, ks[x], other, os_[y], pos, params)
+                s = score(x, y, pos)
                 if is_match(s, params) and (best is None or s > best[0]):
                     best = (s, x, y)
         if best is None:
@@ -523,6 +683,30 @@ def test_random_trees_match_the_literal_reference(kb, ob, option, text_eq):
             got = map_pages(key, other, params)
         assert got.tolist() == expected
     _check_invariants(key, other, got)
+
+
+_wide_tree = st.recursive(_leaf | _element(st.just([])), lambda t: _element(st.lists(t, max_size=7)),
+                         max_leaves=40)
+_wide_body = st.lists(_wide_tree, max_size=9).map(lambda ns: "".join(_render(n) for n in ns))
+
+
+@settings(max_examples=200, deadline=None)
+@given(_wide_body, _wide_body, st.sampled_from([1, 2, 3, 4]), st.booleans(),
+       st.sampled_from([(2, 2), (3, 2), (4, 3)]), st.booleans())
+def test_node_grouping_is_the_literal_transform_of_both_trees(kb, ob, option, text_eq, group, site_weights):
+    """grouping "node" against reference_node_map: the thesis's temporary nodes built literally
+    in both trees, then plain ETDM (group_over 2 to 4, so most lists of the random trees group,
+    and up to 9 children nest groups; the site-ConEx weights make childNodes decide more)."""
+    key, other = page(kb), page(ob)
+    weights = dict(w_classes=0.1, w_position=0.0, w_attributes=0.2, w_children=0.7, threshold=0.9) \
+        if site_weights else {}
+    params = opts(option, text_equality=text_eq, grouping="node", group_over=group[0], group_size=group[1],
+                  **weights)
+    expected = reference_node_map(key, other, params)
+    for knobs in ENGINES.values():
+        with engine(**knobs):
+            assert map_pages(key, other, params).tolist() == expected
+    assert map_pages(key, key, params).tolist() == list(range(key.size))
 
 
 @settings(max_examples=80, deadline=None)

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from lxml import etree
 
-from configs import Config
+from configs import Config, load_config
 from pipeline.cli import main
 from pipeline.inspect_view import MAIN_COLOR, MENU_COLOR, TEMPLATE_COLOR, clean_css, render
 from transforms.explain import explain_page
@@ -242,6 +242,30 @@ def test_single_page_site_inspects_with_page_level_methods(fruit_warc, tmp_path)
     assert "page_only" in doc and "data-ss-occ=" not in doc
     tree = etree.fromstring(doc.encode(), etree.HTMLParser())
     assert "ss-menu" in tree.find(".//ul").get("class").split()
+
+
+@pytest.mark.parametrize("config, shown", [("default", True), ("published", False)])
+def test_inspect_follows_the_presets_parse_rules(tmp_path, config, shown):
+    """Under the published preset <noscript> is dropped and <select> is an ordinary element
+    (SPEC §1): the view annotates exactly the compact page's nodes either way, and shows the
+    <noscript> note only under the defaults, which read it as text."""
+    def page(name):
+        return (f"<html><body><div id=nav><a href=/a.html>A</a> <a href=/b.html>B</a></div>"
+                f"<div id=content><p>Page {name} text.</p><noscript><p>Note on {name}</p></noscript>"
+                f"<select><option>Choice {name}</option></select></div></body></html>").encode()
+    warc = write_warc(tmp_path / "n.warc.gz", [response(f"https://n.example/{x}.html", page(x)) for x in "ab"])
+    out = tmp_path / "n.html"
+    assert main(["inspect", "--input", warc, "--url", "https://n.example/a.html", "--out", str(out),
+                 "--config", config]) == 0
+    tree = etree.fromstring(out.read_text(encoding="utf-8").encode(), etree.HTMLParser())
+    nodes = sorted(int(el.get("data-ss-node")) for el in tree.iter() if el.get("data-ss-node") is not None)
+    rules = load_config(config).read.parse_rules()
+    compact = parse_page(page("a").decode(), "https://n.example/a.html", rules=rules)
+    assert nodes == list(range(compact.size))
+    assert ("Note on a" in "".join(tree.itertext())) == shown
+    # the option's text is a node of its own only where <select> is not a leaf
+    option = tree.find(".//option")
+    assert (option.find("span") is not None) == (not rules.widget_leaves)
 
 
 def test_css_cleaning_and_serializer_edge_cases():

@@ -56,6 +56,24 @@ def test_representative_tag_weight():
     assert nav[1] - plain[1] == pytest.approx(0.15)
 
 
+@pytest.mark.parametrize("rule, marked", [
+    ("prefix", {"menu", "main-menu", "navbar"}),
+    ("word_part", {"menu", "main-menu"}),
+    ("exact", {"menu"}),
+])
+def test_representative_tag_rule(rule, marked):
+    """The same two-link div with class menu, main-menu, navbar or none: the representative
+    property (weight .15) goes to the classes the rule marks (see test_page's hint rules)."""
+    params = MenexParams(representative=rule)
+
+    def weight(cls):
+        return menu_weights(parse_page(f"<body><div class={cls}><a href=/1>1</a><a href=/2>2</a></div></body>",
+                                       "http://e.com/"), params)[1]
+    plain = weight("plain")
+    for cls in ("menu", "main-menu", "navbar"):
+        assert weight(cls) - plain == pytest.approx(0.15 if cls in marked else 0.0), cls
+
+
 CLIMB = ("<body><div><ul><li>a</li></ul><ul><li>b</li></ul><ul><li>c</li></ul></div>"
          "<section><div><ul><li>d</li></ul></div></section><p>x</p></body>")
 # preorder: 0 body, 1 div, 2 ul, 3 li, 4 #, 5 ul, 6 li, 7 #, 8 ul, 9 li, 10 #,

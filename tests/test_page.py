@@ -3,7 +3,9 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from transforms.page import F_IN_LINK, F_LINK, F_NAV_HINT, TAG_ID, TEXT, _has_nav_word, parse_page, tag_name
+from transforms.page import (F_IN_LINK, F_LINK, F_NAV_EXACT, F_NAV_HINT, F_NAV_WORD, PRODUCT_RULES, SPEC_RULES,
+                             TAG_ID, TEXT, ParseRules, _has_nav_word, parse_page, tag_name)
+from transforms.tree import text_of
 from transforms.tokens import count_words, folded_words, words
 from transforms.tree import children, subtree_mask, subtree_sum, subtree_text, text_of
 
@@ -71,6 +73,46 @@ def test_navigation_hints():
     assert not _has_nav_word("canvas") and not _has_nav_word("unavailable")
 
 
+def test_navigation_hint_rules():
+    """Which elements each MenEx representative-tag rule marks (transforms/page.py F_NAV_*):
+    exact (the thesis) = <nav>, a class token or the id equal to nav/menu; word_part (SPEC §2)
+    adds word parts equal to nav/menu and role=navigation; prefix (product) adds parts that
+    begin with nav/menu."""
+    page = parse_page("<body><nav>n</nav><div class='x menu'>a</div><div id=Nav>b</div>"
+                      "<div class=main-menu>c</div><div id=topNav>d</div><div role=navigation>e</div>"
+                      "<div class=navbar>f</div><div id=navigation>g</div><div class=canvas>h</div></body>",
+                      "http://ex.com/")
+    elements = [i for i in range(page.size) if page.tag[i] != TEXT][1:]
+
+    def marked(bit):
+        return [bool(page.flags[i] & bit) for i in elements]
+    #                          nav   .menu #Nav  main-menu topNav role  navbar navigation canvas
+    assert marked(F_NAV_EXACT) == [True, True, True, False, False, False, False, False, False]
+    assert marked(F_NAV_WORD) == [True, True, True, True, True, True, False, False, False]
+    assert marked(F_NAV_HINT) == [True, True, True, True, True, True, True, True, False]
+
+
+def test_noscript_and_widget_rules():
+    """PRODUCT_RULES keep <noscript> content as text and make select/textarea/canvas/math
+    leaves; SPEC_RULES (SPEC §1) drop <noscript> with its subtree and read the widgets' insides
+    as ordinary nodes. The page's text, by hand, for each."""
+    html = ("<body><p>Intro</p><noscript><p>Enable scripts to see the posts</p></noscript>"
+            "<form><select><option>Red</option><option>Blue</option></select>"
+            "<textarea>Your comment</textarea></form><canvas>Chart fallback</canvas>"
+            "<math><mi>x</mi></math><p>End</p></body>")
+    product = parse_page(html, "http://ex.com/")
+    spec = parse_page(html, "http://ex.com/", rules=SPEC_RULES)
+    everything = lambda p: text_of(p, p.tag == TEXT)  # noqa: E731
+    assert everything(product) == "Intro\nEnable scripts to see the posts\nEnd"
+    assert everything(spec) == "Intro\nRed\nBlue\nYour comment\nChart fallback x\nEnd"
+    for name in ("select", "textarea", "canvas", "math"):
+        assert product.child_count[list(product.tag).index(TAG_ID[name])] == 0
+        assert spec.child_count[list(spec.tag).index(TAG_ID[name])] > 0
+    assert TAG_ID["noscript"] in product.tag and TAG_ID["noscript"] not in spec.tag
+    assert ParseRules(keep_noscript=False).dropped == SPEC_RULES.dropped
+    assert ParseRules(widget_leaves=False).leaves == SPEC_RULES.leaves
+
+
 def test_deep_nesting_parses_without_recursion():
     depth = 100_000
     html = "<html><body>" + "<div>" * depth + "deep" + "</div>" * depth + "</body></html>"
@@ -132,13 +174,13 @@ def test_pickled_page_round_trips_and_is_smaller_than_html():
 
 # --- aligned_nodes: the walk that maps compact nodes back onto the lxml tree ---
 
-def check_alignment(html, url="http://ex.com/"):
+def check_alignment(html, url="http://ex.com/", rules=PRODUCT_RULES):
     """Every compact node has exactly one aligned lxml item, with the same tag, text and parent."""
     from transforms.page import aligned_nodes, parse_tree, tag_id
 
-    page = parse_page(html, url)
+    page = parse_page(html, url, rules=rules)
     _, body, _ = parse_tree(html)
-    items = list(aligned_nodes(body))
+    items = list(aligned_nodes(body, rules))
     assert [i for i, _, _ in items] == list(range(page.size))
     index_of = {}
     for i, el, kind in items:
@@ -170,6 +212,11 @@ def test_aligned_nodes_follow_dropped_leaf_and_whitespace_rules():
     assert not any(tag in ("g", "text", "script", "style", "template", "title")
                    for k, tag in kinds if k == "element")
     assert ("element", "noscript") in kinds and ("text", "noscript") in kinds
+    # SPEC §1 as published: <noscript> goes with its subtree, its tail stays
+    page, items = check_alignment("<body><p>a<noscript>no <b>js</b></noscript>tail</p></body>",
+                                  rules=SPEC_RULES)
+    assert [(k, el.tag) for _, el, k in items] == [("element", "body"), ("element", "p"), ("text", "p"),
+                                                  ("tail", "noscript")]
 
 
 def test_aligned_nodes_on_deep_and_bodyless_pages():
@@ -191,9 +238,11 @@ _SOUP = ["<p>", "</p>", "<div class='a b'>", "</div>", "<b>", "</b>", "<a href='
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(st.one_of(st.sampled_from(_SOUP), st.text(max_size=6)), max_size=40))
-def test_aligned_nodes_match_the_compact_page_on_tag_soup(tokens):
-    check_alignment("".join(tokens))
+@given(st.lists(st.one_of(st.sampled_from(_SOUP), st.text(max_size=6)), max_size=40),
+       st.sampled_from([PRODUCT_RULES, SPEC_RULES, ParseRules(keep_noscript=False),
+                        ParseRules(widget_leaves=False)]))
+def test_aligned_nodes_match_the_compact_page_on_tag_soup(tokens, rules):
+    check_alignment("".join(tokens), rules=rules)
 
 
 def test_aligned_nodes_match_the_compact_page_on_the_sample():
@@ -207,5 +256,6 @@ def test_aligned_nodes_match_the_compact_page_on_the_sample():
             if isinstance(item, HtmlResponse):
                 html, _ = decode_html(item.body, item.http_charset)
                 check_alignment(html, item.url)
+                check_alignment(html, item.url, SPEC_RULES)
                 checked += 1
     assert checked >= 50

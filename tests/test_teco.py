@@ -298,6 +298,28 @@ def test_teco_node_metrics_end_to_end(suite, tmp_path):
     assert row["template"] == PRF(20, 26, N_NODES - N_NONTEMPLATE)
 
 
+def test_gold_nodes_follow_the_runs_parse_rules(suite, tmp_path):
+    """A <noscript> note in the key page's sidebar: under the product's rules it is two more
+    nodes (element and text) than under SPEC §1's, which drop it. The gold masks are numbered
+    like the run's pages, so the node metrics compare like with like under either preset: the
+    same scores as test_teco_node_metrics_end_to_end when <noscript> is dropped."""
+    import dataclasses
+
+    from pipeline.warc import ReadLimits
+    from transforms.page import SPEC_RULES
+    key = suite / "Media" / HOST / "index.html"
+    key.write_text(key.read_text().replace("Weather: sunny spells</p>",
+                                           "Weather: sunny spells</p><noscript>Enable scripts</noscript>"))
+    product = read_teco(str(suite), str(tmp_path / "product"))
+    spec = read_teco(str(suite), str(tmp_path / "spec"), SPEC_RULES)
+    assert product.gold[0].nodes["main"].shape == (N_NODES + 2,)
+    assert spec.gold[0].nodes["main"].shape == (N_NODES,)
+    config = dataclasses.replace(Config(), read=ReadLimits(keep_noscript=False, widget_leaves=False))
+    (row,) = teco_node_metrics(spec, config)
+    assert row["error"] is None
+    assert (row["main"], row["template"]) == (PRF(10, 13, N_MAIN), PRF(20, 26, N_NODES - N_NONTEMPLATE))
+
+
 def test_unprefixed_labels_and_several_key_pages(tmp_path):
     """Old versions label without "TECO_"; a site's own "mainContent" class is not a label,
     and two labelled pages in one folder are two key pages (the suite has two benchmarks

@@ -21,11 +21,19 @@ Scores are quantized to 1e-9 (the same IEEE operations in the scalar and the
 vectorized code) so that mathematically equal scores tie exactly and the
 tie rule, not float noise, decides.
 
-Decisions beyond SPEC §5 (each restated where it is implemented):
-- Grouping (§9.3) is decided per pair of mapped parents: their child lists
-  are grouped, both with the same group size, when they would compare more
-  than group_over² child pairs (always so when both have more than
+Grouping (§9.3), two rules (`EtdmParams.grouping`):
+- "node", the thesis's and SPEC §5's: every node with more than group_over
+  children has them grouped under temporary nodes of at most group_size
+  (same tag as the parent, no attributes), in each tree on its own; a
+  temporary node is compared with whatever the other tree has in its place,
+  real or temporary, and childNodes and positions are those of the grouped
+  trees.
+- "pair", a product decision beyond SPEC §5 (each restated where it is
+  implemented): grouping is decided per pair of mapped parents, whose child
+  lists are grouped, both with the same group size, when they would compare
+  more than group_over² child pairs (always so when both have more than
   `group_over` children). Virtual nodes are only compared with virtual nodes.
+Other decisions beyond SPEC §5:
 - Excluded key nodes are removed from the key page (ch. 11, HybEx step vi):
   they take no sibling position and do not count as their parent's children.
 - The children of a virtual node are its items; its childNodes is their count.
@@ -47,6 +55,11 @@ from transforms.page import TEXT, CompactPage
 from transforms.tree import children
 
 NO_MATCH = float("-inf")
+# map_pages: a key node with no partner; and one paired with a temporary
+# grouping node of the other page (grouping "node"), which is mapped (it
+# counts as an occurrence) but has no node of the page as its partner.
+UNMAPPED = -1
+VIRTUAL_PARTNER = -2
 
 # Groups with at most this many candidate pairs run the greedy assignment in
 # plain Python; beyond it a dense numpy matrix is cheaper per step.
@@ -80,8 +93,11 @@ class EtdmParams:
     # under virtual nodes of at most group_size consecutive children (§9.3).
     group_over: int = 200
     group_size: int = 100
+    grouping: str = "pair"            # "pair" (product) or "node" (thesis §9.3); see the module doc
 
     def __post_init__(self):
+        if self.grouping not in ("pair", "node"):
+            raise ValueError(f"grouping must be pair or node, got {self.grouping!r}")
         if self.position_option not in (1, 2, 3, 4):
             raise ValueError(f"position_option must be 1..4, got {self.position_option}")
         if min(self.w_classes, self.w_position, self.w_attributes, self.w_children) < 0:
@@ -262,7 +278,7 @@ def equality_score(key: CompactPage, a: int, other: CompactPage, b: int, positio
     """≜(a, b) of key node a and other node b at the given position value (see module doc).
 
     childNodes are the pages' own child counts (map_pages uses the counts after
-    `exclude` on the key side).
+    `exclude` on the key side and, under grouping "node", those of the grouped trees).
     """
     if int(key.tag[a]) != int(other.tag[b]):
         return NO_MATCH
@@ -284,7 +300,8 @@ def equality_score(key: CompactPage, a: int, other: CompactPage, b: int, positio
 
 def map_pages(key: CompactPage, other: CompactPage, params: EtdmParams = EtdmParams(),
               exclude: np.ndarray | None = None, check=None) -> np.ndarray:
-    """ETDM of `key` into `other`: for each key node, its partner in `other` or -1.
+    """ETDM of `key` into `other`: for each key node, its partner in `other`, UNMAPPED (-1),
+    or VIRTUAL_PARTNER (-2) when it is paired with a temporary grouping node (grouping "node").
 
     The roots (BODY) are compared like any pair (one child of one, position 1);
     if they do not match nothing maps. `exclude` (bool per key node) removes
@@ -321,8 +338,34 @@ class _Mapper:
         self.cert = certain_floor(params)
         self.opt = params.position_option
         self.over_pairs = params.group_over * params.group_over
+        self.by_node = params.grouping == "node"
+        # childNodes in the children ratio: the trees' own counts, or under "node"
+        # grouping the counts of the grouped trees (a grouped node's temporary nodes).
+        self.kch, self.och = self.kcount, self.ocount
+        if self.by_node:
+            self.kch, self.och = self._grouped_counts(self.kcount), self._grouped_counts(self.ocount)
         self.jcache: dict = {}
         self.text_trans = None
+
+    def _unit(self, length: int) -> int:
+        """Items per temporary node for a list of `length`: group_size, or group_size^k
+        when that many temporary nodes would themselves exceed group_over."""
+        unit = self.p.group_size
+        while -(-length // unit) > self.p.group_over:
+            unit *= self.p.group_size
+        return unit
+
+    def _entries(self, length: int) -> int:
+        """Children a list of `length` has once grouped by node (§9.3)."""
+        if length <= self.p.group_over:
+            return length
+        return -(-length // self._unit(length))
+
+    def _grouped_counts(self, count: np.ndarray) -> np.ndarray:
+        out = count.copy()
+        for x in np.flatnonzero(count > self.p.group_over).tolist():
+            out[x] = self._entries(int(count[x]))
+        return out
 
     # -- wave loop
 
@@ -353,7 +396,10 @@ class _Mapper:
                     result[a] = b
                     self._expand_real(a, b, new_real, new_virtual)
             for group in virtual:
-                self._virtual_group(group, new_real, new_virtual)
+                if self.by_node:
+                    self._node_group(result, group, new_real, new_virtual)
+                else:
+                    self._virtual_group(group, new_real, new_virtual)
             real, virtual = new_real, new_virtual
         return result
 
@@ -363,14 +409,17 @@ class _Mapper:
             return
         lk, lo = self.kcount[a], self.ocount[b]
         both = (lk > 0) & (lo > 0)
-        big = both & (lk * lo > self.over_pairs)
+        if self.by_node:
+            big = both & ((lk > self.p.group_over) | (lo > self.p.group_over))
+        else:
+            big = both & (lk * lo > self.over_pairs)
         small = both & ~big
         if small.any():
             ka, ob, ml, nl = a[small], b[small], lk[small], lo[small]
             new_real.append((self.kidx[_ranges(self.kptr[ka], ml)],
                              self.oidx[_ranges(self.optr[ob], nl)], ml, nl))
         for pa, pb, la, lb in zip(a[big].tolist(), b[big].tolist(), lk[big].tolist(), lo[big].tolist()):
-            new_virtual.append(self._chunked(pa, 0, la, pb, 0, lb))
+            new_virtual.append((pa, 0, la, pb, 0, lb) if self.by_node else self._chunked(pa, 0, la, pb, 0, lb))
 
     def _expand_few(self, a, b, new_real, new_virtual):
         """_expand_real for a handful of pairs, without the vectorized set-up."""
@@ -379,8 +428,12 @@ class _Mapper:
             la, lb = int(kcount[pa]), int(ocount[pb])
             if la == 0 or lb == 0:
                 continue
-            if la * lb > self.over_pairs:
-                new_virtual.append(self._chunked(pa, 0, la, pb, 0, lb))
+            if self.by_node:
+                big = la > self.p.group_over or lb > self.p.group_over
+            else:
+                big = la * lb > self.over_pairs
+            if big:
+                new_virtual.append((pa, 0, la, pb, 0, lb) if self.by_node else self._chunked(pa, 0, la, pb, 0, lb))
             else:
                 ka, ob = int(kptr[pa]), int(optr[pb])
                 new_real.append((self.kidx[ka:ka + la], self.oidx[ob:ob + lb],
@@ -423,7 +476,7 @@ class _Mapper:
         ki, oi = self.ki, self.oi
         cls = self._jaccard_one(ki.cls_id[a], oi.cls_id[b], ki.cls_sets, oi.cls_sets, 0)
         att = self._jaccard_one(ki.attr_id[a], oi.attr_id[b], ki.attr_sets, oi.attr_sets, 1)
-        base = self.wc * cls + self.wa * att + self.wch * _ratio(int(self.kcount[a]), int(self.ocount[b]))
+        base = self.wc * cls + self.wa * att + self.wch * _ratio(int(self.kch[a]), int(self.och[b]))
         ida = int(key.id_hash[a])
         idc = ida != 0 and ida == int(other.id_hash[b])
         ca1 = cls == 1.0 and att == 1.0
@@ -514,6 +567,89 @@ class _Mapper:
                 ks = self.kidx[self.kptr[pa] + a0:self.kptr[pa] + a1]
                 os_ = self.oidx[self.optr[pb] + b0:self.optr[pb] + b1]
                 new_real.append((ks, os_, np.array([a1 - a0]), np.array([b1 - b0])))
+
+    def _side(self, p, lo, hi, kptr, kidx):
+        """Entries of the span [lo, hi) of node p's child list, grouped by node (§9.3):
+        (real node per entry or -1, span start, span end) arrays."""
+        length = hi - lo
+        if length <= self.p.group_over:
+            base = int(kptr[p])
+            nodes = kidx[base + lo:base + hi].astype(np.int64)
+            starts = np.arange(lo, hi, dtype=np.int64)
+            return nodes, starts, starts + 1
+        starts = np.arange(lo, hi, self._unit(length), dtype=np.int64)
+        ends = np.minimum(starts + self._unit(length), hi)
+        return np.full(starts.size, -1, dtype=np.int64), starts, ends
+
+    def _node_group(self, result, group, new_real, new_virtual):
+        """A sibling group of the grouped trees (grouping "node"): the span [alo, ahi) of key
+        node pa's children against the span [blo, bhi) of other node pb's, where at least one
+        side has more than group_over entries and so stands as temporary nodes.
+
+        A temporary node has its parent's tag, no id, classes or attributes (both empty:
+        Jaccard 1 against a node without any), and its entries as children; it can be paired
+        with a real node, and then their children are paired next (the thesis's known cost:
+        children of parents that do not correspond).
+        """
+        pa, alo, ahi, pb, blo, bhi = group
+        ka, ks0, ks1 = self._side(pa, alo, ahi, self.kptr, self.kidx)
+        ob, os0, os1 = self._side(pb, blo, bhi, self.optr, self.oidx)
+        m, n = ka.size, ob.size
+        i = np.repeat(np.arange(m, dtype=np.int64), n)
+        j = np.tile(np.arange(n, dtype=np.int64), m)
+        kreal, oreal = ka[i] >= 0, ob[j] >= 0
+        # A temporary node stands for its parent in the tag and text tests (an element).
+        a = np.where(kreal, ka[i], pa)
+        b = np.where(oreal, ob[j], pb)
+        keep = self.ktag[a] == self.otag[b]
+        if self.p.text_equality:
+            keep &= self._same_text(a, b, keep)
+        i, j, a, b, kreal, oreal = i[keep], j[keep], a[keep], b[keep], kreal[keep], oreal[keep]
+        if i.size == 0:
+            return
+        ki, oi = self.ki, self.oi
+        cls = self._jaccards(np.where(kreal, ki.cls_id[a], 0), np.where(oreal, oi.cls_id[b], 0),
+                             ki.cls_sets, oi.cls_sets, ki.cls_flat, oi.cls_flat)
+        att = self._jaccards(np.where(kreal, ki.attr_id[a], 0), np.where(oreal, oi.attr_id[b], 0),
+                             ki.attr_sets, oi.attr_sets, ki.attr_flat, oi.attr_flat)
+        entries = np.vectorize(self._entries, otypes=[np.int64])
+        ck = np.where(kreal, self.kch[a], entries(ks1[i] - ks0[i]) if (~kreal).any() else 0)
+        co = np.where(oreal, self.och[b], entries(os1[j] - os0[j]) if (~oreal).any() else 0)
+        mx = np.maximum(ck, co)
+        ch = np.where(mx == 0, 1.0, np.minimum(ck, co) / np.maximum(mx, 1))
+        base = self.wc * cls + self.wa * att + self.wch * ch
+        ida = np.where(kreal, self.key.id_hash[a], 0)
+        idc = (ida != 0) & (ida == np.where(oreal, self.other.id_hash[b], 0))
+        ca1 = (cls == 1.0) & (att == 1.0)
+        live = idc | ca1 | (_quantize(base + self.wp) >= self.tq)
+        i, j, a, b, kreal, oreal = i[live], j[live], a[live], b[live], kreal[live], oreal[live]
+        base, idc, ca1 = base[live], idc[live], ca1[live]
+        if i.size == 0:
+            return
+        s0 = self._encode(base, _positions(i, m, j, n), idc, ca1)
+        for k in self._solve(i, j, base, idc, ca1, s0, m, n).tolist():
+            x, y = int(i[k]), int(j[k])
+            if kreal[k]:
+                ax = int(a[k])
+                result[ax] = int(b[k]) if oreal[k] else VIRTUAL_PARTNER
+                span_a = (ax, 0, int(self.kcount[ax]))
+            else:
+                span_a = (pa, int(ks0[x]), int(ks1[x]))
+            span_b = (int(b[k]), 0, int(self.ocount[int(b[k])])) if oreal[k] else (pb, int(os0[y]), int(os1[y]))
+            self._node_spans(span_a, span_b, new_real, new_virtual)
+
+    def _node_spans(self, span_a, span_b, new_real, new_virtual):
+        """Queue the pairing of two child spans under "node" grouping."""
+        pa, a0, a1 = span_a
+        pb, b0, b1 = span_b
+        if a1 <= a0 or b1 <= b0:
+            return
+        if a1 - a0 > self.p.group_over or b1 - b0 > self.p.group_over:
+            new_virtual.append((pa, a0, a1, pb, b0, b1))
+            return
+        ks = self.kidx[self.kptr[pa] + a0:self.kptr[pa] + a1]
+        os_ = self.oidx[self.optr[pb] + b0:self.optr[pb] + b1]
+        new_real.append((ks, os_, np.array([a1 - a0]), np.array([b1 - b0])))
 
     # -- one wave of real sibling groups
 
@@ -622,7 +758,7 @@ class _Mapper:
         ki, oi = self.ki, self.oi
         cls = self._jaccards(ki.cls_id[a], oi.cls_id[b], ki.cls_sets, oi.cls_sets, ki.cls_flat, oi.cls_flat)
         att = self._jaccards(ki.attr_id[a], oi.attr_id[b], ki.attr_sets, oi.attr_sets, ki.attr_flat, oi.attr_flat)
-        ck, co = self.kcount[a], self.ocount[b]
+        ck, co = self.kch[a], self.och[b]
         mx = np.maximum(ck, co)
         ch = np.where(mx == 0, 1.0, np.minimum(ck, co) / np.maximum(mx, 1))
         base = self.wc * cls + self.wa * att + self.wch * ch

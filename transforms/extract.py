@@ -22,7 +22,7 @@ from transforms.conex_site import site_main_content
 from transforms.features import SiteSignals, block_features, text_keys
 from transforms.link_blocks import drop_link_blocks
 from transforms.menex import Menu, MenexParams, detect_menu
-from transforms.page import CompactPage, parse_page
+from transforms.page import PRODUCT_RULES, CompactPage, ParseRules, parse_page
 from transforms.status import WARC_TRUNCATED, page_status
 from transforms.template import TemplateResult, detect_template
 from transforms.tree import subtree_mask, text_of, words_in
@@ -61,9 +61,11 @@ def _ms_since(start: float) -> float:
 def build_page_record(*, url: str, body: bytes, http_charset: str | None, warc_file: str,
                       warc_offset: int, warc_record_id: str, fetch_date: str,
                       content_type: str, truncated: str | None, read_ms: float = 0.0,
-                      max_nodes: int | None = None, notes: tuple = ()) -> PageRecord:
+                      max_nodes: int | None = None, notes: tuple = (),
+                      rules: ParseRules = PRODUCT_RULES) -> PageRecord:
     """Decode and parse one HTML response (`url`: its WARC-Target-URI; `notes`: how its
-    payload is incomplete). Raises StageError naming the failing stage."""
+    payload is incomplete; `rules`: the parse rules of the `read` config). Raises StageError
+    naming the failing stage."""
     normalized = normalize_url(url)
     site = site_key(normalized) if normalized else None
     if not normalized or not site:
@@ -71,7 +73,7 @@ def build_page_record(*, url: str, body: bytes, http_charset: str | None, warc_f
     start = time.thread_time()
     try:
         html, charset = decode_html(body, http_charset)
-        page = parse_page(html, normalized, max_nodes)
+        page = parse_page(html, normalized, max_nodes, rules)
     except Exception as exc:  # lxml and codec failures vary; each ends as one errors row
         raise StageError("parse", type(exc).__name__, str(exc)[:500]) from exc
     page.notes = tuple(notes) + page.notes
@@ -81,14 +83,15 @@ def build_page_record(*, url: str, body: bytes, http_charset: str | None, warc_f
                       timing_ms={"read": read_ms, "parse": _ms_since(start)}, target_uri=url)
 
 
-def record_from_response(response, *, max_nodes: int | None = None, read_ms: float = 0.0) -> PageRecord:
+def record_from_response(response, *, max_nodes: int | None = None, read_ms: float = 0.0,
+                         rules: ParseRules = PRODUCT_RULES) -> PageRecord:
     """build_page_record for a fetched response (pipeline.warc.HtmlResponse or alike)."""
     return build_page_record(
         url=response.url, body=response.body, http_charset=response.http_charset,
         warc_file=response.warc_file, warc_offset=response.warc_offset,
         warc_record_id=response.warc_record_id, fetch_date=response.fetch_date,
         content_type=response.content_type, truncated=response.truncated,
-        read_ms=read_ms, max_nodes=max_nodes, notes=response.notes)
+        read_ms=read_ms, max_nodes=max_nodes, notes=response.notes, rules=rules)
 
 
 def menu_signature(links) -> str:

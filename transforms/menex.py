@@ -5,7 +5,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from transforms.page import F_IN_LINK, F_LINK, F_NAV_HINT, TAG_ID, TEXT, CompactPage
+from transforms.page import F_IN_LINK, F_LINK, NAV_RULE_FLAGS, TAG_ID, TEXT, CompactPage
 from transforms.tree import children, descendants_count, subtree_sum, subtree_text
 
 
@@ -20,6 +20,10 @@ class MenexParams:
     candidate_threshold: float = 0.85   # candidates: weight > this · max weight
     root_threshold: float = 0.90        # Alg. 1 t
     menu_threshold: float = 0.85        # Alg. 2, relative to the max weight (SPEC decision)
+    # Representative tag (transforms/page.py F_NAV_*): "exact" (the thesis: <nav>, a class
+    # or the id nav/menu), "word_part" (SPEC §2) or "prefix" (the product: a word part
+    # beginning with nav/menu, e.g. "navbar", "navigation").
+    representative: str = "prefix"
 
 
 @dataclass
@@ -42,7 +46,7 @@ class MenuFeatures:
     hyperlinks: np.ndarray     # <a href> count in the subtree
 
 
-def menu_features(page: CompactPage) -> MenuFeatures:
+def menu_features(page: CompactPage, representative: str = "prefix") -> MenuFeatures:
     n = page.size
     idx = np.arange(n, dtype=np.float64)
     rated = (page.tag != TEXT) & (page.child_count > 0)
@@ -63,14 +67,14 @@ def menu_features(page: CompactPage) -> MenuFeatures:
     text = np.where(rated, text, 0.0)
 
     ul = (rated & (page.tag == TAG_ID["ul"])).astype(np.float64)
-    representative = (rated & ((page.flags & F_NAV_HINT) != 0)).astype(np.float64)
+    representative = (rated & ((page.flags & NAV_RULE_FLAGS[representative]) != 0)).astype(np.float64)
     position = np.where(rated, 1.0 - idx / max(n, 1), 0.0)
     return MenuFeatures(rated, amplitude, link, text, ul, representative, position, hyperlinks)
 
 
 def menu_weights(page: CompactPage, params: MenexParams = MenexParams()) -> np.ndarray:
     """Weight of every node; 0 for nodes that are not rated (leaves, text)."""
-    f = menu_features(page)
+    f = menu_features(page, params.representative)
     w = (params.w_amplitude * f.amplitude + params.w_link * f.link + params.w_text * f.text
          + params.w_ul * f.ul + params.w_representative * f.representative
          + params.w_position * f.position)

@@ -65,16 +65,16 @@ def tag_ids(*names: str) -> np.ndarray:
 
 # Dropped with their whole subtree before any algorithm runs (SPEC §1): they
 # hold no visible content. Their tail text is kept.
-# Not <noscript> (SPEC §1 drops it; measured otherwise): an archived page is
-# read without running its scripts, so what <noscript> holds is what such a
-# reader shows. Discourse forums, for one, serve every post inside <noscript>
-# to a browser's user agent: dropping it left 15 of 407 page-wcxb-dev pages
-# with no text at all.
 DROPPED_TAGS = frozenset({"script", "style", "template", "head", "title",
                           "meta", "link", "base"})
-# Kept as leaves: the element is content, its inside is not text.
-LEAF_TAGS = frozenset({"svg", "math", "iframe", "img", "video", "audio", "picture",
-                       "object", "embed", "canvas", "select", "textarea", "applet"})
+# Kept as leaves: the element is content, its inside is not text. SPEC §1's
+# list, with svg (whose internals SPEC drops).
+LEAF_TAGS = frozenset({"svg", "iframe", "img", "video", "audio", "picture", "object", "embed"})
+# Product extension (ParseRules.widget_leaves): form widgets, canvas and other
+# embedded formats are leaves too. A select's option labels and a textarea's
+# prefilled text are controls, not page text; canvas, math and applet hold
+# fallback or non-prose markup.
+WIDGET_LEAF_TAGS = frozenset({"canvas", "select", "textarea", "math", "applet"})
 MEDIA_TAGS = tag_ids("img", "video", "audio", "picture", "object", "embed", "iframe",
                      "svg", "canvas")
 # Text of a node set puts a newline around these (SPEC §1).
@@ -90,8 +90,13 @@ BLOCK_TAGS = frozenset({
 # Node flag bits.
 F_LINK = 1          # an <a> element with an href
 F_IN_LINK = 2       # inside an <a> element (any ancestor), for text and elements
-F_NAV_HINT = 4      # MenEx "representative tag" (SPEC §2)
+F_NAV_HINT = 4      # MenEx "representative tag", product rule: a word part begins with nav/menu
 F_COMMENT_HINT = 8  # id/class names a comment section (transforms/link_blocks.py)
+F_NAV_WORD = 16     # ... SPEC §2's rule: a word part is nav/menu (or role="navigation")
+F_NAV_EXACT = 32    # ... the thesis's rule: <nav>, or a class token or the id is exactly nav/menu
+# Every rule holds for <nav>; each rule's nodes include the stricter rule's.
+NAV_RULE_FLAGS = {"prefix": F_NAV_HINT, "word_part": F_NAV_WORD, "exact": F_NAV_EXACT}
+F_NAV_ALL = F_NAV_HINT | F_NAV_WORD | F_NAV_EXACT
 
 # Class/id hints of SPEC §10 (seed 002's is_desc_X and the product's additions), one bit
 # each in CompactPage.hints. A hint holds when a word part of an id or class token
@@ -156,14 +161,16 @@ def _has_nav_word(value: str) -> bool:
 
 
 def _name_hints(value: str) -> int:
-    """F_NAV_HINT and F_COMMENT_HINT bits of an id or class token, by its word parts
+    """F_NAV_* and F_COMMENT_HINT bits of an id or class token, by its word parts
     (see _has_nav_word); a comment section is a part beginning with "comment", or "disqus"."""
-    flags = 0
+    flags = F_NAV_EXACT if value.lower() in ("nav", "menu") else 0
     for chunk in _SPLIT.split(value):
         for part in _CAMEL.findall(chunk):
             low = part.lower()
             if low.startswith("nav") or low.startswith("menu"):
                 flags |= F_NAV_HINT
+                if low in ("nav", "menu"):
+                    flags |= F_NAV_WORD
             elif low.startswith("comment") or low == "disqus":
                 flags |= F_COMMENT_HINT
     return flags
@@ -347,11 +354,40 @@ def parse_tree(html: str) -> tuple:
     return root, body, tuple(notes)
 
 
+@dataclass(frozen=True)
+class ParseRules:
+    """What flattening drops and keeps where the product departs from SPEC §1
+    (configs: `read.keep_noscript`, `read.widget_leaves`; both off in published.yaml).
+
+    keep_noscript: SPEC §1 drops <noscript> with its subtree. An archived page
+    is read without running its scripts, so what <noscript> holds is what such
+    a reader shows: Discourse forums, for one, serve every post inside
+    <noscript> to a browser's user agent, and dropping it left 15 of 407
+    page-wcxb-dev pages with no text at all (docs/benchmarks.md).
+    widget_leaves: WIDGET_LEAF_TAGS are leaves, like SPEC's media elements.
+    """
+    keep_noscript: bool = True
+    widget_leaves: bool = True
+
+    @property
+    def dropped(self) -> frozenset:
+        return DROPPED_TAGS if self.keep_noscript else DROPPED_TAGS | {"noscript"}
+
+    @property
+    def leaves(self) -> frozenset:
+        return LEAF_TAGS | WIDGET_LEAF_TAGS if self.widget_leaves else LEAF_TAGS
+
+
+PRODUCT_RULES = ParseRules()
+SPEC_RULES = ParseRules(keep_noscript=False, widget_leaves=False)
+
+
 class TooManyNodes(ValueError):
     """A page with more nodes than the configured cap (read.max_nodes)."""
 
 
-def parse_page(html: str, url: str, max_nodes: int | None = None) -> CompactPage:
+def parse_page(html: str, url: str, max_nodes: int | None = None,
+               rules: ParseRules = PRODUCT_RULES) -> CompactPage:
     """Parse decoded HTML into a CompactPage. Never recurses; bounded by lxml's depth cap.
 
     With `max_nodes`, a body of more nodes raises TooManyNodes before the
@@ -374,7 +410,7 @@ def parse_page(html: str, url: str, max_nodes: int | None = None) -> CompactPage
             b = head.find("base[@href]")
             if b is not None:
                 base_url = resolve_link(url, b.get("href")) or url
-    return _flatten(body, url, title, base_url, len(html), notes)
+    return _flatten(body, url, title, base_url, len(html), notes, rules)
 
 
 @lru_cache(maxsize=1 << 16)
@@ -402,7 +438,8 @@ _HIDDEN_STYLE = re.compile(r"display\s*:\s*none|visibility\s*:\s*hidden", re.IGN
 _HINT_OF_TAG = {name: HINT_BIT[h] for name, h in HINT_OF_TAG.items()}
 
 
-def _flatten(body, url: str, title: str, base_url: str, html_len: int, notes: tuple) -> CompactPage:
+def _flatten(body, url: str, title: str, base_url: str, html_len: int, notes: tuple,
+             rules: ParseRules = PRODUCT_RULES) -> CompactPage:
     # Per node (dense): parent, depth, tag, end, flags, line. Per text node:
     # text, words. Attributes are sparse (node, value) pairs. One loop over
     # lxml's start/end events; locals are bound because this is the hottest
@@ -417,7 +454,7 @@ def _flatten(body, url: str, title: str, base_url: str, html_len: int, notes: tu
     in_link = 0
     line_no = 0
     tag_of = TAG_ID.get
-    block, leaf, dropped = BLOCK_TAGS, LEAF_TAGS, DROPPED_TAGS
+    block, leaf, dropped = BLOCK_TAGS, rules.leaves, rules.dropped
     hidden_bit, tag_hint = HINT_BIT["hidden"], _HINT_OF_TAG
     words_of = count_words
 
@@ -477,7 +514,7 @@ def _flatten(body, url: str, title: str, base_url: str, html_len: int, notes: tu
                             if k == "href":
                                 href = v
                             elif k == "role" and v.strip().lower() == "navigation":
-                                flag |= F_NAV_HINT
+                                flag |= F_NAV_HINT | F_NAV_WORD
                                 role |= HINT_BIT["nav"]
                             elif k == "hidden" or (k == "aria-hidden" and v.strip().lower() == "true") \
                                     or (k == "style" and _HIDDEN_STYLE.search(v)):
@@ -489,7 +526,7 @@ def _flatten(body, url: str, title: str, base_url: str, html_len: int, notes: tu
                             link_node.append(i)
                             link_url.append(target)
                 if name == "nav":
-                    flag |= F_NAV_HINT
+                    flag |= F_NAV_ALL
                 if name in block:
                     line_no += 1
                 tid = tag_of(name)
@@ -554,8 +591,8 @@ def _flatten(body, url: str, title: str, base_url: str, html_len: int, notes: tu
     )
 
 
-def aligned_nodes(body) -> Iterator[tuple[int, object, str]]:
-    """(node index, lxml element, kind) for every node `_flatten(body, ...)` creates, in its order.
+def aligned_nodes(body, rules: ParseRules = PRODUCT_RULES) -> Iterator[tuple[int, object, str]]:
+    """(node index, lxml element, kind) for every node `_flatten(body, ..., rules)` creates, in its order.
 
     kind "element": the node is the element itself; "text": the node is the
     element's .text; "tail": the node is the element's .tail. This is how a
@@ -571,7 +608,7 @@ def aligned_nodes(body) -> Iterator[tuple[int, object, str]]:
     i = 0
     walker = etree.iterwalk(body, events=("start", "end"))
     skip = walker.skip_subtree
-    dropped, leaf = DROPPED_TAGS, LEAF_TAGS
+    dropped, leaf = rules.dropped, rules.leaves
     for event, el in walker:
         name = el.tag
         if not isinstance(name, str):

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from transforms.conex_page import PageConexParams, main_content
-from transforms.etdm import EtdmParams, map_pages
+from transforms.etdm import UNMAPPED, EtdmParams, map_pages
 from transforms.page import TAG_ID, TEXT, CompactPage
 from transforms.tree import subtree_mask
 
@@ -28,7 +28,7 @@ def occurrences(key: CompactPage, others: list, params: EtdmParams,
     """
     counts = np.zeros(key.size, dtype=np.int32)
     for other in others:
-        counts += map_pages(key, other, params, exclude, check=check) >= 0
+        counts += map_pages(key, other, params, exclude, check=check) != UNMAPPED
     return counts
 
 

@@ -1,0 +1,60 @@
+"""What a user sees of a run besides its output: logging set-up, and Beam's import-time noise
+kept out of it (shared by the command line and its local worker processes)."""
+from __future__ import annotations
+
+import contextlib
+import logging
+import warnings
+
+FORMAT = "%(asctime)s %(name)s %(message)s"
+DATE_FORMAT = "%H:%M:%S"
+
+
+@contextlib.contextmanager
+def beam_import_noise_hidden():
+    """Imports inside this block show no warnings.
+
+    Importing apache_beam logs "apitools not found ..." through logging.warning(),
+    which also installs a default stderr handler on the root logger when it has
+    none, and that handler then prints every INFO line of the process in
+    another format. A placeholder handler and a raised root level keep both out.
+    """
+    root = logging.getLogger()
+    placeholder = None
+    if not root.handlers:
+        placeholder = logging.NullHandler()
+        root.addHandler(placeholder)
+    level = root.level
+    root.setLevel(logging.ERROR)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            yield
+    finally:
+        root.setLevel(level)
+        if placeholder is not None:
+            root.removeHandler(placeholder)
+
+
+def import_beam_quietly() -> None:
+    """Import the Beam modules a command uses, once, without their warnings."""
+    with beam_import_noise_hidden():
+        import apache_beam  # noqa: F401
+        from apache_beam.runners.portability.fn_api_runner import FnApiRunner  # noqa: F401
+
+
+@contextlib.contextmanager
+def run_logging(level: int, beam_level: int):
+    """Console logging at `level` (Beam's own loggers at `beam_level`) for the block; the
+    previous levels come back afterwards, so a run called in-process leaves no trace."""
+    root, beam = logging.getLogger(), logging.getLogger("apache_beam")
+    saved = root.level, beam.level
+    if not root.handlers:
+        logging.basicConfig(format=FORMAT, datefmt=DATE_FORMAT)
+    root.setLevel(level)
+    beam.setLevel(beam_level)
+    try:
+        yield
+    finally:
+        root.setLevel(saved[0])
+        beam.setLevel(saved[1])

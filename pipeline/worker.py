@@ -1,0 +1,37 @@
+"""`python -m pipeline.worker LEVEL`: a local worker process of `sitestrip run --workers N`.
+
+Beam's FnApiRunner would start `python -m apache_beam.runners.worker.sdk_worker_main`,
+which prints every INFO line of its SDK harness (connections, caches, shutdown)
+through the root handler its import-time warning installs, and also sends each
+line to the main process, which prints the warnings a second time. This entry
+runs the same harness with sitestrip's logging: one stderr handler at LEVEL
+(the run's: ERROR with --quiet), Beam's own loggers at ERROR at least, its
+import-time warnings hidden, and no log stream back to the main process.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import sys
+
+from pipeline.console import DATE_FORMAT, FORMAT, beam_import_noise_hidden
+
+
+def main(argv: list[str]) -> None:
+    level = logging.getLevelName(argv[1]) if len(argv) > 1 else logging.WARNING
+    if not isinstance(level, int):
+        level = logging.WARNING
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter(FORMAT, DATE_FORMAT))
+    handler.setLevel(level)
+    logging.getLogger().addHandler(handler)
+    logging.getLogger("apache_beam").setLevel(max(level, logging.ERROR))
+    # Without a logging endpoint the harness keeps its log lines in this process.
+    os.environ.pop("LOGGING_API_SERVICE_DESCRIPTOR", None)
+    with beam_import_noise_hidden():
+        from apache_beam.runners.worker import sdk_worker_main
+    sdk_worker_main.main(argv)
+
+
+if __name__ == "__main__":
+    main(sys.argv)
