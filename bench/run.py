@@ -249,7 +249,8 @@ def run_bench(corpus_dirs: list[str], out_dir: str, *, peers=None, workers: int 
     if cv_folds:
         from bench.crossval import cross_validated_scores
         from configs import load_config
-        cv_scores, cv_details = cross_validated_scores(corpora, load_config(config), cv_folds, log=log)
+        cv_scores, details = cross_validated_scores(corpora, load_config(config), cv_folds, log=log)
+        cv_details.update(details)
         all_scores += cv_scores
         for result, corpus in zip(results, corpora):
             mine = [s for s in cv_scores if s.corpus == corpus.name]
