@@ -126,8 +126,20 @@ def test_page_conex_and_menu_membership_are_read_at_the_blocks_first_text_node()
     _, _, _, x = features(PAGE_A, conex_main=conex, menu_node=17)
     assert col(x, "in_page_conex") == [0, 1, 0, 0, 0, 0, 0]
     assert col(x, "in_menex_menu") == [0, 0, 0, 0, 0, 1, 1]
+    _, _, _, x = features(PAGE_A, menu_node=8)      # p8's subtree: nodes 8-10, B2 only
+    assert col(x, "in_menex_menu") == [0, 0, 1, 0, 0, 0, 0]
     _, _, _, none = features(PAGE_A)
     assert col(none, "in_menex_menu") == [0] * 7
+
+
+def test_is_link_needs_the_link_to_be_the_only_child():
+    """Seed 002's is_link: the block's element has one child node, an <a>. A p that starts
+    with a link and goes on in prose is not a link block; nor is a p holding two links."""
+    _, _, texts, x = features("<body><p><a href='/a'>Only link</a></p>"
+                              "<p><a href='/b'>Lead link</a> then prose</p>"
+                              "<p><a href='/c'>one</a><a href='/d'>two</a></p></body>")
+    assert texts == ["Only link", "Lead link then prose", "one two"]
+    assert col(x, "is_link") == [1, 0, 0]
 
 
 def test_site_columns_are_missing_without_a_site():
@@ -195,7 +207,7 @@ TWELVE = " ".join(f"c{i}" for i in range(1, 12))          # 11 utility classes
 PAGE_HINTS = (
     "<body class='show-comments sidebar main-nav ad-free'>"
     "<div class='site-nav'><ul><li><a href='/a'>Home</a></li></ul></div>"     # B0
-    + _chain(4, "outer-comments", "Deep reply")                               # B1
+    + _chain(3, "outer-comments", "Deep reply")                               # B1
     + "<div class='banner_ad'><p>Buy</p></div>"                              # B2
     "<div class='shadow-add'><p>Not an ad</p></div>"                         # B3
     "<aside><p>Aside text</p></aside>"                                       # B4
@@ -214,7 +226,7 @@ def test_role_hints_near_and_far_and_never_from_body():
     nav and ad, so a block under BODY alone has no hint at all (B5).
 
     B0 "Home": li -> ul -> div.site-nav (2nd ancestor): near_nav, far_nav.
-    B1 "Deep reply": div.outer-comments is the 4th ancestor: far_comment, not near.
+    B1 "Deep reply": div.outer-comments is the 3rd ancestor: far_comment, not near.
     B2 "Buy": div.banner_ad (`_ad\\b`, seed 002's regex) 1st ancestor: near_ad.
     B3 "Not an ad": "shadow-add" matches none of seed 002's ad regexes.
     B4: <aside> (the tag's own hint) 1st ancestor: near_aside.
@@ -260,7 +272,8 @@ def test_seed_002_ad_patterns_mark_a_token(token):
     assert _role_hints(token) & HINT_BIT["ad"]
 
 
-@pytest.mark.parametrize("token", ["shadow", "header", "add-to-cart", "badge", "load_more", "reader"])
+@pytest.mark.parametrize("token", ["shadow", "header", "add-to-cart", "badge", "load_more", "reader",
+                                   "thread-list", "head-line", "load_ad2"])
 def test_words_containing_ad_are_not_ads(token):
     """None of the seed 002 patterns matches: "ad" inside a word is no boundary."""
     assert not _role_hints(token) & HINT_BIT["ad"]
