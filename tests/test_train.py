@@ -182,6 +182,16 @@ def test_labelled_blocks_of_the_synthetic_corpus(dataset):
     assert np.nanmean(dataset.X[:, FEATURE_NAMES.index("has_site")]) > 0.5
 
 
+def test_labelled_blocks_do_not_depend_on_the_configured_method(corpus_dir, dataset):
+    """A conex preset (Config()'s default, published.yaml) trains on the same blocks and
+    features: no model is applied while they are computed, so the method cannot matter.
+    (It crashed: analyse_page computes blocks only for a block method.)"""
+    conex = dataclasses.replace(load_config(None), main_content=MainContentParams(method="conex"))
+    again = corpus_blocks(read_shared_corpus(corpus_dir), conex, processes=1)
+    assert again.y.tolist() == dataset.y.tolist()
+    np.testing.assert_array_equal(again.X, dataset.X)
+
+
 def _fresh_site():
     """A 4th site, its template unseen in training, 6 pages."""
     return site_pages(FRESH_SITE, 6, seed=4242)
