@@ -218,7 +218,12 @@ def block_features(page: CompactPage, blocks: Blocks, texts: list[str], *,
     x[:, col["is_uppermost"]] = x[:, col["normalized_top"]] < 0.03
     x[:, col["is_bottommost"]] = x[:, col["normalized_bottom"]] > 0.97
     x[:, col["block_position"]] = np.arange(nb) / max(nb - 1, 1)
-    hidden = nearest_in_mask(page, (page.hints & HINT_BIT["hidden"]) != 0)
+    hidden_el = (page.hints & HINT_BIT["hidden"]) != 0
+    # Never BODY, as for the role hints below: a site-wide body class ("overflow-x-hidden",
+    # MediaWiki's "mw-hide-empty-elt", 4 of 407 page-wcxb-dev pages) or an anti-flicker
+    # display:none that a script lifts made every block of the page invisible.
+    hidden_el[0] = False
+    hidden = nearest_in_mask(page, hidden_el)
     x[:, col["invisible"]] = hidden[owner] >= 0
 
     # Class/id hints of the owner and its nearest ancestors (never BODY).
