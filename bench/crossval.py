@@ -37,12 +37,16 @@ def cross_validated_scores(corpora, config, folds: int = 5, processes: int | Non
             cv = cross_validate(data, kind, config.main_content, folds, log=log)
             texts = page_texts(data, cv.selected)
             details[method] = {"folds": folds, "fold_thresholds": [round(t, 4) for t in cv.thresholds]}
+            # A conex preset's own run is the product's column; learned is then shown beside it.
+            system = SYSTEMS[method] if not (method == "learned" and config.main_content.method == "conex") \
+                else f"{PRODUCT}:learned"
+            details[method]["system"] = system
             for corpus in corpora:
-                scores += score_texts(SYSTEMS[method], corpus.gold, texts)
+                scores += score_texts(system, corpus.gold, texts)
     else:
         log(f"cross-validation skipped: {sites} sites, fewer than {folds} folds")
     conex = dataclasses.replace(config, main_content=dataclasses.replace(config.main_content, method="conex"))
-    for corpus in corpora:
+    for corpus in corpora if config.main_content.method != "conex" else ():
         log(f"[{corpus.name}] conex in-process")
         loaded = load_corpus(corpus.warc_paths, config.read)
         rows = extract_rows(loaded, conex, processes)

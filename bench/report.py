@@ -21,7 +21,7 @@ def _f(x, digits=3):
 
 
 # The product's other main-content methods, shown after the product column when present.
-VARIANTS = (f"{PRODUCT}:ceml", f"{PRODUCT}:conex")
+VARIANTS = (f"{PRODUCT}:learned", f"{PRODUCT}:ceml", f"{PRODUCT}:conex")
 
 
 def _systems(summary) -> list[str]:

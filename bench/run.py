@@ -245,12 +245,14 @@ def run_bench(corpus_dirs: list[str], out_dir: str, *, peers=None, workers: int 
                                       config=config, peer_timeout=peer_timeout, log=log)
         results.append(result)
         all_scores += scores
-    cv_details = {"product_column": "cross-validated main_content.method" if cv_folds else "the run's own output"}
+    cv_details = {"product_column": "the run's own output"}
     if cv_folds:
         from bench.crossval import cross_validated_scores
         from configs import load_config
         cv_scores, details = cross_validated_scores(corpora, load_config(config), cv_folds, log=log)
         cv_details.update(details)
+        if details.get("learned", {}).get("system") == PRODUCT:
+            cv_details["product_column"] = "cross-validated main_content.method"
         all_scores += cv_scores
         for result, corpus in zip(results, corpora):
             mine = [s for s in cv_scores if s.corpus == corpus.name]

@@ -513,7 +513,8 @@ def teco_node_metrics(corpus: Corpus, config) -> list[dict]:
     """One row per labelled key page: the product's node scores, its site analysed as
     the pipeline analyses it (same candidates, same site shard)."""
     from bench.core import load_corpus
-    from transforms.extract import StageError, analyse_page, site_context
+    from transforms.classify import load_main_content_model
+    from transforms.extract import SiteBlocks, StageError, analyse_page, site_context
     from transforms.shards import shard_urls
 
     golds = [g for g in corpus.gold if g.nodes is not None]
@@ -536,7 +537,9 @@ def teco_node_metrics(corpus: Corpus, config) -> list[dict]:
             row["error"] = failed.get(g.url, "key page not in the corpus WARC")
             continue
         try:
-            analysis = analyse_page(record, pages, links, config)
+            model = load_main_content_model(config.main_content)
+            analysis = analyse_page(record, pages, links, config,
+                                    SiteBlocks(pages) if model is not None else None, model)
         except StageError as exc:
             row["error"] = str(exc)
             continue

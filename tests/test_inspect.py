@@ -91,12 +91,14 @@ def main_config(request, tmp_path):
 
 def _main_text_matches(expl, row):
     """The explained main mask is what the row's main_text was made of: ConEx's node set, or
-    exactly the text nodes of the selected blocks, rendered one line per block."""
+    exactly the text nodes of the selected blocks (plus the elements holding only them),
+    rendered one line per block."""
     page = expl.page
     if expl.block_selected is None:
         return text_of(page, expl.main) == row["main_text"]
     own = expl.analysis.blocks
-    return (np.array_equal(expl.main, own.blocks.node_mask(page, expl.block_selected))
+    is_text = page.tag == TEXT
+    return (np.array_equal(expl.main & is_text, own.blocks.node_mask(page, expl.block_selected))
             and render_blocks(own.texts, expl.block_selected) == row["main_text"])
 
 

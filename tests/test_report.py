@@ -81,9 +81,9 @@ def test_report_command_writes_html_with_charts_and_a_markdown_twin(run_dir, cap
     assert "cs: 5" in bars and "page_only: 1" in bars
     for heading in ("Method mix", "Template share", "Errors by stage and class", "Largest sites", "Menus per site"):
         assert heading in html and f"## {heading}" in md
-    assert "| partial_cs | 5 | 62.5% |" in md
+    assert "| cs | 5 | 62.5% |" in md
     assert "| decode | BadContentEncoding | 1 | 1 | https://big.example/broken.html |" in md
-    assert "| big.example | 5 | partial_cs 5 |" in md
+    assert "| big.example | 5 | cs 5 |" in md
 
 
 def test_report_out_path_and_bad_run_dir(run_dir, tmp_path, capsys):

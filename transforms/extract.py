@@ -22,10 +22,10 @@ from transforms.conex_site import site_main_content
 from transforms.features import SiteSignals, block_features, text_keys
 from transforms.link_blocks import drop_link_blocks
 from transforms.menex import Menu, MenexParams, detect_menu
-from transforms.page import PRODUCT_RULES, CompactPage, ParseRules, parse_page
+from transforms.page import PRODUCT_RULES, TEXT, CompactPage, ParseRules, parse_page
 from transforms.status import WARC_TRUNCATED, page_status
 from transforms.template import TemplateResult, detect_template
-from transforms.tree import subtree_mask, text_of, words_in
+from transforms.tree import subtree_mask, subtree_sum, text_of, words_in
 from transforms.urls import normalize_url, site_key
 
 
@@ -338,7 +338,11 @@ def _classify(record: PageRecord, analysis: PageAnalysis, own: PageBlocks, signa
     with _Stage(analysis.timing, "classify", budget):
         proba, selected, threshold = classify_blocks(model, own.blocks, analysis.features, config.main_content)
         analysis.proba, analysis.selected, analysis.threshold = proba, selected, threshold
-        analysis.main = own.blocks.node_mask(page, selected)
+        # The main-content node set: the selected blocks' text nodes, and every element whose
+        # text is all in them (what a node-level view or metric compares).
+        text_main = own.blocks.node_mask(page, selected)
+        text_total = subtree_sum(page, page.tag == TEXT)
+        analysis.main = text_main | ((text_total > 0) & (subtree_sum(page, text_main) == text_total))
 
 
 def page_only_row(record: PageRecord, config, model=None) -> dict:
