@@ -66,7 +66,7 @@ EXPECTED = {
     "path_dotdot_path": ("pages", lambda r: r["url"] == "https://escape.hostile.test/../../../../tmp/sitestrip-escape"
                          and r["url_normalized"] == "https://escape.hostile.test/tmp/sitestrip-escape"),
     "path_slash_site": ("errors", "read", "BadUrl"),
-    "clique": ("pages", lambda r: r["method"] == "cs" and r["cs_size"] == 5),   # tuned conex_n
+    "clique": ("pages", lambda r: r["method"] == "cs" and r["cs_size"] == 2),   # tuned template_n (the block model's search)
 }
 
 
