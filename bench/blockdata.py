@@ -15,12 +15,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from bench.core import load_corpus
-from bench.corpora import Corpus
-from transforms.blocks import gold_labels
-from transforms.extract import SiteBlocks, StageError, analyse_page, site_context
-from transforms.features import FEATURE_NAMES
-from transforms.tokens import folded_words
+from sitestrip.bench.core import load_corpus
+from sitestrip.bench.corpora import Corpus
+from sitestrip.transforms.blocks import gold_labels
+from sitestrip.transforms.extract import SiteBlocks, StageError, analyse_page, site_context
+from sitestrip.transforms.features import FEATURE_NAMES
+from sitestrip.transforms.tokens import folded_words
 
 
 @dataclass

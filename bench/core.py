@@ -13,10 +13,10 @@ import os
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from pipeline.warc import HtmlResponse, ReadError, ReadLimits, iter_warc_records, open_warc, with_read_ms
-from transforms.charset import decode_html
-from transforms.extract import StageError, process_site, record_from_response
-from transforms.urls import normalize_url
+from sitestrip.pipeline.warc import HtmlResponse, ReadError, ReadLimits, iter_warc_records, open_warc, with_read_ms
+from sitestrip.transforms.charset import decode_html
+from sitestrip.transforms.extract import StageError, process_site, record_from_response
+from sitestrip.transforms.urls import normalize_url
 
 
 @dataclass

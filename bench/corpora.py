@@ -16,7 +16,7 @@ import json
 import os
 from dataclasses import dataclass, field
 
-from transforms.urls import normalize_url, site_key
+from sitestrip.transforms.urls import normalize_url, site_key
 
 
 @dataclass
@@ -94,7 +94,7 @@ def read_corpus(directory: str, work_dir: str, rules=None) -> Corpus:
         raise ValueError(f"{directory}: not a directory")
     if is_shared_corpus(directory):
         return read_shared_corpus(directory)
-    from bench.teco import is_teco, read_teco
+    from sitestrip.bench.teco import is_teco, read_teco
     if is_teco(directory):
         return read_teco(directory, work_dir, rules)
     raise ValueError(f"{directory}: neither a shared corpus (gold.jsonl + warc/) nor a TeCo "

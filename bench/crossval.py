@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import dataclasses
 
-from bench.blockdata import concat, corpus_blocks
-from bench.core import extract_rows, load_corpus
-from bench.scoring import PageScore, score_texts
-from bench.train import KINDS, cross_validate, page_texts
+from sitestrip.bench.blockdata import concat, corpus_blocks
+from sitestrip.bench.core import extract_rows, load_corpus
+from sitestrip.bench.scoring import PageScore, score_texts
+from sitestrip.bench.train import KINDS, cross_validate, page_texts
 
 PRODUCT = "sitestrip"
 # System names in the results: the product column is the cross-validated default method.

@@ -3,7 +3,7 @@
 Both the product's run and every peer's worker are child processes started by
 `run_child`, so each is measured the same way, alone.
 
-    python -m bench.measure PEAK_FILE MODULE [ARGS ...]
+    python -m sitestrip.bench.measure PEAK_FILE MODULE [ARGS ...]
 
 runs MODULE as __main__ and writes the process's own peak RSS to PEAK_FILE
 when it ends; the benchmark starts the product through it. Peak memory is

@@ -1,7 +1,7 @@
 """Peer page-level extractors, run the way their users run them, one subprocess each.
 
 The benchmark scores our product and these peers on the same pages with the same
-scorer. Each peer runs in its own worker process (`python -m bench.peers NAME
+scorer. Each peer runs in its own worker process (`python -m sitestrip.bench.peers NAME
 PAGES_JSONL OUT_JSONL`) so that its CPU time and peak memory are its own (read
 from os.wait4's rusage), and so that a peer that crashes the interpreter or hangs
 costs its own pages, never the benchmark.
@@ -21,7 +21,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
-from bench.measure import peak_rss_mb, run_child, tail
+from sitestrip.bench.measure import peak_rss_mb, run_child, tail
 
 PEER_NAMES = ("trafilatura", "trafilatura_precision", "resiliparse", "readability", "justext", "boilerpy3")
 
@@ -309,7 +309,7 @@ def run_peer(name: str, pages_path: str, out_dir: str, timeout: float = 3600) ->
 
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (_REPO_ROOT, env.get("PYTHONPATH")) if p)
-    cmd = [sys.executable, "-m", "bench.peers", name, os.path.abspath(pages_path), os.path.abspath(out_path)]
+    cmd = [sys.executable, "-m", "sitestrip.bench.peers", name, os.path.abspath(pages_path), os.path.abspath(out_path)]
     child = run_child(cmd, err_path, timeout=timeout, env=env)
 
     run = PeerRun(name, version, pages=len(urls), timed_out=child.timed_out,
@@ -377,7 +377,7 @@ def _silence() -> None:
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 3:
-        print("usage: python -m bench.peers NAME PAGES_JSONL OUT_JSONL", file=sys.stderr)
+        print("usage: python -m sitestrip.bench.peers NAME PAGES_JSONL OUT_JSONL", file=sys.stderr)
         return 2
     name, pages_path, out_path = args
     peer = _lookup(name)

@@ -127,7 +127,7 @@ def memory_table(summary) -> list[str]:
 
 
 def stage_table(summary) -> list[str]:
-    from bench.run import STAGES
+    from sitestrip.bench.run import STAGES
     lines = ["| corpus | " + " | ".join(STAGES) + " | page total |", "|---|" + "---|" * (len(STAGES) + 1)]
     for c in summary["corpora"]:
         stages = c["product"]["stages_ms"]

@@ -25,11 +25,11 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from bench.core import load_corpus
-from bench.measure import ChildRun, run_child, tail
-from bench.corpora import Corpus, read_corpus
-from bench.scoring import PageScore, aggregate, group_scores, score_menus, score_texts, worst_pages
-from transforms.urls import normalize_url
+from sitestrip.bench.core import load_corpus
+from sitestrip.bench.measure import ChildRun, run_child, tail
+from sitestrip.bench.corpora import Corpus, read_corpus
+from sitestrip.bench.scoring import PageScore, aggregate, group_scores, score_menus, score_texts, worst_pages
+from sitestrip.transforms.urls import normalize_url
 
 PRODUCT = "sitestrip"
 STAGES = ("read", "parse", "group", "candidates", "etdm", "template", "site_conex", "page_conex",
@@ -53,7 +53,7 @@ def run_product(corpus: Corpus, out_dir: str, *, workers: int = 1, config: str |
     os.makedirs(out_dir, exist_ok=True)
     peak_file = os.path.join(out_dir, "peak_rss_mb.txt")
     stderr_path = os.path.join(out_dir, "stderr.txt")
-    argv = [sys.executable, "-m", "bench.measure", peak_file, "pipeline.cli", "run",
+    argv = [sys.executable, "-m", "sitestrip.bench.measure", peak_file, "sitestrip.pipeline.cli", "run",
             "--input", *corpus.warc_paths, "--output", out_dir, "--quiet", "--workers", str(workers)]
     if config:
         argv += ["--config", config]
@@ -93,7 +93,7 @@ def coder_and_writer_costs(loaded, rows: list[dict]) -> dict:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from schemas.tables import PAGES
+    from sitestrip.schemas.tables import PAGES
     slim = [{k: r.get(k) for k in ("url", "main_text", "nontemplate_text", "method")} for r in rows]
     schema = pa.schema([PAGES.field(k) for k in ("url", "main_text", "nontemplate_text", "method")])
     clock = time.thread_time()
@@ -132,8 +132,8 @@ def _menus(rows):
 
 def bench_corpus(corpus: Corpus, out_dir: str, *, peers, workers: int = 1, config: str | None = None,
                  peer_timeout: float = 3600, log=print) -> tuple[CorpusResult, list[PageScore]]:
-    from bench import peers as peer_mod
-    from configs import load_config
+    from sitestrip.bench import peers as peer_mod
+    from sitestrip.configs import load_config
 
     work = os.path.join(out_dir, "runs", corpus.name)
     os.makedirs(work, exist_ok=True)
@@ -203,7 +203,7 @@ def bench_corpus(corpus: Corpus, out_dir: str, *, peers, workers: int = 1, confi
             result.quality.setdefault(system, {}).setdefault(by, {})[label] = agg.as_dict()
 
     if corpus.kind == "teco":
-        from bench.teco import teco_node_metrics
+        from sitestrip.bench.teco import teco_node_metrics
         node_rows = teco_node_metrics(corpus, product_config)
         for part in ("main", "template", "menu"):
             prfs = [r[part] for r in node_rows if r.get(part) is not None]
@@ -225,12 +225,12 @@ def bench_corpus(corpus: Corpus, out_dir: str, *, peers, workers: int = 1, confi
 def run_bench(corpus_dirs: list[str], out_dir: str, *, peers=None, workers: int = 1,
               config: str | None = None, peer_timeout: float = 3600, charts: bool = True,
               cv_folds: int = 5, log=print) -> dict:
-    from bench import peers as peer_mod
-    from bench.report import write_report
+    from sitestrip.bench import peers as peer_mod
+    from sitestrip.bench.report import write_report
 
     os.makedirs(out_dir, exist_ok=True)
     work = os.path.join(out_dir, "runs")
-    from configs import load_config
+    from sitestrip.configs import load_config
     rules = load_config(config).read.parse_rules()
     corpora = [read_corpus(d, work, rules) for d in corpus_dirs]
     wanted = list(peer_mod.PEER_NAMES) if peers is None else list(peers)
@@ -247,8 +247,8 @@ def run_bench(corpus_dirs: list[str], out_dir: str, *, peers=None, workers: int 
         all_scores += scores
     cv_details = {"product_column": "the run's own output"}
     if cv_folds:
-        from bench.crossval import cross_validated_scores
-        from configs import load_config
+        from sitestrip.bench.crossval import cross_validated_scores
+        from sitestrip.configs import load_config
         cv_scores, details = cross_validated_scores(corpora, load_config(config), cv_folds, log=log)
         cv_details.update(details)
         if details.get("learned", {}).get("system") == PRODUCT:

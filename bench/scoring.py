@@ -11,7 +11,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from statistics import mean
 
-from transforms.metrics import PRF, micro, set_prf, word_prf
+from sitestrip.transforms.metrics import PRF, micro, set_prf, word_prf
 
 
 @dataclass

@@ -29,12 +29,12 @@ from urllib.parse import urljoin, quote
 
 import numpy as np
 
-from bench.corpora import Corpus, GoldPage
-from transforms.charset import decode_html
-from transforms.metrics import PRF
-from transforms.page import PRODUCT_RULES, ParseRules, _hash32, parse_page
-from transforms.tree import subtree_mask, text_of
-from transforms.urls import normalize_url, site_key
+from sitestrip.bench.corpora import Corpus, GoldPage
+from sitestrip.transforms.charset import decode_html
+from sitestrip.transforms.metrics import PRF
+from sitestrip.transforms.page import PRODUCT_RULES, ParseRules, _hash32, parse_page
+from sitestrip.transforms.tree import subtree_mask, text_of
+from sitestrip.transforms.urls import normalize_url, site_key
 
 # wget -E gives every text/html page one of these; older TeCo versions were
 # downloaded without -E and have extensionless pages ("forum.1", "Uploading_a_project"),
@@ -512,10 +512,10 @@ def node_scores(gold: GoldPage, analysis) -> dict:
 def teco_node_metrics(corpus: Corpus, config) -> list[dict]:
     """One row per labelled key page: the product's node scores, its site analysed as
     the pipeline analyses it (same candidates, same site shard)."""
-    from bench.core import load_corpus
-    from transforms.classify import load_main_content_model
-    from transforms.extract import SiteBlocks, StageError, analyse_page, site_context
-    from transforms.shards import shard_urls
+    from sitestrip.bench.core import load_corpus
+    from sitestrip.transforms.classify import load_main_content_model
+    from sitestrip.transforms.extract import SiteBlocks, StageError, analyse_page, site_context
+    from sitestrip.transforms.shards import shard_urls
 
     golds = [g for g in corpus.gold if g.nodes is not None]
     loaded = load_corpus(corpus.warc_paths, config.read, sites={site_key(g.url) for g in golds})

@@ -16,12 +16,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from bench.blockdata import BlockDataset
-from bench.train_models import as_model, choose_threshold, fit_ceml, fit_gbdt, write_model
-from transforms.blocks import GROUPS, render_blocks
-from transforms.classify import MainContentParams, block_proba, hard_rule_noise
-from transforms.features import FEATURE_NAMES, FEATURE_SET_VERSION
-from transforms.metrics import word_prf
+from sitestrip.bench.blockdata import BlockDataset
+from sitestrip.bench.train_models import as_model, choose_threshold, fit_ceml, fit_gbdt, write_model
+from sitestrip.transforms.blocks import GROUPS, render_blocks
+from sitestrip.transforms.classify import MainContentParams, block_proba, hard_rule_noise
+from sitestrip.transforms.features import FEATURE_NAMES, FEATURE_SET_VERSION
+from sitestrip.transforms.metrics import word_prf
 
 KINDS = {"learned": "gbdt", "ceml": "ceml"}
 SEED = 7

@@ -30,7 +30,7 @@ from typing import Callable, NamedTuple
 
 import numpy as np
 
-from transforms.model import (BlockModel, ModelError, encode_model, load_model,
+from sitestrip.transforms.model import (BlockModel, ModelError, encode_model, load_model,
                               model_document)
 
 GBDT_LIBRARIES = ("lightgbm", "sklearn", "xgboost")
@@ -606,8 +606,8 @@ def _synthetic(n: int, n_features: int, seed: int):
 
 
 def main(argv=None) -> int:
-    """python -m bench.train_models speed            # evaluator cost on a 300-tree model
-       python -m bench.train_models compare DATA.npz  # the libraries on real blocks
+    """python -m sitestrip.bench.train_models speed            # evaluator cost on a 300-tree model
+       python -m sitestrip.bench.train_models compare DATA.npz  # the libraries on real blocks
     DATA.npz holds X (float32[n, F]), y, sites, pages, words and optionally w."""
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["speed"]:

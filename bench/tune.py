@@ -23,10 +23,10 @@ from dataclasses import dataclass
 
 import yaml
 
-from bench.core import extract_rows, load_corpus
-from bench.corpora import Corpus
-from bench.scoring import aggregate, score_texts
-from configs import DEFAULT_CONFIG, config_from_dict
+from sitestrip.bench.core import extract_rows, load_corpus
+from sitestrip.bench.corpora import Corpus
+from sitestrip.bench.scoring import aggregate, score_texts
+from sitestrip.configs import DEFAULT_CONFIG, config_from_dict
 
 
 @dataclass(frozen=True)

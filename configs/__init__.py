@@ -15,16 +15,16 @@ from typing import get_type_hints
 
 import yaml
 
-from pipeline.warc import ReadLimits
-from transforms.candidates import CandidateParams
-from transforms.classify import METHODS as MAIN_CONTENT_METHODS, MainContentParams
-from transforms.conex_page import PageConexParams
-from transforms.conex_site import SITE_CONEX_ETDM, SiteConexParams
-from transforms.etdm import EtdmParams
-from transforms.link_blocks import LinkBlockParams
-from transforms.menex import MenexParams
-from transforms.page import NAV_RULE_FLAGS
-from transforms.template import TemplateParams
+from sitestrip.pipeline.warc import ReadLimits
+from sitestrip.transforms.candidates import CandidateParams
+from sitestrip.transforms.classify import METHODS as MAIN_CONTENT_METHODS, MainContentParams
+from sitestrip.transforms.conex_page import PageConexParams
+from sitestrip.transforms.conex_site import SITE_CONEX_ETDM, SiteConexParams
+from sitestrip.transforms.etdm import EtdmParams
+from sitestrip.transforms.link_blocks import LinkBlockParams
+from sitestrip.transforms.menex import MenexParams
+from sitestrip.transforms.page import NAV_RULE_FLAGS
+from sitestrip.transforms.template import TemplateParams
 
 CONFIG_DIR = os.path.dirname(os.path.abspath(__file__))
 DEFAULT_CONFIG = os.path.join(CONFIG_DIR, "default.yaml")

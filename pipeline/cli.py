@@ -124,7 +124,7 @@ def _reject_unknown(parser: argparse.ArgumentParser, unknown: list[str]) -> None
 
 
 def _counters(result) -> dict:
-    from pipeline.graph import NAMESPACE
+    from sitestrip.pipeline.graph import NAMESPACE
     out = {}
     for c in result.metrics().query()["counters"]:
         if c.key.metric.namespace == NAMESPACE:
@@ -181,7 +181,7 @@ def first_errors(output: str, limit: int = FIRST_ERRORS) -> tuple[list[dict], in
     import pyarrow.parquet as pq
     from apache_beam.io.filesystems import FileSystems
 
-    from pipeline.graph import dataset_prefix
+    from sitestrip.pipeline.graph import dataset_prefix
     rows, total = [], 0
     pattern = dataset_prefix(output, "errors") + "-*"
     for match in FileSystems.match([pattern]):
@@ -196,7 +196,7 @@ def first_errors(output: str, limit: int = FIRST_ERRORS) -> tuple[list[dict], in
 
 
 def _looks_like_manifest(item: str) -> bool:
-    from pipeline.warc import is_manifest
+    from sitestrip.pipeline.warc import is_manifest
     return is_manifest(item)
 
 
@@ -224,7 +224,7 @@ def check_output(output: str) -> str | None:
     bucket URLs are left to the filesystem."""
     if "://" in output:
         return None
-    from schemas import DATASETS
+    from sitestrip.schemas import DATASETS
     if os.path.exists(output) and not os.path.isdir(output):
         return f"--output {output} is a file, not a directory"
     try:
@@ -244,7 +244,7 @@ def check_output(output: str) -> str | None:
 
 def _local_runner(options, workers: int, worker_level: str):
     """The in-process FnApiRunner (Beam's default runner may try to download Prism), with
-    `workers` worker processes started as `python -m pipeline.worker` (pipeline/worker.py)."""
+    `workers` worker processes started as `python -m sitestrip.pipeline.worker` (pipeline/worker.py)."""
     import shlex
 
     from apache_beam.options.pipeline_options import DirectOptions
@@ -258,12 +258,12 @@ def _local_runner(options, workers: int, worker_level: str):
     # No running mode: "multi_processing" would replace this environment by Beam's own
     # worker command, and "in_memory" with several workers only warns.
     direct.direct_running_mode = None
-    command = f"{shlex.quote(sys.executable)} -m pipeline.worker {worker_level}"
+    command = f"{shlex.quote(sys.executable)} -m sitestrip.pipeline.worker {worker_level}"
     return FnApiRunner(default_environment=SubprocessSDKEnvironment.from_command_string(command))
 
 
 def run(argv: list[str], prog: str = "sitestrip run") -> int:
-    from pipeline.console import import_beam_quietly, run_logging
+    from sitestrip.pipeline.console import import_beam_quietly, run_logging
     import_beam_quietly()
     parser = _run_parser(prog)
     args, rest = parser.parse_known_args(argv)
@@ -287,10 +287,10 @@ def _run(args, beam_args: list[str], terminal: bool) -> int:
     import apache_beam as beam
     from apache_beam.options.pipeline_options import PipelineOptions
 
-    from configs import ConfigError, load_config
-    from pipeline.graph import build_pipeline, clear_outputs
-    from pipeline.progress import ProgressMonitor
-    from pipeline.warc import expand_inputs
+    from sitestrip.configs import ConfigError, load_config
+    from sitestrip.pipeline.graph import build_pipeline, clear_outputs
+    from sitestrip.pipeline.progress import ProgressMonitor
+    from sitestrip.pipeline.warc import expand_inputs
 
     try:
         config = load_config(args.config)
@@ -386,9 +386,9 @@ def _inspect_parser(prog: str) -> argparse.ArgumentParser:
 
 def inspect(argv: list[str], prog: str = "sitestrip inspect") -> int:
     args = _inspect_parser(prog).parse_args(argv)
-    from configs import ConfigError, load_config
-    from pipeline.inspect_view import InspectError, inspect as inspect_page
-    from pipeline.warc import expand_inputs
+    from sitestrip.configs import ConfigError, load_config
+    from sitestrip.pipeline.inspect_view import InspectError, inspect as inspect_page
+    from sitestrip.pipeline.warc import expand_inputs
 
     try:
         config = load_config(args.config)
@@ -423,7 +423,7 @@ def _report_parser(prog: str) -> argparse.ArgumentParser:
 
 def report(argv: list[str], prog: str = "sitestrip report") -> int:
     args = _report_parser(prog).parse_args(argv)
-    from pipeline.report import ReportError, write_report
+    from sitestrip.pipeline.report import ReportError, write_report
 
     out = args.out or os.path.join(args.output, "report.html")
     try:
@@ -465,8 +465,8 @@ def _bench_parser(prog: str) -> argparse.ArgumentParser:
 
 def bench(argv: list[str], prog: str = "sitestrip bench") -> int:
     args = _bench_parser(prog).parse_args(argv)
-    from bench.peers import PEER_NAMES
-    from bench.run import run_bench
+    from sitestrip.bench.peers import PEER_NAMES
+    from sitestrip.bench.run import run_bench
     peers = None
     if args.peers:
         peers = [] if args.peers == "none" else [p.strip() for p in args.peers.split(",") if p.strip()]
@@ -506,8 +506,8 @@ def _tune_parser(prog: str) -> argparse.ArgumentParser:
 
 def tune(argv: list[str], prog: str = "sitestrip tune") -> int:
     args = _tune_parser(prog).parse_args(argv)
-    from bench.corpora import read_shared_corpus
-    from bench.tune import markdown_table, run_grid, select_stages
+    from sitestrip.bench.corpora import read_shared_corpus
+    from sitestrip.bench.tune import markdown_table, run_grid, select_stages
     try:
         corpora = [read_shared_corpus(d) for d in args.corpus]
         stages = select_stages(args.stage)
@@ -545,10 +545,10 @@ def _train_parser(prog: str) -> argparse.ArgumentParser:
 
 def train(argv: list[str], prog: str = "sitestrip train") -> int:
     args = _train_parser(prog).parse_args(argv)
-    from bench.blockdata import concat, corpus_blocks
-    from bench.corpora import read_shared_corpus
-    from bench.train import train as train_model
-    from configs import load_config
+    from sitestrip.bench.blockdata import concat, corpus_blocks
+    from sitestrip.bench.corpora import read_shared_corpus
+    from sitestrip.bench.train import train as train_model
+    from sitestrip.configs import load_config
     if args.folds < 2:
         print(f"{prog}: --folds must be at least 2", file=sys.stderr)
         return 2
@@ -577,7 +577,7 @@ COMMANDS = {"run": run, "inspect": inspect, "report": report, "bench": bench, "t
 
 
 def main(argv: list[str] | None = None) -> int:
-    from pipeline.console import import_beam_quietly
+    from sitestrip.pipeline.console import import_beam_quietly
     import_beam_quietly()
     argv = sys.argv[1:] if argv is None else argv
     parser = argparse.ArgumentParser(

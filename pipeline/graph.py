@@ -13,14 +13,14 @@ from apache_beam import pvalue
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.metrics import Metrics
 
-from configs import Config
-from pipeline.progress import READ, SITES, ProgressFile
-from pipeline.warc import HtmlResponse, ReadError, Skipped, iter_warc_records, open_warc, with_read_ms
-from schemas import DATASETS
-from transforms.classify import load_main_content_model
-from transforms.extract import (StageError, error_row, menu_signature, process_site,
+from sitestrip.configs import Config
+from sitestrip.pipeline.progress import READ, SITES, ProgressFile
+from sitestrip.pipeline.warc import HtmlResponse, ReadError, Skipped, iter_warc_records, open_warc, with_read_ms
+from sitestrip.schemas import DATASETS
+from sitestrip.transforms.classify import load_main_content_model
+from sitestrip.transforms.extract import (StageError, error_row, menu_signature, process_site,
                                 record_from_response)
-from transforms.shards import page_cell, plan_shards
+from sitestrip.transforms.shards import page_cell, plan_shards
 
 NAMESPACE = "sitestrip"
 ERRORS = "errors"

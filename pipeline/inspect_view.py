@@ -25,14 +25,14 @@ from typing import Iterable, Sequence
 import numpy as np
 from lxml import etree
 
-from pipeline.warc import HtmlResponse, ReadLimits, iter_payloads, iter_warc_records, open_warc
-from transforms.charset import decode_html
-from transforms.explain import Explanation, explain_page
-from transforms.extract import PageRecord, StageError, record_from_response
-from transforms.page import PRODUCT_RULES, TEXT, ParseRules, aligned_nodes, parse_tree, tag_id, tag_name
-from transforms.shards import shard_urls
-from transforms.tree import subtree_sum
-from transforms.urls import normalize_url, resolve_link, site_key
+from sitestrip.pipeline.warc import HtmlResponse, ReadLimits, iter_payloads, iter_warc_records, open_warc
+from sitestrip.transforms.charset import decode_html
+from sitestrip.transforms.explain import Explanation, explain_page
+from sitestrip.transforms.extract import PageRecord, StageError, record_from_response
+from sitestrip.transforms.page import PRODUCT_RULES, TEXT, ParseRules, aligned_nodes, parse_tree, tag_id, tag_name
+from sitestrip.transforms.shards import shard_urls
+from sitestrip.transforms.tree import subtree_sum
+from sitestrip.transforms.urls import normalize_url, resolve_link, site_key
 
 MODES = ("marked", "original", "template", "main", "nontemplate")
 MODE_LABELS = {
@@ -742,7 +742,7 @@ def render(expl: Explanation, html: str, stylesheets: dict | None = None, config
     archive holds; `skipped`: pages of the site that could not be read.
     """
     if config is None:
-        from configs import load_config
+        from sitestrip.configs import load_config
         config = load_config()
     root, body, _ = parse_tree(html)
     rules = config.read.parse_rules()

@@ -19,9 +19,9 @@ import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
-from schemas import DATASETS
-from schemas.tables import METHODS, TIMING_STAGES
-from transforms.urls import site_key
+from sitestrip.schemas import DATASETS
+from sitestrip.schemas.tables import METHODS, TIMING_STAGES
+from sitestrip.transforms.urls import site_key
 
 METHOD_COLORS = {"cs": "#2b8a3e", "partial_cs": "#74b816", "linked": "#1971c2",
                  "site_sample": "#f08c00", "page_only": "#868e96"}

@@ -36,7 +36,7 @@ from typing import BinaryIO, Callable, Iterator, Sequence
 from apache_beam.io.filesystem import BeamIOError, CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
-from transforms.status import PAYLOAD_CUT
+from sitestrip.transforms.status import PAYLOAD_CUT
 
 try:
     import brotli
@@ -106,7 +106,7 @@ class ReadLimits:
     widget_leaves: bool = True
 
     def parse_rules(self):
-        from transforms.page import ParseRules
+        from sitestrip.transforms.page import ParseRules
         return ParseRules(keep_noscript=self.keep_noscript, widget_leaves=self.widget_leaves)
 
 

@@ -1,4 +1,4 @@
-"""`python -m pipeline.worker LEVEL`: a local worker process of `sitestrip run --workers N`.
+"""`python -m sitestrip.pipeline.worker LEVEL`: a local worker process of `sitestrip run --workers N`.
 
 Beam's FnApiRunner would start `python -m apache_beam.runners.worker.sdk_worker_main`,
 which prints every INFO line of its SDK harness (connections, caches, shutdown)
@@ -14,7 +14,7 @@ import logging
 import os
 import sys
 
-from pipeline.console import DATE_FORMAT, FORMAT, beam_import_noise_hidden
+from sitestrip.pipeline.console import DATE_FORMAT, FORMAT, beam_import_noise_hidden
 
 
 def main(argv: list[str]) -> None:

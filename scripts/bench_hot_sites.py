@@ -35,7 +35,7 @@ from warcio.warcwriter import WARCWriter
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO_ROOT)
 
-from transforms.shards import shard_urls  # noqa: E402
+from sitestrip.transforms.shards import shard_urls  # noqa: E402
 
 SITE = "bench.example"
 DIRECTORIES = ("docs", "blog", "news", "shop", "wiki")
@@ -111,7 +111,7 @@ def run_pipeline(warcs: str, output: str, limit: int, workdir: str) -> tuple[flo
     config = os.path.join(workdir, f"limit-{limit}.yaml")
     with open(config, "w") as fh:
         fh.write(f"site:\n  max_site_pages: {limit}\n")
-    command = [sys.executable, "-m", "pipeline.cli", "run", "--input", warcs, "--output", output,
+    command = [sys.executable, "-m", "sitestrip.pipeline.cli", "run", "--input", warcs, "--output", output,
                "--config", config, "--workers", "1", "--quiet"]
     started = time.monotonic()
     child = subprocess.Popen(command, cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)

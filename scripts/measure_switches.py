@@ -21,16 +21,16 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from pipeline.console import import_beam_quietly  # noqa: E402
+from sitestrip.pipeline.console import import_beam_quietly  # noqa: E402
 
 import_beam_quietly()
 
-from bench.core import extract_rows, load_corpus  # noqa: E402
-from bench.corpora import read_shared_corpus  # noqa: E402
-from bench.scoring import aggregate, score_menus, score_texts  # noqa: E402
-from bench.tune import apply_overrides, default_config_dict  # noqa: E402
-from configs import config_from_dict, load_config  # noqa: E402
-from transforms.urls import normalize_url  # noqa: E402
+from sitestrip.bench.core import extract_rows, load_corpus  # noqa: E402
+from sitestrip.bench.corpora import read_shared_corpus  # noqa: E402
+from sitestrip.bench.scoring import aggregate, score_menus, score_texts  # noqa: E402
+from sitestrip.bench.tune import apply_overrides, default_config_dict  # noqa: E402
+from sitestrip.configs import config_from_dict, load_config  # noqa: E402
+from sitestrip.transforms.urls import normalize_url  # noqa: E402
 
 PUBLISHED = load_config("published")
 VARIANTS = (

@@ -7,14 +7,14 @@ import sys
 
 import pytest
 
-from bench.core import extract_rows, load_corpus
-from bench.corpora import GoldPage, read_corpus, read_shared_corpus
-from bench.report import text_diff
-from bench.scoring import aggregate, group_scores, score_menus, score_texts, worst_pages
-from bench.tune import Stage, markdown_table, run_grid
-from configs import load_config
+from sitestrip.bench.core import extract_rows, load_corpus
+from sitestrip.bench.corpora import GoldPage, read_corpus, read_shared_corpus
+from sitestrip.bench.report import text_diff
+from sitestrip.bench.scoring import aggregate, group_scores, score_menus, score_texts, worst_pages
+from sitestrip.bench.tune import Stage, markdown_table, run_grid
+from sitestrip.configs import load_config
 from fruit import ARTICLES, PAGES
-from transforms.metrics import PRF
+from sitestrip.transforms.metrics import PRF
 from warcs import response, write_warc
 
 SITE = "https://fruit.example"
@@ -122,7 +122,7 @@ def test_core_rows_equal_the_pipeline_rows(corpus_dir, tmp_path):
     assert rows[RAW_URI_A]["url_normalized"] == f"{SITE}/a.html"
     assert rows[RAW_URI_A]["main_text"] == article("a")   # as derived in test_site.py
     out = tmp_path / "out"
-    subprocess.run([sys.executable, "-m", "pipeline.cli", "run", "--input", *corpus.warc_paths,
+    subprocess.run([sys.executable, "-m", "sitestrip.pipeline.cli", "run", "--input", *corpus.warc_paths,
                     "--output", str(out), "--quiet"], check=True, cwd=REPO, capture_output=True)
     import pyarrow.dataset as ds
     piped = ds.dataset(str(out / "pages"), format="parquet").to_table(
@@ -135,7 +135,7 @@ def test_core_rows_equal_the_pipeline_rows(corpus_dir, tmp_path):
 
 def test_bench_command_scores_reports_and_draws(corpus_dir, tmp_path):
     pytest.importorskip("matplotlib")
-    from pipeline.cli import main
+    from sitestrip.pipeline.cli import main
     out = tmp_path / "results"
     # Site ConEx (the expected texts of test_site.py); one site is too few to cross-validate the
     # block models, so the run is the product's column.
@@ -167,7 +167,7 @@ def test_bench_command_scores_reports_and_draws(corpus_dir, tmp_path):
 
 def test_bench_runs_a_peer_on_the_same_pages(corpus_dir, tmp_path):
     pytest.importorskip("trafilatura")
-    from bench.run import run_bench
+    from sitestrip.bench.run import run_bench
     summary = run_bench([corpus_dir], str(tmp_path / "r"), peers=["trafilatura"], charts=False,
                         log=lambda m: None)
     (c,) = summary["corpora"]
@@ -179,7 +179,7 @@ def test_bench_runs_a_peer_on_the_same_pages(corpus_dir, tmp_path):
 
 
 def test_bench_rejects_unknown_peers_and_bad_corpora(tmp_path, capsys):
-    from pipeline.cli import main
+    from sitestrip.pipeline.cli import main
     assert main(["bench", "--corpus", str(tmp_path), "--out", str(tmp_path / "o"), "--peers", "nope"]) == 2
     assert "unknown peer" in capsys.readouterr().err
     assert main(["bench", "--corpus", str(tmp_path), "--out", str(tmp_path / "o"), "--peers", "none"]) == 2
@@ -210,7 +210,7 @@ def test_grid_keeps_the_incumbent_on_ties_and_drops_worse_variants(corpus_dir, t
 
 
 def test_tune_command_runs_named_stages_only(corpus_dir, tmp_path, capsys):
-    from pipeline.cli import main
+    from sitestrip.pipeline.cli import main
     assert main(["tune", "--corpus", corpus_dir, "--out", str(tmp_path / "t"), "--processes", "1",
                  "--stage", "link_blocks"]) == 0
     report = json.loads((tmp_path / "t" / "tune.json").read_text())

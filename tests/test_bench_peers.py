@@ -12,8 +12,8 @@ import pytest
 # bench/ is not an installed package; the worker finds it the same way (PYTHONPATH).
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from bench import peers  # noqa: E402
-from bench.peers import PEER_NAMES, PEERS, Peer, PeerUnavailable, available_peers, element_text, fragment_text, run_peer, write_pages  # noqa: E402
+from sitestrip.bench import peers  # noqa: E402
+from sitestrip.bench.peers import PEER_NAMES, PEERS, Peer, PeerUnavailable, available_peers, element_text, fragment_text, run_peer, write_pages  # noqa: E402
 
 DISTINCT = "The cormorants nesting on the abandoned mill race turned out to be the most reliable witnesses"
 FOOTER = "Copyright 2024 Field Notes Media Group"

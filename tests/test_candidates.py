@@ -10,11 +10,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from transforms.candidates import (
+from sitestrip.transforms.candidates import (
     CandidateParams, _dispersion, _Tree, SiteLinks, directory_sequence, dom_distance, h_distance, key_page_links,
     link_relevance_rank, select_candidates, site_links, sort_links,
 )
-from transforms.page import parse_page, tag_name
+from sitestrip.transforms.page import parse_page, tag_name
 
 
 def list_page(url, hrefs):

@@ -5,8 +5,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from transforms import charset
-from transforms.charset import decode_html
+from sitestrip.transforms import charset
+from sitestrip.transforms.charset import decode_html
 
 FRENCH = "café naïve résumé "
 

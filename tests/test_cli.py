@@ -1,4 +1,4 @@
-"""The command line as a user meets it: `python run.py` / `python -m pipeline.cli` in a child
+"""The command line as a user meets it: `python run.py` / `python -m sitestrip.pipeline.cli` in a child
 process on tiny WARC files built here. Unknown options, failed runs, unusable outputs, the
 version, --quiet, Beam's noise, and progress (in a log and on a terminal)."""
 import fcntl
@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.cli import unknown_options
-from pipeline.progress import READ, SITES, ProgressFile, describe, read_totals
+from sitestrip.pipeline.cli import unknown_options
+from sitestrip.pipeline.progress import READ, SITES, ProgressFile, describe, read_totals
 from test_runners import DATAFLOW, FLINK, FLINK_LOOPBACK, SPARK
 from warcs import response, write_warc
 
@@ -48,7 +48,7 @@ def tiny(tmp_path_factory):
 
 def cli(*args, cwd, entry="module"):
     """Run the command line in a child process: (return code, stdout, stderr)."""
-    head = [sys.executable, str(REPO / "run.py")] if entry == "run.py" else [sys.executable, "-m", "pipeline.cli"]
+    head = [sys.executable, str(REPO / "run.py")] if entry == "run.py" else [sys.executable, "-m", "sitestrip.pipeline.cli"]
     proc = subprocess.run(head + [str(a) for a in args], cwd=cwd, env=ENV, capture_output=True, text=True,
                           timeout=300)
     return proc.returncode, proc.stdout, proc.stderr
@@ -187,7 +187,7 @@ def _on_a_terminal(args, cwd):
     """Run with stderr on a pseudo-terminal of 100 columns: (return code, stdout, terminal output)."""
     master, slave = pty.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))
-    proc = subprocess.Popen([sys.executable, "-m", "pipeline.cli", *map(str, args)], cwd=cwd, env=ENV,
+    proc = subprocess.Popen([sys.executable, "-m", "sitestrip.pipeline.cli", *map(str, args)], cwd=cwd, env=ENV,
                             stdout=subprocess.PIPE, stderr=slave, stdin=subprocess.DEVNULL)
     os.close(slave)
     screen = b""

@@ -2,10 +2,10 @@
 import numpy as np
 import pytest
 
-from transforms.conex_page import (PageConexParams, c_set, content_features, main_content,
+from sitestrip.transforms.conex_page import (PageConexParams, c_set, content_features, main_content,
                                    reduce_c_set, remove_link_lists, select_main, word_ratio)
-from transforms.page import parse_page
-from transforms.tree import text_of
+from sitestrip.transforms.page import parse_page
+from sitestrip.transforms.tree import text_of
 
 PAGE = ("<body><div id=page>"
         "<div id=nav><a href=/1>One</a><a href=/2>Two</a><a href=/3>Three</a></div>"

@@ -1,19 +1,19 @@
 """Configuration presets: the published and the tuned values, and bad files fail naming the key."""
 import pytest
 
-from configs import Config, ConfigError, config_from_dict, load_config
-from transforms.menex import MenexParams
+from sitestrip.configs import Config, ConfigError, config_from_dict, load_config
+from sitestrip.transforms.menex import MenexParams
 
 
 def test_published_preset_is_the_spec_as_printed():
     import dataclasses
 
-    from pipeline.warc import ReadLimits
-    from transforms.classify import MainContentParams
-    from transforms.conex_site import SITE_CONEX_ETDM, SiteConexParams
-    from transforms.etdm import EtdmParams
-    from transforms.link_blocks import LinkBlockParams
-    from transforms.page import SPEC_RULES
+    from sitestrip.pipeline.warc import ReadLimits
+    from sitestrip.transforms.classify import MainContentParams
+    from sitestrip.transforms.conex_site import SITE_CONEX_ETDM, SiteConexParams
+    from sitestrip.transforms.etdm import EtdmParams
+    from sitestrip.transforms.link_blocks import LinkBlockParams
+    from sitestrip.transforms.page import SPEC_RULES
     published = load_config("published")
     # Config() holds SPEC's published parameters (main content by the thesis's ConEx, not the
     # product's block model) and the product's other extensions; the preset switches every

@@ -12,11 +12,11 @@ import yaml
 from apache_beam.runners.portability.fn_api_runner import FnApiRunner
 from apache_beam.testing.test_pipeline import TestPipeline as BeamTestPipeline
 
-from configs import DEFAULT_CONFIG, config_from_dict
-from pipeline.cli import main
-from pipeline.graph import build_pipeline
-from schemas import DATASETS
-from transforms.shards import shard_urls
+from sitestrip.configs import DEFAULT_CONFIG, config_from_dict
+from sitestrip.pipeline.cli import main
+from sitestrip.pipeline.graph import build_pipeline
+from sitestrip.schemas import DATASETS
+from sitestrip.transforms.shards import shard_urls
 from warcs import response, write_warc
 
 BIG = "docs.example"

@@ -13,12 +13,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import transforms.etdm as etdm
-from transforms.etdm import (NO_MATCH, VIRTUAL_PARTNER, EtdmParams, certain_floor, equality_score,
+import sitestrip.transforms.etdm as etdm
+from sitestrip.transforms.etdm import (NO_MATCH, VIRTUAL_PARTNER, EtdmParams, certain_floor, equality_score,
                              is_match, map_pages, position_score)
-from transforms.page import TAG_ID, parse_page
-from transforms.template import occurrences
-from transforms.tree import children
+from sitestrip.transforms.page import TAG_ID, parse_page
+from sitestrip.transforms.template import occurrences
+from sitestrip.transforms.tree import children
 
 URL = "http://ex.com/"
 

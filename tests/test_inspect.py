@@ -11,14 +11,14 @@ import numpy as np
 import pytest
 from lxml import etree
 
-from configs import Config, load_config
-from pipeline.cli import main
-from pipeline.inspect_view import MAIN_COLOR, MENU_COLOR, TEMPLATE_COLOR, clean_css, render
-from transforms.explain import explain_page
-from transforms.extract import PageRecord, process_site
-from transforms.blocks import render_blocks
-from transforms.page import TEXT, parse_page
-from transforms.tree import text_of
+from sitestrip.configs import Config, load_config
+from sitestrip.pipeline.cli import main
+from sitestrip.pipeline.inspect_view import MAIN_COLOR, MENU_COLOR, TEMPLATE_COLOR, clean_css, render
+from sitestrip.transforms.explain import explain_page
+from sitestrip.transforms.extract import PageRecord, process_site
+from sitestrip.transforms.blocks import render_blocks
+from sitestrip.transforms.page import TEXT, parse_page
+from sitestrip.transforms.tree import text_of
 from warcs import response, write_warc
 from fruit import ARTICLES, PAGES
 
@@ -463,7 +463,7 @@ def test_deep_pages_render_without_recursion(main_config):
 
 def test_unreadable_input_is_a_clear_error(tmp_path, capsys):
     missing = tmp_path / "gone.warc.gz"
-    from pipeline.inspect_view import InspectError, load_site
+    from sitestrip.pipeline.inspect_view import InspectError, load_site
     with pytest.raises(InspectError, match="cannot read"):
         load_site([str(missing)], "https://fruit.example/a.html")
 
@@ -502,7 +502,7 @@ def _leaf(value):
 
 
 def _split(feature, threshold, left, right):
-    from transforms.features import FEATURE_NAMES
+    from sitestrip.transforms.features import FEATURE_NAMES
     return {"feature": [FEATURE_NAMES.index(feature), -1, -1], "threshold": [threshold, 0.0, 0.0],
             "left": [1, -1, -1], "right": [2, -1, -1], "default_left": [0, 0, 0],
             "value": [0.0, left, right]}
@@ -515,9 +515,9 @@ def write_block_model(tmp_path, kind="gbdt", threshold=0.6) -> tuple[str, str]:
     `contains_rights <= 0.5` -> 0 | -1. So a menu item (all link text) scores
     sigmoid(-1), a story paragraph sigmoid(1), the copyright line sigmoid(0) = 0.5.
     ceml: one leaf per instance group, P 0.9 for p, 0.3 for li, 0.5 elsewhere."""
-    from bench.train_models import write_model
-    from transforms.blocks import GROUPS
-    from transforms.features import FEATURE_NAMES, FEATURE_SET_VERSION
+    from sitestrip.bench.train_models import write_model
+    from sitestrip.transforms.blocks import GROUPS
+    from sitestrip.transforms.features import FEATURE_NAMES, FEATURE_SET_VERSION
     if kind == "gbdt":
         payload = {"base_score": 0.0, "trees": [_split("link_char_share", 0.5, 1.0, -1.0),
                                                 _split("contains_rights", 0.5, 0.0, -1.0)]}
@@ -542,7 +542,7 @@ LEARNED_P = [_sig(-1), _sig(-1), 0.9 * _sig(-1) + 0.1 * _sig(1), 0.9 * _sig(1) +
 
 
 def _block_config(method, model=""):
-    from configs import config_from_dict
+    from sitestrip.configs import config_from_dict
     return config_from_dict({"main_content": {"method": method, "model": model}})
 
 

@@ -2,10 +2,10 @@
 import numpy as np
 import pytest
 
-from configs import ConfigError, config_from_dict
-from transforms.link_blocks import LinkBlockParams, drop_link_blocks
-from transforms.page import parse_page
-from transforms.tree import subtree_mask, text_of
+from sitestrip.configs import ConfigError, config_from_dict
+from sitestrip.transforms.link_blocks import LinkBlockParams, drop_link_blocks
+from sitestrip.transforms.page import parse_page
+from sitestrip.transforms.tree import subtree_mask, text_of
 
 ARTICLE = ("<body><div id=nav><a href=/a>Home</a></div><div id=main>"
            "<h1>Title words here</h1>"
@@ -97,7 +97,7 @@ def test_comment_sections_go_unless_they_are_the_content():
 
 
 def test_comment_hint_flag_from_id_and_class_word_parts():
-    from transforms.page import F_COMMENT_HINT, F_NAV_HINT
+    from sitestrip.transforms.page import F_COMMENT_HINT, F_NAV_HINT
     page = parse_page("<body><div id=commentList>a</div><div class='x disqus_thread'>b</div>"
                       "<div class=uncommented>c</div><div class='commentNav'>d</div></body>", "http://ex.com/")
     hinted = [(page.flags[i] & F_COMMENT_HINT) != 0 for i in range(1, page.size, 2)]

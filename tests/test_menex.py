@@ -2,9 +2,9 @@
 import numpy as np
 import pytest
 
-from transforms.menex import MenexParams, detect_menu, menu_features, menu_weights, select_menu, select_root
-from transforms.page import parse_page
-from transforms.tree import children
+from sitestrip.transforms.menex import MenexParams, detect_menu, menu_features, menu_weights, select_menu, select_root
+from sitestrip.transforms.page import parse_page
+from sitestrip.transforms.tree import children
 
 SMALL = ("<body><ul><li><a href='/a'>Home</a></li><li><a href='/b'>Docs</a></li></ul>"
          "<p>Hello world text</p></body>")

@@ -1,7 +1,7 @@
 """SPEC §9 metrics on hand-counted examples."""
 import pytest
 
-from transforms.metrics import PRF, micro, set_prf, word_prf
+from sitestrip.transforms.metrics import PRF, micro, set_prf, word_prf
 
 
 def test_word_prf_is_a_multiset_overlap_of_folded_tokens():

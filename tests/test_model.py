@@ -10,9 +10,9 @@ import json
 import numpy as np
 import pytest
 
-from bench.train_models import (as_model, choose_threshold, collapse_alphas, fit_ceml, fit_gbdt,
+from sitestrip.bench.train_models import (as_model, choose_threshold, collapse_alphas, fit_ceml, fit_gbdt,
                                  page_word_f1, pruned_answer, write_model, CEML_TREE)
-from transforms.model import (ModelError, compute_model_id, encode_model, load_model,
+from sitestrip.transforms.model import (ModelError, compute_model_id, encode_model, load_model,
                               model_document)
 
 NAMES = ["f0", "f1"]
@@ -325,7 +325,7 @@ def test_lightgbm_export_matches_lightgbm():
 
 def test_lightgbm_zero_as_missing_is_refused():
     lgb = pytest.importorskip("lightgbm")
-    from bench.train_models import ExportError, export_lightgbm
+    from sitestrip.bench.train_models import ExportError, export_lightgbm
     X, y = _data(1, n=500)
     booster = lgb.train({"objective": "binary", "zero_as_missing": True, "verbose": -1},
                         lgb.Dataset(X, label=y), 3)
@@ -445,7 +445,7 @@ def test_library_comparison_scores_out_of_fold_pages():
     stays far below (its F1 is that of calling most words main on pages half main)."""
     pytest.importorskip("lightgbm")
     pytest.importorskip("sklearn")
-    from bench.train_models import compare_gbdt_libraries
+    from sitestrip.bench.train_models import compare_gbdt_libraries
     rng = np.random.default_rng(17)
     X = rng.normal(size=(1200, 4)).astype(np.float32)
     sites, pages, words = np.arange(1200) // 200, np.arange(1200) // 20, rng.integers(1, 30, 1200)

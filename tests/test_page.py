@@ -3,11 +3,11 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from transforms.page import (F_IN_LINK, F_LINK, F_NAV_EXACT, F_NAV_HINT, F_NAV_WORD, PRODUCT_RULES, SPEC_RULES,
+from sitestrip.transforms.page import (F_IN_LINK, F_LINK, F_NAV_EXACT, F_NAV_HINT, F_NAV_WORD, PRODUCT_RULES, SPEC_RULES,
                              TAG_ID, TEXT, ParseRules, _has_nav_word, parse_page, tag_name)
-from transforms.tree import text_of
-from transforms.tokens import count_words, folded_words, words
-from transforms.tree import children, subtree_mask, subtree_sum, subtree_text, text_of
+from sitestrip.transforms.tree import text_of
+from sitestrip.transforms.tokens import count_words, folded_words, words
+from sitestrip.transforms.tree import children, subtree_mask, subtree_sum, subtree_text, text_of
 
 
 def tags(page):
@@ -176,7 +176,7 @@ def test_pickled_page_round_trips_and_is_smaller_than_html():
 
 def check_alignment(html, url="http://ex.com/", rules=PRODUCT_RULES):
     """Every compact node has exactly one aligned lxml item, with the same tag, text and parent."""
-    from transforms.page import aligned_nodes, parse_tree, tag_id
+    from sitestrip.transforms.page import aligned_nodes, parse_tree, tag_id
 
     page = parse_page(html, url, rules=rules)
     _, body, _ = parse_tree(html)
@@ -246,9 +246,9 @@ def test_aligned_nodes_match_the_compact_page_on_tag_soup(tokens, rules):
 
 
 def test_aligned_nodes_match_the_compact_page_on_the_sample():
-    from pipeline.cli import SAMPLE_WARC
-    from pipeline.warc import HtmlResponse, iter_warc_records, open_warc
-    from transforms.charset import decode_html
+    from sitestrip.pipeline.cli import SAMPLE_WARC
+    from sitestrip.pipeline.warc import HtmlResponse, iter_warc_records, open_warc
+    from sitestrip.transforms.charset import decode_html
 
     checked = 0
     with open_warc(SAMPLE_WARC) as stream:

@@ -12,10 +12,10 @@ from apache_beam.runners.portability.fn_api_runner import FnApiRunner
 from apache_beam.testing.test_pipeline import TestPipeline as BeamTestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
-from configs import Config
-from pipeline.cli import SAMPLE_WARC, main
-from pipeline.graph import build_pipeline
-from schemas import DATASETS
+from sitestrip.configs import Config
+from sitestrip.pipeline.cli import SAMPLE_WARC, main
+from sitestrip.pipeline.graph import build_pipeline
+from sitestrip.schemas import DATASETS
 from warcs import HTML_UTF8, flip_bytes, gzip_members, plain_records, raw_record, response, write_warc
 
 
@@ -241,9 +241,9 @@ def test_shipped_block_model_through_the_pipeline(tmp_path):
     """
     import pyarrow.parquet as pq
 
-    from transforms.classify import SHIPPED_MODELS
-    from transforms.features import FEATURE_SET_VERSION
-    from transforms.model import load_model
+    from sitestrip.transforms.classify import SHIPPED_MODELS
+    from sitestrip.transforms.features import FEATURE_SET_VERSION
+    from sitestrip.transforms.model import load_model
     out = str(tmp_path / "learned-out")
     assert main(["run", "--output", out, "--quiet"]) == 0
     shipped = load_model(SHIPPED_MODELS["learned"])

@@ -9,9 +9,9 @@ import unicodedata
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from transforms.candidates import directory_sequence, h_distance
-from transforms.tokens import count_words, folded_words, words
-from transforms.urls import normalize_url, site_key
+from sitestrip.transforms.candidates import directory_sequence, h_distance
+from sitestrip.transforms.tokens import count_words, folded_words, words
+from sitestrip.transforms.urls import normalize_url, site_key
 
 # ---------------------------------------------------------------------------
 # Tokenizer (SPEC §1)

@@ -6,9 +6,9 @@ import os
 
 import pyarrow.dataset as ds
 
-from configs import load_config
-from pipeline.cli import main
-from transforms.extract import build_page_record, process_site
+from sitestrip.configs import load_config
+from sitestrip.pipeline.cli import main
+from sitestrip.transforms.extract import build_page_record, process_site
 from warcs import response, write_warc
 
 ARTICLES = {"a": "Apples grow on trees.", "b": "Bananas are yellow fruit.",

@@ -4,9 +4,9 @@ import re
 import pytest
 from lxml import etree
 
-from pipeline.cli import main
-from pipeline.report import hbar_svg, histogram_svg, summarize
-from schemas import SCHEMA_VERSION
+from sitestrip.pipeline.cli import main
+from sitestrip.pipeline.report import hbar_svg, histogram_svg, summarize
+from sitestrip.schemas import SCHEMA_VERSION
 from warcs import HTML_UTF8, response, write_warc
 
 

@@ -28,8 +28,8 @@ from apache_beam.portability.api import beam_runner_api_pb2
 from apache_beam.runners.portability.portable_runner import PortableRunner
 from apache_beam.runners.portability.stager import Stager
 
-from configs import load_config
-from pipeline.graph import build_pipeline
+from sitestrip.configs import load_config
+from sitestrip.pipeline.graph import build_pipeline
 
 REPO = Path(__file__).resolve().parent.parent
 SAMPLE = str(REPO / "sample" / "sitestrip-sample.warc.gz")

@@ -4,7 +4,7 @@ from collections import Counter
 
 import pytest
 
-from transforms.shards import ShardPlan, page_cell, plan_shards, shard_urls, url_slot
+from sitestrip.transforms.shards import ShardPlan, page_cell, plan_shards, shard_urls, url_slot
 
 SITE = "example.org"
 

@@ -2,15 +2,15 @@
 import numpy as np
 import pytest
 
-from configs import Config, config_from_dict
-from transforms.conex_page import PageConexParams
-from transforms.conex_site import (SITE_CONEX_ETDM, SiteConexParams, candidate_nodes, main_branch,
+from sitestrip.configs import Config, config_from_dict
+from sitestrip.transforms.conex_page import PageConexParams
+from sitestrip.transforms.conex_site import (SITE_CONEX_ETDM, SiteConexParams, candidate_nodes, main_branch,
                                    merge_siblings, reduce_candidates, site_main_content)
-from transforms.etdm import EtdmParams
-from transforms.extract import PageRecord, process_site
-from transforms.page import parse_page, tag_name
-from transforms.template import TemplateParams, detect_template
-from transforms.tree import text_of
+from sitestrip.transforms.etdm import EtdmParams
+from sitestrip.transforms.extract import PageRecord, process_site
+from sitestrip.transforms.page import parse_page, tag_name
+from sitestrip.transforms.template import TemplateParams, detect_template
+from sitestrip.transforms.tree import text_of
 from fruit import ARTICLES, PAGES
 
 
@@ -65,7 +65,7 @@ def test_votes_and_hybex():
     none = detect_template(key, others, EtdmParams(), TemplateParams(votes=4), PageConexParams())
     assert not none.template.any() and none.share == 0.0
     hybrid = detect_template(key, others, EtdmParams(), TemplateParams(method="hybex"), PageConexParams())
-    from transforms.conex_page import main_content
+    from sitestrip.transforms.conex_page import main_content
     main = main_content(key, PageConexParams())
     assert main.any() and not hybrid.template[main].any()
     assert (hybrid.occurrences[main] == 0).all()
@@ -189,7 +189,7 @@ def test_config_switches_reach_the_site_step():
 
 
 def test_a_failing_page_becomes_an_errors_row_and_the_site_goes_on(monkeypatch):
-    import transforms.extract as extract
+    import sitestrip.transforms.extract as extract
 
     real = extract.detect_template
 

@@ -2,10 +2,10 @@
 whole page says so, whatever made it partial."""
 import pytest
 
-from configs import Config
-from transforms.extract import build_page_record, process_site
-from transforms.page import parse_page
-from transforms.status import page_status
+from sitestrip.configs import Config
+from sitestrip.transforms.extract import build_page_record, process_site
+from sitestrip.transforms.page import parse_page
+from sitestrip.transforms.status import page_status
 
 CUT = "payload cut: chunked body ends inside a chunk"
 FAILED = "parse failed: lxml built no tree from 9 characters"

@@ -13,12 +13,12 @@ from warcio.archiveiterator import ArchiveIterator
 # bench/ is not an installed package; the worker finds it the same way (PYTHONPATH).
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from bench.corpora import read_corpus  # noqa: E402
-from bench.teco import (find_benchmarks, is_teco, node_scores, page_url, read_teco,  # noqa: E402
+from sitestrip.bench.corpora import read_corpus  # noqa: E402
+from sitestrip.bench.teco import (find_benchmarks, is_teco, node_scores, page_url, read_teco,  # noqa: E402
                         strip_labels, teco_node_metrics)
-from configs import Config  # noqa: E402
-from transforms.metrics import PRF  # noqa: E402
-from transforms.page import TEXT, parse_page  # noqa: E402
+from sitestrip.configs import Config  # noqa: E402
+from sitestrip.transforms.metrics import PRF  # noqa: E402
+from sitestrip.transforms.page import TEXT, parse_page  # noqa: E402
 
 HOST = "www.example.org"
 BASE = f"http://{HOST}/"
@@ -305,8 +305,8 @@ def test_gold_nodes_follow_the_runs_parse_rules(suite, tmp_path):
     same scores as test_teco_node_metrics_end_to_end when <noscript> is dropped."""
     import dataclasses
 
-    from pipeline.warc import ReadLimits
-    from transforms.page import SPEC_RULES
+    from sitestrip.pipeline.warc import ReadLimits
+    from sitestrip.transforms.page import SPEC_RULES
     key = suite / "Media" / HOST / "index.html"
     key.write_text(key.read_text().replace("Weather: sunny spells</p>",
                                            "Weather: sunny spells</p><noscript>Enable scripts</noscript>"))
@@ -353,7 +353,7 @@ def test_unprefixed_labels_and_several_key_pages(tmp_path):
 
 
 def test_absolute_links_restores_what_the_site_served():
-    from bench.teco import absolute_links
+    from sitestrip.bench.teco import absolute_links
     page = "http://www.example.org/news/2020/item.html"
     html = ("<a href='../../about.html'>A</a><a HREF=x.html>B</a><a href=\"#top\">C</a>"
             "<a href='mailto:me@example.org'>D</a><a data-href='rel.html' href=''>E</a>"
@@ -366,7 +366,7 @@ def test_absolute_links_restores_what_the_site_served():
 
 
 def test_bench_command_on_a_teco_suite(suite, tmp_path):
-    from bench.run import run_bench
+    from sitestrip.bench.run import run_bench
     summary = run_bench([str(suite)], str(tmp_path / "r"), peers=[], charts=False, log=lambda m: None)
     (c,) = summary["corpora"]
     assert c["name"] == "teco-teco" and c["kind"] == "teco" and c["pages_gold"] == 1

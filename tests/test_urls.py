@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from transforms.urls import normalize_url, resolve_link, site_key, url_host
+from sitestrip.transforms.urls import normalize_url, resolve_link, site_key, url_host
 
 
 # --------------------------------------------------------------------------

@@ -12,7 +12,7 @@ from warcio.archiveiterator import ArchiveIterator
 from warcio.statusandheaders import StatusAndHeaders
 
 from warcs import HTML_UTF8, PAGE, response, write_warc
-from pipeline.warc import (
+from sitestrip.pipeline.warc import (
     HtmlResponse,
     ReadError,
     ReadLimits,

@@ -11,7 +11,7 @@ import zlib
 
 import pytest
 
-from pipeline.warc import HtmlResponse, ReadError, Skipped, iter_payloads, iter_warc_records
+from sitestrip.pipeline.warc import HtmlResponse, ReadError, Skipped, iter_payloads, iter_warc_records
 from warcs import HTTP_OK, flip_bytes, gzip_members, plain_records, raw_record
 
 

@@ -25,9 +25,9 @@ from difflib import SequenceMatcher
 
 import numpy as np
 
-from transforms.page import BLOCK_TAGS, TAG_ID, TEXT, CompactPage, tag_ids
-from transforms.tokens import folded_words
-from transforms.tree import nearest_in_mask
+from sitestrip.transforms.page import BLOCK_TAGS, TAG_ID, TEXT, CompactPage, tag_ids
+from sitestrip.transforms.tokens import folded_words
+from sitestrip.transforms.tree import nearest_in_mask
 
 # Seed 002's content elements and instance groups (one CART per group in `ceml`).
 CONTENT_TAGS = tag_ids("p", "li", "h1", "h2", "h3", "h4", "h5", "h6", "figcaption", "pre", "td", "th")

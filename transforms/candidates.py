@@ -38,8 +38,8 @@ from typing import Iterator, Mapping, Sequence
 
 import numpy as np
 
-from transforms.page import CompactPage
-from transforms.urls import normalize_url, site_key
+from sitestrip.transforms.page import CompactPage
+from sitestrip.transforms.urls import normalize_url, site_key
 
 __all__ = [
     "CandidateParams", "CandidateSelection", "SiteLinks", "directory_sequence", "dom_distance",

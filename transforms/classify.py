@@ -20,9 +20,9 @@ from functools import lru_cache
 
 import numpy as np
 
-from transforms.blocks import GROUPS, Blocks
-from transforms.features import FEATURE_NAMES, FEATURE_SET_VERSION
-from transforms.model import BlockModel, load_model
+from sitestrip.transforms.blocks import GROUPS, Blocks
+from sitestrip.transforms.features import FEATURE_NAMES, FEATURE_SET_VERSION
+from sitestrip.transforms.model import BlockModel, load_model
 
 MODEL_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "models")
 SHIPPED_MODELS = {"learned": os.path.join(MODEL_DIR, "learned.json.gz"),

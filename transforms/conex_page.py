@@ -5,8 +5,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from transforms.page import F_LINK, TAG_ID, TEXT, CompactPage, tag_id
-from transforms.tree import children, subtree_mask, subtree_sum
+from sitestrip.transforms.page import F_LINK, TAG_ID, TEXT, CompactPage, tag_id
+from sitestrip.transforms.tree import children, subtree_mask, subtree_sum
 
 # Tags that are never rated (thesis §6.2.2 ii plus SPEC's inline additions).
 # One list, configurable through PageConexParams.

@@ -6,10 +6,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from transforms.etdm import EtdmParams
-from transforms.page import MEDIA_TAGS, TEXT, CompactPage
-from transforms.template import occurrences
-from transforms.tree import mask_roots, subtree_mask, subtree_sum
+from sitestrip.transforms.etdm import EtdmParams
+from sitestrip.transforms.page import MEDIA_TAGS, TEXT, CompactPage
+from sitestrip.transforms.template import occurrences
+from sitestrip.transforms.tree import mask_roots, subtree_mask, subtree_sum
 
 SITE_CONEX_ETDM = EtdmParams(w_classes=0.1, w_position=0.0, w_attributes=0.2, w_children=0.7,
                              threshold=0.9, position_option=4)

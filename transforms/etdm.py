@@ -51,8 +51,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from transforms.page import TEXT, CompactPage
-from transforms.tree import children
+from sitestrip.transforms.page import TEXT, CompactPage
+from sitestrip.transforms.tree import children
 
 NO_MATCH = float("-inf")
 # map_pages: a key node with no partner; and one paired with a temporary

@@ -12,12 +12,12 @@ from typing import Iterable
 
 import numpy as np
 
-from transforms.candidates import CandidateSelection, key_page_links
-from transforms.classify import load_main_content_model
-from transforms.extract import PageAnalysis, PageRecord, SiteBlocks, analyse_page, site_context
-from transforms.menex import Menu
-from transforms.page import TEXT, CompactPage
-from transforms.tree import subtree_mask, subtree_sum, text_of, words_in
+from sitestrip.transforms.candidates import CandidateSelection, key_page_links
+from sitestrip.transforms.classify import load_main_content_model
+from sitestrip.transforms.extract import PageAnalysis, PageRecord, SiteBlocks, analyse_page, site_context
+from sitestrip.transforms.menex import Menu
+from sitestrip.transforms.page import TEXT, CompactPage
+from sitestrip.transforms.tree import subtree_mask, subtree_sum, text_of, words_in
 
 
 @dataclass

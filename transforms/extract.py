@@ -13,20 +13,20 @@ from typing import Iterable, Iterator
 
 import numpy as np
 
-from transforms.blocks import Blocks, block_texts, page_blocks, render_blocks
-from transforms.candidates import CandidateSelection, select_candidates, site_links
-from transforms.charset import decode_html
-from transforms.conex_page import main_content
-from transforms.classify import classify_blocks, load_main_content_model
-from transforms.conex_site import site_main_content
-from transforms.features import SiteSignals, block_features, text_keys
-from transforms.link_blocks import drop_link_blocks
-from transforms.menex import Menu, MenexParams, detect_menu
-from transforms.page import PRODUCT_RULES, TEXT, CompactPage, ParseRules, parse_page
-from transforms.status import WARC_TRUNCATED, page_status
-from transforms.template import TemplateResult, detect_template
-from transforms.tree import subtree_mask, subtree_sum, text_of, words_in
-from transforms.urls import normalize_url, site_key
+from sitestrip.transforms.blocks import Blocks, block_texts, page_blocks, render_blocks
+from sitestrip.transforms.candidates import CandidateSelection, select_candidates, site_links
+from sitestrip.transforms.charset import decode_html
+from sitestrip.transforms.conex_page import main_content
+from sitestrip.transforms.classify import classify_blocks, load_main_content_model
+from sitestrip.transforms.conex_site import site_main_content
+from sitestrip.transforms.features import SiteSignals, block_features, text_keys
+from sitestrip.transforms.link_blocks import drop_link_blocks
+from sitestrip.transforms.menex import Menu, MenexParams, detect_menu
+from sitestrip.transforms.page import PRODUCT_RULES, TEXT, CompactPage, ParseRules, parse_page
+from sitestrip.transforms.status import WARC_TRUNCATED, page_status
+from sitestrip.transforms.template import TemplateResult, detect_template
+from sitestrip.transforms.tree import subtree_mask, subtree_sum, text_of, words_in
+from sitestrip.transforms.urls import normalize_url, site_key
 
 
 class StageError(Exception):

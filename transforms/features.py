@@ -17,10 +17,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from transforms.blocks import GROUPS, Blocks
-from transforms.conex_page import content_features, standardize, _excluded_mask
-from transforms.page import F_IN_LINK, F_LINK, HINT_BIT, HINT_NAMES, TAG_ID, TEXT, CompactPage, tag_ids
-from transforms.tree import nearest_in_mask, subtree_sum
+from sitestrip.transforms.blocks import GROUPS, Blocks
+from sitestrip.transforms.conex_page import content_features, standardize, _excluded_mask
+from sitestrip.transforms.page import F_IN_LINK, F_LINK, HINT_BIT, HINT_NAMES, TAG_ID, TEXT, CompactPage, tag_ids
+from sitestrip.transforms.tree import nearest_in_mask, subtree_sum
 
 # Bump when a feature's definition or the column order changes: a model trained on
 # another feature set is refused (transforms/model.py).

@@ -23,8 +23,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from transforms.page import F_COMMENT_HINT, F_IN_LINK, TEXT, CompactPage, tag_ids
-from transforms.tree import mask_roots, subtree_mask, subtree_sum
+from sitestrip.transforms.page import F_COMMENT_HINT, F_IN_LINK, TEXT, CompactPage, tag_ids
+from sitestrip.transforms.tree import mask_roots, subtree_mask, subtree_sum
 
 # Containers that hold a block of a page; inline elements (a, span, b...) are
 # judged as part of the block around them.

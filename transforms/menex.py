@@ -5,8 +5,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from transforms.page import F_IN_LINK, F_LINK, NAV_RULE_FLAGS, TAG_ID, TEXT, CompactPage
-from transforms.tree import children, descendants_count, subtree_sum, subtree_text
+from sitestrip.transforms.page import F_IN_LINK, F_LINK, NAV_RULE_FLAGS, TAG_ID, TEXT, CompactPage
+from sitestrip.transforms.tree import children, descendants_count, subtree_sum, subtree_text
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 
-from transforms.tokens import folded_words
+from sitestrip.transforms.tokens import folded_words
 
 
 @dataclass(frozen=True)

@@ -19,9 +19,9 @@ from typing import Iterator
 import numpy as np
 from lxml import etree
 
-from transforms.status import PARSE_FAILURE
-from transforms.tokens import count_words
-from transforms.urls import resolve_link
+from sitestrip.transforms.status import PARSE_FAILURE
+from sitestrip.transforms.tokens import count_words
+from sitestrip.transforms.urls import resolve_link
 
 # Tag vocabulary: ids are stable across pages and runs (ETDM compares tags of
 # two pages). Index 0 is the text-node pseudo tag.

@@ -36,7 +36,7 @@ from bisect import bisect_right
 from dataclasses import dataclass
 from typing import Iterable
 
-from transforms.candidates import directory_sequence
+from sitestrip.transforms.candidates import directory_sequence
 
 SLOT_BITS = 10
 

@@ -6,10 +6,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from transforms.conex_page import PageConexParams, main_content
-from transforms.etdm import UNMAPPED, EtdmParams, map_pages
-from transforms.page import TAG_ID, TEXT, CompactPage
-from transforms.tree import subtree_mask
+from sitestrip.transforms.conex_page import PageConexParams, main_content
+from sitestrip.transforms.etdm import UNMAPPED, EtdmParams, map_pages
+from sitestrip.transforms.page import TAG_ID, TEXT, CompactPage
+from sitestrip.transforms.tree import subtree_mask
 
 
 @dataclass(frozen=True)

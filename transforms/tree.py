@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from transforms.page import TEXT, CompactPage
+from sitestrip.transforms.page import TEXT, CompactPage
 
 
 def subtree_sum(page: CompactPage, values: np.ndarray) -> np.ndarray:
