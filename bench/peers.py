@@ -288,7 +288,6 @@ def _iter_pages(path: str):
 
 
 _STDERR_LINES = 10
-_REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def run_peer(name: str, pages_path: str, out_dir: str, timeout: float = 3600) -> PeerRun:
@@ -307,10 +306,8 @@ def run_peer(name: str, pages_path: str, out_dir: str, timeout: float = 3600) ->
     if os.path.exists(out_path):
         os.remove(out_path)   # a stale result must not pass for this run's
 
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (_REPO_ROOT, env.get("PYTHONPATH")) if p)
     cmd = [sys.executable, "-m", "sitestrip.bench.peers", name, os.path.abspath(pages_path), os.path.abspath(out_path)]
-    child = run_child(cmd, err_path, timeout=timeout, env=env)
+    child = run_child(cmd, err_path, timeout=timeout)
 
     run = PeerRun(name, version, pages=len(urls), timed_out=child.timed_out,
                   cpu_seconds=child.cpu_seconds)

@@ -31,7 +31,7 @@ from typing import Callable, NamedTuple
 import numpy as np
 
 from sitestrip.transforms.model import (BlockModel, ModelError, encode_model, load_model,
-                              model_document)
+                                        model_document)
 
 GBDT_LIBRARIES = ("lightgbm", "sklearn", "xgboost")
 

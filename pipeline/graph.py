@@ -19,7 +19,7 @@ from sitestrip.pipeline.warc import HtmlResponse, ReadError, Skipped, iter_warc_
 from sitestrip.schemas import DATASETS
 from sitestrip.transforms.classify import load_main_content_model
 from sitestrip.transforms.extract import (StageError, error_row, menu_signature, process_site,
-                                record_from_response)
+                                          record_from_response)
 from sitestrip.transforms.shards import page_cell, plan_shards
 
 NAMESPACE = "sitestrip"

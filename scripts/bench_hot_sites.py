@@ -33,9 +33,7 @@ from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, REPO_ROOT)
-
-from sitestrip.transforms.shards import shard_urls  # noqa: E402
+from sitestrip.transforms.shards import shard_urls
 
 SITE = "bench.example"
 DIRECTORIES = ("docs", "blog", "news", "shop", "wiki")

@@ -19,9 +19,7 @@ import sys
 import time
 from collections import Counter
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-from sitestrip.pipeline.warc import HtmlResponse, iter_warc_records, open_warc  # noqa: E402
+from sitestrip.pipeline.warc import HtmlResponse, iter_warc_records, open_warc
 
 
 def read_once(paths: list[str]) -> tuple[float, Counter, int]:

@@ -15,11 +15,8 @@ Not part of the test suite: each variant maps every page of every corpus (minute
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import time
-
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from sitestrip.pipeline.console import import_beam_quietly  # noqa: E402
 

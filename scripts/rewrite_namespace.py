@@ -36,6 +36,7 @@ IMPORT_DOTTED = re.compile(rf"^[ \t]*import ({NAMES})\.\w+(?!.* as )", re.M)
 QUOTED_MODULE = re.compile(rf"""(["'])({NAMES})((?:\.\w+)+)\1""")
 DASH_M = re.compile(rf"(-m )({NAMES})((?:\.\w+)+)")
 KEEP_LINE = re.compile(r"/tmp/grid")
+SHIFT = "sitestrip."
 
 
 def _is_module(package: str, dotted: str) -> bool:
@@ -52,8 +53,30 @@ def _module_sub(match: re.Match) -> str:
     return f"{head}sitestrip.{package}{dotted}{tail}"
 
 
+def _from_imports(text: str) -> str:
+    """FROM_IMPORT, keeping the continuation lines of `from X import (a,\n    b)` aligned
+    under the parenthesis, which moves right by len("sitestrip.")."""
+    lines = text.splitlines(keepends=True)
+    shift_at = None        # column of the open parenthesis continuation lines align to
+    for i, line in enumerate(lines):
+        if shift_at is not None:
+            indent = len(line) - len(line.lstrip(" "))
+            if indent == shift_at and line.strip():
+                lines[i] = " " * len(SHIFT) + line
+            if ")" in line:
+                shift_at = None
+            continue
+        new = FROM_IMPORT.sub(r"\1from sitestrip.\2", line)
+        if new != line:
+            lines[i] = new
+            paren = line.find("(")
+            if paren >= 0 and ")" not in line[paren:]:
+                shift_at = paren + 1
+    return "".join(lines)
+
+
 def rewrite_python(text: str) -> str:
-    text = FROM_IMPORT.sub(r"\1from sitestrip.\2", text)
+    text = _from_imports(text)
     text = IMPORT_AS.sub(r"\1import sitestrip.\2\3 as \4", text)
     text = IMPORT_BARE.sub(r"\1from sitestrip import \2", text)
     text = QUOTED_MODULE.sub(_module_sub, text)

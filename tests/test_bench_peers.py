@@ -3,17 +3,13 @@ article page, and the subprocess runner's accounting of time, memory, failures,
 crashes and timeouts."""
 import importlib.metadata
 import json
-import os
 import sys
 import time
 
 import pytest
 
-# bench/ is not an installed package; the worker finds it the same way (PYTHONPATH).
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-from sitestrip.bench import peers  # noqa: E402
-from sitestrip.bench.peers import PEER_NAMES, PEERS, Peer, PeerUnavailable, available_peers, element_text, fragment_text, run_peer, write_pages  # noqa: E402
+from sitestrip.bench import peers
+from sitestrip.bench.peers import PEER_NAMES, PEERS, Peer, PeerUnavailable, available_peers, element_text, fragment_text, run_peer, write_pages
 
 DISTINCT = "The cormorants nesting on the abandoned mill race turned out to be the most reliable witnesses"
 FOOTER = "Copyright 2024 Field Notes Media Group"

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from sitestrip.transforms.conex_page import (PageConexParams, c_set, content_features, main_content,
-                                   reduce_c_set, remove_link_lists, select_main, word_ratio)
+                                             reduce_c_set, remove_link_lists, select_main, word_ratio)
 from sitestrip.transforms.page import parse_page
 from sitestrip.transforms.tree import text_of
 

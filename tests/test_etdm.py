@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 import sitestrip.transforms.etdm as etdm
 from sitestrip.transforms.etdm import (NO_MATCH, VIRTUAL_PARTNER, EtdmParams, certain_floor, equality_score,
-                             is_match, map_pages, position_score)
+                                       is_match, map_pages, position_score)
 from sitestrip.transforms.page import TAG_ID, parse_page
 from sitestrip.transforms.template import occurrences
 from sitestrip.transforms.tree import children

@@ -13,7 +13,7 @@ import pytest
 from sitestrip.bench.train_models import (as_model, choose_threshold, collapse_alphas, fit_ceml, fit_gbdt,
                                  page_word_f1, pruned_answer, write_model, CEML_TREE)
 from sitestrip.transforms.model import (ModelError, compute_model_id, encode_model, load_model,
-                              model_document)
+                                        model_document)
 
 NAMES = ["f0", "f1"]
 

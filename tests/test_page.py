@@ -4,7 +4,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sitestrip.transforms.page import (F_IN_LINK, F_LINK, F_NAV_EXACT, F_NAV_HINT, F_NAV_WORD, PRODUCT_RULES, SPEC_RULES,
-                             TAG_ID, TEXT, ParseRules, _has_nav_word, parse_page, tag_name)
+                                       TAG_ID, TEXT, ParseRules, _has_nav_word, parse_page, tag_name)
 from sitestrip.transforms.tree import text_of
 from sitestrip.transforms.tokens import count_words, folded_words, words
 from sitestrip.transforms.tree import children, subtree_mask, subtree_sum, subtree_text, text_of

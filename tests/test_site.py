@@ -5,7 +5,7 @@ import pytest
 from sitestrip.configs import Config, config_from_dict
 from sitestrip.transforms.conex_page import PageConexParams
 from sitestrip.transforms.conex_site import (SITE_CONEX_ETDM, SiteConexParams, candidate_nodes, main_branch,
-                                   merge_siblings, reduce_candidates, site_main_content)
+                                             merge_siblings, reduce_candidates, site_main_content)
 from sitestrip.transforms.etdm import EtdmParams
 from sitestrip.transforms.extract import PageRecord, process_site
 from sitestrip.transforms.page import parse_page, tag_name

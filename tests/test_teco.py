@@ -2,23 +2,18 @@
 removed, the gold derived from the labels, and the DOM-node metrics, on a tiny suite built
 here by hand."""
 import gzip
-import os
-import sys
 from types import SimpleNamespace
 
 import numpy as np
 import pytest
 from warcio.archiveiterator import ArchiveIterator
 
-# bench/ is not an installed package; the worker finds it the same way (PYTHONPATH).
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-from sitestrip.bench.corpora import read_corpus  # noqa: E402
-from sitestrip.bench.teco import (find_benchmarks, is_teco, node_scores, page_url, read_teco,  # noqa: E402
-                        strip_labels, teco_node_metrics)
-from sitestrip.configs import Config  # noqa: E402
-from sitestrip.transforms.metrics import PRF  # noqa: E402
-from sitestrip.transforms.page import TEXT, parse_page  # noqa: E402
+from sitestrip.bench.corpora import read_corpus
+from sitestrip.bench.teco import (find_benchmarks, is_teco, node_scores, page_url, read_teco,
+                                  strip_labels, teco_node_metrics)
+from sitestrip.configs import Config
+from sitestrip.transforms.metrics import PRF
+from sitestrip.transforms.page import TEXT, parse_page
 
 HOST = "www.example.org"
 BASE = f"http://{HOST}/"
