@@ -1,0 +1,151 @@
+"""One namespace: the project's folders install as sitestrip.pipeline, sitestrip.transforms,
+sitestrip.schemas, sitestrip.configs and sitestrip.bench (pyproject.toml's package-dir),
+so nothing may name them bare: a bare `from transforms.x import y` only worked while the
+checkout (or a `transforms` of some other distribution) was on sys.path. The wheel's own
+file list is checked in test_runners.py (the packaging test builds it)."""
+import ast
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+BARE = ("pipeline", "transforms", "schemas", "configs", "bench")
+SKIP_DIRS = {".git", ".venv", "venv", "build", "dist", "out", "__pycache__", ".hypothesis",
+             ".pytest_cache"}
+# The rewrite script and this file name the bare packages on purpose (to find them).
+ON_PURPOSE = {REPO / "scripts" / "rewrite_namespace.py", Path(__file__).resolve()}
+DASH_M = re.compile(r"-m (%s)\.\w" % "|".join(BARE))
+
+sys.path.insert(0, str(REPO / "scripts"))
+from rewrite_namespace import rewrite_markdown, rewrite_python  # noqa: E402
+
+
+def python_files():
+    for folder, dirs, files in os.walk(REPO):
+        dirs[:] = [d for d in dirs if d not in SKIP_DIRS and not d.endswith(".egg-info")]
+        for name in files:
+            path = Path(folder) / name
+            if name.endswith(".py") and path.resolve() not in ON_PURPOSE:
+                yield path
+
+
+def is_project_module(dotted: str) -> bool:
+    """Whether "pipeline.cli"-like `dotted` names a module of the checkout's folders."""
+    path = REPO.joinpath(*dotted.split("."))
+    return path.with_suffix(".py").is_file() or (path / "__init__.py").is_file()
+
+
+def bare_references(path: Path, root: Path = REPO) -> list[str]:
+    """Imports of a bare project package, and strings naming one as a module to run or load
+    ("pipeline.cli", "... -m pipeline.worker ...")."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [f"import {a.name}" for a in node.names if a.name.split(".")[0] in BARE]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            if node.module.split(".")[0] in BARE:
+                found.append(f"from {node.module} import ...")
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            text = node.value
+            if (text.split(".")[0] in BARE and "." in text and is_project_module(text)) \
+                    or DASH_M.search(text):
+                found.append(f"string {text[:60]!r}")
+    return [f"{path.relative_to(root)}:{line}" for line in found]
+
+
+def test_no_file_of_the_checkout_names_a_bare_package(tmp_path):
+    """Every .py file (product, tests, scripts, sample builder), parsed: no import of
+    pipeline/transforms/schemas/configs/bench without `sitestrip.`, and no string naming
+    one as a module (`-m pipeline.worker`, "pipeline.cli"). The check itself is shown to
+    catch each kind on the three-line source below, so an empty result means something."""
+    probe = tmp_path / "probe.py"
+    probe.write_text('from transforms.page import parse_page\nimport configs\n'
+                     'CMD = "python -m pipeline.worker INFO"\nSITE = "bench.example"\n')
+    # "bench.example" is a host name (there is no bench/example.py), not a module
+    assert bare_references(probe, tmp_path) == [
+        "probe.py:from transforms.page import ...",
+        "probe.py:import configs",
+        "probe.py:string 'python -m pipeline.worker INFO'"]
+    files = list(python_files())
+    assert len(files) > 50
+    assert [ref for path in files for ref in bare_references(path)] == []
+
+
+def test_importing_every_module_loads_no_bare_package(tmp_path):
+    """A child process outside the checkout (so the checkout is not on sys.path) imports
+    every module of the five subpackages; none of them, directly or through another, may
+    load a module under a bare name: the module table then holds sitestrip.* only."""
+    code = (
+        "import importlib, pkgutil, sys\n"
+        "import sitestrip\n"
+        f"bare = {BARE!r}\n"
+        "count = 0\n"
+        "for name in bare:\n"
+        "    package = importlib.import_module('sitestrip.' + name)\n"
+        "    for info in pkgutil.walk_packages(package.__path__, package.__name__ + '.'):\n"
+        "        importlib.import_module(info.name)\n"
+        "        count += 1\n"
+        "print(count)\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in bare))\n")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    count, loaded = proc.stdout.splitlines()
+    assert int(count) >= 40     # pipeline 8, transforms 21, schemas 1, bench 13 modules today
+    assert loaded == "[]"
+
+
+def test_bare_package_names_do_not_import_outside_the_checkout(tmp_path):
+    """The install adds `sitestrip` alone: from a directory that is not the checkout,
+    `import pipeline` (and the other four) fails, while `sitestrip.pipeline` is there."""
+    code = ("import importlib\n"
+            f"for name in {BARE!r}:\n"
+            "    importlib.import_module('sitestrip.' + name)\n"
+            "    try:\n"
+            "        importlib.import_module(name)\n"
+            "    except ModuleNotFoundError:\n"
+            "        print(name, 'absent')\n")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split("\n")[:-1] == [f"{name} absent" for name in BARE]
+
+
+@pytest.mark.parametrize("before, after", [
+    # each kind of reference, by hand: `sitestrip.` goes in front of the bare package
+    ("from transforms.page import parse_page\n",
+     "from sitestrip.transforms.page import parse_page\n"),
+    ("import transforms.extract as extract\n", "import sitestrip.transforms.extract as extract\n"),
+    ("    import configs\n", "    from sitestrip import configs\n"),
+    ('cmd = [sys.executable, "-m", "pipeline.cli", "run"]\n',
+     'cmd = [sys.executable, "-m", "sitestrip.pipeline.cli", "run"]\n'),
+    ('command = f"{python} -m pipeline.worker {level}"\n',
+     'command = f"{python} -m sitestrip.pipeline.worker {level}"\n'),
+    # continuation lines stay under the parenthesis, which moved 10 columns right
+    ("from bench.teco import (find_benchmarks,\n                        strip_labels)\n",
+     "from sitestrip.bench.teco import (find_benchmarks,\n"
+     "                                  strip_labels)\n"),
+    # left alone: a host name that is no module, a longer name, prose without -m
+    ('SITE = "bench.example"\n', 'SITE = "bench.example"\n'),
+    ("from pipelines import x\n", "from pipelines import x\n"),
+    ("# see transforms.page.ParseRules\n", "# see transforms.page.ParseRules\n"),
+])
+def test_rewrite_script_and_that_a_second_run_changes_nothing(before, after):
+    assert rewrite_python(before) == after
+    assert rewrite_python(after) == after
+
+
+def test_rewrite_script_on_markdown_keeps_old_commits_commands():
+    """Markdown: `-m X.m` commands are rewritten, except a line running an old commit's
+    code from /tmp/grid (docs/benchmarks.md), which has no namespace."""
+    text = ("$PY -m pipeline.cli tune --corpus C\n"
+            "(cd /tmp/grid && $PY -m pipeline.cli tune --corpus C\n")
+    assert rewrite_markdown(text) == ("$PY -m sitestrip.pipeline.cli tune --corpus C\n"
+                                      "(cd /tmp/grid && $PY -m pipeline.cli tune --corpus C\n")
