@@ -34,7 +34,8 @@ from sitestrip.pipeline.graph import build_pipeline
 REPO = Path(__file__).resolve().parent.parent
 SAMPLE = str(REPO / "sample" / "sitestrip-sample.warc.gz")
 IMAGE = "registry.example/sitestrip:0.1.0"
-PACKAGES = ("pipeline", "transforms", "schemas", "configs")
+# The checkout's folders, installed as sitestrip.<folder> (pyproject.toml's package-dir).
+PACKAGES = ("pipeline", "transforms", "schemas", "configs", "bench")
 
 DATAFLOW = ["--runner=DataflowRunner", "--project=my-project", "--region=us-central1",
             "--temp_location=gs://my-bucket/tmp", f"--sdk_container_image={IMAGE}",
@@ -196,9 +197,13 @@ def _staged(resources):
 
 
 def _check_members(names, prefix=""):
+    """`prefix` "" is the sdist's source layout (the folders, src/sitestrip/__init__.py),
+    "sitestrip/" the installed layout of the wheel."""
     for package in PACKAGES:
         assert f"{prefix}{package}/__init__.py" in names, package
+    assert ("sitestrip/__init__.py" if prefix else "src/sitestrip/__init__.py") in names
     assert f"{prefix}configs/default.yaml" in names
+    assert any(n.startswith(f"{prefix}transforms/models/") and n.endswith(".json.gz") for n in names)
     assert f"{prefix}transforms/etdm.py" in names and f"{prefix}pipeline/graph.py" in names
 
 
@@ -233,8 +238,10 @@ def test_setup_file_and_extra_package_stage_the_whole_project(tmp_path):
         names = set(zf.namelist())
         entry_points = next(zf.read(n).decode() for n in names if n.endswith("entry_points.txt"))
         metadata = next(zf.read(n).decode() for n in names if n.endswith(".dist-info/METADATA"))
-    _check_members(names)
-    assert "sitestrip = pipeline.cli:main" in entry_points
+    _check_members(names, prefix="sitestrip/")
+    # one top-level name: nothing of the wheel lands beside sitestrip/ in site-packages
+    assert {n.split("/")[0] for n in names} == {"sitestrip", "sitestrip-0.1.0.dist-info"}
+    assert "sitestrip = sitestrip.pipeline.cli:main" in entry_points
     assert "Requires-Dist: apache-beam==2.77.*" in metadata
 
     options = PipelineOptions([f"--extra_package={wheel}"])
@@ -242,3 +249,48 @@ def test_setup_file_and_extra_package_stage_the_whole_project(tmp_path):
                                                  log_submission_env_dependencies=False))
     assert wheel.name in staged
     assert Path(staged["extra_packages.txt"]).read_text().split() == [wheel.name]
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(_build_tools_missing() is not None,
+                    reason=f"packaging tools: {_build_tools_missing()}; "
+                           "pip install build 'setuptools>=70.1' wheel")
+def test_the_wheel_installed_alone_runs_the_sample(tmp_path):
+    """The wheel pip-installed into an empty directory (--target; the dependencies come
+    from this environment), with that directory first on sys.path and the checkout
+    nowhere on it: the install holds sitestrip/ and its metadata only (plus the console
+    script), the modules, the default preset and the shipped model load from it, and a run
+    of the sample with `--workers 2` works, so the worker processes
+    (`python -m sitestrip.pipeline.worker`) unpickle the DoFns by their sitestrip.* module
+    paths. 59 pages and no error: the sample's counts (README, Quick start)."""
+    src = _project_copy(tmp_path)
+    wheels = tmp_path / "wheels"
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
+                    "--no-index", "--quiet", "-w", str(wheels), str(src)],
+                   check=True, cwd=tmp_path, env={**env, "PIP_NO_INPUT": "1"})
+    (wheel,) = wheels.glob("sitestrip-*.whl")
+    target = tmp_path / "site"
+    subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "--no-index", "--quiet",
+                    "--target", str(target), str(wheel)],
+                   check=True, cwd=tmp_path, env={**env, "PIP_NO_INPUT": "1"})
+    assert {p.name for p in target.iterdir()} - {"bin"} == {"sitestrip", "sitestrip-0.1.0.dist-info"}
+
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    env["PYTHONPATH"] = str(target)
+    where = subprocess.run(
+        [sys.executable, "-c",
+         "import sitestrip.transforms.classify as c, sitestrip.configs as g\n"
+         "print(c.__file__); print(g.load_config('default') is not None)\n"
+         "print(sorted(__import__('os').listdir(c.MODEL_DIR)))"],
+        cwd=elsewhere, env=env, capture_output=True, text=True, timeout=120, check=True)
+    module_file, preset_loaded, models = where.stdout.splitlines()
+    assert module_file.startswith(str(target / "sitestrip" / "transforms"))
+    assert preset_loaded == "True" and ".json.gz" in models
+
+    run = subprocess.run([sys.executable, "-m", "sitestrip.pipeline.cli", "run", "--input", SAMPLE,
+                          "--output", str(tmp_path / "out"), "--workers", "2", "--quiet"],
+                         cwd=elsewhere, env=env, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr
+    assert "  pages: 59 " in run.stdout and "errors by stage: none" in run.stdout
