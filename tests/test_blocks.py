@@ -11,11 +11,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from lxml import etree
 
-from transforms.blocks import GROUPS, MAIN_SHARE, block_texts, gold_labels, instance_mask, page_blocks
-from transforms.features import block_features
-from transforms.page import BLOCK_TAGS, TEXT, _flatten, parse_page, tag_name
-from transforms.tokens import folded_words
-from transforms.tree import nearest_in_mask
+from sitestrip.transforms.blocks import GROUPS, MAIN_SHARE, block_texts, gold_labels, instance_mask, page_blocks
+from sitestrip.transforms.features import block_features
+from sitestrip.transforms.page import BLOCK_TAGS, TEXT, _flatten, parse_page, tag_name
+from sitestrip.transforms.tokens import folded_words
+from sitestrip.transforms.tree import nearest_in_mask
 
 
 def blocks_of(html):

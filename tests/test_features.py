@@ -11,12 +11,12 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from configs import load_config
-from transforms.blocks import GROUPS, block_texts, page_blocks
-from transforms.extract import SiteBlocks, analyse_page, build_page_record, site_context
-from transforms.features import FEATURE_NAMES, METHODS, SiteSignals, block_features
-from transforms.page import HINT_BIT, HINT_NAMES, _role_hints, parse_page
-from transforms.tree import subtree_mask
+from sitestrip.configs import load_config
+from sitestrip.transforms.blocks import GROUPS, block_texts, page_blocks
+from sitestrip.transforms.extract import SiteBlocks, analyse_page, build_page_record, site_context
+from sitestrip.transforms.features import FEATURE_NAMES, METHODS, SiteSignals, block_features
+from sitestrip.transforms.page import HINT_BIT, HINT_NAMES, _role_hints, parse_page
+from sitestrip.transforms.tree import subtree_mask
 
 COL = {name: i for i, name in enumerate(FEATURE_NAMES)}
 SITE_COLUMNS = FEATURE_NAMES[COL["has_site"]:]

@@ -28,15 +28,15 @@ pytest.importorskip("lightgbm")
 pytest.importorskip("sklearn")
 
 import bench.train as train_module  # noqa: E402
-from bench.blockdata import corpus_blocks  # noqa: E402
-from bench.corpora import read_shared_corpus  # noqa: E402
-from bench.train_models import as_model, leaf_tree, write_model  # noqa: E402
-from configs import load_config  # noqa: E402
-from transforms.blocks import GROUPS  # noqa: E402
-from transforms.classify import MainContentParams, load_main_content_model  # noqa: E402
-from transforms.extract import build_page_record, process_site  # noqa: E402
-from transforms.features import FEATURE_NAMES, FEATURE_SET_VERSION  # noqa: E402
-from transforms.model import ModelError, load_model  # noqa: E402
+from sitestrip.bench.blockdata import corpus_blocks  # noqa: E402
+from sitestrip.bench.corpora import read_shared_corpus  # noqa: E402
+from sitestrip.bench.train_models import as_model, leaf_tree, write_model  # noqa: E402
+from sitestrip.configs import load_config  # noqa: E402
+from sitestrip.transforms.blocks import GROUPS  # noqa: E402
+from sitestrip.transforms.classify import MainContentParams, load_main_content_model  # noqa: E402
+from sitestrip.transforms.extract import build_page_record, process_site  # noqa: E402
+from sitestrip.transforms.features import FEATURE_NAMES, FEATURE_SET_VERSION  # noqa: E402
+from sitestrip.transforms.model import ModelError, load_model  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # The product's parameters scaled down to a corpus of a few hundred blocks.
@@ -247,11 +247,11 @@ def test_train_learns_the_template_content_split(dataset, small_gbdt, tmp_path, 
 
 
 def test_sitestrip_train_cli_end_to_end(corpus_dir, tmp_path):
-    """`python -m pipeline.cli train --corpus DIR --out M.json.gz --folds 3` exits 0 and
+    """`python -m sitestrip.pipeline.cli train --corpus DIR --out M.json.gz --folds 3` exits 0 and
     writes a model file the pipeline's loader accepts; too many folds for 3 sites is a
     usage error (exit 2) that writes nothing."""
     out = tmp_path / "m.json.gz"
-    cmd = [sys.executable, "-m", "pipeline.cli", "train", "--corpus", corpus_dir, "--out", str(out),
+    cmd = [sys.executable, "-m", "sitestrip.pipeline.cli", "train", "--corpus", corpus_dir, "--out", str(out),
            "--folds", "3", "--processes", "1"]
     done = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr
