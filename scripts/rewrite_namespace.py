@@ -30,8 +30,8 @@ SKIP_DIRS = {".git", ".venv", "venv", "build", "dist", "out", "__pycache__", ".h
 NAMES = "|".join(PACKAGES)
 
 FROM_IMPORT = re.compile(rf"^([ \t]*)from ({NAMES})(?=[.\s])", re.M)
-IMPORT_AS = re.compile(rf"^([ \t]*)import ({NAMES})((?:\.\w+)+) as (\w+)[ \t]*$", re.M)
-IMPORT_BARE = re.compile(rf"^([ \t]*)import ({NAMES})[ \t]*$", re.M)
+IMPORT_AS = re.compile(rf"^([ \t]*)import ({NAMES})((?:\.\w+)+) as (\w+)([ \t]*(?:#.*)?)$", re.M)
+IMPORT_BARE = re.compile(rf"^([ \t]*)import ({NAMES})([ \t]*(?:#.*)?)$", re.M)
 IMPORT_DOTTED = re.compile(rf"^[ \t]*import ({NAMES})\.\w+(?!.* as )", re.M)
 QUOTED_MODULE = re.compile(rf"""(["'])({NAMES})((?:\.\w+)+)\1""")
 DASH_M = re.compile(rf"(-m )({NAMES})((?:\.\w+)+)")
@@ -77,8 +77,8 @@ def _from_imports(text: str) -> str:
 
 def rewrite_python(text: str) -> str:
     text = _from_imports(text)
-    text = IMPORT_AS.sub(r"\1import sitestrip.\2\3 as \4", text)
-    text = IMPORT_BARE.sub(r"\1from sitestrip import \2", text)
+    text = IMPORT_AS.sub(r"\1import sitestrip.\2\3 as \4\5", text)
+    text = IMPORT_BARE.sub(r"\1from sitestrip import \2\3", text)
     text = QUOTED_MODULE.sub(_module_sub, text)
     return DASH_M.sub(_module_sub, text)
 

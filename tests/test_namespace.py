@@ -124,6 +124,8 @@ def test_bare_package_names_do_not_import_outside_the_checkout(tmp_path):
      "from sitestrip.transforms.page import parse_page\n"),
     ("import transforms.extract as extract\n", "import sitestrip.transforms.extract as extract\n"),
     ("    import configs\n", "    from sitestrip import configs\n"),
+    ("import bench.train as train_module  # noqa: E402\n",
+     "import sitestrip.bench.train as train_module  # noqa: E402\n"),
     ('cmd = [sys.executable, "-m", "pipeline.cli", "run"]\n',
      'cmd = [sys.executable, "-m", "sitestrip.pipeline.cli", "run"]\n'),
     ('command = f"{python} -m pipeline.worker {level}"\n',

@@ -27,7 +27,7 @@ from warcs import response, write_warc
 pytest.importorskip("lightgbm")
 pytest.importorskip("sklearn")
 
-import bench.train as train_module  # noqa: E402
+import sitestrip.bench.train as train_module  # noqa: E402
 from sitestrip.bench.blockdata import corpus_blocks  # noqa: E402
 from sitestrip.bench.corpora import read_shared_corpus  # noqa: E402
 from sitestrip.bench.train_models import as_model, leaf_tree, write_model  # noqa: E402
