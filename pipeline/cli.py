@@ -82,6 +82,34 @@ def _run_parser(prog: str) -> argparse.ArgumentParser:
     return p
 
 
+DASK_RUNNER = "apache_beam.runners.dask.dask_runner.DaskRunner"
+
+
+def _register_dask_options(args: list[str]) -> None:
+    """Beam knows the DaskRunner's options (--dask_client_address, ...) only once its
+    module is imported, and that imports dask.distributed (a second of start-up), so
+    only a command line that mentions Dask pays for it."""
+    if any("dask" in arg.lower() for arg in args):
+        try:
+            import apache_beam.runners.dask.dask_runner  # noqa: F401  registers DaskOptions
+        except ImportError:
+            pass  # the options stay unknown; Beam's error for the runner says what to install
+
+
+def _runner_for(name: str | None):
+    """A runner instance for the names Beam's own lookup misses, else None (Beam resolves
+    the name). Beam 2.77 finds --runner=DaskRunner only under its full module path."""
+    if name is not None and name.lower() in ("dask", "daskrunner"):
+        import importlib
+        module, cls = DASK_RUNNER.rsplit(".", 1)
+        try:
+            return getattr(importlib.import_module(module), cls)()
+        except ImportError as exc:
+            raise SystemExit(f"sitestrip: the DaskRunner needs dask and distributed: "
+                             f"pip install 'apache-beam[dask]==2.77.*' ({exc})")
+    return None
+
+
 def _beam_option_names() -> list[str]:
     return [name for action in _beam_parser()._actions for name in action.option_strings]
 
@@ -270,6 +298,7 @@ def run(argv: list[str], prog: str = "sitestrip run") -> int:
     # Before any PipelineOptions exists: its constructor calls logging.basicConfig().
     with run_logging(logging.ERROR if args.quiet else logging.INFO,
                      logging.ERROR if args.quiet else logging.WARNING):
+        _register_dask_options(rest)
         unknown = unknown_options(rest)
         if unknown:
             _reject_unknown(parser, unknown)      # exits 2
@@ -320,8 +349,9 @@ def _run(args, beam_args: list[str], terminal: bool) -> int:
         return USAGE
 
     options = PipelineOptions(beam_args)
-    local = options.get_all_options().get("runner") is None
-    runner, progress_dir = None, None
+    runner_name = options.get_all_options().get("runner")
+    local = runner_name is None
+    runner, progress_dir = _runner_for(runner_name), None
     if local:
         runner = _local_runner(options, args.workers,
                                "ERROR" if args.quiet else "WARNING" if terminal else "INFO")

@@ -2,6 +2,13 @@
 
 Thin by design: every computation is a function in `transforms/`; here data
 is moved, grouped and counted (one counter per skip reason and error stage).
+
+The same graph runs on every Beam runner, including Beam's DaskRunner, which
+(in Beam 2.77) merges the tagged outputs of a multi-output ParDo into one
+collection and computes only the last transform of the graph. So no step has
+tagged outputs: a step that also makes errors rows yields (kind, row) pairs,
+split by kind afterwards; and the graph ends in one step that depends on the
+three writes (docs/runners.md, "Dask").
 """
 from __future__ import annotations
 
@@ -24,6 +31,7 @@ from sitestrip.transforms.shards import page_cell, plan_shards
 
 NAMESPACE = "sitestrip"
 ERRORS = "errors"
+MAIN = "main"
 log = logging.getLogger("sitestrip")
 
 
@@ -31,10 +39,24 @@ def _count(name: str, n: int = 1) -> None:
     Metrics.counter(NAMESPACE, name).inc(n)
 
 
-def _error(**fields) -> pvalue.TaggedOutput:
-    """One errors row, counted under its stage."""
+def _error(**fields) -> tuple[str, dict]:
+    """One errors row, counted under its stage, as an (ERRORS, row) output."""
     _count(f"errors_{fields['stage']}")
-    return pvalue.TaggedOutput(ERRORS, error_row(**fields))
+    return ERRORS, error_row(**fields)
+
+
+def _of_kind(item, kind):
+    if item[0] == kind:
+        yield item[1]
+
+
+def split_kinds(outputs, label: str):
+    """(kind, value) outputs of one step → (its MAIN values, its ERRORS rows).
+
+    Two plain FlatMaps instead of tagged outputs: they fuse with the step on the
+    runners that fuse, and the DaskRunner keeps them apart (module docstring)."""
+    return (outputs | f"{label}Main" >> beam.FlatMap(_of_kind, MAIN),
+            outputs | f"{label}Errors" >> beam.FlatMap(_of_kind, ERRORS))
 
 
 class _Reporting(beam.DoFn):
@@ -59,7 +81,8 @@ class _Reporting(beam.DoFn):
 
 
 class ReadWarcFile(_Reporting):
-    """One WARC file → (site key, PageRecord) for each HTML 200 page; errors tagged."""
+    """One WARC file → (MAIN, (site key, PageRecord)) for each HTML 200 page, (ERRORS, row)
+    for each error."""
 
     def __init__(self, config: Config, progress_dir: str | None = None):
         super().__init__(progress_dir, READ)
@@ -99,7 +122,7 @@ class ReadWarcFile(_Reporting):
                     self.report(pages=1)
                     _count("compact_bytes", record.page.wire_bytes())
                     _count("html_bytes", len(item.body))
-                    yield record.site, record
+                    yield MAIN, (record.site, record)
         self.report(files=1)
         log.info("read %s: %d pages in %.1fs", path, pages, time.monotonic() - started)
 
@@ -153,7 +176,7 @@ def shard_sites(pages, max_site_pages: int):
 
 
 class ProcessSite(_Reporting):
-    """One site shard → pages rows (main output) and errors rows."""
+    """One site shard → (MAIN, pages row) and (ERRORS, errors row) outputs."""
 
     def __init__(self, config: Config, progress_dir: str | None = None):
         super().__init__(progress_dir, SITES)
@@ -171,10 +194,10 @@ class ProcessSite(_Reporting):
             if kind == "pages":
                 _count("pages")
                 _count(f"method_{row['method']}")
-                yield row
+                yield MAIN, row
             else:
                 _count(f"errors_{row['stage']}")
-                yield pvalue.TaggedOutput(ERRORS, row)
+                yield ERRORS, row
         self.report(sites=1)
 
 
@@ -248,19 +271,23 @@ def build_pipeline(p: beam.Pipeline, warc_paths: list[str], output: str, config:
             | "WarcPaths" >> beam.Create(sorted(warc_paths))
             # One file per element; the reshuffle spreads files over workers.
             | "SpreadFiles" >> beam.Reshuffle()
-            | "ReadWarc" >> beam.ParDo(ReadWarcFile(config, progress_dir)).with_outputs(ERRORS, main="pages"))
-    sites = (shard_sites(read.pages, config.site.max_site_pages)
+            | "ReadWarc" >> beam.ParDo(ReadWarcFile(config, progress_dir)))
+    site_pages, read_errors = split_kinds(read, "Read")
+    sites = (shard_sites(site_pages, config.site.max_site_pages)
              | "GroupBySite" >> beam.GroupByKey()
-             | "ProcessSite" >> beam.ParDo(ProcessSite(config, progress_dir)).with_outputs(ERRORS, main="rows"))
-    pages = sites.rows
-    errors = (read[ERRORS], sites[ERRORS]) | "AllErrors" >> beam.Flatten()
+             | "ProcessSite" >> beam.ParDo(ProcessSite(config, progress_dir)))
+    pages, site_errors = split_kinds(sites, "Site")
+    errors = (read_errors, site_errors) | "AllErrors" >> beam.Flatten()
     menus = (pages
              | "MenuKeys" >> beam.FlatMap(_menu_key)
              | "CountMenus" >> beam.CombinePerKey(CountMenus())
              | "MenuRows" >> beam.Map(_menu_row))
     schemas = dict(DATASETS, pages=pages_schema(config))
-    for name, rows in (("pages", pages), ("menus", menus), ("errors", errors)):
-        _ = rows | f"Write_{name}" >> beam.io.WriteToParquet(
-            dataset_prefix(output, name), schemas[name], codec="zstd",
-            file_name_suffix=".parquet")
+    written = [rows | f"Write_{name}" >> beam.io.WriteToParquet(
+                   dataset_prefix(output, name), schemas[name], codec="zstd",
+                   file_name_suffix=".parquet")
+               for name, rows in (("pages", pages), ("menus", menus), ("errors", errors))]
+    # The written file names of all three datasets, so that the last step of the graph
+    # depends on every write (the DaskRunner runs only what the last step needs).
+    _ = tuple(written) | "AllWritten" >> beam.Flatten()
     return pages, menus, errors
