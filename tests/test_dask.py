@@ -79,7 +79,7 @@ def dask_cluster(tmp_path_factory):
 
 def _run(output, *extra):
     started = time.monotonic()
-    proc = subprocess.run([sys.executable, "-m", "pipeline.cli", "run", "--input", SAMPLE,
+    proc = subprocess.run([sys.executable, "-m", "sitestrip.pipeline.cli", "run", "--input", SAMPLE,
                            "--output", str(output), "--quiet", *extra],
                           env=ENV, capture_output=True, text=True, timeout=RUN_TIMEOUT, cwd=REPO)
     assert proc.returncode == 0, proc.stderr[-3000:]
