@@ -521,6 +521,7 @@ def teco_node_metrics(corpus: Corpus, config) -> list[dict]:
     loaded = load_corpus(corpus.warc_paths, config.read, sites={site_key(g.url) for g in golds})
     by_site, failed = loaded.records, loaded.failures
 
+    model = load_main_content_model(config.main_content)
     rows = []
     for g in golds:
         row = {"url": g.url, "site": g.site, "genre": g.genre, "method": None,
@@ -537,7 +538,6 @@ def teco_node_metrics(corpus: Corpus, config) -> list[dict]:
             row["error"] = failed.get(g.url, "key page not in the corpus WARC")
             continue
         try:
-            model = load_main_content_model(config.main_content)
             analysis = analyse_page(record, pages, links, config,
                                     SiteBlocks(pages) if model is not None else None, model)
         except StageError as exc:

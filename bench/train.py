@@ -10,7 +10,6 @@ on all out-of-fold predictions.
 """
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import dataclass
 
@@ -154,7 +153,3 @@ def train(data: BlockDataset, out_path: str, method: str = "learned", folds: int
     write_model(out_path, kind, fitted.payload, FEATURE_NAMES, FEATURE_SET_VERSION, cv.threshold, trained_on)
     log(f"wrote {out_path} (threshold {cv.threshold:.3f})")
     return trained_on
-
-
-def report_json(report: dict) -> str:
-    return json.dumps(report, indent=2, sort_keys=True)

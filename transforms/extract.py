@@ -197,10 +197,7 @@ class SiteBlocks:
     def of(self, url: str) -> PageBlocks:
         got = self._blocks.get(url)
         if got is None:
-            page = self.pages[url]
-            blocks = page_blocks(page)
-            texts = block_texts(page, blocks)
-            got = self._blocks[url] = PageBlocks(blocks, texts, text_keys(texts))
+            got = self._blocks[url] = _own_blocks(self.pages[url])
         return got
 
     def site_counts(self) -> tuple[np.ndarray, np.ndarray]:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from sitestrip.transforms.blocks import GROUPS, Blocks
-from sitestrip.transforms.conex_page import content_features, standardize, _excluded_mask
+from sitestrip.transforms.conex_page import content_features, standardize
 from sitestrip.transforms.page import F_IN_LINK, F_LINK, HINT_BIT, HINT_NAMES, TAG_ID, TEXT, CompactPage, tag_ids
 from sitestrip.transforms.tree import nearest_in_mask, subtree_sum
 
@@ -266,9 +266,10 @@ def block_features(page: CompactPage, blocks: Blocks, texts: list[str], *,
     x[:, col["same_shape_max_log"]] = np.log1p(best)
     x[:, col["same_tag_siblings_log"]] = np.log1p(same_tag[owner])
 
-    # Page ConEx (SPEC §3) of the block's nearest rated element, and the page-level results.
-    excluded = _excluded_mask(page, ())
-    rated = element & (page.child_count > 0) & ~excluded
+    # Page ConEx's four ratios (SPEC §3) of the block's nearest non-leaf element, standardized
+    # over every non-leaf element (not only ConEx's rated tags: the shipped models were
+    # trained so), and the page-level results.
+    rated = element & (page.child_count > 0)
     rated_owner = nearest_in_mask(page, rated)[owner]
     if rated.any():
         feats = content_features(page, rated)
