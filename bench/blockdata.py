@@ -78,7 +78,7 @@ _SHARED: dict = {}
 
 def _site_blocks(site: str) -> BlockDataset:
     records, gold, config, corpus = (_SHARED[k] for k in ("records", "gold", "config", "corpus"))
-    ordered, pages, links = site_context(site, records[site])
+    ordered, pages, links = site_context(site, records[site], config)
     site_blocks = SiteBlocks(pages)
     parts = []
     seen = set()

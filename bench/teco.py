@@ -532,7 +532,7 @@ def teco_node_metrics(corpus: Corpus, config) -> list[dict]:
         if len(records) > config.site.max_site_pages:
             shard = shard_urls(site, [r.url for r in records], config.site.max_site_pages)
             records = [r for r in records if shard[r.url] == shard.get(g.url)]
-        ordered, pages, links = site_context(site, records)
+        ordered, pages, links = site_context(site, records, config)
         record = next((r for r in ordered if r.url == g.url), None)
         if record is None:
             row["error"] = failed.get(g.url, "key page not in the corpus WARC")

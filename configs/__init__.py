@@ -17,6 +17,7 @@ import yaml
 
 from sitestrip.pipeline.warc import ReadLimits
 from sitestrip.transforms.candidates import CandidateParams
+from sitestrip.transforms.clusters import PATH_IDS, ClusterParams
 from sitestrip.transforms.classify import METHODS as MAIN_CONTENT_METHODS, MainContentParams
 from sitestrip.transforms.conex_page import PageConexParams
 from sitestrip.transforms.conex_site import SITE_CONEX_ETDM, SiteConexParams
@@ -77,6 +78,7 @@ class Config:
     link_blocks: LinkBlockParams = field(default_factory=LinkBlockParams)
     site: SiteLimits = field(default_factory=SiteLimits)
     main_content: MainContentParams = field(default_factory=MainContentParams)
+    clusters: ClusterParams = field(default_factory=ClusterParams)
 
 
 _TAG_NAME = re.compile(r"[a-z][a-z0-9:._-]*")
@@ -115,6 +117,10 @@ _CHECKS["site_conex.variant"] = (lambda v: v in ("published", "text_aware"), "pu
 _CHECKS["site_conex.branch"] = (lambda v: v in ("nodes", "words"), "nodes or words")
 _CHECKS["main_content.method"] = (lambda v: v in MAIN_CONTENT_METHODS, " or ".join(MAIN_CONTENT_METHODS))
 _CHECKS["main_content.neighbour_weight"] = (lambda v: 0.0 <= v < 0.5, "at least 0 and below 0.5")
+_CHECKS["clusters.threshold"] = (lambda v: 0.0 <= v < 1.0, "at least 0 and below 1")
+_CHECKS["clusters.path_ids"] = (lambda v: v in PATH_IDS, " or ".join(PATH_IDS))
+_CHECKS["clusters.max_representatives"] = _POSITIVE
+_CHECKS["clusters.pool"] = _POSITIVE
 _CHECKS["site_conex.merge"] = (lambda v: v in ("always", "content"), "always or content")
 
 

@@ -8,7 +8,7 @@ The same graph runs on every Beam runner, including Beam's DaskRunner, which
 collection and computes only the last transform of the graph. So no step has
 tagged outputs: a step that also makes errors rows yields (kind, row) pairs,
 split by kind afterwards; and the graph ends in one step that depends on the
-three writes (docs/runners.md, "Dask").
+writes (docs/runners.md, "Dask").
 """
 from __future__ import annotations
 
@@ -32,6 +32,7 @@ from sitestrip.transforms.shards import page_cell, plan_shards
 NAMESPACE = "sitestrip"
 ERRORS = "errors"
 MAIN = "main"
+SITES = "sites"
 log = logging.getLogger("sitestrip")
 
 
@@ -176,7 +177,7 @@ def shard_sites(pages, max_site_pages: int):
 
 
 class ProcessSite(_Reporting):
-    """One site shard → (MAIN, pages row) and (ERRORS, errors row) outputs."""
+    """One site shard → (MAIN, pages row), (ERRORS, errors row) and (SITES, sites row) outputs."""
 
     def __init__(self, config: Config, progress_dir: str | None = None):
         super().__init__(progress_dir, SITES)
@@ -188,8 +189,12 @@ class ProcessSite(_Reporting):
         self.model = load_main_content_model(self.config.main_content)
 
     def process(self, element):
-        (site, _shard), records = element
-        for kind, row in process_site(site, records, self.config, self.model):
+        (site, shard), records = element
+        for kind, row in process_site(site, records, self.config, self.model, shard=shard):
+            if kind == "sites":
+                _count("template_clusters")
+                yield SITES, row
+                continue
             self.report(pages=1)
             if kind == "pages":
                 _count("pages")
@@ -263,7 +268,8 @@ def pages_schema(config: Config):
 
 def build_pipeline(p: beam.Pipeline, warc_paths: list[str], output: str, config: Config,
                    progress_dir: str | None = None):
-    """Add the sitestrip graph to `p`; returns the three PCollections of rows.
+    """Add the sitestrip graph to `p`; returns the pages, menus and errors PCollections of rows
+    (the sites rows are written alongside).
 
     With `progress_dir` (a local directory the workers can write), the reading
     and per-site steps report their progress there (pipeline/progress.py)."""
@@ -277,6 +283,7 @@ def build_pipeline(p: beam.Pipeline, warc_paths: list[str], output: str, config:
              | "GroupBySite" >> beam.GroupByKey()
              | "ProcessSite" >> beam.ParDo(ProcessSite(config, progress_dir)))
     pages, site_errors = split_kinds(sites, "Site")
+    clusters = sites | "SiteClusters" >> beam.FlatMap(_of_kind, SITES)
     errors = (read_errors, site_errors) | "AllErrors" >> beam.Flatten()
     menus = (pages
              | "MenuKeys" >> beam.FlatMap(_menu_key)
@@ -286,8 +293,9 @@ def build_pipeline(p: beam.Pipeline, warc_paths: list[str], output: str, config:
     written = [rows | f"Write_{name}" >> beam.io.WriteToParquet(
                    dataset_prefix(output, name), schemas[name], codec="zstd",
                    file_name_suffix=".parquet")
-               for name, rows in (("pages", pages), ("menus", menus), ("errors", errors))]
-    # The written file names of all three datasets, so that the last step of the graph
+               for name, rows in (("pages", pages), ("menus", menus), ("errors", errors),
+                                  ("sites", clusters))]
+    # The written file names of all four datasets, so that the last step of the graph
     # depends on every write (the DaskRunner runs only what the last step needs).
     _ = tuple(written) | "AllWritten" >> beam.Flatten()
     return pages, menus, errors

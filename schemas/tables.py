@@ -10,7 +10,9 @@ import pyarrow as pa
 # 2: `url` is the record's WARC-Target-URI as written (it was the normalized URL, now
 # `url_normalized`); `status` gained `partial` and `parse_failed`; timing_ms gained
 # `blocks` and `classify` (SPEC §10 main content).
-SCHEMA_VERSION = "2"
+# 3: pages gained `template_cluster` (SPEC §11) and `candidate_sources`; method gained
+# `cluster`; the `sites` dataset (one row per site shard and template cluster).
+SCHEMA_VERSION = "3"
 
 LINK = pa.struct([("url", pa.string()), ("text", pa.string())])
 
@@ -22,7 +24,7 @@ TIMING_STAGES = ("read", "parse", "candidates", "etdm", "template", "site_conex"
                  "page_conex", "menex", "blocks", "classify", "total")
 TIMING = pa.struct([(stage, pa.float32()) for stage in TIMING_STAGES])
 
-METHODS = ("cs", "partial_cs", "linked", "site_sample", "page_only")
+METHODS = ("cs", "partial_cs", "linked", "cluster", "site_sample", "page_only")
 
 PAGES = pa.schema([
     ("url", pa.string()),                  # WARC-Target-URI as written: joins the archive and its index
@@ -41,10 +43,13 @@ PAGES = pa.schema([
     ("menu_links", pa.list_(LINK)),
     ("method", pa.string()),
     ("candidate_urls", pa.list_(pa.string())),
+    # Per candidate URL, where it came from: cs | linked | cluster | site (SPEC §4, §11).
+    ("candidate_sources", pa.list_(pa.string())),
     ("cs_size", pa.int32()),
     ("pages_loaded", pa.int32()),
     ("template_share", pa.float32()),
     ("template_candidate_urls", pa.list_(pa.string())),  # TemEx/HybEx candidates (n = 3)
+    ("template_cluster", pa.string()),     # SPEC §11 cluster id (sites dataset); null: not clustered
     ("words_page", pa.int32()),
     ("words_main", pa.int32()),
     ("html_bytes", pa.int64()),
@@ -70,4 +75,21 @@ ERRORS = pa.schema([
     ("message", pa.string()),
 ], metadata={"sitestrip.schema_version": SCHEMA_VERSION, "sitestrip.dataset": "errors"})
 
-DATASETS = {"pages": PAGES, "menus": MENUS, "errors": ERRORS}
+SITES = pa.schema([
+    ("site", pa.string()),
+    ("shard", pa.int32()),                 # site shard (DESIGN "Hot sites"); 0 for most sites
+    ("template_cluster", pa.string()),     # id: hash of the site and the representative's URL
+    ("representative_url", pa.string()),   # the page that founded the cluster (URL order)
+    ("example_urls", pa.list_(pa.string())),  # up to 8 members most similar to the representative
+    ("pages", pa.int64()),                 # pages of the shard in the cluster
+    ("overflow_pages", pa.int64()),        # pages that joined past max_representatives
+    ("mean_similarity", pa.float32()),     # members' common-paths similarity to the representative
+    ("template_share_mean", pa.float32()), # over the cluster's pages rows with a template share
+    ("template_share_p50", pa.float32()),
+    ("template_share_min", pa.float32()),
+    ("template_share_max", pa.float32()),
+    ("menu_signature", pa.string()),       # the cluster's site menu (menus dataset), null if none
+    ("menu_pages", pa.int64()),            # pages of the cluster whose menu is that menu
+], metadata={"sitestrip.schema_version": SCHEMA_VERSION, "sitestrip.dataset": "sites"})
+
+DATASETS = {"pages": PAGES, "menus": MENUS, "errors": ERRORS, "sites": SITES}

@@ -374,7 +374,7 @@ def test_text_site_share_through_site_blocks():
     whatever the candidates, so this holds for any candidate selection; has_site = 1
     whenever a candidate was found (checked: TemEx ran)."""
     config = load_config(None)
-    ordered, pages, links = site_context("site.test", _site_records())
+    ordered, pages, links = site_context("site.test", _site_records(), config)
     site_blocks = SiteBlocks(pages)
     key = ordered[0]
     analysis = analyse_page(key, pages, links, config, site_blocks, model=None)

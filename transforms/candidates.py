@@ -34,7 +34,7 @@ from __future__ import annotations
 import heapq
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Iterator, Mapping, Sequence
+from typing import Callable, Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -43,7 +43,7 @@ from sitestrip.transforms.urls import normalize_url, site_key
 
 __all__ = [
     "CandidateParams", "CandidateSelection", "SiteLinks", "directory_sequence", "dom_distance",
-    "h_distance", "key_page_links", "link_relevance_rank", "select_candidates", "site_links",
+    "h_distance", "key_page_links", "link_relevance_rank", "select_candidates", "site_links", "site_sample",
     "sort_links",
 ]
 
@@ -71,6 +71,10 @@ class SiteLinks:
     """
     outlinks: dict[str, frozenset[str]]
     site: str = ""   # site key; "" means: the key page URL's site key
+    # The site's template clusters (SPEC §11, transforms/clusters.py), None when not computed.
+    clusters: object = field(default=None, compare=False, repr=False)
+    # Their candidate fill (clusters.ClusterCandidates), None when short CSs are not filled from them.
+    cluster_fill: object = field(default=None, compare=False, repr=False)
     _index: dict | None = field(default=None, init=False, repr=False, compare=False)
     _ranked: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
@@ -86,10 +90,18 @@ class SiteLinks:
 
 @dataclass
 class CandidateSelection:
-    method: str               # "cs" | "partial_cs" | "linked" | "site_sample" | "page_only"
+    method: str               # "cs" | "partial_cs" | "linked" | "cluster" | "site_sample" | "page_only"
     candidates: list[str]     # candidate page URLs, at most n, in the order chosen
     cs_size: int              # pages in the best complete subdigraph, key page not counted
     pages_loaded: int
+    # Per candidate, where it came from: "cs" (the complete subdigraph), "linked" (a loaded page
+    # the key page links to), "cluster" (the key page's template cluster, SPEC §11), "site".
+    sources: list[str] = field(default_factory=list)
+
+
+# A cluster fill: (pages already chosen, how many wanted) → pages of the key page's template
+# cluster, closest first, none of them already chosen (transforms/clusters.py).
+ClusterFill = Callable[[set, int], list]
 
 
 # ---------------------------------------------------------------------------
@@ -534,7 +546,7 @@ def _largest_clique_with(k: int, mutual: list[int], cap: int) -> list[int]:
     return sorted(best + [k])
 
 
-def _site_sample(site: SiteLinks, site_name: str, key_url: str, exclude: set[str],
+def site_sample(site: SiteLinks, site_name: str, key_url: str, exclude: set[str],
                  count: int) -> list[str]:
     """Fallback (b): input pages of the site by link relevance of their URL to
     the key page URL, ties by URL."""
@@ -566,8 +578,18 @@ def _site_sample(site: SiteLinks, site_name: str, key_url: str, exclude: set[str
 
 
 def select_candidates(key_url: str, key_page: CompactPage, site: SiteLinks,
-                      params: CandidateParams = CandidateParams()) -> CandidateSelection:
-    """Alg. 9 on the pages in the input, then the SPEC §4 fallback."""
+                      params: CandidateParams = CandidateParams(),
+                      cluster_fill: ClusterFill | None = None,
+                      cluster_of: Mapping[str, int] | None = None) -> CandidateSelection:
+    """Alg. 9 on the pages in the input, then the SPEC §4 fallback.
+
+    With the site's template clusters (SPEC §11: `cluster_fill`, and `cluster_of`
+    mapping page URL → cluster), a short CS is filled first with the loaded linked
+    pages of the key page's own cluster, then with other pages of that cluster
+    (closest first), and only then with the other loaded pages and the rest of the
+    site: a page of the same template is worth more to TemEx than a linked page of
+    another layout (docs/structure.md has the measurement).
+    """
     n = params.n
     key_url = normalize_url(key_url) or key_url
     site_name = site.site or site_key(key_url) or ""
@@ -598,21 +620,33 @@ def select_candidates(key_url: str, key_page: CompactPage, site: SiteLinks,
                 break
 
     candidates = [walked[i] for i in best]
+    sources = ["cs"] * len(candidates)
     chosen = set(candidates)
-    for url in walked:                      # fallback (a)
-        if len(candidates) >= n:
-            break
-        if url not in chosen:
-            candidates.append(url)
-            chosen.add(url)
-    sampled = _site_sample(site, site_name, key_url, chosen, n - len(candidates))
-    candidates.extend(sampled)              # fallback (b)
+
+    def take(urls, source):
+        for url in urls:
+            if len(candidates) >= n:
+                return
+            if url not in chosen:
+                candidates.append(url)
+                sources.append(source)
+                chosen.add(url)
+
+    if cluster_fill is not None and cluster_of is not None and len(candidates) < n:
+        own = cluster_of.get(key_url)
+        take((u for u in walked if own is not None and cluster_of.get(u) == own), "linked")
+        if len(candidates) < n:
+            take(cluster_fill(set(chosen), n - len(candidates)), "cluster")
+    take(walked, "linked")                                                     # fallback (a)
+    take(site_sample(site, site_name, key_url, chosen, n - len(candidates)), "site")  # (b)
 
     cs_size = len(best)
     if cs_size == n:
         method = "cs"
     elif cs_size >= 2:
         method = "partial_cs"
+    elif "cluster" in sources:
+        method = "cluster"
     elif any(url in linked for url in candidates):
         method = "linked"
     elif candidates:
@@ -620,7 +654,7 @@ def select_candidates(key_url: str, key_page: CompactPage, site: SiteLinks,
     else:
         method = "page_only"
     return CandidateSelection(method=method, candidates=candidates, cs_size=cs_size,
-                              pages_loaded=len(walked))
+                              pages_loaded=len(walked), sources=sources)
 
 
 def site_links(pages: Mapping[str, CompactPage], site: str) -> SiteLinks:

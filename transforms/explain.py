@@ -131,7 +131,7 @@ def explain_page(key: PageRecord, site_records: Iterable[PageRecord], config) ->
     records = list(site_records)
     if not any(r is key for r in records):
         records.append(key)
-    _, pages, links = site_context(key.site, records)
+    _, pages, links = site_context(key.site, records, config)
     model = load_main_content_model(config.main_content)
     site_blocks = SiteBlocks(pages) if model is not None else None
     analysis = analyse_page(key, pages, links, config, site_blocks, model)

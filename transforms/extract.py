@@ -18,6 +18,7 @@ from sitestrip.transforms.candidates import CandidateSelection, select_candidate
 from sitestrip.transforms.charset import decode_html
 from sitestrip.transforms.conex_page import main_content
 from sitestrip.transforms.classify import classify_blocks, load_main_content_model
+from sitestrip.transforms.clusters import ClusterCandidates, cluster_pages, cluster_rows
 from sitestrip.transforms.conex_site import site_main_content
 from sitestrip.transforms.features import SiteSignals, block_features, text_keys
 from sitestrip.transforms.link_blocks import drop_link_blocks
@@ -245,14 +246,28 @@ class PageAnalysis:
     threshold: float | None = None
 
 
-def site_context(site: str, records: Iterable[PageRecord]):
-    """(records in (url, file, offset) order, first capture per URL, SiteLinks or None for one page)."""
+def site_context(site: str, records: Iterable[PageRecord], config=None):
+    """(records in (url, file, offset) order, first capture per URL, SiteLinks or None for one page).
+
+    With a `config` whose clusters are enabled, the SiteLinks carry the shard's template
+    clusters (SPEC §11), which the candidate search fills from and the rows report."""
     ordered = sorted(records, key=lambda r: (r.url, r.warc_file, r.warc_offset))
     pages: dict = {}
     for record in ordered:
         pages.setdefault(record.url, record.page)
     links = site_links(pages, site) if len(pages) > 1 else None
+    if links is not None and config is not None and config.clusters.enabled:
+        links.clusters = cluster_pages(site, pages, config.clusters)
+        if config.clusters.fill_candidates:
+            links.cluster_fill = ClusterCandidates(links.clusters, config.clusters.pool)
     return ordered, pages, links
+
+
+def _select(record: PageRecord, page: CompactPage, links, params) -> CandidateSelection:
+    if links.cluster_fill is None:
+        return select_candidates(record.url, page, links, params)
+    return select_candidates(record.url, page, links, params, links.cluster_fill.fill_for(record.url),
+                             links.clusters.cluster_of)
 
 
 def analyse_page(record: PageRecord, pages: dict, links, config, site_blocks: SiteBlocks | None = None,
@@ -271,9 +286,9 @@ def analyse_page(record: PageRecord, pages: dict, links, config, site_blocks: Si
     blocks_wanted = config.main_content.method != "conex"
     if links is not None:
         with _Stage(timing, "candidates", budget):
-            for_template = select_candidates(record.url, page, links, config.candidates.for_template())
+            for_template = _select(record, page, links, config.candidates.for_template())
             for_conex = None if blocks_wanted else \
-                select_candidates(record.url, page, links, config.candidates.for_conex())
+                _select(record, page, links, config.candidates.for_conex())
         if for_template.method != "page_only":
             with _Stage(timing, "template", budget) as check:
                 template = detect_template(page, [pages[u] for u in for_template.candidates],
@@ -355,14 +370,20 @@ def _main_columns(page: CompactPage, analysis: PageAnalysis) -> dict:
     return {"main_text": text_of(page, analysis.main), "words_main": words_in(page, analysis.main)}
 
 
-def _page_only_row(record: PageRecord, analysis: PageAnalysis) -> dict:
+def _template_cluster(record: PageRecord, links) -> str | None:
+    clusters = links.clusters if links is not None else None
+    return clusters.id_of(record.url) if clusters is not None and record.url in clusters.cluster_of else None
+
+
+def _page_only_row(record: PageRecord, analysis: PageAnalysis, cluster: str | None = None) -> dict:
     page = record.page
     menu, timing = analysis.menu, analysis.timing
     menu_mask = subtree_mask(page, [menu.node]) if menu else np.zeros(page.size, dtype=bool)
     return _finish(record, timing, menu, **_main_columns(page, analysis),
                    nontemplate_text=text_of(page, ~menu_mask),
-                   method="page_only", candidate_urls=None, cs_size=None, pages_loaded=None,
-                   template_share=None, template_candidate_urls=None)
+                   method="page_only", candidate_urls=None, candidate_sources=None, cs_size=None,
+                   pages_loaded=None, template_share=None, template_candidate_urls=None,
+                   template_cluster=cluster)
 
 
 def site_row(record: PageRecord, pages: dict, links, config, site_blocks: SiteBlocks | None = None,
@@ -370,8 +391,9 @@ def site_row(record: PageRecord, pages: dict, links, config, site_blocks: SiteBl
     """A page compared with other pages of its site (SPEC §4–§8, §10)."""
     page = record.page
     analysis = analyse_page(record, pages, links, config, site_blocks, model)
+    cluster = _template_cluster(record, links)
     if analysis.method == "page_only":
-        return _page_only_row(record, analysis)
+        return _page_only_row(record, analysis, cluster)
     menu, timing, template = analysis.menu, analysis.timing, analysis.template
     for_template, for_conex = analysis.for_template, analysis.for_conex
     main = _main_columns(page, analysis)
@@ -381,9 +403,10 @@ def site_row(record: PageRecord, pages: dict, links, config, site_blocks: SiteBl
     return _finish(record, timing, menu, **main,
                    nontemplate_text=text_of(page, template.nontemplate),
                    method=for_conex.method, candidate_urls=for_conex.candidates,
-                   cs_size=for_conex.cs_size, pages_loaded=for_conex.pages_loaded,
+                   candidate_sources=for_conex.sources, cs_size=for_conex.cs_size, pages_loaded=for_conex.pages_loaded,
                    template_share=template.share,
-                   template_candidate_urls=for_template.candidates, notes=notes)
+                   template_candidate_urls=for_template.candidates, template_cluster=cluster,
+                   notes=notes)
 
 
 def _row_url(record: PageRecord) -> str:
@@ -408,24 +431,29 @@ def error_row(*, url, warc_file, warc_offset, stage, error_class, message) -> di
             "error_class": error_class, "message": message}
 
 
-def process_site(site: str, records: Iterable[PageRecord], config, model=None) -> Iterator[tuple[str, dict]]:
-    """Rows for one site shard: ("pages", row) or ("errors", row), one per record.
+def process_site(site: str, records: Iterable[PageRecord], config, model=None,
+                 shard: int = 0) -> Iterator[tuple[str, dict]]:
+    """Rows for one site shard: ("pages", row) or ("errors", row), one per record, then one
+    ("sites", row) per template cluster of the shard (SPEC §11) when clusters are enabled.
 
     Records are handled in (url, file, offset) order so output never depends
     on shuffle order. A URL captured twice is looked up as its first capture.
     A failure stays with its page; the rest of the site goes on.
     """
-    ordered, pages, links = site_context(site, records)
+    ordered, pages, links = site_context(site, records, config)
     site_blocks = None
     if config.main_content.method != "conex":
         site_blocks = SiteBlocks(pages)
         model = model if model is not None else load_main_content_model(config.main_content)
+    page_rows = []
     for record in ordered:
         try:
             if links is None:
-                yield "pages", page_only_row(record, config, model)
+                row = page_only_row(record, config, model)
             else:
-                yield "pages", site_row(record, pages, links, config, site_blocks, model)
+                row = site_row(record, pages, links, config, site_blocks, model)
+            page_rows.append(row)
+            yield "pages", row
         except StageError as exc:
             yield "errors", error_row(url=_row_url(record), warc_file=record.warc_file,
                                       warc_offset=record.warc_offset, stage=exc.stage,
@@ -434,3 +462,6 @@ def process_site(site: str, records: Iterable[PageRecord], config, model=None) -
             yield "errors", error_row(url=_row_url(record), warc_file=record.warc_file,
                                       warc_offset=record.warc_offset, stage="site",
                                       error_class=type(exc).__name__, message=str(exc)[:500])
+    if links is not None and links.clusters is not None:
+        for row in cluster_rows(links.clusters, shard, page_rows, menu_signature):
+            yield "sites", row

@@ -94,6 +94,7 @@ F_NAV_HINT = 4      # MenEx "representative tag", product rule: a word part begi
 F_COMMENT_HINT = 8  # id/class names a comment section (transforms/link_blocks.py)
 F_NAV_WORD = 16     # ... SPEC §2's rule: a word part is nav/menu (or role="navigation")
 F_NAV_EXACT = 32    # ... the thesis's rule: <nav>, or a class token or the id is exactly nav/menu
+F_VOLATILE_ID = 128  # the id has a run of >= 3 digits (generated per page; SPEC §11 path_ids "stable")
 # Every rule holds for <nav>; each rule's nodes include the stricter rule's.
 NAV_RULE_FLAGS = {"prefix": F_NAV_HINT, "word_part": F_NAV_WORD, "exact": F_NAV_EXACT}
 F_NAV_ALL = F_NAV_HINT | F_NAV_WORD | F_NAV_EXACT
@@ -426,12 +427,16 @@ def _class_info(value: str) -> tuple:
     return tuple(sorted({_hash32(c) for c in tokens})), flags, roles
 
 
+_DIGIT_RUN = re.compile(r"[0-9]{3}")
+
+
 @lru_cache(maxsize=1 << 16)
 def _id_info(value: str) -> tuple:
     value = value.strip()
     if not value:
         return 0, 0, 0
-    return (_hash32(value) or 1), _name_hints(value), _role_hints(value)
+    bits = _name_hints(value) | (F_VOLATILE_ID if _DIGIT_RUN.search(value) else 0)
+    return (_hash32(value) or 1), bits, _role_hints(value)
 
 
 _HIDDEN_STYLE = re.compile(r"display\s*:\s*none|visibility\s*:\s*hidden", re.IGNORECASE)

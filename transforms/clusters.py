@@ -1,0 +1,303 @@
+"""Template clusters and stored representatives (SPEC §11, seed 003 ch. 7).
+
+A page's **signature** is the set of its root-to-leaf element paths (from BODY,
+text nodes left out), an element labelled `tag#id` when it has an id (per
+`path_ids`), else `tag`. Two pages share a template when their signatures share
+most paths: `sim(A, B) = |A ∩ B| / max(|A|, |B|)` (Gottron's common-paths measure,
+the decision for the garbled "match/2" of Alg. 4).
+
+**Leader clustering** (Alg. 3): pages in URL order; each joins the most similar
+representative with `sim > threshold` (ties: the earliest representative), or
+becomes a representative itself. Representatives never change, so a page's cluster
+depends only on the pages before it in URL order: the same input gives the same
+clusters, and a stored set of representatives can take new pages later (the state
+of incremental and streaming runs). At most `max_representatives` per site: past
+that bound a page that matches nothing joins its best match and is flagged
+`overflow`, so the cost per page stays bounded by the bound, never by the site.
+
+Cost: a page is compared with the representatives only, all at once, as one
+incidence-matrix product over the site's path vocabulary (numpy), never pairwise
+over the site's pages.
+"""
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from typing import Mapping, Sequence
+
+import numpy as np
+
+from sitestrip.transforms.candidates import SiteLinks, site_sample
+from sitestrip.transforms.page import F_VOLATILE_ID, TEXT, CompactPage
+
+PATH_IDS = ("all", "stable", "none")
+
+_M1 = np.uint64(0xBF58476D1CE4E5B9)
+_M2 = np.uint64(0x94D049BB133111EB)
+_BASE = np.uint64(0x9E3779B97F4A7C15)   # odd: its powers are distinct modulo 2**64
+_ID_SALT = np.uint64(0xD6E8FEB86659FD93)
+
+
+@dataclass(frozen=True)
+class ClusterParams:
+    enabled: bool = True
+    threshold: float = 0.7          # sim must exceed this (published)
+    path_ids: str = "all"           # all | stable | none (published: all)
+    max_representatives: int = 256  # per site (SPEC §11 decision)
+    # SPEC §11 use (a): a short CS is filled from the key page's cluster (method "cluster").
+    fill_candidates: bool = True
+    pool: int = 32                  # cluster pages compared with the key page per fill
+
+    def __post_init__(self):
+        if not 0.0 <= self.threshold < 1.0:
+            raise ValueError(f"threshold must be in [0, 1), got {self.threshold}")
+        if self.path_ids not in PATH_IDS:
+            raise ValueError(f"path_ids must be one of {', '.join(PATH_IDS)}, got {self.path_ids!r}")
+        if self.max_representatives < 1:
+            raise ValueError(f"max_representatives must be at least 1, got {self.max_representatives}")
+        if self.pool < 1:
+            raise ValueError(f"pool must be at least 1, got {self.pool}")
+
+
+def _mix(x: np.ndarray) -> np.ndarray:
+    """splitmix64's finalizer: spreads every input bit over the output (wrapping uint64)."""
+    x = x ^ (x >> np.uint64(30))
+    x = x * _M1
+    x = x ^ (x >> np.uint64(27))
+    x = x * _M2
+    return x ^ (x >> np.uint64(31))
+
+
+def node_labels(page: CompactPage, path_ids: str = "all") -> np.ndarray:
+    """uint64 label of every node: its tag, with its id per `path_ids`."""
+    tag = page.tag.astype(np.uint64)
+    ids = page.id_hash.astype(np.uint64)
+    if path_ids == "none":
+        ids = np.zeros_like(ids)
+    elif path_ids == "stable":
+        ids = np.where((page.flags & F_VOLATILE_ID) != 0, np.uint64(0), ids)
+    with np.errstate(over="ignore"):
+        return _mix(tag + np.uint64(1)) ^ np.where(ids != 0, _mix(ids ^ _ID_SALT), np.uint64(0))
+
+
+def page_signature(page: CompactPage, path_ids: str = "all") -> np.ndarray:
+    """Sorted distinct uint64 hashes of the page's root-to-leaf element paths.
+
+    A path's hash is Σ label(a)·B^depth(a) over the element and its ancestors
+    (mod 2**64), mixed with the depth: an ancestor sum, so pointer doubling
+    computes every path in O(n log depth) vector steps, never recursing.
+    """
+    n = page.size
+    if n == 0:
+        return np.zeros(0, dtype=np.uint64)
+    element = page.tag != TEXT
+    parent = page.parent.astype(np.int64)
+    has_element_child = np.zeros(n, dtype=bool)
+    has_element_child[parent[element & (parent >= 0)]] = True
+    leaves = np.flatnonzero(element & ~has_element_child)
+    depth = page.depth.astype(np.int64)
+    with np.errstate(over="ignore"):
+        powers = np.cumprod(np.full(int(depth.max()) + 1, _BASE, dtype=np.uint64))
+        acc = node_labels(page, path_ids) * powers[depth]
+        up = parent.copy()
+        while True:
+            live = np.flatnonzero(up >= 0)
+            if live.size == 0:
+                break
+            # acc[i] covers i and the ancestors below up[i]; add what up[i] covers.
+            acc[live] = acc[live] + acc[up[live]]
+            up[live] = up[up[live]]
+        hashes = _mix(acc[leaves] ^ (depth[leaves].astype(np.uint64) * _BASE))
+    return np.unique(hashes)
+
+
+def similarity(a: np.ndarray, b: np.ndarray) -> float:
+    """Common-paths similarity of two signatures (sorted distinct arrays)."""
+    larger = max(a.size, b.size)
+    if larger == 0:
+        return 1.0
+    return np.intersect1d(a, b, assume_unique=True).size / larger
+
+
+def cluster_id(site: str, representative_url: str) -> str:
+    """Stable id of a cluster: its site and the URL of its representative."""
+    return hashlib.sha1(f"{site}\n{representative_url}".encode("utf-8")).hexdigest()[:16]
+
+
+@dataclass
+class SiteClusters:
+    """The leader clustering of one site's pages (one site shard)."""
+    site: str
+    representatives: list[str]               # cluster number → representative URL
+    cluster_of: dict[str, int]               # page URL → cluster number
+    similarity: dict[str, float]             # page URL → sim to its representative (1.0 for it)
+    overflow: set[str] = field(default_factory=set)
+    signatures: dict = field(default_factory=dict, repr=False)   # page URL → signature
+
+    def id_of(self, url: str) -> str:
+        return cluster_id(self.site, self.representatives[self.cluster_of[url]])
+
+    def members(self, number: int) -> list[str]:
+        return sorted(u for u, c in self.cluster_of.items() if c == number)
+
+    def cluster_pages(self, url: str) -> list[str]:
+        """The other pages of `url`'s cluster, URL order."""
+        own = self.cluster_of.get(url)
+        if own is None:
+            return []
+        index = self.__dict__.get("_by_cluster")
+        if index is None:
+            index = {}
+            for u in sorted(self.cluster_of):
+                index.setdefault(self.cluster_of[u], []).append(u)
+            self.__dict__["_by_cluster"] = index
+        return [u for u in index[own] if u != url]
+
+
+class _Representatives:
+    """Representative signatures as rows of a boolean incidence matrix over the path
+    vocabulary, so one page is compared with all of them in one product."""
+
+    def __init__(self, vocabulary: np.ndarray, capacity: int):
+        self.vocabulary = vocabulary
+        self.matrix = np.zeros((capacity, vocabulary.size), dtype=bool)
+        self.sizes = np.zeros(capacity, dtype=np.int64)
+        self.count = 0
+
+    def columns(self, signature: np.ndarray) -> np.ndarray:
+        return np.searchsorted(self.vocabulary, signature)
+
+    def similarities(self, columns: np.ndarray) -> np.ndarray:
+        k = self.count
+        if k == 0:
+            return np.zeros(0)
+        common = self.matrix[:k, columns].sum(axis=1)
+        larger = np.maximum(self.sizes[:k], columns.size)
+        return np.where(larger > 0, common / np.maximum(larger, 1), 1.0)
+
+    def add(self, columns: np.ndarray) -> None:
+        self.matrix[self.count, columns] = True
+        self.sizes[self.count] = columns.size
+        self.count += 1
+
+
+def cluster_signatures(site: str, signatures: Mapping[str, np.ndarray],
+                       params: ClusterParams = ClusterParams()) -> SiteClusters:
+    """Alg. 3 over the pages' signatures, pages in URL order."""
+    urls = sorted(signatures)
+    vocabulary = np.unique(np.concatenate([signatures[u] for u in urls])) if urls \
+        else np.zeros(0, dtype=np.uint64)
+    reps = _Representatives(vocabulary, min(params.max_representatives, max(len(urls), 1)))
+    result = SiteClusters(site=site, representatives=[], cluster_of={}, similarity={},
+                          signatures=dict(signatures))
+    for url in urls:
+        columns = reps.columns(signatures[url])
+        sims = reps.similarities(columns)
+        best = int(np.argmax(sims)) if sims.size else -1   # argmax: the earliest on ties
+        if best >= 0 and sims[best] > params.threshold:
+            result.cluster_of[url], result.similarity[url] = best, float(sims[best])
+        elif reps.count < params.max_representatives:
+            result.cluster_of[url], result.similarity[url] = reps.count, 1.0
+            result.representatives.append(url)
+            reps.add(columns)
+        else:
+            result.cluster_of[url], result.similarity[url] = best, float(sims[best])
+            result.overflow.add(url)
+    return result
+
+
+def cluster_pages(site: str, pages: Mapping[str, CompactPage],
+                  params: ClusterParams = ClusterParams()) -> SiteClusters:
+    """Signatures and leader clustering of one site shard's pages (keyed by normalized URL)."""
+    return cluster_signatures(site, {url: page_signature(page, params.path_ids)
+                                     for url, page in pages.items()}, params)
+
+
+def closest_in_cluster(clusters: SiteClusters, url: str, ranked: Sequence[str], pool: int = 32) -> list[str]:
+    """Pages of `url`'s cluster, most similar to it first.
+
+    `ranked` is the cluster's other pages in the order the site fallback would take
+    them (link relevance of their URL, then URL); only the first `pool` are compared,
+    so a key page costs `pool` signature intersections whatever the cluster's size.
+    Ties keep the `ranked` order.
+    """
+    own = clusters.signatures.get(url)
+    head = list(ranked[:pool])
+    if own is None or len(head) < 2:
+        return head + list(ranked[pool:])
+    sims = [similarity(own, clusters.signatures[u]) for u in head]
+    order = sorted(range(len(head)), key=lambda i: (-sims[i], i))
+    return [head[i] for i in order] + list(ranked[pool:])
+
+
+class ClusterCandidates:
+    """The cluster fill of SPEC §4/§11 for the key pages of one site shard.
+
+    A key page's fill is its cluster's other pages ranked as the site fallback ranks
+    site pages (link relevance of the URL, then URL), the first `pool` of them
+    reordered by signature similarity to the key page. Each cluster keeps its own
+    directory index, so ranking costs the cluster's size, not the site's.
+    """
+
+    def __init__(self, clusters: SiteClusters, pool: int = 32):
+        self.clusters, self.pool = clusters, pool
+        self._links: dict[int, SiteLinks] = {}
+
+    def _cluster_links(self, number: int) -> SiteLinks:
+        got = self._links.get(number)
+        if got is None:
+            members = [u for u, c in self.clusters.cluster_of.items() if c == number]
+            got = self._links[number] = SiteLinks(outlinks={u: frozenset() for u in sorted(members)},
+                                                  site=self.clusters.site)
+        return got
+
+    def fill_for(self, key_url: str):
+        """The ClusterFill of `key_url` (transforms/candidates.py), or None outside any cluster."""
+        number = self.clusters.cluster_of.get(key_url)
+        if number is None:
+            return None
+
+        def fill(chosen: set, count: int) -> list:
+            links = self._cluster_links(number)
+            ranked = site_sample(links, self.clusters.site, key_url, chosen, max(count, self.pool))
+            return closest_in_cluster(self.clusters, key_url, ranked, self.pool)[:count]
+        return fill
+
+
+def cluster_rows(clusters: SiteClusters, shard: int, page_rows: Sequence[dict],
+                 menu_signature=None, examples: int = 8) -> list[dict]:
+    """One `sites` row per cluster of a shard (schemas SITES), from the shard's pages rows.
+
+    `menu_signature(links)` names a menu (transforms/extract.py); a cluster's menu is the
+    one most of its pages carry (ties: the smaller signature)."""
+    by_url = {}
+    for row in page_rows:
+        by_url.setdefault(row["url_normalized"], row)
+    out = []
+    for number, representative in enumerate(clusters.representatives):
+        members = clusters.members(number)
+        closest = sorted((u for u in members if u != representative),
+                         key=lambda u: (-clusters.similarity[u], u))[:max(examples - 1, 0)]
+        shares = np.array([by_url[u]["template_share"] for u in members
+                           if u in by_url and by_url[u].get("template_share") is not None], dtype=np.float64)
+        menus: dict = {}
+        if menu_signature is not None:
+            for u in members:
+                links = (by_url.get(u) or {}).get("menu_links")
+                if links:
+                    sig = menu_signature([(m["url"], m["text"]) for m in links])
+                    menus[sig] = menus.get(sig, 0) + 1
+        menu = min(menus, key=lambda k: (-menus[k], k)) if menus else None
+
+        def stat(fn):
+            return float(fn(shares)) if shares.size else None
+        out.append({
+            "site": clusters.site, "shard": shard, "template_cluster": cluster_id(clusters.site, representative),
+            "representative_url": representative, "example_urls": [representative] + closest,
+            "pages": len(members), "overflow_pages": sum(1 for u in members if u in clusters.overflow),
+            "mean_similarity": float(np.mean([clusters.similarity[u] for u in members])),
+            "template_share_mean": stat(np.mean), "template_share_p50": stat(np.median),
+            "template_share_min": stat(np.min), "template_share_max": stat(np.max),
+            "menu_signature": menu, "menu_pages": menus.get(menu) if menu else None,
+        })
+    return out
