@@ -25,6 +25,7 @@ from sitestrip.transforms.etdm import EtdmParams
 from sitestrip.transforms.link_blocks import LinkBlockParams
 from sitestrip.transforms.menex import MenexParams
 from sitestrip.transforms.page import NAV_RULE_FLAGS
+from sitestrip.transforms.sitemenus import SiteMenuParams
 from sitestrip.transforms.template import TemplateParams
 
 CONFIG_DIR = os.path.dirname(os.path.abspath(__file__))
@@ -79,6 +80,7 @@ class Config:
     site: SiteLimits = field(default_factory=SiteLimits)
     main_content: MainContentParams = field(default_factory=MainContentParams)
     clusters: ClusterParams = field(default_factory=ClusterParams)
+    site_menus: SiteMenuParams = field(default_factory=SiteMenuParams)
 
 
 _TAG_NAME = re.compile(r"[a-z][a-z0-9:._-]*")
@@ -121,6 +123,7 @@ _CHECKS["clusters.threshold"] = (lambda v: 0.0 <= v < 1.0, "at least 0 and below
 _CHECKS["clusters.path_ids"] = (lambda v: v in PATH_IDS, " or ".join(PATH_IDS))
 _CHECKS["clusters.max_representatives"] = _POSITIVE
 _CHECKS["clusters.pool"] = _POSITIVE
+_CHECKS["site_menus.scope"] = (lambda v: v in ("cluster", "site"), "cluster or site")
 _CHECKS["site_conex.merge"] = (lambda v: v in ("always", "content"), "always or content")
 
 

@@ -25,8 +25,7 @@ from sitestrip.pipeline.progress import READ, SITES, ProgressFile
 from sitestrip.pipeline.warc import HtmlResponse, ReadError, Skipped, iter_warc_records, open_warc, with_read_ms
 from sitestrip.schemas import DATASETS
 from sitestrip.transforms.classify import load_main_content_model
-from sitestrip.transforms.extract import (StageError, error_row, menu_signature, process_site,
-                                          record_from_response)
+from sitestrip.transforms.extract import StageError, error_row, process_site, record_from_response
 from sitestrip.transforms.shards import page_cell, plan_shards
 
 NAMESPACE = "sitestrip"
@@ -229,9 +228,8 @@ class CountMenus(beam.CombineFn):
 
 
 def _menu_key(row):
-    if row["menu_links"]:
-        links = [(link["url"], link["text"]) for link in row["menu_links"]]
-        yield (row["site"], menu_signature(links)), (row["url"], row["menu_links"])
+    if row["menu_links"] and row.get("menu_signature"):
+        yield (row["site"], row["menu_signature"]), (row["url"], row["menu_links"])
 
 
 def _menu_row(item):

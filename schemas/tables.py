@@ -11,7 +11,7 @@ import pyarrow as pa
 # `url_normalized`); `status` gained `partial` and `parse_failed`; timing_ms gained
 # `blocks` and `classify` (SPEC §10 main content).
 # 3: pages gained `template_cluster` (SPEC §11) and `candidate_sources`; method gained
-# `cluster`; the `sites` dataset (one row per site shard and template cluster).
+# `cluster`; pages gained `menu_signature` (menus rows are per site menu block, SPEC §12); the `sites` dataset (one row per site shard and template cluster).
 SCHEMA_VERSION = "3"
 
 LINK = pa.struct([("url", pa.string()), ("text", pa.string())])
@@ -41,6 +41,9 @@ PAGES = pa.schema([
     ("main_text", pa.string()),
     ("nontemplate_text", pa.string()),
     ("menu_links", pa.list_(LINK)),
+    # The menu's id in the menus dataset: "SITE:KEY" for a site menu (SPEC §12, named by its
+    # block, so a previous/next bar is one menu), else a hash of its link URLs (page MenEx).
+    ("menu_signature", pa.string()),
     ("method", pa.string()),
     ("candidate_urls", pa.list_(pa.string())),
     # Per candidate URL, where it came from: cs | linked | cluster | site (SPEC §4, §11).
@@ -60,8 +63,8 @@ PAGES = pa.schema([
 
 MENUS = pa.schema([
     ("site", pa.string()),
-    ("menu_signature", pa.string()),       # hash of the menu's normalized link URLs, in order
-    ("menu_links", pa.list_(LINK)),
+    ("menu_signature", pa.string()),       # pages rows' menu_signature (SPEC §12 block or link hash)
+    ("menu_links", pa.list_(LINK)),        # the links of the menu on example_url
     ("pages", pa.int64()),                 # pages of the site carrying this menu
     ("example_url", pa.string()),          # the smallest such page URL
 ], metadata={"sitestrip.schema_version": SCHEMA_VERSION, "sitestrip.dataset": "menus"})

@@ -264,12 +264,11 @@ class ClusterCandidates:
         return fill
 
 
-def cluster_rows(clusters: SiteClusters, shard: int, page_rows: Sequence[dict],
-                 menu_signature=None, examples: int = 8) -> list[dict]:
+def cluster_rows(clusters: SiteClusters, shard: int, page_rows: Sequence[dict], examples: int = 8) -> list[dict]:
     """One `sites` row per cluster of a shard (schemas SITES), from the shard's pages rows.
 
-    `menu_signature(links)` names a menu (transforms/extract.py); a cluster's menu is the
-    one most of its pages carry (ties: the smaller signature)."""
+    A cluster's menu is the menu (pages row `menu_signature`) most of its pages carry
+    (ties: the smaller signature)."""
     by_url = {}
     for row in page_rows:
         by_url.setdefault(row["url_normalized"], row)
@@ -281,12 +280,10 @@ def cluster_rows(clusters: SiteClusters, shard: int, page_rows: Sequence[dict],
         shares = np.array([by_url[u]["template_share"] for u in members
                            if u in by_url and by_url[u].get("template_share") is not None], dtype=np.float64)
         menus: dict = {}
-        if menu_signature is not None:
-            for u in members:
-                links = (by_url.get(u) or {}).get("menu_links")
-                if links:
-                    sig = menu_signature([(m["url"], m["text"]) for m in links])
-                    menus[sig] = menus.get(sig, 0) + 1
+        for u in members:
+            sig = (by_url.get(u) or {}).get("menu_signature")
+            if sig:
+                menus[sig] = menus.get(sig, 0) + 1
         menu = min(menus, key=lambda k: (-menus[k], k)) if menus else None
 
         def stat(fn):

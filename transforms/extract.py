@@ -23,6 +23,7 @@ from sitestrip.transforms.conex_site import site_main_content
 from sitestrip.transforms.features import SiteSignals, block_features, text_keys
 from sitestrip.transforms.link_blocks import drop_link_blocks
 from sitestrip.transforms.menex import Menu, MenexParams, detect_menu
+from sitestrip.transforms.sitemenus import MenuProposal, choose_menu_keys, node_keys, propose_menus, site_menu
 from sitestrip.transforms.page import PRODUCT_RULES, TEXT, CompactPage, ParseRules, parse_page
 from sitestrip.transforms.status import WARC_TRUNCATED, page_status
 from sitestrip.transforms.template import TemplateResult, detect_template
@@ -168,6 +169,7 @@ def _finish(record: PageRecord, timing: dict, menu, **columns) -> dict:
     row = _provenance(record)
     row.update(columns)
     row["menu_links"] = [{"url": u, "text": t} for u, t in menu.links] if menu else []
+    row["menu_signature"] = menu_signature(menu.links) if menu and menu.links else None
     row["words_page"] = words_in(page)
     row["notes"] = list(page.notes) + row.get("notes", []) \
         + ([WARC_TRUNCATED + record.truncated] if record.truncated else [])
@@ -244,6 +246,8 @@ class PageAnalysis:
     proba: np.ndarray | None = None                 # content probability per block
     selected: np.ndarray | None = None              # bool per block: main content
     threshold: float | None = None
+    # Site-level menus (SPEC §12): this page's menu roots among its template nodes.
+    menu_proposal: MenuProposal | None = None
 
 
 def site_context(site: str, records: Iterable[PageRecord], config=None):
@@ -299,6 +303,9 @@ def analyse_page(record: PageRecord, pages: dict, links, config, site_blocks: Si
             analysis = PageAnalysis(method=for_template.method, main=np.zeros(page.size, dtype=bool),
                                     menu=menu, timing=timing, template=template,
                                     for_template=for_template, for_conex=for_conex or for_template)
+            if config.site_menus.enabled:
+                with _Stage(timing, "menex", budget):
+                    analysis.menu_proposal = propose_menus(page, template.template, config.menex)
             if blocks_wanted:
                 site_blocks = site_blocks or SiteBlocks(pages)
                 with _Stage(timing, "blocks", budget):
@@ -389,8 +396,11 @@ def _page_only_row(record: PageRecord, analysis: PageAnalysis, cluster: str | No
 def site_row(record: PageRecord, pages: dict, links, config, site_blocks: SiteBlocks | None = None,
              model=None) -> dict:
     """A page compared with other pages of its site (SPEC §4–§8, §10)."""
+    return _site_row(record, links, analyse_page(record, pages, links, config, site_blocks, model))
+
+
+def _site_row(record: PageRecord, links, analysis: PageAnalysis) -> dict:
     page = record.page
-    analysis = analyse_page(record, pages, links, config, site_blocks, model)
     cluster = _template_cluster(record, links)
     if analysis.method == "page_only":
         return _page_only_row(record, analysis, cluster)
@@ -445,15 +455,17 @@ def process_site(site: str, records: Iterable[PageRecord], config, model=None,
     if config.main_content.method != "conex":
         site_blocks = SiteBlocks(pages)
         model = model if model is not None else load_main_content_model(config.main_content)
-    page_rows = []
+    page_rows, proposals = [], {}
     for record in ordered:
         try:
             if links is None:
                 row = page_only_row(record, config, model)
             else:
-                row = site_row(record, pages, links, config, site_blocks, model)
+                analysis = analyse_page(record, pages, links, config, site_blocks, model)
+                row = _site_row(record, links, analysis)
+                if analysis.menu_proposal is not None and record.url not in proposals:
+                    proposals[record.url] = analysis.menu_proposal
             page_rows.append(row)
-            yield "pages", row
         except StageError as exc:
             yield "errors", error_row(url=_row_url(record), warc_file=record.warc_file,
                                       warc_offset=record.warc_offset, stage=exc.stage,
@@ -462,6 +474,31 @@ def process_site(site: str, records: Iterable[PageRecord], config, model=None,
             yield "errors", error_row(url=_row_url(record), warc_file=record.warc_file,
                                       warc_offset=record.warc_offset, stage="site",
                                       error_class=type(exc).__name__, message=str(exc)[:500])
+    if proposals:
+        _apply_site_menus(page_rows, pages, links, proposals, config)
+    for row in page_rows:
+        yield "pages", row
     if links is not None and links.clusters is not None:
-        for row in cluster_rows(links.clusters, shard, page_rows, menu_signature):
+        for row in cluster_rows(links.clusters, shard, page_rows):
             yield "sites", row
+
+
+def _apply_site_menus(page_rows: list, pages: dict, links, proposals: dict, config) -> None:
+    """SPEC §12: each cluster's (or the shard's) menu key, then every page's menu from it.
+
+    Rows whose page proposed no template menu keep page-level MenEx."""
+    if config.site_menus.scope == "cluster" and links.clusters is not None:
+        group_of = links.clusters.cluster_of
+    else:
+        group_of = {url: 0 for url in proposals}
+    chosen = choose_menu_keys(proposals, group_of)
+    for row in page_rows:
+        url = row["url_normalized"]
+        proposal = proposals.get(url)
+        if proposal is None or proposal.nodes.size == 0:
+            continue
+        page = pages[url]
+        menu = site_menu(page, proposal, chosen.get(group_of.get(url)))
+        row["menu_links"] = [{"url": u, "text": t} for u, t in menu.links] if menu else []
+        # A site menu is named by its block, not its links: a previous/next bar is one menu.
+        row["menu_signature"] = f"{row['site']}:{int(node_keys(page)[menu.node]):016x}" if menu else None

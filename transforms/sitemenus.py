@@ -1,0 +1,153 @@
+"""Site-level menus (SPEC §12, thesis 000 Def. 4.3.1).
+
+A main menu is a node with two or more same-site links that is part of the site
+template: it appears on other pages of the site, and "the menu is always contained in
+the template" (000 §4.3.4). Page-level MenEx (SPEC §2) judges one page alone, so two
+pages of one site get different "menus" (a previous/next bar here, a sidebar there).
+
+Here each page proposes **menu roots**: MenEx's Alg. 1 roots, found among the page's
+template nodes only (TemEx, SPEC §6), each scored by Alg. 2's measure (the mean weight
+of its heavy descendants). A root is named by its **menu key**: the hash of its
+root-to-node path of tags, ids and class tokens, which is the same on every page that
+shows the same block. The site (per template cluster) then takes the key with the
+largest summed score over its pages: MenEx's weights as one signal, recurrence on the
+cluster's pages as the other. Every page of the cluster that has a node with that key
+carries that node as its menu; a page without one keeps its own best root, and a page
+with no template (no other page of its site) keeps page-level MenEx (the fallback).
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Mapping
+
+import numpy as np
+
+from sitestrip.transforms.clusters import _mix
+from sitestrip.transforms.menex import Menu, MenexParams, links_in, menu_features, menu_weights, select_root
+from sitestrip.transforms.page import TEXT, CompactPage
+from sitestrip.transforms.tree import children, subtree_text
+
+_CLASS_SALT = np.uint64(0x2545F4914F6CDD1D)
+_BASE = np.uint64(0x9E3779B97F4A7C15)
+
+
+@dataclass(frozen=True)
+class SiteMenuParams:
+    enabled: bool = True     # off: every page keeps page-level MenEx (the thesis)
+    scope: str = "cluster"   # where a menu must recur: cluster (SPEC §11) | site (the shard)
+
+    def __post_init__(self):
+        if self.scope not in ("cluster", "site"):
+            raise ValueError(f"scope must be cluster or site, got {self.scope!r}")
+
+
+@dataclass
+class MenuProposal:
+    """A page's menu roots among its template nodes: parallel node, key and score arrays."""
+    nodes: np.ndarray
+    keys: np.ndarray
+    scores: np.ndarray
+
+
+def node_keys(page: CompactPage) -> np.ndarray:
+    """uint64 per node: hash of the path of (tag, id, class tokens) from BODY to the node.
+
+    An ancestor sum (as transforms/clusters.py's path hashes), by pointer doubling."""
+    n = page.size
+    if n == 0:
+        return np.zeros(0, dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        label = _mix(page.tag.astype(np.uint64) + np.uint64(1)) ^ _mix(page.id_hash.astype(np.uint64) ^ _CLASS_SALT)
+        counts = np.diff(page.class_ptr)
+        if page.class_hash.size:
+            mixed = _mix(page.class_hash.astype(np.uint64) + _CLASS_SALT)
+            owner = np.repeat(np.arange(n), counts)
+            # xor of the mixed tokens: the order of classes does not matter
+            classes = np.zeros(n, dtype=np.uint64)
+            np.bitwise_xor.at(classes, owner, mixed)
+            label ^= classes
+        depth = page.depth.astype(np.int64)
+        powers = np.cumprod(np.full(int(depth.max()) + 1, _BASE, dtype=np.uint64))
+        acc = label * powers[depth]
+        up = page.parent.astype(np.int64).copy()
+        while True:
+            live = np.flatnonzero(up >= 0)
+            if live.size == 0:
+                break
+            acc[live] = acc[live] + acc[up[live]]
+            up[live] = up[up[live]]
+        return _mix(acc ^ depth.astype(np.uint64))
+
+
+def propose_menus(page: CompactPage, template: np.ndarray, params: MenexParams = MenexParams(),
+                  keys: np.ndarray | None = None) -> MenuProposal:
+    """MenEx Alg. 1 roots among the template nodes holding two or more links, with Alg. 2 scores."""
+    empty = MenuProposal(np.zeros(0, np.int64), np.zeros(0, np.uint64), np.zeros(0))
+    if page.size == 0:
+        return empty
+    f = menu_features(page, params.representative)
+    weights = np.where(template & (f.hyperlinks >= 2), menu_weights(page, params), 0.0)
+    top = weights.max()
+    if top <= 0:
+        return empty
+    ptr, kids = children(page)
+    candidates = np.flatnonzero(weights > params.candidate_threshold * top)
+    roots = sorted({select_root(page, weights, ptr, kids, int(c), params.root_threshold) for c in candidates})
+    roots = [r for r in roots if template[r] and f.hyperlinks[r] >= 2]
+    if not roots:
+        return empty
+    heavy = np.flatnonzero(weights > params.menu_threshold * top)
+    prefix = np.concatenate(([0.0], np.cumsum(weights[heavy])))
+    scores = []
+    for r in roots:
+        lo, hi = np.searchsorted(heavy, r + 1), np.searchsorted(heavy, page.end[r])
+        scores.append((prefix[hi] - prefix[lo]) / (hi - lo) if hi > lo else weights[r])
+    nodes = np.array(roots, dtype=np.int64)
+    keys = node_keys(page) if keys is None else keys
+    return MenuProposal(nodes, keys[nodes], np.array(scores, dtype=np.float64))
+
+
+def choose_menu_keys(proposals: Mapping[str, MenuProposal], group_of: Mapping[str, object]) -> dict:
+    """group → the menu key with the largest summed score over the group's pages (a key
+    counted once per page, at its best score); ties: the smaller key."""
+    totals: dict = defaultdict(lambda: defaultdict(float))
+    for url in sorted(proposals):
+        proposal = proposals[url]
+        best: dict = {}
+        for key, score in zip(proposal.keys.tolist(), proposal.scores.tolist()):
+            best[key] = max(best.get(key, 0.0), score)
+        group = group_of.get(url)
+        for key, score in best.items():
+            totals[group][key] += score
+    return {group: min(scores, key=lambda k: (-scores[k], k)) for group, scores in totals.items()}
+
+
+def site_menu(page: CompactPage, proposal: MenuProposal, key: int | None) -> Menu | None:
+    """The page's menu: its node with the group's key (a proposed root, else any template
+    element with that key holding two or more links), else its own best-scored root; None
+    when the page proposed nothing."""
+    if proposal.nodes.size == 0:
+        return None
+    node = None
+    if key is not None:
+        hit = np.flatnonzero(proposal.keys == np.uint64(key))
+        if hit.size:
+            node = int(proposal.nodes[hit[0]])
+        else:
+            node = menu_node_by_key(page, key)
+    if node is None:
+        node = int(proposal.nodes[int(np.argmax(proposal.scores))])
+    return Menu(node=node, links=links_in(page, node), text=subtree_text(page, node))
+
+
+def menu_node_by_key(page: CompactPage, key: int) -> int | None:
+    """The first element of the page whose menu key is `key` and that holds two or more
+    links (None when it has none)."""
+    hit = np.flatnonzero((node_keys(page) == np.uint64(key)) & (page.tag != TEXT))
+    for node in hit.tolist():
+        lo = np.searchsorted(page.link_node, node)
+        hi = np.searchsorted(page.link_node, page.end[node])
+        if hi - lo >= 2:
+            return node
+    return None
