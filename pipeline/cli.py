@@ -12,8 +12,8 @@ SAMPLE_WARC = os.path.join(REPO_ROOT, "sample", "sitestrip-sample.warc.gz")
 
 RUN_DESCRIPTION = """\
 Read WARC files, group HTML pages by site, extract main content, non-template
-text and menus, and write three Parquet datasets under --output:
-pages/, menus/ and errors/. With no --input, processes the embedded sample
+text and menus, and write four Parquet datasets under --output:
+pages/, menus/, errors/ and sites/ (template clusters). With no --input, processes the embedded sample
 WARC into ./out.
 
 Other options must be Apache Beam's own pipeline options (for example
@@ -63,7 +63,7 @@ def _run_parser(prog: str) -> argparse.ArgumentParser:
                         "gs://BUCKET/cc/ or a local directory (Beam has no http(s) filesystem: "
                         "copy files from an HTTPS mirror first; see docs/runners.md)")
     p.add_argument("--output", default="out", metavar="DIR",
-                   help="output directory (local or a bucket URL); its pages/, menus/ and errors/ "
+                   help="output directory (local or a bucket URL); its pages/, menus/, errors/ and sites/ "
                         "part files from an earlier run are replaced. Default: ./out")
     p.add_argument("--config", default=None, metavar="NAME|FILE",
                    help="YAML preset: a file path or the name of one in configs/ "
@@ -184,9 +184,11 @@ def summary(counters: dict, elapsed: float, output: str) -> str:
         lines.append(f"  hot sites (over site.max_site_pages): {counters['hot_sites']}, "
                      f"{counters.get('pages_in_hot_sites', 0)} pages in "
                      f"{counters.get('hot_site_shards', 0)} shards")
+    if counters.get("template_clusters"):
+        lines.append(f"  template clusters: {counters['template_clusters']}")
     if html:
         lines.append(f"  compact pages: {compact / html:.1%} of HTML bytes ({compact:,} / {html:,})")
-    lines.append(f"  output: {output}/pages, {output}/menus, {output}/errors")
+    lines.append(f"  output: {output}/pages, {output}/menus, {output}/errors, {output}/sites")
     return "\n".join(lines)
 
 

@@ -145,6 +145,15 @@ def test_cli_runs_the_embedded_sample(tmp_path, capsys):
     sqlite_menus = [m for m in menus if m["site"] == "sqlite.org"]
     # the SQLite site has one menu on most pages
     assert max(m["pages"] for m in sqlite_menus) > 20
+    # SPEC §12: the Sphinx site's menu is one block (its related bar, whose previous/next links
+    # change from page to page), so one menus row carries all of its pages
+    click = [r for r in pages if r["site"] == "click.palletsprojects.com"]
+    click_menus = [m for m in menus if m["site"] == "click.palletsprojects.com"]
+    assert len(click_menus) == 1 and click_menus[0]["pages"] == len(click)
+    # SPEC §11: every page names its template cluster, and the sites rows account for every page
+    sites = ds.dataset(os.path.join(out, "sites"), format="parquet").to_table().to_pylist()
+    assert {r["template_cluster"] for r in pages} == {s["template_cluster"] for s in sites}
+    assert sum(s["pages"] for s in sites) == len(html_pages)
 
     # a second run into the same output replaces, never mixes, the part files
     assert main(["run", "--output", out, "--quiet"]) == 0

@@ -579,16 +579,13 @@ def site_sample(site: SiteLinks, site_name: str, key_url: str, exclude: set[str]
 
 def select_candidates(key_url: str, key_page: CompactPage, site: SiteLinks,
                       params: CandidateParams = CandidateParams(),
-                      cluster_fill: ClusterFill | None = None,
-                      cluster_of: Mapping[str, int] | None = None) -> CandidateSelection:
+                      cluster_fill: ClusterFill | None = None) -> CandidateSelection:
     """Alg. 9 on the pages in the input, then the SPEC §4 fallback.
 
-    With the site's template clusters (SPEC §11: `cluster_fill`, and `cluster_of`
-    mapping page URL → cluster), a short CS is filled first with the loaded linked
-    pages of the key page's own cluster, then with other pages of that cluster
-    (closest first), and only then with the other loaded pages and the rest of the
-    site: a page of the same template is worth more to TemEx than a linked page of
-    another layout (docs/structure.md has the measurement).
+    With a `cluster_fill` (SPEC §11), a CS still short after fallback (a) takes pages of
+    the key page's template cluster, closest first, before fallback (b)'s other site
+    pages: method `cluster` when no candidate is a linked page. (Taking cluster pages
+    before the linked pages of (a) was measured worse on doc sites: docs/structure.md.)
     """
     n = params.n
     key_url = normalize_url(key_url) or key_url
@@ -632,12 +629,9 @@ def select_candidates(key_url: str, key_page: CompactPage, site: SiteLinks,
                 sources.append(source)
                 chosen.add(url)
 
-    if cluster_fill is not None and cluster_of is not None and len(candidates) < n:
-        own = cluster_of.get(key_url)
-        take((u for u in walked if own is not None and cluster_of.get(u) == own), "linked")
-        if len(candidates) < n:
-            take(cluster_fill(set(chosen), n - len(candidates)), "cluster")
     take(walked, "linked")                                                     # fallback (a)
+    if cluster_fill is not None and len(candidates) < n:
+        take(cluster_fill(set(chosen), n - len(candidates)), "cluster")
     take(site_sample(site, site_name, key_url, chosen, n - len(candidates)), "site")  # (b)
 
     cs_size = len(best)
@@ -645,10 +639,10 @@ def select_candidates(key_url: str, key_page: CompactPage, site: SiteLinks,
         method = "cs"
     elif cs_size >= 2:
         method = "partial_cs"
-    elif "cluster" in sources:
-        method = "cluster"
     elif any(url in linked for url in candidates):
         method = "linked"
+    elif "cluster" in sources:
+        method = "cluster"
     elif candidates:
         method = "site_sample"
     else:

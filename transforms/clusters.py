@@ -44,8 +44,9 @@ class ClusterParams:
     threshold: float = 0.7          # sim must exceed this (published)
     path_ids: str = "all"           # all | stable | none (published: all)
     max_representatives: int = 256  # per site (SPEC §11 decision)
-    # SPEC §11 use (a): a short CS is filled from the key page's cluster (method "cluster").
-    fill_candidates: bool = True
+    # SPEC §11 use (a): a short CS is filled from the key page's cluster (method "cluster");
+    # off here and in configs/published.yaml (SPEC §4's fallback), on in configs/default.yaml.
+    fill_candidates: bool = False
     pool: int = 32                  # cluster pages compared with the key page per fill
 
     def __post_init__(self):

@@ -270,8 +270,7 @@ def site_context(site: str, records: Iterable[PageRecord], config=None):
 def _select(record: PageRecord, page: CompactPage, links, params) -> CandidateSelection:
     if links.cluster_fill is None:
         return select_candidates(record.url, page, links, params)
-    return select_candidates(record.url, page, links, params, links.cluster_fill.fill_for(record.url),
-                             links.clusters.cluster_of)
+    return select_candidates(record.url, page, links, params, links.cluster_fill.fill_for(record.url))
 
 
 def analyse_page(record: PageRecord, pages: dict, links, config, site_blocks: SiteBlocks | None = None,

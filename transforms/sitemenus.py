@@ -25,8 +25,8 @@ import numpy as np
 
 from sitestrip.transforms.clusters import _mix
 from sitestrip.transforms.menex import Menu, MenexParams, links_in, menu_features, menu_weights, select_root
-from sitestrip.transforms.page import TEXT, CompactPage
-from sitestrip.transforms.tree import children, subtree_text
+from sitestrip.transforms.page import F_IN_LINK, TEXT, CompactPage
+from sitestrip.transforms.tree import children, subtree_sum, subtree_text
 
 _CLASS_SALT = np.uint64(0x2545F4914F6CDD1D)
 _BASE = np.uint64(0x9E3779B97F4A7C15)
@@ -34,7 +34,7 @@ _BASE = np.uint64(0x9E3779B97F4A7C15)
 
 @dataclass(frozen=True)
 class SiteMenuParams:
-    enabled: bool = True     # off: every page keeps page-level MenEx (the thesis)
+    enabled: bool = False    # off: every page keeps page-level MenEx (the thesis); on in default.yaml
     scope: str = "cluster"   # where a menu must recur: cluster (SPEC §11) | site (the shard)
 
     def __post_init__(self):
@@ -87,14 +87,21 @@ def propose_menus(page: CompactPage, template: np.ndarray, params: MenexParams =
     if page.size == 0:
         return empty
     f = menu_features(page, params.representative)
-    weights = np.where(template & (f.hyperlinks >= 2), menu_weights(page, params), 0.0)
+    # A list of links whose elements map but whose anchors differ page by page (related
+    # articles, a listing) is content in the template's skeleton, not a menu: most of a menu's
+    # anchor text is template too.
+    link_text = (page.tag == TEXT) & ((page.flags & F_IN_LINK) != 0)
+    anchor_chars = subtree_sum(page, np.where(link_text, page.chars, 0))
+    template_chars = subtree_sum(page, np.where(link_text & template, page.chars, 0))
+    eligible = template & (f.hyperlinks >= 2) & (2 * template_chars >= anchor_chars)
+    weights = np.where(eligible, menu_weights(page, params), 0.0)
     top = weights.max()
     if top <= 0:
         return empty
     ptr, kids = children(page)
     candidates = np.flatnonzero(weights > params.candidate_threshold * top)
     roots = sorted({select_root(page, weights, ptr, kids, int(c), params.root_threshold) for c in candidates})
-    roots = [r for r in roots if template[r] and f.hyperlinks[r] >= 2]
+    roots = [r for r in roots if eligible[r]]
     if not roots:
         return empty
     heavy = np.flatnonzero(weights > params.menu_threshold * top)

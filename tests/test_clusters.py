@@ -1,0 +1,178 @@
+"""Template clusters (SPEC §11) and the cluster candidate fill, on hand-built pages.
+
+Expected values are derived by hand in each docstring."""
+import numpy as np
+import pytest
+
+from sitestrip.configs import Config, ConfigError, config_from_dict
+from sitestrip.transforms.candidates import select_candidates, site_links
+from sitestrip.transforms.clusters import (ClusterCandidates, ClusterParams, cluster_id, cluster_pages,
+                                           cluster_signatures, page_signature, similarity)
+from sitestrip.transforms.extract import PageRecord, process_site
+from sitestrip.transforms.page import parse_page
+
+
+def sig(*values):
+    return np.array(sorted(set(values)), dtype=np.uint64)
+
+
+def test_signature_is_the_set_of_root_to_leaf_element_paths():
+    """Leaves (elements without element children): p, p, li, img → paths body/div/p (twice: one
+    member), body/ul/li, body/div/img... img sits in div → body/div/img. Three distinct paths;
+    text nodes are no elements and are not leaves (div/p with text is still a leaf p)."""
+    page = parse_page("<body><div><p>a</p><p>b</p><img src=x.png></div><ul><li>x</li></ul></body>",
+                      "http://s.test/")
+    assert page_signature(page).size == 3
+    same_shape = parse_page("<body><div><p>other words</p><img src=y.png></div><ul><li>y</li><li>z</li></ul>"
+                            "</body>", "http://s.test/2")
+    assert np.array_equal(page_signature(page), page_signature(same_shape))
+
+
+def test_path_ids_all_stable_none():
+    """<div id=main> vs <div id=box>: different paths under `all` and `stable` (no digit runs), equal
+    under `none`. <div id=post-12345> vs <div id=post-67890>: different under `all`, equal under
+    `stable` (a run of 3+ digits makes the id volatile) and `none`."""
+    def page(div_id):
+        return parse_page(f"<body><div id='{div_id}'><p>t</p></div></body>", "http://s.test/")
+    main, box, p1, p2 = page("main"), page("box"), page("post-12345"), page("post-67890")
+    for mode, main_vs_box, post_vs_post in (("all", False, False), ("stable", False, True), ("none", True, True)):
+        assert np.array_equal(page_signature(main, mode), page_signature(box, mode)) is main_vs_box, mode
+        assert np.array_equal(page_signature(p1, mode), page_signature(p2, mode)) is post_vs_post, mode
+
+
+def test_similarity_is_common_paths_over_the_larger_set():
+    """{1,2,3,4} and {1,2,3,5,6}: 3 common, larger set 5 → 0.6. Two empty pages are identical."""
+    assert similarity(sig(1, 2, 3, 4), sig(1, 2, 3, 5, 6)) == pytest.approx(0.6)
+    assert similarity(sig(), sig()) == 1.0
+
+
+def test_leader_clustering_in_url_order():
+    """URL order a, b, c, d, e. a founds cluster 0. b = {1,2,3,4,6} vs a = {1,2,3,4,5}: 4/5 = 0.8 >
+    0.7 → cluster 0. c = {7,8,9} shares nothing → founds cluster 1. d = {7,8,9,10}: vs a 0, vs c 3/4
+    = 0.75 → cluster 1. e = {1,2,3,7,8,9}: vs a 3/6 = 0.5, vs c 3/6 = 0.5, neither > 0.7 → founds
+    cluster 2. Representatives are never updated: b joined a's cluster by its similarity to a."""
+    signatures = {"http://s.test/a": sig(1, 2, 3, 4, 5), "http://s.test/b": sig(1, 2, 3, 4, 6),
+                  "http://s.test/c": sig(7, 8, 9), "http://s.test/d": sig(7, 8, 9, 10),
+                  "http://s.test/e": sig(1, 2, 3, 7, 8, 9)}
+    result = cluster_signatures("s.test", signatures, ClusterParams())
+    assert result.representatives == ["http://s.test/a", "http://s.test/c", "http://s.test/e"]
+    assert [result.cluster_of[f"http://s.test/{x}"] for x in "abcde"] == [0, 0, 1, 1, 2]
+    assert result.similarity["http://s.test/b"] == pytest.approx(0.8)
+    assert result.similarity["http://s.test/d"] == pytest.approx(0.75)
+    assert result.cluster_pages("http://s.test/a") == ["http://s.test/b"]
+    assert result.id_of("http://s.test/d") == cluster_id("s.test", "http://s.test/c")
+
+
+def test_threshold_is_strict_and_ties_go_to_the_earliest_representative():
+    """a = {1..10}, b = {1..7, 21, 22, 23}: 7/10 = 0.7, not > 0.7 → b founds its own cluster.
+    a = {1..10}, b = {11..20}, c = {1..5, 11..15}: c is 5/10 = 0.5 to both; with threshold 0.4
+    it joins the earliest representative, a."""
+    a, b = sig(*range(1, 11)), sig(*range(1, 8), 21, 22, 23)
+    result = cluster_signatures("s.test", {"http://s.test/a": a, "http://s.test/b": b}, ClusterParams())
+    assert len(result.representatives) == 2
+    a, b, c = sig(*range(1, 11)), sig(*range(11, 21)), sig(*range(1, 6), *range(11, 16))
+    result = cluster_signatures("s.test", {"http://s.test/a": a, "http://s.test/b": b, "http://s.test/c": c},
+                                ClusterParams(threshold=0.4))
+    assert result.cluster_of["http://s.test/c"] == 0
+
+
+def test_representatives_are_bounded_and_overflow_is_flagged():
+    """max_representatives = 2, three mutually disjoint pages: a and b found clusters; c matches
+    nothing but the bound is reached → it joins its best match (all 0: the earliest, a) and is
+    flagged."""
+    signatures = {"http://s.test/a": sig(1), "http://s.test/b": sig(2), "http://s.test/c": sig(3)}
+    result = cluster_signatures("s.test", signatures, ClusterParams(max_representatives=2))
+    assert result.representatives == ["http://s.test/a", "http://s.test/b"]
+    assert result.cluster_of["http://s.test/c"] == 0 and result.overflow == {"http://s.test/c"}
+
+
+def test_deep_page_signature_without_recursion():
+    """5,000 nested divs: one leaf, one path; pointer doubling, no recursion limit hit."""
+    html = "<body>" + "<div>" * 5000 + "x" + "</div>" * 5000 + "</body>"
+    page = parse_page(html, "http://s.test/deep", 100000)
+    assert page_signature(page).size == 1
+
+
+ARTICLE = ("<body><div class=top><a href='/home'>Home</a></div><div class=article><h1>{t}</h1>"
+           "<p>{t} text one.</p><p>{t} text two.</p><p>{t} text three.</p></div>"
+           "<div class=foot>Copyright</div></body>")
+LISTING = ("<body><table><tr><td><b>Index {t}</b></td></tr>"
+           + "".join(f"<tr><td><span>{{t}} item {i}</span><i>new</i></td></tr>" for i in range(6))
+           + "</table></body>")
+
+
+def _records(htmls):
+    out = []
+    for i, (name, html) in enumerate(sorted(htmls.items())):
+        url = f"https://news.test/{name}"
+        out.append(PageRecord(url=url, site="news.test", warc_file="f.warc.gz", warc_offset=i,
+                              warc_record_id=f"<urn:{name}>", fetch_date="2024-01-01T00:00:00Z",
+                              content_type="text/html", charset="utf-8", truncated=None,
+                              page=parse_page(html, url)))
+    return out
+
+
+def _news_site():
+    """Pages that do not link to each other: three articles (a1, x1, z1 — one template) and three
+    listings (a2, b2, c2 — another). In URL order: a1, a2, b2, c2, x1, z1."""
+    htmls = {n: ARTICLE.format(t=n) for n in ("a1", "x1", "z1")}
+    htmls.update({n: LISTING.format(t=n) for n in ("a2", "b2", "c2")})
+    return _records(htmls)
+
+
+def test_a_short_cs_is_filled_from_the_key_pages_cluster():
+    """Key page z1 links only to /home (not in the input): no CS, nothing loaded. The SPEC §4
+    site sample takes pages by link relevance (all in the site root: one tier), then URL: a1, a2
+    — a listing among them. With the cluster fill, the candidates are z1's cluster (a1, x1) and
+    the method is `cluster`, every source `cluster`."""
+    records = _news_site()
+    pages = {r.url: r.page for r in records}
+    links = site_links(pages, "news.test")
+    clusters = cluster_pages("news.test", pages, ClusterParams())
+    assert len(clusters.representatives) == 2
+    key = "https://news.test/z1"
+    plain = select_candidates(key, pages[key], links)
+    assert plain.method == "site_sample"
+    assert plain.candidates[:2] == ["https://news.test/a1", "https://news.test/a2"]
+    fill = ClusterCandidates(clusters).fill_for(key)
+    got = select_candidates(key, pages[key], links, cluster_fill=fill)
+    assert got.method == "cluster"
+    assert got.candidates[:2] == ["https://news.test/a1", "https://news.test/x1"]
+    assert got.sources[:2] == ["cluster", "cluster"]
+
+
+def test_pipeline_rows_carry_clusters_and_sites_rows():
+    """Through process_site with the cluster fill on: every row names its cluster; the sites rows
+    are one per cluster with its pages (3 articles, 3 listings) and representatives (the first
+    page of each in URL order: a1 and a2)."""
+    config = config_from_dict({"clusters": {"fill_candidates": True}})
+    out = list(process_site("news.test", _news_site(), config))
+    pages = [row for kind, row in out if kind == "pages"]
+    sites = [row for kind, row in out if kind == "sites"]
+    assert len(pages) == 6 and len(sites) == 2
+    by_rep = {row["representative_url"]: row for row in sites}
+    assert by_rep["https://news.test/a1"]["pages"] == 3 and by_rep["https://news.test/a2"]["pages"] == 3
+    cluster_of = {row["url"]: row["template_cluster"] for row in pages}
+    assert cluster_of["https://news.test/x1"] == by_rep["https://news.test/a1"]["template_cluster"]
+    assert cluster_of["https://news.test/c2"] == by_rep["https://news.test/a2"]["template_cluster"]
+    z1 = next(row for row in pages if row["url"] == "https://news.test/z1")
+    # site ConEx wants n = 4: the cluster's two other pages first, then the site sample (a2, b2).
+    assert z1["method"] == "cluster"
+    assert z1["candidate_urls"] == ["https://news.test/a1", "https://news.test/x1",
+                                    "https://news.test/a2", "https://news.test/b2"]
+    assert z1["candidate_sources"] == ["cluster", "cluster", "site", "site"]
+
+
+def test_published_preset_keeps_the_spec_fallback():
+    """Config() and published.yaml leave the fill off: z1 is a site_sample page."""
+    out = list(process_site("news.test", _news_site(), Config()))
+    z1 = next(row for kind, row in out if kind == "pages" and row["url"] == "https://news.test/z1")
+    assert z1["method"] == "site_sample" and z1["template_cluster"] is not None
+
+
+@pytest.mark.parametrize("section, message", [
+    ({"path_ids": "some"}, "clusters.path_ids"), ({"threshold": 1.0}, "clusters.threshold"),
+    ({"max_representatives": 0}, "clusters.max_representatives"), ({"pool": 0}, "clusters.pool")])
+def test_cluster_config_is_validated(section, message):
+    with pytest.raises(ConfigError, match=message):
+        config_from_dict({"clusters": section})

@@ -1,0 +1,91 @@
+"""Site-level menus (SPEC §12) on hand-built pages; expected results derived by hand."""
+import numpy as np
+
+from sitestrip.configs import Config, config_from_dict
+from sitestrip.transforms.extract import PageRecord, process_site
+from sitestrip.transforms.page import parse_page
+from sitestrip.transforms.sitemenus import MenuProposal, choose_menu_keys, menu_node_by_key, node_keys
+
+NAMES = ("alpha", "beta", "gamma", "delta")
+
+
+def _html(name):
+    """A related-links list first in the page (six links, anchors naming the page, so they differ
+    from page to page), the article, then the site's sidebar (four links, same on every page)."""
+    side = "".join(f"<li><a href='/{n}.html'>{n.title()}</a></li>" for n in NAMES)
+    related = "".join(f"<li><a href='/{name}/see{i}.html'>{name} see also {i}</a></li>" for i in range(6))
+    return (f"<html><body><div class=body><ul class=related>{related}</ul><h2>{name}</h2>"
+            f"<p>About {name} and more words here.</p><p>{name} closing words of the page.</p></div>"
+            f"<ul class=side>{side}</ul></body></html>")
+
+
+def _records():
+    out = []
+    for i, name in enumerate(NAMES):
+        url = f"https://docs.test/{name}.html"
+        out.append(PageRecord(url=url, site="docs.test", warc_file="f.warc.gz", warc_offset=i,
+                              warc_record_id=f"<urn:{i}>", fetch_date="2024-01-01T00:00:00Z",
+                              content_type="text/html", charset="utf-8", truncated=None,
+                              page=parse_page(_html(name), url)))
+    return out
+
+
+def _menus(config):
+    return {row["url"]: row for kind, row in process_site("docs.test", _records(), config) if kind == "pages"}
+
+
+SIDEBAR = [f"https://docs.test/{n}.html" for n in NAMES]
+
+
+def test_page_menex_takes_the_related_list_the_site_menu_is_the_sidebar():
+    """Page-level MenEx (Config(): the thesis) weighs each page alone: the related list has more
+    children (amplitude 1 - 1/6 > 1 - 1/4) and comes first (position), so each page gets its own
+    related links as its "menu", a different menu per page. The site menu keeps only template
+    blocks whose anchor text is mostly template: the related list's elements map across pages
+    (same tags and classes) but its anchors ("alpha see also 0" ...) do not, so only the sidebar
+    (its anchors Alpha..Delta are on every page) qualifies, and every page carries it under one
+    menu signature."""
+    page_level = _menus(Config())
+    assert page_level["https://docs.test/alpha.html"]["menu_links"][0]["text"] == "alpha see also 0"
+    assert len({row["menu_signature"] for row in page_level.values()}) == 4
+    site_level = _menus(config_from_dict({"site_menus": {"enabled": True}}))
+    for row in site_level.values():
+        assert [link["url"] for link in row["menu_links"]] == SIDEBAR
+    assert len({row["menu_signature"] for row in site_level.values()}) == 1
+
+
+def test_node_keys_name_the_same_block_on_two_pages():
+    """ul.side under BODY has the same key on both pages (same path of tags and classes), whatever
+    its text; ul.side and ul.other differ (class), and the class order does not matter."""
+    a = parse_page("<body><div><p>x</p></div><ul class='side nav'><li>a</li></ul></body>", "http://s.test/a")
+    b = parse_page("<body><div><p>y</p><p>z</p></div><ul class='nav side'><li>b</li></ul>"
+                   "<ul class=other><li>c</li></ul></body>", "http://s.test/b")
+    ul_a = [i for i in range(a.size) if a.tag[i] == a.tag[4]]   # node 4 of a is the <ul>
+    ka, kb = node_keys(a), node_keys(b)
+    assert ka[4] in set(kb.tolist())
+    ul_b = [i for i in range(b.size) if b.tag[i] == a.tag[4]]
+    assert len(ul_b) == 2 and ka[4] == kb[ul_b[0]] and ka[4] != kb[ul_b[1]]
+    assert len(ul_a) == 1
+
+
+def test_choose_menu_keys_sums_scores_over_the_group():
+    """Group g: page p proposes keys 1 (0.9) and 2 (0.5); page q proposes 2 (0.6); page r 2 (0.3).
+    Sums: key 1 = 0.9, key 2 = 1.4 → 2. Group h: one page, keys 5 and 3 both 0.7 → the tie goes
+    to the smaller key, 3."""
+    def proposal(*pairs):
+        return MenuProposal(np.arange(len(pairs)), np.array([k for k, _ in pairs], dtype=np.uint64),
+                            np.array([s for _, s in pairs]))
+    proposals = {"p": proposal((1, 0.9), (2, 0.5)), "q": proposal((2, 0.6)), "r": proposal((2, 0.3)),
+                 "s": proposal((5, 0.7), (3, 0.7))}
+    chosen = choose_menu_keys(proposals, {"p": "g", "q": "g", "r": "g", "s": "h"})
+    assert chosen == {"g": 2, "h": 3}
+
+
+def test_menu_node_by_key_needs_two_links():
+    """The key of a <ul> with one link finds nothing; with two links it finds the <ul>."""
+    one = parse_page("<body><ul class=m><li><a href='/a'>A</a></li></ul></body>", "http://s.test/")
+    two = parse_page("<body><ul class=m><li><a href='/a'>A</a></li><li><a href='/b'>B</a></li></ul></body>",
+                     "http://s.test/")
+    ul = 1
+    assert menu_node_by_key(one, int(node_keys(one)[ul])) is None
+    assert menu_node_by_key(two, int(node_keys(two)[ul])) == ul
