@@ -124,6 +124,7 @@ _CHECKS["clusters.path_ids"] = (lambda v: v in PATH_IDS, " or ".join(PATH_IDS))
 _CHECKS["clusters.max_representatives"] = _POSITIVE
 _CHECKS["clusters.pool"] = _POSITIVE
 _CHECKS["site_menus.scope"] = (lambda v: v in ("cluster", "site"), "cluster or site")
+_CHECKS["site_menus.anchor_weight"] = _UNIT
 _CHECKS["site_conex.merge"] = (lambda v: v in ("always", "content"), "always or content")
 
 

@@ -304,7 +304,8 @@ def analyse_page(record: PageRecord, pages: dict, links, config, site_blocks: Si
                                     for_template=for_template, for_conex=for_conex or for_template)
             if config.site_menus.enabled:
                 with _Stage(timing, "menex", budget):
-                    analysis.menu_proposal = propose_menus(page, template.template, config.menex)
+                    analysis.menu_proposal = propose_menus(page, template.template, config.menex,
+                                                           config.site_menus.anchor_weight)
             if blocks_wanted:
                 site_blocks = site_blocks or SiteBlocks(pages)
                 with _Stage(timing, "blocks", budget):
