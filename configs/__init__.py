@@ -17,7 +17,7 @@ import yaml
 
 from sitestrip.pipeline.warc import ReadLimits
 from sitestrip.transforms.candidates import CandidateParams
-from sitestrip.transforms.clusters import PATH_IDS, ClusterParams
+from sitestrip.transforms.clusters import FILL_ORDERS, PATH_IDS, ClusterParams
 from sitestrip.transforms.classify import METHODS as MAIN_CONTENT_METHODS, MainContentParams
 from sitestrip.transforms.conex_page import PageConexParams
 from sitestrip.transforms.conex_site import SITE_CONEX_ETDM, SiteConexParams
@@ -123,6 +123,7 @@ _CHECKS["clusters.threshold"] = (lambda v: 0.0 <= v < 1.0, "at least 0 and below
 _CHECKS["clusters.path_ids"] = (lambda v: v in PATH_IDS, " or ".join(PATH_IDS))
 _CHECKS["clusters.max_representatives"] = _POSITIVE
 _CHECKS["clusters.pool"] = _POSITIVE
+_CHECKS["clusters.fill_order"] = (lambda v: v in FILL_ORDERS, " or ".join(FILL_ORDERS))
 _CHECKS["site_menus.scope"] = (lambda v: v in ("cluster", "site"), "cluster or site")
 _CHECKS["site_menus.anchor_weight"] = _UNIT
 _CHECKS["site_conex.merge"] = (lambda v: v in ("always", "content"), "always or content")

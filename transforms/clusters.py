@@ -31,6 +31,7 @@ from sitestrip.transforms.candidates import SiteLinks, site_sample
 from sitestrip.transforms.page import F_VOLATILE_ID, TEXT, CompactPage
 
 PATH_IDS = ("all", "stable", "none")
+FILL_ORDERS = ("url", "closest", "farthest")
 
 _M1 = np.uint64(0xBF58476D1CE4E5B9)
 _M2 = np.uint64(0x94D049BB133111EB)
@@ -48,6 +49,9 @@ class ClusterParams:
     # off here and in configs/published.yaml (SPEC §4's fallback), on in configs/default.yaml.
     fill_candidates: bool = False
     pool: int = 32                  # cluster pages compared with the key page per fill
+    # Which of the cluster's pages first: url (link relevance of the URL, then URL, as the
+    # site fallback), closest or farthest (signature similarity to the key page, among `pool`).
+    fill_order: str = "url"
 
     def __post_init__(self):
         if not 0.0 <= self.threshold < 1.0:
@@ -58,6 +62,8 @@ class ClusterParams:
             raise ValueError(f"max_representatives must be at least 1, got {self.max_representatives}")
         if self.pool < 1:
             raise ValueError(f"pool must be at least 1, got {self.pool}")
+        if self.fill_order not in FILL_ORDERS:
+            raise ValueError(f"fill_order must be one of {', '.join(FILL_ORDERS)}, got {self.fill_order!r}")
 
 
 def _mix(x: np.ndarray) -> np.ndarray:
@@ -214,20 +220,19 @@ def cluster_pages(site: str, pages: Mapping[str, CompactPage],
                                      for url, page in pages.items()}, params)
 
 
-def closest_in_cluster(clusters: SiteClusters, url: str, ranked: Sequence[str], pool: int = 32) -> list[str]:
-    """Pages of `url`'s cluster, most similar to it first.
-
-    `ranked` is the cluster's other pages in the order the site fallback would take
-    them (link relevance of their URL, then URL); only the first `pool` are compared,
-    so a key page costs `pool` signature intersections whatever the cluster's size.
-    Ties keep the `ranked` order.
-    """
+def by_similarity(clusters: SiteClusters, url: str, ranked: Sequence[str], pool: int = 32,
+                  farthest: bool = False) -> list[str]:
+    """`ranked` (the cluster's other pages, link relevance of their URL then URL) with its
+    first `pool` reordered by signature similarity to `url`: most similar first, or least
+    similar with `farthest`. A key page costs `pool` signature intersections whatever the
+    cluster's size. Ties keep the `ranked` order."""
     own = clusters.signatures.get(url)
     head = list(ranked[:pool])
     if own is None or len(head) < 2:
         return head + list(ranked[pool:])
     sims = [similarity(own, clusters.signatures[u]) for u in head]
-    order = sorted(range(len(head)), key=lambda i: (-sims[i], i))
+    sign = 1 if farthest else -1
+    order = sorted(range(len(head)), key=lambda i: (sign * sims[i], i))
     return [head[i] for i in order] + list(ranked[pool:])
 
 
@@ -235,13 +240,13 @@ class ClusterCandidates:
     """The cluster fill of SPEC §4/§11 for the key pages of one site shard.
 
     A key page's fill is its cluster's other pages ranked as the site fallback ranks
-    site pages (link relevance of the URL, then URL), the first `pool` of them
-    reordered by signature similarity to the key page. Each cluster keeps its own
+    site pages (link relevance of the URL, then URL), with `order` closest/farthest the
+    first `pool` of them reordered by signature similarity. Each cluster keeps its own
     directory index, so ranking costs the cluster's size, not the site's.
     """
 
-    def __init__(self, clusters: SiteClusters, pool: int = 32):
-        self.clusters, self.pool = clusters, pool
+    def __init__(self, clusters: SiteClusters, pool: int = 32, order: str = "url"):
+        self.clusters, self.pool, self.order = clusters, pool, order
         self._links: dict[int, SiteLinks] = {}
 
     def _cluster_links(self, number: int) -> SiteLinks:
@@ -260,8 +265,10 @@ class ClusterCandidates:
 
         def fill(chosen: set, count: int) -> list:
             links = self._cluster_links(number)
+            if self.order == "url":
+                return site_sample(links, self.clusters.site, key_url, chosen, count)
             ranked = site_sample(links, self.clusters.site, key_url, chosen, max(count, self.pool))
-            return closest_in_cluster(self.clusters, key_url, ranked, self.pool)[:count]
+            return by_similarity(self.clusters, key_url, ranked, self.pool, self.order == "farthest")[:count]
         return fill
 
 

@@ -263,7 +263,8 @@ def site_context(site: str, records: Iterable[PageRecord], config=None):
     if links is not None and config is not None and config.clusters.enabled:
         links.clusters = cluster_pages(site, pages, config.clusters)
         if config.clusters.fill_candidates:
-            links.cluster_fill = ClusterCandidates(links.clusters, config.clusters.pool)
+            links.cluster_fill = ClusterCandidates(links.clusters, config.clusters.pool,
+                                                  config.clusters.fill_order)
     return ordered, pages, links
 
 
