@@ -131,9 +131,9 @@ def outputs(dask_cluster, corpus, tmp_path_factory):
     files, preset = corpus
     root = tmp_path_factory.mktemp("dask-runs")
     _run(files, root / "fn", "--config", preset)
-    _run(files, root / "dask", "--config", preset, "--runner=DaskRunner",
-         f"--dask_client_address={dask_cluster}")
-    return root / "fn", root / "dask"
+    proc, _ = _run(files, root / "dask", "--config", preset, "--runner=DaskRunner",
+                   f"--dask_client_address={dask_cluster}")
+    return root / "fn", root / "dask", proc.stdout
 
 
 def _rows(output, name):
@@ -149,7 +149,10 @@ def test_the_cli_runs_on_the_cluster_and_writes_every_part(outputs):
     Three input files → three part files per dataset, empty ones included, named as on
     the FnApiRunner; menus and errors have no timing column, so their files are the same
     bytes on both runners (rows sorted within a part, pipeline/parts.py)."""
-    fn, dask = outputs
+    fn, dask, summary = outputs
+    # The DaskRunner reports no counters: the summary says so and counts the written rows.
+    assert "this runner reports no counters" in summary
+    assert "rows written: pages 15, menus 3, errors 1" in summary
     for name in DATASETS:
         names = sorted(p.name for p in (dask / name).iterdir())
         assert names == [f"part-0000{i}-of-00003.parquet" for i in range(3)], name
@@ -162,7 +165,7 @@ def test_the_cli_runs_on_the_cluster_and_writes_every_part(outputs):
 def test_rows_on_dask_equal_the_fnapi_runners(outputs):
     """The same pages, menus and errors rows on the cluster as on the FnApiRunner: 15 pages
     rows (10 + 3 + 2) and the one errors row, each once (a repeated row would show here)."""
-    fn, dask = outputs
+    fn, dask, _ = outputs
     for name in DATASETS:
         assert _rows(dask, name) == _rows(fn, name), name
     assert len(_rows(fn, "pages")) == 15
@@ -172,14 +175,35 @@ def test_rows_on_dask_equal_the_fnapi_runners(outputs):
 
 def test_the_hot_site_is_split_on_both_runners(outputs):
     """Candidates are searched within a shard. /a/ is a shard of its own (2 pages, see
-    `corpus`), so each /a/ page's candidates are the other /a/ page at most, although the
-    menu links all 10 pages and the candidate search fills up with linked pages and then
-    other pages of the site (as it does with the whole site in one shard)."""
-    fn, dask = outputs
+    `corpus`), so each /a/ page's only candidate is the other /a/ page, and one page is no
+    complete subdigraph of template_n = 2: method `linked`. With the whole site in one shard
+    (no preset), the menu that links all 10 pages gives each /a/ page a subdigraph of the
+    other /a/ page and /b/p0.html (`cs`), which this test would refuse."""
+    fn, dask, _ = outputs
     for output in (fn, dask):
         pages = ds.dataset(str(output / "pages"), format="parquet").to_table().to_pylist()
-        for row in pages:
-            if row["url"].startswith(f"{HOT}/a/"):
-                others = set(row["candidate_urls"]) | set(row["template_candidate_urls"])
-                assert others <= {f"{HOT}/a/p0.html", f"{HOT}/a/p1.html"} - {row["url"]}, row["url"]
-                assert others, row["url"]
+        in_a = {row["url"]: row for row in pages if row["url"].startswith(f"{HOT}/a/")}
+        assert sorted(in_a) == [f"{HOT}/a/p0.html", f"{HOT}/a/p1.html"]
+        for url, row in in_a.items():
+            other = ({f"{HOT}/a/p0.html", f"{HOT}/a/p1.html"} - {url}).pop()
+            assert (row["method"], row["candidate_urls"], row["template_candidate_urls"]) == (
+                "linked", [other], [other]), url
+
+
+def test_the_cli_reads_one_warc_file_per_dask_partition():
+    """Beam's Reshuffle is a no-op on Dask and later steps keep the first step's partitions,
+    so the CLI asks for one WARC file per partition unless the user chose a partitioning."""
+    from apache_beam.options.pipeline_options import PipelineOptions
+    from apache_beam.runners.dask.dask_runner import DaskOptions
+
+    from sitestrip.pipeline.cli import _one_file_per_dask_partition
+    for flags, expected in ((["--runner=DaskRunner"], (None, 1)),
+                            (["--runner=DaskRunner", "--dask_npartitions=4"], (4, None)),
+                            (["--runner=DaskRunner", "--dask_partition_size=3"], (None, 3))):
+        options = PipelineOptions(flags)
+        _one_file_per_dask_partition(options, "DaskRunner")
+        dask = options.view_as(DaskOptions)
+        assert (dask.npartitions, dask.partition_size) == expected, flags
+    options = PipelineOptions([])
+    _one_file_per_dask_partition(options, None)
+    assert options.view_as(DaskOptions).partition_size is None
