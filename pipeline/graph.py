@@ -4,11 +4,14 @@ Thin by design: every computation is a function in `transforms/`; here data
 is moved, grouped and counted (one counter per skip reason and error stage).
 
 The same graph runs on every Beam runner, including Beam's DaskRunner, which
-(in Beam 2.77) merges the tagged outputs of a multi-output ParDo into one
-collection and computes only the last transform of the graph. So no step has
-tagged outputs: a step that also makes errors rows yields (kind, row) pairs,
-split by kind afterwards; and the graph ends in one step that depends on the
-three writes (docs/runners.md, "Dask").
+(in Beam 2.77) translates only Create, ParDo, GroupByKey and Flatten, merges
+the tagged outputs of a multi-output ParDo into one collection, never passes
+side-input values, and computes only the last transform of the graph. So no
+step has tagged outputs: a step that also makes errors rows yields (kind, row)
+pairs, split by kind afterwards; hot sites are planned through joins
+(`shard_sites`) and the datasets written by pipeline/parts.py, neither with
+side inputs; and the graph ends in one step that depends on the three writes
+(docs/runners.md, "Dask").
 """
 from __future__ import annotations
 
