@@ -72,6 +72,9 @@ def _run_parser(prog: str) -> argparse.ArgumentParser:
     p.add_argument("--workers", type=int, default=1, metavar="N",
                    help="local worker processes for the FnApiRunner (default 1); "
                         "ignored by remote runners, which size their own workers")
+    p.add_argument("--part-files", type=int, default=None, metavar="N",
+                   help="Parquet part files per dataset (pages, menus, errors); default: one per "
+                        "input WARC file. A part's rows are held in memory while it is written.")
     p.add_argument("--quiet", action="store_true",
                    help="print the summary only: no progress, no log lines (worker processes "
                         "included); errors still go to stderr")
@@ -108,6 +111,19 @@ def _runner_for(name: str | None):
             raise SystemExit(f"sitestrip: the DaskRunner needs dask and distributed: "
                              f"pip install 'apache-beam[dask]==2.77.*' ({exc})")
     return None
+
+
+def _one_file_per_dask_partition(options, runner_name: str | None) -> None:
+    """On the DaskRunner, one WARC file per Dask partition unless --dask_npartitions or
+    --dask_partition_size says otherwise. Beam's Reshuffle is a no-op there, and every
+    later step keeps the partitions of the first one, so Beam's default (up to 128
+    elements in one partition) would read all files, and process all sites, in one task."""
+    if runner_name is None or "dask" not in runner_name.lower():
+        return
+    from apache_beam.runners.dask.dask_runner import DaskOptions
+    dask = options.view_as(DaskOptions)
+    if dask.npartitions is None and dask.partition_size is None:
+        dask.partition_size = 1
 
 
 def _beam_option_names() -> list[str]:
@@ -190,6 +206,33 @@ def summary(counters: dict, elapsed: float, output: str) -> str:
         lines.append(f"  compact pages: {compact / html:.1%} of HTML bytes ({compact:,} / {html:,})")
     lines.append(f"  output: {output}/pages, {output}/menus, {output}/errors, {output}/sites")
     return "\n".join(lines)
+
+
+def summary_without_counters(rows: dict, elapsed: float, output: str) -> str:
+    """The summary of a run whose runner reports no counters: the rows its files hold."""
+    return "\n".join([
+        f"sitestrip: finished in {elapsed:.1f} s (this runner reports no counters: "
+        f"no record, skip or method counts)",
+        "  rows written: " + ", ".join(f"{name} {n}" for name, n in rows.items()),
+        f"  output: {output}/pages, {output}/menus, {output}/errors",
+    ])
+
+
+def written_rows(output: str) -> dict:
+    """Rows per dataset in a run's part files, from the Parquet footers alone."""
+    import pyarrow.parquet as pq
+    from apache_beam.io.filesystems import FileSystems
+
+    from sitestrip.pipeline.graph import dataset_prefix
+    from sitestrip.schemas import DATASETS
+    rows = {}
+    for name in DATASETS:
+        rows[name] = 0
+        for match in FileSystems.match([dataset_prefix(output, name) + "-*"]):
+            for meta in match.metadata_list:
+                with FileSystems.open(meta.path) as fh:
+                    rows[name] += pq.ParquetFile(fh).metadata.num_rows
+    return rows
 
 
 def failure(counters: dict) -> str | None:
@@ -306,6 +349,8 @@ def run(argv: list[str], prog: str = "sitestrip run") -> int:
             _reject_unknown(parser, unknown)      # exits 2
         if args.workers < 1:
             parser.error("--workers must be 1 or more")
+        if args.part_files is not None and args.part_files < 1:
+            parser.error("--part-files must be 1 or more")
         if args.progress_every <= 0:
             parser.error("--progress-every must be greater than 0")
         return _run(args, rest, sys.stderr.isatty())
@@ -354,6 +399,7 @@ def _run(args, beam_args: list[str], terminal: bool) -> int:
     runner_name = options.get_all_options().get("runner")
     local = runner_name is None
     runner, progress_dir = _runner_for(runner_name), None
+    _one_file_per_dask_partition(options, runner_name)
     if local:
         runner = _local_runner(options, args.workers,
                                "ERROR" if args.quiet else "WARNING" if terminal else "INFO")
@@ -365,7 +411,7 @@ def _run(args, beam_args: list[str], terminal: bool) -> int:
     started = time.monotonic()
     try:
         p = beam.Pipeline(runner=runner, options=options)
-        build_pipeline(p, paths, args.output, config, progress_dir)
+        build_pipeline(p, paths, args.output, config, progress_dir, args.part_files)
         if progress_dir is None:
             result = p.run()
             result.wait_until_finish()
@@ -379,8 +425,9 @@ def _run(args, beam_args: list[str], terminal: bool) -> int:
     elapsed = time.monotonic() - started
     try:
         counters = _counters(result)
-    except Exception:  # some remote runners do not report metrics back
-        counters = {}
+    except Exception:  # some remote runners (Dask) do not report metrics back
+        print(summary_without_counters(written_rows(args.output), elapsed, args.output), flush=True)
+        return OK
     print(summary(counters, elapsed, args.output), flush=True)
     reason = failure(counters)
     if reason:

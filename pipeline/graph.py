@@ -4,11 +4,14 @@ Thin by design: every computation is a function in `transforms/`; here data
 is moved, grouped and counted (one counter per skip reason and error stage).
 
 The same graph runs on every Beam runner, including Beam's DaskRunner, which
-(in Beam 2.77) merges the tagged outputs of a multi-output ParDo into one
-collection and computes only the last transform of the graph. So no step has
-tagged outputs: a step that also makes errors rows yields (kind, row) pairs,
-split by kind afterwards; and the graph ends in one step that depends on the
-writes (docs/runners.md, "Dask").
+(in Beam 2.77) translates only Create, ParDo, GroupByKey and Flatten, merges
+the tagged outputs of a multi-output ParDo into one collection, never passes
+side-input values, and computes only the last transform of the graph. So no
+step has tagged outputs: a step that also makes errors rows yields (kind, row)
+pairs, split by kind afterwards; hot sites are planned through joins
+(`shard_sites`) and the datasets written by pipeline/parts.py, neither with
+side inputs; and the graph ends in one step that depends on every write
+(docs/runners.md, "Dask").
 """
 from __future__ import annotations
 
@@ -16,11 +19,11 @@ import logging
 import time
 
 import apache_beam as beam
-from apache_beam import pvalue
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.metrics import Metrics
 
 from sitestrip.configs import Config
+from sitestrip.pipeline.parts import PART_KEYS, WriteParts
 from sitestrip.pipeline.progress import READ, SITES, ProgressFile
 from sitestrip.pipeline.warc import HtmlResponse, ReadError, Skipped, iter_warc_records, open_warc, with_read_ms
 from sitestrip.schemas import DATASETS
@@ -127,52 +130,67 @@ class ReadWarcFile(_Reporting):
         log.info("read %s: %d pages in %.1fs", path, pages, time.monotonic() - started)
 
 
-def _hot_site_cells(item, hot_sites):
+def _by_cell(item):
     site, record = item
-    if site in hot_sites:
-        directory, slot = page_cell(record.url)
-        yield (site, directory, slot), 1
+    directory, slot = page_cell(record.url)
+    return (site, directory, slot), record
 
 
-def _plan_row(item, max_site_pages):
-    site, cells = item
-    plan = plan_shards(site, cells, max_site_pages)
-    _count("hot_sites")
-    _count("hot_site_shards", plan.shards)
-    log.info("hot site %s: %d pages in %d shards (largest %d)",
-             site, sum(plan.sizes), plan.shards, max(plan.sizes))
-    return site, plan
+def _cell_shards(item, max_site_pages):
+    """One site's pages counted per cell → (cell key, shard) for each of its cells."""
+    site, cell_counts = item
+    cell_counts = [(cell, count) for cell, count in cell_counts]
+    plan = plan_shards(site, cell_counts, max_site_pages)
+    pages = sum(plan.sizes)
+    if pages > max_site_pages:
+        _count("hot_sites")
+        _count("hot_site_shards", plan.shards)
+        _count("pages_in_hot_sites", pages)
+        log.info("hot site %s: %d pages in %d shards (largest %d)",
+                 site, pages, plan.shards, max(plan.sizes))
+    for (directory, slot), _pages in cell_counts:
+        yield (site, directory, slot), plan.shard_of_cell((directory, slot))
 
 
-def _shard_key(item, plans):
-    site, record = item
-    plan = plans.get(site)
-    if plan is None:
-        return (site, 0), record
-    _count("pages_in_hot_sites")
-    return (site, plan.shard_of(record.url)), record
+def _shard_records(item):
+    (site, _directory, _slot), joined = item
+    (shard,) = joined["shard"]
+    for record in joined["records"]:
+        yield (site, shard), record
 
 
 def shard_sites(pages, max_site_pages: int):
     """(site, record) → ((site, shard), record), every shard at most `max_site_pages` pages.
 
-    Counting is cheap and shuffles only integers: pages per site first; then,
-    for the sites over the limit alone, pages per (site, directory, hash slot),
-    from which each hot site gets a plan (transforms/shards.py). Only the hot
-    sites' counts and plans reach the workers as side inputs, so they stay
-    small however many sites the input has.
+    The shard of a page depends on its site's pages counted per cell
+    (transforms/shards.py: first directory, hash slot), so it is found by two
+    joins, not by side inputs (which Beam's DaskRunner does not pass,
+    docs/runners.md "Dask"):
+
+    1. Every record is keyed by its cell (site, directory, slot), and only
+       integers are counted per cell and then grouped by site: the plan of a
+       site is made from its cell counts (at most directories × 1,024 of them,
+       whatever the site's size) and emitted as one (cell, shard) pair per cell.
+    2. The records join that per-cell shard number by cell key.
+
+    The join is by cell, not by site, so that a group holds the records of one
+    cell, never a whole hot site: a plan cuts between cells, so a cell lies in
+    one shard and is at most as large as it (a single slot over the limit is
+    the one case transforms/shards.py cannot split either). Memory per worker
+    thus stays bounded by the shard. The price is that the compact pages go
+    through a shuffle twice (this join, then the group by shard) where a side
+    input would need one; the counting shuffles only integers.
     """
-    hot_sites = (pages
-                 | "SiteOnes" >> beam.Map(lambda item: (item[0], 1))
-                 | "PagesPerSite" >> beam.CombinePerKey(sum)
-                 | "HotSites" >> beam.Filter(lambda item: item[1] > max_site_pages))
-    plans = (pages
-             | "HotSiteCells" >> beam.FlatMap(_hot_site_cells, hot_sites=pvalue.AsDict(hot_sites))
-             | "PagesPerCell" >> beam.CombinePerKey(sum)
-             | "CellsBySite" >> beam.Map(lambda item: (item[0][0], ((item[0][1], item[0][2]), item[1])))
-             | "GroupCells" >> beam.GroupByKey()
-             | "PlanShards" >> beam.Map(_plan_row, max_site_pages))
-    return pages | "ShardKey" >> beam.Map(_shard_key, plans=pvalue.AsDict(plans))
+    by_cell = pages | "CellKeys" >> beam.Map(_by_cell)
+    cell_shards = (by_cell
+                   | "CellOnes" >> beam.Map(lambda item: (item[0], 1))
+                   | "PagesPerCell" >> beam.CombinePerKey(sum)
+                   | "CellsBySite" >> beam.Map(lambda item: (item[0][0], ((item[0][1], item[0][2]), item[1])))
+                   | "GroupCells" >> beam.GroupByKey()
+                   | "PlanShards" >> beam.FlatMap(_cell_shards, max_site_pages))
+    return ({"shard": cell_shards, "records": by_cell}
+            | "JoinShards" >> beam.CoGroupByKey()
+            | "ShardKey" >> beam.FlatMap(_shard_records))
 
 
 class ProcessSite(_Reporting):
@@ -243,10 +261,13 @@ def dataset_prefix(output: str, name: str) -> str:
 
 
 def clear_outputs(output: str) -> None:
-    """Remove part files of an earlier run so a dataset never mixes two runs."""
+    """Remove part files of an earlier run, and temporary files a failed run left
+    (pipeline/parts.py), so a dataset never mixes two runs."""
     for name in DATASETS:
-        pattern = dataset_prefix(output, name) + "-*"
-        matched = [m.path for r in FileSystems.match([pattern]) for m in r.metadata_list]
+        prefix = dataset_prefix(output, name)
+        directory, base = FileSystems.split(prefix)
+        patterns = [prefix + "-*", FileSystems.join(directory, f"_{base}-*")]
+        matched = [m.path for r in FileSystems.match(patterns) for m in r.metadata_list]
         if matched:
             FileSystems.delete(matched)
 
@@ -265,12 +286,16 @@ def pages_schema(config: Config):
 
 
 def build_pipeline(p: beam.Pipeline, warc_paths: list[str], output: str, config: Config,
-                   progress_dir: str | None = None):
+                   progress_dir: str | None = None, part_files: int | None = None):
     """Add the sitestrip graph to `p`; returns the pages, menus and errors PCollections of rows
-    (the sites rows are written alongside).
+    (the sites rows, SPEC §11, are written alongside).
 
-    With `progress_dir` (a local directory the workers can write), the reading
-    and per-site steps report their progress there (pipeline/progress.py)."""
+    Each dataset is written as `part_files` Parquet files (pipeline/parts.py);
+    by default one per input WARC file, so a part holds about the rows of one
+    input file. With `progress_dir` (a local directory the workers can write),
+    the reading and per-site steps report their progress there
+    (pipeline/progress.py)."""
+    parts = part_files if part_files is not None else max(1, len(warc_paths))
     read = (p
             | "WarcPaths" >> beam.Create(sorted(warc_paths))
             # One file per element; the reshuffle spreads files over workers.
@@ -288,9 +313,8 @@ def build_pipeline(p: beam.Pipeline, warc_paths: list[str], output: str, config:
              | "CountMenus" >> beam.CombinePerKey(CountMenus())
              | "MenuRows" >> beam.Map(_menu_row))
     schemas = dict(DATASETS, pages=pages_schema(config))
-    written = [rows | f"Write_{name}" >> beam.io.WriteToParquet(
-                   dataset_prefix(output, name), schemas[name], codec="zstd",
-                   file_name_suffix=".parquet")
+    written = [rows | f"Write_{name}" >> WriteParts(dataset_prefix(output, name), schemas[name],
+                                                     PART_KEYS[name], parts)
                for name, rows in (("pages", pages), ("menus", menus), ("errors", errors),
                                   ("sites", clusters))]
     # The written file names of all four datasets, so that the last step of the graph

@@ -2,14 +2,10 @@
 
 The fixture starts a scheduler and two worker processes on 127.0.0.1 (free ports,
 no dashboard), and stops them; every wait has a timeout, so a cluster that does
-not come up fails the test instead of hanging it. The run itself goes through
-the CLI in a subprocess with a timeout, as a user would start it.
-
-Status (docs/runners.md, "Dask"): Beam 2.77's DaskRunner hands a ParDo its side
-inputs as the AsDict/AsSingleton objects themselves instead of their values, and
-Beam's Parquet sink finalizes through side inputs, so the rows comparison is
-expected to fail until the graph has no side inputs; the CLI and the cluster
-set-up are checked for real.
+not come up fails the test instead of hanging it. Each run goes through the CLI
+in a subprocess with a timeout, as a user would start it: once on the in-process
+FnApiRunner, once on the cluster, on the same hand-built input (`corpus`), and
+the two outputs must hold the same rows.
 """
 import importlib.util
 import os
@@ -22,14 +18,21 @@ from pathlib import Path
 import pyarrow.dataset as ds
 import pytest
 
+from warcs import HTML_UTF8, response, write_warc
+
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("distributed") is None,
                                 reason="needs apache-beam[dask] (the test extra installs it)")
 
 REPO = Path(__file__).resolve().parent.parent
-SAMPLE = str(REPO / "sample" / "sitestrip-sample.warc.gz")
 START_TIMEOUT = 90      # seconds for the scheduler and both workers to register
 RUN_TIMEOUT = 600       # seconds for one sitestrip run on the cluster
 ENV = dict(os.environ, PYTHONPATH=str(REPO))
+DATASETS = ("pages", "menus", "errors")
+
+HOT = "https://hot.example"
+# The hot site's directories: a holds 2 pages, b and c 4 each (10 pages).
+HOT_DIRECTORIES = {"a": 2, "b": 4, "c": 4}
+MAX_SITE_PAGES = 4
 
 
 def _free_port() -> int:
@@ -77,13 +80,60 @@ def dask_cluster(tmp_path_factory):
         _stop(procs)
 
 
-def _run(output, *extra):
+def _page(title, links, text):
+    menu = "".join(f"<li><a href='{href}'>{label}</a></li>" for href, label in links)
+    return (f"<html><head><title>{title}</title></head><body><ul id=menu>{menu}</ul>"
+            f"<div id=content><h1>{title}</h1><p>{text}</p><p>{text} More words on {title}.</p></div>"
+            f"<div id=footer>Footer of the site</div></body></html>").encode()
+
+
+def _site(base, paths):
+    """Pages that all carry one menu linking every page of the site."""
+    links = [(f"{base}{path}", f"Page {path}") for path in paths]
+    return [response(f"{base}{path}", _page(f"Title {path}", links, f"Text of {path} " * 5))
+            for path in paths]
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    """Three WARC files (three Dask partitions over two workers): a hot site of 10 pages in
+    /a/ (2), /b/ (4) and /c/ (4), two small sites of 3 and 2 pages, one record whose target
+    URI is not a URL (an errors row: read, BadUrl), and a preset with site.max_site_pages 4.
+
+    The hot site's shards, by transforms/shards.py: 10 pages > 4, so it is split; the even
+    share is ceil(10 / ceil(10 / 4)) = 4; each directory is within the limit, so it is one
+    unit, and the units are packed in order: a (2); b would make 6 > 4, so a new shard; c
+    likewise. Three shards, one per directory."""
+    root = tmp_path_factory.mktemp("dask-corpus")
+    hot = _site(HOT, [f"/{d}/p{i}.html" for d, n in HOT_DIRECTORIES.items() for i in range(n)])
+    one = _site("https://one.example", ["/x.html", "/y.html", "/z.html"])
+    two = _site("https://two.example", ["/u.html", "/v.html"])
+    bad = response("not-a-url", _page("Bad", [], "Not a URL"), headers=HTML_UTF8)
+    records = hot + one + two + [bad]
+    files = [write_warc(root / f"part-{k}.warc.gz", records[k::3]) for k in range(3)]
+    preset = root / "hot.yaml"
+    preset.write_text(f"site:\n  max_site_pages: {MAX_SITE_PAGES}\n")
+    return files, str(preset)
+
+
+def _run(files, output, *extra):
     started = time.monotonic()
-    proc = subprocess.run([sys.executable, "-m", "sitestrip.pipeline.cli", "run", "--input", SAMPLE,
+    proc = subprocess.run([sys.executable, "-m", "sitestrip.pipeline.cli", "run", "--input", *files,
                            "--output", str(output), "--quiet", *extra],
                           env=ENV, capture_output=True, text=True, timeout=RUN_TIMEOUT, cwd=REPO)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return proc, time.monotonic() - started
+
+
+@pytest.fixture(scope="module")
+def outputs(dask_cluster, corpus, tmp_path_factory):
+    """(FnApiRunner output, DaskRunner output) of the corpus with the hot-site preset."""
+    files, preset = corpus
+    root = tmp_path_factory.mktemp("dask-runs")
+    _run(files, root / "fn", "--config", preset)
+    proc, _ = _run(files, root / "dask", "--config", preset, "--runner=DaskRunner",
+                   f"--dask_client_address={dask_cluster}")
+    return root / "fn", root / "dask", proc.stdout
 
 
 def _rows(output, name):
@@ -93,23 +143,67 @@ def _rows(output, name):
     return sorted(repr(sorted(row.items())) for row in rows)
 
 
-def test_the_cli_resolves_the_dask_runner_and_its_options(dask_cluster, tmp_path):
+def test_the_cli_runs_on_the_cluster_and_writes_every_part(outputs):
     """`--runner=DaskRunner` (Beam 2.77 resolves only the full module path) and
-    `--dask_client_address` pass the CLI's unknown-option check and reach the cluster:
-    the run exits 0 and writes the three datasets' part files there."""
-    _run(tmp_path / "out", "--runner=DaskRunner", f"--dask_client_address={dask_cluster}")
-    for name in ("pages", "menus", "errors"):
-        assert list((tmp_path / "out" / name).glob("part-*.parquet")), name
+    `--dask_client_address` pass the CLI's unknown-option check and reach the cluster.
+    Three input files → three part files per dataset, empty ones included, named as on
+    the FnApiRunner; menus and errors have no timing column, so their files are the same
+    bytes on both runners (rows sorted within a part, pipeline/parts.py)."""
+    fn, dask, summary = outputs
+    # The DaskRunner reports no counters: the summary says so and counts the written rows.
+    assert "this runner reports no counters" in summary
+    assert "rows written: pages 15, menus 3, errors 1" in summary
+    for name in DATASETS:
+        names = sorted(p.name for p in (dask / name).iterdir())
+        assert names == [f"part-0000{i}-of-00003.parquet" for i in range(3)], name
+        assert sorted(p.name for p in (fn / name).iterdir()) == names, name
+    for name in ("menus", "errors"):
+        for part in (dask / name).iterdir():
+            assert part.read_bytes() == (fn / name / part.name).read_bytes(), part
 
 
-@pytest.mark.xfail(strict=True, reason="Beam 2.77's DaskRunner does not pass side input values "
-                   "(pipeline/graph.py shard_sites and Beam's Parquet sink use side inputs); "
-                   "docs/runners.md, Dask")
-def test_rows_on_dask_equal_the_fnapi_runners(dask_cluster, tmp_path):
-    """The embedded sample (59 pages of 4 sites on the FnApiRunner) gives the same pages,
-    menus and errors rows on the Dask cluster as on the in-process FnApiRunner."""
-    _run(tmp_path / "fn")
-    _run(tmp_path / "dask", "--runner=DaskRunner", f"--dask_client_address={dask_cluster}")
-    for name in ("pages", "menus", "errors"):
-        assert _rows(tmp_path / "dask", name) == _rows(tmp_path / "fn", name), name
-    assert len(_rows(tmp_path / "fn", "pages")) == 59
+def test_rows_on_dask_equal_the_fnapi_runners(outputs):
+    """The same pages, menus and errors rows on the cluster as on the FnApiRunner: 15 pages
+    rows (10 + 3 + 2) and the one errors row, each once (a repeated row would show here)."""
+    fn, dask, _ = outputs
+    for name in DATASETS:
+        assert _rows(dask, name) == _rows(fn, name), name
+    assert len(_rows(fn, "pages")) == 15
+    errors = ds.dataset(str(dask / "errors"), format="parquet").to_table().to_pylist()
+    assert [(e["url"], e["stage"], e["error_class"]) for e in errors] == [("not-a-url", "read", "BadUrl")]
+
+
+def test_the_hot_site_is_split_on_both_runners(outputs):
+    """Candidates are searched within a shard. /a/ is a shard of its own (2 pages, see
+    `corpus`), so each /a/ page's only candidate is the other /a/ page, and one page is no
+    complete subdigraph of template_n = 2: method `linked`. With the whole site in one shard
+    (no preset), the menu that links all 10 pages gives each /a/ page a subdigraph of the
+    other /a/ page and /b/p0.html (`cs`), which this test would refuse."""
+    fn, dask, _ = outputs
+    for output in (fn, dask):
+        pages = ds.dataset(str(output / "pages"), format="parquet").to_table().to_pylist()
+        in_a = {row["url"]: row for row in pages if row["url"].startswith(f"{HOT}/a/")}
+        assert sorted(in_a) == [f"{HOT}/a/p0.html", f"{HOT}/a/p1.html"]
+        for url, row in in_a.items():
+            other = ({f"{HOT}/a/p0.html", f"{HOT}/a/p1.html"} - {url}).pop()
+            assert (row["method"], row["candidate_urls"], row["template_candidate_urls"]) == (
+                "linked", [other], [other]), url
+
+
+def test_the_cli_reads_one_warc_file_per_dask_partition():
+    """Beam's Reshuffle is a no-op on Dask and later steps keep the first step's partitions,
+    so the CLI asks for one WARC file per partition unless the user chose a partitioning."""
+    from apache_beam.options.pipeline_options import PipelineOptions
+    from apache_beam.runners.dask.dask_runner import DaskOptions
+
+    from sitestrip.pipeline.cli import _one_file_per_dask_partition
+    for flags, expected in ((["--runner=DaskRunner"], (None, 1)),
+                            (["--runner=DaskRunner", "--dask_npartitions=4"], (4, None)),
+                            (["--runner=DaskRunner", "--dask_partition_size=3"], (None, 3))):
+        options = PipelineOptions(flags)
+        _one_file_per_dask_partition(options, "DaskRunner")
+        dask = options.view_as(DaskOptions)
+        assert (dask.npartitions, dask.partition_size) == expected, flags
+    options = PipelineOptions([])
+    _one_file_per_dask_partition(options, None)
+    assert options.view_as(DaskOptions).partition_size is None

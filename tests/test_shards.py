@@ -104,3 +104,14 @@ def test_plan_follows_sorted_cells_and_cuts_are_ascending():
 def test_limit_must_be_positive():
     with pytest.raises(ValueError, match="max_site_pages"):
         plan_shards(SITE, [], 0)
+
+
+def test_the_shard_of_a_cell_is_the_shard_of_each_of_its_pages():
+    """A plan cuts between cells. Cuts (b, 0) and (c, 0) make three shards: every cell of
+    directory a (any slot) is shard 0, of b shard 1, of c and later directories shard 2;
+    a page's shard is its cell's."""
+    plan = ShardPlan(site=SITE, cuts=(("b", 0), ("c", 0)), sizes=(1, 1, 1))
+    assert [plan.shard_of_cell(c) for c in [("a", 0), ("a", 1023), ("b", 0), ("b", 700),
+                                            ("c", 0), ("d", 5)]] == [0, 0, 1, 1, 2, 2]
+    for url in site_urls({"a": 3, "b": 3, "c": 3, "": 2}):
+        assert plan.shard_of(url) == plan.shard_of_cell(page_cell(url))

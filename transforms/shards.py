@@ -70,7 +70,11 @@ class ShardPlan:
         return len(self.sizes)
 
     def shard_of(self, url: str) -> int:
-        return bisect_right(self.cuts, page_cell(url))
+        return self.shard_of_cell(page_cell(url))
+
+    def shard_of_cell(self, cell: Cell) -> int:
+        """The shard of every page in `cell`: a plan cuts between cells, never inside one."""
+        return bisect_right(self.cuts, cell)
 
 
 def plan_shards(site: str, cell_counts: Iterable[tuple[Cell, int]], max_site_pages: int) -> ShardPlan:

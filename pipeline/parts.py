@@ -1,0 +1,138 @@
+"""Parquet part files that every Beam runner can write: no side inputs, no Beam file sink.
+
+Beam's `WriteToParquet` finalizes through side inputs, which Beam's DaskRunner
+never passes (docs/runners.md, "Dask"), so sitestrip writes its datasets itself:
+
+- A dataset has a fixed number of part files, `part-00000-of-00004.parquet` and
+  so on, under the same prefix as before (`graph.dataset_prefix`). Every part
+  is written, an empty one too, so a reader always finds the schema and the
+  count in the names is the count on disk.
+- A row goes to part crc32(its identifying fields) mod parts (`PART_KEYS`):
+  crc32, not Python's hash(), which is salted per process. Hashing the row's
+  identity rather than its site spreads even a hot site's pages over all parts,
+  so a part holds about rows / parts rows, whatever the sites.
+- The rows of a part are sorted by the same fields, so a part's content does
+  not depend on the runner, the number of workers or the shuffle order.
+- A part is written under a temporary name in its directory and renamed into
+  place through Beam's FileSystems (local, gs://, s3://, hdfs://), so a
+  reader never sees half a file, and an attempt that a runner retries or runs
+  twice rewrites the same bytes. Temporary names begin with "_", which
+  pyarrow, Spark and Hive skip when they list a dataset; `graph.clear_outputs`
+  removes any a failed run left.
+
+A part's rows are held in memory while it is sorted, as Arrow columns (about
+their Parquet size uncompressed), so the number of parts bounds that memory:
+by default one part per input WARC file (`build_pipeline`).
+"""
+from __future__ import annotations
+
+import uuid
+import zlib
+
+import apache_beam as beam
+import pyarrow as pa
+import pyarrow.parquet as pq
+from apache_beam.io.filesystem import CompressionTypes
+from apache_beam.io.filesystems import FileSystems
+
+# The fields that identify a row of each dataset: its part and its place in the part.
+# pages: one row per record (a URL captured twice differs in file or offset); menus: one
+# row per (site, signature); errors: one row per record or file, the rest breaks ties.
+PART_KEYS = {
+    "pages": ("url", "warc_file", "warc_offset"),
+    "menus": ("site", "menu_signature"),
+    "errors": ("warc_file", "warc_offset", "url", "stage", "error_class", "message"),
+    "sites": ("site", "shard", "template_cluster"),
+}
+CODEC = "zstd"
+# Rows converted to Arrow at a time, and the uncompressed bytes of one row group:
+# the values Beam's WriteToParquet uses.
+BATCH_ROWS = 1000
+ROW_GROUP_BYTES = 64 * 1024 * 1024
+
+
+def part_of(row: dict, fields: tuple[str, ...], parts: int) -> int:
+    """The part file of `row`: stable in every process, Python version and machine."""
+    key = "\x1f".join("" if row.get(f) is None else str(row.get(f)) for f in fields)
+    return zlib.crc32(key.encode("utf-8", "surrogatepass")) % parts
+
+
+def part_path(prefix: str, index: int, parts: int) -> str:
+    return f"{prefix}-{index:05d}-of-{parts:05d}.parquet"
+
+
+def temporary_path(path: str) -> str:
+    """A name next to `path` that dataset readers skip, unique to one write attempt."""
+    directory, name = FileSystems.split(path)
+    return FileSystems.join(directory, f"_{name}.{uuid.uuid4().hex}.tmp")
+
+
+def sorted_table(rows, schema: pa.Schema, fields: tuple[str, ...]) -> pa.Table:
+    """`rows` (dicts, any iterable) as one Arrow table of `schema`, sorted by `fields`.
+
+    Rows are converted in batches, so at no time are more than BATCH_ROWS of them
+    held as Python objects besides what the caller holds."""
+    batches, batch = [], []
+    for row in rows:
+        batch.append(row)
+        if len(batch) == BATCH_ROWS:
+            batches.append(pa.RecordBatch.from_pylist(batch, schema=schema))
+            batch = []
+    if batch:
+        batches.append(pa.RecordBatch.from_pylist(batch, schema=schema))
+    table = pa.Table.from_batches(batches, schema=schema)
+    # Nulls last, and strings by their UTF-8 bytes: one total order on every machine.
+    return table.sort_by([(f, "ascending") for f in fields])
+
+
+def write_table(table: pa.Table, path: str) -> None:
+    """Write `table` as Parquet to `path` (any Beam filesystem), as Beam's WriteToParquet
+    with codec zstd would: the same writer options, row groups of about 64 MiB."""
+    rows_per_group = max(1, ROW_GROUP_BYTES * table.num_rows // max(1, table.nbytes))
+    temp = temporary_path(path)
+    with FileSystems.create(temp, compression_type=CompressionTypes.UNCOMPRESSED) as fh:
+        # use_compliant_nested_type=False is Beam's default: lists keep the element name
+        # "item" that the files of earlier sitestrip versions have.
+        with pq.ParquetWriter(fh, table.schema, compression=CODEC,
+                              use_compliant_nested_type=False) as writer:
+            if table.num_rows:      # an empty part has no row group, as Beam writes it
+                writer.write_table(table, row_group_size=rows_per_group)
+    FileSystems.rename([temp], [path])
+
+
+class _WritePart(beam.DoFn):
+    def __init__(self, prefix: str, schema: pa.Schema, fields: tuple[str, ...], parts: int):
+        self.prefix, self.schema, self.fields, self.parts = prefix, schema, fields, parts
+
+    def process(self, element):
+        index, rows = element
+        # None is the marker that gives every part a group (WriteParts.expand).
+        table = sorted_table((row for row in rows if row is not None), self.schema, self.fields)
+        if table.num_rows == 0 and index != 0:
+            # Only part 0 is written empty: a dataset always has a file (and so a schema),
+            # but a run over 90,000 input files does not leave 90,000 empty errors files.
+            return
+        path = part_path(self.prefix, index, self.parts)
+        write_table(table, path)
+        yield path
+
+
+class WriteParts(beam.PTransform):
+    """Rows (dicts) → `parts` Parquet files `{prefix}-XXXXX-of-YYYYY.parquet`; outputs their paths."""
+
+    def __init__(self, prefix: str, schema: pa.Schema, fields: tuple[str, ...], parts: int):
+        super().__init__()
+        if parts < 1:
+            raise ValueError(f"parts must be at least 1, got {parts}")
+        self.prefix, self.schema, self.fields, self.parts = prefix, schema, fields, parts
+
+    def expand(self, rows):
+        fields, parts = self.fields, self.parts
+        keyed = rows | "PartKeys" >> beam.Map(lambda row: (part_of(row, fields, parts), row))
+        every_part = (rows.pipeline
+                      | "PartIndexes" >> beam.Create(range(parts))
+                      | "PartMarkers" >> beam.Map(lambda index: (index, None)))
+        return ((keyed, every_part)
+                | "WithMarkers" >> beam.Flatten()
+                | "GroupParts" >> beam.GroupByKey()
+                | "WritePart" >> beam.ParDo(_WritePart(self.prefix, self.schema, fields, parts)))

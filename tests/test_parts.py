@@ -1,0 +1,136 @@
+"""Parquet part files (pipeline/parts.py): which part a row goes to, the order inside a part,
+the write under a temporary name, and the whole transform through Beam."""
+import os
+import subprocess
+import sys
+from collections import Counter
+
+import apache_beam as beam
+import pyarrow.parquet as pq
+import pytest
+from apache_beam.runners.portability.fn_api_runner import FnApiRunner
+from apache_beam.testing.test_pipeline import TestPipeline as BeamTestPipeline
+
+from sitestrip.pipeline.cli import main, written_rows
+from sitestrip.pipeline.graph import clear_outputs, dataset_prefix
+from sitestrip.pipeline.parts import PART_KEYS, WriteParts, part_of, part_path, sorted_table, write_table
+from sitestrip.schemas import ERRORS, MENUS
+
+PAGE_ROW = {"url": "https://example.org/docs/intro.html", "warc_file": "a.warc.gz", "warc_offset": 7}
+
+
+def _error(warc_file, warc_offset, url, stage="read", error_class="BadUrl", message="m"):
+    return {"url": url, "warc_file": warc_file, "warc_offset": warc_offset, "stage": stage,
+            "error_class": error_class, "message": message}
+
+
+def test_part_is_crc32_of_the_row_identity():
+    # The key is "https://example.org/docs/intro.html\x1fa.warc.gz\x1f7"; its crc32 is
+    # 1043794418 = 4 · 260948604 + 2.
+    assert part_of(PAGE_ROW, PART_KEYS["pages"], 4) == 2
+    assert part_of(PAGE_ROW, PART_KEYS["pages"], 1) == 0
+    assert part_path("out/pages/part", 2, 4) == "out/pages/part-00002-of-00004.parquet"
+
+
+def test_part_is_the_same_in_processes_with_other_string_hashes():
+    """Python's hash() of a str changes with PYTHONHASHSEED; the part must not."""
+    code = ("from sitestrip.pipeline.parts import part_of, PART_KEYS\n"
+            "rows = [{'url': f'https://s{i}.example/', 'warc_file': 'f', 'warc_offset': i} for i in range(50)]\n"
+            "print([part_of(r, PART_KEYS['pages'], 7) for r in rows])")
+    here = [part_of({"url": f"https://s{i}.example/", "warc_file": "f", "warc_offset": i},
+                    PART_KEYS["pages"], 7) for i in range(50)]
+    for seed in ("1", "2"):
+        out = subprocess.run([sys.executable, "-c", code], env=dict(os.environ, PYTHONHASHSEED=seed),
+                             capture_output=True, text=True, check=True).stdout
+        assert out.strip() == str(here)
+
+
+def test_one_sites_pages_spread_over_every_part():
+    """Parts hash the row, not its site: a hot site's 1,000 pages fill all 8 parts."""
+    rows = [{"url": f"https://hot.example/p{i}.html", "warc_file": "f.warc.gz", "warc_offset": i}
+            for i in range(1000)]
+    assert set(Counter(part_of(r, PART_KEYS["pages"], 8) for r in rows)) == set(range(8))
+
+
+def test_rows_of_a_part_are_sorted_by_their_identity_nulls_last():
+    """Errors rows sort by (warc_file, warc_offset, url, ...): within a.warc the offsets 5
+    and 20, then the file-level row (offset null) last; then b.warc's 3 and 10."""
+    rows = [_error("b.warc", 10, "https://b/10"), _error("a.warc", None, None, error_class="OSError"),
+            _error("a.warc", 20, "https://a/20"), _error("b.warc", 3, "https://b/3"),
+            _error("a.warc", 5, "https://a/5")]
+    table = sorted_table(iter(rows), ERRORS, PART_KEYS["errors"])
+    assert [(r["warc_file"], r["warc_offset"]) for r in table.to_pylist()] == [
+        ("a.warc", 5), ("a.warc", 20), ("a.warc", None), ("b.warc", 3), ("b.warc", 10)]
+    assert table.schema.equals(ERRORS, check_metadata=True)
+
+
+def test_a_part_is_renamed_into_place_with_the_schema_and_beams_list_layout(tmp_path):
+    menus = [{"site": "s.example", "menu_signature": "abc", "pages": 2, "example_url": "https://s.example/",
+              "menu_links": [{"url": "https://s.example/a", "text": "A"}]}]
+    path = str(tmp_path / "part-00000-of-00001.parquet")
+    write_table(sorted_table(menus, MENUS, PART_KEYS["menus"]), path)
+    assert os.listdir(tmp_path) == ["part-00000-of-00001.parquet"]      # no temporary file left
+    f = pq.ParquetFile(path)
+    assert f.schema_arrow.equals(MENUS, check_metadata=True)
+    assert f.read().to_pylist() == menus
+    # Beam's WriteToParquet wrote lists as list<item> (use_compliant_nested_type=False)
+    assert "optional group field_id=-1 item" in str(f.schema)
+    assert f.metadata.row_group(0).column(0).compression == "ZSTD"
+
+    empty = str(tmp_path / "empty.parquet")
+    write_table(sorted_table([], ERRORS, PART_KEYS["errors"]), empty)
+    assert pq.ParquetFile(empty).metadata.num_row_groups == 0
+    assert pq.read_schema(empty).equals(ERRORS, check_metadata=True)
+
+
+def test_write_parts_through_beam_writes_every_part_once(tmp_path):
+    """Four rows into five parts: at least one part gets no row and is not written (part 0 is
+    written even when empty, so the dataset has a file); each row is in the part part_of names,
+    once, and each part is sorted."""
+    rows = [_error("b.warc", 10, "https://b/10"), _error("a.warc", None, None),
+            _error("a.warc", 20, "https://a/20"), _error("a.warc", 5, "https://a/5")]
+    prefix = dataset_prefix(str(tmp_path), "errors")
+    with BeamTestPipeline(runner=FnApiRunner()) as p:
+        _ = p | beam.Create(rows) | WriteParts(prefix, ERRORS, PART_KEYS["errors"], 5)
+    names = sorted(os.listdir(tmp_path / "errors"))
+    used = {0} | {part_of(r, PART_KEYS["errors"], 5) for r in rows}
+    assert len(used) < 5
+    assert names == [f"part-0000{i}-of-00005.parquet" for i in sorted(used)]
+    seen = []
+    for index, name in enumerate(names):
+        part = pq.read_table(tmp_path / "errors" / name).to_pylist()
+        assert all(part_of(r, PART_KEYS["errors"], 5) == index for r in part)
+        assert part == sorted_table(part, ERRORS, PART_KEYS["errors"]).to_pylist()
+        seen.extend(part)
+    assert sorted(map(repr, seen)) == sorted(map(repr, rows))
+
+
+def test_an_empty_dataset_is_one_empty_part_0(tmp_path):
+    prefix = dataset_prefix(str(tmp_path), "errors")
+    with BeamTestPipeline(runner=FnApiRunner()) as p:
+        _ = p | beam.Create([]) | WriteParts(prefix, ERRORS, PART_KEYS["errors"], 3)
+    assert os.listdir(tmp_path / "errors") == ["part-00000-of-00003.parquet"]
+    assert pq.read_metadata(tmp_path / "errors" / "part-00000-of-00003.parquet").num_rows == 0
+
+
+def test_clear_outputs_removes_parts_and_left_temporary_files_only(tmp_path):
+    pages = tmp_path / "pages"
+    pages.mkdir()
+    for name in ("part-00000-of-00002.parquet", "_part-00001-of-00002.parquet.0a1b.tmp", "notes.txt"):
+        (pages / name).write_bytes(b"x")
+    clear_outputs(str(tmp_path))
+    assert os.listdir(pages) == ["notes.txt"]
+
+
+def test_part_files_option(tmp_path, capsys):
+    """--part-files 2 on the embedded sample: two files for the pages, the sample's 59 pages
+    rows between them; the errors dataset (no errors) is one empty part 0; 0 is a usage error."""
+    out = str(tmp_path / "out")
+    assert main(["run", "--output", out, "--quiet", "--part-files", "2"]) == 0
+    assert sorted(os.listdir(os.path.join(out, "pages"))) == [
+        "part-00000-of-00002.parquet", "part-00001-of-00002.parquet"]
+    assert os.listdir(os.path.join(out, "errors")) == ["part-00000-of-00002.parquet"]
+    assert written_rows(out)["pages"] == 59
+    with pytest.raises(SystemExit) as exit_:
+        main(["run", "--output", out, "--part-files", "0"])
+    assert exit_.value.code == 2 and "--part-files must be 1 or more" in capsys.readouterr().err
