@@ -125,7 +125,7 @@ _CHECKS["clusters.max_representatives"] = _POSITIVE
 _CHECKS["clusters.pool"] = _POSITIVE
 _CHECKS["clusters.fill_order"] = (lambda v: v in FILL_ORDERS, " or ".join(FILL_ORDERS))
 _CHECKS["site_menus.scope"] = (lambda v: v in ("cluster", "site"), "cluster or site")
-_CHECKS["site_menus.anchor_weight"] = _UNIT
+_CHECKS["site_menus.min_anchor_share"] = _UNIT
 _CHECKS["site_conex.merge"] = (lambda v: v in ("always", "content"), "always or content")
 
 

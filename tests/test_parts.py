@@ -97,7 +97,7 @@ def test_write_parts_through_beam_writes_every_part_once(tmp_path):
     assert len(used) < 5
     assert names == [f"part-0000{i}-of-00005.parquet" for i in sorted(used)]
     seen = []
-    for index, name in enumerate(names):
+    for index, name in zip(sorted(used), names):
         part = pq.read_table(tmp_path / "errors" / name).to_pylist()
         assert all(part_of(r, PART_KEYS["errors"], 5) == index for r in part)
         assert part == sorted_table(part, ERRORS, PART_KEYS["errors"]).to_pylist()

@@ -582,10 +582,12 @@ def select_candidates(key_url: str, key_page: CompactPage, site: SiteLinks,
                       cluster_fill: ClusterFill | None = None) -> CandidateSelection:
     """Alg. 9 on the pages in the input, then the SPEC §4 fallback.
 
-    With a `cluster_fill` (SPEC §11), a CS still short after fallback (a) takes pages of
-    the key page's template cluster, closest first, before fallback (b)'s other site
-    pages: method `cluster` when no candidate is a linked page. (Taking cluster pages
-    before the linked pages of (a) was measured worse on doc sites: docs/structure.md.)
+    With a `cluster_fill` (SPEC §11), a key page whose links load no page of the input
+    (the site_sample case: pages that do not link to each other) takes pages of its
+    template cluster before fallback (b)'s other site pages: method `cluster`. A page with
+    linked candidates keeps fallback (a) then (b): filling those from the cluster, before
+    or after (a), was measured worse on doc sites, where one template's pages cluster by
+    the structure of their content (docs/structure.md).
     """
     n = params.n
     key_url = normalize_url(key_url) or key_url
@@ -630,7 +632,7 @@ def select_candidates(key_url: str, key_page: CompactPage, site: SiteLinks,
                 chosen.add(url)
 
     take(walked, "linked")                                                     # fallback (a)
-    if cluster_fill is not None and len(candidates) < n:
+    if cluster_fill is not None and not walked:
         take(cluster_fill(set(chosen), n - len(candidates)), "cluster")
     take(site_sample(site, site_name, key_url, chosen, n - len(candidates)), "site")  # (b)
 

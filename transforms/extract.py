@@ -306,7 +306,7 @@ def analyse_page(record: PageRecord, pages: dict, links, config, site_blocks: Si
             if config.site_menus.enabled:
                 with _Stage(timing, "menex", budget):
                     analysis.menu_proposal = propose_menus(page, template.template, config.menex,
-                                                           config.site_menus.anchor_weight)
+                                                           config.site_menus.min_anchor_share)
             if blocks_wanted:
                 site_blocks = site_blocks or SiteBlocks(pages)
                 with _Stage(timing, "blocks", budget):

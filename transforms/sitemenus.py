@@ -36,13 +36,13 @@ _BASE = np.uint64(0x9E3779B97F4A7C15)
 class SiteMenuParams:
     enabled: bool = False    # off: every page keeps page-level MenEx (the thesis); on in default.yaml
     scope: str = "site"      # where a menu must recur: site (the shard) | cluster (SPEC §11)
-    anchor_weight: float = 0.5  # 0..1: how much a block's weight follows its anchors' template share
+    min_anchor_share: float = 0.25  # template share of a menu's anchor text, at least
 
     def __post_init__(self):
         if self.scope not in ("cluster", "site"):
             raise ValueError(f"scope must be cluster or site, got {self.scope!r}")
-        if not 0.0 <= self.anchor_weight <= 1.0:
-            raise ValueError(f"anchor_weight must be between 0 and 1, got {self.anchor_weight}")
+        if not 0.0 <= self.min_anchor_share <= 1.0:
+            raise ValueError(f"min_anchor_share must be between 0 and 1, got {self.min_anchor_share}")
 
 
 @dataclass
@@ -84,22 +84,21 @@ def node_keys(page: CompactPage) -> np.ndarray:
 
 
 def propose_menus(page: CompactPage, template: np.ndarray, params: MenexParams = MenexParams(),
-                  anchor_weight: float = 0.5, keys: np.ndarray | None = None) -> MenuProposal:
+                  min_anchor_share: float = 0.25, keys: np.ndarray | None = None) -> MenuProposal:
     """MenEx Alg. 1 roots among the template nodes holding two or more links, with Alg. 2 scores."""
     empty = MenuProposal(np.zeros(0, np.int64), np.zeros(0, np.uint64), np.zeros(0))
     if page.size == 0:
         return empty
     f = menu_features(page, params.representative)
     # A list of links whose elements map but whose anchors differ page by page (related
-    # articles, a listing) is content in the template's skeleton rather than a menu: a node's
-    # weight is scaled by the template share of its anchor text, by `anchor_weight`.
+    # articles, a listing) is content in the template's skeleton rather than a menu: a block
+    # qualifies when at least `min_anchor_share` of its anchor text is template too. (A
+    # weight scaled by that share instead was measured worse: docs/structure.md.)
     link_text = (page.tag == TEXT) & ((page.flags & F_IN_LINK) != 0)
     anchor_chars = subtree_sum(page, np.where(link_text, page.chars, 0))
     template_chars = subtree_sum(page, np.where(link_text & template, page.chars, 0))
-    share = np.where(anchor_chars > 0, template_chars / np.maximum(anchor_chars, 1), 0.0)
-    eligible = template & (f.hyperlinks >= 2)
-    scale = (1.0 - anchor_weight) + anchor_weight * share
-    weights = np.where(eligible, menu_weights(page, params) * scale, 0.0)
+    eligible = template & (f.hyperlinks >= 2) & (template_chars >= min_anchor_share * anchor_chars)
+    weights = np.where(eligible, menu_weights(page, params), 0.0)
     top = weights.max()
     if top <= 0:
         return empty
