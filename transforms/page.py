@@ -240,6 +240,12 @@ class CompactPage:
     def node_text(self, i: int) -> str:
         return self.text[self.text_ptr[i]:self.text_ptr[i + 1]]
 
+    def collapsed_text(self, i: int) -> str:
+        """The node's text whitespace-collapsed, as SPEC §1 defines it: what algorithms compare
+        (ETDM's text equality), so verbatim F_PRE text maps as it did collapsed."""
+        s = self.text[self.text_ptr[i]:self.text_ptr[i + 1]]
+        return " ".join(s.split()) if self.flags[i] & F_PRE else s
+
     def nbytes(self) -> int:
         """In-memory size of the arrays and strings, for reports."""
         arrays = sum(v.nbytes for v in vars(self).values() if isinstance(v, np.ndarray))
