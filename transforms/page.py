@@ -493,16 +493,20 @@ def _flatten(body, url: str, title: str, base_url: str, html_len: int, notes: tu
     space_pending = closed_since = opened_since = word_end = False
     pre_depth = 0
     pre_first_text = 0       # index into `texts` of the outermost PRE element's first text
-    pre_pending = ""
+    pre_pending = []         # pieces, not one string: appending to a string is quadratic
 
     def add_text(raw, p):
         nonlocal space_pending, closed_since, opened_since, word_end, pre_pending
         if pre_depth:
-            s = pre_pending + raw
-            if s.isspace():
-                pre_pending = s
+            if raw.isspace():
+                pre_pending.append(raw)
                 return
-            pre_pending = ""
+            if pre_pending:
+                pre_pending.append(raw)
+                s = "".join(pre_pending)
+                pre_pending = []
+            else:
+                s = raw
             if len(texts) == pre_first_text:
                 # A browser drops the newline right after <pre>; blank lines at the edges
                 # of a code block are no text either (the last text is trimmed at </pre>).
@@ -615,7 +619,7 @@ def _flatten(body, url: str, title: str, base_url: str, html_len: int, notes: tu
                     continue
                 if name in pre_tags:
                     if not pre_depth:
-                        pre_first_text, pre_pending = len(texts), ""
+                        pre_first_text, pre_pending = len(texts), []
                     pre_depth += 1
                 if el.text:
                     add_text(el.text, i)
@@ -634,7 +638,7 @@ def _flatten(body, url: str, title: str, base_url: str, html_len: int, notes: tu
                     if not pre_depth:
                         if len(texts) > pre_first_text:
                             texts[-1] = texts[-1].rstrip()
-                        pre_pending = ""
+                        pre_pending = []
                         space_pending = True
                 if name in block:
                     line_no += 1
