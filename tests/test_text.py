@@ -83,6 +83,9 @@ def test_pre_keeps_line_breaks_and_indentation_verbatim():
     assert page.chars[inside].tolist() == [3, 5, 2, 2, 6, 1]
     # SPEC §1's text: collapsed, single spaces
     assert text_of(page_of(html, SPEC_RULES)) == "Before:\ndef f(x): if x: return 1\nAfter."
+    # Two whitespace-only runs in a row (the tails of <b> and of the empty <i>) both go in
+    # front of the next text: "a", then "\n" + "\n" + "b".
+    assert text_of(page_of("<pre><b>a</b>\n<i></i>\n<b>b</b></pre>")) == "a\n\nb"
 
 
 def test_br_is_a_line_break_and_a_block_one_line():

@@ -522,10 +522,11 @@ def _flatten(body, url: str, title: str, base_url: str, html_len: int, notes: tu
             # Without whitespace in the HTML a browser runs the texts together ("x<b>y</b>z"
             # is "xyz", "word</a>," is "word,"). Not so where one element ends and another
             # begins between a letter or digit and the next ("<a>One</a><a>Two</a>",
-            # minified spans, an icon <img> between): pages set those apart with CSS. On
-            # page-wcxb-dev, whose gold is the rendered text, such words are separated
-            # 1,459 times and run together 111 times, so they get a space rather than
-            # make a word the page never shows.
+            # minified spans, an icon <img> between): pages set those apart with CSS. In
+            # page-wcxb-dev's annotated gold such words are separated 1,459 times and run
+            # together 111 times (the docs corpora's gold joins the HTML's text without
+            # CSS, so it runs them together by construction): they get a space rather
+            # than make a word the page never shows.
             apart = closed_since and opened_since and word_end and s[0].isalnum()
             flag = F_SPACE_BEFORE if space_pending or raw[0].isspace() or apart or not browser else 0
             space_pending = raw[-1].isspace()

@@ -87,7 +87,8 @@ def block_nontemplate(page: CompactPage, nontemplate: np.ndarray) -> np.ndarray:
     whole. SPEC §10's blocks (transforms/blocks.py) are not used: they make an inline
     element with its own class or id a block of its own (Sphinx's
     `<a class="reference">` in prose would stay template, the very case above) and give
-    the text of a `div` nested in an `li` to the `li`.
+    the own text of a `div` that holds paragraphs to the `li` around it (seed 002's
+    nearest instance), so the two would not be judged on their own.
     """
     text = np.flatnonzero(page.tag == TEXT)
     if text.size == 0:
