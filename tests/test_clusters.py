@@ -141,11 +141,45 @@ def test_a_short_cs_is_filled_from_the_key_pages_cluster():
     assert got.sources[:2] == ["cluster", "cluster"]
 
 
+def test_a_page_with_linked_candidates_is_not_filled_from_its_cluster():
+    """z1 now links to a2 (a listing, in the input): the walk loads a2, no CS of 2. Fallback (a)
+    takes a2; the cluster fill applies only to key pages whose links load nothing, so the
+    second candidate is fallback (b)'s first site page by URL, a1 (which happens to be in z1's
+    cluster, but is labelled by where it came from): method `linked`, sources linked, site."""
+    records = _news_site()
+    z1 = next(r for r in records if r.url.endswith("/z1"))
+    z1.page = parse_page(ARTICLE.format(t="z1").replace("href='/home'", "href='/a2'"), z1.url)
+    pages = {r.url: r.page for r in records}
+    links = site_links(pages, "news.test")
+    clusters = cluster_pages("news.test", pages, ClusterParams())
+    fill = ClusterCandidates(clusters, order="closest").fill_for(z1.url)
+    got = select_candidates(z1.url, z1.page, links, cluster_fill=fill)
+    assert got.method == "linked"
+    assert got.candidates[:2] == ["https://news.test/a2", "https://news.test/a1"]
+    assert got.sources[:2] == ["linked", "site"]
+
+
+def test_closest_and_farthest_fill_orders():
+    """Cluster of k (key), p, q, r by signature: k = {1..10}, p = {1..9, 20} (sim 0.9),
+    q = {1..7, 21, 22, 23} (0.7), r = {1..8, 24, 25} (0.8); all clear threshold 0.5 against k
+    (the representative, first in URL order: k < p < q < r). URL order fills p, q, r; closest
+    p, r, q; farthest q, r, p."""
+    signatures = {"http://s.test/k": sig(*range(1, 11)), "http://s.test/p": sig(*range(1, 10), 20),
+                  "http://s.test/q": sig(*range(1, 8), 21, 22, 23), "http://s.test/r": sig(*range(1, 9), 24, 25)}
+    clusters = cluster_signatures("s.test", signatures, ClusterParams(threshold=0.5))
+    assert len(clusters.representatives) == 1
+    orders = {order: ClusterCandidates(clusters, order=order).fill_for("http://s.test/k")(set(), 3)
+              for order in ("url", "closest", "farthest")}
+    assert orders == {"url": ["http://s.test/p", "http://s.test/q", "http://s.test/r"],
+                      "closest": ["http://s.test/p", "http://s.test/r", "http://s.test/q"],
+                      "farthest": ["http://s.test/q", "http://s.test/r", "http://s.test/p"]}
+
+
 def test_pipeline_rows_carry_clusters_and_sites_rows():
     """Through process_site with the cluster fill on: every row names its cluster; the sites rows
     are one per cluster with its pages (3 articles, 3 listings) and representatives (the first
     page of each in URL order: a1 and a2)."""
-    config = config_from_dict({"clusters": {"fill_candidates": True}})
+    config = config_from_dict({"clusters": {"fill_candidates": True, "fill_order": "closest"}})
     out = list(process_site("news.test", _news_site(), config))
     pages = [row for kind, row in out if kind == "pages"]
     sites = [row for kind, row in out if kind == "sites"]
@@ -172,7 +206,8 @@ def test_published_preset_keeps_the_spec_fallback():
 
 @pytest.mark.parametrize("section, message", [
     ({"path_ids": "some"}, "clusters.path_ids"), ({"threshold": 1.0}, "clusters.threshold"),
-    ({"max_representatives": 0}, "clusters.max_representatives"), ({"pool": 0}, "clusters.pool")])
+    ({"max_representatives": 0}, "clusters.max_representatives"), ({"pool": 0}, "clusters.pool"),
+    ({"fill_order": "random"}, "clusters.fill_order")])
 def test_cluster_config_is_validated(section, message):
     with pytest.raises(ConfigError, match=message):
         config_from_dict({"clusters": section})

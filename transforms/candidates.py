@@ -619,7 +619,8 @@ def select_candidates(key_url: str, key_page: CompactPage, site: SiteLinks,
                 break
 
     candidates = [walked[i] for i in best]
-    sources = ["cs"] * len(candidates)
+    # One loaded page is a "CS" of one: it is a linked page, as the method says.
+    sources = ["cs" if len(best) >= 2 else "linked"] * len(candidates)
     chosen = set(candidates)
 
     def take(urls, source):
