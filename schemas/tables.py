@@ -1,4 +1,4 @@
-"""Arrow schemas of the three output datasets (DESIGN "Outputs").
+"""Arrow schemas of the four output datasets (DESIGN "Outputs").
 
 Column names are a contract with the indexers that load the output; add
 columns, never rename or retype them without bumping SCHEMA_VERSION.
