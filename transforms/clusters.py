@@ -66,7 +66,7 @@ class ClusterParams:
             raise ValueError(f"fill_order must be one of {', '.join(FILL_ORDERS)}, got {self.fill_order!r}")
 
 
-def _mix(x: np.ndarray) -> np.ndarray:
+def mix64(x: np.ndarray) -> np.ndarray:
     """splitmix64's finalizer: spreads every input bit over the output (wrapping uint64)."""
     x = x ^ (x >> np.uint64(30))
     x = x * _M1
@@ -84,16 +84,32 @@ def node_labels(page: CompactPage, path_ids: str = "all") -> np.ndarray:
     elif path_ids == "stable":
         ids = np.where((page.flags & F_VOLATILE_ID) != 0, np.uint64(0), ids)
     with np.errstate(over="ignore"):
-        return _mix(tag + np.uint64(1)) ^ np.where(ids != 0, _mix(ids ^ _ID_SALT), np.uint64(0))
+        return mix64(tag + np.uint64(1)) ^ np.where(ids != 0, mix64(ids ^ _ID_SALT), np.uint64(0))
+
+
+def path_hashes(page: CompactPage, labels: np.ndarray) -> np.ndarray:
+    """uint64 per node: a hash of the labels on its path from BODY (itself included).
+
+    The hash is Σ label(a)·B^depth(a) over the node and its ancestors (mod 2**64), mixed
+    with the depth: an ancestor sum, so pointer doubling computes every node's in
+    O(n log depth) vector steps, never recursing (pages can be 100,000 deep)."""
+    depth = page.depth.astype(np.int64)
+    with np.errstate(over="ignore"):
+        powers = np.cumprod(np.full(int(depth.max()) + 1, _BASE, dtype=np.uint64))
+        acc = labels * powers[depth]
+        up = page.parent.astype(np.int64).copy()
+        while True:
+            live = np.flatnonzero(up >= 0)
+            if live.size == 0:
+                break
+            # acc[i] covers i and its ancestors below up[i]; add what up[i] covers.
+            acc[live] = acc[live] + acc[up[live]]
+            up[live] = up[up[live]]
+        return mix64(acc ^ (depth.astype(np.uint64) * _BASE))
 
 
 def page_signature(page: CompactPage, path_ids: str = "all") -> np.ndarray:
-    """Sorted distinct uint64 hashes of the page's root-to-leaf element paths.
-
-    A path's hash is Σ label(a)·B^depth(a) over the element and its ancestors
-    (mod 2**64), mixed with the depth: an ancestor sum, so pointer doubling
-    computes every path in O(n log depth) vector steps, never recursing.
-    """
+    """Sorted distinct uint64 hashes of the page's root-to-leaf element paths."""
     n = page.size
     if n == 0:
         return np.zeros(0, dtype=np.uint64)
@@ -102,20 +118,7 @@ def page_signature(page: CompactPage, path_ids: str = "all") -> np.ndarray:
     has_element_child = np.zeros(n, dtype=bool)
     has_element_child[parent[element & (parent >= 0)]] = True
     leaves = np.flatnonzero(element & ~has_element_child)
-    depth = page.depth.astype(np.int64)
-    with np.errstate(over="ignore"):
-        powers = np.cumprod(np.full(int(depth.max()) + 1, _BASE, dtype=np.uint64))
-        acc = node_labels(page, path_ids) * powers[depth]
-        up = parent.copy()
-        while True:
-            live = np.flatnonzero(up >= 0)
-            if live.size == 0:
-                break
-            # acc[i] covers i and the ancestors below up[i]; add what up[i] covers.
-            acc[live] = acc[live] + acc[up[live]]
-            up[live] = up[up[live]]
-        hashes = _mix(acc[leaves] ^ (depth[leaves].astype(np.uint64) * _BASE))
-    return np.unique(hashes)
+    return np.unique(path_hashes(page, node_labels(page, path_ids))[leaves])
 
 
 def similarity(a: np.ndarray, b: np.ndarray) -> float:

@@ -6,14 +6,16 @@ the template" (000 §4.3.4). Page-level MenEx (SPEC §2) judges one page alone, 
 pages of one site get different "menus" (a previous/next bar here, a sidebar there).
 
 Here each page proposes **menu roots**: MenEx's Alg. 1 roots, found among the page's
-template nodes only (TemEx, SPEC §6), each scored by Alg. 2's measure (the mean weight
-of its heavy descendants). A root is named by its **menu key**: the hash of its
-root-to-node path of tags, ids and class tokens, which is the same on every page that
-shows the same block. The site (per template cluster) then takes the key with the
-largest summed score over its pages: MenEx's weights as one signal, recurrence on the
-cluster's pages as the other. Every page of the cluster that has a node with that key
-carries that node as its menu; a page without one keeps its own best root, and a page
-with no template (no other page of its site) keeps page-level MenEx (the fallback).
+template nodes (TemEx, SPEC §6) that hold two or more links and whose anchor text is at
+least `min_anchor_share` template, each scored by Alg. 2's measure (the mean weight of
+its heavy descendants). A root is named by its **menu key**: the hash of its root-to-node
+path of tags, ids and class tokens, the same on every page that shows the same block. The
+site shard (or each template cluster, `scope: cluster`) takes the key with the largest
+summed score over its pages: MenEx's weights as one signal, recurrence over the pages as
+the other. Every page that has a node with that key carries that node as its menu; a page
+without one keeps its own best root; a page that proposed nothing (no template link
+block, or no other page of its site) keeps page-level MenEx (the fallback). Measured
+choices: docs/structure.md.
 """
 from __future__ import annotations
 
@@ -23,13 +25,12 @@ from typing import Mapping
 
 import numpy as np
 
-from sitestrip.transforms.clusters import _mix
+from sitestrip.transforms.clusters import mix64, path_hashes
 from sitestrip.transforms.menex import Menu, MenexParams, links_in, menu_features, menu_weights, select_root
 from sitestrip.transforms.page import F_IN_LINK, TEXT, CompactPage
 from sitestrip.transforms.tree import children, subtree_sum, subtree_text
 
 _CLASS_SALT = np.uint64(0x2545F4914F6CDD1D)
-_BASE = np.uint64(0x9E3779B97F4A7C15)
 
 
 @dataclass(frozen=True)
@@ -54,33 +55,19 @@ class MenuProposal:
 
 
 def node_keys(page: CompactPage) -> np.ndarray:
-    """uint64 per node: hash of the path of (tag, id, class tokens) from BODY to the node.
-
-    An ancestor sum (as transforms/clusters.py's path hashes), by pointer doubling."""
+    """uint64 per node: hash of the path of (tag, id, class tokens) from BODY to the node."""
     n = page.size
     if n == 0:
         return np.zeros(0, dtype=np.uint64)
     with np.errstate(over="ignore"):
-        label = _mix(page.tag.astype(np.uint64) + np.uint64(1)) ^ _mix(page.id_hash.astype(np.uint64) ^ _CLASS_SALT)
-        counts = np.diff(page.class_ptr)
+        label = mix64(page.tag.astype(np.uint64) + np.uint64(1)) ^ mix64(page.id_hash.astype(np.uint64) ^ _CLASS_SALT)
         if page.class_hash.size:
-            mixed = _mix(page.class_hash.astype(np.uint64) + _CLASS_SALT)
-            owner = np.repeat(np.arange(n), counts)
-            # xor of the mixed tokens: the order of classes does not matter
+            # xor of the mixed tokens: the order of an element's classes does not matter
+            owner = np.repeat(np.arange(n), np.diff(page.class_ptr))
             classes = np.zeros(n, dtype=np.uint64)
-            np.bitwise_xor.at(classes, owner, mixed)
+            np.bitwise_xor.at(classes, owner, mix64(page.class_hash.astype(np.uint64) + _CLASS_SALT))
             label ^= classes
-        depth = page.depth.astype(np.int64)
-        powers = np.cumprod(np.full(int(depth.max()) + 1, _BASE, dtype=np.uint64))
-        acc = label * powers[depth]
-        up = page.parent.astype(np.int64).copy()
-        while True:
-            live = np.flatnonzero(up >= 0)
-            if live.size == 0:
-                break
-            acc[live] = acc[live] + acc[up[live]]
-            up[live] = up[up[live]]
-        return _mix(acc ^ depth.astype(np.uint64))
+    return path_hashes(page, label)
 
 
 def propose_menus(page: CompactPage, template: np.ndarray, params: MenexParams = MenexParams(),
