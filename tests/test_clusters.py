@@ -1,6 +1,8 @@
 """Template clusters (SPEC §11) and the cluster candidate fill, on hand-built pages.
 
 Expected values are derived by hand in each docstring."""
+from collections import Counter
+
 import numpy as np
 import pytest
 
@@ -211,3 +213,22 @@ def test_published_preset_keeps_the_spec_fallback():
 def test_cluster_config_is_validated(section, message):
     with pytest.raises(ConfigError, match=message):
         config_from_dict({"clusters": section})
+
+
+def test_a_large_site_is_clustered_against_a_bounded_set_of_representatives():
+    """5,000 pages of 40 layouts (each layout: paths {40k..40k+9}, plus 2 paths of the page's
+    own): a page shares 10 of its 12 paths with its layout's first page (10/12 = 0.83 > 0.7)
+    and none with other layouts → exactly 40 clusters of 125 pages. With the bound at 16, the
+    first 16 layouts found clusters and every page of the 24 later layouts is overflow (it
+    matches nothing and joins the earliest representative, sim 0)."""
+    signatures = {}
+    for i in range(5000):
+        layout = i % 40
+        own = [1_000_000 + 2 * i, 1_000_001 + 2 * i]
+        signatures[f"http://s.test/{i:05d}"] = sig(*range(40 * layout, 40 * layout + 10), *own)
+    result = cluster_signatures("s.test", signatures, ClusterParams())
+    assert len(result.representatives) == 40
+    assert set(Counter(result.cluster_of.values()).values()) == {125}
+    bounded = cluster_signatures("s.test", signatures, ClusterParams(max_representatives=16))
+    assert len(bounded.representatives) == 16
+    assert len(bounded.overflow) == 24 * 125
