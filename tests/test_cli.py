@@ -26,7 +26,7 @@ REPO = Path(__file__).resolve().parent.parent
 # The children find sitestrip through its install, as in a user's shell: a PYTHONPATH
 # to the checkout would also let a bare `import pipeline` pass.
 ENV = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-SUMMARY_LINES = 7      # finished, records, skipped, pages, errors, compact pages, output
+SUMMARY_LINES = 8      # finished, records, skipped, pages, errors, template clusters, compact pages, output
 
 
 def page(title, links=("/a.html", "/b.html", "/c.html")):

@@ -170,13 +170,13 @@ def test_ordinary_pages_are_unaffected(hostile_run, tmp_path):
 
 def test_output_paths_come_only_from_output(hostile_run):
     """URLs and site keys like '../../etc' never become paths: the run adds files only
-    as part files of the three datasets under --output."""
+    as part files of the four datasets under --output."""
     root = hostile_run["root"]
     added = _files_under(str(root)) - hostile_run["before"]
     assert added, "the run wrote its datasets"
     for path in added:
         parts = path.split(os.sep)
-        assert parts[0] == "out" and parts[1] in ("pages", "menus", "errors") and len(parts) == 3, path
+        assert parts[0] == "out" and parts[1] in ("pages", "menus", "errors", "sites") and len(parts) == 3, path
         assert parts[2].startswith("part-") and parts[2].endswith(".parquet"), path
     assert not os.path.exists("/tmp/sitestrip-escape") and not os.path.exists("/etc/sitestrip-escape")
 
@@ -220,7 +220,8 @@ def test_a_page_over_its_time_budget_is_an_error_row_and_the_site_goes_on(monkey
 
     monkeypatch.setattr(extract, "detect_template", slow_for_b)
     config = config_from_dict({"site": {"page_budget_ms": 2000}})
-    rows = {row["url"]: (kind, row) for kind, row in process_site("w.test", records, config)}
+    rows = {row["url"]: (kind, row) for kind, row in process_site("w.test", records, config)
+            if kind != "sites"}
     kind, row = rows["https://w.test/b"]
     assert kind == "errors" and (row["stage"], row["error_class"]) == ("template", "TimeBudgetExceeded")
     assert "site.page_budget_ms = 2000" in row["message"]

@@ -46,7 +46,7 @@ def test_summary_numbers(run_dir):
     # and big.example's pages each link the 4 others, so a 2-CS is found.
     assert methods["cs"] == 5 and methods["page_only"] == 1
     assert sum(methods.values()) == 8
-    assert [m for m, _ in s["methods"]][:5] == ["cs", "partial_cs", "linked", "site_sample", "page_only"]
+    assert [m for m, _ in s["methods"]][:5] == ["cs", "partial_cs", "linked", "cluster", "site_sample"]
     assert s["share"]["pages"] == 7 and s["share"]["without"] == 1
     assert sum(s["share"]["hist"]) == 7
     assert dict(s["errors_by_stage"]) == {"decode": 1, "read": 1}

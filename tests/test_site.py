@@ -135,7 +135,9 @@ def test_text_aware_candidates_need_content_and_no_matched_content():
 
 
 def rows_for(records, config=None):
-    return list(process_site("fruit.example", records, config or Config()))
+    """pages and errors rows (the sites rows, SPEC §11, are tested in test_clusters.py)."""
+    return [(kind, row) for kind, row in process_site("fruit.example", records, config or Config())
+            if kind != "sites"]
 
 
 def test_mutually_linked_site_gets_cs_and_the_article():
