@@ -192,9 +192,14 @@ class _Representatives:
 
 
 def cluster_signatures(site: str, signatures: Mapping[str, np.ndarray],
-                       params: ClusterParams = ClusterParams()) -> SiteClusters:
-    """Alg. 3 over the pages' signatures, pages in URL order."""
-    urls = sorted(signatures)
+                       params: ClusterParams = ClusterParams(), seeds: Sequence[str] = ()) -> SiteClusters:
+    """Alg. 3 over the pages' signatures, pages in URL order.
+
+    `seeds` are stored representatives (SPEC §11 use (b): the state of incremental runs):
+    they are representatives first, in their order, and keep their clusters; the other
+    pages follow in URL order."""
+    seeds = [u for u in dict.fromkeys(seeds) if u in signatures]
+    urls = seeds + sorted(set(signatures) - set(seeds))
     vocabulary = np.unique(np.concatenate([signatures[u] for u in urls])) if urls \
         else np.zeros(0, dtype=np.uint64)
     reps = _Representatives(vocabulary, min(params.max_representatives, max(len(urls), 1)))
@@ -217,10 +222,11 @@ def cluster_signatures(site: str, signatures: Mapping[str, np.ndarray],
 
 
 def cluster_pages(site: str, pages: Mapping[str, CompactPage],
-                  params: ClusterParams = ClusterParams()) -> SiteClusters:
-    """Signatures and leader clustering of one site shard's pages (keyed by normalized URL)."""
+                  params: ClusterParams = ClusterParams(), seeds: Sequence[str] = ()) -> SiteClusters:
+    """Signatures and leader clustering of one site shard's pages (keyed by normalized URL),
+    `seeds` (stored representatives) first."""
     return cluster_signatures(site, {url: page_signature(page, params.path_ids)
-                                     for url, page in pages.items()}, params)
+                                     for url, page in pages.items()}, params, seeds)
 
 
 def by_similarity(clusters: SiteClusters, url: str, ranked: Sequence[str], pool: int = 32,

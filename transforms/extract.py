@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 import time
 from dataclasses import dataclass, field
-from typing import Iterable, Iterator
+from typing import Iterable, Iterator, Sequence
 
 import numpy as np
 
@@ -25,6 +25,7 @@ from sitestrip.transforms.link_blocks import drop_link_blocks
 from sitestrip.transforms.menex import Menu, MenexParams, detect_menu
 from sitestrip.transforms.sitemenus import MenuProposal, choose_menu_keys, node_keys, propose_menus, site_menu
 from sitestrip.transforms.page import PRODUCT_RULES, TEXT, CompactPage, ParseRules, parse_page
+from sitestrip.transforms.state import StateParams, StoredPage, shard_state
 from sitestrip.transforms.status import WARC_TRUNCATED, page_status
 from sitestrip.transforms.template import TemplateResult, detect_template
 from sitestrip.transforms.tree import subtree_mask, subtree_sum, text_of, words_in
@@ -250,18 +251,24 @@ class PageAnalysis:
     menu_proposal: MenuProposal | None = None
 
 
-def site_context(site: str, records: Iterable[PageRecord], config=None):
+def site_context(site: str, records: Iterable[PageRecord], config=None, stored: Sequence[StoredPage] = ()):
     """(records in (url, file, offset) order, first capture per URL, SiteLinks or None for one page).
 
     With a `config` whose clusters are enabled, the SiteLinks carry the shard's template
-    clusters (SPEC §11), which the candidate search fills from and the rows report."""
+    clusters (SPEC §11), which the candidate search fills from and the rows report.
+    `stored` pages (the state of earlier runs, transforms/state.py) join the pages as
+    candidates (a page of the run wins over a stored copy of its URL), and the stored
+    representatives seed the clustering."""
     ordered = sorted(records, key=lambda r: (r.url, r.warc_file, r.warc_offset))
     pages: dict = {}
     for record in ordered:
         pages.setdefault(record.url, record.page)
+    for page in sorted(stored, key=lambda s: s.url):
+        pages.setdefault(page.url, page.page)
     links = site_links(pages, site) if len(pages) > 1 else None
     if links is not None and config is not None and config.clusters.enabled:
-        links.clusters = cluster_pages(site, pages, config.clusters)
+        seeds = [s.url for s in sorted(stored, key=lambda s: s.url) if s.representative]
+        links.clusters = cluster_pages(site, pages, config.clusters, seeds)
         if config.clusters.fill_candidates:
             links.cluster_fill = ClusterCandidates(links.clusters, config.clusters.pool,
                                                   config.clusters.fill_order)
@@ -443,15 +450,20 @@ def error_row(*, url, warc_file, warc_offset, stage, error_class, message) -> di
 
 
 def process_site(site: str, records: Iterable[PageRecord], config, model=None,
-                 shard: int = 0) -> Iterator[tuple[str, dict]]:
+                 shard: int = 0, stored: Sequence[StoredPage] = (),
+                 state: StateParams | None = None) -> Iterator[tuple[str, dict]]:
     """Rows for one site shard: ("pages", row) or ("errors", row), one per record, then one
-    ("sites", row) per template cluster of the shard (SPEC §11) when clusters are enabled.
+    ("sites", row) per template cluster of the shard (SPEC §11) when clusters are enabled,
+    and with `state` bounds, ("state", StoredPage) for the shard's new state.
 
     Records are handled in (url, file, offset) order so output never depends
     on shuffle order. A URL captured twice is looked up as its first capture.
-    A failure stays with its page; the rest of the site goes on.
+    A failure stays with its page; the rest of the site goes on. `stored` pages of
+    earlier runs are candidates only: rows are written for `records` alone.
     """
-    ordered, pages, links = site_context(site, records, config)
+    records = list(records)
+    ordered, pages, links = site_context(site, records, config, stored)
+    from_state = {s.url for s in stored} - {r.url for r in records}
     site_blocks = None
     if config.main_content.method != "conex":
         site_blocks = SiteBlocks(pages)
@@ -478,10 +490,18 @@ def process_site(site: str, records: Iterable[PageRecord], config, model=None,
     if proposals:
         _apply_site_menus(page_rows, pages, links, proposals, config)
     for row in page_rows:
+        if stored:
+            row["state_candidate_urls"] = [u for u in row["candidate_urls"] or () if u in from_state]
         yield "pages", row
-    if links is not None and links.clusters is not None:
-        for row in cluster_rows(links.clusters, shard, page_rows):
+    clusters = links.clusters if links is not None else None
+    if clusters is not None:
+        for row in cluster_rows(clusters, shard, page_rows):
             yield "sites", row
+    if state is not None and pages:
+        if clusters is None:       # one page: its own cluster, so a later run finds it
+            clusters = cluster_pages(site, pages, config.clusters)
+        for page in shard_state(site, clusters, pages, [r.url for r in records], stored, state):
+            yield "state", page
 
 
 def _apply_site_menus(page_rows: list, pages: dict, links, proposals: dict, config) -> None:

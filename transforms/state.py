@@ -1,0 +1,159 @@
+"""Per-site state of incremental runs: stored representatives (SPEC §11 use (b), seed 003).
+
+A crawl lands file by file, and one site's pages are spread over all of them. The state
+keeps, per site and template cluster, a bounded set of compact pages (the cluster's
+representative first, then its members most similar to it) and how many pages the
+cluster has seen. A later run loads a site's stored pages beside its own: they are
+candidate pages for the run's key pages (rows are written only for the run's input),
+and the stored representatives seed the leader clustering, so a new page finds its
+cluster among them. Bounded: `max_pages_per_cluster` pages per cluster and
+`max_clusters_per_site` clusters per site (the clusters that have seen the most pages).
+
+A stored page is its compact page's own packed form (transforms/page.py: zlib of the
+node arrays) plus its few scalar fields as JSON: nothing is unpickled, so a state file
+loads without executing anything, and a damaged one is refused naming the file and URL.
+This module is pure; reading and writing state files is pipeline/state.py.
+"""
+from __future__ import annotations
+
+import json
+import zlib
+from dataclasses import dataclass
+from typing import Iterable, Mapping, Sequence
+
+import numpy as np
+
+from sitestrip.transforms.clusters import SiteClusters, cluster_id
+from sitestrip.transforms.page import CompactPage
+
+STATE_VERSION = "1"
+
+
+class StateError(ValueError):
+    """A state that cannot be used: the message names the file (and the row) at fault."""
+
+
+@dataclass(frozen=True)
+class StateParams:
+    max_pages_per_cluster: int = 4
+    max_clusters_per_site: int = 64
+
+    def __post_init__(self):
+        if self.max_pages_per_cluster < 1:
+            raise ValueError(f"max_pages_per_cluster must be at least 1, got {self.max_pages_per_cluster}")
+        if self.max_clusters_per_site < 1:
+            raise ValueError(f"max_clusters_per_site must be at least 1, got {self.max_clusters_per_site}")
+
+
+@dataclass
+class StoredPage:
+    """One page of the state: a candidate page for its site's key pages."""
+    site: str
+    url: str                   # normalized
+    template_cluster: str
+    representative: bool
+    cluster_pages: int         # pages the cluster has seen, over all runs so far
+    page: CompactPage
+
+
+def page_columns(page: CompactPage) -> tuple[str, bytes]:
+    """(fields JSON, packed arrays) of a compact page."""
+    state = page.__getstate__()
+    blob = state.pop("blob")
+    state["notes"] = list(state.get("notes") or ())
+    return json.dumps(state, sort_keys=True, ensure_ascii=False), bytes(blob)
+
+
+def page_from_columns(fields: str, blob: bytes, where: str) -> CompactPage:
+    """The compact page of a state row; StateError naming `where` when it is damaged."""
+    try:
+        state = json.loads(fields)
+        if not isinstance(state, dict):
+            raise ValueError("fields are not a JSON object")
+        state["notes"] = tuple(state.get("notes") or ())
+        state["blob"] = bytes(blob)
+        page = CompactPage.__new__(CompactPage)
+        page.__setstate__(state)
+        _check(page)
+        return page
+    except StateError:
+        raise
+    except (ValueError, KeyError, TypeError, zlib.error, UnicodeDecodeError, IndexError) as exc:
+        raise StateError(f"{where}: damaged stored page ({type(exc).__name__}: {str(exc)[:200]})") from None
+
+
+def _check(page: CompactPage) -> None:
+    """The invariants the algorithms rely on (a tree in preorder), so a damaged blob that
+    still inflates is refused here, not deep in a mapping."""
+    n = page.size
+    if n == 0:
+        return
+    idx = np.arange(n)
+    ok = (page.parent[0] == -1 and (page.parent[1:] >= 0).all() and (page.parent[1:] < idx[1:]).all()
+          and (page.end > idx).all() and (page.end <= n).all()
+          and page.depth.shape == (n,) and page.link_node.size == len(page.link_url)
+          and (page.link_node < n).all())
+    if not ok:
+        raise ValueError("node arrays are not a tree in preorder")
+
+
+def stored_row(stored: StoredPage) -> dict:
+    fields, blob = page_columns(stored.page)
+    return {"site": stored.site, "template_cluster": stored.template_cluster,
+            "representative": stored.representative, "url": stored.url,
+            "cluster_pages": stored.cluster_pages, "page_fields": fields, "page_blob": blob}
+
+
+def stored_from_row(row: Mapping, where: str) -> StoredPage:
+    try:
+        site, url, cluster = str(row["site"]), str(row["url"]), str(row["template_cluster"])
+        representative, pages = bool(row["representative"]), int(row["cluster_pages"])
+        fields, blob = row["page_fields"], row["page_blob"]
+    except (KeyError, TypeError, ValueError) as exc:
+        raise StateError(f"{where}: not a state row ({type(exc).__name__}: {exc})") from None
+    if fields is None or blob is None:
+        raise StateError(f"{where}: state row for {url} has no page")
+    page = page_from_columns(fields, blob, f"{where}, {url}")
+    return StoredPage(site, url, cluster, representative, pages, page)
+
+
+def shard_state(site: str, clusters: SiteClusters, pages: Mapping[str, CompactPage],
+                run_urls: Iterable[str], stored: Sequence[StoredPage], params: StateParams) -> list[StoredPage]:
+    """The state of one site shard after a run: per cluster its representative and the members
+    most similar to it (ties: URL), up to `max_pages_per_cluster`; each cluster's count of
+    pages seen = its stored count (from its stored representative) + the run's pages in it.
+    The cluster bound is applied per site by merge_site_state."""
+    run_urls = set(run_urls)
+    seen_before = {s.template_cluster: s.cluster_pages for s in stored if s.representative}
+    by_number: dict[int, list[str]] = {}
+    for url in sorted(clusters.cluster_of):
+        by_number.setdefault(clusters.cluster_of[url], []).append(url)
+    out = []
+    for number, members in sorted(by_number.items()):
+        representative = clusters.representatives[number]
+        ident = cluster_id(site, representative)
+        seen = seen_before.get(ident, 0) + sum(1 for u in members if u in run_urls)
+        others = sorted((u for u in members if u != representative),
+                        key=lambda u: (-clusters.similarity[u], u))
+        for url in [representative] + others[:params.max_pages_per_cluster - 1]:
+            out.append(StoredPage(site, url, ident, url == representative, seen, pages[url]))
+    return out
+
+
+def merge_site_state(site: str, stored: Iterable[StoredPage], params: StateParams) -> list[StoredPage]:
+    """One site's state from its shards' (and carried-over) stored pages: a URL once (the
+    representative copy, then the larger count), the clusters that have seen the most pages
+    first (ties: id), each cut to `max_pages_per_cluster` (representative first)."""
+    by_url: dict[str, StoredPage] = {}
+    for page in sorted(stored, key=lambda s: (s.url, not s.representative, -s.cluster_pages, s.template_cluster)):
+        by_url.setdefault(page.url, page)
+    clusters: dict[str, list[StoredPage]] = {}
+    for page in by_url.values():
+        clusters.setdefault(page.template_cluster, []).append(page)
+    seen = {ident: max(p.cluster_pages for p in members) for ident, members in clusters.items()}
+    kept = sorted(clusters, key=lambda ident: (-seen[ident], ident))[:params.max_clusters_per_site]
+    out = []
+    for ident in sorted(kept):
+        members = sorted(clusters[ident], key=lambda p: (not p.representative, p.url))
+        out.extend(members[:params.max_pages_per_cluster])
+    return out
