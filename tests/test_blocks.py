@@ -87,12 +87,14 @@ def test_orphan_text_splits_at_br_and_at_classed_inline_elements():
     at the <br> (a line boundary), and a <span class=author> or an <a class=more> carries
     its own class, so its text is its own block (owner: the inline element). A plain
     <span>, <b> or an <a> without class never split a block:
-      "top text" | "second" | "By Ann" (span.author) | "after bold tail plain span end"
-      | "link" (a.more) | "fin"."""
+      "top text" | "second" | "By Ann" (span.author) | "after bold tailplain span end"
+      | "link" (a.more) | "fin".
+    ("tailplain": no whitespace stands between "tail" and the span in the HTML, and text
+    running into an inline element is joined as a browser shows it, transforms/text.py.)"""
     page, blocks, texts = blocks_of(
         "<body><section>top text<br>second <span class='author'>By Ann</span> after <b>bold</b>"
         " tail<span>plain span</span> end <a href='/x' class='more'>link</a> fin</section></body>")
-    assert texts == ["top text", "second", "By Ann", "after bold tail plain span end", "link", "fin"]
+    assert texts == ["top text", "second", "By Ann", "after bold tailplain span end", "link", "fin"]
     assert owner_tags(page, blocks) == ["section", "section", "span", "section", "a", "section"]
     assert not blocks.is_instance.any()
     assert [GROUPS[g] for g in blocks.group.tolist()] == ["other"] * 6
@@ -291,8 +293,8 @@ def test_nearest_in_mask_on_a_chain_of_100000():
 
 def _deep_body(levels):
     """BODY > p "Above the pit" + a chain of `levels` divs; every 1000th div but the innermost
-    carries text "level k" (k = 999, 1999, ...), the innermost holds "bottom of the pit" and a span "noted" with tail
-    "after". Built with lxml's API, which has no depth cap (the parser stops at 2,048)."""
+    carries text "level k" (k = 999, 1999, ...), the innermost holds "bottom of the pit " and a span "noted" with tail
+    " after". Built with lxml's API, which has no depth cap (the parser stops at 2,048)."""
     body = etree.Element("body")
     etree.SubElement(body, "p").text = "Above the pit"
     node = body
@@ -300,9 +302,9 @@ def _deep_body(levels):
         node = etree.SubElement(node, "div")
         if k % 1000 == 999 and k < levels - 1:
             node.text = f"level {k}"
-    node.text = "bottom of the pit"
+    node.text = "bottom of the pit "
     span = etree.SubElement(node, "span")
-    span.text, span.tail = "noted", "after"
+    span.text, span.tail = "noted", " after"
     return body
 
 

@@ -26,6 +26,7 @@ from difflib import SequenceMatcher
 import numpy as np
 
 from sitestrip.transforms.page import BLOCK_TAGS, TAG_ID, TEXT, CompactPage, tag_ids
+from sitestrip.transforms.text import run_texts
 from sitestrip.transforms.tokens import folded_words
 from sitestrip.transforms.tree import nearest_in_mask
 
@@ -132,14 +133,9 @@ def _group_codes() -> dict:
 
 
 def block_texts(page: CompactPage, blocks: Blocks) -> list[str]:
-    """Own text of every block: its text nodes joined by single spaces."""
-    tp, text = page.text_ptr, page.text
-    nodes = blocks.text_nodes.tolist()
-    out = []
-    ptr = blocks.ptr.tolist()
-    for b in range(blocks.count):
-        out.append(" ".join(text[tp[i]:tp[i + 1]] for i in nodes[ptr[b]:ptr[b + 1]]))
-    return out
+    """Own text of every block: its text nodes joined as a browser shows them
+    (transforms/text.py; a block is one line, so only inline spacing applies)."""
+    return run_texts(page, blocks.text_nodes, blocks.ptr[:-1])
 
 
 def render_blocks(texts: list[str], selected: np.ndarray) -> str:

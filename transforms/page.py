@@ -88,6 +88,10 @@ BLOCK_TAGS = frozenset({
     "listing", "xmp", "plaintext",
 })
 
+# Preformatted elements (HTML's UA style sheet: white-space: pre / pre-wrap): their text
+# is kept verbatim, line breaks and indentation included (ParseRules.browser_text).
+PRE_TAGS = frozenset({"pre", "listing", "xmp", "plaintext", "textarea"})
+
 # Node flag bits.
 F_LINK = 1          # an <a> element with an href
 F_IN_LINK = 2       # inside an <a> element (any ancestor), for text and elements
@@ -95,6 +99,9 @@ F_NAV_HINT = 4      # MenEx "representative tag", product rule: a word part begi
 F_COMMENT_HINT = 8  # id/class names a comment section (transforms/link_blocks.py)
 F_NAV_WORD = 16     # ... SPEC §2's rule: a word part is nav/menu (or role="navigation")
 F_NAV_EXACT = 32    # ... the thesis's rule: <nav>, or a class token or the id is exactly nav/menu
+# Text nodes only (transforms/text.py joins text with them, as a browser lays it out):
+F_SPACE_BEFORE = 64  # whitespace separated this text from the text before it in the HTML
+F_PRE = 128          # inside a PRE_TAGS element: the node's text is verbatim, not collapsed
 # Every rule holds for <nav>; each rule's nodes include the stricter rule's.
 NAV_RULE_FLAGS = {"prefix": F_NAV_HINT, "word_part": F_NAV_WORD, "exact": F_NAV_EXACT}
 F_NAV_ALL = F_NAV_HINT | F_NAV_WORD | F_NAV_EXACT
@@ -219,9 +226,9 @@ class CompactPage:
     attr_ptr: np.ndarray     # int32[n+1] into attr_hash
     attr_hash: np.ndarray    # uint32, crc32 of "name=value" for attributes other than id/class
     text_ptr: np.ndarray     # int32[n+1] into `text`; empty range for elements
-    text: str                # all text nodes, whitespace-collapsed, concatenated
+    text: str                # all text nodes concatenated: whitespace-collapsed, F_PRE nodes verbatim
     words: np.ndarray        # int32, tokens per text node
-    chars: np.ndarray        # int32, characters per text node
+    chars: np.ndarray        # int32, characters per text node, whitespace-collapsed (F_PRE too)
     link_node: np.ndarray    # int32, node index of each <a href> with an http(s) target
     link_url: tuple          # normalized absolute URL of each link, parallel to link_node
     html_bytes: int = 0
@@ -253,24 +260,26 @@ class CompactPage:
     # Pickling (what Beam's coder uses for the shuffle) sends only what cannot
     # be derived, delta-encoded so that zlib's fastest level shrinks it to a
     # fraction of the HTML: child counts, character counts and text pointers
-    # are rebuilt on arrival.
+    # are rebuilt on arrival (a collapsed character count differs from the
+    # stored text's length only for verbatim F_PRE text, sent apart).
     def _packed(self) -> bytes:
         blob = self.__dict__.get("_blob")
         if blob is None:
             n = self.size
             order = np.arange(n, dtype=np.int32)
             is_text = self.tag == TEXT
+            is_pre = is_text & ((self.flags & F_PRE) != 0)
             parts = (
                 order - self.parent, self.end - order, self.depth, self.tag, self.flags, self.hints,
                 np.diff(self.line, prepend=0).astype(np.int32), self.id_hash,
                 np.diff(self.class_ptr).astype(np.int32), self.class_hash,
                 np.diff(self.attr_ptr).astype(np.int32), self.attr_hash,
                 np.diff(self.text_ptr)[is_text].astype(np.int32), self.words[is_text],
-                self.link_node,
+                self.chars[is_pre], self.link_node,
             )
             text = self.text.encode("utf-8", "surrogatepass")
             header = np.array([n, int(is_text.sum()), self.class_hash.size, self.attr_hash.size,
-                               self.link_node.size, len(text)], dtype=np.int64)
+                               self.link_node.size, len(text), int(is_pre.sum())], dtype=np.int64)
             raw = b"".join([header.tobytes()] + [np.ascontiguousarray(a).tobytes() for a in parts]
                            + [text, "\n".join(self.link_url).encode("utf-8", "surrogatepass")])
             blob = zlib.compress(raw, 1)
@@ -278,14 +287,14 @@ class CompactPage:
         return blob
 
     def __getstate__(self):
-        return {"v": 2, "url": self.url, "title": self.title, "base_url": self.base_url,
+        return {"v": 3, "url": self.url, "title": self.title, "base_url": self.base_url,
                 "html_bytes": self.html_bytes, "notes": self.notes, "blob": self._packed(),
                 "meta": self.meta, "side": self.side.packed()}
 
     def __setstate__(self, state):
         raw = memoryview(zlib.decompress(state["blob"]))
-        n, n_text, n_class, n_attr, n_link, n_text_bytes = np.frombuffer(raw[:48], dtype=np.int64).tolist()
-        pos = 48
+        n, n_text, n_class, n_attr, n_link, n_text_bytes, n_pre = np.frombuffer(raw[:56], dtype=np.int64).tolist()
+        pos = 56
 
         def take(count, dtype):
             nonlocal pos
@@ -305,10 +314,12 @@ class CompactPage:
         attr_ptr = np.concatenate(([0], np.cumsum(take(n, i32)))).astype(i32)
         attr_hash = take(n_attr, u32)
         is_text = tag == TEXT
-        chars = np.zeros(n, dtype=i32)
-        chars[is_text] = take(n_text, i32)
+        lengths = np.zeros(n, dtype=i32)
+        lengths[is_text] = take(n_text, i32)
         words = np.zeros(n, dtype=i32)
         words[is_text] = take(n_text, i32)
+        chars = lengths.copy()
+        chars[is_text & ((flags & F_PRE) != 0)] = take(n_pre, i32)
         link_node = take(n_link, i32)
         text_bytes, links = bytes(raw[pos:pos + n_text_bytes]), bytes(raw[pos + n_text_bytes:])
         child_count = np.bincount(parent[1:], minlength=n).astype(i32) if n > 1 else np.zeros(n, i32)
@@ -318,7 +329,7 @@ class CompactPage:
             hints=hints,
             line=line, id_hash=id_hash, class_ptr=class_ptr, class_hash=class_hash,
             attr_ptr=attr_ptr, attr_hash=attr_hash,
-            text_ptr=np.concatenate(([0], np.cumsum(chars))).astype(i32),
+            text_ptr=np.concatenate(([0], np.cumsum(lengths))).astype(i32),
             text=text_bytes.decode("utf-8", "surrogatepass"), words=words, chars=chars,
             link_node=link_node, link_url=tuple(links.decode("utf-8", "surrogatepass").split("\n")) if n_link else (),
             html_bytes=state["html_bytes"], notes=state["notes"], _blob=state["blob"],
@@ -366,7 +377,8 @@ def parse_tree(html: str) -> tuple:
 @dataclass(frozen=True)
 class ParseRules:
     """What flattening drops and keeps where the product departs from SPEC §1
-    (configs: `read.keep_noscript`, `read.widget_leaves`; both off in published.yaml).
+    (configs: `read.keep_noscript`, `read.widget_leaves`, `read.browser_text`; all off in
+    published.yaml).
 
     keep_noscript: SPEC §1 drops <noscript> with its subtree. An archived page
     is read without running its scripts, so what <noscript> holds is what such
@@ -374,9 +386,17 @@ class ParseRules:
     <noscript> to a browser's user agent, and dropping it left 15 of 407
     page-wcxb-dev pages with no text at all (docs/benchmarks.md).
     widget_leaves: WIDGET_LEAF_TAGS are leaves, like SPEC's media elements.
+    browser_text: text nodes record what a browser needs to lay their text out
+    (transforms/text.py): whether whitespace preceded them in the HTML
+    (F_SPACE_BEFORE), so "word</a>," joins as "word," where SPEC §1's single
+    spaces give "word ,"; and text inside PRE_TAGS is kept verbatim (F_PRE),
+    so code keeps its line breaks and indentation. Off, every text node is
+    collapsed and marked as preceded by whitespace: SPEC §1's text exactly.
+    Nodes, words and character counts are the same either way.
     """
     keep_noscript: bool = True
     widget_leaves: bool = True
+    browser_text: bool = True
 
     @property
     def dropped(self) -> frozenset:
@@ -388,7 +408,7 @@ class ParseRules:
 
 
 PRODUCT_RULES = ParseRules()
-SPEC_RULES = ParseRules(keep_noscript=False, widget_leaves=False)
+SPEC_RULES = ParseRules(keep_noscript=False, widget_leaves=False, browser_text=False)
 
 
 class TooManyNodes(ValueError):
@@ -456,7 +476,7 @@ def _flatten(body, url: str, title: str, base_url: str, html_len: int, notes: tu
     # lxml's start/end events; locals are bound because this is the hottest
     # Python loop of the product.
     parent, depth, tag, end, flags, line, hints = [], [], [], [], [], [], []
-    text_node, texts, text_words = [], [], []
+    text_node, texts, text_words, text_chars = [], [], [], []
     id_node, id_value = [], []
     class_node, class_hash = [], []
     attr_node, attr_hash = [], []
@@ -469,21 +489,62 @@ def _flatten(body, url: str, title: str, base_url: str, html_len: int, notes: tu
     block, leaf, dropped = BLOCK_TAGS, rules.leaves, rules.dropped
     hidden_bit, tag_hint = HINT_BIT["hidden"], _HINT_OF_TAG
     words_of = count_words
+    browser = rules.browser_text
+    pre_tags = PRE_TAGS if browser else frozenset()
+    # Layout state between text nodes (browser_text): whether whitespace was seen since
+    # the last text node, whether an element ended and whether one started since then
+    # (see F_SPACE_BEFORE in add_text), whether the last text ended in a letter or digit,
+    # and inside a preformatted element the whitespace-only runs not yet given to a text
+    # node (they are not nodes, SPEC §1, but a browser shows them).
+    space_pending = closed_since = opened_since = word_end = False
+    pre_depth = 0
+    pre_first_text = 0       # index into `texts` of the outermost PRE element's first text
+    pre_pending = ""
 
     def add_text(raw, p):
-        s = " ".join(raw.split())
-        if s:
-            i = len(parent)
-            parent.append(p)
-            depth.append(len(stack))
-            tag.append(TEXT)
-            end.append(i + 1)
-            flags.append(F_IN_LINK if in_link else 0)
-            hints.append(0)
-            line.append(line_no)
-            text_node.append(i)
-            texts.append(s)
-            text_words.append(words_of(s))
+        nonlocal space_pending, closed_since, opened_since, word_end, pre_pending
+        if pre_depth:
+            s = pre_pending + raw
+            if s.isspace():
+                pre_pending = s
+                return
+            pre_pending = ""
+            if len(texts) == pre_first_text:
+                # A browser drops the newline right after <pre>; blank lines at the edges
+                # of a code block are no text either (the last text is trimmed at </pre>).
+                lead = len(s) - len(s.lstrip())
+                s = s[s.rfind("\n", 0, lead) + 1:]
+            collapsed = " ".join(s.split())
+            flag = F_PRE
+        else:
+            s = collapsed = " ".join(raw.split())
+            if not s:
+                space_pending = True
+                return
+            # Without whitespace in the HTML a browser runs the texts together ("x<b>y</b>z"
+            # is "xyz", "word</a>," is "word,"). Not so where one element ends and another
+            # begins between a letter or digit and the next ("<a>One</a><a>Two</a>",
+            # minified spans, an icon <img> between): pages set those apart with CSS. On
+            # page-wcxb-dev, whose gold is the rendered text, such words are separated
+            # 1,459 times and run together 111 times, so they get a space rather than
+            # make a word the page never shows.
+            apart = closed_since and opened_since and word_end and s[0].isalnum()
+            flag = F_SPACE_BEFORE if space_pending or raw[0].isspace() or apart or not browser else 0
+            space_pending = raw[-1].isspace()
+            word_end = s[-1].isalnum()
+        closed_since = opened_since = False
+        i = len(parent)
+        parent.append(p)
+        depth.append(len(stack))
+        tag.append(TEXT)
+        end.append(i + 1)
+        flags.append(flag | F_IN_LINK if in_link else flag)
+        hints.append(0)
+        line.append(line_no)
+        text_node.append(i)
+        texts.append(s)
+        text_words.append(words_of(collapsed))
+        text_chars.append(len(collapsed))
 
     if body is None:
         parent.append(-1), depth.append(0), tag.append(TAG_ID["body"]), end.append(1)
@@ -541,6 +602,7 @@ def _flatten(body, url: str, title: str, base_url: str, html_len: int, notes: tu
                     flag |= F_NAV_ALL
                 if name in EXTRA_TAGS:
                     extra.append((i, el))
+                opened_since = True
                 if name in block:
                     line_no += 1
                 tid = tag_of(name)
@@ -558,7 +620,12 @@ def _flatten(body, url: str, title: str, base_url: str, html_len: int, notes: tu
                     # The element is content, its inside is not: no child
                     # events follow, the "end" event closes it as usual.
                     skip()
-                elif el.text:
+                    continue
+                if name in pre_tags:
+                    if not pre_depth:
+                        pre_first_text, pre_pending = len(texts), ""
+                    pre_depth += 1
+                if el.text:
                     add_text(el.text, i)
             else:
                 if name in dropped and el is not body:
@@ -567,8 +634,16 @@ def _flatten(body, url: str, title: str, base_url: str, html_len: int, notes: tu
                     continue
                 i = stack.pop()
                 end[i] = len(parent)
+                closed_since = True
                 if name == "a":
                     in_link -= 1
+                if name in pre_tags and name not in leaf:
+                    pre_depth -= 1
+                    if not pre_depth:
+                        if len(texts) > pre_first_text:
+                            texts[-1] = texts[-1].rstrip()
+                        pre_pending = ""
+                        space_pending = True
                 if name in block:
                     line_no += 1
                 if el.tail and el is not body:
@@ -579,7 +654,9 @@ def _flatten(body, url: str, title: str, base_url: str, html_len: int, notes: tu
     parent_arr = np.array(parent, dtype=i32)
     text_idx = np.array(text_node, dtype=np.int64)
     chars = np.zeros(n, dtype=i32)
-    chars[text_idx] = [len(t) for t in texts]
+    chars[text_idx] = text_chars
+    lengths = np.zeros(n, dtype=i32)
+    lengths[text_idx] = [len(t) for t in texts]
     words = np.zeros(n, dtype=i32)
     words[text_idx] = text_words
     id_hash = np.zeros(n, dtype=u32)
@@ -598,7 +675,7 @@ def _flatten(body, url: str, title: str, base_url: str, html_len: int, notes: tu
         line=np.array(line, dtype=i32), id_hash=id_hash,
         class_ptr=ragged_ptr(class_node), class_hash=np.array(class_hash, dtype=u32),
         attr_ptr=ragged_ptr(attr_node), attr_hash=np.array(attr_hash, dtype=u32),
-        text_ptr=np.concatenate(([0], np.cumsum(chars))).astype(i32), text="".join(texts),
+        text_ptr=np.concatenate(([0], np.cumsum(lengths))).astype(i32), text="".join(texts),
         words=words, chars=chars,
         link_node=np.array(link_node, dtype=i32), link_url=tuple(link_url),
         html_bytes=html_len, notes=notes, side=node_extras(extra, base_url),

@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from sitestrip.transforms.page import TEXT, CompactPage
+from sitestrip.transforms.text import gaps, join_text
 
 
 def subtree_sum(page: CompactPage, values: np.ndarray) -> np.ndarray:
@@ -51,35 +52,20 @@ def is_ancestor(page: CompactPage, a: int, b: int) -> bool:
 
 
 def text_of(page: CompactPage, mask: np.ndarray | None = None) -> str:
-    """Text of the text nodes selected by `mask` (all when None), SPEC §1:
-
-    document order, single spaces inside inline runs, a newline wherever a
-    block element starts or ends between two text nodes.
-    """
+    """Text of the text nodes selected by `mask` (all when None), as a browser shows it
+    (transforms/text.py): document order, one line per block, inline runs joined with the
+    whitespace the HTML has, preformatted text verbatim."""
     sel = page.tag == TEXT
     if mask is not None:
         sel &= mask
-    return _render(page, np.flatnonzero(sel))
+    idx = np.flatnonzero(sel)
+    return join_text(page, idx, gaps(page, idx))
 
 
 def subtree_text(page: CompactPage, node: int) -> str:
-    """Text of subtree(node); costs the subtree's size, not the page's."""
+    """Text of subtree(node), as text_of; costs the subtree's size, not the page's."""
     lo, hi = node, int(page.end[node])
-    return _render(page, lo + np.flatnonzero(page.tag[lo:hi] == TEXT))
-
-
-def _render(page: CompactPage, idx: np.ndarray) -> str:
-    if idx.size == 0:
-        return ""
-    ptr, text, lines = page.text_ptr, page.text, page.line[idx]
-    parts = []
-    prev = lines[0]
-    for i, ln in zip(idx.tolist(), lines.tolist()):
-        if parts:
-            parts.append("\n" if ln != prev else " ")
-        parts.append(text[ptr[i]:ptr[i + 1]])
-        prev = ln
-    return "".join(parts)
+    return join_text(page, lo + np.flatnonzero(page.tag[lo:hi] == TEXT))
 
 
 def words_in(page: CompactPage, mask: np.ndarray | None = None) -> int:

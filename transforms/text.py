@@ -1,0 +1,93 @@
+"""Text of a set of text nodes as a browser shows it: the one joiner behind every text
+the product writes (main_text, nontemplate_text, menu texts; SPEC §1 "text of a set of
+nodes", refined by `read.browser_text`).
+
+Between two text nodes in document order it puts:
+
+- a newline where a block boundary lies between them (a block element starts or ends,
+  `<br>`, `<hr>`: the page's `line` counter moved): one line per block, never a blank
+  line, however many boundaries;
+- on one line, next to each other in the page: a space iff the HTML had whitespace
+  between them (F_SPACE_BEFORE, recorded while flattening), so "word</a>," stays
+  "word," and "a <b>b</b>" keeps its space; verbatim text (F_PRE, inside `<pre>`)
+  carries its own whitespace and gets nothing;
+- on one line, with text of the page left out between them (a template link cut out of
+  a sentence, say): a space, so that the words on either side of the removed ones never
+  glue into a word the page does not have; a verbatim text that already begins with
+  whitespace gets none.
+
+A page flattened with `browser_text` off marks every text node F_SPACE_BEFORE and keeps
+none verbatim, so the same joiner yields SPEC §1's single-space text exactly.
+
+Separators are decided with vector operations over the selected nodes; only the final
+concatenation walks them in Python.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from sitestrip.transforms.page import F_PRE, F_SPACE_BEFORE, TEXT, CompactPage
+
+_SEPARATOR = ("", " ", "\n")
+_NONE, _SPACE, _NEWLINE = 0, 1, 2
+
+
+def separators(page: CompactPage, idx: np.ndarray, gap: np.ndarray | None = None) -> np.ndarray:
+    """int8 code per node of `idx` (text nodes in document order): what goes before it
+    (_NONE, _SPACE, _NEWLINE); the first node gets _NONE.
+
+    `gap[k]`: some text node of the page lies between idx[k-1] and idx[k] (None: idx is a
+    run of consecutive text nodes, as a subtree's or a block's are).
+    """
+    codes = np.zeros(idx.size, dtype=np.int8)
+    if idx.size < 2:
+        return codes
+    nxt = idx[1:]
+    flags = page.flags[nxt]
+    space = (flags & F_SPACE_BEFORE) != 0
+    if gap is not None:
+        cut = gap[1:]
+        verbatim = (flags & F_PRE) != 0
+        space |= cut & ~verbatim
+        for k in np.flatnonzero(cut & verbatim).tolist():
+            space[k] = not page.node_text(int(nxt[k]))[:1].isspace()
+    newline = page.line[nxt] != page.line[idx[:-1]]
+    codes[1:] = np.where(newline, _NEWLINE, np.where(space, _SPACE, _NONE))
+    return codes
+
+
+def pieces(page: CompactPage, idx: np.ndarray, codes: np.ndarray) -> list[str]:
+    """Each node's text with its separator in front."""
+    ptr, text, sep = page.text_ptr, page.text, _SEPARATOR
+    starts, ends = ptr[idx].tolist(), ptr[idx + 1].tolist()
+    return [sep[c] + text[s:e] if c else text[s:e] for c, s, e in zip(codes.tolist(), starts, ends)]
+
+
+def join_text(page: CompactPage, idx: np.ndarray, gap: np.ndarray | None = None) -> str:
+    """The text of the text nodes `idx` (document order); see the module docstring."""
+    if idx.size == 0:
+        return ""
+    return "".join(pieces(page, idx, separators(page, idx, gap)))
+
+
+def gaps(page: CompactPage, idx: np.ndarray) -> np.ndarray:
+    """Per node of `idx` (text nodes in document order): another text node lies between it
+    and the previous one."""
+    rank = np.cumsum(page.tag == TEXT)
+    out = np.zeros(idx.size, dtype=bool)
+    if idx.size > 1:
+        out[1:] = np.diff(rank[idx]) > 1
+    return out
+
+
+def run_texts(page: CompactPage, idx: np.ndarray, starts: np.ndarray) -> list[str]:
+    """Texts of consecutive runs of the text nodes `idx` (all of the page's, or a run of
+    consecutive ones), run r being idx[starts[r]:starts[r + 1]]: each joined as join_text
+    joins it, the whole page's separators computed once."""
+    if idx.size == 0:
+        return []
+    codes = separators(page, idx)
+    codes[starts] = _NONE
+    parts = pieces(page, idx, codes)
+    bounds = np.append(starts, idx.size).tolist()
+    return ["".join(parts[a:b]) for a, b in zip(bounds[:-1], bounds[1:])]
