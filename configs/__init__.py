@@ -23,6 +23,7 @@ from sitestrip.transforms.conex_site import SITE_CONEX_ETDM, SiteConexParams
 from sitestrip.transforms.etdm import EtdmParams
 from sitestrip.transforms.link_blocks import LinkBlockParams
 from sitestrip.transforms.menex import MenexParams
+from sitestrip.transforms.output import KEEP_DROP, OutputParams
 from sitestrip.transforms.page import NAV_RULE_FLAGS
 from sitestrip.transforms.template import TemplateParams
 
@@ -77,6 +78,7 @@ class Config:
     link_blocks: LinkBlockParams = field(default_factory=LinkBlockParams)
     site: SiteLimits = field(default_factory=SiteLimits)
     main_content: MainContentParams = field(default_factory=MainContentParams)
+    output: OutputParams = field(default_factory=OutputParams)
 
 
 _TAG_NAME = re.compile(r"[a-z][a-z0-9:._-]*")
@@ -115,6 +117,9 @@ _CHECKS["site_conex.variant"] = (lambda v: v in ("published", "text_aware"), "pu
 _CHECKS["site_conex.branch"] = (lambda v: v in ("nodes", "words"), "nodes or words")
 _CHECKS["main_content.method"] = (lambda v: v in MAIN_CONTENT_METHODS, " or ".join(MAIN_CONTENT_METHODS))
 _CHECKS["main_content.neighbour_weight"] = (lambda v: 0.0 <= v < 0.5, "at least 0 and below 0.5")
+_CHECKS["output.markdown_links"] = (lambda v: v in KEEP_DROP, "keep or drop")
+_CHECKS["output.markdown_images"] = (lambda v: v in KEEP_DROP, "keep or drop")
+_CHECKS["output.language_chars"] = (lambda v: v >= 20, "20 or more")
 _CHECKS["site_conex.merge"] = (lambda v: v in ("always", "content"), "always or content")
 
 
