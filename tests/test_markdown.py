@@ -1,12 +1,14 @@
 """main_markdown (transforms/markdown.py): every construct on a hand-built page, the expected
 Markdown written out by hand, and parsed back with a CommonMark parser where the structure is
-the point; its words equal main_text's (helper `markdown_words`)."""
+the point; its words, as a CommonMark reader reads them, equal main_text's
+(`rendered_words`)."""
 import re
 
 import numpy as np
 import pytest
 from markdown_it import MarkdownIt
 
+from sitestrip.bench.output_columns import rendered_words
 from sitestrip.transforms.markdown import MarkdownOptions, escape_line_start, page_markdown
 from sitestrip.transforms.page import TEXT, parse_page
 from sitestrip.transforms.tokens import words
@@ -22,22 +24,6 @@ def md(body: str, options: MarkdownOptions = MarkdownOptions(), mask=None) -> st
 
 def html_of(markdown: str) -> str:
     return COMMONMARK.render(markdown)
-
-
-_FENCE = re.compile(r"^[ >]*(`{3,}|~{3,}).*$", re.MULTILINE)
-_IMAGE = re.compile(r"!\[(?:\\.|[^\]\\])*\]\((?:<[^>]*>|[^)\s]*)\)")
-_LINK_TARGET = re.compile(r"\]\((?:<[^>]*>|[^)\s]*)\)")
-_ORDERED = re.compile(r"^([ >]*)\d{1,9}[.)](?= |$)", re.MULTILINE)
-
-
-def markdown_words(markdown: str) -> list[str]:
-    """The words a reader of main_markdown reads that main_text has too: without code fences
-    (and their language), images, link targets and list numbers."""
-    text = _FENCE.sub("", markdown)
-    text = _IMAGE.sub("", text)
-    text = _LINK_TARGET.sub("]", text)
-    text = _ORDERED.sub(r"\1", text)
-    return words(text)
 
 
 def test_headings_by_level():
@@ -191,7 +177,7 @@ def test_markdown_words_are_main_text_words_on_every_construct():
     page = parse_page(f"<body>{body}</body>", URL)
     mask = page.tag == TEXT
     out = page_markdown(page, mask)
-    assert markdown_words(out) == words(text_of(page, mask))
+    assert rendered_words(out) == words(text_of(page, mask))
     assert "alt words" in out and "```c" in out
 
 

@@ -15,9 +15,9 @@ from sitestrip.configs import Config, ConfigError, config_from_dict, load_config
 from sitestrip.pipeline.graph import build_pipeline
 from sitestrip.schemas import SCHEMA_VERSION
 from sitestrip.transforms.extract import build_page_record, process_site
+from sitestrip.bench.output_columns import rendered_words
 from sitestrip.transforms.output import OutputParams
 from sitestrip.transforms.tokens import words
-from test_markdown import markdown_words
 from warcs import response, write_warc
 
 MENU = "".join(f"<li><a href='/{n}.html'>{n.title()} page</a></li>" for n in ("one", "two", "three"))
@@ -86,7 +86,7 @@ def test_switches_change_only_their_columns():
     for name in BODY:
         assert off[name]["main_text"] == on[name]["main_text"] == none[name]["main_text"]
         assert "](" not in off[name]["main_markdown"]
-        assert markdown_words(off[name]["main_markdown"]) == markdown_words(on[name]["main_markdown"])
+        assert rendered_words(off[name]["main_markdown"]) == rendered_words(on[name]["main_markdown"])
         assert off[name]["language"] is None and off[name]["language_score"] is None
         assert none[name]["main_markdown"] is None and none[name]["language"] == on[name]["language"]
     assert "[the second page](https://docs.example/two.html)" in on["one"]["main_markdown"]
@@ -111,7 +111,7 @@ def test_markdown_language_and_metadata_through_beam(tmp_path):
     assert set(rows) == set(BODY)
     for name, row in rows.items():
         assert row["main_text"], name
-        assert markdown_words(row["main_markdown"]) == words(row["main_text"]), name
+        assert rendered_words(row["main_markdown"]) == words(row["main_text"]), name
         assert row["timing_ms"]["markdown"] is not None and row["timing_ms"]["language"] is not None
         assert "Copyright" not in row["main_markdown"]
     one = rows["one"]["main_markdown"]

@@ -20,8 +20,9 @@ Inline runs are joined by the product's one text joiner (transforms/text.py: the
 whitespace the HTML has), and a new line starts where main_text starts one. Text is
 escaped where Markdown would read it as syntax (`*`, `` ` ``, `\\`, `<`, `](`, `_` at
 word edges, entities, and block markers at a line's start), so every word of main_text is
-in main_markdown, in the same order, and nothing else but link and image targets, image
-alt texts, list numbers and code-fence languages (tests/test_markdown.py checks this).
+in main_markdown as a CommonMark reader reads it, in the same order, and nothing else
+(link and image targets, alt texts, list numbers and code languages are markup, not text;
+tests/test_markdown.py and bench/output_columns.py check it).
 
 Everything is a loop over the selected nodes and their ancestors (memoized per element);
 no recursion over the DOM.
@@ -33,7 +34,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sitestrip.transforms.page import BLOCK_TAGS, TAG_ID, TEXT, CompactPage, tag_ids
+from sitestrip.transforms.page import BLOCK_TAGS, KNOWN_TAGS, TAG_ID, TEXT, CompactPage, tag_ids
 from sitestrip.transforms.text import _NEWLINE, _NONE, gaps, separators
 
 
@@ -71,7 +72,7 @@ _BACKTICKS = re.compile(r"`+")
 
 
 def escape_text(text: str, brackets: bool = False) -> str:
-    return (_ESCAPE_BRACKETS if brackets else _ESCAPE).sub(lambda m: "\\" + m.group(0), text)
+    return (_ESCAPE_BRACKETS if brackets else _ESCAPE).sub(r"\\\g<0>", text)
 
 
 def escape_line_start(line: str) -> str:
@@ -102,15 +103,6 @@ def _destination(url: str) -> str:
     return f"<{url}>" if any(c in url for c in " ()<>") else url
 
 
-@dataclass
-class _Item:
-    node: int
-    sep: int          # text.py separator code before it
-    text: str         # raw text, or the image's Markdown
-    image: bool
-    inline: tuple     # (link url or None, link node, strong node, em node, code node)
-
-
 class _Context:
     """Structure of a block-level element, from its ancestors: memoized per element."""
     __slots__ = ("heading", "pre", "cell", "table", "li", "quote")
@@ -119,29 +111,61 @@ class _Context:
         self.heading, self.pre, self.cell, self.table, self.li, self.quote = heading, pre, cell, table, li, quote
 
 
-class _Renderer:
+# Per known tag id: block-level, and the inline kind (1 strong, 2 em, 3 code).
+_N_KNOWN = len(KNOWN_TAGS)
+_BLOCKISH_OF = np.zeros(_N_KNOWN + 1, dtype=bool)
+_BLOCKISH_OF[_BLOCKISH] = True
+_KIND_OF = np.zeros(_N_KNOWN + 1, dtype=np.int8)
+for _k, _tags in enumerate((_STRONG, _EM, _CODE), 1):
+    _KIND_OF[sorted(_tags)] = _k
+
+
+def _known(tags: np.ndarray) -> np.ndarray:
+    """Tag ids as indexes of the per-tag tables (unknown tags: the last, empty, slot)."""
+    return np.where(tags < _N_KNOWN, tags, _N_KNOWN)
+
+
+class _Structure:
+    """The page's structure as Markdown needs it: block contexts (memoized per element), data
+    tables, and the inline elements around each written node."""
+
     def __init__(self, page: CompactPage, options: MarkdownOptions):
-        self.page, self.options = page, options
-        self.parent = page.parent
-        self.tag = page.tag
-        self.end = page.end
-        self.blockish = np.isin(page.tag, _BLOCKISH)
+        self.page = page
+        self.parent, self.tag, self.end = page.parent, page.tag, page.end
+        self.blockish = _BLOCKISH_OF[_known(page.tag)]
         self.blockish[0] = True
         self.contexts: dict = {-1: _Context()}
         self.data_table: dict = {}
-        links = {}
-        if options.links:
+        self.linked = np.zeros(page.size, dtype=bool)
+        self.urls: dict = {}
+        if options.links and page.link_node.size:
             own = page.url
-            links = {n: u for n, u in zip(page.link_node.tolist(), page.link_url) if u != own}
-        self.link_url = links
+            keep = np.array([u != own for u in page.link_url], dtype=bool)
+            self.linked[page.link_node[keep]] = True
 
-    # -- structure ------------------------------------------------------------------
-    def container(self, node: int) -> int:
-        """Nearest block-level ancestor of a text or image node."""
-        p = int(self.parent[node])
-        while p > 0 and not self.blockish[p]:
-            p = int(self.parent[p])
-        return max(p, 0)
+    def url(self, link: int) -> str:
+        got = self.urls.get(link)
+        if got is None:
+            k = int(np.searchsorted(self.page.link_node, link))
+            got = self.urls[link] = self.page.link_url[k]
+        return got
+
+    def around(self, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(container, inline) of each node: its nearest block-level ancestor, and per inline
+        kind (link, strong, em, code) its nearest such ancestor below the container, -1 if none.
+        One vector step per level of inline nesting, whatever the number of nodes."""
+        cur = self.parent[nodes].astype(np.int64)
+        inline = np.full((4, nodes.size), -1, dtype=np.int64)
+        active = np.flatnonzero(~self.blockish[cur])
+        while active.size:
+            c = cur[active]
+            kind = _KIND_OF[_known(self.tag[c])]
+            for k, hit in enumerate((self.linked[c], kind == 1, kind == 2, kind == 3)):
+                hit &= inline[k, active] < 0
+                inline[k, active[hit]] = c[hit]
+            cur[active] = self.parent[c]
+            active = active[~self.blockish[cur[active]]]
+        return cur, inline
 
     def context(self, element: int) -> _Context:
         got = self.contexts.get(element)
@@ -184,161 +208,164 @@ class _Renderer:
             self.data_table[table] = got
         return got
 
-    def inline(self, node: int, stop: int) -> tuple:
-        """(link url, link node, strong node, em node, code node) around a node, below `stop`."""
-        url = None
-        link = strong = em = code = -1
-        p = int(self.parent[node])
-        while p > stop:
-            t = int(self.tag[p])
-            if t == _A:
-                if link < 0 and p in self.link_url:
-                    link, url = p, self.link_url[p]
-            elif t in _STRONG:
-                strong = p if strong < 0 else strong
-            elif t in _EM:
-                em = p if em < 0 else em
-            elif t in _CODE:
-                code = p if code < 0 else code
-            p = int(self.parent[p])
-        return url, link, strong, em, code
 
-
-def _image_nodes(page: CompactPage, text_mask: np.ndarray) -> np.ndarray:
-    """Images whose nearest block-level element (not BODY) holds main text in at least half
-    of its words."""
+def _image_nodes(page: CompactPage, text_mask: np.ndarray, holders: np.ndarray) -> np.ndarray:
+    """Images (given their nearest block-level ancestors) whose holder is not BODY and has main
+    text in at least half of its words."""
     nodes = page.side.image_node
-    if nodes.size == 0:
-        return nodes
-    blockish = np.isin(page.tag, _BLOCKISH)
-    holders = []
-    for n in nodes.tolist():
-        p = int(page.parent[n])
-        while p > 0 and not blockish[p]:
-            p = int(page.parent[p])
-        holders.append(p)
-    holders = np.array(holders, dtype=np.int64)
     words = np.concatenate(([0], np.cumsum(page.words, dtype=np.int64)))
     main_words = np.concatenate(([0], np.cumsum(np.where(text_mask, page.words, 0), dtype=np.int64)))
     ends = page.end[holders]
     total = words[ends] - words[holders]
     main = main_words[ends] - main_words[holders]
-    keep = (holders > 0) & (main > 0) & (2 * main >= total)
-    return nodes[keep]
-
-
-def page_markdown(page: CompactPage, text_mask: np.ndarray, options: MarkdownOptions = MarkdownOptions()) -> str:
-    """Markdown of the text nodes in `text_mask` (and the images among them, see module doc)."""
-    idx = np.flatnonzero(text_mask & (page.tag == TEXT))
-    images = _image_nodes(page, text_mask) if options.images else np.zeros(0, dtype=np.int32)
-    if idx.size == 0 and images.size == 0:
-        return ""
-    r = _Renderer(page, options)
-    codes = separators(page, idx, gaps(page, idx))
-    items = _items(page, r, idx, codes, images)
-    units = _units(page, r, items)
-    return _Writer(page, r).write(units)
-
-
-def _items(page: CompactPage, r: _Renderer, idx: np.ndarray, codes: np.ndarray, images: np.ndarray) -> list:
-    ptr, text, line = page.text_ptr, page.text, page.line
-    out = []
-    image_of = page.side.image_of() if images.size else {}
-    order = np.sort(np.concatenate((idx.astype(np.int64), images.astype(np.int64))))
-    code_of = dict(zip(idx.tolist(), codes.tolist()))
-    prev_line = None
-    for n in order.tolist():
-        stop = r.container(n)
-        inline = r.inline(n, stop) if r.parent[n] != stop else (None, -1, -1, -1, -1)
-        if n in code_of:
-            sep = code_of[n]
-            if prev_line is not None and sep == _NONE and line[n] != prev_line:
-                sep = _NEWLINE
-            out.append(_Item(n, sep, text[ptr[n]:ptr[n + 1]], False, inline))
-        else:
-            src, alt = image_of[n]
-            sep = 1 if prev_line is not None and line[n] == prev_line else (_NEWLINE if prev_line is not None else _NONE)
-            md = f"![{escape_text(alt, brackets=True)}]({_destination(src)})"
-            out.append(_Item(n, sep, md, True, inline))
-        prev_line = int(line[n])
-        if len(out) > 1 and out[-2].image and not out[-1].image and out[-1].sep == _NONE:
-            out[-1].sep = 1        # an image and the text after it are apart
-    if out:
-        out[0].sep = _NONE
-    return out
+    return nodes[(holders > 0) & (main > 0) & (2 * main >= total)]
 
 
 @dataclass
 class _Unit:
-    items: list
+    """One line of main_text: items[start:stop] of the written nodes."""
+    start: int
+    stop: int
     container: int
     ctx: _Context
+    number: int                 # index among the units
 
 
-def _units(page: CompactPage, r: _Renderer, items: list) -> list:
-    """Lines of the main content: items split where main_text starts a new line."""
-    units = []
-    for item in items:
-        if item.sep == _NEWLINE or not units:
-            item.sep = _NONE
-            c = r.container(item.node)
-            units.append(_Unit([item], c, r.context(c)))
-        else:
-            units[-1].items.append(item)
-    return units
+class _Lines:
+    """The written nodes (text and images) in document order, with what goes before each,
+    their texts and inline elements, cut into units where main_text starts a new line."""
+
+    def __init__(self, page: CompactPage, text_mask: np.ndarray, options: MarkdownOptions):
+        self.structure = s = _Structure(page, options)
+        idx = np.flatnonzero(text_mask & (page.tag == TEXT))
+        images = np.zeros(0, dtype=np.int64)
+        if options.images and page.side.image_node.size:
+            holders, _ = s.around(page.side.image_node)
+            images = _image_nodes(page, text_mask, holders).astype(np.int64)
+        nodes = np.concatenate((idx, images))
+        order = np.argsort(nodes, kind="stable")
+        nodes = nodes[order]
+        is_image = (order >= idx.size)
+        sep = np.concatenate((separators(page, idx, gaps(page, idx)), np.zeros(images.size, dtype=np.int8)))[order]
+        if images.size:
+            # An image is apart from what is next to it on its line.
+            apart = np.zeros(nodes.size, dtype=bool)
+            apart[1:] = is_image[1:] | is_image[:-1]
+            sep = np.where(apart, 1, sep).astype(np.int8)
+        line = page.line[nodes]
+        new_line = np.zeros(nodes.size, dtype=bool)
+        new_line[1:] = line[1:] != line[:-1]
+        sep[new_line] = _NEWLINE
+        if nodes.size:
+            sep[0] = _NEWLINE
+        self.nodes, self.is_image, self.sep = nodes, is_image, sep
+        self.container, inline = s.around(nodes)
+        # Python lists: the per-line loops below read them item by item.
+        self.sep_of, self.image_of, self.inline_of = sep.tolist(), is_image.tolist(), inline.T.tolist()
+        ptr, text = page.text_ptr, page.text
+        strings = [text[a:b] for a, b in zip(ptr[nodes].tolist(), ptr[nodes + 1].tolist())]
+        if images.size:
+            image_of = page.side.image_of()
+            for k in np.flatnonzero(is_image).tolist():
+                src, alt = image_of[int(nodes[k])]
+                strings[k] = f"![{escape_text(alt, brackets=True)}]({_destination(src)})"
+        self.strings = strings
+        starts = np.flatnonzero(sep == _NEWLINE)
+        bounds = np.append(starts, nodes.size).tolist()
+        marked = (inline >= 0).any(axis=0) | is_image
+        self.plain = ~np.logical_or.reduceat(marked, starts) if starts.size else np.zeros(0, dtype=bool)
+        firsts = self.container[starts].tolist()
+        self.units = [_Unit(a, b, c, s.context(c), i)
+                      for i, (a, b, c) in enumerate(zip(bounds[:-1], bounds[1:], firsts))]
+
+    def raw(self, u: _Unit) -> str:
+        """The unit's text as the page has it (code): the joiner's spacing, no markup."""
+        sep, strings, image = self.sep_of, self.strings, self.image_of
+        return "".join((" " + strings[k]) if sep[k] == 1 and k > u.start else strings[k]
+                       for k in range(u.start, u.stop) if not image[k])
+
+    def markdown(self, u: _Unit) -> str:
+        """The unit's inline Markdown."""
+        if self.plain[u.number]:
+            return escape_text(self.raw(u))
+        sep, strings, image, inline = self.sep_of, self.strings, self.image_of, self.inline_of
+        items = [(sep[k], strings[k], image[k], *inline[k]) for k in range(u.start, u.stop)]
+        items[0] = (_NONE,) + items[0][1:]
+        return _inline_markdown(items, self.structure)
 
 
-def _inline_markdown(items: list, level: int = 0) -> str:
+# An item of _inline_markdown: (separator code, text, is image, link, strong, em, code node).
+_SEP, _STR, _IMG = 0, 1, 2
+
+
+def _inline_markdown(items: list, structure: _Structure, level: int = 0, in_link: bool = False) -> str:
     """Items of one line with links, strong, emphasis and code spans, nested in that order
-    (depth bounded by the four levels)."""
+    (the nesting is bounded by the four levels). In a link's text, brackets are escaped too."""
+    while level < 4 and all(it[3 + level] < 0 for it in items):
+        level += 1
     if level == 4:
-        return "".join((" " if it.sep else "") + (it.text if it.image else escape_text(it.text))
-                       for it in items)
+        # Runs of text escaped at once; images are Markdown already.
+        out, run = [], []
+        for it in items:
+            if it[_IMG]:
+                if run:
+                    out.append(escape_text("".join(run), in_link))
+                    run = []
+                out.append((" " if it[_SEP] else "") + it[_STR])
+            else:
+                run.append((" " + it[_STR]) if it[_SEP] else it[_STR])
+        if run:
+            out.append(escape_text("".join(run), in_link))
+        return "".join(out)
     out = []
-    key_at = level + 1            # inline tuple: url, link, strong, em, code
+    key_at = 3 + level
     start = 0
     while start < len(items):
-        key = items[start].inline[key_at]
+        key = items[start][key_at]
         stop = start + 1
-        while stop < len(items) and items[stop].inline[key_at] == key:
+        while stop < len(items) and items[stop][key_at] == key:
             stop += 1
         group = items[start:stop]
-        lead = " " if group[0].sep else ""
+        lead = " " if group[0][_SEP] else ""
+        group[0] = (_NONE,) + group[0][1:]          # the space before a group goes outside its marks
         if key < 0:
-            body = _inline_markdown(group, level + 1)
-            out.append(body)
+            out.append(lead + _inline_markdown(group, structure, level + 1, in_link))
+        elif level == 3:                            # code: raw text
+            out.append(lead + _code_span("".join((" " if it[_SEP] else "") + it[_STR] for it in group)))
         else:
-            first = group[0]
-            saved = first.sep
-            first.sep = _NONE
-            if level == 3:        # code: raw text
-                body = _code_span("".join((" " if it.sep else "") + it.text for it in group))
+            inner = _inline_markdown(group, structure, level + 1, in_link or level == 0)
+            if not inner.strip():
+                body = inner
+            elif level == 0:
+                body = f"[{inner}]({_destination(structure.url(key))})"
+            elif level == 1:
+                body = f"**{inner}**"
             else:
-                inner = _inline_markdown(group, level + 1)
-                if not inner.strip():
-                    body = inner
-                elif level == 0:
-                    body = f"[{inner}]({_destination(first.inline[0])})"
-                elif level == 1:
-                    body = f"**{inner}**"
-                else:
-                    body = f"*{inner}*"
-            first.sep = saved
+                body = f"*{inner}*"
             out.append(lead + body)
         start = stop
     return "".join(out)
 
 
+def page_markdown(page: CompactPage, text_mask: np.ndarray, options: MarkdownOptions = MarkdownOptions()) -> str:
+    """Markdown of the text nodes in `text_mask` (and the images among them, see module doc)."""
+    if not text_mask.any():
+        return ""
+    lines = _Lines(page, text_mask, options)
+    return _Writer(page, lines).write()
+
+
 class _Writer:
     """Lays out the lines: blocks, list items, tables and code blocks, with their separators."""
 
-    def __init__(self, page: CompactPage, r: _Renderer):
-        self.page, self.r = page, r
+    def __init__(self, page: CompactPage, lines: _Lines):
+        self.page, self.lines, self.r = page, lines, lines.structure
         self.code_lang = page.side.code_language_of()
         self.li_number: dict | None = None
         self.continues = False      # the last list item written continues a list being written
 
-    def write(self, units: list) -> str:
+    def write(self) -> str:
+        units = self.lines.units
         parts: list[str] = []
         open_items: list = []       # stack of (li node, content indent) of the list items written
         prev = None                 # previous unit, for separators
@@ -361,7 +388,7 @@ class _Writer:
                 block, kind = None, "line"
             indent, marker = self.list_position(open_items, ctx.li)
             if kind == "line":
-                text = escape_line_start(_inline_markdown(u.items))
+                text = escape_line_start(self.lines.markdown(u))
                 if ctx.heading:
                     text = "#" * ctx.heading + " " + text
                     if text.endswith("#"):
@@ -439,8 +466,7 @@ class _Writer:
         return self.li_number.get(li, 1)
 
     def code_block(self, pre: int, units: list) -> str:
-        content = "\n".join("".join((" " if it.sep else "") + (it.text if not it.image else "") for it in u.items)
-                            for u in units)
+        content = "\n".join(self.lines.raw(u) for u in units)
         fence = _fence(content, 3)
         lang = self.code_lang.get(pre, "")
         return f"{fence}{lang}\n{content}\n{fence}"
@@ -451,7 +477,7 @@ class _Writer:
         cell_text: dict = {}
         for u in units:
             c = u.ctx.cell
-            text = _inline_markdown(u.items).replace("|", "\\|")
+            text = self.lines.markdown(u).replace("|", "\\|")
             if c in cell_text and text:
                 cell_text[c] += " " + text
             elif text:
@@ -460,11 +486,13 @@ class _Writer:
         span = np.arange(lo, hi)
         rows = span[tag[lo:hi] == _TR]
         cells = span[np.isin(tag[lo:hi], list(_CELL))]
-        cell_row = parent[cells]
+        cells_of: dict = {}
+        for cell, row in zip(cells.tolist(), parent[cells].tolist()):
+            cells_of.setdefault(row, []).append(cell)
         # The first row written is the header, <th> or not: a pipe table must have one.
         grid = []
         for row in rows.tolist():
-            texts = [cell_text.get(c, "") for c in cells[cell_row == row].tolist()]
+            texts = [cell_text.get(c, "") for c in cells_of.get(row, ())]
             if any(texts):
                 grid.append(texts)
         loose = cell_text.get(-1)
@@ -477,3 +505,4 @@ class _Writer:
         if loose:
             lines.insert(0, loose + "\n")
         return "\n".join(lines)
+
