@@ -24,6 +24,7 @@ from sitestrip.bench.core import extract_rows, load_corpus
 from sitestrip.bench.corpora import read_shared_corpus
 from sitestrip.bench.language import corpus_pages
 from sitestrip.configs import load_config
+from sitestrip.transforms.language import identify_language
 from sitestrip.transforms.tokens import words
 
 _TAG = re.compile(r"<[^>]*>")
@@ -42,7 +43,24 @@ def rendered_words(markdown: str) -> list[str]:
     return words(unescape(_TAG.sub("", _PARSER.render(markdown))))
 
 
-def measure_corpus(directory: str, config, processes: int | None) -> dict:
+def prefix_lengths(rows, label: dict, lengths) -> dict:
+    """Per prefix length: language accuracy on the labelled rows' main_text, and CPU ms per row
+    of identify_language alone, rows one after another in this process."""
+    import time
+    texts = [(row["main_text"], label.get(row["url_normalized"])) for row in rows if row["main_text"]]
+    identify_language("warm up")
+    out = {}
+    for chars in lengths:
+        start = time.thread_time()
+        got = [identify_language(text, chars)[0] for text, _ in texts]
+        ms = (time.thread_time() - start) * 1000 / max(len(texts), 1)
+        known = [(g, lang) for g, (_, lang) in zip(got, texts) if lang is not None]
+        out[chars] = {"accuracy": round(sum(g == lang for g, lang in known) / len(known), 4) if known else None,
+                      "ms_per_page": round(ms, 3)}
+    return out
+
+
+def measure_corpus(directory: str, config, processes: int | None, lengths=(200, 500, 1000, 2000)) -> dict:
     corpus = read_shared_corpus(directory)
     known, _ = corpus_pages(directory)
     label = {p.url: p.lang for p in known}
@@ -77,6 +95,7 @@ def measure_corpus(directory: str, config, processes: int | None) -> dict:
         "language_wrong": wrong[:20],
         "markdown_words_differ": differ[:20], "markdown_words_differ_count": len(differ),
         "declared": {k: v for k, v in hits.items() if k not in ("known", "right")},
+        "language_by_prefix": prefix_lengths(rows, label, lengths),
     }
 
 
@@ -96,7 +115,8 @@ def main(argv=None) -> int:
         print(f"{name}: {r['pages']} pages; markdown p50 {r['ms']['markdown']['p50']} ms p99 "
               f"{r['ms']['markdown']['p99']}; language p50 {r['ms']['language']['p50']} ms p99 "
               f"{r['ms']['language']['p99']}; both p50 {r['ms']['both']['p50']}; language accuracy {acc}; "
-              f"markdown words differ on {r['markdown_words_differ_count']}", flush=True)
+              f"markdown words differ on {r['markdown_words_differ_count']}; by prefix "
+              f"{r['language_by_prefix']}", flush=True)
     if args.out:
         with open(args.out, "w", encoding="utf-8") as fh:
             json.dump(results, fh, indent=1, sort_keys=True)

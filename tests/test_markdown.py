@@ -137,6 +137,31 @@ def test_block_quote():
                                                "</blockquote><p>After.</p>")
 
 
+def test_quotes_and_list_items_nest_in_their_order():
+    """A forum thread: list items holding a quote and a byline; a quote holding a list. Each
+    line is led by its containers' prefixes outermost first, so the byline stays in its item
+    (3 spaces, the width of "1. ") instead of becoming an indented code block."""
+    body = ("<ol><li><blockquote><p>Quoted post</p></blockquote><div>#6 Ann, Aug 6</div></li>"
+            "<li><blockquote>Second post</blockquote></li></ol>"
+            "<blockquote><ul><li>a</li><li>b</li></ul></blockquote>")
+    out = md(body)
+    assert out == ("1. > Quoted post\n\n   #6 Ann, Aug 6\n\n2. > Second post\n\n"
+                   "> - a\n> - b")
+    html = re.sub(r"\s", "", html_of(out))
+    assert html == ("<ol><li><blockquote><p>Quotedpost</p></blockquote><p>#6Ann,Aug6</p></li>"
+                    "<li><blockquote><p>Secondpost</p></blockquote></li></ol>"
+                    "<blockquote><ul><li>a</li><li>b</li></ul></blockquote>")
+
+
+def test_an_item_after_a_loose_item_is_apart():
+    """An item with a second paragraph: the next item follows a blank line (a bare newline
+    would make "2." part of that paragraph)."""
+    body = "<ol><li><b>First</b><p>More about it.</p></li><li><b>Second</b></li></ol>"
+    out = md(body)
+    assert out == "1. **First**\n\n   More about it.\n\n2. **Second**"
+    assert html_of(out).count("<li>") == 2
+
+
 def test_links_and_images_kept_or_dropped():
     """The figure's image is written (its figure holds main text: the caption); the logo in a
     header without main text is not."""
@@ -179,6 +204,37 @@ def test_markdown_words_are_main_text_words_on_every_construct():
     out = page_markdown(page, mask)
     assert rendered_words(out) == words(text_of(page, mask))
     assert "alt words" in out and "```c" in out
+
+
+def test_markup_inside_a_word_keeps_the_word():
+    """A link or strong text that ends inside a word ("GT350" + "R") is read back as one word;
+    brackets in a link's text are escaped so the link stays one link."""
+    body = "<p>Shelby <a href='/g'>GT350</a>R, <b>GT</b>350 and <a href='/n'>note [1]</a>.</p>"
+    out = md(body)
+    assert out == ("Shelby [GT350](https://docs.example/g)R, **GT**350 and "
+                   "[note \\[1\\]](https://docs.example/n).")
+    assert rendered_words(out) == ["Shelby", "GT350R", "GT350", "and", "note", "1"]
+    assert html_of(out).count("<a href") == 2
+
+
+def test_emphasis_marks_only_where_commonmark_reads_them():
+    """`*` cannot close after punctuation (here a code span's backtick) when a letter follows:
+    the marks around the code are dropped, or the reader would see stars and lose the word
+    "Ax"; emphasis between spaces keeps its marks."""
+    body = "<p>the line <em><code>A</code></em>x + <em><code>B</code></em>y is <em>straight</em></p>"
+    out = md(body)
+    assert out == "the line `A`x + `B`y is *straight*"
+    assert rendered_words(out) == ["the", "line", "Ax", "By", "is", "straight"]
+
+
+def test_main_text_line_starts_inside_a_page_line():
+    """A drop cap is its own block: main_text writes "O" and "n Saturday" on two lines, so
+    Markdown puts a space between them (line_starts: the blocks' first text nodes); without
+    line_starts it follows the page ("On")."""
+    page = parse_page("<body><p><span class='dropcap'>O</span>n Saturday we ate.</p></body>", URL)
+    text = np.flatnonzero(page.tag == TEXT)
+    assert page_markdown(page, page.tag == TEXT, line_starts=text) == "O n Saturday we ate."
+    assert page_markdown(page, page.tag == TEXT) == "On Saturday we ate."
 
 
 def test_empty_selection_is_empty_markdown():

@@ -349,15 +349,17 @@ def page_only_row(record: PageRecord, config, model=None) -> dict:
 
 
 def _main_columns(page: CompactPage, analysis: PageAnalysis, output: OutputParams) -> dict:
+    line_starts = None
     if analysis.selected is not None:
         own = analysis.blocks
         main = {"main_text": render_blocks(own.texts, analysis.selected),
                 "words_main": int(own.blocks.words[analysis.selected].sum())}
+        line_starts = own.blocks.first_node()
     else:
         main = {"main_text": text_of(page, analysis.main), "words_main": words_in(page, analysis.main)}
-    # From the same node set as main_text (transforms/output.py).
+    # From the same node set as main_text, lines where it has lines (transforms/output.py).
     with _Stage(analysis.timing, "markdown"):
-        main["main_markdown"] = main_markdown(page, analysis.main, output)
+        main["main_markdown"] = main_markdown(page, analysis.main, output, line_starts)
     with _Stage(analysis.timing, "language"):
         main["language"], main["language_score"] = main_language(main["main_text"], output)
     return main

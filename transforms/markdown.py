@@ -17,7 +17,9 @@ never disagree on what is content; the page's tags around those nodes give the f
   block-level element around it is mostly main content (at least half of its words).
 
 Inline runs are joined by the product's one text joiner (transforms/text.py: the
-whitespace the HTML has), and a new line starts where main_text starts one. Text is
+whitespace the HTML has), and a new line starts where the page starts one; where main_text
+starts a line inside a page line (two blocks of one line, e.g. a drop cap and its
+paragraph), Markdown puts at least a space, so no two of main_text's words glue into one. Text is
 escaped where Markdown would read it as syntax (`*`, `` ` ``, `\\`, `<`, `](`, `_` at
 word edges, entities, and block markers at a line's start), so every word of main_text is
 in main_markdown as a CommonMark reader reads it, in the same order, and nothing else
@@ -30,6 +32,7 @@ no recursion over the DOM.
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass
 
 import numpy as np
@@ -104,11 +107,12 @@ def _destination(url: str) -> str:
 
 
 class _Context:
-    """Structure of a block-level element, from its ancestors: memoized per element."""
-    __slots__ = ("heading", "pre", "cell", "table", "li", "quote")
+    """Structure of a block-level element, from its ancestors: memoized per element. `nest`:
+    the list items and block quotes around it, outermost first."""
+    __slots__ = ("heading", "pre", "cell", "table", "li", "nest")
 
-    def __init__(self, heading=0, pre=-1, cell=-1, table=-1, li=-1, quote=0):
-        self.heading, self.pre, self.cell, self.table, self.li, self.quote = heading, pre, cell, table, li, quote
+    def __init__(self, heading=0, pre=-1, cell=-1, table=-1, li=-1, nest=()):
+        self.heading, self.pre, self.cell, self.table, self.li, self.nest = heading, pre, cell, table, li, nest
 
 
 # Per known tag id: block-level, and the inline kind (1 strong, 2 em, 3 code).
@@ -179,15 +183,16 @@ class _Structure:
         ctx = self.contexts[e]
         for e in reversed(chain):
             t = int(self.tag[e])
-            new = _Context(ctx.heading, ctx.pre, ctx.cell, ctx.table, ctx.li, ctx.quote)
+            new = _Context(ctx.heading, ctx.pre, ctx.cell, ctx.table, ctx.li, ctx.nest)
             if t in _HEADING:
                 new.heading = _HEADING[t]
             elif t in _PRE:
                 new.pre = e
             elif t == _LI:
                 new.li = e
+                new.nest = ctx.nest + (e,)
             elif t == _QUOTE:
-                new.quote += 1
+                new.nest = ctx.nest + (e,)
             elif t == _TABLE:
                 if self.is_data_table(e):
                     new.table, new.cell = e, -1
@@ -235,7 +240,8 @@ class _Lines:
     """The written nodes (text and images) in document order, with what goes before each,
     their texts and inline elements, cut into units where main_text starts a new line."""
 
-    def __init__(self, page: CompactPage, text_mask: np.ndarray, options: MarkdownOptions):
+    def __init__(self, page: CompactPage, text_mask: np.ndarray, options: MarkdownOptions,
+                 line_starts: np.ndarray | None = None):
         self.structure = s = _Structure(page, options)
         idx = np.flatnonzero(text_mask & (page.tag == TEXT))
         images = np.zeros(0, dtype=np.int64)
@@ -255,6 +261,12 @@ class _Lines:
         line = page.line[nodes]
         new_line = np.zeros(nodes.size, dtype=bool)
         new_line[1:] = line[1:] != line[:-1]
+        if line_starts is not None and nodes.size:
+            # main_text starts a line here although the page does not (two blocks of one
+            # line): a space at least, so that no word of main_text is glued to another.
+            starts = np.zeros(page.size, dtype=bool)
+            starts[line_starts] = True
+            sep[starts[nodes] & ~new_line & (sep == _NONE)] = 1
         sep[new_line] = _NEWLINE
         if nodes.size:
             sep[0] = _NEWLINE
@@ -298,9 +310,28 @@ class _Lines:
 _SEP, _STR, _IMG = 0, 1, 2
 
 
-def _inline_markdown(items: list, structure: _Structure, level: int = 0, in_link: bool = False) -> str:
+def _is_space(ch: str) -> bool:
+    return not ch or ch.isspace()
+
+
+def _is_punct(ch: str) -> bool:
+    return bool(ch) and unicodedata.category(ch)[0] in "PS"
+
+
+def _can_wrap(before: str, inner: str, after: str) -> bool:
+    """CommonMark's flanking rules for `*` around `inner`, between the characters `before` and
+    `after` ("" or a space: line edge or whitespace): else the marks would show as stars."""
+    first, last = inner[0], inner[-1]
+    opens = not _is_space(first) and (not _is_punct(first) or _is_space(before) or _is_punct(before))
+    closes = not _is_space(last) and (not _is_punct(last) or _is_space(after) or _is_punct(after))
+    return opens and closes
+
+
+def _inline_markdown(items: list, structure: _Structure, level: int = 0, in_link: bool = False,
+                     before: str = "", after: str = "") -> str:
     """Items of one line with links, strong, emphasis and code spans, nested in that order
-    (the nesting is bounded by the four levels). In a link's text, brackets are escaped too."""
+    (the nesting is bounded by the four levels). In a link's text, brackets are escaped too.
+    `before`, `after`: the characters around these items (for the emphasis rules)."""
     while level < 4 and all(it[3 + level] < 0 for it in items):
         level += 1
     if level == 4:
@@ -317,8 +348,9 @@ def _inline_markdown(items: list, structure: _Structure, level: int = 0, in_link
         if run:
             out.append(escape_text("".join(run), in_link))
         return "".join(out)
-    out = []
+    # Groups of items under the same element of this level: (lead, body, emphasis mark).
     key_at = 3 + level
+    groups = []
     start = 0
     while start < len(items):
         key = items[start][key_at]
@@ -328,47 +360,77 @@ def _inline_markdown(items: list, structure: _Structure, level: int = 0, in_link
         group = items[start:stop]
         lead = " " if group[0][_SEP] else ""
         group[0] = (_NONE,) + group[0][1:]          # the space before a group goes outside its marks
+        mark = ""
         if key < 0:
-            out.append(lead + _inline_markdown(group, structure, level + 1, in_link))
+            body = _inline_markdown(group, structure, level + 1, in_link, "*", "*")
         elif level == 3:                            # code: raw text
-            out.append(lead + _code_span("".join((" " if it[_SEP] else "") + it[_STR] for it in group)))
+            body = _code_span("".join((" " if it[_SEP] else "") + it[_STR] for it in group))
+        elif level == 0:
+            inner = _inline_markdown(group, structure, level + 1, True, "[", "]")
+            body = f"[{inner}]({_destination(structure.url(key))})" if inner.strip() else inner
         else:
-            inner = _inline_markdown(group, structure, level + 1, in_link or level == 0)
-            if not inner.strip():
-                body = inner
-            elif level == 0:
-                body = f"[{inner}]({_destination(structure.url(key))})"
-            elif level == 1:
-                body = f"**{inner}**"
-            else:
-                body = f"*{inner}*"
-            out.append(lead + body)
+            mark = "**" if level == 1 else "*"
+            body = _inline_markdown(group, structure, level + 1, in_link, "*", "*")
+        groups.append((lead, body, mark if body.strip() else ""))
         start = stop
+    out = []
+    prev = before
+    for g, (lead, body, mark) in enumerate(groups):
+        if mark:
+            if g + 1 < len(groups):
+                nxt_lead, nxt_body, nxt_mark = groups[g + 1]
+                nxt = " " if nxt_lead else (nxt_mark or nxt_body)[:1]
+            else:
+                nxt = after
+            if _can_wrap(" " if lead else prev, body, nxt):
+                body = f"{mark}{body}{mark}"
+        text = lead + body
+        out.append(text)
+        if text:
+            prev = text[-1]
     return "".join(out)
 
 
-def page_markdown(page: CompactPage, text_mask: np.ndarray, options: MarkdownOptions = MarkdownOptions()) -> str:
-    """Markdown of the text nodes in `text_mask` (and the images among them, see module doc)."""
+def page_markdown(page: CompactPage, text_mask: np.ndarray, options: MarkdownOptions = MarkdownOptions(),
+                  line_starts: np.ndarray | None = None) -> str:
+    """Markdown of the text nodes in `text_mask` (and the images among them, see module doc).
+
+    `line_starts`: text nodes where main_text starts a new line even inside a line of the page
+    (the block methods write one line per block, and two blocks can share a page line).
+    """
     if not text_mask.any():
         return ""
-    lines = _Lines(page, text_mask, options)
+    lines = _Lines(page, text_mask, options, line_starts)
     return _Writer(page, lines).write()
 
 
+class _Open:
+    """A list item or block quote being written: what its lines start with."""
+    __slots__ = ("node", "quote", "marker", "width")
+
+    def __init__(self, node: int, quote: bool, marker: str = ""):
+        self.node, self.quote, self.marker, self.width = node, quote, marker, len(marker)
+
+    def prefix(self, first: bool) -> str:
+        if self.quote:
+            return "> "
+        return self.marker if first else " " * self.width
+
+
 class _Writer:
-    """Lays out the lines: blocks, list items, tables and code blocks, with their separators."""
+    """Lays out the lines: blocks, list items, quotes, tables and code blocks, each line led by
+    the prefixes of the list items and quotes around it in their nesting order."""
 
     def __init__(self, page: CompactPage, lines: _Lines):
         self.page, self.lines, self.r = page, lines, lines.structure
         self.code_lang = page.side.code_language_of()
         self.li_number: dict | None = None
-        self.continues = False      # the last list item written continues a list being written
 
     def write(self) -> str:
         units = self.lines.units
         parts: list[str] = []
-        open_items: list = []       # stack of (li node, content indent) of the list items written
-        prev = None                 # previous unit, for separators
+        open_: list = []            # the list items and quotes being written, outermost first
+        prev = None                 # (unit, kind, it began an item on its only line)
         k = 0
         while k < len(units):
             u = units[k]
@@ -385,71 +447,69 @@ class _Writer:
                 block, kind = self.code_block(ctx.pre, units[k:stop]), "code"
             else:
                 stop = k + 1
-                block, kind = None, "line"
-            indent, marker = self.list_position(open_items, ctx.li)
-            if kind == "line":
                 text = escape_line_start(self.lines.markdown(u))
                 if ctx.heading:
                     text = "#" * ctx.heading + " " + text
                     if text.endswith("#"):
                         text = text[:-1] + "\\#"
-                block = text
-            lines = block.split("\n")
-            if marker:
-                first = " " * (indent - len(marker)) + marker + lines[0]
-            else:
-                first = " " * indent + lines[0]
-            body = [first] + [(" " * indent + ln) if ln else ln for ln in lines[1:]]
-            quote = "> " * ctx.quote
-            if quote:
-                body = [(quote + ln).rstrip() if ln else quote.rstrip() for ln in body]
-            rendered = "\n".join(body)
+                block, kind = text, "line"
+            kept, popped, pushed = self.enter(open_, ctx)
             if prev is not None:
-                parts.append(self.separator(prev, u, ctx, marker, kind, open_items))
-            parts.append(rendered)
-            prev = (u, kind, ctx)
+                parts.append(self.separator(prev, u, kind, open_[:kept], popped, pushed))
+            lines = block.split("\n")
+            first = "".join(o.prefix(o in pushed) for o in open_)
+            rest = "".join(o.prefix(False) for o in open_)
+            body = [first + lines[0]] + [rest + ln if ln else rest.rstrip() for ln in lines[1:]]
+            parts.append("\n".join(ln.rstrip() if not ln.strip(" >") else ln for ln in body))
+            prev = (u, kind, kind == "line" and any(not o.quote for o in pushed))
             k = stop
         return "".join(parts).strip("\n")
 
-    def separator(self, prev, u: _Unit, ctx: _Context, marker: str, kind: str, open_items: list) -> str:
-        prev_unit, prev_kind, prev_ctx = prev
-        quote = ">" * min(prev_ctx.quote, ctx.quote)
-        blank = "\n" + (" ".join(quote) if quote else "") + "\n"
-        if ctx.li >= 0 and prev_ctx.li >= 0 and kind == prev_kind == "line" and (marker or ctx.li == prev_ctx.li):
-            if marker and self.continues:
-                return "\n"                                        # next item of a tight list
-            if marker:
-                return blank                                       # a list after another
-            if ctx.heading or prev_ctx.heading:
-                return "\n"
-            if u.container == prev_unit.container:
-                return "\\\n"                                      # <br> inside an item
-            return blank                                           # another paragraph of the item
-        if kind == prev_kind == "line" and u.container == prev_unit.container and not ctx.heading \
-                and not prev_ctx.heading:
-            return "\\\n"                                          # <br> inside a paragraph
-        return blank
+    def enter(self, open_: list, ctx: _Context) -> tuple[int, list, list]:
+        """Update the open list items and quotes for a line in `ctx`: (how many stayed open,
+        those closed, those opened). Quotes always open; of the list items around the line,
+        the nearest opens, and outer ones only stay open if an earlier line opened them (an
+        item with no main text of its own is not written, so nothing is indented under it)."""
+        is_open = {o.node for o in open_}
+        chain = [e for e in ctx.nest if e == ctx.li or e in is_open or int(self.r.tag[e]) == _QUOTE]
+        kept = 0
+        while kept < len(open_) and kept < len(chain) and open_[kept].node == chain[kept]:
+            kept += 1
+        popped = open_[kept:]
+        del open_[kept:]
+        pushed = []
+        for e in chain[kept:]:
+            if int(self.r.tag[e]) == _QUOTE:
+                o = _Open(e, True)
+            else:
+                parent = int(self.r.parent[e])
+                o = _Open(e, False, f"{self.number(e)}. " if int(self.r.tag[parent]) == _OL else "- ")
+            open_.append(o)
+            pushed.append(o)
+        return kept, popped, pushed
 
-    def list_position(self, open_items: list, li: int) -> tuple[int, str]:
-        """(content indent, marker or "") of a line in list item `li` (-1: none), updating the
-        stack of open items."""
-        end, parent_of = self.r.end, self.r.parent
-        parent = int(parent_of[li]) if li >= 0 else -2
-        self.continues = False
-        while open_items and not (li >= 0 and (open_items[-1][0] == li or open_items[-1][0] < li < end[open_items[-1][0]])):
-            self.continues |= int(parent_of[open_items.pop()[0]]) == parent
-        if li < 0:
-            return 0, ""
-        if open_items and open_items[-1][0] == li:
-            return open_items[-1][1], ""
-        self.continues |= bool(open_items)
-        base = open_items[-1][1] if open_items else 0
-        if int(self.r.tag[parent]) == _OL:
-            marker = f"{self.number(li)}. "
-        else:
-            marker = "- "
-        open_items.append((li, base + len(marker)))
-        return base + len(marker), marker
+    def separator(self, prev, u: _Unit, kind: str, shared: list, popped: list, pushed: list) -> str:
+        """What goes between the previous block and this one: a line break inside a paragraph
+        (`<br>`), a plain newline between items of a tight list, else a blank line (carrying
+        the quote marks of the quotes both are in)."""
+        prev_unit, prev_kind, prev_began_item = prev
+        blank = "\n" + "".join(o.prefix(False) for o in shared).rstrip() + "\n"
+        if kind != "line" or prev_kind != "line":
+            return blank
+        if not popped and not pushed:
+            if u.ctx.heading or prev_unit.ctx.heading:
+                return blank if not shared else "\n"
+            return "\\\n" if u.container == prev_unit.container else blank
+        new_items = [o for o in pushed if not o.quote]
+        if prev_began_item and len(new_items) == 1 and len(pushed) == 1:
+            item = new_items[0].node
+            parent = int(self.r.parent[item])
+            sibling = any(not o.quote and int(self.r.parent[o.node]) == parent for o in popped)
+            # A nested list may interrupt its item's first line; an ordered one only from 1.
+            nested = not popped and (int(self.r.tag[parent]) != _OL or self.number(item) == 1)
+            if sibling or nested:
+                return "\n"
+        return blank
 
     def number(self, li: int) -> int:
         if self.li_number is None:

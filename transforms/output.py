@@ -42,11 +42,14 @@ class OutputParams:
         return MarkdownOptions(links=self.markdown_links == "keep", images=self.markdown_images == "keep")
 
 
-def main_markdown(page: CompactPage, main: np.ndarray, params: OutputParams) -> str | None:
-    """main_markdown of the main-content node mask `main` (its text nodes are main_text's)."""
+def main_markdown(page: CompactPage, main: np.ndarray, params: OutputParams,
+                  line_starts: np.ndarray | None = None) -> str | None:
+    """main_markdown of the main-content node mask `main` (its text nodes are main_text's);
+    `line_starts`: the text nodes main_text starts a line with (the block methods: each
+    block's first node), None when main_text breaks lines where the page does (conex)."""
     if not params.markdown:
         return None
-    return page_markdown(page, main & (page.tag == TEXT), params.markdown_options())
+    return page_markdown(page, main & (page.tag == TEXT), params.markdown_options(), line_starts)
 
 
 def main_language(main_text: str, params: OutputParams) -> tuple[str | None, float | None]:
