@@ -19,8 +19,8 @@ never disagree on what is content; the page's tags around those nodes give the f
 Inline runs are joined by the product's one text joiner (transforms/text.py: the
 whitespace the HTML has), and a new line starts where the page starts one; where main_text
 starts a line inside a page line (two blocks of one line, e.g. a drop cap and its
-paragraph), Markdown puts at least a space, so no two of main_text's words glue into one. Text is
-escaped where Markdown would read it as syntax (`*`, `` ` ``, `\\`, `<`, `](`, `_` at
+paragraph), Markdown puts at least a space, so no two of main_text's words glue into one.
+Text is escaped where Markdown would read it as syntax (`*`, `` ` ``, `\\`, `<`, `](`, `_` at
 word edges, entities, and block markers at a line's start), so every word of main_text is
 in main_markdown as a CommonMark reader reads it, in the same order, and nothing else
 (link and image targets, alt texts, list numbers and code languages are markup, not text;
@@ -50,7 +50,6 @@ class MarkdownOptions:
 _ID = TAG_ID
 _HEADING = {_ID[f"h{k}"]: k for k in range(1, 7)}
 _PRE = set(tag_ids("pre", "listing", "xmp", "plaintext").tolist())
-_LIST = set(tag_ids("ul", "ol", "menu", "dir").tolist())
 _OL, _LI, _TABLE, _TR = _ID["ol"], _ID["li"], _ID["table"], _ID["tr"]
 _CELL = set(tag_ids("td", "th").tolist())
 _QUOTE = _ID["blockquote"]
@@ -67,14 +66,19 @@ _LAYOUT_INSIDE = tag_ids("table", "ul", "ol", "dl", "pre", "blockquote", "h1", "
 
 _ESCAPE = re.compile(r"[\\`*<]|\](?=\()|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])|&(?=#?[A-Za-z0-9]+;)")
 _ESCAPE_BRACKETS = re.compile(r"[\\`*<\[\]]|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])|&(?=#?[A-Za-z0-9]+;)")
+_ESCAPABLE = re.compile(r"[\\`*<\]_&]")
+_ESCAPABLE_BRACKETS = re.compile(r"[\\`*<\[\]_&]")
 # What a line may not begin with unless escaped: ATX heading, quote, bullet, setext
 # underline, thematic break, fence, ordered-list number.
-_LINE_START = re.compile(r"(#{1,6}(?:\s|$)|>|[-+](?:\s|$)|=+\s*$|-{3,}\s*$|~~~|\+{3})")
+_LINE_START = re.compile(r"(#{1,6}(?:\s|$)|>|[-+](?:\s|$)|=+\s*$|-+\s*$|~~~)")
 _NUMBERED = re.compile(r"(\d{1,9})([.)])(\s|$)")
 _BACKTICKS = re.compile(r"`+")
 
 
 def escape_text(text: str, brackets: bool = False) -> str:
+    # Most text has none of these characters: one scan of a character class decides.
+    if not (_ESCAPABLE_BRACKETS if brackets else _ESCAPABLE).search(text):
+        return text
     return (_ESCAPE_BRACKETS if brackets else _ESCAPE).sub(r"\\\g<0>", text)
 
 
@@ -125,8 +129,9 @@ for _k, _tags in enumerate((_STRONG, _EM, _CODE), 1):
 
 
 def _known(tags: np.ndarray) -> np.ndarray:
-    """Tag ids as indexes of the per-tag tables (unknown tags: the last, empty, slot)."""
-    return np.where(tags < _N_KNOWN, tags, _N_KNOWN)
+    """Tag ids as indexes of the per-tag tables (unknown tags, ids from 2**16 on: the last,
+    empty, slot)."""
+    return np.minimum(tags, _N_KNOWN)
 
 
 class _Structure:
