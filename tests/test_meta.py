@@ -71,6 +71,14 @@ def test_first_source_wins():
     assert (m.description, m.canonical_url, m.published_date) == ("plain", "https://news.example/canon", "2021-02-02")
 
 
+def test_microdata_of_other_items_is_not_the_page_date():
+    """A related video's <meta itemprop="datePublished"> in the body describes the video: the
+    page's dc.date is its date."""
+    m = meta_of('<meta name="dc.date" content="2015-01-19">',
+                body='<p>Story</p><div itemscope><meta itemprop="datePublished" content="2015-01-15T07:46:35Z"></div>')
+    assert m.published_date == "2015-01-19"
+
+
 def test_bad_values_are_null_and_the_page_parses():
     """An unparseable date, a non-http canonical URL, an empty description, a lang that is no
     language tag: each column null, the page's text intact."""
@@ -112,6 +120,10 @@ def test_long_description_is_cut_at_a_word():
     ("2024-02-30", None),
     ("0000-00-00", None),
     ("1850-01-01", None),
+    ("July 31, 2012, 2:42 pm", "2012-07-31"),
+    ("5th March 2024", "2024-03-05"),
+    ("Sept. 9, 2014", "2014-09-09"),
+    ("Smarch 5, 2024", None),
     ("March 5th", None),
     ("", None),
     (None, None),

@@ -21,7 +21,7 @@ from __future__ import annotations
 import threading
 
 # Characters of main_text the identifier reads (output.language_chars).
-DEFAULT_LANGUAGE_CHARS = 1000
+DEFAULT_LANGUAGE_CHARS = 500
 _MODEL = "lite"               # the model inside the wheel; "full"/"auto" would download one
 
 _detector = None

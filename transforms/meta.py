@@ -43,7 +43,7 @@ MAX_JSONLD_SCRIPTS = 8
 MAX_JSONLD_CHARS = 200_000
 MAX_JSONLD_OBJECTS = 2000
 
-_DATE_NAMES = ("article:published_time", "og:published_time", "datepublished", "date",
+_DATE_NAMES = ("article:published_time", "og:published_time", "date",
                "dc.date", "dc.date.issued", "dc.date.created", "dcterms.date", "dcterms.issued",
                "dcterms.created", "citation_publication_date", "citation_date", "citation_online_date",
                "publication_date", "publish-date", "publish_date", "publishdate", "pubdate",
@@ -95,7 +95,9 @@ def _page_metadata(root, base_url: str) -> PageMeta:
         content = el.get("content")
         if content is None or not content.strip():
             continue
-        for attr in ("name", "property", "itemprop"):
+        # Not itemprop: microdata describes any item on the page (a related video's
+        # datePublished), not necessarily the page.
+        for attr in ("name", "property"):
             key = el.get(attr)
             if key:
                 names.setdefault(key.strip().lower(), content)
@@ -174,12 +176,23 @@ def _first_date(names: dict, keys) -> str | None:
 
 _DATE_ONLY = re.compile(r"(\d{4})[-/.](\d{1,2})[-/.](\d{1,2})$")
 _COMPACT = re.compile(r"(\d{4})(\d{2})(\d{2})$")
+_RFC_2822 = re.compile(r"(?:[A-Za-z]{3},\s*)?\d{1,2}\s+[A-Za-z]{3}\s+\d{4}\s+\d{1,2}:\d{2}")
+# "July 31, 2012, 2:42 pm", "31 July 2012": the date only (the clock of such text has no
+# zone and its am/pm is easily misread).
+_MONTHS = {m: i for i, names in enumerate((("jan", "january"), ("feb", "february"), ("mar", "march"),
+                                           ("apr", "april"), ("may",), ("jun", "june"), ("jul", "july"),
+                                           ("aug", "august"), ("sep", "sept", "september"),
+                                           ("oct", "october"), ("nov", "november"), ("dec", "december")), 1)
+           for m in names}
+_MONTH_DAY_YEAR = re.compile(r"([A-Za-z]{3,9})\.?\s+(\d{1,2})(?:st|nd|rd|th)?,?\s+(\d{4})\b")
+_DAY_MONTH_YEAR = re.compile(r"(\d{1,2})(?:st|nd|rd|th)?\s+([A-Za-z]{3,9})\.?,?\s+(\d{4})\b")
 
 
 def iso_date(value) -> str | None:
     """ISO 8601 of a declared date: 'YYYY-MM-DD' for a date, 'YYYY-MM-DDTHH:MM:SS[±HH:MM]' for
-    a moment (with the declared offset, 'Z' as +00:00). Accepts ISO 8601, RFC 2822 and
-    'YYYY/MM/DD'; anything else, or a year outside 1900–2100, is None."""
+    a moment (with the declared offset, 'Z' as +00:00). Accepts ISO 8601, RFC 2822,
+    'YYYY/MM/DD' and English 'Month D, YYYY' / 'D Month YYYY' (the date only); anything else,
+    or a year outside 1900–2100, is None."""
     if not isinstance(value, str):
         return None
     text = value.strip()
@@ -191,17 +204,27 @@ def iso_date(value) -> str | None:
             return _plausible(date(int(m.group(1)), int(m.group(2)), int(m.group(3))))
         except ValueError:
             return None
-    moment = None
     try:
-        moment = datetime.fromisoformat(text.replace("Z", "+00:00").replace("z", "+00:00"))
+        return _plausible(datetime.fromisoformat(text.replace("Z", "+00:00").replace("z", "+00:00")))
     except ValueError:
+        pass
+    if _RFC_2822.match(text):
         try:
-            moment = parsedate_to_datetime(text)
+            return _plausible(parsedate_to_datetime(text))
         except (TypeError, ValueError, IndexError):
             return None
-    if moment is None:
-        return None
-    return _plausible(moment)
+    m = _MONTH_DAY_YEAR.match(text)
+    month_first = m is not None
+    m = m or _DAY_MONTH_YEAR.match(text)
+    if m:
+        month, day = (m.group(1), m.group(2)) if month_first else (m.group(2), m.group(1))
+        number = _MONTHS.get(month.lower())
+        if number:
+            try:
+                return _plausible(date(int(m.group(3)), number, int(day)))
+            except ValueError:
+                return None
+    return None
 
 
 def _plausible(value) -> str | None:
