@@ -101,13 +101,15 @@ class ReadLimits:
     # rather than seconds to minutes and GBs per page.
     max_nodes: int = 500_000
     # How a page is flattened where the product departs from SPEC §1
-    # (transforms.page.ParseRules; both off in configs/published.yaml).
+    # (transforms.page.ParseRules; all off in configs/published.yaml).
     keep_noscript: bool = True
     widget_leaves: bool = True
+    browser_text: bool = True
 
     def parse_rules(self):
         from sitestrip.transforms.page import ParseRules
-        return ParseRules(keep_noscript=self.keep_noscript, widget_leaves=self.widget_leaves)
+        return ParseRules(keep_noscript=self.keep_noscript, widget_leaves=self.widget_leaves,
+                          browser_text=self.browser_text)
 
 
 @dataclass

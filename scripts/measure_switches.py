@@ -34,6 +34,8 @@ VARIANTS = (
     ("default.yaml", {}),
     ("read.keep_noscript: false", {"read.keep_noscript": False}),
     ("read.widget_leaves: false", {"read.widget_leaves": False}),
+    ("read.browser_text: false", {"read.browser_text": False}),
+    ("template.block_granularity: false", {"template.block_granularity": False}),
     ("menex.representative: word_part (SPEC §2)", {"menex.representative": "word_part"}),
     ("menex.representative: exact (thesis)", {"menex.representative": "exact"}),
     ("page_conex.excluded_tags up to h5", {"page_conex.excluded_tags": list(PUBLISHED.page_conex.excluded_tags)}),

@@ -14,6 +14,7 @@ def test_published_preset_is_the_spec_as_printed():
     from sitestrip.transforms.etdm import EtdmParams
     from sitestrip.transforms.link_blocks import LinkBlockParams
     from sitestrip.transforms.page import SPEC_RULES
+    from sitestrip.transforms.template import TemplateParams
     published = load_config("published")
     # Config() holds SPEC's published parameters (main content by the thesis's ConEx, not the
     # product's block model) and the product's other extensions; the preset switches every
@@ -21,8 +22,9 @@ def test_published_preset_is_the_spec_as_printed():
     thesis_tags = tuple(t for t in Config().page_conex.excluded_tags if t != "h6")
     assert published == dataclasses.replace(
         Config(),
-        read=ReadLimits(keep_noscript=False, widget_leaves=False),
+        read=ReadLimits(keep_noscript=False, widget_leaves=False, browser_text=False),
         menex=MenexParams(representative="exact"),
+        template=TemplateParams(block_granularity=False),
         page_conex=dataclasses.replace(Config().page_conex, excluded_tags=thesis_tags),
         template_etdm=EtdmParams(grouping="node"),
         site_conex=SiteConexParams(variant="published", branch="nodes", merge="always"),
@@ -43,7 +45,8 @@ def test_published_preset_is_the_spec_as_printed():
 
 def test_default_preset_keeps_the_extensions_on():
     cfg = load_config()
-    assert cfg.read.keep_noscript and cfg.read.widget_leaves
+    assert cfg.read.keep_noscript and cfg.read.widget_leaves and cfg.read.browser_text
+    assert cfg.template.block_granularity
     assert cfg.menex.representative == "prefix"
     assert cfg.template_etdm.grouping == cfg.site_conex_etdm.grouping == "pair"
     assert (cfg.site_conex_etdm.group_over, cfg.template_etdm.group_over) == (200, 200)
@@ -89,6 +92,8 @@ def test_partial_section_keeps_other_defaults():
     ({"site": {"max_site_pages": 0}}, "site.max_site_pages: must be greater than 0"),
     ({"site": {"max_site_pages": 2.5}}, "site.max_site_pages: expected an integer"),
     ({"read": {"keep_noscript": "no"}}, "read.keep_noscript: expected true or false"),
+    ({"read": {"browser_text": 1}}, "read.browser_text: expected true or false"),
+    ({"template": {"block_granularity": "yes"}}, "template.block_granularity: expected true or false"),
     ({"menex": {"representative": "fuzzy"}}, "menex.representative: must be exact, word_part or prefix"),
     ({"template_etdm": {"grouping": "tree"}}, "template_etdm.grouping: must be pair or node"),
     ({"site_conex_etdm": {"group_over": 50}}, "site_conex_etdm: need 2 <= group_size <= group_over"),

@@ -260,3 +260,44 @@ def test_shipped_block_model_through_the_pipeline(tmp_path):
     first = sqlite["main_text"].splitlines()[1]
     assert first.startswith("SQLite is a C-language library that implements a small")
     assert all(r["timing_ms"]["classify"] is not None for r in pages.values())
+
+
+def _docs_page(name):
+    """A page of a four-page documentation site (every page links the other three): a shared
+    menu and footer, a sentence with shared inline links, a sentence of its own with a comma
+    right after a link, and a code block."""
+    menu = "".join(f"<li><a href='/{n}.html'>{n.title()}</a></li>" for n in ("alpha", "beta", "gamma", "delta"))
+    return (f"<html><head><title>{name.title()}</title></head><body><ul id=menu>{menu}</ul>"
+            f"<div id=content><h1>{name.title()} module</h1>"
+            f"<p>The {name} module is <a href='/small.html'>small</a>, <a href='/fast.html'>fast</a>, and tested.</p>"
+            f"<p>{name.title()} reads <a href='/{name}-files.html'>{name} files</a>, {name} logs, and exits {name}.</p>"
+            f"<pre>\nimport {name}\n\nif ready:\n    {name}.run()\n</pre></div>"
+            f"<p id=footer>Copyright 2024 Docs Example</p></body></html>").encode()
+
+
+def test_text_as_a_browser_shows_it_through_beam(tmp_path):
+    """Rows through Beam keep the text's own spacing (transforms/text.py) and judge template
+    text by block line (template.block_granularity).
+
+    By hand, for alpha.html: the menu, the footer, and in the first sentence the links
+    "small", "fast" and the texts ", " and ", and tested." are the same on every page and map
+    (TemEx); the title, "The alpha module is", the second sentence and the code are alpha's
+    own. nontemplate_text: the h1, the first sentence whole (its line has text of its own),
+    the second sentence, the code verbatim (the newline after <pre> and the one before </pre>
+    dropped), one line per block. "files</a>, alpha" has no whitespace before the comma, so
+    none is written. main_text (Config(): site ConEx, which judges nodes, SPEC §7): the h1,
+    the second sentence and the code have no leaf mapped and are main content; of the first
+    sentence only its own text "The alpha module is" is (its links map). Same spacing."""
+    path = write_warc(tmp_path / "docs.warc.gz",
+                      [response(f"https://docs.example/{n}.html", _docs_page(n)) for n in ("alpha", "beta", "gamma", "delta")])
+    out = str(tmp_path / "out")
+    with BeamTestPipeline(runner=FnApiRunner()) as p:
+        build_pipeline(p, [path], out, Config())
+    rows = {r["url"]: r for r in ds.dataset(os.path.join(out, "pages"), format="parquet").to_table().to_pylist()}
+    alpha = rows["https://docs.example/alpha.html"]
+    code = "import alpha\n\nif ready:\n    alpha.run()"
+    assert alpha["nontemplate_text"] == ("Alpha module\nThe alpha module is small, fast, and tested.\n"
+                                         f"Alpha reads alpha files, alpha logs, and exits alpha.\n{code}")
+    assert alpha["main_text"] == ("Alpha module\nThe alpha module is\n"
+                                  f"Alpha reads alpha files, alpha logs, and exits alpha.\n{code}")
+    assert all(" ," not in r["main_text"] and " ," not in r["nontemplate_text"] for r in rows.values())

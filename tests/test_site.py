@@ -225,3 +225,57 @@ def test_flat_page_merge_does_not_swallow_the_template():
     assert text_of(key, published) == "Site header\none two\nthree four"
     content, _ = site_main_content(key, others, SITE_CONEX_ETDM, SiteConexParams(merge="content"))
     assert text_of(key, content) == "one two\nthree four"
+
+
+# --- TemEx at block granularity (template.block_granularity) ---
+
+def _doc_page(name):
+    """A page of a small documentation site: a nav list, a title, a sentence whose inline links
+    ("small", "fast") are on every page, a note and an aside that mix shared and own text, and a
+    footer; `name` varies the page's own text."""
+    return (f"<html><body><ul id=nav><li><a href='/a'>Home</a></li><li><a href='/b'>Docs</a></li></ul>"
+            f"<div id=content><h1>{name}</h1>"
+            f"<p>{name} is a <a href='/small'>small</a>, <a href='/fast'>fast</a> library.</p>"
+            f"<div class=note>Note: <p>{name} notes differ here.</p>See also <a href='/faq'>FAQ</a></div>"
+            f"<div class=aside>{name} aside words<p>Shared words here</p></div></div>"
+            f"<p id=foot>Copyright <a href='/lic'>Example</a> 2024</p></body></html>")
+
+
+def _doc_site(params):
+    key = parse_page(_doc_page("Alpha"), "https://docs.example/alpha.html")
+    others = [parse_page(_doc_page(n), f"https://docs.example/{n.lower()}.html") for n in ("Beta", "Gamma", "Delta")]
+    return key, detect_template(key, others, EtdmParams(), params, PageConexParams())
+
+
+def test_inline_links_in_a_sentence_stay_with_the_sentence():
+    """Key Alpha against Beta, Gamma, Delta (v = 2). Every element and every text equal on all
+    pages maps into all three: the nav, the footer, the links "small" and "fast", the shared
+    ", " and " library." of the sentence, "Note:", "See also", "FAQ", "Shared words here". The
+    page's own texts (the name in h1, "Alpha is a", the note's p, "Alpha aside words") map
+    nowhere.
+
+    Per node (SPEC §6, block_granularity off) the sentence keeps only "Alpha is a". By block
+    line: the sentence's line has text of its own, so all of it is non-template; the note's
+    lines "Note:" and "See also FAQ" and the aside's nested "Shared words here" have none and
+    stay template although their block (div.note, div.aside) holds non-template text in a
+    nested block or another line; the nav and footer stay template.
+    Words: nav 2, h1 1, sentence 6, note 1 + 4 + 3, aside 3 + 3, footer 3 = 26; non-template
+    1 + 6 + 4 + 3 = 14 by block line, 1 + 3 + 4 + 3 = 11 per node."""
+    key, by_line = _doc_site(TemplateParams(block_granularity=True))
+    assert text_of(key, by_line.nontemplate) == ("Alpha\nAlpha is a small, fast library.\n"
+                                                 "Alpha notes differ here.\nAlpha aside words")
+    assert by_line.share == pytest.approx(12 / 26)
+    _, per_node = _doc_site(TemplateParams(block_granularity=False))
+    assert text_of(key, per_node.nontemplate) == "Alpha\nAlpha is a\nAlpha notes differ here.\nAlpha aside words"
+    assert per_node.share == pytest.approx(15 / 26)
+    # The template node set itself is TemEx's either way: the links map into all three pages.
+    assert np.array_equal(by_line.template, per_node.template)
+    small = [i for i in range(key.size) if key.tag[i] == 0 and key.node_text(i) == "small"][0]
+    assert by_line.template[small] and by_line.occurrences[small] == 3 and by_line.nontemplate[small]
+
+
+def test_block_granularity_is_in_the_presets():
+    """On in default.yaml, off in published.yaml (SPEC §6 judges every node alone)."""
+    from sitestrip.configs import load_config
+    assert load_config().template.block_granularity
+    assert not load_config("published").template.block_granularity

@@ -51,7 +51,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sitestrip.transforms.page import TEXT, CompactPage
+from sitestrip.transforms.page import F_PRE, TEXT, CompactPage
 from sitestrip.transforms.tree import children
 
 NO_MATCH = float("-inf")
@@ -193,9 +193,11 @@ class _PageIndex:
             table = {}
             nodes = np.flatnonzero(page.tag == TEXT)
             tp, text = page.text_ptr, page.text
+            verbatim = ((page.flags[nodes] & F_PRE) != 0).tolist()
             out = []
-            for s, e in zip(tp[nodes].tolist(), tp[nodes + 1].tolist()):
-                out.append(table.setdefault(text[s:e], len(table)))
+            for s, e, pre in zip(tp[nodes].tolist(), tp[nodes + 1].tolist(), verbatim):
+                t = " ".join(text[s:e].split()) if pre else text[s:e]
+                out.append(table.setdefault(t, len(table)))
             ids[nodes] = out
             self._text = (ids, table)
         return self._text
@@ -282,7 +284,7 @@ def equality_score(key: CompactPage, a: int, other: CompactPage, b: int, positio
     """
     if int(key.tag[a]) != int(other.tag[b]):
         return NO_MATCH
-    if int(key.tag[a]) == TEXT and params.text_equality and key.node_text(a) != other.node_text(b):
+    if int(key.tag[a]) == TEXT and params.text_equality and key.collapsed_text(a) != other.collapsed_text(b):
         return NO_MATCH
     ki, oi = _index(key), _index(other)
     cls = _jaccard(ki.cls_sets[ki.cls_id[a]], oi.cls_sets[oi.cls_id[b]])
@@ -471,7 +473,7 @@ class _Mapper:
         key, other = self.key, self.other
         if key.tag[a] != other.tag[b]:
             return None
-        if self.p.text_equality and key.tag[a] == TEXT and key.node_text(a) != other.node_text(b):
+        if self.p.text_equality and key.tag[a] == TEXT and key.collapsed_text(a) != other.collapsed_text(b):
             return None
         ki, oi = self.ki, self.oi
         cls = self._jaccard_one(ki.cls_id[a], oi.cls_id[b], ki.cls_sets, oi.cls_sets, 0)

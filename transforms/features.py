@@ -110,8 +110,11 @@ _CLOSING_CHARS = np.array([ord(c) for c in ".!?:;。！？\"”'"], dtype=np.uin
 def _text_columns(texts: list[str], x: np.ndarray) -> None:
     """Character and pattern columns of every block, over the page's block texts joined
     by newlines: numpy over code points and one regex scan per pattern per page, never a
-    Python loop per character. Block texts are collapsed (single spaces, no leading or
-    trailing space), so each block ends right before its newline."""
+    Python loop per character. Block texts have no leading or trailing whitespace, so each
+    block ends right before its newline; a preformatted block's own line breaks count as
+    spaces here (transforms/text.py keeps them), and where markup touches a word or comma
+    without whitespace there is none in the text ("word,"). The shipped model was trained
+    on SPEC §1's single-space texts and scores the same on these (docs/model.md)."""
     if not texts:
         return
     joined = "\n".join(texts)

@@ -246,6 +246,12 @@ class CompactPage:
     def node_text(self, i: int) -> str:
         return self.text[self.text_ptr[i]:self.text_ptr[i + 1]]
 
+    def collapsed_text(self, i: int) -> str:
+        """The node's text whitespace-collapsed, as SPEC §1 defines it: what algorithms compare
+        (ETDM's text equality), so verbatim F_PRE text maps as it did collapsed."""
+        s = self.text[self.text_ptr[i]:self.text_ptr[i + 1]]
+        return " ".join(s.split()) if self.flags[i] & F_PRE else s
+
     def nbytes(self) -> int:
         """In-memory size of the arrays and strings, for reports."""
         arrays = sum(v.nbytes for v in vars(self).values() if isinstance(v, np.ndarray))
@@ -499,16 +505,20 @@ def _flatten(body, url: str, title: str, base_url: str, html_len: int, notes: tu
     space_pending = closed_since = opened_since = word_end = False
     pre_depth = 0
     pre_first_text = 0       # index into `texts` of the outermost PRE element's first text
-    pre_pending = ""
+    pre_pending = []         # pieces, not one string: appending to a string is quadratic
 
     def add_text(raw, p):
         nonlocal space_pending, closed_since, opened_since, word_end, pre_pending
         if pre_depth:
-            s = pre_pending + raw
-            if s.isspace():
-                pre_pending = s
+            if raw.isspace():
+                pre_pending.append(raw)
                 return
-            pre_pending = ""
+            if pre_pending:
+                pre_pending.append(raw)
+                s = "".join(pre_pending)
+                pre_pending = []
+            else:
+                s = raw
             if len(texts) == pre_first_text:
                 # A browser drops the newline right after <pre>; blank lines at the edges
                 # of a code block are no text either (the last text is trimmed at </pre>).
@@ -524,10 +534,11 @@ def _flatten(body, url: str, title: str, base_url: str, html_len: int, notes: tu
             # Without whitespace in the HTML a browser runs the texts together ("x<b>y</b>z"
             # is "xyz", "word</a>," is "word,"). Not so where one element ends and another
             # begins between a letter or digit and the next ("<a>One</a><a>Two</a>",
-            # minified spans, an icon <img> between): pages set those apart with CSS. On
-            # page-wcxb-dev, whose gold is the rendered text, such words are separated
-            # 1,459 times and run together 111 times, so they get a space rather than
-            # make a word the page never shows.
+            # minified spans, an icon <img> between): pages set those apart with CSS. In
+            # page-wcxb-dev's annotated gold such words are separated 1,459 times and run
+            # together 111 times (the docs corpora's gold joins the HTML's text without
+            # CSS, so it runs them together by construction): they get a space rather
+            # than make a word the page never shows.
             apart = closed_since and opened_since and word_end and s[0].isalnum()
             flag = F_SPACE_BEFORE if space_pending or raw[0].isspace() or apart or not browser else 0
             space_pending = raw[-1].isspace()
@@ -623,7 +634,7 @@ def _flatten(body, url: str, title: str, base_url: str, html_len: int, notes: tu
                     continue
                 if name in pre_tags:
                     if not pre_depth:
-                        pre_first_text, pre_pending = len(texts), ""
+                        pre_first_text, pre_pending = len(texts), []
                     pre_depth += 1
                 if el.text:
                     add_text(el.text, i)
@@ -642,7 +653,7 @@ def _flatten(body, url: str, title: str, base_url: str, html_len: int, notes: tu
                     if not pre_depth:
                         if len(texts) > pre_first_text:
                             texts[-1] = texts[-1].rstrip()
-                        pre_pending = ""
+                        pre_pending = []
                         space_pending = True
                 if name in block:
                     line_no += 1

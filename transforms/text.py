@@ -6,7 +6,7 @@ Between two text nodes in document order it puts:
 
 - a newline where a block boundary lies between them (a block element starts or ends,
   `<br>`, `<hr>`: the page's `line` counter moved): one line per block, never a blank
-  line, however many boundaries;
+  line between blocks however many boundaries (a `<pre>` keeps the blank lines it has);
 - on one line, next to each other in the page: a space iff the HTML had whitespace
   between them (F_SPACE_BEFORE, recorded while flattening), so "word</a>," stays
   "word," and "a <b>b</b>" keeps its space; verbatim text (F_PRE, inside `<pre>`)
