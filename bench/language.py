@@ -24,7 +24,7 @@ Pages whose language is known, and how it is known:
   English, so this is where the other languages and short texts are measured.
 
 Texts are the gold main text (what an ideal extractor gives; the product's own main text
-is measured through the pipeline by `sitestrip.bench.language --pipeline`), cut at a word
+is measured through the product by `sitestrip.bench.output_columns`), cut at a word
 boundary to each prefix length: short texts are prefixes of real pages.
 
 The candidates are imported when installed and skipped otherwise: they are not the
@@ -47,6 +47,7 @@ from importlib import metadata
 from typing import Callable
 
 from sitestrip.bench.corpora import read_shared_corpus
+from sitestrip.transforms.language import text_prefix as prefix
 
 ENGLISH_CORPORA = {"news-ctf2010-dev", "news-ctf2015-dev", "news-dragnet-dev"}
 PREFIXES = (20, 50, 100, 200, 500, 1000, 2000)
@@ -140,14 +141,6 @@ def apache_translations(directory: str) -> list[KnownPage]:
             pages.append(KnownPage("apache2-doc-translations", os.path.relpath(path, manual[0]),
                                    declared, text))
     return pages
-
-
-def prefix(text: str, chars: int) -> str:
-    """The text cut to at most `chars` characters at a word boundary (one word if it is longer)."""
-    if len(text) <= chars:
-        return text
-    cut = text.rfind(" ", 0, chars + 1)
-    return text[:cut] if cut > 0 else text[:chars]
 
 
 # Candidates: name → (distribution, loader). A loader returns text → (ISO 639-1 or None, score).
