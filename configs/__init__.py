@@ -24,6 +24,7 @@ from sitestrip.transforms.conex_site import SITE_CONEX_ETDM, SiteConexParams
 from sitestrip.transforms.etdm import EtdmParams
 from sitestrip.transforms.link_blocks import LinkBlockParams
 from sitestrip.transforms.menex import MenexParams
+from sitestrip.transforms.output import KEEP_DROP, OutputParams
 from sitestrip.transforms.page import NAV_RULE_FLAGS
 from sitestrip.transforms.sitemenus import SiteMenuParams
 from sitestrip.transforms.template import TemplateParams
@@ -81,6 +82,7 @@ class Config:
     main_content: MainContentParams = field(default_factory=MainContentParams)
     clusters: ClusterParams = field(default_factory=ClusterParams)
     site_menus: SiteMenuParams = field(default_factory=SiteMenuParams)
+    output: OutputParams = field(default_factory=OutputParams)
 
 
 _TAG_NAME = re.compile(r"[a-z][a-z0-9:._-]*")
@@ -126,6 +128,9 @@ _CHECKS["clusters.pool"] = _POSITIVE
 _CHECKS["clusters.fill_order"] = (lambda v: v in FILL_ORDERS, " or ".join(FILL_ORDERS))
 _CHECKS["site_menus.scope"] = (lambda v: v in ("cluster", "site"), "cluster or site")
 _CHECKS["site_menus.min_anchor_share"] = _UNIT
+_CHECKS["output.markdown_links"] = (lambda v: v in KEEP_DROP, "keep or drop")
+_CHECKS["output.markdown_images"] = (lambda v: v in KEEP_DROP, "keep or drop")
+_CHECKS["output.language_chars"] = (lambda v: v >= 20, "20 or more")
 _CHECKS["site_conex.merge"] = (lambda v: v in ("always", "content"), "always or content")
 
 

@@ -10,8 +10,11 @@ import pyarrow as pa
 # 2: `url` is the record's WARC-Target-URI as written (it was the normalized URL, now
 # `url_normalized`); `status` gained `partial` and `parse_failed`; timing_ms gained
 # `blocks` and `classify` (SPEC §10 main content).
-# 3: pages gained `template_cluster` (SPEC §11) and `candidate_sources`; method gained
-# `cluster`; pages gained `menu_signature` (menus rows are per site menu block, SPEC §12); the `sites` dataset (one row per site shard and template cluster).
+# 3: pages gained `template_cluster` (SPEC §11), `candidate_sources` and `menu_signature`
+# (menus rows are per site menu block, SPEC §12); method gained `cluster`; the `sites`
+# dataset (one row per site shard and template cluster). Pages also gained `main_markdown`,
+# `language`, `language_score`, and what the page declares (`html_lang`, `canonical_url`,
+# `description`, `published_date`, `author`); timing_ms gained `markdown` and `language`.
 SCHEMA_VERSION = "3"
 
 LINK = pa.struct([("url", pa.string()), ("text", pa.string())])
@@ -19,9 +22,10 @@ LINK = pa.struct([("url", pa.string()), ("text", pa.string())])
 # Stages whose CPU time each pages row reports, in pipeline order. Stages the
 # row's method did not run are null. "etdm" is the share of "template" and
 # "site_conex" spent mapping trees; "total" counts it once. "blocks" (blocks and
-# their features) and "classify" (the block model) are SPEC §10's main content.
+# their features) and "classify" (the block model) are SPEC §10's main content;
+# "markdown" and "language" make main_markdown and language from it.
 TIMING_STAGES = ("read", "parse", "candidates", "etdm", "template", "site_conex",
-                 "page_conex", "menex", "blocks", "classify", "total")
+                 "page_conex", "menex", "blocks", "classify", "markdown", "language", "total")
 TIMING = pa.struct([(stage, pa.float32()) for stage in TIMING_STAGES])
 
 METHODS = ("cs", "partial_cs", "linked", "cluster", "site_sample", "page_only")
@@ -38,7 +42,16 @@ PAGES = pa.schema([
     ("charset", pa.string()),
     ("truncated", pa.string()),            # WARC-Truncated reason, null if complete
     ("title", pa.string()),
+    # What the page declares about itself (transforms/meta.py); null when it does not.
+    ("html_lang", pa.string()),            # <html lang>, BCP 47 casing ("en-US")
+    ("canonical_url", pa.string()),        # <link rel=canonical> or og:url, absolute, normalized
+    ("description", pa.string()),          # meta description, og:/twitter:description, JSON-LD
+    ("published_date", pa.string()),       # ISO 8601: article:published_time, JSON-LD, meta names
+    ("author", pa.string()),               # meta author, JSON-LD author names, ...
     ("main_text", pa.string()),
+    ("main_markdown", pa.string()),        # the same content as CommonMark (transforms/markdown.py)
+    ("language", pa.string()),             # ISO 639-1 of main_text (transforms/language.py)
+    ("language_score", pa.float32()),      # the identifier's probability of `language`
     ("nontemplate_text", pa.string()),
     ("menu_links", pa.list_(LINK)),
     # The menu's id in the menus dataset: "SITE:KEY" for a site menu (SPEC §12, named by its

@@ -23,6 +23,7 @@ from sitestrip.transforms.conex_site import site_main_content
 from sitestrip.transforms.features import SiteSignals, block_features, text_keys
 from sitestrip.transforms.link_blocks import drop_link_blocks
 from sitestrip.transforms.menex import Menu, MenexParams, detect_menu
+from sitestrip.transforms.output import OutputParams, declared_columns, main_language, main_markdown
 from sitestrip.transforms.sitemenus import MenuProposal, choose_menu_keys, node_keys, propose_menus, site_menu
 from sitestrip.transforms.page import PRODUCT_RULES, TEXT, CompactPage, ParseRules, parse_page
 from sitestrip.transforms.state import StateParams, StoredPage, shard_state
@@ -374,15 +375,24 @@ def _classify(record: PageRecord, analysis: PageAnalysis, own: PageBlocks, signa
 
 def page_only_row(record: PageRecord, config, model=None) -> dict:
     """A page with no other page of its site: MenEx + page-level main content (SPEC §8)."""
-    return _page_only_row(record, analyse_page(record, {}, None, config, model=model))
+    return _page_only_row(record, analyse_page(record, {}, None, config, model=model), config.output)
 
 
-def _main_columns(page: CompactPage, analysis: PageAnalysis) -> dict:
+def _main_columns(page: CompactPage, analysis: PageAnalysis, output: OutputParams) -> dict:
+    line_starts = None
     if analysis.selected is not None:
         own = analysis.blocks
-        return {"main_text": render_blocks(own.texts, analysis.selected),
+        main = {"main_text": render_blocks(own.texts, analysis.selected),
                 "words_main": int(own.blocks.words[analysis.selected].sum())}
-    return {"main_text": text_of(page, analysis.main), "words_main": words_in(page, analysis.main)}
+        line_starts = own.blocks.first_node()
+    else:
+        main = {"main_text": text_of(page, analysis.main), "words_main": words_in(page, analysis.main)}
+    # From the same node set as main_text, lines where it has lines (transforms/output.py).
+    with _Stage(analysis.timing, "markdown"):
+        main["main_markdown"] = main_markdown(page, analysis.main, output, line_starts)
+    with _Stage(analysis.timing, "language"):
+        main["language"], main["language_score"] = main_language(main["main_text"], output)
+    return main
 
 
 def _template_cluster(record: PageRecord, links) -> str | None:
@@ -390,11 +400,12 @@ def _template_cluster(record: PageRecord, links) -> str | None:
     return clusters.id_of(record.url) if clusters is not None and record.url in clusters.cluster_of else None
 
 
-def _page_only_row(record: PageRecord, analysis: PageAnalysis, cluster: str | None = None) -> dict:
+def _page_only_row(record: PageRecord, analysis: PageAnalysis, output: OutputParams,
+                   cluster: str | None = None) -> dict:
     page = record.page
     menu, timing = analysis.menu, analysis.timing
     menu_mask = subtree_mask(page, [menu.node]) if menu else np.zeros(page.size, dtype=bool)
-    return _finish(record, timing, menu, **_main_columns(page, analysis),
+    return _finish(record, timing, menu, **_main_columns(page, analysis, output),
                    nontemplate_text=text_of(page, ~menu_mask),
                    method="page_only", candidate_urls=None, candidate_sources=None, cs_size=None,
                    pages_loaded=None, template_share=None, template_candidate_urls=None,
@@ -404,17 +415,17 @@ def _page_only_row(record: PageRecord, analysis: PageAnalysis, cluster: str | No
 def site_row(record: PageRecord, pages: dict, links, config, site_blocks: SiteBlocks | None = None,
              model=None) -> dict:
     """A page compared with other pages of its site (SPEC §4–§8, §10)."""
-    return _site_row(record, links, analyse_page(record, pages, links, config, site_blocks, model))
+    return _site_row(record, links, analyse_page(record, pages, links, config, site_blocks, model), config.output)
 
 
-def _site_row(record: PageRecord, links, analysis: PageAnalysis) -> dict:
+def _site_row(record: PageRecord, links, analysis: PageAnalysis, output: OutputParams) -> dict:
     page = record.page
     cluster = _template_cluster(record, links)
     if analysis.method == "page_only":
-        return _page_only_row(record, analysis, cluster)
+        return _page_only_row(record, analysis, output, cluster)
     menu, timing, template = analysis.menu, analysis.timing, analysis.template
     for_template, for_conex = analysis.for_template, analysis.for_conex
-    main = _main_columns(page, analysis)
+    main = _main_columns(page, analysis, output)
     notes = [] if main["main_text"] else ["no main content: the page maps entirely onto its candidate pages"
                                           if analysis.selected is None else
                                           "no main content: no block classified as main content"]
@@ -440,7 +451,7 @@ def _provenance(record: PageRecord) -> dict:
         "warc_offset": record.warc_offset, "warc_record_id": record.warc_record_id,
         "fetch_date": record.fetch_date, "content_type": record.content_type,
         "charset": record.charset, "truncated": record.truncated, "title": record.page.title,
-        "html_bytes": record.page.html_bytes,
+        "html_bytes": record.page.html_bytes, **declared_columns(record.page),
     }
 
 
@@ -475,7 +486,7 @@ def process_site(site: str, records: Iterable[PageRecord], config, model=None,
                 row = page_only_row(record, config, model)
             else:
                 analysis = analyse_page(record, pages, links, config, site_blocks, model)
-                row = _site_row(record, links, analysis)
+                row = _site_row(record, links, analysis, config.output)
                 if analysis.menu_proposal is not None and record.url not in proposals:
                     proposals[record.url] = analysis.menu_proposal
             page_rows.append(row)

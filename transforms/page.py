@@ -19,6 +19,7 @@ from typing import Iterator
 import numpy as np
 from lxml import etree
 
+from sitestrip.transforms.meta import EXTRA_TAGS, NO_EXTRAS, NodeExtras, node_extras, page_metadata
 from sitestrip.transforms.status import PARSE_FAILURE
 from sitestrip.transforms.tokens import count_words
 from sitestrip.transforms.urls import resolve_link
@@ -234,6 +235,11 @@ class CompactPage:
     link_url: tuple          # normalized absolute URL of each link, parallel to link_node
     html_bytes: int = 0
     notes: tuple = field(default_factory=tuple)
+    # What the output columns need from the raw document (transforms/meta.py): the page's
+    # declared metadata (meta.COLUMNS order, empty = none), and per node the images' URL and
+    # alt text and the code blocks' language (sparse, parallel to their node arrays).
+    meta: tuple = ()
+    side: NodeExtras = field(default_factory=lambda: NO_EXTRAS)
 
     @property
     def size(self) -> int:
@@ -256,7 +262,8 @@ class CompactPage:
 
     def wire_bytes(self) -> int:
         """Size of the page as it crosses a shuffle (see __getstate__)."""
-        return len(self._packed()) + len(self.url) + len(self.title) + len(self.base_url)
+        return len(self._packed()) + len(self.url) + len(self.title) + len(self.base_url) \
+            + len(self.side.packed()) + sum(len(v) for v in self.meta if v)
 
     # Pickling (what Beam's coder uses for the shuffle) sends only what cannot
     # be derived, delta-encoded so that zlib's fastest level shrinks it to a
@@ -289,7 +296,8 @@ class CompactPage:
 
     def __getstate__(self):
         return {"v": 3, "url": self.url, "title": self.title, "base_url": self.base_url,
-                "html_bytes": self.html_bytes, "notes": self.notes, "blob": self._packed()}
+                "html_bytes": self.html_bytes, "notes": self.notes, "blob": self._packed(),
+                "meta": self.meta, "side": self.side.packed()}
 
     def __setstate__(self, state):
         raw = memoryview(zlib.decompress(state["blob"]))
@@ -332,7 +340,8 @@ class CompactPage:
             text_ptr=np.concatenate(([0], np.cumsum(lengths))).astype(i32),
             text=text_bytes.decode("utf-8", "surrogatepass"), words=words, chars=chars,
             link_node=link_node, link_url=tuple(links.decode("utf-8", "surrogatepass").split("\n")) if n_link else (),
-            html_bytes=state["html_bytes"], notes=state["notes"], _blob=state["blob"])
+            html_bytes=state["html_bytes"], notes=state["notes"], _blob=state["blob"],
+            meta=state.get("meta", ()), side=NodeExtras.unpacked(state.get("side", b"")))
 
 
 def _parser() -> etree.HTMLParser:
@@ -438,7 +447,9 @@ def parse_page(html: str, url: str, max_nodes: int | None = None,
             b = head.find("base[@href]")
             if b is not None:
                 base_url = resolve_link(url, b.get("href")) or url
-    return _flatten(body, url, title, base_url, len(html), notes, rules)
+    page = _flatten(body, url, title, base_url, len(html), notes, rules)
+    page.meta = page_metadata(root, base_url).as_tuple()
+    return page
 
 
 @lru_cache(maxsize=1 << 16)
@@ -482,6 +493,7 @@ def _flatten(body, url: str, title: str, base_url: str, html_len: int, notes: tu
     class_node, class_hash = [], []
     attr_node, attr_hash = [], []
     link_node, link_url = [], []
+    extra = []               # (node, element) of EXTRA_TAGS, read after the walk
     stack = []
     in_link = 0
     line_no = 0
@@ -605,6 +617,8 @@ def _flatten(body, url: str, title: str, base_url: str, html_len: int, notes: tu
                             link_url.append(target)
                 if name == "nav":
                     flag |= F_NAV_ALL
+                if name in EXTRA_TAGS:
+                    extra.append((i, el))
                 opened_since = True
                 if name in block:
                     line_no += 1
@@ -681,7 +695,7 @@ def _flatten(body, url: str, title: str, base_url: str, html_len: int, notes: tu
         text_ptr=np.concatenate(([0], np.cumsum(lengths))).astype(i32), text="".join(texts),
         words=words, chars=chars,
         link_node=np.array(link_node, dtype=i32), link_url=tuple(link_url),
-        html_bytes=html_len, notes=notes,
+        html_bytes=html_len, notes=notes, side=node_extras(extra, base_url),
     )
 
 

@@ -1,0 +1,178 @@
+"""What a page declares about itself (transforms/meta.py): each source, the order between
+sources, normalization, and bad values that cost their column only."""
+import pickle
+
+import numpy as np
+import pytest
+
+from sitestrip.transforms.meta import (MAX_DESCRIPTION, MAX_JSONLD_SCRIPTS, PageMeta, code_language,
+                                       iso_date, language_tag)
+from sitestrip.transforms.page import TAG_ID, parse_page, parse_tree
+
+URL = "https://news.example/2024/story.html"
+
+
+def meta_of(head: str, body: str = "<p>x</p>", html_attrs: str = "") -> PageMeta:
+    page = parse_page(f"<html{html_attrs}><head>{head}</head><body>{body}</body></html>", URL)
+    return PageMeta(*page.meta)
+
+
+def test_standard_meta_tags():
+    """Each column from its plain HTML source."""
+    m = meta_of('<link rel="canonical" href="/2024/story.html?page=1">'
+                '<meta name="description" content="  A   short\n story. ">'
+                '<meta name="author" content="Jane Roe">'
+                '<meta name="date" content="2024-03-05">', html_attrs=' lang="en-us"')
+    assert m == PageMeta(html_lang="en-US", canonical_url="https://news.example/2024/story.html?page=1",
+                         description="A short story.", published_date="2024-03-05", author="Jane Roe")
+
+
+def test_opengraph():
+    """OpenGraph is read when the plain tags are missing; article:author is a profile URL here,
+    which is no name, so author stays null."""
+    m = meta_of('<meta property="og:url" content="https://news.example/s">'
+                '<meta property="og:description" content="OG text">'
+                '<meta property="article:published_time" content="2024-03-05T10:20:30+01:00">'
+                '<meta property="article:author" content="https://facebook.com/jane">')
+    assert m == PageMeta(canonical_url="https://news.example/s", description="OG text",
+                         published_date="2024-03-05T10:20:30+01:00")
+
+
+def test_json_ld():
+    """The article object of an @graph wins over the WebSite object before it; authors are
+    the names of a list of Person objects; 'Z' is written as +00:00."""
+    ld = ('{"@context": "https://schema.org", "@graph": ['
+          '{"@type": "WebSite", "description": "The site"},'
+          '{"@type": "NewsArticle", "description": "The story", "datePublished": "2024-03-05T08:00:00Z",'
+          ' "author": [{"@type": "Person", "name": "Ann A"}, {"@type": "Person", "name": "Bob B"}]}]}')
+    m = meta_of(f'<script type="application/ld+json">{ld}</script>')
+    assert (m.description, m.published_date, m.author) == ("The story", "2024-03-05T08:00:00+00:00", "Ann A, Bob B")
+
+
+def test_json_ld_in_body_and_bad_json_ld_costs_nothing():
+    """A broken JSON-LD script is skipped and the next one read; JSON-LD in <body> counts."""
+    m = meta_of('<script type="application/ld+json">{"@type": "Article", oops</script>',
+                body='<p>x</p><script type="application/ld+json">{"@type": "BlogPosting",'
+                     '"author": "By Carl C", "datePublished": "not a date"}</script>')
+    assert m.author == "Carl C" and m.published_date is None
+
+
+def test_first_source_wins():
+    """Plain meta description before og:description before JSON-LD; <link rel=canonical> before
+    og:url; article:published_time before JSON-LD before meta names."""
+    m = meta_of('<meta property="og:description" content="og">'
+                '<meta name="description" content="plain">'
+                '<meta property="og:url" content="https://news.example/og">'
+                '<link rel="canonical" href="https://news.example/canon">'
+                '<meta name="pubdate" content="2020-01-01">'
+                '<meta property="article:published_time" content="2021-02-02">'
+                '<script type="application/ld+json">{"@type": "Article", "description": "ld",'
+                '"datePublished": "2022-03-03"}</script>')
+    assert (m.description, m.canonical_url, m.published_date) == ("plain", "https://news.example/canon", "2021-02-02")
+
+
+def test_microdata_of_other_items_is_not_the_page_date():
+    """A related video's <meta itemprop="datePublished"> in the body describes the video: the
+    page's dc.date is its date."""
+    m = meta_of('<meta name="dc.date" content="2015-01-19">',
+                body='<p>Story</p><div itemscope><meta itemprop="datePublished" content="2015-01-15T07:46:35Z"></div>')
+    assert m.published_date == "2015-01-19"
+
+
+def test_bad_values_are_null_and_the_page_parses():
+    """An unparseable date, a non-http canonical URL, an empty description, a lang that is no
+    language tag: each column null, the page's text intact."""
+    page = parse_page('<html lang="not a tag!"><head><link rel="canonical" href="javascript:void(0)">'
+                      '<meta name="description" content="   "><meta name="date" content="yesterday">'
+                      '</head><body><p>Text stays.</p></body></html>', URL)
+    assert page.meta == (None, None, None, None, None)
+    assert page.text == "Text stays."
+
+
+def test_json_ld_bounds():
+    """Only the first MAX_JSONLD_SCRIPTS scripts are read: a date in a later one is not seen."""
+    empty = '<script type="application/ld+json">{"@type": "Thing"}</script>' * MAX_JSONLD_SCRIPTS
+    late = '<script type="application/ld+json">{"@type": "Article", "datePublished": "2024-01-01"}</script>'
+    assert meta_of(empty + late).published_date is None
+    assert meta_of(late + empty).published_date == "2024-01-01"
+
+
+def test_deeply_nested_json_ld_is_walked_without_recursion():
+    """JSON nested 5,000 levels: json.loads refuses it (RecursionError) or the bounded walk
+    stops; either way the columns are null and nothing raises."""
+    nested = '{"a":' * 5000 + '1' + '}' * 5000
+    m = meta_of(f'<script type="application/ld+json">{nested}</script>')
+    assert m.published_date is None
+
+
+def test_long_description_is_cut_at_a_word():
+    m = meta_of(f'<meta name="description" content="{"word " * 400}">')
+    assert len(m.description) <= MAX_DESCRIPTION and m.description.endswith("word")
+
+
+@pytest.mark.parametrize("value, expected", [
+    ("2024-03-05", "2024-03-05"),
+    ("2024/3/5", "2024-03-05"),
+    ("20240305", "2024-03-05"),
+    ("2024-03-05T10:20:30.123Z", "2024-03-05T10:20:30+00:00"),
+    ("2024-03-05 10:20", "2024-03-05T10:20:00"),
+    ("Tue, 05 Mar 2024 10:20:30 GMT", "2024-03-05T10:20:30+00:00"),
+    ("2024-02-30", None),
+    ("0000-00-00", None),
+    ("1850-01-01", None),
+    ("July 31, 2012, 2:42 pm", "2012-07-31"),
+    ("5th March 2024", "2024-03-05"),
+    ("Sept. 9, 2014", "2014-09-09"),
+    ("Smarch 5, 2024", None),
+    ("March 5th", None),
+    ("", None),
+    (None, None),
+])
+def test_dates_are_iso_8601(value, expected):
+    assert iso_date(value) == expected
+
+
+@pytest.mark.parametrize("value, expected", [
+    ("en", "en"), ("EN_us", "en-US"), ("zh-hant-tw", "zh-Hant-TW"), ("pt-BR", "pt-BR"),
+    (" de ", "de"), ("", None), ("x", None), ("en us", None), (None, None)])
+def test_language_tags(value, expected):
+    assert language_tag(value) == expected
+
+
+def test_xml_lang_counts_when_lang_is_missing():
+    assert meta_of("", html_attrs=' xml:lang="fr"').html_lang == "fr"
+
+
+def test_node_extras_images_and_code_languages_survive_the_shuffle():
+    """Two images kept: the <img> of the paragraph (the 1×1 pixel is not) and the <picture>,
+    whose <img> has a data: URI as src, so its data-src is the URL; relative URLs resolve
+    against the page. Two code languages: Sphinx's wrapper class two levels above the <pre>,
+    and the <code> child's class; highlight-default names no language."""
+    html = ('<body><p>Hi<img src="/a.png" alt=" An  image "><img src="/t.gif" width="1" height="1"></p>'
+            '<div class="highlight-python3"><div class="highlight"><pre>x = 1</pre></div></div>'
+            '<pre><code class="language-js">f()</code></pre>'
+            '<picture><source srcset="/b.webp"><img src="data:image/gif;base64,R0" data-src="/b.jpg"></picture>'
+            '<pre class="highlight-default">plain</pre></body>')
+    page = parse_page(html, URL)
+    img, picture, pre = TAG_ID["img"], TAG_ID["picture"], TAG_ID["pre"]
+    images = page.side.image_of()
+    assert [page.tag[n] for n in images] == [img, picture]
+    assert list(images.values()) == [("https://news.example/a.png", "An image"), ("https://news.example/b.jpg", "")]
+    langs = page.side.code_language_of()
+    assert all(page.tag[n] == pre for n in langs) and list(langs.values()) == ["python3", "js"]
+    back = pickle.loads(pickle.dumps(page))
+    assert back.side == page.side and back.meta == page.meta
+    assert np.array_equal(back.side.image_node, page.side.image_node)
+
+
+@pytest.mark.parametrize("html, expected", [
+    ('<pre class="language-rust">x</pre>', "rust"),
+    ('<pre class="brush: js; gutter: false">x</pre>', "js"),
+    ('<div class="sourceCode"><pre class="sourceCode haskell">x</pre></div>', "haskell"),
+    ('<div class="highlight highlight-source-python"><pre>x</pre></div>', "python"),
+    ('<pre class="nohighlight">x</pre>', None),
+    ('<pre>x</pre>', None),
+])
+def test_code_language_classes(html, expected):
+    _, body, _ = parse_tree(f"<body>{html}</body>")
+    assert code_language(body.find(".//pre")) == expected

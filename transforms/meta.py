@@ -1,0 +1,429 @@
+"""What a page declares about itself, read once at parse time (the raw document never
+crosses the shuffle): `<html lang>`, canonical URL, description, publication date and
+author from standard meta tags, OpenGraph and JSON-LD.
+
+Only declared values are read; nothing is guessed from the page's text or URL. A value
+that is missing, malformed or implausible is None: a bad declaration costs its column,
+never the page. JSON-LD is bounded (scripts, bytes, objects visited) and walked without
+recursion.
+
+Per node, for the Markdown of the main content (transforms/markdown.py), `node_extras`
+keeps each image's URL and alt text and each code block's language (NodeExtras).
+
+Sources, first found wins:
+
+| column | sources |
+|---|---|
+| html_lang | `<html lang>`, `<html xml:lang>` (BCP 47 tag, conventional casing) |
+| canonical_url | `<link rel="canonical">`, `og:url` (absolute http(s), normalized) |
+| description | `<meta name="description">`, `og:description`, `twitter:description`, JSON-LD `description` |
+| published_date | `article:published_time`, JSON-LD `datePublished`, meta names of `_DATE_NAMES` (ISO 8601) |
+| author | `<meta name="author">`, JSON-LD `author` (names), `article:author`, `dc.creator`, `citation_author`, `parsely-author`, `byl` (not a URL) |
+"""
+from __future__ import annotations
+
+import json
+import re
+import zlib
+from collections import deque
+from dataclasses import dataclass, field
+from datetime import date, datetime
+from email.utils import parsedate_to_datetime
+
+import numpy as np
+
+from sitestrip.transforms.urls import resolve_link
+
+# Longest value kept per column: a description is a sentence or two, an author a name or a
+# short list of names; longer ones are cut at a word boundary.
+MAX_DESCRIPTION = 1000
+MAX_AUTHOR = 300
+# JSON-LD bounds: scripts read per page, characters per script, objects visited per page.
+MAX_JSONLD_SCRIPTS = 8
+MAX_JSONLD_CHARS = 200_000
+MAX_JSONLD_OBJECTS = 2000
+
+_DATE_NAMES = ("article:published_time", "og:published_time", "date",
+               "dc.date", "dc.date.issued", "dc.date.created", "dcterms.date", "dcterms.issued",
+               "dcterms.created", "citation_publication_date", "citation_date", "citation_online_date",
+               "publication_date", "publish-date", "publish_date", "publishdate", "pubdate",
+               "sailthru.date", "parsely-pub-date", "article.published", "published_time",
+               "originalpublicationdate", "displaydate")
+_AUTHOR_NAMES = ("dc.creator", "dcterms.creator", "citation_author", "parsely-author", "sailthru.author",
+                 "byl")
+_ARTICLE_TYPE = re.compile(r"(article|posting|report|review|webpage|creativework|recipe|howto|"
+                           r"question|book|movie|event|product)$", re.IGNORECASE)
+_LANG_TAG = re.compile(r"[A-Za-z]{2,3}(?:-[A-Za-z0-9]{1,8})*")
+_BY = re.compile(r"^\s*by\s+", re.IGNORECASE)
+_XML_LANG = "{http://www.w3.org/XML/1998/namespace}lang"
+
+
+@dataclass(frozen=True)
+class PageMeta:
+    html_lang: str | None = None
+    canonical_url: str | None = None
+    description: str | None = None
+    published_date: str | None = None
+    author: str | None = None
+
+    def as_tuple(self) -> tuple:
+        return (self.html_lang, self.canonical_url, self.description, self.published_date, self.author)
+
+
+NO_META = PageMeta()
+COLUMNS = ("html_lang", "canonical_url", "description", "published_date", "author")
+
+
+def page_metadata(root, base_url: str) -> PageMeta:
+    """The declared metadata of a parsed document (`root`: lxml's root element, or None)."""
+    if root is None:
+        return NO_META
+    try:
+        return _page_metadata(root, base_url)
+    except Exception:  # noqa: BLE001 - hostile markup must cost the columns, never the page
+        return NO_META
+
+
+def _page_metadata(root, base_url: str) -> PageMeta:
+    names: dict = {}          # lower-cased meta name/property → first non-empty content
+    canonical = None
+    for el in root.iter("meta", "link"):
+        if el.tag == "link":
+            if canonical is None and "canonical" in (el.get("rel") or "").lower().split():
+                canonical = resolve_link(base_url, el.get("href") or "")
+            continue
+        content = el.get("content")
+        if content is None or not content.strip():
+            continue
+        # Not itemprop: microdata describes any item on the page (a related video's
+        # datePublished), not necessarily the page.
+        for attr in ("name", "property"):
+            key = el.get(attr)
+            if key:
+                names.setdefault(key.strip().lower(), content)
+    if canonical is None and "og:url" in names:
+        canonical = resolve_link(base_url, names["og:url"])
+
+    description = _first_text(names, ("description", "og:description", "twitter:description"), MAX_DESCRIPTION)
+    published = _first_date(names, ("article:published_time", "og:published_time"))
+    author = _author_text(names.get("author"))
+    if description is None or published is None or author is None:
+        ld = _jsonld(root)
+        if description is None:
+            description = _clip(ld.get("description"), MAX_DESCRIPTION)
+        if published is None:
+            published = iso_date(ld.get("datePublished"))
+        if author is None:
+            author = _author_text(ld.get("author"))
+    if published is None:
+        published = _first_date(names, _DATE_NAMES)
+    if author is None:
+        for key in ("article:author",) + _AUTHOR_NAMES:
+            author = _author_text(names.get(key))
+            if author is not None:
+                break
+    return PageMeta(html_lang=language_tag(root.get("lang") or root.get("xml:lang") or root.get(_XML_LANG)),
+                    canonical_url=canonical, description=description, published_date=published,
+                    author=author)
+
+
+def language_tag(value: str | None) -> str | None:
+    """A BCP 47 tag in its conventional casing ('EN_us' → 'en-US'), None if not one."""
+    if not value:
+        return None
+    value = value.strip().replace("_", "-")
+    if len(value) > 35 or not _LANG_TAG.fullmatch(value):
+        return None
+    parts = value.split("-")
+    out = [parts[0].lower()]
+    for p in parts[1:]:
+        if len(p) == 2 and p.isalpha():
+            out.append(p.upper())
+        elif len(p) == 4 and p.isalpha():
+            out.append(p.title())
+        else:
+            out.append(p.lower())
+    return "-".join(out)
+
+
+def _clip(value, limit: int) -> str | None:
+    if not isinstance(value, str):
+        return None
+    text = " ".join(value.split())
+    if not text:
+        return None
+    if len(text) > limit:
+        cut = text.rfind(" ", 0, limit)
+        text = text[:cut if cut > limit // 2 else limit]
+    return text
+
+
+def _first_text(names: dict, keys, limit: int) -> str | None:
+    for key in keys:
+        text = _clip(names.get(key), limit)
+        if text is not None:
+            return text
+    return None
+
+
+def _first_date(names: dict, keys) -> str | None:
+    for key in keys:
+        got = iso_date(names.get(key))
+        if got is not None:
+            return got
+    return None
+
+
+_DATE_ONLY = re.compile(r"(\d{4})[-/.](\d{1,2})[-/.](\d{1,2})$")
+_COMPACT = re.compile(r"(\d{4})(\d{2})(\d{2})$")
+_RFC_2822 = re.compile(r"(?:[A-Za-z]{3},\s*)?\d{1,2}\s+[A-Za-z]{3}\s+\d{4}\s+\d{1,2}:\d{2}")
+# "July 31, 2012, 2:42 pm", "31 July 2012": the date only (the clock of such text has no
+# zone and its am/pm is easily misread).
+_MONTHS = {m: i for i, names in enumerate((("jan", "january"), ("feb", "february"), ("mar", "march"),
+                                           ("apr", "april"), ("may",), ("jun", "june"), ("jul", "july"),
+                                           ("aug", "august"), ("sep", "sept", "september"),
+                                           ("oct", "october"), ("nov", "november"), ("dec", "december")), 1)
+           for m in names}
+_MONTH_DAY_YEAR = re.compile(r"([A-Za-z]{3,9})\.?\s+(\d{1,2})(?:st|nd|rd|th)?,?\s+(\d{4})\b")
+_DAY_MONTH_YEAR = re.compile(r"(\d{1,2})(?:st|nd|rd|th)?\s+([A-Za-z]{3,9})\.?,?\s+(\d{4})\b")
+
+
+def iso_date(value) -> str | None:
+    """ISO 8601 of a declared date: 'YYYY-MM-DD' for a date, 'YYYY-MM-DDTHH:MM:SS[±HH:MM]' for
+    a moment (with the declared offset, 'Z' as +00:00). Accepts ISO 8601, RFC 2822,
+    'YYYY/MM/DD' and English 'Month D, YYYY' / 'D Month YYYY' (the date only); anything else,
+    or a year outside 1900–2100, is None."""
+    if not isinstance(value, str):
+        return None
+    text = value.strip()
+    if not text or len(text) > 64:
+        return None
+    m = _DATE_ONLY.match(text) or _COMPACT.match(text)
+    if m:
+        try:
+            return _plausible(date(int(m.group(1)), int(m.group(2)), int(m.group(3))))
+        except ValueError:
+            return None
+    try:
+        return _plausible(datetime.fromisoformat(text.replace("Z", "+00:00").replace("z", "+00:00")))
+    except ValueError:
+        pass
+    if _RFC_2822.match(text):
+        try:
+            return _plausible(parsedate_to_datetime(text))
+        except (TypeError, ValueError, IndexError):
+            return None
+    m = _MONTH_DAY_YEAR.match(text)
+    month_first = m is not None
+    m = m or _DAY_MONTH_YEAR.match(text)
+    if m:
+        month, day = (m.group(1), m.group(2)) if month_first else (m.group(2), m.group(1))
+        number = _MONTHS.get(month.lower())
+        if number:
+            try:
+                return _plausible(date(int(m.group(3)), number, int(day)))
+            except ValueError:
+                return None
+    return None
+
+
+def _plausible(value) -> str | None:
+    if not 1900 <= value.year <= 2100:
+        return None
+    if isinstance(value, datetime):
+        return value.replace(microsecond=0).isoformat()
+    return value.isoformat()
+
+
+def _author_text(value) -> str | None:
+    """Names from a meta value or a JSON-LD author (a string, a Person/Organization object, or
+    a list of them), joined by ', '; None for URLs and empty values."""
+    names = []
+    todo = deque([value])
+    budget = 50
+    while todo and budget:
+        budget -= 1
+        item = todo.popleft()
+        if isinstance(item, list):
+            todo.extend(item[:20])
+        elif isinstance(item, dict):
+            todo.append(item.get("name"))
+        elif isinstance(item, str):
+            name = " ".join(_BY.sub("", item).split())
+            if name and "://" not in name and not name.startswith("www.") and name not in names:
+                names.append(name)
+    return _clip(", ".join(names), MAX_AUTHOR) if names else None
+
+
+def _jsonld(root) -> dict:
+    """description, datePublished and author of the page's JSON-LD: taken from the first
+    object of an article- or page-like @type that has them, else from the first object
+    that has them."""
+    found: dict = {}
+    fallback: dict = {}
+    scripts = 0
+    visited = 0
+    for el in root.iter("script"):
+        if (el.get("type") or "").strip().lower() != "application/ld+json":
+            continue
+        scripts += 1
+        if scripts > MAX_JSONLD_SCRIPTS:
+            break
+        text = el.text or ""
+        if not text.strip() or len(text) > MAX_JSONLD_CHARS:
+            continue
+        try:
+            data = json.loads(text, strict=False)
+        except ValueError:
+            continue
+        todo = deque([data])
+        while todo and visited < MAX_JSONLD_OBJECTS:
+            item = todo.popleft()
+            visited += 1
+            if isinstance(item, list):
+                todo.extend(item)
+                continue
+            if not isinstance(item, dict):
+                continue
+            kind = item.get("@type")
+            kinds = kind if isinstance(kind, list) else [kind]
+            target = found if any(isinstance(k, str) and _ARTICLE_TYPE.search(k) for k in kinds) else fallback
+            for key in ("description", "datePublished", "author"):
+                if key in item and key not in target and item[key]:
+                    target[key] = item[key]
+            for key in ("@graph", "mainEntity", "mainEntityOfPage", "itemListElement"):
+                child = item.get(key)
+                if isinstance(child, (list, dict)):
+                    todo.append(child)
+    return {**fallback, **found}
+
+
+# Elements whose attributes Markdown needs (read by node_extras while the tree exists).
+EXTRA_TAGS = frozenset({"img", "picture", "pre"})
+MAX_ALT = 300
+_LAZY_SRC = ("src", "data-src", "data-lazy-src", "data-original")
+# Code-language class conventions: Prism and CommonMark renderers (language-X, lang-X),
+# Sphinx (highlight-X on the wrapper), GitHub (highlight-source-X), SyntaxHighlighter
+# ("brush: X"), pandoc (sourceCode X).
+_CODE_CLASS = re.compile(r"(?:^|\s)(?:language|lang|highlight(?:-source)?)-([A-Za-z0-9_+#.-]{1,32})(?=\s|$)"
+                         r"|brush:\s*([A-Za-z0-9_+#.-]{1,32})|(?:^|\s)sourceCode\s+([A-Za-z0-9_+#.-]{1,32})")
+_NOT_A_LANGUAGE = frozenset({"default", "none", "nohighlight", "notranslate", "source", "sourcecode"})
+_CODE_ANCESTORS = 3
+
+
+@dataclass(frozen=True, eq=False)
+class NodeExtras:
+    """Images (node, absolute http(s) URL, alt text) and code blocks (the <pre> node, its
+    language), sparse and in document order."""
+    image_node: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int32))
+    image_src: tuple = ()
+    image_alt: tuple = ()
+    code_node: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int32))
+    code_lang: tuple = ()
+
+    def packed(self) -> bytes:
+        """What crosses the shuffle: b"" for a page without any, else zlib'd JSON."""
+        if not self.image_src and not self.code_lang:
+            return b""
+        doc = [self.image_node.tolist(), self.image_src, self.image_alt, self.code_node.tolist(),
+               self.code_lang]
+        return zlib.compress(json.dumps(doc, ensure_ascii=False).encode("utf-8", "surrogatepass"), 1)
+
+    @staticmethod
+    def unpacked(blob: bytes) -> "NodeExtras":
+        if not blob:
+            return NO_EXTRAS
+        nodes, src, alt, code, lang = json.loads(zlib.decompress(blob).decode("utf-8", "surrogatepass"))
+        return NodeExtras(np.array(nodes, dtype=np.int32), tuple(src), tuple(alt),
+                          np.array(code, dtype=np.int32), tuple(lang))
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, NodeExtras) and self.packed() == other.packed()
+
+    __hash__ = None
+
+    def image_of(self) -> dict:
+        return dict(zip(self.image_node.tolist(), zip(self.image_src, self.image_alt)))
+
+    def code_language_of(self) -> dict:
+        return dict(zip(self.code_node.tolist(), self.code_lang))
+
+
+NO_EXTRAS = NodeExtras()
+
+
+def node_extras(found: list, base_url: str) -> NodeExtras:
+    """NodeExtras of the (node index, lxml element) pairs of EXTRA_TAGS a flattening met."""
+    if not found:
+        return NO_EXTRAS
+    image_node, image_src, image_alt, code_node, code_lang = [], [], [], [], []
+    for i, el in found:
+        try:
+            if el.tag == "pre":
+                lang = code_language(el)
+                if lang:
+                    code_node.append(i)
+                    code_lang.append(lang)
+                continue
+            img = el if el.tag == "img" else el.find(".//img")
+            src = image_url(img, base_url) if img is not None and not _is_pixel(img) else None
+            if src:
+                image_node.append(i)
+                image_src.append(src)
+                image_alt.append(_clip(img.get("alt"), MAX_ALT) or "")
+        except Exception:  # noqa: BLE001 - one odd element costs its image or language only
+            continue
+    if not image_node and not code_node:
+        return NO_EXTRAS
+    return NodeExtras(np.array(image_node, dtype=np.int32), tuple(image_src), tuple(image_alt),
+                      np.array(code_node, dtype=np.int32), tuple(code_lang))
+
+
+def _is_pixel(img) -> bool:
+    """A tracking pixel or spacer: width or height declared as at most 1 (SPEC §10's rule)."""
+    for attr in ("width", "height"):
+        value = (img.get(attr) or "").strip().lower().removesuffix("px")
+        if value.isdigit() and int(value) <= 1:
+            return True
+    return False
+
+
+def image_url(img, base_url: str) -> str | None:
+    """The absolute http(s) URL an <img> shows: src, or a lazy-loading attribute when src is
+    missing or not http(s) (a data: placeholder), or the first srcset candidate."""
+    for attr in _LAZY_SRC:
+        value = img.get(attr)
+        if value and value.strip():
+            url = resolve_link(base_url, value)
+            if url:
+                return url
+    srcset = img.get("srcset")
+    if srcset and srcset.strip():
+        return resolve_link(base_url, srcset.strip().split(",")[0].split()[0])
+    return None
+
+
+def code_language(pre) -> str | None:
+    """The language a code block declares by class: on the <pre>, its <code> child, or a
+    wrapper up to three levels above it (Sphinx's div.highlight-X)."""
+    candidates = [pre]
+    code = pre.find("code")
+    if code is not None:
+        candidates.insert(0, code)
+    up = pre.getparent()
+    for _ in range(_CODE_ANCESTORS):
+        if up is None:
+            break
+        candidates.append(up)
+        up = up.getparent()
+    for el in candidates:
+        cls = el.get("class")
+        if not cls:
+            continue
+        for m in _CODE_CLASS.finditer(cls):
+            lang = next(g for g in m.groups() if g).rstrip(";").lower()
+            if lang.startswith("source-"):
+                lang = lang[len("source-"):]
+            if lang and lang not in _NOT_A_LANGUAGE:
+                return lang
+    return None
