@@ -27,6 +27,7 @@ from sitestrip.transforms.menex import MenexParams
 from sitestrip.transforms.output import KEEP_DROP, OutputParams
 from sitestrip.transforms.page import NAV_RULE_FLAGS
 from sitestrip.transforms.sitemenus import SiteMenuParams
+from sitestrip.transforms.state import StateParams
 from sitestrip.transforms.template import TemplateParams
 
 CONFIG_DIR = os.path.dirname(os.path.abspath(__file__))
@@ -82,6 +83,7 @@ class Config:
     main_content: MainContentParams = field(default_factory=MainContentParams)
     clusters: ClusterParams = field(default_factory=ClusterParams)
     site_menus: SiteMenuParams = field(default_factory=SiteMenuParams)
+    state: StateParams = field(default_factory=StateParams)
     output: OutputParams = field(default_factory=OutputParams)
 
 
@@ -131,6 +133,8 @@ _CHECKS["site_menus.min_anchor_share"] = _UNIT
 _CHECKS["output.markdown_links"] = (lambda v: v in KEEP_DROP, "keep or drop")
 _CHECKS["output.markdown_images"] = (lambda v: v in KEEP_DROP, "keep or drop")
 _CHECKS["output.language_chars"] = (lambda v: v >= 20, "20 or more")
+_CHECKS["state.max_pages_per_cluster"] = _POSITIVE
+_CHECKS["state.max_clusters_per_site"] = _POSITIVE
 _CHECKS["site_conex.merge"] = (lambda v: v in ("always", "content"), "always or content")
 
 

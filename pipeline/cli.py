@@ -75,6 +75,10 @@ def _run_parser(prog: str) -> argparse.ArgumentParser:
     p.add_argument("--part-files", type=int, default=None, metavar="N",
                    help="Parquet part files per dataset (pages, menus, errors); default: one per "
                         "input WARC file. A part's rows are held in memory while it is written.")
+    p.add_argument("--state", default=None, metavar="DIR",
+                   help="per-site state of incremental runs (local or a bucket URL): stored pages "
+                        "of earlier runs are candidate pages for this run's pages, and the state is "
+                        "updated at the end (a new version; a failed run leaves the old one)")
     p.add_argument("--quiet", action="store_true",
                    help="print the summary only: no progress, no log lines (worker processes "
                         "included); errors still go to stderr")
@@ -182,7 +186,7 @@ def _group(counters: dict, prefix: str) -> str:
     return ", ".join(f"{k} {v}" for k, v in items) or "none"
 
 
-def summary(counters: dict, elapsed: float, output: str) -> str:
+def summary(counters: dict, elapsed: float, output: str, state: str | None = None) -> str:
     pages = counters.get("pages", 0)
     html = counters.get("html_bytes", 0)
     compact = counters.get("compact_bytes", 0)
@@ -205,6 +209,9 @@ def summary(counters: dict, elapsed: float, output: str) -> str:
     if html:
         lines.append(f"  compact pages: {compact / html:.1%} of HTML bytes ({compact:,} / {html:,})")
     lines.append(f"  output: {output}/pages, {output}/menus, {output}/errors, {output}/sites")
+    if state:
+        lines.append(f"  state: {counters.get('state_pages', 0)} stored pages, "
+                     f"{counters.get('state_bytes', 0) / 1e6:.1f} MB in {state}")
     return "\n".join(lines)
 
 
@@ -367,6 +374,7 @@ def _run(args, beam_args: list[str], terminal: bool) -> int:
     from sitestrip.pipeline.graph import build_pipeline, clear_outputs
     from sitestrip.pipeline.progress import ProgressMonitor
     from sitestrip.pipeline.warc import expand_inputs
+    from sitestrip.transforms.state import StateError
 
     try:
         config = load_config(args.config)
@@ -411,14 +419,27 @@ def _run(args, beam_args: list[str], terminal: bool) -> int:
     started = time.monotonic()
     try:
         p = beam.Pipeline(runner=runner, options=options)
-        build_pipeline(p, paths, args.output, config, progress_dir, args.part_files)
-        if progress_dir is None:
-            result = p.run()
-            result.wait_until_finish()
-        else:
-            with _progress_display(mode), ProgressMonitor(progress_dir, len(paths), mode, args.progress_every):
+        try:
+            build_pipeline(p, paths, args.output, config, progress_dir, args.part_files, args.state)
+        except StateError as exc:
+            print(f"sitestrip: bad --state: {exc}", file=sys.stderr)
+            return USAGE
+        try:
+            if progress_dir is None:
                 result = p.run()
                 result.wait_until_finish()
+            else:
+                with _progress_display(mode), ProgressMonitor(progress_dir, len(paths), mode, args.progress_every):
+                    result = p.run()
+                    result.wait_until_finish()
+        except Exception as exc:
+            # A damaged stored page found by a worker fails the run before the state switches.
+            if "StateError" not in f"{type(exc).__name__} {exc}":
+                raise
+            message = str(exc).split("StateError: ")[-1].splitlines()[0]
+            print(f"sitestrip: bad --state: {message}; the state in {args.state} is unchanged",
+                  file=sys.stderr)
+            return FAILED_RUN
     finally:
         if progress_dir is not None:
             shutil.rmtree(progress_dir, ignore_errors=True)
@@ -428,7 +449,7 @@ def _run(args, beam_args: list[str], terminal: bool) -> int:
     except Exception:  # some remote runners (Dask) do not report metrics back
         print(summary_without_counters(written_rows(args.output), elapsed, args.output), flush=True)
         return OK
-    print(summary(counters, elapsed, args.output), flush=True)
+    print(summary(counters, elapsed, args.output, args.state), flush=True)
     reason = failure(counters)
     if reason:
         _report_failure(reason, args.output, args)

@@ -25,16 +25,20 @@ from apache_beam.metrics import Metrics
 from sitestrip.configs import Config
 from sitestrip.pipeline.parts import PART_KEYS, WriteParts
 from sitestrip.pipeline.progress import READ, SITES, ProgressFile
+from sitestrip.pipeline.state import (current_version, next_version, read_state_file, state_files, version_prefix,
+                                      write_current)
 from sitestrip.pipeline.warc import HtmlResponse, ReadError, Skipped, iter_warc_records, open_warc, with_read_ms
-from sitestrip.schemas import DATASETS
+from sitestrip.schemas import DATASETS, STATE
 from sitestrip.transforms.classify import load_main_content_model
 from sitestrip.transforms.extract import StageError, error_row, process_site, record_from_response
 from sitestrip.transforms.shards import page_cell, plan_shards
+from sitestrip.transforms.state import merge_site_state, stored_row
 
 NAMESPACE = "sitestrip"
 ERRORS = "errors"
 MAIN = "main"
-SITES = "sites"
+CLUSTER_ROWS = "cluster_rows"
+STATE_PAGES = "state_pages"
 log = logging.getLogger("sitestrip")
 
 
@@ -194,11 +198,13 @@ def shard_sites(pages, max_site_pages: int):
 
 
 class ProcessSite(_Reporting):
-    """One site shard → (MAIN, pages row), (ERRORS, errors row) and (SITES, sites row) outputs."""
+    """One site shard (its records, and with --state its stored pages) → (MAIN, pages row),
+    (ERRORS, errors row), (CLUSTER_ROWS, sites row) and (STATE_PAGES, StoredPage) outputs."""
 
-    def __init__(self, config: Config, progress_dir: str | None = None):
+    def __init__(self, config: Config, progress_dir: str | None = None, keep_state: bool = False):
         super().__init__(progress_dir, SITES)
         self.config = config
+        self.state = config.state if keep_state else None
 
     def setup(self):
         super().setup()
@@ -207,10 +213,19 @@ class ProcessSite(_Reporting):
 
     def process(self, element):
         (site, shard), records = element
-        for kind, row in process_site(site, records, self.config, self.model, shard=shard):
+        stored = ()
+        if isinstance(records, dict):     # joined with the state (build_pipeline, --state)
+            records, stored = list(records["records"]), list(records["stored"])
+            if not records:
+                return
+        for kind, row in process_site(site, records, self.config, self.model, shard=shard,
+                                      stored=stored, state=self.state):
             if kind == "sites":
                 _count("template_clusters")
-                yield SITES, row
+                yield CLUSTER_ROWS, row
+                continue
+            if kind == "state":
+                yield STATE_PAGES, row
                 continue
             self.report(pages=1)
             if kind == "pages":
@@ -285,8 +300,35 @@ def pages_schema(config: Config):
                                             **{k.encode(): v.encode() for k, v in meta.items()}})
 
 
+def _stored_for_shards(item):
+    """A site's stored pages, once for each of its shards in this run."""
+    site, joined = item
+    shards, stored = list(joined["shards"]), list(joined["stored"])
+    for shard in shards:
+        for page in stored:
+            yield (site, shard), page
+
+
+def _carried(item):
+    """The stored pages of a site this run has no page of: kept as they are."""
+    site, joined = item
+    if not list(joined["shards"]):
+        for page in joined["stored"]:
+            yield site, page
+
+
+def _merged_state(item, params):
+    site, stored = item
+    for page in merge_site_state(site, stored, params):
+        _count("state_pages")
+        row = stored_row(page)
+        _count("state_bytes", len(row["page_blob"]) + len(row["page_fields"]))
+        yield row
+
+
 def build_pipeline(p: beam.Pipeline, warc_paths: list[str], output: str, config: Config,
-                   progress_dir: str | None = None, part_files: int | None = None):
+                   progress_dir: str | None = None, part_files: int | None = None,
+                   state_dir: str | None = None):
     """Add the sitestrip graph to `p`; returns the pages, menus and errors PCollections of rows
     (the sites rows, SPEC §11, are written alongside).
 
@@ -294,7 +336,10 @@ def build_pipeline(p: beam.Pipeline, warc_paths: list[str], output: str, config:
     by default one per input WARC file, so a part holds about the rows of one
     input file. With `progress_dir` (a local directory the workers can write),
     the reading and per-site steps report their progress there
-    (pipeline/progress.py)."""
+    (pipeline/progress.py). With `state_dir` (pipeline/state.py), each site shard also
+    gets its site's stored pages of earlier runs as candidates, and the new state is
+    written as the next version, switched to only after every part is written; its
+    files are checked here, before any worker starts (StateError names a bad one)."""
     parts = part_files if part_files is not None else max(1, len(warc_paths))
     read = (p
             | "WarcPaths" >> beam.Create(sorted(warc_paths))
@@ -302,11 +347,25 @@ def build_pipeline(p: beam.Pipeline, warc_paths: list[str], output: str, config:
             | "SpreadFiles" >> beam.Reshuffle()
             | "ReadWarc" >> beam.ParDo(ReadWarcFile(config, progress_dir)))
     site_pages, read_errors = split_kinds(read, "Read")
-    sites = (shard_sites(site_pages, config.site.max_site_pages)
-             | "GroupBySite" >> beam.GroupByKey()
-             | "ProcessSite" >> beam.ParDo(ProcessSite(config, progress_dir)))
+    keyed = shard_sites(site_pages, config.site.max_site_pages)
+    if state_dir is None:
+        grouped = keyed | "GroupBySite" >> beam.GroupByKey()
+    else:
+        files = state_files(state_dir)
+        version = next_version(current_version(state_dir))
+        stored = (p
+                  | "StateFiles" >> beam.Create(files)
+                  | "ReadState" >> beam.FlatMap(read_state_file))
+        shard_keys = (keyed
+                      | "ShardOfSite" >> beam.Map(lambda item: (item[0][0], item[0][1]))
+                      | "DistinctShards" >> beam.Distinct())
+        per_site = {"shards": shard_keys, "stored": stored} | "JoinState" >> beam.CoGroupByKey()
+        grouped = ({"records": keyed, "stored": per_site | "StoredForShards" >> beam.FlatMap(_stored_for_shards)}
+                   | "GroupBySite" >> beam.CoGroupByKey())
+        carried = per_site | "CarriedState" >> beam.FlatMap(_carried)
+    sites = grouped | "ProcessSite" >> beam.ParDo(ProcessSite(config, progress_dir, keep_state=state_dir is not None))
     pages, site_errors = split_kinds(sites, "Site")
-    clusters = sites | "SiteClusters" >> beam.FlatMap(_of_kind, SITES)
+    clusters = sites | "SiteClusters" >> beam.FlatMap(_of_kind, CLUSTER_ROWS)
     errors = (read_errors, site_errors) | "AllErrors" >> beam.Flatten()
     menus = (pages
              | "MenuKeys" >> beam.FlatMap(_menu_key)
@@ -317,7 +376,24 @@ def build_pipeline(p: beam.Pipeline, warc_paths: list[str], output: str, config:
                                                      PART_KEYS[name], parts)
                for name, rows in (("pages", pages), ("menus", menus), ("errors", errors),
                                   ("sites", clusters))]
-    # The written file names of all four datasets, so that the last step of the graph
+    if state_dir is not None:
+        new_state = (sites
+                     | "StatePages" >> beam.FlatMap(_of_kind, STATE_PAGES)
+                     | "StateBySite" >> beam.Map(lambda page: (page.site, page)))
+        state_written = ((new_state, carried)
+                         | "AllState" >> beam.Flatten()
+                         | "GroupState" >> beam.GroupByKey()
+                         | "MergeState" >> beam.FlatMap(_merged_state, config.state)
+                         | "WriteState" >> WriteParts(version_prefix(state_dir, version), STATE,
+                                                      ("site", "url"), parts))
+        # CURRENT moves only after the new version and the output datasets are written.
+        switched = ((tuple(written) + (state_written,))
+                    | "BeforeSwitch" >> beam.Flatten()
+                    | "OneKey" >> beam.Map(lambda path: (None, path))
+                    | "AllParts" >> beam.GroupByKey()
+                    | "SwitchState" >> beam.Map(lambda _: write_current(state_dir, version)))
+        written = written + [switched]
+    # The written file names of all datasets, so that the last step of the graph
     # depends on every write (the DaskRunner runs only what the last step needs).
     _ = tuple(written) | "AllWritten" >> beam.Flatten()
     return pages, menus, errors

@@ -66,6 +66,8 @@ PAGES = pa.schema([
     ("template_share", pa.float32()),
     ("template_candidate_urls", pa.list_(pa.string())),  # TemEx/HybEx candidates (n = 3)
     ("template_cluster", pa.string()),     # SPEC §11 cluster id (sites dataset); null: not clustered
+    # With --state: the candidate URLs that are stored pages of earlier runs (null without).
+    ("state_candidate_urls", pa.list_(pa.string())),
     ("words_page", pa.int32()),
     ("words_main", pa.int32()),
     ("html_bytes", pa.int64()),
@@ -107,5 +109,17 @@ SITES = pa.schema([
     ("menu_signature", pa.string()),       # the cluster's site menu (menus dataset), null if none
     ("menu_pages", pa.int64()),            # pages of the cluster whose menu is that menu
 ], metadata={"sitestrip.schema_version": SCHEMA_VERSION, "sitestrip.dataset": "sites"})
+
+# The per-site state of incremental runs (transforms/state.py, pipeline/state.py): not an
+# output dataset, a versioned directory under --state.
+STATE = pa.schema([
+    ("site", pa.string()),
+    ("template_cluster", pa.string()),
+    ("representative", pa.bool_()),
+    ("url", pa.string()),                  # normalized
+    ("cluster_pages", pa.int64()),         # pages the cluster has seen over all runs
+    ("page_fields", pa.string()),          # the compact page's scalar fields, JSON
+    ("page_blob", pa.binary()),            # the compact page's packed arrays (zlib)
+], metadata={"sitestrip.state_version": "1", "sitestrip.dataset": "state"})
 
 DATASETS = {"pages": PAGES, "menus": MENUS, "errors": ERRORS, "sites": SITES}

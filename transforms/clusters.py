@@ -281,17 +281,24 @@ class ClusterCandidates:
         return fill
 
 
-def cluster_rows(clusters: SiteClusters, shard: int, page_rows: Sequence[dict], examples: int = 8) -> list[dict]:
+def cluster_rows(clusters: SiteClusters, shard: int, page_rows: Sequence[dict], examples: int = 8,
+                 run_urls: set | None = None) -> list[dict]:
     """One `sites` row per cluster of a shard (schemas SITES), from the shard's pages rows.
 
     A cluster's menu is the menu (pages row `menu_signature`) most of its pages carry
-    (ties: the smaller signature)."""
+    (ties: the smaller signature). With `run_urls`, clusters count the run's pages only
+    (stored pages of earlier runs are candidates, not pages of this run), and a cluster
+    without any is left out."""
     by_url = {}
     for row in page_rows:
         by_url.setdefault(row["url_normalized"], row)
     out = []
     for number, representative in enumerate(clusters.representatives):
         members = clusters.members(number)
+        if run_urls is not None:
+            members = [u for u in members if u in run_urls]
+            if not members:
+                continue
         closest = sorted((u for u in members if u != representative),
                          key=lambda u: (-clusters.similarity[u], u))[:max(examples - 1, 0)]
         shares = np.array([by_url[u]["template_share"] for u in members

@@ -506,7 +506,8 @@ def process_site(site: str, records: Iterable[PageRecord], config, model=None,
         yield "pages", row
     clusters = links.clusters if links is not None else None
     if clusters is not None:
-        for row in cluster_rows(clusters, shard, page_rows):
+        for row in cluster_rows(clusters, shard, page_rows,
+                                run_urls={r.url for r in records} if stored else None):
             yield "sites", row
     if state is not None and pages:
         if clusters is None:       # one page: its own cluster, so a later run finds it

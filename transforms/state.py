@@ -16,6 +16,8 @@ This module is pure; reading and writing state files is pipeline/state.py.
 """
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 import zlib
 from dataclasses import dataclass
@@ -56,12 +58,28 @@ class StoredPage:
     page: CompactPage
 
 
+def _to_json(value):
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return {"base64": base64.b64encode(bytes(value)).decode("ascii")}
+    if isinstance(value, (tuple, list)):
+        return [_to_json(v) for v in value]
+    return value
+
+
+def _from_json(value):
+    # Sequences come back as tuples (the page's own fields are tuples), bytes from base64.
+    if isinstance(value, dict) and set(value) == {"base64"}:
+        return base64.b64decode(value["base64"].encode("ascii"), validate=True)
+    if isinstance(value, list):
+        return tuple(_from_json(v) for v in value)
+    return value
+
+
 def page_columns(page: CompactPage) -> tuple[str, bytes]:
     """(fields JSON, packed arrays) of a compact page."""
     state = page.__getstate__()
     blob = state.pop("blob")
-    state["notes"] = list(state.get("notes") or ())
-    return json.dumps(state, sort_keys=True, ensure_ascii=False), bytes(blob)
+    return json.dumps({k: _to_json(v) for k, v in state.items()}, sort_keys=True, ensure_ascii=False), bytes(blob)
 
 
 def page_from_columns(fields: str, blob: bytes, where: str) -> CompactPage:
@@ -70,7 +88,7 @@ def page_from_columns(fields: str, blob: bytes, where: str) -> CompactPage:
         state = json.loads(fields)
         if not isinstance(state, dict):
             raise ValueError("fields are not a JSON object")
-        state["notes"] = tuple(state.get("notes") or ())
+        state = {k: _from_json(v) for k, v in state.items()}
         state["blob"] = bytes(blob)
         page = CompactPage.__new__(CompactPage)
         page.__setstate__(state)
@@ -78,7 +96,7 @@ def page_from_columns(fields: str, blob: bytes, where: str) -> CompactPage:
         return page
     except StateError:
         raise
-    except (ValueError, KeyError, TypeError, zlib.error, UnicodeDecodeError, IndexError) as exc:
+    except (ValueError, KeyError, TypeError, zlib.error, UnicodeDecodeError, IndexError, binascii.Error) as exc:
         raise StateError(f"{where}: damaged stored page ({type(exc).__name__}: {str(exc)[:200]})") from None
 
 
