@@ -12,7 +12,8 @@ import pyarrow as pa
 # `blocks` and `classify` (SPEC §10 main content).
 # 3: pages gained `template_cluster` (SPEC §11), `candidate_sources` and `menu_signature`
 # (menus rows are per site menu block, SPEC §12); method gained `cluster`; the `sites`
-# dataset (one row per site shard and template cluster). Pages also gained `main_markdown`,
+# dataset (one row per site shard and template cluster); `state_candidate_urls` (--state).
+# Pages also gained `main_markdown`,
 # `language`, `language_score`, and what the page declares (`html_lang`, `canonical_url`,
 # `description`, `published_date`, `author`); timing_ms gained `markdown` and `language`.
 SCHEMA_VERSION = "3"
