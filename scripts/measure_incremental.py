@@ -21,8 +21,12 @@ from sitestrip.bench.corpora import read_corpus
 from sitestrip.bench.scoring import aggregate, score_texts
 
 
+CONFIG: list = []
+
+
 def _run(warcs, out, state=None):
-    argv = [sys.executable, "-m", "sitestrip.pipeline.cli", "run", "--quiet", "--output", out, "--input", *warcs]
+    argv = [sys.executable, "-m", "sitestrip.pipeline.cli", "run", "--quiet", "--output", out, *CONFIG,
+            "--input", *warcs]
     if state:
         argv += ["--state", state]
     proc = subprocess.run(argv, capture_output=True, text=True)
@@ -45,7 +49,10 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--corpus", action="append", required=True)
     ap.add_argument("--work", required=True)
+    ap.add_argument("--config", default=None, help="a preset for every run (e.g. other state bounds)")
     args = ap.parse_args()
+    if args.config:
+        CONFIG[:] = ["--config", args.config]
     report = {}
     for directory in args.corpus:
         corpus = read_corpus(directory, os.path.join(args.work, "corpora"))
