@@ -399,7 +399,7 @@ def _run_watch(args, beam_args: list[str]) -> int:
 
     from sitestrip.configs import ConfigError, load_config
     from sitestrip.pipeline.graph import clear_outputs
-    from sitestrip.pipeline.watch import build_watch_pipeline
+    from sitestrip.pipeline.watch import WATCH_DATASETS, build_watch_pipeline
     from sitestrip.transforms.state import StateError
 
     try:
@@ -440,11 +440,16 @@ def _run_watch(args, beam_args: list[str]) -> int:
     result = p.run()
     result.wait_until_finish()
     elapsed = time.monotonic() - started
-    try:
-        counters = _counters(result)
-    except Exception:  # runners that report no metrics
-        print(summary_without_counters(written_rows(args.output), elapsed, args.output), flush=True)
-        return OK
+    # From the files, not the counters: the FnApiRunner chains every bundle's metrics lazily,
+    # one level per bundle, and a watch job polls in a bundle per --poll-interval, so querying
+    # them after a long job exceeds Python's recursion limit (fn_runner.py, RunnerResult.metrics).
+    rows = written_rows(args.output)
+    print("\n".join([
+        f"sitestrip: watch ended after {elapsed:.1f} s",
+        "  rows written: " + ", ".join(f"{name} {rows[name]}" for name in WATCH_DATASETS),
+        "  output: " + ", ".join(f"{args.output}/{name}" for name in WATCH_DATASETS),
+    ]), flush=True)
+    return OK
     print(summary(counters, elapsed, args.output, None).replace(f", {args.output}/menus", ""), flush=True)
     return OK
 
