@@ -437,8 +437,15 @@ def _run_watch(args, beam_args: list[str]) -> int:
     except StateError as exc:
         print(f"sitestrip: bad --state: {exc}", file=sys.stderr)
         return USAGE
-    result = p.run()
-    result.wait_until_finish()
+    try:
+        p.run().wait_until_finish()
+    except Exception as exc:
+        # A damaged stored page, found when its site first lands, ends the job (as in a batch run).
+        if "StateError" not in f"{type(exc).__name__} {exc}":
+            raise
+        message = str(exc).split("StateError: ")[-1].splitlines()[0]
+        print(f"sitestrip: bad --state: {message}", file=sys.stderr)
+        return FAILED_RUN
     elapsed = time.monotonic() - started
     # From the files, not the counters: the FnApiRunner chains every bundle's metrics lazily,
     # one level per bundle, and a watch job polls in a bundle per --poll-interval, so querying

@@ -37,6 +37,7 @@ not written in watch mode (a batch `sitestrip run` over the landed files writes 
 """
 from __future__ import annotations
 
+import typing
 import zlib
 from datetime import datetime, timezone
 
@@ -95,6 +96,7 @@ class ReadWarcFileBySite(ReadWarcFile):
     """One landed WARC file → (site, (MAIN, its pages in the file)), at most `max_site_pages`
     pages a batch, and (file, (ERRORS, its errors rows)): the batch reader, its pages grouped
     by site within the file, so a site's pages of one file are compared with each other.
+    A worker holds one file's compact pages at a time.
 
     The errors go through the per-site step too (keyed by file; it passes them on) rather than
     being flattened with its rows: on the FnApiRunner a Flatten ends the fused stage, and the
@@ -196,7 +198,8 @@ class WriteWindowParts(beam.PTransform):
     def expand(self, named_rows):
         return (named_rows
                 | "Windows" >> beam.WindowInto(FixedWindows(self.window_seconds))
-                | "PartKeys" >> beam.Map(_dataset_part, self.parts)
+                | "PartKeys" >> beam.Map(_dataset_part, self.parts).with_output_types(
+                    typing.Tuple[typing.Tuple[str, int], typing.Any])
                 | "Batches" >> beam.GroupIntoBatches(self.batch_rows)
                 | "Write" >> beam.ParDo(_WriteWindowBatch(self.output, self.schemas, self.parts)))
 
@@ -219,7 +222,9 @@ def build_watch_pipeline(p: beam.Pipeline, pattern: str, output: str, config: Co
               | "Pattern" >> beam.Create([pattern])
               | "WatchFiles" >> Watch(MatchWarcs(), poll_interval=poll_interval, termination=termination)
               | "LandedPath" >> beam.Map(lambda pair: pair[1]))
-    read = landed | "ReadWarc" >> beam.ParDo(ReadWarcFileBySite(config))
+    # Typed keys: Beam then encodes them deterministically for the keyed state.
+    read = landed | "ReadWarc" >> beam.ParDo(ReadWarcFileBySite(config)).with_output_types(
+        typing.Tuple[str, typing.Any])
     sites = read | "ProcessSite" >> beam.ParDo(ProcessWatchedSite(config, stored_files))
     named = sites | "DatasetRows" >> beam.FlatMap(_named, {MAIN: "pages", ERRORS: "errors", CLUSTER_ROWS: "sites"})
     schemas = {name: DATASETS[name] for name in WATCH_DATASETS}
