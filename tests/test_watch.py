@@ -6,11 +6,14 @@ import subprocess
 import sys
 import time
 
+import pyarrow as pa
 import pyarrow.dataset as ds
+import pyarrow.parquet as pq
 import pytest
 from apache_beam.utils.timestamp import Timestamp
 
 from sitestrip.pipeline.cli import main
+from sitestrip.pipeline.state import state_files
 from sitestrip.pipeline.watch import IdleFor, window_part_path
 from warcs import response, write_warc
 
@@ -180,3 +183,53 @@ def test_window_part_names_differ_by_window_and_batch():
             == "out/pages/part-20260101T120000Z-00001a2b-00000-of-00002.parquet")
     assert window_part_path("p", 1767268800.0, 1, 0, 1) != window_part_path("p", 1767268810.0, 1, 0, 1)
     assert window_part_path("p", 1767268800.0, 1, 0, 1) != window_part_path("p", 1767268800.0, 2, 0, 1)
+
+
+def _batch_state(tmp_path):
+    state = tmp_path / "state"
+    first = write_warc(tmp_path / "one.warc.gz",
+                       [response(f"https://site.test/{n}.html", _page(n)) for n in NAMES[:3]])
+    assert main(["run", "--input", first, "--output", str(tmp_path / "batch"), "--state", str(state),
+                 "--quiet"]) == 0
+    (path,) = state_files(str(state))
+    return state, path
+
+
+def test_a_damaged_state_file_is_refused_before_the_watch_starts(tmp_path, capsys):
+    """A state file cut in half: its footer is unreadable, so the watch job is not started
+    (exit 2) and the message names the file."""
+    state, path = _batch_state(tmp_path)
+    data = open(path, "rb").read()
+    with open(path, "wb") as fh:
+        fh.write(data[: len(data) // 2])
+    capsys.readouterr()
+    code = main(["run", "--watch", "--input", str(tmp_path / "landing" / "*.warc.gz"), "--output",
+                 str(tmp_path / "out"), "--state", str(state), "--idle-timeout", "1", "--quiet"])
+    err = capsys.readouterr().err
+    assert code == 2 and "bad --state" in err and path in err
+
+
+def test_a_damaged_stored_page_ends_the_watch_job_naming_it(tmp_path):
+    """A readable state file whose first stored page's bytes are cut: it is read when its
+    site's first file lands (delta of site.test), and the job ends with exit 1 and a message
+    naming the damaged stored page, not a traceback."""
+    state, path = _batch_state(tmp_path)
+    table = pq.read_table(path)
+    blobs = table.column("page_blob").to_pylist()
+    blobs[0] = blobs[0][:10]
+    table = table.set_column(table.schema.get_field_index("page_blob"), "page_blob",
+                             pa.array(blobs, type=pa.binary()))
+    pq.write_table(table, path)
+    staging, landing = tmp_path / "staging", tmp_path / "landing"
+    staging.mkdir()
+    landing.mkdir()
+    delta = write_warc(staging / "two.warc.gz", [response("https://site.test/delta.html", _page("delta"))])
+    proc = _watch(str(landing), str(tmp_path / "out"), "--state", str(state), idle="30")
+    try:
+        _land(delta, str(landing))
+        _stdout, stderr = proc.communicate(timeout=JOB_LIMIT_S)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 1
+    assert "bad --state" in stderr and "damaged stored page" in stderr and "site.test" in stderr
