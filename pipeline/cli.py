@@ -86,10 +86,10 @@ def _run_parser(prog: str) -> argparse.ArgumentParser:
     p.add_argument("--idle-timeout", type=float, default=None, metavar="SECONDS",
                    help="with --watch: end the job after this long without a new file (default: run "
                         "until stopped)")
-    p.add_argument("--window", type=float, default=10.0, metavar="SECONDS",
+    p.add_argument("--window", type=float, default=None, metavar="SECONDS",
                    help="with --watch: rows are written per fixed window of this many seconds of "
                         "their file's landing (default 10)")
-    p.add_argument("--poll-interval", type=float, default=1.0, metavar="SECONDS",
+    p.add_argument("--poll-interval", type=float, default=None, metavar="SECONDS",
                    help="with --watch: how often the glob is matched (default 1)")
     p.add_argument("--quiet", action="store_true",
                    help="print the summary only: no progress, no log lines (worker processes "
@@ -375,7 +375,7 @@ def run(argv: list[str], prog: str = "sitestrip run") -> int:
         if args.watch:
             _check_watch_args(parser, args)
             return _run_watch(args, rest)
-        for name in ("idle_timeout",):
+        for name in ("idle_timeout", "window", "poll_interval"):
             if getattr(args, name) is not None:
                 parser.error(f"--{name.replace('_', '-')} applies to --watch only")
         return _run(args, rest, sys.stderr.isatty())
@@ -432,8 +432,10 @@ def _run_watch(args, beam_args: list[str]) -> int:
     p = beam.Pipeline(runner=runner, options=options)
     try:
         build_watch_pipeline(p, pattern, args.output, config, state_dir=args.state,
-                             idle_timeout=args.idle_timeout, poll_interval=args.poll_interval,
-                             window_seconds=args.window, part_files=args.part_files or 1)
+                             idle_timeout=args.idle_timeout,
+                             poll_interval=args.poll_interval if args.poll_interval is not None else 1.0,
+                             window_seconds=args.window if args.window is not None else 10.0,
+                             part_files=args.part_files or 1)
     except StateError as exc:
         print(f"sitestrip: bad --state: {exc}", file=sys.stderr)
         return USAGE

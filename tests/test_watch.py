@@ -150,6 +150,8 @@ def test_watch_seeds_a_site_from_the_state_of_a_batch_run(tmp_path):
 
 @pytest.mark.parametrize("argv, message", [
     (["--idle-timeout", "5"], "--idle-timeout applies to --watch only"),
+    (["--window", "5"], "--window applies to --watch only"),
+    (["--poll-interval", "5"], "--poll-interval applies to --watch only"),
     (["--watch"], "--watch needs --input with one glob"),
     (["--watch", "--input", "a/*.warc.gz", "b/*.warc.gz"], "--watch needs --input with one glob"),
     (["--watch", "--input", "a/*.warc.gz", "--idle-timeout", "0"], "--idle-timeout must be greater than 0"),
