@@ -79,6 +79,18 @@ def _run_parser(prog: str) -> argparse.ArgumentParser:
                    help="per-site state of incremental runs (local or a bucket URL): stored pages "
                         "of earlier runs are candidate pages for this run's pages, and the state is "
                         "updated at the end (a new version; a failed run leaves the old one)")
+    p.add_argument("--watch", action="store_true",
+                   help="watch mode: a streaming job that keeps matching the --input glob and reads each "
+                        "WARC file once, when it lands (write it elsewhere and rename it into place); rows "
+                        "are written in windows while it runs (docs/runners.md, \"Watch mode\")")
+    p.add_argument("--idle-timeout", type=float, default=None, metavar="SECONDS",
+                   help="with --watch: end the job after this long without a new file (default: run "
+                        "until stopped)")
+    p.add_argument("--window", type=float, default=None, metavar="SECONDS",
+                   help="with --watch: rows are written per fixed window of this many seconds of "
+                        "their file's landing (default 10)")
+    p.add_argument("--poll-interval", type=float, default=None, metavar="SECONDS",
+                   help="with --watch: how often the glob is matched (default 1)")
     p.add_argument("--quiet", action="store_true",
                    help="print the summary only: no progress, no log lines (worker processes "
                         "included); errors still go to stderr")
@@ -360,7 +372,95 @@ def run(argv: list[str], prog: str = "sitestrip run") -> int:
             parser.error("--part-files must be 1 or more")
         if args.progress_every <= 0:
             parser.error("--progress-every must be greater than 0")
+        if args.watch:
+            _check_watch_args(parser, args)
+            return _run_watch(args, rest)
+        for name in ("idle_timeout", "window", "poll_interval"):
+            if getattr(args, name) is not None:
+                parser.error(f"--{name.replace('_', '-')} applies to --watch only")
         return _run(args, rest, sys.stderr.isatty())
+
+
+def _check_watch_args(parser: argparse.ArgumentParser, args) -> None:
+    if not args.input or len(args.input) != 1 or args.input_prefix is not None:
+        parser.error("--watch needs --input with one glob of the files to watch, e.g. 'landing/*.warc.gz'")
+    if args.workers != 1:
+        parser.error("--watch runs one local worker (a site's state is in one place); leave --workers out")
+    for name in ("idle_timeout", "window", "poll_interval"):
+        value = getattr(args, name)
+        if value is not None and not value > 0:
+            parser.error(f"--{name.replace('_', '-')} must be greater than 0")
+
+
+def _run_watch(args, beam_args: list[str]) -> int:
+    """Watch mode (pipeline/watch.py): the local FnApiRunner unless --runner names another."""
+    import apache_beam as beam
+    from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
+
+    from sitestrip.configs import ConfigError, load_config
+    from sitestrip.pipeline.graph import clear_outputs
+    from sitestrip.pipeline.watch import WATCH_DATASETS, build_watch_pipeline
+    from sitestrip.transforms.state import StateError
+
+    try:
+        config = load_config(args.config)
+    except ConfigError as exc:
+        print(f"sitestrip: bad config: {exc}", file=sys.stderr)
+        return USAGE
+    problem = check_output(args.output)
+    if problem is None:
+        try:
+            clear_outputs(args.output)
+        except Exception as exc:
+            problem = f"cannot use --output {args.output}: {exc}"
+    if problem:
+        print(f"sitestrip: {problem}", file=sys.stderr)
+        return USAGE
+    options = PipelineOptions(beam_args)
+    # An unbounded source: Dataflow and Flink need streaming mode; the FnApiRunner ignores it.
+    options.view_as(StandardOptions).streaming = True
+    runner_name = options.get_all_options().get("runner")
+    runner = _runner_for(runner_name)
+    if runner_name is None:
+        from apache_beam.runners.portability.fn_api_runner import FnApiRunner
+        runner = FnApiRunner()
+    pattern = args.input[0]
+    logging.getLogger("sitestrip").info("watching %s → %s%s", pattern, args.output,
+                                        f" (ends after {args.idle_timeout:g} s without a new file)"
+                                        if args.idle_timeout else "")
+    started = time.monotonic()
+    p = beam.Pipeline(runner=runner, options=options)
+    try:
+        build_watch_pipeline(p, pattern, args.output, config, state_dir=args.state,
+                             idle_timeout=args.idle_timeout,
+                             poll_interval=args.poll_interval if args.poll_interval is not None else 1.0,
+                             window_seconds=args.window if args.window is not None else 10.0,
+                             part_files=args.part_files or 1)
+    except StateError as exc:
+        print(f"sitestrip: bad --state: {exc}", file=sys.stderr)
+        return USAGE
+    try:
+        p.run().wait_until_finish()
+    except Exception as exc:
+        # A damaged stored page, found when its site first lands, ends the job (as in a batch run).
+        if "StateError" not in f"{type(exc).__name__} {exc}":
+            raise
+        message = str(exc).split("StateError: ")[-1].splitlines()[0]
+        print(f"sitestrip: bad --state: {message}", file=sys.stderr)
+        return FAILED_RUN
+    elapsed = time.monotonic() - started
+    # From the files, not the counters: the FnApiRunner chains every bundle's metrics lazily,
+    # one level per bundle, and a watch job polls in a bundle per --poll-interval, so querying
+    # them after a long job exceeds Python's recursion limit (fn_runner.py, RunnerResult.metrics).
+    rows = written_rows(args.output)
+    print("\n".join([
+        f"sitestrip: watch ended after {elapsed:.1f} s",
+        "  rows written: " + ", ".join(f"{name} {rows[name]}" for name in WATCH_DATASETS),
+        "  output: " + ", ".join(f"{args.output}/{name}" for name in WATCH_DATASETS),
+    ]), flush=True)
+    return OK
+    print(summary(counters, elapsed, args.output, None).replace(f", {args.output}/menus", ""), flush=True)
+    return OK
 
 
 def _run(args, beam_args: list[str], terminal: bool) -> int:

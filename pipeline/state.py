@@ -97,3 +97,18 @@ def write_current(state_dir: str, version: str) -> str:
         fh.write((version + "\n").encode("utf-8"))
     FileSystems.rename([temp], [target])
     return target
+
+
+def read_site_state(files: list[str], site: str) -> list[StoredPage]:
+    """The stored pages of one site in `files` (state_files' list): watch mode seeds a site's
+    user state with them when it first sees the site. Parts are sorted by site, so the
+    filter skips the row groups of other sites by their statistics."""
+    out = []
+    for path in files:
+        try:
+            with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as fh:
+                table = pq.read_table(fh, schema=STATE, filters=[("site", "==", site)])
+        except Exception as exc:
+            raise StateError(f"{path}: not a readable state file ({type(exc).__name__}: {str(exc)[:200]})") from None
+        out.extend(stored_from_row(row, path) for row in table.to_pylist())
+    return out
