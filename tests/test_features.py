@@ -412,3 +412,37 @@ def test_site_counts_count_a_page_once_however_often_it_shows_a_text():
     signals = site_blocks.signals("http://s.test/1", stub_template, stub_selection)
     assert signals.text_site_share.tolist() == [1.0, 1.0, 1.0, 0.0]
     assert signals.text_on_candidates.tolist() == [1.0, 1.0, 1.0, 0.0]
+
+
+def test_the_match_start_filter_keeps_every_pattern_match():
+    """_ANY_PATTERN's leading lookahead only skips positions where no _TEXT_PATTERNS
+    alternative can start, so it finds exactly the (start, pattern) hits of the plain
+    alternation. Seeded fuzz over texts built from every literal of the patterns (each
+    alternative's spelling, at a word start, inside a word, after spaces at a line start)
+    and random letters: a prefix missing from the filter loses that literal's hits."""
+    import random
+    import re
+
+    from sitestrip.transforms.features import _ALTERNATION, _ANY_PATTERN
+    plain = re.compile(_ALTERNATION)
+    literals = ["rights reserved", "copyright", "©", "like", "follow", "share", "tweet", "facebook",
+                "pinterest", "email this", "comment", "comments", "reply", "replies", "read more",
+                "continue reading", "more", "»", "›", "advertising", "sponsored", "promoted",
+                "subscribe", "sign up", "newsletter", "login", "log in", "sign in", "cookie",
+                "by", "posted", "published", "updated"]
+    rng = random.Random(12)
+    for _ in range(300):
+        parts = []
+        for _ in range(rng.randint(1, 30)):
+            roll = rng.random()
+            if roll < 0.5:
+                parts.append(rng.choice(literals))
+            elif roll < 0.8:
+                parts.append("".join(rng.choice("abcdeilmnoprstuy") for _ in range(rng.randint(1, 6))))
+            else:
+                parts.append(rng.choice(["\n", "\n  ", "\t", ",", "x"]))
+        text = "".join(p + rng.choice(["", " ", " ", "\n"]) for p in parts)
+        expected = [(m.start(), m.lastgroup) for m in plain.finditer(text)]
+        assert [(m.start(), m.lastgroup) for m in _ANY_PATTERN.finditer(text)] == expected
+    assert [m.lastgroup for m in _ANY_PATTERN.finditer("  by the editor\ncopyright ©")] == \
+        ["byline", "rights", "rights"]
