@@ -127,3 +127,18 @@ def test_params_change_the_result():
     params = MenexParams(w_amplitude=0, w_link=1, w_text=0, w_ul=0, w_representative=0, w_position=0)
     w = menu_weights(page, params)
     assert w[1] == pytest.approx(8 / 12) and w[0] == pytest.approx(11 / 18)
+
+
+def test_scores_given_are_the_scores_used():
+    """detect_menu with menu_scores passed in reads them instead of recomputing: SMALL's
+    scores with the ul's weight (.658) zeroed make body (.4306) the heaviest node and the
+    only candidate over .85·.4306 = .366 (li .3 is not); Alg. 1 stops at the root, so the
+    menu is body, not the ul detect_menu finds on its own (test above)."""
+    from sitestrip.transforms.menex import menu_scores
+    page = parse_page(SMALL, "http://ex.com/")
+    features, weights = menu_scores(page)
+    assert weights == pytest.approx(menu_weights(page))
+    weights = weights.copy()
+    weights[1] = 0.0
+    assert detect_menu(page, MenexParams(), (features, weights)).node == 0
+    assert detect_menu(page).node == 1

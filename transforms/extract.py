@@ -22,7 +22,7 @@ from sitestrip.transforms.clusters import ClusterCandidates, cluster_pages, clus
 from sitestrip.transforms.conex_site import site_main_content
 from sitestrip.transforms.features import SiteSignals, block_features, text_keys
 from sitestrip.transforms.link_blocks import drop_link_blocks
-from sitestrip.transforms.menex import Menu, MenexParams, detect_menu
+from sitestrip.transforms.menex import Menu, MenexParams, detect_menu, menu_scores
 from sitestrip.transforms.output import OutputParams, declared_columns, main_language, main_markdown
 from sitestrip.transforms.sitemenus import MenuProposal, choose_menu_keys, node_keys, propose_menus, site_menu
 from sitestrip.transforms.page import PRODUCT_RULES, TEXT, CompactPage, ParseRules, parse_page
@@ -162,8 +162,10 @@ class _Stage:
 
 
 def _menu(record: PageRecord, menex: MenexParams, timing: dict, budget: _Budget | None = None):
+    """(page-level menu, the MenEx scores it came from, which the site-menu proposal reuses)."""
     with _Stage(timing, "menex", budget):
-        return detect_menu(record.page, menex)
+        scores = menu_scores(record.page, menex)
+        return detect_menu(record.page, menex, scores), scores
 
 
 def _finish(record: PageRecord, timing: dict, menu, **columns) -> dict:
@@ -307,14 +309,15 @@ def analyse_page(record: PageRecord, pages: dict, links, config, site_blocks: Si
                                            config.template_etdm, config.template, config.page_conex,
                                            check=check)
             timing["etdm"] = template.etdm_ms
-            menu = _menu(record, config.menex, timing, budget)
+            menu, menu_scores_of_page = _menu(record, config.menex, timing, budget)
             analysis = PageAnalysis(method=for_template.method, main=np.zeros(page.size, dtype=bool),
                                     menu=menu, timing=timing, template=template,
                                     for_template=for_template, for_conex=for_conex or for_template)
             if config.site_menus.enabled:
                 with _Stage(timing, "menex", budget):
                     analysis.menu_proposal = propose_menus(page, template.template, config.menex,
-                                                           config.site_menus.min_anchor_share)
+                                                           config.site_menus.min_anchor_share,
+                                                           scores=menu_scores_of_page)
             if blocks_wanted:
                 site_blocks = site_blocks or SiteBlocks(pages)
                 with _Stage(timing, "blocks", budget):
@@ -331,7 +334,7 @@ def analyse_page(record: PageRecord, pages: dict, links, config, site_blocks: Si
             return analysis
     # The row reports only the stages that produced it: a fruitless search is not timed.
     timing = dict(record.timing_ms)
-    menu = _menu(record, config.menex, timing, budget)
+    menu, _ = _menu(record, config.menex, timing, budget)
     analysis = PageAnalysis(method="page_only", main=np.zeros(page.size, dtype=bool), menu=menu,
                             timing=timing)
     if blocks_wanted:

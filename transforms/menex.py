@@ -72,9 +72,11 @@ def menu_features(page: CompactPage, representative: str = "prefix") -> MenuFeat
     return MenuFeatures(rated, amplitude, link, text, ul, representative, position, hyperlinks)
 
 
-def menu_weights(page: CompactPage, params: MenexParams = MenexParams()) -> np.ndarray:
-    """Weight of every node; 0 for nodes that are not rated (leaves, text)."""
-    f = menu_features(page, params.representative)
+def menu_weights(page: CompactPage, params: MenexParams = MenexParams(),
+                 features: MenuFeatures | None = None) -> np.ndarray:
+    """Weight of every node; 0 for nodes that are not rated (leaves, text). `features`:
+    menu_features(page, params.representative), when the caller has them already."""
+    f = menu_features(page, params.representative) if features is None else features
     w = (params.w_amplitude * f.amplitude + params.w_link * f.link + params.w_text * f.text
          + params.w_ul * f.ul + params.w_representative * f.representative
          + params.w_position * f.position)
@@ -114,14 +116,23 @@ def select_menu(page: CompactPage, weights: np.ndarray, roots: list[int], thresh
     return best
 
 
-def detect_menu(page: CompactPage, params: MenexParams = MenexParams()) -> Menu | None:
-    """The page's main menu, or None when no node holds two or more links."""
+def menu_scores(page: CompactPage, params: MenexParams = MenexParams()) -> tuple[MenuFeatures, np.ndarray]:
+    """(features, weights) of every node: what detect_menu and the site-menu proposal
+    (transforms/sitemenus.py) both start from, computed once per page."""
+    f = menu_features(page, params.representative)
+    return f, menu_weights(page, params, f)
+
+
+def detect_menu(page: CompactPage, params: MenexParams = MenexParams(),
+                scores: tuple[MenuFeatures, np.ndarray] | None = None) -> Menu | None:
+    """The page's main menu, or None when no node holds two or more links. `scores`:
+    menu_scores(page, params), when the caller has them already."""
     if page.size == 0:
         return None
-    f = menu_features(page)
+    # The link count of a subtree does not depend on the representative-tag rule.
+    f, weights = menu_scores(page, params) if scores is None else scores
     if f.hyperlinks[0] < 2:
         return None
-    weights = menu_weights(page, params)
     top = weights.max()
     if top <= 0:
         return None

@@ -26,7 +26,7 @@ from typing import Mapping
 import numpy as np
 
 from sitestrip.transforms.clusters import mix64, path_hashes
-from sitestrip.transforms.menex import Menu, MenexParams, links_in, menu_features, menu_weights, select_root
+from sitestrip.transforms.menex import Menu, MenexParams, links_in, menu_scores, select_root
 from sitestrip.transforms.page import F_IN_LINK, TEXT, CompactPage
 from sitestrip.transforms.tree import children, subtree_sum, subtree_text
 
@@ -71,12 +71,14 @@ def node_keys(page: CompactPage) -> np.ndarray:
 
 
 def propose_menus(page: CompactPage, template: np.ndarray, params: MenexParams = MenexParams(),
-                  min_anchor_share: float = 0.25, keys: np.ndarray | None = None) -> MenuProposal:
-    """MenEx Alg. 1 roots among the template nodes holding two or more links, with Alg. 2 scores."""
+                  min_anchor_share: float = 0.25, keys: np.ndarray | None = None,
+                  scores=None) -> MenuProposal:
+    """MenEx Alg. 1 roots among the template nodes holding two or more links, with Alg. 2 scores.
+    `scores`: menex.menu_scores(page, params), when page-level MenEx computed them already."""
     empty = MenuProposal(np.zeros(0, np.int64), np.zeros(0, np.uint64), np.zeros(0))
     if page.size == 0:
         return empty
-    f = menu_features(page, params.representative)
+    f, all_weights = menu_scores(page, params) if scores is None else scores
     # A list of links whose elements map but whose anchors differ page by page (related
     # articles, a listing) is content in the template's skeleton rather than a menu: a block
     # qualifies when at least `min_anchor_share` of its anchor text is template too. (A
@@ -85,7 +87,7 @@ def propose_menus(page: CompactPage, template: np.ndarray, params: MenexParams =
     anchor_chars = subtree_sum(page, np.where(link_text, page.chars, 0))
     template_chars = subtree_sum(page, np.where(link_text & template, page.chars, 0))
     eligible = template & (f.hyperlinks >= 2) & (template_chars >= min_anchor_share * anchor_chars)
-    weights = np.where(eligible, menu_weights(page, params), 0.0)
+    weights = np.where(eligible, all_weights, 0.0)
     top = weights.max()
     if top <= 0:
         return empty
