@@ -746,3 +746,35 @@ def test_flat_sibling_lists_match_the_reference(ks, os_, option):
     for knobs in ENGINES.values():
         with engine(**knobs):
             assert map_pages(key, other, params).tolist() == expected
+
+
+def test_page_indexes_are_kept_for_the_recent_pages_only():
+    """_RecentIndexes with room for 12 nodes: three pages of 5 nodes (body, ul, li, a,
+    text) fit two at a time. Indexing a, b, c drops a's index (least recently used) and
+    keeps b's and c's; using b again then indexing a drops c's, not b's. An index rebuilt
+    after its drop maps as before, and a mapping under a bound that holds only the pages
+    of the mapping under way gives the partners it gives with every index kept."""
+    a, b, c = (page(f"<ul><li><a href='/{x}'>{x}</a></li></ul>") for x in "abc")
+    assert a.size == b.size == c.size == 5
+    recent = etdm._RecentIndexes(12)
+    for p in (a, b, c):
+        recent.get(p)
+    assert "_etdm_index" not in a.__dict__
+    assert "_etdm_index" in b.__dict__ and "_etdm_index" in c.__dict__
+    recent.get(b)
+    recent.get(a)
+    assert "_etdm_index" not in c.__dict__ and "_etdm_index" in b.__dict__
+    assert (recent.built, recent.nodes) == (4, 10)
+
+    key, other = page("<div id=x><p>one</p><p>two</p></div>"), page("<div id=x><p>one</p><p>three</p></div>")
+    expected = map_pages(key, other)
+    tight = etdm._RecentIndexes(1)
+    real = etdm._RECENT
+    try:
+        etdm._RECENT = tight
+        for _ in range(2):
+            assert np.array_equal(map_pages(page("<div id=x><p>one</p><p>two</p></div>"),
+                                            page("<div id=x><p>one</p><p>three</p></div>")), expected)
+    finally:
+        etdm._RECENT = real
+    assert tight.built == 4 and len(tight.pages) == 2

@@ -45,7 +45,9 @@ computed in one vectorized pass.
 from __future__ import annotations
 
 import math
+import threading
 from bisect import bisect_left
+from collections import OrderedDict
 from heapq import heappop, heappush
 from dataclasses import dataclass
 
@@ -263,14 +265,52 @@ def _pair_jaccards(x: np.ndarray, y: np.ndarray, flat_a, flat_b, sets_a, sets_b)
     return inter / (la + lb - inter)
 
 
-def _index(page: CompactPage) -> _PageIndex:
-    # Cached on the page the way page.py caches its wire blob: not a field, so
-    # it is neither compared nor pickled.
-    ix = page.__dict__.get("_etdm_index")
-    if ix is None:
+# Page indexes are kept for the pages mapped most recently, up to this many nodes in all
+# (about 80 bytes a node). A page is mapped again soon after it is first indexed (key pages
+# run in URL order, and their candidates are mostly their neighbours): on every dev corpus
+# this bound rebuilt no index, while one kept for every page a worker had seen grew with
+# the input (+126 MB peak on docsites-dev: docs/performance.md).
+_INDEX_NODES = 300_000
+
+
+class _RecentIndexes:
+    """The pages whose index is attached, least recently mapped first, with their node total."""
+
+    def __init__(self, max_nodes: int):
+        self.max_nodes = max_nodes
+        self.pages: OrderedDict = OrderedDict()     # id(page) → page (held, so the id stays its own)
+        self.nodes = 0
+        self.built = 0                              # indexes built (tests, docs/performance.md)
+        self.lock = threading.Lock()
+
+    def get(self, page: CompactPage) -> _PageIndex:
+        with self.lock:
+            ix = page.__dict__.get("_etdm_index")
+            if ix is not None and id(page) in self.pages:
+                self.pages.move_to_end(id(page))
+                return ix
         ix = _PageIndex(page)
-        page.__dict__["_etdm_index"] = ix
-    return ix
+        with self.lock:
+            if id(page) not in self.pages:
+                self.pages[id(page)] = page
+                self.nodes += page.size
+            page.__dict__["_etdm_index"] = ix
+            self.built += 1
+            # The two pages of the mapping under way always stay.
+            while self.nodes > self.max_nodes and len(self.pages) > 2:
+                _, old = self.pages.popitem(last=False)
+                old.__dict__.pop("_etdm_index", None)
+                self.nodes -= old.size
+        return ix
+
+
+_RECENT = _RecentIndexes(_INDEX_NODES)
+
+
+def _index(page: CompactPage) -> _PageIndex:
+    # Attached to the page the way page.py keeps its wire blob: not a field, so it is
+    # neither compared nor pickled.
+    return _RECENT.get(page)
 
 
 # ---------------------------------------------------------------- scalar score
