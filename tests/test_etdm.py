@@ -778,3 +778,26 @@ def test_page_indexes_are_kept_for_the_recent_pages_only():
     finally:
         etdm._RECENT = real
     assert tight.built == 4 and len(tight.pages) == 2
+
+
+def test_a_page_index_does_not_keep_its_page_alive():
+    """The recent-index list holds pages weakly: once the last reference to a page is gone
+    the page is collected, though its entry stays until it is the oldest, and a new page
+    that gets the dead page's id is indexed afresh (an id alone never finds an index)."""
+    import gc
+    import weakref
+
+    recent = etdm._RecentIndexes(1000)
+    gone = page("<p>gone</p>")
+    recent.get(gone)
+    ref = weakref.ref(gone)
+    old_id = id(gone)
+    del gone
+    gc.collect()
+    assert ref() is None and old_id in recent.pages
+    fresh = page("<p>fresh one</p>")
+    recent.pages[id(fresh)] = recent.pages.pop(old_id)   # as if `fresh` had got the dead page's id
+    fresh.__dict__["_etdm_index"] = "not this page's"
+    ix = recent.get(fresh)
+    assert isinstance(ix, etdm._PageIndex) and recent.built == 2
+    assert recent.pages[id(fresh)][0]() is fresh

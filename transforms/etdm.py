@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import math
 import threading
+import weakref
 from bisect import bisect_left
 from collections import OrderedDict
 from heapq import heappop, heappush
@@ -268,39 +269,50 @@ def _pair_jaccards(x: np.ndarray, y: np.ndarray, flat_a, flat_b, sets_a, sets_b)
 # Page indexes are kept for the pages mapped most recently, up to this many nodes in all
 # (about 80 bytes a node). A page is mapped again soon after it is first indexed (key pages
 # run in URL order, and their candidates are mostly their neighbours): on every dev corpus
-# this bound rebuilt no index, while one kept for every page a worker had seen grew with
-# the input (+126 MB peak on docsites-dev: docs/performance.md).
+# this bound rebuilt no index. Pages are held weakly: a page leaves memory with its site
+# shard as before, and an index never outlives its page.
 _INDEX_NODES = 300_000
 
 
 class _RecentIndexes:
-    """The pages whose index is attached, least recently mapped first, with their node total."""
+    """The pages whose index is attached, least recently mapped first, with their node total.
+
+    A page that died keeps its entry (a dead weak reference) until it is the oldest;
+    entries count at least one node each, so there are never more than max_nodes."""
 
     def __init__(self, max_nodes: int):
         self.max_nodes = max_nodes
-        self.pages: OrderedDict = OrderedDict()     # id(page) → page (held, so the id stays its own)
+        self.pages: OrderedDict = OrderedDict()     # id(page) → (weak reference, nodes counted)
         self.nodes = 0
         self.built = 0                              # indexes built (tests, docs/performance.md)
         self.lock = threading.Lock()
 
     def get(self, page: CompactPage) -> _PageIndex:
+        key = id(page)
         with self.lock:
             ix = page.__dict__.get("_etdm_index")
-            if ix is not None and id(page) in self.pages:
-                self.pages.move_to_end(id(page))
+            entry = self.pages.get(key)
+            # An id is only this page's while the entry's page is alive and is this page.
+            if ix is not None and entry is not None and entry[0]() is page:
+                self.pages.move_to_end(key)
                 return ix
         ix = _PageIndex(page)
         with self.lock:
-            if id(page) not in self.pages:
-                self.pages[id(page)] = page
-                self.nodes += page.size
+            entry = self.pages.pop(key, None)
+            if entry is not None:
+                self.nodes -= entry[1]
+            counted = max(page.size, 1)
+            self.pages[key] = (weakref.ref(page), counted)
+            self.nodes += counted
             page.__dict__["_etdm_index"] = ix
             self.built += 1
             # The two pages of the mapping under way always stay.
             while self.nodes > self.max_nodes and len(self.pages) > 2:
-                _, old = self.pages.popitem(last=False)
-                old.__dict__.pop("_etdm_index", None)
-                self.nodes -= old.size
+                _, (ref, counted) = self.pages.popitem(last=False)
+                self.nodes -= counted
+                old = ref()
+                if old is not None:
+                    old.__dict__.pop("_etdm_index", None)
         return ix
 
 
