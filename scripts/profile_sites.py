@@ -30,7 +30,7 @@ from sitestrip.bench.core import extract_rows, load_corpus
 from sitestrip.configs import load_config
 
 STAGES = ("read", "parse", "candidates", "template", "etdm", "menex", "page_conex", "site_conex",
-          "blocks", "classify", "total")
+          "blocks", "classify", "markdown", "language", "total")
 
 
 def warc_files(directory: str) -> list[str]:
