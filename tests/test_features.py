@@ -446,3 +446,21 @@ def test_the_match_start_filter_keeps_every_pattern_match():
         assert [(m.start(), m.lastgroup) for m in _ANY_PATTERN.finditer(text)] == expected
     assert [m.lastgroup for m in _ANY_PATTERN.finditer("  by the editor\ncopyright ©")] == \
         ["byline", "rights", "rights"]
+
+
+def test_character_columns_count_digits_and_punctuation_of_any_script():
+    """Two block texts, derived by hand:
+    "a1 ٣²," — 6 characters, words "a1" and "٣²,"; str.isdigit holds for "1", the
+    Arabic-Indic three and the superscript two → digit_share 3/6; one comma → punct and
+    commas per word 1/2; no sentence end.
+    "End！ ok。" — 8 characters, 2 words, no digit; the fullwidth "！" and "。" are
+    punctuation (2/2 per word) and both end a sentence: "！" before a space, "。" at the
+    end of the text."""
+    from sitestrip.transforms.features import _COLUMN, _text_columns
+    x = np.zeros((2, len(FEATURE_NAMES)))
+    _text_columns(["a1 ٣²,", "End！ ok。"], x)
+    col = lambda name: x[:, _COLUMN[name]].tolist()
+    assert col("digit_share") == [0.5, 0.0]
+    assert col("punct_per_word") == [0.5, 1.0]
+    assert col("commas_per_word") == [0.5, 0.0]
+    assert col("sentences") == [0.0, 2.0]
