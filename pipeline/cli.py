@@ -311,6 +311,21 @@ def _report_failure(reason: str, output: str, args) -> None:
     print("\n".join(lines), file=sys.stderr)
 
 
+def _output_ready(output: str) -> bool:
+    """--output usable and cleared of an earlier run's part files; else the reason on stderr."""
+    from sitestrip.pipeline.graph import clear_outputs
+    problem = check_output(output)
+    if problem is None:
+        try:
+            clear_outputs(output)
+        except Exception as exc:  # a bucket that does not exist, no permission, ...
+            problem = f"cannot use --output {output}: {exc}"
+    if problem:
+        print(f"sitestrip: {problem}", file=sys.stderr)
+        return False
+    return True
+
+
 def check_output(output: str) -> str | None:
     """Why `output` cannot take a run's datasets, or None. Local paths are created and probed;
     bucket URLs are left to the filesystem."""
@@ -398,7 +413,6 @@ def _run_watch(args, beam_args: list[str]) -> int:
     from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
 
     from sitestrip.configs import ConfigError, load_config
-    from sitestrip.pipeline.graph import clear_outputs
     from sitestrip.pipeline.watch import WATCH_DATASETS, build_watch_pipeline
     from sitestrip.transforms.state import StateError
 
@@ -407,14 +421,7 @@ def _run_watch(args, beam_args: list[str]) -> int:
     except ConfigError as exc:
         print(f"sitestrip: bad config: {exc}", file=sys.stderr)
         return USAGE
-    problem = check_output(args.output)
-    if problem is None:
-        try:
-            clear_outputs(args.output)
-        except Exception as exc:
-            problem = f"cannot use --output {args.output}: {exc}"
-    if problem:
-        print(f"sitestrip: {problem}", file=sys.stderr)
+    if not _output_ready(args.output):
         return USAGE
     options = PipelineOptions(beam_args)
     # An unbounded source: Dataflow and Flink need streaming mode; the FnApiRunner ignores it.
@@ -471,7 +478,7 @@ def _run(args, beam_args: list[str], terminal: bool) -> int:
     from apache_beam.options.pipeline_options import PipelineOptions
 
     from sitestrip.configs import ConfigError, load_config
-    from sitestrip.pipeline.graph import build_pipeline, clear_outputs
+    from sitestrip.pipeline.graph import build_pipeline
     from sitestrip.pipeline.progress import ProgressMonitor
     from sitestrip.pipeline.warc import expand_inputs
     from sitestrip.transforms.state import StateError
@@ -493,14 +500,7 @@ def _run(args, beam_args: list[str], terminal: bool) -> int:
     except ValueError as exc:
         print(f"sitestrip: {exc}", file=sys.stderr)
         return USAGE
-    problem = check_output(args.output)
-    if problem is None:
-        try:
-            clear_outputs(args.output)
-        except Exception as exc:  # a bucket that does not exist, no permission, ...
-            problem = f"cannot use --output {args.output}: {exc}"
-    if problem:
-        print(f"sitestrip: {problem}", file=sys.stderr)
+    if not _output_ready(args.output):
         return USAGE
 
     options = PipelineOptions(beam_args)
@@ -777,6 +777,13 @@ COMMANDS = {"run": run, "inspect": inspect, "report": report, "bench": bench, "t
 
 
 def main(argv: list[str] | None = None) -> int:
+    import faulthandler
+    # A crash in native code (lxml, Arrow, gRPC) prints the Python stack, not just a signal
+    # (when stderr is a real file: not under a test's captured stderr).
+    try:
+        faulthandler.enable()
+    except (AttributeError, ValueError, OSError):   # io.UnsupportedOperation is an OSError
+        pass
     from sitestrip.pipeline.console import import_beam_quietly
     import_beam_quietly()
     argv = sys.argv[1:] if argv is None else argv

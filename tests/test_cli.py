@@ -114,7 +114,7 @@ def test_a_manifest_without_prefix_fails_with_a_hint(tmp_path):
     manifest = tmp_path / "warc.paths"
     manifest.write_text("crawl-data/CC/segments/1/warc/one.warc.gz\n")
     code, _, err = cli("run", "--input", manifest, "--output", tmp_path / "o", "--quiet", cwd=tmp_path)
-    assert code == 1
+    assert code == 1, err
     assert "read FileNotFoundError in crawl-data/CC/segments/1/warc/one.warc.gz" in err
     assert "give --input-prefix" in err
 

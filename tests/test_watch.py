@@ -6,16 +6,14 @@ import subprocess
 import sys
 import time
 
-import pyarrow as pa
 import pyarrow.dataset as ds
-import pyarrow.parquet as pq
 import pytest
 from apache_beam.utils.timestamp import Timestamp
 
 from sitestrip.pipeline.cli import main
 from sitestrip.pipeline.state import state_files
 from sitestrip.pipeline.watch import IdleFor, window_part_path
-from warcs import response, write_warc
+from warcs import damage_first_stored_page, response, write_warc
 
 NAMES = ("alpha", "beta", "gamma", "delta")
 # Bounds of the loops below: a hung job fails the test instead of hanging it.
@@ -117,6 +115,23 @@ def test_every_page_of_every_landed_file_has_one_row_and_state_carries_over(tmp_
     assert "rows written: pages 6, errors 0, sites " in stdout, stderr
 
 
+def _watch_delta_with_state(tmp_path, state, out, idle):
+    """A watch job with --state over an empty landing folder; delta's WARC file lands; the
+    job runs to its end: (process, stderr)."""
+    staging, landing = tmp_path / "staging", tmp_path / "landing"
+    staging.mkdir()
+    landing.mkdir()
+    delta = write_warc(staging / "two.warc.gz", [response("https://site.test/delta.html", _page("delta"))])
+    proc = _watch(str(landing), out, "--state", str(state), idle=idle)
+    try:
+        _land(delta, str(landing))
+        _stdout, stderr = proc.communicate(timeout=JOB_LIMIT_S)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    return proc, stderr
+
+
 def test_watch_seeds_a_site_from_the_state_of_a_batch_run(tmp_path):
     """A batch run with --state reads alpha, beta, gamma; a watch run with the same --state
     then gets delta alone: its stored pages come from the state directory (read on the
@@ -129,17 +144,8 @@ def test_watch_seeds_a_site_from_the_state_of_a_batch_run(tmp_path):
     assert main(["run", "--input", first, "--output", str(tmp_path / "batch"), "--state", str(state),
                  "--quiet"]) == 0
     current = (state / "CURRENT").read_text()
-    staging, landing, out = tmp_path / "staging", tmp_path / "landing", str(tmp_path / "out")
-    staging.mkdir()
-    landing.mkdir()
-    delta = write_warc(staging / "two.warc.gz", [response("https://site.test/delta.html", _page("delta"))])
-    proc = _watch(str(landing), out, "--state", str(state), idle="3")
-    try:
-        _land(delta, str(landing))
-        _stdout, stderr = proc.communicate(timeout=JOB_LIMIT_S)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
+    out = str(tmp_path / "out")
+    proc, stderr = _watch_delta_with_state(tmp_path, state, out, idle="3")
     assert proc.returncode == 0, stderr
     (row,) = _rows(out)
     assert row["url"] == "https://site.test/delta.html" and row["method"] == "cs"
@@ -216,22 +222,7 @@ def test_a_damaged_stored_page_ends_the_watch_job_naming_it(tmp_path):
     site's first file lands (delta of site.test), and the job ends with exit 1 and a message
     naming the damaged stored page, not a traceback."""
     state, path = _batch_state(tmp_path)
-    table = pq.read_table(path)
-    blobs = table.column("page_blob").to_pylist()
-    blobs[0] = blobs[0][:10]
-    table = table.set_column(table.schema.get_field_index("page_blob"), "page_blob",
-                             pa.array(blobs, type=pa.binary()))
-    pq.write_table(table, path)
-    staging, landing = tmp_path / "staging", tmp_path / "landing"
-    staging.mkdir()
-    landing.mkdir()
-    delta = write_warc(staging / "two.warc.gz", [response("https://site.test/delta.html", _page("delta"))])
-    proc = _watch(str(landing), str(tmp_path / "out"), "--state", str(state), idle="30")
-    try:
-        _land(delta, str(landing))
-        _stdout, stderr = proc.communicate(timeout=JOB_LIMIT_S)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
+    damage_first_stored_page(path)
+    proc, stderr = _watch_delta_with_state(tmp_path, state, str(tmp_path / "out"), idle="30")
     assert proc.returncode == 1
     assert "bad --state" in stderr and "damaged stored page" in stderr and "site.test" in stderr

@@ -64,3 +64,16 @@ def plain_records(records):
 def flip_bytes(data, start, count=8):
     """`count` bytes of `data` from `start` on, inverted."""
     return data[:start] + bytes(b ^ 0xFF for b in data[start:start + count]) + data[start + count:]
+
+
+def damage_first_stored_page(path):
+    """Cut the first stored page's packed bytes in a --state Parquet file, which stays
+    readable Parquet (transforms/state.py must refuse the page, naming file and URL)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    table = pq.read_table(path)
+    blobs = table.column("page_blob").to_pylist()
+    blobs[0] = blobs[0][:10]
+    table = table.set_column(table.schema.get_field_index("page_blob"), "page_blob",
+                             pa.array(blobs, type=pa.binary()))
+    pq.write_table(table, path)
