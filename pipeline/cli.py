@@ -73,7 +73,7 @@ def _run_parser(prog: str) -> argparse.ArgumentParser:
                    help="local worker processes for the FnApiRunner (default 1); "
                         "ignored by remote runners, which size their own workers")
     p.add_argument("--part-files", type=int, default=None, metavar="N",
-                   help="Parquet part files per dataset (pages, menus, errors); default: one per "
+                   help="Parquet part files per dataset (pages, menus, errors, sites); default: one per "
                         "input WARC file. A part's rows are held in memory while it is written.")
     p.add_argument("--state", default=None, metavar="DIR",
                    help="per-site state of incremental runs (local or a bucket URL): stored pages "
