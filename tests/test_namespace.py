@@ -76,6 +76,14 @@ def test_no_file_of_the_checkout_names_a_bare_package(tmp_path):
     assert [ref for path in files for ref in bare_references(path)] == []
 
 
+
+def _python_outside_the_checkout(code, cwd, timeout):
+    """Run `code` in a child interpreter started in `cwd` (not the checkout), finding
+    sitestrip through its install only (no PYTHONPATH)."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    return subprocess.run([sys.executable, "-c", code], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=timeout)
+
 def test_importing_every_module_loads_no_bare_package(tmp_path):
     """A child process outside the checkout (so the checkout is not on sys.path) imports
     every module of the five subpackages; none of them, directly or through another, may
@@ -92,9 +100,7 @@ def test_importing_every_module_loads_no_bare_package(tmp_path):
         "        count += 1\n"
         "print(count)\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0] in bare))\n")
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env,
-                          capture_output=True, text=True, timeout=300)
+    proc = _python_outside_the_checkout(code, tmp_path, timeout=300)
     assert proc.returncode == 0, proc.stderr
     count, loaded = proc.stdout.splitlines()
     assert int(count) >= 40     # pipeline 8, transforms 21, schemas 1, bench 13 modules today
@@ -111,9 +117,7 @@ def test_bare_package_names_do_not_import_outside_the_checkout(tmp_path):
             "        importlib.import_module(name)\n"
             "    except ModuleNotFoundError:\n"
             "        print(name, 'absent')\n")
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env,
-                          capture_output=True, text=True, timeout=120)
+    proc = _python_outside_the_checkout(code, tmp_path, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.split("\n")[:-1] == [f"{name} absent" for name in BARE]
 

@@ -143,25 +143,32 @@ class SiteClusters:
     similarity: dict[str, float]             # page URL → sim to its representative (1.0 for it)
     overflow: set[str] = field(default_factory=set)
     signatures: dict = field(default_factory=dict, repr=False)   # page URL → signature
+    _by_cluster: dict | None = field(default=None, init=False, repr=False, compare=False)
 
     def id_of(self, url: str) -> str:
         return cluster_id(self.site, self.representatives[self.cluster_of[url]])
 
     def members(self, number: int) -> list[str]:
-        return sorted(u for u, c in self.cluster_of.items() if c == number)
+        """The pages of cluster `number`, URL order (one index, built on first use)."""
+        if self._by_cluster is None:
+            index: dict[int, list[str]] = {}
+            for u in sorted(self.cluster_of):
+                index.setdefault(self.cluster_of[u], []).append(u)
+            self._by_cluster = index
+        return self._by_cluster.get(number, [])
+
+    def closest_members(self, number: int) -> list[str]:
+        """The cluster's pages other than its representative, most similar to it first (ties: URL)."""
+        representative = self.representatives[number]
+        return sorted((u for u in self.members(number) if u != representative),
+                      key=lambda u: (-self.similarity[u], u))
 
     def cluster_pages(self, url: str) -> list[str]:
         """The other pages of `url`'s cluster, URL order."""
         own = self.cluster_of.get(url)
         if own is None:
             return []
-        index = self.__dict__.get("_by_cluster")
-        if index is None:
-            index = {}
-            for u in sorted(self.cluster_of):
-                index.setdefault(self.cluster_of[u], []).append(u)
-            self.__dict__["_by_cluster"] = index
-        return [u for u in index[own] if u != url]
+        return [u for u in self.members(own) if u != url]
 
 
 class _Representatives:
@@ -261,9 +268,8 @@ class ClusterCandidates:
     def _cluster_links(self, number: int) -> SiteLinks:
         got = self._links.get(number)
         if got is None:
-            members = [u for u, c in self.clusters.cluster_of.items() if c == number]
-            got = self._links[number] = SiteLinks(outlinks={u: frozenset() for u in sorted(members)},
-                                                  site=self.clusters.site)
+            outlinks = {u: frozenset() for u in self.clusters.members(number)}
+            got = self._links[number] = SiteLinks(outlinks=outlinks, site=self.clusters.site)
         return got
 
     def fill_for(self, key_url: str):
@@ -299,8 +305,8 @@ def cluster_rows(clusters: SiteClusters, shard: int, page_rows: Sequence[dict], 
             members = [u for u in members if u in run_urls]
             if not members:
                 continue
-        closest = sorted((u for u in members if u != representative),
-                         key=lambda u: (-clusters.similarity[u], u))[:max(examples - 1, 0)]
+        shown = set(members)
+        closest = [u for u in clusters.closest_members(number) if u in shown][:max(examples - 1, 0)]
         shares = np.array([by_url[u]["template_share"] for u in members
                            if u in by_url and by_url[u].get("template_share") is not None], dtype=np.float64)
         menus: dict = {}

@@ -534,7 +534,11 @@ def _apply_site_menus(page_rows: list, pages: dict, links, proposals: dict, conf
         if proposal is None or proposal.nodes.size == 0:
             continue
         page = pages[url]
-        menu = site_menu(page, proposal, chosen.get(group_of.get(url)))
+        # Once per page here: the key lookup and the signature both need them. (Not kept from
+        # propose_menus: a shard's proposals are held until every page is analysed, and a
+        # uint64 per node of every page would cost more memory than recomputing costs time.)
+        keys = node_keys(page)
+        menu = site_menu(page, proposal, chosen.get(group_of.get(url)), keys)
         row["menu_links"] = [{"url": u, "text": t} for u, t in menu.links] if menu else []
         # A site menu is named by its block, not its links: a previous/next bar is one menu.
-        row["menu_signature"] = f"{row['site']}:{int(node_keys(page)[menu.node]):016x}" if menu else None
+        row["menu_signature"] = f"{row['site']}:{int(keys[menu.node]):016x}" if menu else None

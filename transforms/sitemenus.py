@@ -123,10 +123,11 @@ def choose_menu_keys(proposals: Mapping[str, MenuProposal], group_of: Mapping[st
     return {group: min(scores, key=lambda k: (-scores[k], k)) for group, scores in totals.items()}
 
 
-def site_menu(page: CompactPage, proposal: MenuProposal, key: int | None) -> Menu | None:
+def site_menu(page: CompactPage, proposal: MenuProposal, key: int | None,
+              keys: np.ndarray | None = None) -> Menu | None:
     """The page's menu: its node with the group's key (a proposed root, else any template
     element with that key holding two or more links), else its own best-scored root; None
-    when the page proposed nothing."""
+    when the page proposed nothing. `keys`: the page's node_keys, when the caller has them."""
     if proposal.nodes.size == 0:
         return None
     node = None
@@ -135,16 +136,17 @@ def site_menu(page: CompactPage, proposal: MenuProposal, key: int | None) -> Men
         if hit.size:
             node = int(proposal.nodes[hit[0]])
         else:
-            node = menu_node_by_key(page, key)
+            node = menu_node_by_key(page, key, keys)
     if node is None:
         node = int(proposal.nodes[int(np.argmax(proposal.scores))])
     return Menu(node=node, links=links_in(page, node), text=subtree_text(page, node))
 
 
-def menu_node_by_key(page: CompactPage, key: int) -> int | None:
+def menu_node_by_key(page: CompactPage, key: int, keys: np.ndarray | None = None) -> int | None:
     """The first element of the page whose menu key is `key` and that holds two or more
-    links (None when it has none)."""
-    hit = np.flatnonzero((node_keys(page) == np.uint64(key)) & (page.tag != TEXT))
+    links (None when it has none). `keys`: the page's node_keys, when the caller has them."""
+    keys = node_keys(page) if keys is None else keys
+    hit = np.flatnonzero((keys == np.uint64(key)) & (page.tag != TEXT))
     for node in hit.tolist():
         lo = np.searchsorted(page.link_node, node)
         hi = np.searchsorted(page.link_node, page.end[node])

@@ -143,16 +143,11 @@ def shard_state(site: str, clusters: SiteClusters, pages: Mapping[str, CompactPa
     The cluster bound is applied per site by merge_site_state."""
     run_urls = set(run_urls)
     seen_before = {s.template_cluster: s.cluster_pages for s in stored if s.representative}
-    by_number: dict[int, list[str]] = {}
-    for url in sorted(clusters.cluster_of):
-        by_number.setdefault(clusters.cluster_of[url], []).append(url)
     out = []
-    for number, members in sorted(by_number.items()):
-        representative = clusters.representatives[number]
+    for number, representative in enumerate(clusters.representatives):
         ident = cluster_id(site, representative)
-        seen = seen_before.get(ident, 0) + sum(1 for u in members if u in run_urls)
-        others = sorted((u for u in members if u != representative),
-                        key=lambda u: (-clusters.similarity[u], u))
+        seen = seen_before.get(ident, 0) + sum(1 for u in clusters.members(number) if u in run_urls)
+        others = clusters.closest_members(number)
         for url in [representative] + others[:params.max_pages_per_cluster - 1]:
             out.append(StoredPage(site, url, ident, url == representative, seen, pages[url]))
     return out
