@@ -279,8 +279,12 @@ def first_errors(output: str, limit: int = FIRST_ERRORS) -> tuple[list[dict], in
     for match in FileSystems.match([pattern]):
         for meta in match.metadata_list:
             with FileSystems.open(meta.path) as fh:
+                # No Arrow worker threads: the process exits right after this, and a pool
+                # started here with Beam's gRPC threads alive aborted the interpreter at exit
+                # now and then ("terminate called without an active exception"); a failed
+                # run's errors are few.
                 table = pq.read_table(fh, columns=["url", "warc_file", "warc_offset", "stage",
-                                                   "error_class", "message"])
+                                                   "error_class", "message"], use_threads=False)
             total += table.num_rows
             rows.extend(table.to_pylist())
     rows.sort(key=lambda r: (r["warc_file"] or "", r["warc_offset"] or -1, r["url"] or ""))
