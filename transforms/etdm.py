@@ -45,6 +45,7 @@ computed in one vectorized pass.
 from __future__ import annotations
 
 import math
+import os
 import threading
 import weakref
 from bisect import bisect_left
@@ -57,6 +58,13 @@ import numpy as np
 from sitestrip.transforms.page import F_PRE, TEXT, CompactPage
 from sitestrip.transforms.tree import children
 
+try:
+    # ETDM's walk compiled (transforms/_etdm.c, built by `pip install`); the Python code below
+    # is its reference and runs where the extension is missing or for grouping "node".
+    from sitestrip.transforms import _etdm as _compiled
+except ImportError:  # pragma: no cover - a source tree used without installing
+    _compiled = None
+
 NO_MATCH = float("-inf")
 # map_pages: a key node with no partner; and one paired with a temporary
 # grouping node of the other page (grouping "node"), which is mapped (it
@@ -64,6 +72,9 @@ NO_MATCH = float("-inf")
 UNMAPPED = -1
 VIRTUAL_PARTNER = -2
 
+# Whether map_pages uses the compiled walk when it is built (tests switch it off to run the
+# Python paths); SITESTRIP_ETDM=python does the same for a whole process.
+_COMPILED = os.environ.get("SITESTRIP_ETDM", "compiled") != "python"
 # Groups with at most this many candidate pairs run the greedy assignment in
 # plain Python; beyond it a dense numpy matrix is cheaper per step.
 _SMALL_PAIRS = 150
@@ -188,6 +199,26 @@ class _PageIndex:
         self.cls_flat = _flat_sets(self.cls_sets)
         self.attr_flat = _flat_sets(self.attr_sets)
         self._text = None
+        self._compiled = None
+
+    def compiled_side(self, page: CompactPage) -> tuple:
+        """The page as _etdm.map_tree reads it: int64 arrays (children CSR and counts, tag,
+        interned set ids, id hashes, the interned sets, text id per node and text spans) and
+        the page's distinct texts as one UTF-8 string. Built once per page index."""
+        if self._compiled is None:
+            ids, table = self.texts(page)
+            # surrogatepass: a lone surrogate in a page's text still encodes, one way only,
+            # so equal texts stay equal bytes.
+            encoded = [t.encode("utf-8", "surrogatepass") for t in table]
+            text_ptr = np.zeros(len(encoded) + 1, dtype=np.int64)
+            text_ptr[1:] = np.cumsum([len(e) for e in encoded]) if encoded else 0
+            i64 = lambda x: np.ascontiguousarray(x, dtype=np.int64)  # noqa: E731
+            self._compiled = (i64(self.ptr), i64(self.idx), i64(self.count), i64(page.tag),
+                              i64(self.cls_id), i64(self.attr_id), i64(page.id_hash),
+                              i64(self.cls_flat[0]), i64(self.cls_flat[1]),
+                              i64(self.attr_flat[0]), i64(self.attr_flat[1]),
+                              i64(ids), text_ptr, b"".join(encoded))
+        return self._compiled
 
     def texts(self, page: CompactPage):
         """(per-node text id, -1 for elements; text → id): equal ids ⇔ equal text."""
@@ -229,7 +260,8 @@ def _flat_sets(sets: list) -> tuple[np.ndarray, np.ndarray]:
     """(ptr, values) of interned sets: set k is values[ptr[k]:ptr[k + 1]]."""
     sizes = np.fromiter((len(s) for s in sets), dtype=np.int64, count=len(sets))
     ptr = np.concatenate(([0], np.cumsum(sizes)))
-    values = np.fromiter((v for s in sets for v in s), dtype=np.int64, count=int(ptr[-1]))
+    # Sorted within each set: the compiled Jaccard intersects two sets by merging them.
+    values = np.fromiter((v for s in sets for v in sorted(s)), dtype=np.int64, count=int(ptr[-1]))
     return ptr, values
 
 
@@ -427,6 +459,9 @@ class _Mapper:
         result = np.full(self.key.size, -1, dtype=np.int32)
         if self.excluded_root:
             return result
+        if _compiled is not None and _COMPILED and not self.by_node:
+            self._run_compiled(result, check)
+            return result
         one = np.array([1], dtype=np.int64)
         zero = np.array([0], dtype=np.int64)
         # The roots form a sibling group of one against one.
@@ -456,6 +491,20 @@ class _Mapper:
                     self._virtual_group(group, new_real, new_virtual)
             real, virtual = new_real, new_virtual
         return result
+
+    def _run_compiled(self, result: np.ndarray, check) -> None:
+        """The same walk in transforms/_etdm.c (grouping "pair"; equal results, tests/test_etdm.py)."""
+        key_side = self.ki.compiled_side(self.key)
+        if self.kidx is not self.ki.idx:
+            # Excluded key nodes: the children lists and counts after their removal.
+            key_side = (np.ascontiguousarray(self.kptr, dtype=np.int64),
+                        np.ascontiguousarray(self.kidx, dtype=np.int64),
+                        np.ascontiguousarray(self.kcount, dtype=np.int64)) + key_side[3:]
+        p = self.p
+        _compiled.map_tree(key_side, self.oi.compiled_side(self.other), result,
+                           (self.wc, self.wp, self.wa, self.wch, self.tq, self.cert, self.opt,
+                            int(p.text_equality), TEXT, self.over_pairs, p.group_size, p.group_over),
+                           check)
 
     def _expand_real(self, a, b, new_real, new_virtual):
         """Queue the child groups of the mapped real pairs (a, b)."""

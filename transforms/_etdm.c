@@ -1,0 +1,494 @@
+/* ETDM's top-down walk and greedy sibling assignment, compiled (SPEC §5; etdm.py).
+ *
+ * The Python module etdm.py stays the reference: `_Mapper` there and the literal
+ * `reference_map` of tests/test_etdm.py define what a mapping is, and the tests run every
+ * tree through both. This file computes the same mapping for grouping "pair" (the product's
+ * rule; grouping "node", the thesis's, stays in Python) with the same IEEE operations in the
+ * same order, so scores are equal bit for bit:
+ *   base  = wc·classes + wa·attributes + wch·children     (left to right)
+ *   score = floor((base + wp·position)·1e9 + 0.5) / 1e9   (quantized; + certain floor if certain)
+ * It must be compiled without floating-point contraction (setup.py passes -ffp-contract=off):
+ * a fused multiply-add rounds once where numpy rounds twice, and ties would then break
+ * differently from the Python path.
+ *
+ * No recursion over the DOM: the walk is a queue of sibling groups, one wave per tree level,
+ * like the Python code. Groups of one wave are independent (their nodes are disjoint and
+ * their parents are already paired), so the order in which a wave's groups are solved does
+ * not change the mapping.
+ *
+ * Only the Python C API and the buffer protocol are used (no numpy headers), so the build
+ * needs nothing beyond a C compiler and Python's headers.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define NO_MATCH (-INFINITY)
+
+typedef struct {
+    const int64_t *ptr, *idx, *count;           /* children CSR (key: after exclusion), child counts */
+    const int64_t *tag, *cls_id, *attr_id, *id_hash;
+    const int64_t *cls_ptr, *cls_val, *attr_ptr, *attr_val;  /* interned sets, values sorted per set */
+    const int64_t *text_id, *text_ptr;          /* per node text id (-1: element); id → span of blob */
+    const char *blob;                           /* the page's distinct texts, UTF-8, concatenated */
+    Py_ssize_t size;
+} Side;
+
+typedef struct {
+    double wc, wp, wa, wch, tq, cert;
+    int opt, text_equality;
+    int64_t text_tag, over_pairs, group_size, group_over;
+} Params;
+
+/* A sibling group. Real: key nodes k[0..m) against other nodes o[0..n). Virtual: the spans
+ * [alo, ahi) of key node pa's children and [blo, bhi) of other node pb's, to be cut into chunks. */
+typedef struct {
+    int is_virtual;
+    const int64_t *k, *o;
+    int64_t m, n;
+    int64_t pa, alo, ahi, pb, blo, bhi;
+} Group;
+
+typedef struct {
+    Group *items;
+    size_t len, cap;
+} Groups;
+
+typedef struct {
+    double *base, *score;
+    unsigned char *flags;       /* bit 0 candidate, bit 1 same id, bit 2 classes = attributes = 1 */
+    unsigned char *used_r, *used_c;
+    int64_t *rank_r, *rank_c, *anchors_r, *anchors_c, *taken;
+    size_t cells, rows, cols;
+} Work;
+
+enum { CAND = 1, IDC = 2, CA1 = 4 };
+
+static double quantize(double x) { return floor(x * 1e9 + 0.5) / 1e9; }
+
+static int push(Groups *g, Group item) {
+    if (g->len == g->cap) {
+        size_t cap = g->cap ? 2 * g->cap : 64;
+        Group *p = realloc(g->items, cap * sizeof(Group));
+        if (!p) return -1;
+        g->items = p;
+        g->cap = cap;
+    }
+    g->items[g->len++] = item;
+    return 0;
+}
+
+static int reserve(Work *w, int64_t m, int64_t n) {
+    size_t cells = (size_t)m * (size_t)n;
+    if (cells > w->cells) {
+        double *b = realloc(w->base, cells * sizeof(double));
+        if (!b) return -1;
+        w->base = b;
+        double *s = realloc(w->score, cells * sizeof(double));
+        if (!s) return -1;
+        w->score = s;
+        unsigned char *f = realloc(w->flags, cells);
+        if (!f) return -1;
+        w->flags = f;
+        int64_t *t = realloc(w->taken, 2 * cells * sizeof(int64_t));
+        if (!t) return -1;
+        w->taken = t;
+        w->cells = cells;
+    }
+    if ((size_t)m + 2 > w->rows) {
+        size_t r = (size_t)m + 2;
+        unsigned char *u = realloc(w->used_r, r);
+        int64_t *k = u ? realloc(w->rank_r, r * sizeof(int64_t)) : NULL;
+        int64_t *a = k ? realloc(w->anchors_r, r * sizeof(int64_t)) : NULL;
+        if (u) w->used_r = u;
+        if (k) w->rank_r = k;
+        if (a) w->anchors_r = a;
+        if (!a) return -1;
+        w->rows = r;
+    }
+    if ((size_t)n + 2 > w->cols) {
+        size_t c = (size_t)n + 2;
+        unsigned char *u = realloc(w->used_c, c);
+        int64_t *k = u ? realloc(w->rank_c, c * sizeof(int64_t)) : NULL;
+        int64_t *a = k ? realloc(w->anchors_c, c * sizeof(int64_t)) : NULL;
+        if (u) w->used_c = u;
+        if (k) w->rank_c = k;
+        if (a) w->anchors_c = a;
+        if (!a) return -1;
+        w->cols = c;
+    }
+    return 0;
+}
+
+/* position_score of etdm.py: child i of ca siblings against child j of cb siblings. */
+static double position(int64_t i, int64_t ca, int64_t j, int64_t cb) {
+    int64_t k = cb - ca;
+    int64_t lo = i + (k < 0 ? k : 0), hi = i + (k > 0 ? k : 0);
+    int64_t d = lo - j;
+    if (j - hi > d) d = j - hi;
+    if (d < 0) d = 0;
+    double v = 1.0 - (double)d / (double)(ca < cb ? ca : cb);
+    return v < 0.0 ? 0.0 : v;
+}
+
+static double encode(const Params *p, double base, double pos, unsigned char f) {
+    if (!(f & CAND)) return NO_MATCH;
+    double s = quantize(base + p->wp * pos);
+    if ((f & IDC) || ((f & CA1) && pos == 1.0)) return p->cert + s;
+    return s >= p->tq ? s : NO_MATCH;
+}
+
+/* Jaccard of interned set x of one page and set y of the other; id 0 is the empty set. */
+static double jaccard(const int64_t *pa, const int64_t *va, int64_t x,
+                      const int64_t *pb, const int64_t *vb, int64_t y) {
+    if (x == 0 || y == 0) return (x == 0 && y == 0) ? 1.0 : 0.0;
+    int64_t i = pa[x], ie = pa[x + 1], j = pb[y], je = pb[y + 1];
+    int64_t la = ie - i, lb = je - j, inter = 0;
+    while (i < ie && j < je) {
+        if (va[i] < vb[j]) i++;
+        else if (va[i] > vb[j]) j++;
+        else { inter++; i++; j++; }
+    }
+    return (double)inter / (double)(la + lb - inter);
+}
+
+static int same_text(const Side *K, int64_t a, const Side *O, int64_t b) {
+    int64_t ta = K->text_id[a], tb = O->text_id[b];
+    if (ta < 0 || tb < 0) return ta == tb;
+    int64_t la = K->text_ptr[ta + 1] - K->text_ptr[ta], lb = O->text_ptr[tb + 1] - O->text_ptr[tb];
+    return la == lb && memcmp(K->blob + K->text_ptr[ta], O->blob + O->text_ptr[tb], (size_t)la) == 0;
+}
+
+/* _Mapper._static (and _static_one): position-free parts of the score of real nodes a, b. */
+static unsigned char static_parts(const Params *p, const Side *K, int64_t a, const Side *O, int64_t b,
+                                  double *base_out) {
+    if (K->tag[a] != O->tag[b]) return 0;
+    if (p->text_equality && K->tag[a] == p->text_tag && !same_text(K, a, O, b)) return 0;
+    double cls = jaccard(K->cls_ptr, K->cls_val, K->cls_id[a], O->cls_ptr, O->cls_val, O->cls_id[b]);
+    double att = jaccard(K->attr_ptr, K->attr_val, K->attr_id[a], O->attr_ptr, O->attr_val, O->attr_id[b]);
+    int64_t ck = K->count[a], co = O->count[b];
+    int64_t mx = ck > co ? ck : co, mn = ck < co ? ck : co;
+    double ch = mx == 0 ? 1.0 : (double)mn / (double)mx;
+    double base = p->wc * cls + p->wa * att + p->wch * ch;
+    int idc = K->id_hash[a] != 0 && K->id_hash[a] == O->id_hash[b];
+    int ca1 = cls == 1.0 && att == 1.0;
+    if (!(idc || ca1 || quantize(base + p->wp) >= p->tq)) return 0;
+    *base_out = base;
+    return (unsigned char)(CAND | (idc ? IDC : 0) | (ca1 ? CA1 : 0));
+}
+
+/* Scores of the rows [r0, r1) × columns [c0, c1): positions over that gap's unmatched
+ * children (inside), or position 0 (a pair crossing an anchor, option 2). */
+static void fill(const Params *p, Work *w, int64_t n, int64_t r0, int64_t r1, int64_t c0, int64_t c1,
+                 int inside) {
+    if (r0 >= r1 || c0 >= c1) return;
+    int64_t sr = 0, sc = 0;
+    for (int64_t r = r0; r < r1; r++) if (!w->used_r[r]) w->rank_r[r] = sr++;
+    for (int64_t c = c0; c < c1; c++) if (!w->used_c[c]) w->rank_c[c] = sc++;
+    for (int64_t r = r0; r < r1; r++) {
+        double *S = w->score + r * n;
+        const double *B = w->base + r * n;
+        const unsigned char *F = w->flags + r * n;
+        for (int64_t c = c0; c < c1; c++) {
+            if (sr == 0 || sc == 0 || w->used_r[r] || w->used_c[c]) { S[c] = NO_MATCH; continue; }
+            double pos = inside ? position(w->rank_r[r], sr, w->rank_c[c], sc) : 0.0;
+            S[c] = encode(p, B[c], pos, F[c]);
+        }
+    }
+}
+
+static void forbid(Work *w, int64_t n, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
+    for (int64_t r = r0; r < r1; r++)
+        for (int64_t c = c0; c < c1; c++) w->score[r * n + c] = NO_MATCH;
+}
+
+static int64_t bisect_left(const int64_t *a, int64_t len, int64_t x) {
+    int64_t lo = 0, hi = len;
+    while (lo < hi) {
+        int64_t mid = (lo + hi) / 2;
+        if (a[mid] < x) lo = mid + 1; else hi = mid;
+    }
+    return lo;
+}
+
+static void insert_at(int64_t *a, int64_t len, int64_t at, int64_t x) {
+    memmove(a + at + 1, a + at, (size_t)(len - at) * sizeof(int64_t));
+    a[at] = x;
+}
+
+typedef struct { double s; int64_t x, y; } Ranked;
+
+static int by_score(const void *u, const void *v) {
+    const Ranked *a = u, *b = v;
+    if (a->s != b->s) return a->s > b->s ? -1 : 1;
+    if (a->x != b->x) return a->x < b->x ? -1 : 1;
+    return (a->y > b->y) - (a->y < b->y);
+}
+
+/* The greedy sibling assignment of one group (etdm.py _solve: the same shortcuts, then
+ * option 4's pass in score order or the gap greedy of _solve_dense). Candidate scores are
+ * in w->base / w->flags as an m×n row-major matrix; the pairs taken go to w->taken as
+ * (x, y) and their number is returned, or -1 when memory runs out. */
+static int64_t solve(const Params *p, Work *w, int64_t m, int64_t n) {
+    int64_t cells = m * n, count = 0, eligible = 0, taken = 0;
+    double *S = w->score;
+    for (int64_t c = 0; c < cells; c++) {
+        S[c] = NO_MATCH;
+        if (w->flags[c] & CAND) {
+            count++;
+            S[c] = encode(p, w->base[c], position(c / n, m, c % n, n), w->flags[c]);
+            if (S[c] > NO_MATCH) eligible++;
+        }
+    }
+    if (count == 0 || eligible == 0) return 0;
+    if (count == 1) {
+        for (int64_t c = 0; c < cells; c++)
+            if (S[c] > NO_MATCH) { w->taken[0] = c / n; w->taken[1] = c % n; return 1; }
+    }
+    if (m == n) {
+        /* A square group whose diagonal is all certain and where no pair off it shares an id:
+         * the greedy takes the diagonal whatever the option (the common template case). */
+        int square = 1;
+        for (int64_t x = 0; x < m && square; x++) square = S[x * n + x] >= p->cert;
+        for (int64_t c = 0; c < cells && square; c++)
+            if ((w->flags[c] & IDC) && c / n != c % n) square = 0;
+        if (square) {
+            for (int64_t x = 0; x < m; x++) { w->taken[2 * x] = x; w->taken[2 * x + 1] = x; }
+            return m;
+        }
+    }
+    if (p->opt == 4) {
+        /* Positions never change: one pass in order of score, then key index, then other index. */
+        Ranked *order = malloc((size_t)eligible * sizeof(Ranked));
+        if (!order) return -1;
+        int64_t e = 0;
+        for (int64_t c = 0; c < cells; c++)
+            if (S[c] > NO_MATCH) { order[e].s = S[c]; order[e].x = c / n; order[e].y = c % n; e++; }
+        qsort(order, (size_t)e, sizeof(Ranked), by_score);
+        memset(w->used_r, 0, (size_t)m);
+        memset(w->used_c, 0, (size_t)n);
+        for (int64_t k = 0; k < e; k++) {
+            if (w->used_r[order[k].x] || w->used_c[order[k].y]) continue;
+            w->used_r[order[k].x] = w->used_c[order[k].y] = 1;
+            w->taken[2 * taken] = order[k].x;
+            w->taken[2 * taken + 1] = order[k].y;
+            taken++;
+        }
+        free(order);
+        return taken;
+    }
+    /* Options 1–3 (_solve_dense): take the best pair (first maximum in row-major order: the
+     * lowest key index, then the lowest other index), then rescore what it changed. */
+    memset(w->used_r, 0, (size_t)m);
+    memset(w->used_c, 0, (size_t)n);
+    int64_t *ak = w->anchors_r, *ao = w->anchors_c, anchors = 2;
+    ak[0] = -1; ak[1] = m; ao[0] = -1; ao[1] = n;
+    for (;;) {
+        int64_t best = 0;
+        for (int64_t c = 1; c < cells; c++) if (S[c] > S[best]) best = c;
+        if (S[best] == NO_MATCH) return taken;
+        int64_t x = best / n, y = best % n;
+        w->taken[2 * taken] = x;
+        w->taken[2 * taken + 1] = y;
+        taken++;
+        w->used_r[x] = w->used_c[y] = 1;
+        for (int64_t c = 0; c < n; c++) S[x * n + c] = NO_MATCH;
+        for (int64_t r = 0; r < m; r++) S[r * n + y] = NO_MATCH;
+        if (p->opt == 3) {
+            fill(p, w, n, 0, m, 0, n, 1);
+            continue;
+        }
+        int64_t g = bisect_left(ak, anchors, x), h = bisect_left(ao, anchors, y);
+        if (g == h) {
+            int64_t r0 = ak[g - 1] + 1, r1 = ak[g], c0 = ao[g - 1] + 1, c1 = ao[g];
+            insert_at(ak, anchors, g, x);
+            insert_at(ao, anchors, g, y);
+            anchors++;
+            fill(p, w, n, r0, x, c0, y, 1);
+            fill(p, w, n, x + 1, r1, y + 1, c1, 1);
+            if (p->opt == 2) {
+                fill(p, w, n, r0, x, y + 1, c1, 0);
+                fill(p, w, n, x + 1, r1, c0, y, 0);
+            } else {
+                forbid(w, n, r0, x, y + 1, c1);
+                forbid(w, n, x + 1, r1, c0, y);
+            }
+        } else {
+            fill(p, w, n, ak[g - 1] + 1, ak[g], ao[g - 1] + 1, ao[g], 1);
+            fill(p, w, n, ak[h - 1] + 1, ak[h], ao[h - 1] + 1, ao[h], 1);
+        }
+    }
+}
+
+/* Chunk length for a virtual group (_chunked): group_size, or group_size^k when that many
+ * chunks would themselves exceed group_over. */
+static int64_t chunk_unit(const Params *p, int64_t length) {
+    int64_t unit = p->group_size;
+    while ((length + unit - 1) / unit > p->group_over) unit *= p->group_size;
+    return unit;
+}
+
+static int queue_children(const Params *p, const Side *K, const Side *O, int64_t a, int64_t b, Groups *next) {
+    int64_t lk = K->count[a], lo = O->count[b];
+    if (lk == 0 || lo == 0) return 0;
+    Group g = {0};
+    if (lk * lo > p->over_pairs) {
+        g.is_virtual = 1;
+        g.pa = a; g.alo = 0; g.ahi = lk;
+        g.pb = b; g.blo = 0; g.bhi = lo;
+    } else {
+        g.k = K->idx + K->ptr[a]; g.m = lk;
+        g.o = O->idx + O->ptr[b]; g.n = lo;
+    }
+    return push(next, g);
+}
+
+static int run_group(const Params *p, const Side *K, const Side *O, const Group *g, Work *w,
+                     int32_t *result, Groups *next) {
+    if (!g->is_virtual) {
+        int64_t m = g->m, n = g->n;
+        if (reserve(w, m, n) < 0) return -1;
+        for (int64_t x = 0; x < m; x++)
+            for (int64_t y = 0; y < n; y++)
+                w->flags[x * n + y] = static_parts(p, K, g->k[x], O, g->o[y], &w->base[x * n + y]);
+        int64_t t = solve(p, w, m, n);
+        if (t < 0) return -1;
+        for (int64_t k = 0; k < t; k++) {
+            int64_t a = g->k[w->taken[2 * k]], b = g->o[w->taken[2 * k + 1]];
+            result[a] = (int32_t)b;
+            if (queue_children(p, K, O, a, b, next) < 0) return -1;
+        }
+        return 0;
+    }
+    int64_t unit = chunk_unit(p, (g->ahi - g->alo) > (g->bhi - g->blo) ? g->ahi - g->alo : g->bhi - g->blo);
+    int64_t m = (g->ahi - g->alo + unit - 1) / unit, n = (g->bhi - g->blo + unit - 1) / unit;
+    if (reserve(w, m, n) < 0) return -1;
+    for (int64_t x = 0; x < m; x++) {
+        int64_t a0 = g->alo + x * unit, a1 = a0 + unit < g->ahi ? a0 + unit : g->ahi;
+        for (int64_t y = 0; y < n; y++) {
+            int64_t b0 = g->blo + y * unit, b1 = b0 + unit < g->bhi ? b0 + unit : g->bhi;
+            int64_t la = a1 - a0, lb = b1 - b0;
+            /* No classes, attributes or id on either side: both Jaccards are 1. */
+            double ch = (double)(la < lb ? la : lb) / (double)(la > lb ? la : lb);
+            w->base[x * n + y] = p->wc * 1.0 + p->wa * 1.0 + p->wch * ch;
+            w->flags[x * n + y] = CAND | CA1;
+        }
+    }
+    int64_t t = solve(p, w, m, n);
+    if (t < 0) return -1;
+    for (int64_t k = 0; k < t; k++) {
+        int64_t x = w->taken[2 * k], y = w->taken[2 * k + 1];
+        int64_t a0 = g->alo + x * unit, a1 = a0 + unit < g->ahi ? a0 + unit : g->ahi;
+        int64_t b0 = g->blo + y * unit, b1 = b0 + unit < g->bhi ? b0 + unit : g->bhi;
+        Group h = {0};
+        if ((a1 - a0) * (b1 - b0) > p->over_pairs) {
+            h.is_virtual = 1;
+            h.pa = g->pa; h.alo = a0; h.ahi = a1;
+            h.pb = g->pb; h.blo = b0; h.bhi = b1;
+        } else {
+            h.k = K->idx + K->ptr[g->pa] + a0; h.m = a1 - a0;
+            h.o = O->idx + O->ptr[g->pb] + b0; h.n = b1 - b0;
+        }
+        if (push(next, h) < 0) return -1;
+    }
+    return 0;
+}
+
+/* ---------------------------------------------------------------- Python glue */
+
+#define SIDE_ARRAYS 13
+
+static int get_array(PyObject *obj, Py_buffer *view, Py_ssize_t itemsize, const char *what) {
+    if (PyObject_GetBuffer(obj, view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) return -1;
+    if (view->ndim != 1 || view->itemsize != itemsize) {
+        PyErr_Format(PyExc_TypeError, "%s: expected a contiguous 1-d array of %zd-byte items", what, itemsize);
+        PyBuffer_Release(view);
+        return -1;
+    }
+    return 0;
+}
+
+/* side: a tuple of 13 int64 arrays (ptr, idx, count, tag, cls_id, attr_id, id_hash,
+ * cls_ptr, cls_val, attr_ptr, attr_val, text_id, text_ptr) and the bytes of the texts. */
+static int get_side(PyObject *tuple, Py_buffer *views, int *held, Side *s, const char *what) {
+    if (!PyTuple_Check(tuple) || PyTuple_GET_SIZE(tuple) != SIDE_ARRAYS + 1) {
+        PyErr_Format(PyExc_TypeError, "%s: expected a tuple of %d arrays and the text bytes", what, SIDE_ARRAYS);
+        return -1;
+    }
+    const int64_t **slots[SIDE_ARRAYS] = {&s->ptr, &s->idx, &s->count, &s->tag, &s->cls_id, &s->attr_id,
+                                          &s->id_hash, &s->cls_ptr, &s->cls_val, &s->attr_ptr, &s->attr_val,
+                                          &s->text_id, &s->text_ptr};
+    for (int k = 0; k < SIDE_ARRAYS; k++) {
+        if (get_array(PyTuple_GET_ITEM(tuple, k), &views[k], 8, what) < 0) return -1;
+        (*held)++;
+        *slots[k] = views[k].buf;
+    }
+    if (get_array(PyTuple_GET_ITEM(tuple, SIDE_ARRAYS), &views[SIDE_ARRAYS], 1, what) < 0) return -1;
+    (*held)++;
+    s->blob = views[SIDE_ARRAYS].buf;
+    s->size = views[3].len / 8;
+    return 0;
+}
+
+static PyObject *map_tree(PyObject *self, PyObject *args) {
+    PyObject *key_t, *other_t, *out_obj, *check;
+    Params p;
+    if (!PyArg_ParseTuple(args, "OOO(ddddddiiLLLL)O", &key_t, &other_t, &out_obj, &p.wc, &p.wp, &p.wa, &p.wch,
+                          &p.tq, &p.cert, &p.opt, &p.text_equality, &p.text_tag, &p.over_pairs, &p.group_size,
+                          &p.group_over, &check))
+        return NULL;
+    Py_buffer views[2 * (SIDE_ARRAYS + 1) + 1];
+    int held = 0;
+    Side K, O;
+    Groups now = {0}, next = {0};
+    Work w = {0};
+    PyObject *ret = NULL;
+    if (get_side(key_t, views, &held, &K, "key") < 0) goto done;
+    if (get_side(other_t, views + held, &held, &O, "other") < 0) goto done;
+    if (get_array(out_obj, &views[held], 4, "result") < 0) goto done;
+    held++;
+    if (views[held - 1].readonly || views[held - 1].len / 4 != K.size) {
+        PyErr_SetString(PyExc_ValueError, "result: expected a writable int32 array of one entry per key node");
+        goto done;
+    }
+    int32_t *result = views[held - 1].buf;
+    static const int64_t root = 0;
+    Group first = {0};
+    first.k = &root; first.m = 1; first.o = &root; first.n = 1;
+    if (K.size == 0 || O.size == 0) { ret = Py_None; Py_INCREF(ret); goto done; }
+    if (push(&now, first) < 0) { PyErr_NoMemory(); goto done; }
+    while (now.len) {
+        if (check != Py_None) {
+            PyObject *r = PyObject_CallNoArgs(check);
+            if (!r) goto done;
+            Py_DECREF(r);
+        }
+        next.len = 0;
+        for (size_t g = 0; g < now.len; g++) {
+            if (run_group(&p, &K, &O, &now.items[g], &w, result, &next) < 0) { PyErr_NoMemory(); goto done; }
+        }
+        Groups t = now; now = next; next = t;
+    }
+    ret = Py_None;
+    Py_INCREF(ret);
+done:
+    for (int k = 0; k < held; k++) PyBuffer_Release(&views[k]);
+    free(now.items); free(next.items);
+    free(w.base); free(w.score); free(w.flags); free(w.used_r); free(w.used_c);
+    free(w.rank_r); free(w.rank_c); free(w.anchors_r); free(w.anchors_c); free(w.taken);
+    return ret;
+}
+
+static PyMethodDef methods[] = {
+    {"map_tree", map_tree, METH_VARARGS,
+     "map_tree(key, other, result, params, check): ETDM with grouping \"pair\" into result (int32, -1 = unmapped)."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_etdm", "ETDM's hot loops, compiled (see etdm.py).",
+                                    -1, methods};
+
+PyMODINIT_FUNC PyInit__etdm(void) { return PyModule_Create(&module); }
