@@ -1,7 +1,8 @@
-"""The compiled part of sitestrip: ETDM's top-down walk and sibling assignment (transforms/_etdm.c).
+"""The compiled parts of sitestrip: ETDM's top-down walk and sibling assignment
+(transforms/_etdm.c) and the block model's tree walk (transforms/_model.c).
 
 Everything else is declared in pyproject.toml; setuptools reads ext_modules from here. The
-extension needs only a C compiler and Python's headers (no numpy headers: it reads arrays
+extensions need only a C compiler and Python's headers (no numpy headers: it reads arrays
 through the buffer protocol). -ffp-contract=off keeps every multiply and add rounded on its
 own, as numpy does, so compiled and Python scores are equal bit for bit (see _etdm.c).
 """
@@ -13,4 +14,5 @@ flags = ["/O2", "/fp:precise"] if sys.platform == "win32" else ["-O2", "-ffp-con
 
 setup(ext_modules=[
     Extension("sitestrip.transforms._etdm", ["transforms/_etdm.c"], extra_compile_args=flags),
+    Extension("sitestrip.transforms._model", ["transforms/_model.c"], extra_compile_args=flags),
 ])

@@ -97,6 +97,37 @@ def test_ceml_uses_each_blocks_group_tree():
         model.predict_proba(X, np.array([0, 0, 2, 0]))
 
 
+@pytest.mark.parametrize("name", ["learned", "ceml"])
+def test_compiled_tree_walk_reaches_the_numpy_walks_leaves(name, monkeypatch):
+    """transforms/_model.c against model.py's level-by-level numpy walk (its reference) on the
+    shipped models: random blocks with NaN in a fifth of the cells, and blocks sitting exactly
+    on split thresholds and one float32 step either side, give the same probabilities bit for
+    bit (the same leaves, summed the same way)."""
+    from sitestrip.transforms import model as model_module
+    from sitestrip.transforms.classify import SHIPPED_MODELS
+    assert model_module._compiled is not None, "sitestrip.transforms._model is not built: reinstall with pip"
+    with open(SHIPPED_MODELS[name], "rb") as f:
+        model = load_model(f.read())
+    n_features = len(model.feature_names)
+    rng = np.random.default_rng(7)
+    X = rng.normal(scale=3.0, size=(700, n_features)).astype(np.float32)
+    X[rng.random(X.shape) < 0.2] = np.nan
+    inner = np.flatnonzero(np.isfinite(model._threshold) & (model._left != np.arange(model._left.size)))[:200]
+    column = model._feature[inner] % n_features
+    on = np.repeat(X[:inner.size], 3, axis=0)
+    for k, step in enumerate((-np.inf, None, np.inf)):
+        t = model._threshold[inner]
+        on[np.arange(inner.size) * 3 + k, column] = t if step is None else np.nextafter(t, np.float32(step))
+    X = np.concatenate((X, on[~np.isinf(on).any(axis=1)]))
+    groups = rng.integers(0, len(model.group_names), X.shape[0]) if model.kind == "ceml" else None
+    compiled = model.predict_proba(X, groups)
+    monkeypatch.setattr(model_module, "_COMPILED", False)
+    reference = model.predict_proba(X, groups)
+    assert compiled.tolist() == reference.tolist()
+    # Both sides of the decision are reached, so the comparison is not between two constants.
+    assert 0.02 < float(np.mean(compiled >= model.threshold)) < 0.98
+
+
 def test_bad_feature_matrices_are_refused():
     model = load_model(encode_model(_doc(), compress=False))
     with pytest.raises(ValueError, match=r"\[n, 2\]"):

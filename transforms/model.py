@@ -49,6 +49,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
+try:
+    # The tree walk compiled (transforms/_model.c, built by `pip install`); _evaluate's numpy
+    # walk is its reference and runs where the extension is missing.
+    from sitestrip.transforms import _model as _compiled
+except ImportError:  # pragma: no cover - a source tree used without installing
+    _compiled = None
+# Tests switch it off to compare both walks; SITESTRIP_MODEL=numpy does so for a process.
+_COMPILED = os.environ.get("SITESTRIP_MODEL", "compiled") != "numpy"
+
 FORMAT = "sitestrip-block-model"
 FORMAT_VERSION = 1
 KINDS = ("gbdt", "ceml")
@@ -372,6 +381,8 @@ class BlockModel:
         self._left = np.concatenate(lefts).astype(np.intp)
         self._value = np.concatenate(vals).astype(np.float64)
         self._roots = np.asarray(roots, dtype=np.intp)
+        self._feature64 = self._feature.astype(np.int64)
+        self._left64 = self._left.astype(np.int64)
         self.max_depth = int(depths.max())
         # Rows of the [trees, blocks] node matrix that level d must move: gbdt, the
         # trees deeper than d (a prefix of the deepest-first order); ceml, its one row.
@@ -442,13 +453,27 @@ class BlockModel:
 
     def _evaluate(self, X, groups) -> np.ndarray:
         n = X.shape[0]
+        rows = self._roots.size if self.kind == "gbdt" else 1
+        node = np.empty((rows, n), dtype=np.intp)                  # [trees, blocks] or [1, blocks]
+        node[:] = self._roots[:, None] if self.kind == "gbdt" else self._roots[groups]
+        if _compiled is not None and _COMPILED:
+            _compiled.leaves(node, np.ascontiguousarray(X, dtype=np.float32), X.shape[1],
+                             self._feature64, self._threshold, self._left64)
+        else:
+            self._walk(X, node)
+        if self.kind == "ceml":
+            return self._value[node[0]]
+        raw = self.base_score + self._value[node].sum(axis=0)
+        return np.exp(-np.logaddexp(0.0, -raw))                     # sigmoid without overflow
+
+    def _walk(self, X, node) -> None:
+        """Move every start node in `node` ([trees, blocks]) down to its leaf, one level at a
+        time for all trees and blocks (the reference of transforms/_model.c)."""
+        n = X.shape[0]
         nan = np.isnan(X.T)
         columns = np.concatenate((np.where(nan, np.float32(np.inf), X.T),
                                   np.where(nan, np.float32(-np.inf), X.T))).ravel()
         block = np.arange(n, dtype=np.intp)
-        rows = self._roots.size if self.kind == "gbdt" else 1
-        node = np.empty((rows, n), dtype=np.intp)                  # [trees, blocks] or [1, blocks]
-        node[:] = self._roots[:, None] if self.kind == "gbdt" else self._roots[groups]
         # Preallocated buffers and take(mode="clip") (unbuffered, indices are valid
         # by construction): a fresh [trees, blocks] temporary per step doubled the time.
         index, x = np.empty_like(node), np.empty(node.shape, dtype=np.float32)
@@ -463,10 +488,6 @@ class BlockModel:
             np.greater(xs, th, out=go)
             np.take(self._left, at, out=ix, mode="clip")
             np.add(ix, go, out=at)
-        if self.kind == "ceml":
-            return self._value[node[0]]
-        raw = self.base_score + self._value[node].sum(axis=0)
-        return np.exp(-np.logaddexp(0.0, -raw))                     # sigmoid without overflow
 
     def is_main(self, X, groups=None) -> np.ndarray:
         return self.predict_proba(X, groups) >= self.threshold
