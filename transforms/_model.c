@@ -11,7 +11,6 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
-#include <math.h>
 #include <stdint.h>
 
 static int get(PyObject *obj, Py_buffer *view, Py_ssize_t itemsize, int writable, const char *what) {
@@ -25,64 +24,63 @@ static int get(PyObject *obj, Py_buffer *view, Py_ssize_t itemsize, int writable
     return 0;
 }
 
-/* leaves(node, X, n_features, feature, threshold, left): every entry of node (int64, rows ×
- * blocks, row-major, each a tree's start node for that block) is moved down to its leaf. */
+/* leaves(node, X2, steps, feature, threshold, left): every entry of node (int64, rows ×
+ * blocks, row-major: row r holds tree r's start node for each block, or for a ceml model
+ * each block's own tree in its one row) is moved steps[r] levels down, which reaches the
+ * leaf: a leaf's left child is itself and its threshold +inf, so extra steps stay there.
+ * X2 is float32 blocks × 2F, a block's features with NaN as +inf, then with NaN as -inf,
+ * which is what feature[k] (a column of 0..2F-1) indexes.
+ * Eight blocks walk the same tree side by side: each walk is a chain of dependent loads,
+ * and independent chains let the processor overlap them. */
+#define LANES 8
 static PyObject *leaves(PyObject *self, PyObject *args) {
-    PyObject *node_o, *x_o, *feat_o, *thr_o, *left_o;
-    Py_ssize_t n_features;
-    if (!PyArg_ParseTuple(args, "OOnOOO", &node_o, &x_o, &n_features, &feat_o, &thr_o, &left_o)) return NULL;
-    Py_buffer node, X, feat, thr, left;
-    if (get(node_o, &node, 8, 1, "node") < 0) return NULL;
-    if (get(x_o, &X, 4, 0, "X") < 0) { PyBuffer_Release(&node); return NULL; }
-    if (get(feat_o, &feat, 8, 0, "feature") < 0) goto fail2;
-    if (get(thr_o, &thr, 4, 0, "threshold") < 0) goto fail3;
-    if (get(left_o, &left, 8, 0, "left") < 0) goto fail4;
+    PyObject *node_o, *x_o, *steps_o, *feat_o, *thr_o, *left_o;
+    if (!PyArg_ParseTuple(args, "OOOOOO", &node_o, &x_o, &steps_o, &feat_o, &thr_o, &left_o)) return NULL;
+    Py_buffer v[6];
+    PyObject *objs[6] = {node_o, x_o, steps_o, feat_o, thr_o, left_o};
+    const Py_ssize_t sizes[6] = {8, 4, 8, 8, 4, 8};
+    const char *names[6] = {"node", "X2", "steps", "feature", "threshold", "left"};
+    int held = 0;
+    for (; held < 6; held++)
+        if (get(objs[held], &v[held], sizes[held], held == 0, names[held]) < 0) goto fail;
     {
-        int64_t *nd = node.buf;
-        const float *x = X.buf, *th = thr.buf;
-        const int64_t *f = feat.buf, *lf = left.buf;
-        Py_ssize_t cells = node.len / 8, table = left.len / 8;
-        Py_ssize_t blocks = n_features > 0 ? X.len / 4 / n_features : 0;
-        int bad = n_features <= 0 || blocks == 0 || cells % blocks != 0 || feat.len / 8 != table || thr.len / 4 != table;
-        for (Py_ssize_t c = 0; c < cells && !bad; c++) {
-            const float *row = x + (c % blocks) * n_features;
-            int64_t k = nd[c];
-            Py_ssize_t steps = 0;
-            if (k < 0 || k >= table) { bad = 1; break; }
-            while (lf[k] != k) {
-                int64_t col = f[k];
-                float v;
-                if (col < n_features) { v = row[col]; if (isnan(v)) v = INFINITY; }
-                else { v = row[col - n_features]; if (isnan(v)) v = -INFINITY; }
-                k = lf[k] + (v > th[k]);
-                /* A table from model.py always ends at a leaf; a bound keeps a damaged one finite. */
-                if (k < 0 || k >= table || ++steps > table) { bad = 1; break; }
-            }
-            nd[c] = k;
-        }
-        PyBuffer_Release(&left);
-        PyBuffer_Release(&thr);
-        PyBuffer_Release(&feat);
-        PyBuffer_Release(&X);
-        PyBuffer_Release(&node);
+        int64_t *nd = v[0].buf;
+        const float *x = v[1].buf, *th = v[4].buf;
+        const int64_t *steps = v[2].buf, *f = v[3].buf, *lf = v[5].buf;
+        Py_ssize_t cells = v[0].len / 8, rows = v[2].len / 8, table = v[5].len / 8;
+        Py_ssize_t blocks = rows > 0 ? cells / rows : 0;
+        Py_ssize_t width = blocks > 0 ? v[1].len / 4 / blocks : 0;
+        int bad = rows == 0 || cells != rows * blocks || (blocks && v[1].len / 4 != blocks * width)
+                  || v[3].len / 8 != table || v[4].len / 4 != table;
+        for (Py_ssize_t c = 0; c < cells && !bad; c++) bad = nd[c] < 0 || nd[c] >= table;
+        /* Every column a split reads, and every child, must lie inside X2's rows and the table. */
+        for (Py_ssize_t k = 0; k < table && !bad; k++) bad = f[k] < 0 || f[k] >= width || lf[k] < 0 || lf[k] + 1 >= table + (lf[k] == k);
         if (bad) {
             PyErr_SetString(PyExc_ValueError, "leaves: node table, start nodes and features do not fit together");
-            return NULL;
+            goto fail;
         }
-        Py_RETURN_NONE;
+        for (Py_ssize_t r = 0; r < rows; r++) {
+            int64_t *at = nd + r * blocks;
+            for (Py_ssize_t b0 = 0; b0 < blocks; b0 += LANES) {
+                Py_ssize_t lanes = blocks - b0 < LANES ? blocks - b0 : LANES;
+                int64_t k[LANES];
+                const float *row[LANES];
+                for (Py_ssize_t j = 0; j < lanes; j++) { k[j] = at[b0 + j]; row[j] = x + (b0 + j) * width; }
+                for (int64_t s = 0; s < steps[r]; s++)
+                    for (Py_ssize_t j = 0; j < lanes; j++) k[j] = lf[k[j]] + (row[j][f[k[j]]] > th[k[j]]);
+                for (Py_ssize_t j = 0; j < lanes; j++) at[b0 + j] = k[j];
+            }
+        }
     }
-fail4:
-    PyBuffer_Release(&thr);
-fail3:
-    PyBuffer_Release(&feat);
-fail2:
-    PyBuffer_Release(&X);
-    PyBuffer_Release(&node);
+    for (int i = 0; i < 6; i++) PyBuffer_Release(&v[i]);
+    Py_RETURN_NONE;
+fail:
+    for (int i = 0; i < held; i++) PyBuffer_Release(&v[i]);
     return NULL;
 }
 
 static PyMethodDef methods[] = {
-    {"leaves", leaves, METH_VARARGS, "leaves(node, X, n_features, feature, threshold, left): walk to the leaves in place."},
+    {"leaves", leaves, METH_VARARGS, "leaves(node, X2, steps, feature, threshold, left): walk to the leaves in place."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -383,6 +383,7 @@ class BlockModel:
         self._roots = np.asarray(roots, dtype=np.intp)
         self._feature64 = self._feature.astype(np.int64)
         self._left64 = self._left.astype(np.int64)
+        self._tree_depth = depths[tree_order].astype(np.int64)       # levels per tree, in table order
         self.max_depth = int(depths.max())
         # Rows of the [trees, blocks] node matrix that level d must move: gbdt, the
         # trees deeper than d (a prefix of the deepest-first order); ceml, its one row.
@@ -457,8 +458,12 @@ class BlockModel:
         node = np.empty((rows, n), dtype=np.intp)                  # [trees, blocks] or [1, blocks]
         node[:] = self._roots[:, None] if self.kind == "gbdt" else self._roots[groups]
         if _compiled is not None and _COMPILED:
-            _compiled.leaves(node, np.ascontiguousarray(X, dtype=np.float32), X.shape[1],
-                             self._feature64, self._threshold, self._left64)
+            nan = np.isnan(X)
+            both = np.concatenate((np.where(nan, np.float32(np.inf), X), np.where(nan, np.float32(-np.inf), X)),
+                                  axis=1)
+            # ceml: one row of per-block trees, walked as deep as the deepest of them
+            steps = self._tree_depth if self.kind == "gbdt" else np.array([self.max_depth], dtype=np.int64)
+            _compiled.leaves(node, both, steps, self._feature64, self._threshold, self._left64)
         else:
             self._walk(X, node)
         if self.kind == "ceml":
