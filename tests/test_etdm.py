@@ -301,6 +301,19 @@ def test_top_down_unmapped_parent_hides_its_children(any_engine):
     assert map_pages(key, other).tolist() == [0, -1, -1, -1, 4, 5]
 
 
+def test_text_equality_reads_collapsed_pre_text_and_any_string_width(any_engine):
+    """Text equality compares SPEC §1's collapsed text: <pre> keeps "  a   b" verbatim in the
+    page, and it equals "a b" (body 0, pre 1, text 2 on both pages). "é" is the same text
+    on a page stored one byte per character and on one that needs two ("€" elsewhere on
+    it), and "ab" differs from "a b". Key: body 0, pre 1, "  a   b" 2, p 3, "é" 4, p 5,
+    "ab" 6; other: body 0, pre 1, "a b" 2, p 3, "é" 4, p 5, "a b" 6, p 7, "€" 8."""
+    key = page("<pre>  a   b</pre><p>é</p><p>ab</p>")
+    other = page("<pre>a b</pre><p>é</p><p>a b</p><p>€</p>")
+    assert key.node_text(2) != other.node_text(2) and key.collapsed_text(2) == other.collapsed_text(2)
+    assert max(map(ord, other.text)) > 255 >= max(map(ord, key.text))
+    assert map_pages(key, other).tolist() == [0, 1, 2, 3, 4, 5, -1]
+
+
 def test_roots_that_do_not_match_map_nothing():
     """BODY[data-x=1] vs BODY[data-x=2]: 0.1 + 0 + 0.3·1 + 0.1 = 0.5 < 0.7 → nothing maps."""
     key = parse_page("<body data-x=1><p>same</p></body>", URL)

@@ -30,10 +30,11 @@
 
 typedef struct {
     const int64_t *ptr, *idx, *count;           /* children CSR (key: after exclusion), child counts */
-    const int64_t *tag, *cls_id, *attr_id, *id_hash;
-    const int64_t *cls_ptr, *cls_val, *attr_ptr, *attr_val;  /* interned sets, values sorted per set */
-    const int64_t *text_id, *text_ptr;          /* per node text id (-1: element); id → span of blob */
-    const char *blob;                           /* the page's distinct texts, UTF-8, concatenated */
+    const int64_t *tag, *id_hash;
+    const int64_t *cls_ptr, *cls_val, *attr_ptr, *attr_val;  /* per node: its set, sorted, no repeats */
+    const int64_t *text_start, *text_end;       /* per text node: its span of the compared text */
+    int text_kind;                              /* the compared text, a str: PyUnicode kind and data */
+    const void *text_data;
     Py_ssize_t size;
 } Side;
 
@@ -141,12 +142,13 @@ static double encode(const Params *p, double base, double pos, unsigned char f) 
     return s >= p->tq ? s : NO_MATCH;
 }
 
-/* Jaccard of interned set x of one page and set y of the other; id 0 is the empty set. */
-static double jaccard(const int64_t *pa, const int64_t *va, int64_t x,
-                      const int64_t *pb, const int64_t *vb, int64_t y) {
-    if (x == 0 || y == 0) return (x == 0 && y == 0) ? 1.0 : 0.0;
-    int64_t i = pa[x], ie = pa[x + 1], j = pb[y], je = pb[y + 1];
+/* Jaccard of node a's set (values[ptr[a]:ptr[a+1]]) and node b's of the other page: both
+ * empty → 1, one empty → 0 (as etdm.py's _jaccard). */
+static double jaccard(const int64_t *pa, const int64_t *va, int64_t a,
+                      const int64_t *pb, const int64_t *vb, int64_t b) {
+    int64_t i = pa[a], ie = pa[a + 1], j = pb[b], je = pb[b + 1];
     int64_t la = ie - i, lb = je - j, inter = 0;
+    if (la == 0 || lb == 0) return (la == 0 && lb == 0) ? 1.0 : 0.0;
     while (i < ie && j < je) {
         if (va[i] < vb[j]) i++;
         else if (va[i] > vb[j]) j++;
@@ -156,10 +158,15 @@ static double jaccard(const int64_t *pa, const int64_t *va, int64_t x,
 }
 
 static int same_text(const Side *K, int64_t a, const Side *O, int64_t b) {
-    int64_t ta = K->text_id[a], tb = O->text_id[b];
-    if (ta < 0 || tb < 0) return ta == tb;
-    int64_t la = K->text_ptr[ta + 1] - K->text_ptr[ta], lb = O->text_ptr[tb + 1] - O->text_ptr[tb];
-    return la == lb && memcmp(K->blob + K->text_ptr[ta], O->blob + O->text_ptr[tb], (size_t)la) == 0;
+    int64_t sa = K->text_start[a], sb = O->text_start[b], len = K->text_end[a] - sa;
+    if (O->text_end[b] - sb != len) return 0;
+    if (K->text_kind == O->text_kind)
+        return memcmp((const char *)K->text_data + sa * K->text_kind,
+                      (const char *)O->text_data + sb * O->text_kind, (size_t)(len * K->text_kind)) == 0;
+    for (int64_t k = 0; k < len; k++)
+        if (PyUnicode_READ(K->text_kind, K->text_data, sa + k) != PyUnicode_READ(O->text_kind, O->text_data, sb + k))
+            return 0;
+    return 1;
 }
 
 /* _Mapper._static (and _static_one): position-free parts of the score of real nodes a, b. */
@@ -167,8 +174,8 @@ static unsigned char static_parts(const Params *p, const Side *K, int64_t a, con
                                   double *base_out) {
     if (K->tag[a] != O->tag[b]) return 0;
     if (p->text_equality && K->tag[a] == p->text_tag && !same_text(K, a, O, b)) return 0;
-    double cls = jaccard(K->cls_ptr, K->cls_val, K->cls_id[a], O->cls_ptr, O->cls_val, O->cls_id[b]);
-    double att = jaccard(K->attr_ptr, K->attr_val, K->attr_id[a], O->attr_ptr, O->attr_val, O->attr_id[b]);
+    double cls = jaccard(K->cls_ptr, K->cls_val, a, O->cls_ptr, O->cls_val, b);
+    double att = jaccard(K->attr_ptr, K->attr_val, a, O->attr_ptr, O->attr_val, b);
     int64_t ck = K->count[a], co = O->count[b];
     int64_t mx = ck > co ? ck : co, mn = ck < co ? ck : co;
     double ch = mx == 0 ? 1.0 : (double)mn / (double)mx;
@@ -399,7 +406,7 @@ static int run_group(const Params *p, const Side *K, const Side *O, const Group 
 
 /* ---------------------------------------------------------------- Python glue */
 
-#define SIDE_ARRAYS 13
+#define SIDE_ARRAYS 11
 
 static int get_array(PyObject *obj, Py_buffer *view, Py_ssize_t itemsize, const char *what) {
     if (PyObject_GetBuffer(obj, view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) return -1;
@@ -411,26 +418,42 @@ static int get_array(PyObject *obj, Py_buffer *view, Py_ssize_t itemsize, const 
     return 0;
 }
 
-/* side: a tuple of 13 int64 arrays (ptr, idx, count, tag, cls_id, attr_id, id_hash,
- * cls_ptr, cls_val, attr_ptr, attr_val, text_id, text_ptr) and the bytes of the texts. */
+/* side: a tuple of 11 int64 arrays (ptr, idx, count, tag, id_hash, cls_ptr, cls_val, attr_ptr,
+ * attr_val, text_start, text_end) and the compared text (a str), as etdm.py compiled_side. */
 static int get_side(PyObject *tuple, Py_buffer *views, int *held, Side *s, const char *what) {
-    if (!PyTuple_Check(tuple) || PyTuple_GET_SIZE(tuple) != SIDE_ARRAYS + 1) {
-        PyErr_Format(PyExc_TypeError, "%s: expected a tuple of %d arrays and the text bytes", what, SIDE_ARRAYS);
+    if (!PyTuple_Check(tuple) || PyTuple_GET_SIZE(tuple) != SIDE_ARRAYS + 1
+        || !PyUnicode_Check(PyTuple_GET_ITEM(tuple, SIDE_ARRAYS))) {
+        PyErr_Format(PyExc_TypeError, "%s: expected a tuple of %d arrays and a str", what, SIDE_ARRAYS);
         return -1;
     }
-    const int64_t **slots[SIDE_ARRAYS] = {&s->ptr, &s->idx, &s->count, &s->tag, &s->cls_id, &s->attr_id,
-                                          &s->id_hash, &s->cls_ptr, &s->cls_val, &s->attr_ptr, &s->attr_val,
-                                          &s->text_id, &s->text_ptr};
+    const int64_t **slots[SIDE_ARRAYS] = {&s->ptr, &s->idx, &s->count, &s->tag, &s->id_hash, &s->cls_ptr,
+                                          &s->cls_val, &s->attr_ptr, &s->attr_val, &s->text_start, &s->text_end};
     for (int k = 0; k < SIDE_ARRAYS; k++) {
         if (get_array(PyTuple_GET_ITEM(tuple, k), &views[k], 8, what) < 0) return -1;
         (*held)++;
         *slots[k] = views[k].buf;
     }
-    if (get_array(PyTuple_GET_ITEM(tuple, SIDE_ARRAYS), &views[SIDE_ARRAYS], 1, what) < 0) return -1;
-    (*held)++;
-    s->blob = views[SIDE_ARRAYS].buf;
+    PyObject *text = PyTuple_GET_ITEM(tuple, SIDE_ARRAYS);
+    s->text_kind = PyUnicode_KIND(text);
+    s->text_data = PyUnicode_DATA(text);
     s->size = views[3].len / 8;
+    Py_ssize_t chars = PyUnicode_GET_LENGTH(text);
+    /* Every span must lie in the text and every CSR entry in its arrays: the walk trusts them. */
+    Py_ssize_t n = s->size, n_idx = views[1].len / 8;
+    if (views[0].len / 8 != n + 1 || views[2].len / 8 != n || views[4].len / 8 != n || views[5].len / 8 != n + 1
+        || views[7].len / 8 != n + 1 || views[9].len / 8 != n || views[10].len / 8 != n) goto bad;
+    if (n && (s->ptr[0] != 0 || s->ptr[n] > n_idx || s->cls_ptr[n] > views[6].len / 8
+              || s->attr_ptr[n] > views[8].len / 8)) goto bad;
+    for (Py_ssize_t k = 0; k < n; k++)
+        if (s->ptr[k + 1] < s->ptr[k] || s->count[k] != s->ptr[k + 1] - s->ptr[k]
+            || s->cls_ptr[k + 1] < s->cls_ptr[k] || s->attr_ptr[k + 1] < s->attr_ptr[k]
+            || s->text_start[k] < 0 || s->text_end[k] < s->text_start[k] || s->text_end[k] > chars) goto bad;
+    for (Py_ssize_t k = 0; k < n_idx; k++)
+        if (s->idx[k] < 0 || s->idx[k] >= n) goto bad;
     return 0;
+bad:
+    PyErr_Format(PyExc_ValueError, "%s: arrays and text do not fit together", what);
+    return -1;
 }
 
 static PyObject *map_tree(PyObject *self, PyObject *args) {
@@ -440,7 +463,7 @@ static PyObject *map_tree(PyObject *self, PyObject *args) {
                           &p.tq, &p.cert, &p.opt, &p.text_equality, &p.text_tag, &p.over_pairs, &p.group_size,
                           &p.group_over, &check))
         return NULL;
-    Py_buffer views[2 * (SIDE_ARRAYS + 1) + 1];
+    Py_buffer views[2 * SIDE_ARRAYS + 1];
     int held = 0;
     Side K, O;
     Groups now = {0}, next = {0};

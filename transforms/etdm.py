@@ -52,6 +52,7 @@ from bisect import bisect_left
 from collections import OrderedDict
 from heapq import heappop, heappush
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -182,11 +183,13 @@ def _jaccard(sa: frozenset, sb: frozenset) -> float:
 # ---------------------------------------------------------------- per-page index
 
 class _PageIndex:
-    """What ETDM needs from a page beyond its arrays, built once per page.
+    """What ETDM needs from a page beyond its arrays, built once per page, each part when
+    first needed.
 
-    Class-token and attribute sets are interned per page: sibling lists repeat
-    the same few sets, so Jaccard values are computed per distinct pair of sets
-    instead of per pair of nodes.
+    The Python paths intern class-token and attribute sets per page: sibling lists repeat
+    the same few sets, so Jaccard values are computed per distinct pair of sets instead of
+    per pair of nodes. The compiled walk reads every node's own sorted set instead
+    (`compiled_side`), which numpy builds without a Python loop over nodes.
     """
 
     def __init__(self, page: CompactPage):
@@ -194,31 +197,30 @@ class _PageIndex:
         self.ptr = ptr
         self.idx = idx
         self.count = np.diff(ptr)
-        self.cls_id, self.cls_sets = _intern_sets(page.size, page.class_ptr, page.class_hash)
-        self.attr_id, self.attr_sets = _intern_sets(page.size, page.attr_ptr, page.attr_hash)
-        self.cls_flat = _flat_sets(self.cls_sets)
-        self.attr_flat = _flat_sets(self.attr_sets)
+        self._page = weakref.ref(page)
         self._text = None
         self._compiled = None
 
-    def compiled_side(self, page: CompactPage) -> tuple:
-        """The page as _etdm.map_tree reads it: int64 arrays (children CSR and counts, tag,
-        interned set ids, id hashes, the interned sets, text id per node and text spans) and
-        the page's distinct texts as one UTF-8 string. Built once per page index."""
-        if self._compiled is None:
-            ids, table = self.texts(page)
-            # surrogatepass: a lone surrogate in a page's text still encodes, one way only,
-            # so equal texts stay equal bytes.
-            encoded = [t.encode("utf-8", "surrogatepass") for t in table]
-            text_ptr = np.zeros(len(encoded) + 1, dtype=np.int64)
-            text_ptr[1:] = np.cumsum([len(e) for e in encoded]) if encoded else 0
-            i64 = lambda x: np.ascontiguousarray(x, dtype=np.int64)  # noqa: E731
-            self._compiled = (i64(self.ptr), i64(self.idx), i64(self.count), i64(page.tag),
-                              i64(self.cls_id), i64(self.attr_id), i64(page.id_hash),
-                              i64(self.cls_flat[0]), i64(self.cls_flat[1]),
-                              i64(self.attr_flat[0]), i64(self.attr_flat[1]),
-                              i64(ids), text_ptr, b"".join(encoded))
-        return self._compiled
+    @cached_property
+    def _classes(self):
+        return _intern_sets(self._page().size, self._page().class_ptr, self._page().class_hash)
+
+    @cached_property
+    def _attributes(self):
+        return _intern_sets(self._page().size, self._page().attr_ptr, self._page().attr_hash)
+
+    cls_id = property(lambda self: self._classes[0])
+    cls_sets = property(lambda self: self._classes[1])
+    attr_id = property(lambda self: self._attributes[0])
+    attr_sets = property(lambda self: self._attributes[1])
+
+    @cached_property
+    def cls_flat(self):
+        return _flat_sets(self.cls_sets)
+
+    @cached_property
+    def attr_flat(self):
+        return _flat_sets(self.attr_sets)
 
     def texts(self, page: CompactPage):
         """(per-node text id, -1 for elements; text → id): equal ids ⇔ equal text."""
@@ -235,6 +237,41 @@ class _PageIndex:
             ids[nodes] = out
             self._text = (ids, table)
         return self._text
+
+    def compiled_side(self, page: CompactPage) -> tuple:
+        """The page as _etdm.map_tree reads it: int64 arrays (children CSR and counts, tag,
+        id hashes, each node's class tokens and attributes as sorted sets, each text node's
+        span of the compared text) and that text, a str. Built once per page index."""
+        if self._compiled is None:
+            i64 = lambda x: np.ascontiguousarray(x, dtype=np.int64)  # noqa: E731
+            cls_ptr, cls_val = _node_sets(page.size, page.class_ptr, page.class_hash)
+            attr_ptr, attr_val = _node_sets(page.size, page.attr_ptr, page.attr_hash)
+            start, end = i64(page.text_ptr[:-1]), i64(page.text_ptr[1:])
+            compared = page.text
+            pre = np.flatnonzero((page.tag == TEXT) & ((page.flags & F_PRE) != 0))
+            if pre.size:
+                # Text equality compares collapsed text (SPEC §1), and verbatim <pre> text is
+                # not collapsed in page.text: those nodes' collapsed texts go after it.
+                extra = [page.collapsed_text(int(i)) for i in pre]
+                lengths = np.fromiter((len(t) for t in extra), dtype=np.int64, count=len(extra))
+                start[pre] = len(compared) + np.cumsum(lengths) - lengths
+                end[pre] = start[pre] + lengths
+                compared = compared + "".join(extra)
+            self._compiled = (i64(self.ptr), i64(self.idx), i64(self.count), i64(page.tag),
+                              i64(page.id_hash), cls_ptr, cls_val, attr_ptr, attr_val,
+                              start, end, compared)
+        return self._compiled
+
+
+def _node_sets(n: int, ptr: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(ptr, values) of every node's values as a set: sorted, without repeats ("a a" is {a})."""
+    owner = np.repeat(np.arange(n, dtype=np.int64), np.diff(ptr))
+    order = np.lexsort((values, owner))
+    owner, vals = owner[order], values[order].astype(np.int64)
+    keep = np.ones(vals.size, dtype=bool)
+    keep[1:] = (owner[1:] != owner[:-1]) | (vals[1:] != vals[:-1])
+    counts = np.bincount(owner[keep], minlength=n)
+    return np.concatenate(([0], np.cumsum(counts))).astype(np.int64), vals[keep]
 
 
 def _intern_sets(n: int, ptr: np.ndarray, values: np.ndarray):
@@ -260,8 +297,7 @@ def _flat_sets(sets: list) -> tuple[np.ndarray, np.ndarray]:
     """(ptr, values) of interned sets: set k is values[ptr[k]:ptr[k + 1]]."""
     sizes = np.fromiter((len(s) for s in sets), dtype=np.int64, count=len(sets))
     ptr = np.concatenate(([0], np.cumsum(sizes)))
-    # Sorted within each set: the compiled Jaccard intersects two sets by merging them.
-    values = np.fromiter((v for s in sets for v in sorted(s)), dtype=np.int64, count=int(ptr[-1]))
+    values = np.fromiter((v for s in sets for v in s), dtype=np.int64, count=int(ptr[-1]))
     return ptr, values
 
 
