@@ -277,8 +277,12 @@ class _Lines:
             sep[0] = _NEWLINE
         self.nodes, self.is_image, self.sep = nodes, is_image, sep
         self.container, inline = s.around(nodes)
+        # Which inline kinds (bit k: link, strong, em, code) each node sits in: _inline_markdown
+        # skips a level by one test of a line's or a group's combined bits.
+        kinds = ((inline >= 0) * np.array([[1], [2], [4], [8]])).sum(axis=0)
         # Python lists: the per-line loops below read them item by item.
-        self.sep_of, self.image_of, self.inline_of = sep.tolist(), is_image.tolist(), inline.T.tolist()
+        self.sep_of, self.image_of = sep.tolist(), is_image.tolist()
+        self.inline_of = np.concatenate((inline, kinds[None, :])).T.tolist()
         ptr, text = page.text_ptr, page.text
         strings = [text[a:b] for a, b in zip(ptr[nodes].tolist(), ptr[nodes + 1].tolist())]
         if images.size:
@@ -291,8 +295,10 @@ class _Lines:
         bounds = np.append(starts, nodes.size).tolist()
         marked = (inline >= 0).any(axis=0) | is_image
         self.plain = ~np.logical_or.reduceat(marked, starts) if starts.size else np.zeros(0, dtype=bool)
+        self.kinds = np.bitwise_or.reduceat(kinds, starts).tolist() if starts.size else []
         firsts = self.container[starts].tolist()
-        self.units = [_Unit(a, b, c, s.context(c), i)
+        known, context = s.contexts, s.context
+        self.units = [_Unit(a, b, c, known.get(c) or context(c), i)
                       for i, (a, b, c) in enumerate(zip(bounds[:-1], bounds[1:], firsts))]
 
     def raw(self, u: _Unit) -> str:
@@ -308,11 +314,12 @@ class _Lines:
         sep, strings, image, inline = self.sep_of, self.strings, self.image_of, self.inline_of
         items = [(sep[k], strings[k], image[k], *inline[k]) for k in range(u.start, u.stop)]
         items[0] = (_NONE,) + items[0][1:]
-        return _inline_markdown(items, self.structure)
+        return _inline_markdown(items, self.structure, kinds=self.kinds[u.number])
 
 
-# An item of _inline_markdown: (separator code, text, is image, link, strong, em, code node).
-_SEP, _STR, _IMG = 0, 1, 2
+# An item of _inline_markdown: (separator code, text, is image, link, strong, em, code node,
+# kind bits: 1 in a link, 2 strong, 4 emphasis, 8 code).
+_SEP, _STR, _IMG, _KINDS = 0, 1, 2, 7
 
 
 def _is_space(ch: str) -> bool:
@@ -333,11 +340,12 @@ def _can_wrap(before: str, inner: str, after: str) -> bool:
 
 
 def _inline_markdown(items: list, structure: _Structure, level: int = 0, in_link: bool = False,
-                     before: str = "", after: str = "") -> str:
+                     before: str = "", after: str = "", kinds: int = 15) -> str:
     """Items of one line with links, strong, emphasis and code spans, nested in that order
     (the nesting is bounded by the four levels). In a link's text, brackets are escaped too.
-    `before`, `after`: the characters around these items (for the emphasis rules)."""
-    while level < 4 and all(it[3 + level] < 0 for it in items):
+    `before`, `after`: the characters around these items (for the emphasis rules); `kinds`:
+    the items' kind bits combined (a level whose bit is off has no element around any item)."""
+    while level < 4 and not kinds >> level & 1:
         level += 1
     if level == 4:
         # Runs of text escaped at once; images are Markdown already.
@@ -357,25 +365,28 @@ def _inline_markdown(items: list, structure: _Structure, level: int = 0, in_link
     key_at = 3 + level
     groups = []
     start = 0
-    while start < len(items):
+    count = len(items)
+    while start < count:
         key = items[start][key_at]
+        group_kinds = items[start][_KINDS]
         stop = start + 1
-        while stop < len(items) and items[stop][key_at] == key:
+        while stop < count and items[stop][key_at] == key:
+            group_kinds |= items[stop][_KINDS]
             stop += 1
         group = items[start:stop]
         lead = " " if group[0][_SEP] else ""
         group[0] = (_NONE,) + group[0][1:]          # the space before a group goes outside its marks
         mark = ""
         if key < 0:
-            body = _inline_markdown(group, structure, level + 1, in_link, "*", "*")
+            body = _inline_markdown(group, structure, level + 1, in_link, "*", "*", group_kinds)
         elif level == 3:                            # code: raw text
             body = _code_span("".join((" " if it[_SEP] else "") + it[_STR] for it in group))
         elif level == 0:
-            inner = _inline_markdown(group, structure, level + 1, True, "[", "]")
+            inner = _inline_markdown(group, structure, level + 1, True, "[", "]", group_kinds)
             body = f"[{inner}]({_destination(structure.url(key))})" if inner.strip() else inner
         else:
             mark = "**" if level == 1 else "*"
-            body = _inline_markdown(group, structure, level + 1, in_link, "*", "*")
+            body = _inline_markdown(group, structure, level + 1, in_link, "*", "*", group_kinds)
         groups.append((lead, body, mark if body.strip() else ""))
         start = stop
     out = []
@@ -458,14 +469,20 @@ class _Writer:
                     if text.endswith("#"):
                         text = text[:-1] + "\\#"
                 block, kind = text, "line"
-            kept, popped, pushed = self.enter(open_, ctx)
+            if open_ or ctx.nest:
+                kept, popped, pushed = self.enter(open_, ctx)
+            else:
+                kept, popped, pushed = 0, [], []    # outside lists and quotes: nothing to open or close
             if prev is not None:
                 parts.append(self.separator(prev, u, kind, open_[:kept], popped, pushed))
-            lines = block.split("\n")
-            first = "".join(o.prefix(o in pushed) for o in open_)
-            rest = "".join(o.prefix(False) for o in open_)
-            body = [first + lines[0]] + [rest + ln if ln else rest.rstrip() for ln in lines[1:]]
-            parts.append("\n".join(ln.rstrip() if not ln.strip(" >") else ln for ln in body))
+            if not open_ and "\n" not in block:
+                parts.append(block.rstrip() if not block.strip(" >") else block)
+            else:
+                lines = block.split("\n")
+                first = "".join(o.prefix(o in pushed) for o in open_)
+                rest = "".join(o.prefix(False) for o in open_)
+                body = [first + lines[0]] + [rest + ln if ln else rest.rstrip() for ln in lines[1:]]
+                parts.append("\n".join(ln.rstrip() if not ln.strip(" >") else ln for ln in body))
             prev = (u, kind, kind == "line" and any(not o.quote for o in pushed))
             k = stop
         return "".join(parts).strip("\n")
