@@ -205,6 +205,13 @@ def _check_members(names, prefix=""):
     assert f"{prefix}configs/default.yaml" in names
     assert any(n.startswith(f"{prefix}transforms/models/") and n.endswith(".json.gz") for n in names)
     assert f"{prefix}transforms/etdm.py" in names and f"{prefix}pipeline/graph.py" in names
+    # The compiled parts (setup.py): their C sources in the sdist, built modules in the wheel.
+    for module in ("_etdm", "_model"):
+        if prefix:
+            assert any(n.startswith(f"{prefix}transforms/{module}.") and n.endswith((".so", ".pyd"))
+                       for n in names), module
+        else:
+            assert f"transforms/{module}.c" in names and "setup.py" in names, module
 
 
 @pytest.mark.slow
@@ -282,12 +289,17 @@ def test_the_wheel_installed_alone_runs_the_sample(tmp_path):
     where = subprocess.run(
         [sys.executable, "-c",
          "import sitestrip.transforms.classify as c, sitestrip.configs as g\n"
+         "import sitestrip.transforms.etdm as e, sitestrip.transforms.model as m\n"
          "print(c.__file__); print(g.load_config('default') is not None)\n"
-         "print(sorted(__import__('os').listdir(c.MODEL_DIR)))"],
+         "print(sorted(__import__('os').listdir(c.MODEL_DIR)))\n"
+         "print(e._compiled.__file__); print(m._compiled.__file__)"],
         cwd=elsewhere, env=env, capture_output=True, text=True, timeout=120, check=True)
-    module_file, preset_loaded, models = where.stdout.splitlines()
+    module_file, preset_loaded, models, etdm_ext, model_ext = where.stdout.splitlines()
     assert module_file.startswith(str(target / "sitestrip" / "transforms"))
     assert preset_loaded == "True" and ".json.gz" in models
+    # the compiled walks come with the wheel
+    assert etdm_ext.startswith(str(target / "sitestrip" / "transforms" / "_etdm."))
+    assert model_ext.startswith(str(target / "sitestrip" / "transforms" / "_model."))
 
     run = subprocess.run([sys.executable, "-m", "sitestrip.pipeline.cli", "run", "--input", SAMPLE,
                           "--output", str(tmp_path / "out"), "--workers", "2", "--quiet"],
