@@ -123,6 +123,8 @@ class _Context:
 _N_KNOWN = len(KNOWN_TAGS)
 _BLOCKISH_OF = np.zeros(_N_KNOWN + 1, dtype=bool)
 _BLOCKISH_OF[_BLOCKISH] = True
+_STRUCTURAL_OF = np.zeros(_N_KNOWN + 1, dtype=bool)
+_STRUCTURAL_OF[sorted(set(_HEADING) | _PRE | _CELL | {_LI, _QUOTE, _TABLE})] = True
 _KIND_OF = np.zeros(_N_KNOWN + 1, dtype=np.int8)
 for _k, _tags in enumerate((_STRONG, _EM, _CODE), 1):
     _KIND_OF[sorted(_tags)] = _k
@@ -175,6 +177,17 @@ class _Structure:
             cur[active] = self.parent[c]
             active = active[~self.blockish[cur[active]]]
         return cur, inline
+
+    def structural_anchor(self, elements: np.ndarray) -> np.ndarray:
+        """Each element's nearest ancestor-or-self whose tag can change a context (context's
+        cases), or -1 (the page's context): one vector step per level climbed."""
+        cur = elements.astype(np.int64)
+        active = np.flatnonzero((cur >= 0) & ~_STRUCTURAL_OF[_known(self.tag[np.maximum(cur, 0)])])
+        while active.size:
+            cur[active] = self.parent[cur[active]]
+            active = active[cur[active] >= 0]
+            active = active[~_STRUCTURAL_OF[_known(self.tag[cur[active]])]]
+        return cur
 
     def context(self, element: int) -> _Context:
         got = self.contexts.get(element)
@@ -296,10 +309,15 @@ class _Lines:
         marked = (inline >= 0).any(axis=0) | is_image
         self.plain = ~np.logical_or.reduceat(marked, starts) if starts.size else np.zeros(0, dtype=bool)
         self.kinds = np.bitwise_or.reduceat(kinds, starts).tolist() if starts.size else []
-        firsts = self.container[starts].tolist()
-        known, context = s.contexts, s.context
-        self.units = [_Unit(a, b, c, known.get(c) or context(c), i)
-                      for i, (a, b, c) in enumerate(zip(bounds[:-1], bounds[1:], firsts))]
+        firsts = self.container[starts]
+        # Only headings, code, list items, quotes, tables and cells change a context; any other
+        # element has its nearest such ancestor's: contexts are built for those alone.
+        anchor = s.structural_anchor(firsts)
+        distinct, where = np.unique(anchor, return_inverse=True)
+        contexts = [s.context(e) for e in distinct.tolist()]
+        self.units = [_Unit(a, b, c, contexts[w], i)
+                      for i, (a, b, c, w) in enumerate(zip(bounds[:-1], bounds[1:], firsts.tolist(),
+                                                           where.reshape(-1).tolist()))]
 
     def raw(self, u: _Unit) -> str:
         """The unit's text as the page has it (code): the joiner's spacing, no markup."""
