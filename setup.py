@@ -1,13 +1,19 @@
 """The compiled parts of sitestrip: ETDM's top-down walk and sibling assignment
-(transforms/_etdm.c) and the block model's tree walk (transforms/_model.c).
+(transforms/_etdm.c), the block model's tree walk (transforms/_model.c) and parse flattening
+(transforms/_flatten.c).
 
 Everything else is declared in pyproject.toml; setuptools reads ext_modules from here. The
 extensions need only a C compiler and Python's headers (no numpy headers: it reads arrays
 through the buffer protocol). -ffp-contract=off keeps every multiply and add rounded on its
 own, as numpy does, so compiled and Python scores are equal bit for bit (see _etdm.c).
+_flatten.c reads libxml2's tree under lxml's elements through lxml's public C API: the
+headers ship inside lxml's wheels (lxml.get_include()), so lxml is a build requirement too
+(pyproject.toml), and nothing is linked: the API's functions are imported from lxml.etree at
+run time.
 """
 import sys
 
+import lxml
 from setuptools import Extension, setup
 
 flags = ["/O2", "/fp:precise"] if sys.platform == "win32" else ["-O2", "-ffp-contract=off"]
@@ -15,4 +21,6 @@ flags = ["/O2", "/fp:precise"] if sys.platform == "win32" else ["-O2", "-ffp-con
 setup(ext_modules=[
     Extension("sitestrip.transforms._etdm", ["transforms/_etdm.c"], extra_compile_args=flags),
     Extension("sitestrip.transforms._model", ["transforms/_model.c"], extra_compile_args=flags),
+    Extension("sitestrip.transforms._flatten", ["transforms/_flatten.c"], extra_compile_args=flags,
+              include_dirs=lxml.get_include()),
 ])

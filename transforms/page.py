@@ -10,10 +10,11 @@ Subtrees are contiguous in preorder: the subtree of node i is the index range
 """
 from __future__ import annotations
 
+import os
 import re
 import zlib
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import lru_cache, partial
 from typing import Iterator
 
 import numpy as np
@@ -23,6 +24,17 @@ from sitestrip.transforms.meta import EXTRA_TAGS, NO_EXTRAS, NodeExtras, node_ex
 from sitestrip.transforms.status import PARSE_FAILURE
 from sitestrip.transforms.tokens import count_words
 from sitestrip.transforms.urls import resolve_link
+
+try:
+    # Parse flattening compiled (transforms/_flatten.c, built by `pip install`); `_flatten`
+    # below is its reference and runs where the extension is missing.
+    from sitestrip.transforms import _flatten as _compiled
+except ImportError:  # pragma: no cover - a source tree used without installing
+    _compiled = None
+
+# Whether parse_page flattens with the compiled walk when it is built (tests switch it off to
+# run the reference); SITESTRIP_FLATTEN=python does the same for a whole process.
+_COMPILED = os.environ.get("SITESTRIP_FLATTEN", "compiled") != "python"
 
 # Tag vocabulary: ids are stable across pages and runs (ETDM compares tags of
 # two pages). Index 0 is the text-node pseudo tag.
@@ -447,7 +459,11 @@ def parse_page(html: str, url: str, max_nodes: int | None = None,
             b = head.find("base[@href]")
             if b is not None:
                 base_url = resolve_link(url, b.get("href")) or url
-    page = _flatten(body, url, title, base_url, len(html), notes, rules)
+    page = None
+    if _compiled is not None and _COMPILED and body is not None:
+        page = _flatten_compiled(body, url, title, base_url, len(html), notes, rules)
+    if page is None:
+        page = _flatten(body, url, title, base_url, len(html), notes, rules)
     page.meta = page_metadata(root, base_url).as_tuple()
     return page
 
@@ -695,6 +711,55 @@ def _flatten(body, url: str, title: str, base_url: str, html_len: int, notes: tu
         text_ptr=np.concatenate(([0], np.cumsum(lengths))).astype(i32), text="".join(texts),
         words=words, chars=chars,
         link_node=np.array(link_node, dtype=i32), link_url=tuple(link_url),
+        html_bytes=html_len, notes=notes, side=node_extras(extra, base_url),
+    )
+
+
+# Tag property bits of _tag_props, as transforms/_flatten.c reads them.
+_T_DROP, _T_LEAF, _T_BLOCK, _T_PRE, _T_EXTRA, _T_A, _T_NAV = 1, 2, 4, 8, 16, 32, 64
+
+
+@lru_cache(maxsize=1 << 12)
+def _tag_props(name: str, rules: ParseRules) -> tuple:
+    """(tag id, _T_* bits, HINT_BIT bits of the tag) of an element named `name` (lxml's tag,
+    case kept), as _flatten reads them; the compiled walk asks once per distinct name per page."""
+    name = name.lower()
+    bits = ((_T_DROP if name in rules.dropped else 0) | (_T_LEAF if name in rules.leaves else 0)
+            | (_T_BLOCK if name in BLOCK_TAGS else 0) | (_T_PRE if name in PRE_TAGS else 0)
+            | (_T_EXTRA if name in EXTRA_TAGS else 0) | (_T_A if name == "a" else 0)
+            | (_T_NAV if name == "nav" else 0))
+    return tag_id(name), bits, _HINT_OF_TAG.get(name, 0)
+
+
+_WALK_CONSTS = (F_LINK, F_IN_LINK, F_NAV_HINT, F_NAV_WORD, F_NAV_ALL, F_SPACE_BEFORE, F_PRE,
+                HINT_BIT["nav"], HINT_BIT["hidden"])
+
+
+def _flatten_compiled(body, url: str, title: str, base_url: str, html_len: int, notes: tuple,
+                      rules: ParseRules = PRODUCT_RULES) -> CompactPage | None:
+    """`_flatten`'s CompactPage from transforms/_flatten.c, or None where the compiled walk
+    leaves the page to the reference (a tree it does not read exactly as lxml does)."""
+    out = _compiled.walk(body, base_url, partial(_tag_props, rules=rules), _class_info, _id_info,
+                         resolve_link, count_words, _HIDDEN_STYLE.search, rules.browser_text,
+                         _WALK_CONSTS)
+    if out is None:
+        return None
+    (parent, depth, tag, end, child_count, flags, hints, line, id_hash, class_ptr, class_hash,
+     attr_ptr, attr_hash, text_ptr, text, words, chars, link_node, link_url, extra) = out
+
+    def arr(buf, dtype):
+        return np.frombuffer(buf, dtype=dtype) if buf else np.zeros(0, dtype=dtype)
+
+    i32, u32 = np.int32, np.uint32
+    return CompactPage(
+        url=url, title=title, base_url=base_url,
+        parent=arr(parent, i32), depth=arr(depth, i32), tag=arr(tag, i32), end=arr(end, i32),
+        child_count=arr(child_count, i32), flags=arr(flags, np.uint16), hints=arr(hints, u32),
+        line=arr(line, i32), id_hash=arr(id_hash, u32),
+        class_ptr=arr(class_ptr, i32), class_hash=arr(class_hash, u32),
+        attr_ptr=arr(attr_ptr, i32), attr_hash=arr(attr_hash, u32),
+        text_ptr=arr(text_ptr, i32), text=text, words=arr(words, i32), chars=arr(chars, i32),
+        link_node=arr(link_node, i32), link_url=tuple(link_url),
         html_bytes=html_len, notes=notes, side=node_extras(extra, base_url),
     )
 

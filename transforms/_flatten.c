@@ -1,0 +1,810 @@
+/* Parse flattening, compiled (SPEC §1; page.py _flatten).
+ *
+ * page.py's `_flatten` stays the reference: it walks lxml's tree with etree.iterwalk and
+ * builds the CompactPage arrays in Python. `walk` here reads libxml2's node tree under the
+ * lxml element directly and builds the same arrays, step for step in the same order:
+ *   - the same events: an element's start, its children, its end; comments and processing
+ *     instructions give nothing (iterwalk yields them, _flatten skips them, so their tail
+ *     text is nobody's); dropped elements end at once with their tail kept; leaves are
+ *     nodes whose inside is skipped;
+ *   - lxml's text: .text is the run of text/CDATA nodes starting at the first child,
+ *     .tail the run after the element (XInclude markers skipped), "" and None both falsy;
+ *   - lxml's attributes: the order of the node's attribute list, the namespaced name
+ *     "{href}name", the value xmlGetNsProp gives (the first attribute of that name);
+ *   - Python's whitespace and letters: str.split/isspace/strip are Py_UNICODE_ISSPACE and
+ *     str.isalnum is Py_UNICODE_ISALNUM on code points, decoded from strict UTF-8 as lxml
+ *     decodes them.
+ * What is rare or intricate stays in Python and is called back: a tag's properties
+ * (name.lower() and the rules' sets), class and id hints, resolve_link, the hidden-style
+ * pattern, and count_words for text that is not ASCII (ASCII text is counted here: the
+ * ASCII pattern is [A-Za-z0-9]+). Anything this file does not read exactly as lxml would
+ * (entity references, invalid UTF-8, an element that is not lxml's) makes `walk` return
+ * None, and page.py runs the reference instead, so the result is the same either way.
+ *
+ * No recursion over the DOM: the walk climbs back through parent pointers. lxml's public C
+ * API (its headers ship in the lxml wheel) gives the element objects node_extras reads.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "libxml/tree.h"
+#include "lxml.etree_api.h"
+
+static PyTypeObject *element_type;
+
+/* Tag property bits, as page.py _tag_props returns them. */
+enum { T_DROP = 1, T_LEAF = 2, T_BLOCK = 4, T_PRE = 8, T_EXTRA = 16, T_A = 32, T_NAV = 64 };
+
+typedef struct {
+    int f_link, f_in_link, f_nav_hint, f_nav_word, f_nav_all, f_space_before, f_pre;
+    unsigned long hint_nav, hint_hidden;   /* "k" in PyArg_ParseTuple */
+    int browser;
+} Consts;
+
+/* ------------------------------------------------------------------ growable arrays */
+
+typedef struct { void *data; size_t len, cap, item; } Vec;
+
+static int vec_reserve(Vec *v, size_t more) {
+    if (v->len + more <= v->cap) return 0;
+    size_t cap = v->cap ? v->cap : 64;
+    while (cap < v->len + more) cap *= 2;
+    void *p = realloc(v->data, cap * v->item);
+    if (!p) { PyErr_NoMemory(); return -1; }
+    v->data = p;
+    v->cap = cap;
+    return 0;
+}
+#define VPUSH(v, T, x) (vec_reserve(&(v), 1) < 0 ? -1 : (((T *)(v).data)[(v).len++] = (x), 0))
+#define VAT(v, T, i) (((T *)(v).data)[i])
+
+/* ------------------------------------------------------------------ crc32 (zlib's) */
+
+static uint32_t crc_table[256];
+
+static void crc_init(void) {
+    for (uint32_t n = 0; n < 256; n++) {
+        uint32_t c = n;
+        for (int k = 0; k < 8; k++) c = c & 1 ? 0xEDB88320u ^ (c >> 1) : c >> 1;
+        crc_table[n] = c;
+    }
+}
+
+/* Running crc: start with crc_begin(), feed bytes, finish with crc_end(). */
+static uint32_t crc_begin(void) { return 0xFFFFFFFFu; }
+static uint32_t crc_feed(uint32_t c, const unsigned char *s, size_t n) {
+    for (size_t k = 0; k < n; k++) c = crc_table[(c ^ s[k]) & 0xFF] ^ (c >> 8);
+    return c;
+}
+static uint32_t crc_end(uint32_t c) { return c ^ 0xFFFFFFFFu; }
+
+/* ------------------------------------------------------------------ strict UTF-8 */
+
+/* Appends the code points of NUL-terminated `s` to `out` (a Vec of Py_UCS4); -1 when `s`
+ * is not valid UTF-8 as Python's strict decoder reads it (no surrogates, no overlongs). */
+static int utf8_append(Vec *out, const unsigned char *s) {
+    size_t n = strlen((const char *)s);
+    if (vec_reserve(out, n) < 0) return -2;
+    Py_UCS4 *o = (Py_UCS4 *)out->data + out->len;
+    size_t k = 0, m = 0;
+    while (k < n) {
+        unsigned char c = s[k];
+        if (c < 0x80) { o[m++] = c; k++; continue; }
+        Py_UCS4 cp;
+        int extra;
+        if (c >= 0xC2 && c <= 0xDF) { cp = c & 0x1F; extra = 1; }
+        else if (c >= 0xE0 && c <= 0xEF) { cp = c & 0x0F; extra = 2; }
+        else if (c >= 0xF0 && c <= 0xF4) { cp = c & 0x07; extra = 3; }
+        else return -1;
+        if (k + (size_t)extra >= n) return -1;
+        for (int j = 1; j <= extra; j++) {
+            unsigned char d = s[k + j];
+            if ((d & 0xC0) != 0x80) return -1;
+            cp = (cp << 6) | (d & 0x3F);
+        }
+        if ((extra == 2 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))) ||
+            (extra == 3 && (cp < 0x10000 || cp > 0x10FFFF)))
+            return -1;
+        o[m++] = cp;
+        k += extra + 1;
+    }
+    out->len += m;
+    return 0;
+}
+
+static int utf8_valid(const unsigned char *s, size_t n) {
+    size_t k = 0;
+    while (k < n) {
+        unsigned char c = s[k];
+        if (c < 0x80) { k++; continue; }
+        Py_UCS4 cp;
+        int extra;
+        if (c >= 0xC2 && c <= 0xDF) { cp = c & 0x1F; extra = 1; }
+        else if (c >= 0xE0 && c <= 0xEF) { cp = c & 0x0F; extra = 2; }
+        else if (c >= 0xF0 && c <= 0xF4) { cp = c & 0x07; extra = 3; }
+        else return 0;
+        if (k + (size_t)extra >= n) return 0;
+        for (int j = 1; j <= extra; j++) {
+            unsigned char d = s[k + j];
+            if ((d & 0xC0) != 0x80) return 0;
+            cp = (cp << 6) | (d & 0x3F);
+        }
+        if ((extra == 2 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))) ||
+            (extra == 3 && (cp < 0x10000 || cp > 0x10FFFF)))
+            return 0;
+        k += extra + 1;
+    }
+    return 1;
+}
+
+/* ------------------------------------------------------------------ the walk's state */
+
+typedef struct {
+    const xmlChar *name;
+    const xmlNs *ns;
+    int used;
+    int32_t tid;
+    int bits;
+    uint32_t hint;
+} TagSlot;
+
+typedef struct {
+    Consts k;
+    PyObject *tag_props, *class_info, *id_info, *resolve, *count_words, *hidden_style, *base_url;
+    PyObject *links;          /* list of link URLs */
+    PyObject *href_cache;     /* href -> resolve_link result, this page */
+    xmlNode *body;
+    int bail;                 /* 1: not read exactly here, let Python do the page */
+    /* per node */
+    Vec parent, depth, tag, end, flags, hints, line, id_hash, class_ptr, attr_ptr, text_len, words, chars;
+    Vec class_hash, attr_hash, link_node, extra_node, extra_ptr;
+    Vec text;                 /* Py_UCS4: all text nodes concatenated */
+    Vec raw, pending, scratch;  /* Py_UCS4 scratch: the raw text, pre's pending whitespace, collapsed */
+    /* the walk */
+    Vec stack_i, stack_bits;  /* node index and tag bits of the open elements */
+    int in_link, line_no, pre_depth;
+    Py_ssize_t pre_first_text, n_texts, last_text;
+    int space_pending, closed_since, opened_since, word_end;
+    TagSlot *tags;
+    size_t tag_cap, tag_used;
+} W;
+
+static void w_free(W *w) {
+    Vec *all[] = {&w->parent, &w->depth, &w->tag, &w->end, &w->flags, &w->hints, &w->line, &w->id_hash,
+                  &w->class_ptr, &w->attr_ptr, &w->text_len, &w->words, &w->chars, &w->class_hash,
+                  &w->attr_hash, &w->link_node, &w->extra_node, &w->extra_ptr, &w->text, &w->raw,
+                  &w->pending, &w->scratch, &w->stack_i, &w->stack_bits};
+    for (size_t k = 0; k < sizeof(all) / sizeof(all[0]); k++) free(all[k]->data);
+    free(w->tags);
+    Py_XDECREF(w->links);
+    Py_XDECREF(w->href_cache);
+}
+
+/* ------------------------------------------------------------------ lxml's readings */
+
+/* lxml's _collectText: the text/CDATA run starting at `c`, XInclude markers skipped, decoded
+ * into w->raw. 0 on success (w->raw.len 0: None or ""), -1 on error, 1 to bail. */
+static int collect_text(W *w, xmlNode *c) {
+    w->raw.len = 0;
+    for (; c; c = c->next) {
+        if (c->type == XML_TEXT_NODE || c->type == XML_CDATA_SECTION_NODE) {
+            if (c->content) {
+                int r = utf8_append(&w->raw, c->content);
+                if (r == -2) return -1;
+                if (r == -1) return 1;
+            }
+        } else if (c->type != XML_XINCLUDE_START && c->type != XML_XINCLUDE_END) {
+            break;
+        }
+    }
+    return 0;
+}
+
+/* The value of attribute `a` of `node` as lxml reads it (xmlGetNsProp: the first attribute of
+ * that name and namespace), as UTF-8 bytes in *s, *n. When lxml's own reading is needed,
+ * *owned holds the Python str the bytes belong to. -1 error, 1 bail. */
+static int attr_bytes(W *w, xmlNode *node, xmlAttr *a, const char **s, Py_ssize_t *n, PyObject **owned) {
+    *owned = NULL;
+    if (a->ns && !a->ns->href) return 1;
+    const xmlChar *href = a->ns ? a->ns->href : NULL;
+    int first = 1;
+    for (xmlAttr *b = node->properties; b && b != a; b = b->next) {
+        const xmlChar *bh = b->ns ? b->ns->href : NULL;
+        if (b->type == XML_ATTRIBUTE_NODE && strcmp((const char *)b->name, (const char *)a->name) == 0 &&
+            ((!href && !bh) || (href && bh && strcmp((const char *)href, (const char *)bh) == 0))) {
+            first = 0;
+            break;
+        }
+    }
+    xmlNode *c = a->children;
+    if (first && !c) { *s = ""; *n = 0; return 0; }
+    if (first && !c->next && (c->type == XML_TEXT_NODE || c->type == XML_CDATA_SECTION_NODE) && c->content) {
+        *s = (const char *)c->content;
+        *n = (Py_ssize_t)strlen(*s);
+        if (!utf8_valid((const unsigned char *)*s, (size_t)*n)) return 1;
+        return 0;
+    }
+    PyObject *v = attributeValue(node, a);
+    if (!v) {
+        PyErr_Clear();
+        return 1;
+    }
+    if (!PyUnicode_Check(v)) { Py_DECREF(v); return 1; }
+    *s = PyUnicode_AsUTF8AndSize(v, n);
+    if (!*s) { Py_DECREF(v); PyErr_Clear(); return 1; }
+    *owned = v;
+    (void)w;
+    return 0;
+}
+
+/* ------------------------------------------------------------------ text nodes */
+
+static int is_ascii(const Py_UCS4 *s, size_t n) {
+    for (size_t k = 0; k < n; k++) if (s[k] >= 0x80) return 0;
+    return 1;
+}
+
+static int ascii_alnum(Py_UCS4 c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+}
+
+/* count_words of a collapsed text: the ASCII pattern here, the full one in Python. */
+static Py_ssize_t words_of(W *w, const Py_UCS4 *s, size_t n) {
+    if (is_ascii(s, n)) {
+        Py_ssize_t count = 0;
+        int in = 0;
+        for (size_t k = 0; k < n; k++) {
+            int a = ascii_alnum(s[k]);
+            if (a && !in) count++;
+            in = a;
+        }
+        return count;
+    }
+    PyObject *str = PyUnicode_FromKindAndData(PyUnicode_4BYTE_KIND, s, (Py_ssize_t)n);
+    if (!str) return -1;
+    PyObject *r = PyObject_CallOneArg(w->count_words, str);
+    Py_DECREF(str);
+    if (!r) return -1;
+    Py_ssize_t count = PyLong_AsSsize_t(r);
+    Py_DECREF(r);
+    return count;
+}
+
+/* " ".join(s.split()) of s[0..n) appended to `out`; returns the number of code points added. */
+static Py_ssize_t collapse_into(Vec *out, const Py_UCS4 *s, size_t n) {
+    if (vec_reserve(out, n) < 0) return -1;
+    Py_UCS4 *o = (Py_UCS4 *)out->data + out->len;
+    size_t m = 0;
+    int gap = 0;
+    for (size_t k = 0; k < n; k++) {
+        Py_UCS4 c = s[k];
+        if (Py_UNICODE_ISSPACE(c)) { gap = 1; continue; }
+        if (gap && m) o[m++] = ' ';
+        gap = 0;
+        o[m++] = c;
+    }
+    out->len += m;
+    return (Py_ssize_t)m;
+}
+
+/* A node's class and attribute hashes are the ones added since cls_start, attr_start. */
+static int push_node(W *w, int32_t parent, int32_t tag, int flags, uint32_t hint, int32_t cls_start,
+                     int32_t attr_start) {
+    int32_t i = (int32_t)w->parent.len;
+    int32_t zero = 0;
+    if (VPUSH(w->class_ptr, int32_t, cls_start) < 0 || VPUSH(w->attr_ptr, int32_t, attr_start) < 0 ||
+        VPUSH(w->parent, int32_t, parent) < 0 || VPUSH(w->depth, int32_t, (int32_t)w->stack_i.len) < 0 ||
+        VPUSH(w->tag, int32_t, tag) < 0 || VPUSH(w->end, int32_t, i + 1) < 0 ||
+        VPUSH(w->flags, uint16_t, (uint16_t)flags) < 0 || VPUSH(w->hints, uint32_t, hint) < 0 ||
+        VPUSH(w->line, int32_t, (int32_t)w->line_no) < 0 || VPUSH(w->id_hash, uint32_t, 0) < 0 ||
+        VPUSH(w->text_len, int32_t, zero) < 0 || VPUSH(w->words, int32_t, zero) < 0 ||
+        VPUSH(w->chars, int32_t, zero) < 0)
+        return -1;
+    return 0;
+}
+
+/* _flatten's add_text of the raw text in w->raw (non-empty), child of node p. */
+static int add_text(W *w, int32_t p) {
+    const Py_UCS4 *raw = (const Py_UCS4 *)w->raw.data;
+    size_t rn = w->raw.len;
+    int flag;
+    size_t start = w->text.len;
+    Py_ssize_t text_n, chars, words;
+    if (w->pre_depth) {
+        int all_space = 1;
+        for (size_t k = 0; k < rn && all_space; k++) all_space = Py_UNICODE_ISSPACE(raw[k]);
+        if (all_space) {
+            if (vec_reserve(&w->pending, rn) < 0) return -1;
+            memcpy((Py_UCS4 *)w->pending.data + w->pending.len, raw, rn * sizeof(Py_UCS4));
+            w->pending.len += rn;
+            return 0;
+        }
+        /* s = pending + raw */
+        const Py_UCS4 *s = raw;
+        size_t sn = rn;
+        if (w->pending.len) {
+            if (vec_reserve(&w->pending, rn) < 0) return -1;
+            memcpy((Py_UCS4 *)w->pending.data + w->pending.len, raw, rn * sizeof(Py_UCS4));
+            w->pending.len += rn;
+            s = (const Py_UCS4 *)w->pending.data;
+            sn = w->pending.len;
+        }
+        if (w->n_texts == w->pre_first_text) {
+            size_t lead = 0;
+            while (lead < sn && Py_UNICODE_ISSPACE(s[lead])) lead++;
+            size_t cut = 0;
+            for (size_t k = lead; k > 0; k--)
+                if (s[k - 1] == '\n') { cut = k; break; }
+            s += cut;
+            sn -= cut;
+        }
+        if (vec_reserve(&w->text, sn) < 0) return -1;
+        memcpy((Py_UCS4 *)w->text.data + w->text.len, s, sn * sizeof(Py_UCS4));
+        w->text.len += sn;
+        text_n = (Py_ssize_t)sn;
+        w->scratch.len = 0;
+        chars = collapse_into(&w->scratch, s, sn);
+        w->pending.len = 0;
+        if (chars < 0) return -1;
+        words = words_of(w, (const Py_UCS4 *)w->scratch.data, (size_t)chars);
+        flag = w->k.f_pre;
+    } else {
+        chars = collapse_into(&w->text, raw, rn);
+        if (chars < 0) return -1;
+        if (chars == 0) {
+            w->space_pending = 1;
+            return 0;
+        }
+        const Py_UCS4 *s = (const Py_UCS4 *)w->text.data + start;
+        int apart = w->closed_since && w->opened_since && w->word_end && Py_UNICODE_ISALNUM(s[0]);
+        flag = (w->space_pending || Py_UNICODE_ISSPACE(raw[0]) || apart || !w->k.browser) ? w->k.f_space_before : 0;
+        w->space_pending = Py_UNICODE_ISSPACE(raw[rn - 1]) ? 1 : 0;
+        w->word_end = Py_UNICODE_ISALNUM(s[chars - 1]) ? 1 : 0;
+        text_n = chars;
+        words = words_of(w, s, (size_t)chars);
+    }
+    if (words < 0) return -1;
+    w->closed_since = w->opened_since = 0;
+    int32_t i = (int32_t)w->parent.len;
+    if (push_node(w, p, 0, w->in_link ? flag | w->k.f_in_link : flag, 0, (int32_t)w->class_hash.len,
+                  (int32_t)w->attr_hash.len) < 0)
+        return -1;
+    VAT(w->text_len, int32_t, i) = (int32_t)text_n;
+    VAT(w->words, int32_t, i) = (int32_t)words;
+    VAT(w->chars, int32_t, i) = (int32_t)chars;
+    w->last_text = i;
+    w->n_texts++;
+    return 0;
+}
+
+/* The text run starting at `c` as a text node of p, if truthy. */
+static int text_run(W *w, xmlNode *c, int32_t p) {
+    int r = collect_text(w, c);
+    if (r) return r;
+    if (!w->raw.len) return 0;
+    return add_text(w, p);
+}
+
+/* ------------------------------------------------------------------ elements */
+
+static int tag_of(W *w, xmlNode *node, TagSlot **out) {
+    const xmlNs *ns = node->ns;
+    if (w->tag_used * 2 >= w->tag_cap) {
+        size_t cap = w->tag_cap ? w->tag_cap * 2 : 256;
+        TagSlot *t = calloc(cap, sizeof(TagSlot));
+        if (!t) { PyErr_NoMemory(); return -1; }
+        for (size_t k = 0; k < w->tag_cap; k++) {
+            if (!w->tags[k].used) continue;
+            size_t h = (((uintptr_t)w->tags[k].name >> 3) ^ ((uintptr_t)w->tags[k].ns >> 3) * 31) & (cap - 1);
+            while (t[h].used) h = (h + 1) & (cap - 1);
+            t[h] = w->tags[k];
+        }
+        free(w->tags);
+        w->tags = t;
+        w->tag_cap = cap;
+    }
+    size_t h = (((uintptr_t)node->name >> 3) ^ ((uintptr_t)ns >> 3) * 31) & (w->tag_cap - 1);
+    while (w->tags[h].used) {
+        if (w->tags[h].name == node->name && w->tags[h].ns == ns) { *out = &w->tags[h]; return 0; }
+        h = (h + 1) & (w->tag_cap - 1);
+    }
+    /* lxml's tag: "{href}name" in a namespace, else the name. */
+    PyObject *name;
+    if (!node->name) return 1;
+    if (ns && ns->href) name = PyUnicode_FromFormat("{%s}%s", (const char *)ns->href, (const char *)node->name);
+    else name = PyUnicode_DecodeUTF8((const char *)node->name, (Py_ssize_t)strlen((const char *)node->name), NULL);
+    if (!name) { PyErr_Clear(); return 1; }
+    PyObject *props = PyObject_CallOneArg(w->tag_props, name);
+    Py_DECREF(name);
+    if (!props) return -1;
+    long tid, bits;
+    unsigned long hint;
+    if (!PyArg_ParseTuple(props, "llk", &tid, &bits, &hint)) { Py_DECREF(props); return -1; }
+    Py_DECREF(props);
+    TagSlot *slot = &w->tags[h];
+    slot->name = node->name;
+    slot->ns = ns;
+    slot->used = 1;
+    slot->tid = (int32_t)tid;
+    slot->bits = (int)bits;
+    slot->hint = (uint32_t)hint;
+    w->tag_used++;
+    *out = slot;
+    return 0;
+}
+
+static int is_name(xmlAttr *a, const char *name) {
+    return !(a->ns && a->ns->href) && strcmp((const char *)a->name, name) == 0;
+}
+
+/* v.strip().lower() == word */
+static int stripped_lower_is(const char *s, Py_ssize_t n, const char *word) {
+    PyObject *v = PyUnicode_DecodeUTF8(s, n, NULL);
+    if (!v) return -1;
+    PyObject *st = PyObject_CallMethod(v, "strip", NULL);
+    Py_DECREF(v);
+    if (!st) return -1;
+    PyObject *low = PyObject_CallMethod(st, "lower", NULL);
+    Py_DECREF(st);
+    if (!low) return -1;
+    int eq = PyUnicode_CompareWithASCIIString(low, word) == 0;
+    Py_DECREF(low);
+    return eq;
+}
+
+/* Unpacks (hash or hashes, flag bits, role bits) from _class_info / _id_info. */
+static PyObject *call_info(PyObject *fn, const char *s, Py_ssize_t n, long *bits, unsigned long *roles) {
+    PyObject *v = PyUnicode_DecodeUTF8(s, n, NULL);
+    if (!v) return NULL;
+    PyObject *r = PyObject_CallOneArg(fn, v);
+    Py_DECREF(v);
+    if (!r) return NULL;
+    if (!PyTuple_Check(r) || PyTuple_GET_SIZE(r) != 3) {
+        Py_DECREF(r);
+        PyErr_SetString(PyExc_TypeError, "class/id info: expected a 3-tuple");
+        return NULL;
+    }
+    *bits = PyLong_AsLong(PyTuple_GET_ITEM(r, 1));
+    *roles = PyLong_AsUnsignedLong(PyTuple_GET_ITEM(r, 2));
+    if (PyErr_Occurred()) { Py_DECREF(r); return NULL; }
+    return r;
+}
+
+static int resolve_href(W *w, const char *s, Py_ssize_t n, int32_t i) {
+    PyObject *href = PyUnicode_DecodeUTF8(s, n, NULL);
+    if (!href) return -1;
+    PyObject *target = PyDict_GetItemWithError(w->href_cache, href);
+    if (target) {
+        Py_INCREF(target);
+    } else {
+        if (PyErr_Occurred()) { Py_DECREF(href); return -1; }
+        target = PyObject_CallFunctionObjArgs(w->resolve, w->base_url, href, NULL);
+        if (!target || PyDict_SetItem(w->href_cache, href, target) < 0) {
+            Py_DECREF(href);
+            Py_XDECREF(target);
+            return -1;
+        }
+    }
+    Py_DECREF(href);
+    int r = 0;
+    if (target != Py_None) {
+        r = VPUSH(w->link_node, int32_t, i);
+        if (!r) r = PyList_Append(w->links, target);
+    }
+    Py_DECREF(target);
+    return r;
+}
+
+enum { S_DROPPED, S_LEAF, S_DESCEND };
+
+/* The start event of element `node`: returns S_* or -1 (error) / -2 (bail). */
+static int start(W *w, xmlNode *node) {
+    TagSlot *t;
+    int r = tag_of(w, node, &t);
+    if (r) return r < 0 ? -1 : -2;
+    int bits = t->bits;
+    int32_t i = (int32_t)w->parent.len;
+    if ((bits & T_DROP) && node != w->body) {
+        /* skipped subtree; its end event adds the tail to the open element */
+        r = text_run(w, node->next, VAT(w->stack_i, int32_t, w->stack_i.len - 1));
+        return r < 0 ? -1 : r > 0 ? -2 : S_DROPPED;
+    }
+    int flag = w->in_link ? w->k.f_in_link : 0;
+    uint32_t role = t->hint;
+    int32_t cls_start = (int32_t)w->class_hash.len, attr_start = (int32_t)w->attr_hash.len;
+    int has_href = 0;
+    const char *href_s = NULL;
+    Py_ssize_t href_n = 0;
+    PyObject *href_owner = NULL;
+    uint32_t id_value = 0;
+    int has_id = 0;
+    for (xmlAttr *a = node->properties; a; a = a->next) {
+        if (a->type != XML_ATTRIBUTE_NODE || !a->name) continue;
+        const char *s;
+        Py_ssize_t n;
+        PyObject *owned;
+        r = attr_bytes(w, node, a, &s, &n, &owned);
+        if (r) { Py_XDECREF(href_owner); return r < 0 ? -1 : -2; }
+        long fb = 0;
+        unsigned long rb = 0;
+        if (is_name(a, "class")) {
+            PyObject *info = call_info(w->class_info, s, n, &fb, &rb);
+            if (!info) goto fail_attr;
+            PyObject *hashes = PyTuple_GET_ITEM(info, 0);
+            Py_ssize_t m = PyTuple_Check(hashes) ? PyTuple_GET_SIZE(hashes) : -1;
+            if (m < 0 || vec_reserve(&w->class_hash, (size_t)m) < 0) {
+                if (m < 0) PyErr_SetString(PyExc_TypeError, "class info: expected a tuple of hashes");
+                Py_DECREF(info);
+                goto fail_attr;
+            }
+            for (Py_ssize_t k = 0; k < m; k++)
+                VAT(w->class_hash, uint32_t, w->class_hash.len++) = (uint32_t)PyLong_AsUnsignedLong(PyTuple_GET_ITEM(hashes, k));
+            Py_DECREF(info);
+            if (PyErr_Occurred()) goto fail_attr;
+            flag |= (int)fb;
+            role |= (uint32_t)rb;
+        } else if (is_name(a, "id")) {
+            PyObject *info = call_info(w->id_info, s, n, &fb, &rb);
+            if (!info) goto fail_attr;
+            unsigned long h = PyLong_AsUnsignedLong(PyTuple_GET_ITEM(info, 0));
+            Py_DECREF(info);
+            if (PyErr_Occurred()) goto fail_attr;
+            if (h) { id_value = (uint32_t)h; has_id = 1; }
+            flag |= (int)fb;
+            role |= (uint32_t)rb;
+        } else {
+            uint32_t c = crc_begin();
+            if (a->ns && a->ns->href) {
+                c = crc_feed(c, (const unsigned char *)"{", 1);
+                c = crc_feed(c, a->ns->href, strlen((const char *)a->ns->href));
+                c = crc_feed(c, (const unsigned char *)"}", 1);
+            }
+            c = crc_feed(c, a->name, strlen((const char *)a->name));
+            c = crc_feed(c, (const unsigned char *)"=", 1);
+            c = crc_feed(c, (const unsigned char *)s, (size_t)n);
+            if (VPUSH(w->attr_hash, uint32_t, crc_end(c)) < 0) goto fail_attr;
+            if (is_name(a, "href")) {
+                has_href = 1;
+                Py_XDECREF(href_owner);
+                href_s = s;
+                href_n = n;
+                href_owner = owned;
+                owned = NULL;
+            } else if (is_name(a, "role") && (r = stripped_lower_is(s, n, "navigation")) != 0) {
+                if (r < 0) goto fail_attr;
+                flag |= w->k.f_nav_hint | w->k.f_nav_word;
+                role |= w->k.hint_nav;
+            } else if (is_name(a, "hidden")) {
+                role |= w->k.hint_hidden;
+            } else if (is_name(a, "aria-hidden")) {
+                if ((r = stripped_lower_is(s, n, "true")) < 0) goto fail_attr;
+                if (r) role |= w->k.hint_hidden;
+            } else if (is_name(a, "style")) {
+                PyObject *v = PyUnicode_DecodeUTF8(s, n, NULL);
+                PyObject *m = v ? PyObject_CallOneArg(w->hidden_style, v) : NULL;
+                Py_XDECREF(v);
+                if (!m) goto fail_attr;
+                int truth = PyObject_IsTrue(m);
+                Py_DECREF(m);
+                if (truth < 0) goto fail_attr;
+                if (truth) role |= w->k.hint_hidden;
+            }
+        }
+        Py_XDECREF(owned);
+        continue;
+    fail_attr:
+        Py_XDECREF(owned);
+        Py_XDECREF(href_owner);
+        return -1;
+    }
+    if ((bits & T_A) && has_href) {
+        flag |= w->k.f_link;
+        r = resolve_href(w, href_s, href_n, i);
+        if (r < 0) { Py_XDECREF(href_owner); return -1; }
+    }
+    Py_XDECREF(href_owner);
+    if (bits & T_NAV) flag |= w->k.f_nav_all;
+    if (bits & T_EXTRA) {
+        if (VPUSH(w->extra_node, int32_t, i) < 0 || VPUSH(w->extra_ptr, xmlNode *, node) < 0) return -1;
+    }
+    w->opened_since = 1;
+    if (bits & T_BLOCK) w->line_no++;
+    int32_t parent = w->stack_i.len ? VAT(w->stack_i, int32_t, w->stack_i.len - 1) : -1;
+    if (push_node(w, parent, t->tid, flag, role, cls_start, attr_start) < 0) return -1;
+    if (has_id) VAT(w->id_hash, uint32_t, i) = id_value;
+    if (VPUSH(w->stack_i, int32_t, i) < 0 || VPUSH(w->stack_bits, int, bits) < 0) return -1;
+    if (bits & T_A) w->in_link++;
+    if (bits & T_LEAF) return S_LEAF;
+    if ((bits & T_PRE) && w->k.browser) {
+        if (!w->pre_depth) {
+            w->pre_first_text = w->n_texts;
+            w->pending.len = 0;
+        }
+        w->pre_depth++;
+    }
+    r = text_run(w, node->children, i);
+    return r < 0 ? -1 : r > 0 ? -2 : S_DESCEND;
+}
+
+/* The end event of the open element `node` (not a dropped one). */
+static int finish(W *w, xmlNode *node) {
+    w->stack_i.len--;
+    w->stack_bits.len--;
+    int32_t i = VAT(w->stack_i, int32_t, w->stack_i.len);
+    int bits = VAT(w->stack_bits, int, w->stack_bits.len);
+    VAT(w->end, int32_t, i) = (int32_t)w->parent.len;
+    w->closed_since = 1;
+    if (bits & T_A) w->in_link--;
+    if ((bits & T_PRE) && w->k.browser && !(bits & T_LEAF)) {
+        w->pre_depth--;
+        if (!w->pre_depth) {
+            if (w->n_texts > w->pre_first_text) {
+                /* texts[-1].rstrip(): the last text is the end of the text buffer */
+                int32_t *len = &VAT(w->text_len, int32_t, w->last_text);
+                const Py_UCS4 *t = (const Py_UCS4 *)w->text.data;
+                while (*len > 0 && Py_UNICODE_ISSPACE(t[w->text.len - 1])) {
+                    (*len)--;
+                    w->text.len--;
+                }
+            }
+            w->pending.len = 0;
+            w->space_pending = 1;
+        }
+    }
+    if (bits & T_BLOCK) w->line_no++;
+    if (node != w->body) {
+        int r = text_run(w, node->next, VAT(w->stack_i, int32_t, w->stack_i.len - 1));
+        if (r) return r < 0 ? -1 : -2;
+    }
+    return 0;
+}
+
+/* The first node at or after `c` that iterwalk yields as an element; sets bail for node
+ * kinds read differently here (entity references). */
+static xmlNode *next_element(W *w, xmlNode *c) {
+    for (; c; c = c->next) {
+        if (c->type == XML_ELEMENT_NODE) return c;
+        if (c->type == XML_ENTITY_REF_NODE || c->type == XML_ENTITY_NODE || c->type == XML_DOCUMENT_NODE) {
+            w->bail = 1;
+            return NULL;
+        }
+    }
+    return NULL;
+}
+
+static int run(W *w) {
+    xmlNode *node = w->body;
+    for (;;) {
+        int r = start(w, node);
+        if (r < 0) return r;
+        xmlNode *child = r == S_DESCEND ? next_element(w, node->children) : NULL;
+        if (w->bail) return -2;
+        if (child) { node = child; continue; }
+        if (r != S_DROPPED && (r = finish(w, node)) < 0) return r;
+        for (;;) {
+            if (node == w->body) return 0;
+            xmlNode *sib = next_element(w, node->next);
+            if (w->bail) return -2;
+            if (sib) { node = sib; break; }
+            node = node->parent;
+            if (!node || node->type != XML_ELEMENT_NODE) return -2;
+            if ((r = finish(w, node)) < 0) return r;
+        }
+    }
+}
+
+/* ------------------------------------------------------------------ results */
+
+static PyObject *as_bytes(const Vec *v, size_t item) {
+    return PyByteArray_FromStringAndSize(v->data ? (const char *)v->data : "", (Py_ssize_t)(v->len * item));
+}
+
+static PyObject *results(W *w, struct LxmlDocument *doc) {
+    size_t n = w->parent.len;
+    if (VPUSH(w->class_ptr, int32_t, (int32_t)w->class_hash.len) < 0) return NULL;
+    if (VPUSH(w->attr_ptr, int32_t, (int32_t)w->attr_hash.len) < 0) return NULL;
+    /* text pointers from the text lengths: </pre> trims its last text after later elements exist */
+    Vec tp = {0, 0, 0, sizeof(int32_t)}, cc = {0, 0, 0, sizeof(int32_t)};
+    PyObject *out = NULL;
+    if (vec_reserve(&tp, n + 1) < 0 || vec_reserve(&cc, n + 1) < 0) goto done;
+    {
+        int32_t t_at = 0;
+        for (size_t i = 0; i < n; i++) {
+            VAT(tp, int32_t, i) = t_at;
+            t_at += VAT(w->text_len, int32_t, i);
+            VAT(cc, int32_t, i) = 0;
+        }
+        VAT(tp, int32_t, n) = t_at;
+        for (size_t i = 1; i < n; i++) VAT(cc, int32_t, VAT(w->parent, int32_t, i))++;
+        tp.len = n + 1;
+        cc.len = n;
+    }
+    PyObject *extras = PyList_New((Py_ssize_t)w->extra_node.len);
+    if (!extras) goto done;
+    for (size_t k = 0; k < w->extra_node.len; k++) {
+        PyObject *el = (PyObject *)elementFactory(doc, VAT(w->extra_ptr, xmlNode *, k));
+        PyObject *pair = el ? Py_BuildValue("(iN)", VAT(w->extra_node, int32_t, k), el) : NULL;
+        if (!pair) { Py_DECREF(extras); goto done; }
+        PyList_SET_ITEM(extras, (Py_ssize_t)k, pair);
+    }
+    PyObject *text = PyUnicode_FromKindAndData(PyUnicode_4BYTE_KIND, w->text.data ? w->text.data : (void *)"\0\0\0",
+                                               (Py_ssize_t)w->text.len);
+    if (!text) { Py_DECREF(extras); goto done; }
+    out = Py_BuildValue("(NNNNNNNNNNNNNNNNNNON)",
+                        as_bytes(&w->parent, 4), as_bytes(&w->depth, 4), as_bytes(&w->tag, 4),
+                        as_bytes(&w->end, 4), as_bytes(&cc, 4), as_bytes(&w->flags, 2),
+                        as_bytes(&w->hints, 4), as_bytes(&w->line, 4), as_bytes(&w->id_hash, 4),
+                        as_bytes(&w->class_ptr, 4), as_bytes(&w->class_hash, 4), as_bytes(&w->attr_ptr, 4),
+                        as_bytes(&w->attr_hash, 4), as_bytes(&tp, 4), text, as_bytes(&w->words, 4),
+                        as_bytes(&w->chars, 4), as_bytes(&w->link_node, 4), w->links, extras);
+done:
+    free(tp.data);
+    free(cc.data);
+    return out;
+}
+
+/* walk(body, base_url, tag_props, class_info, id_info, resolve_link, count_words,
+ *      hidden_style, browser, consts) */
+static PyObject *walk(PyObject *self, PyObject *args) {
+    PyObject *body_o;
+    W w;
+    memset(&w, 0, sizeof(w));
+    if (!PyArg_ParseTuple(args, "OUOOOOOOp(iiiiiiikk)", &body_o, &w.base_url, &w.tag_props, &w.class_info,
+                          &w.id_info, &w.resolve, &w.count_words, &w.hidden_style, &w.k.browser,
+                          &w.k.f_link, &w.k.f_in_link, &w.k.f_nav_hint, &w.k.f_nav_word, &w.k.f_nav_all,
+                          &w.k.f_space_before, &w.k.f_pre, &w.k.hint_nav, &w.k.hint_hidden))
+        return NULL;
+    if (!element_type || !PyObject_TypeCheck(body_o, element_type)) Py_RETURN_NONE;
+    struct LxmlElement *body = (struct LxmlElement *)body_o;
+    if (!body->_c_node || body->_c_node->type != XML_ELEMENT_NODE) Py_RETURN_NONE;
+    Vec i32 = {0, 0, 0, sizeof(int32_t)};
+    w.parent = w.depth = w.tag = w.end = w.line = w.class_ptr = w.attr_ptr = w.text_len = w.words = w.chars = i32;
+    w.link_node = w.extra_node = w.stack_i = i32;
+    w.flags = (Vec){0, 0, 0, sizeof(uint16_t)};
+    w.hints = w.id_hash = w.class_hash = w.attr_hash = (Vec){0, 0, 0, sizeof(uint32_t)};
+    w.extra_ptr = (Vec){0, 0, 0, sizeof(xmlNode *)};
+    w.stack_bits = (Vec){0, 0, 0, sizeof(int)};
+    w.text = w.raw = w.pending = w.scratch = (Vec){0, 0, 0, sizeof(Py_UCS4)};
+    w.body = body->_c_node;
+    w.links = PyList_New(0);
+    w.href_cache = PyDict_New();
+    PyObject *out = NULL;
+    if (!w.links || !w.href_cache) goto done;
+    int r = run(&w);
+    if (r == -2) {
+        PyErr_Clear();
+        out = Py_None;
+        Py_INCREF(out);
+    } else if (r == 0) {
+        out = results(&w, body->_doc);
+    }
+done:
+    w_free(&w);
+    return out;
+}
+
+static PyMethodDef methods[] = {
+    {"walk", walk, METH_VARARGS, "walk(body, ...): the arrays of page._flatten, or None to run the reference."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_flatten",
+                                    "Parse flattening, compiled (see page.py _flatten).", -1, methods};
+
+PyMODINIT_FUNC PyInit__flatten(void) {
+    crc_init();
+    if (import_lxml__etree() < 0) return NULL;
+    PyObject *etree = PyImport_ImportModule("lxml.etree");
+    if (!etree) return NULL;
+    element_type = (PyTypeObject *)PyObject_GetAttrString(etree, "_Element");
+    Py_DECREF(etree);
+    if (!element_type) return NULL;
+    if (!PyType_Check(element_type)) {
+        PyErr_SetString(PyExc_ImportError, "lxml.etree._Element is not a type");
+        return NULL;
+    }
+    return PyModule_Create(&module);
+}
