@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from lxml import etree
 
 from sitestrip.transforms import page as P
+from sitestrip.transforms.tokens import count_words
 from sitestrip.transforms.page import (F_IN_LINK, F_LINK, F_PRE, F_SPACE_BEFORE, PRODUCT_RULES, SPEC_RULES,
                                        TAG_ID, TEXT, ParseRules, parse_page, parse_tree)
 
@@ -83,6 +84,28 @@ def test_the_compiled_flattening_is_built_and_used_by_default(monkeypatch):
     assert page.words.tolist() == [0, 0, 1, 0, 1, 0]
     assert page.link_url == ("http://ex.com/a",) and page.link_node.tolist() == [3]
     assert page.class_ptr.tolist() == [0, 0, 1, 1, 1, 1, 1]
+
+
+# --- words: tokens.py's pattern, counted in C ---
+
+def test_compiled_word_count_by_hand():
+    """"か\u3099" is a kana with its (decomposed) voicing mark: one token; "x" after it starts
+    another (a mark continues a token, a letter after a CJK character does not); 中 and 文
+    are one each; "a\u0301b" is one (the mark continues it); "_" is no letter, so "c" is
+    one; the katakana middle dot is none; "٣²" (digits of other scripts) is one: 7."""
+    text = "か\u3099x中文a\u0301b_c ・ ٣²"
+    assert P._compiled.count_words(text) == count_words(text) == 7
+
+
+_WORD_CHARS = st.sampled_from(["a", "Z", "7", " ", "_", "-", "\u0301", "\u0e34", "\u3099", "か", "中", "・",
+                               "\u30fb", "한", "\U00020000", "٣", "²", "Ⅻ", "é", "ß", "\u00a0", "\u200d", "ǅ"])
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.one_of(st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=30),
+                 st.lists(_WORD_CHARS, max_size=30).map("".join)))
+def test_compiled_word_count_is_count_words(text):
+    assert P._compiled.count_words(text) == count_words(text)
 
 
 # --- quirks, with values derived by hand ---

@@ -16,8 +16,9 @@
  *     decodes them.
  * What is rare or intricate stays in Python and is called back: a tag's properties
  * (name.lower() and the rules' sets), class and id hints, resolve_link, the hidden-style
- * pattern, and count_words for text that is not ASCII (ASCII text is counted here: the
- * ASCII pattern is [A-Za-z0-9]+). Anything this file does not read exactly as lxml would
+ * pattern. count_words' tokens are counted here (tokens.py's pattern, with its CJK and mark
+ * ranges handed over by set_token_ranges; Python's count_words where they are not set).
+ * Anything this file does not read exactly as lxml would
  * (entity references, invalid UTF-8, an element that is not lxml's) makes `walk` return
  * None, and page.py runs the reference instead, so the result is the same either way.
  *
@@ -251,8 +252,47 @@ static int ascii_alnum(Py_UCS4 c) {
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
 }
 
-/* count_words of a collapsed text: the ASCII pattern here, the full one in Python. */
+/* tokens.py's ranges: CJK characters (a token each) and combining marks (continue a token),
+ * sorted [lo, hi] pairs. */
+static Py_UCS4 *cjk_ranges, *mark_ranges;
+static Py_ssize_t n_cjk, n_marks;
+
+static int in_ranges(Py_UCS4 c, const Py_UCS4 *r, Py_ssize_t n) {
+    Py_ssize_t lo = 0, hi = n;
+    while (lo < hi) {
+        Py_ssize_t mid = (lo + hi) / 2;
+        if (c < r[2 * mid]) hi = mid;
+        else if (c > r[2 * mid + 1]) lo = mid + 1;
+        else return 1;
+    }
+    return 0;
+}
+
+static int is_cjk(Py_UCS4 c) { return c >= 0x3040 && in_ranges(c, cjk_ranges, n_cjk); }
+static int is_mark(Py_UCS4 c) { return c >= 0x300 && in_ranges(c, mark_ranges, n_marks); }
+
+/* The number of matches of tokens.py's _TOKEN in s[0..n): re's [^\W_] is Py_UNICODE_ISALNUM.
+ * A token starts at a letter or digit: a CJK one stands alone with the marks after it, any
+ * other continues over letters and digits that are not CJK, and marks. */
+static Py_ssize_t count_tokens(const Py_UCS4 *s, size_t n) {
+    Py_ssize_t count = 0;
+    size_t k = 0;
+    while (k < n) {
+        Py_UCS4 c = s[k++];
+        if (!Py_UNICODE_ISALNUM(c)) continue;
+        count++;
+        if (is_cjk(c)) {
+            while (k < n && is_mark(s[k])) k++;
+        } else {
+            while (k < n && ((Py_UNICODE_ISALNUM(s[k]) && !is_cjk(s[k])) || is_mark(s[k]))) k++;
+        }
+    }
+    return count;
+}
+
+/* count_words of a collapsed text: the ASCII pattern ([A-Za-z0-9]+) or the full one. */
 static Py_ssize_t words_of(W *w, const Py_UCS4 *s, size_t n) {
+    if (cjk_ranges && mark_ranges && !is_ascii(s, n)) return count_tokens(s, n);
     if (is_ascii(s, n)) {
         Py_ssize_t count = 0;
         int in = 0;
@@ -786,8 +826,75 @@ done:
     return out;
 }
 
+static int ranges_of(PyObject *seq, Py_UCS4 **out, Py_ssize_t *n) {
+    PyObject *fast = PySequence_Fast(seq, "expected a sequence of (lo, hi) pairs");
+    if (!fast) return -1;
+    Py_ssize_t m = PySequence_Fast_GET_SIZE(fast);
+    Py_UCS4 *r = PyMem_RawMalloc((size_t)(2 * m + 1) * sizeof(Py_UCS4));
+    if (!r) { Py_DECREF(fast); PyErr_NoMemory(); return -1; }
+    for (Py_ssize_t k = 0; k < m; k++) {
+        unsigned long lo, hi;
+        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(fast, k), "kk", &lo, &hi)) goto bad;
+        if (lo > hi || hi > 0x10FFFF || (k && lo <= r[2 * k - 1])) {
+            PyErr_SetString(PyExc_ValueError, "ranges must be sorted, disjoint code point pairs");
+            goto bad;
+        }
+        r[2 * k] = (Py_UCS4)lo;
+        r[2 * k + 1] = (Py_UCS4)hi;
+    }
+    Py_DECREF(fast);
+    PyMem_RawFree(*out);
+    *out = r;
+    *n = m;
+    return 0;
+bad:
+    Py_DECREF(fast);
+    PyMem_RawFree(r);
+    return -1;
+}
+
+static PyObject *set_token_ranges(PyObject *self, PyObject *args) {
+    PyObject *cjk, *marks;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "OO", &cjk, &marks)) return NULL;
+    if (ranges_of(cjk, &cjk_ranges, &n_cjk) < 0 || ranges_of(marks, &mark_ranges, &n_marks) < 0) return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *count_words_c(PyObject *self, PyObject *arg) {
+    (void)self;
+    if (!PyUnicode_Check(arg)) {
+        PyErr_SetString(PyExc_TypeError, "count_words: expected a str");
+        return NULL;
+    }
+    if (!cjk_ranges || !mark_ranges) {
+        PyErr_SetString(PyExc_RuntimeError, "count_words: set_token_ranges was not called");
+        return NULL;
+    }
+    Py_UCS4 *s = PyUnicode_AsUCS4Copy(arg);
+    if (!s) return NULL;
+    Py_ssize_t n = PyUnicode_GET_LENGTH(arg);
+    Py_ssize_t count;
+    if (is_ascii(s, (size_t)n)) {
+        count = 0;
+        int in = 0;
+        for (Py_ssize_t k = 0; k < n; k++) {
+            int a = ascii_alnum(s[k]);
+            if (a && !in) count++;
+            in = a;
+        }
+    } else {
+        count = count_tokens(s, (size_t)n);
+    }
+    PyMem_Free(s);
+    return PyLong_FromSsize_t(count);
+}
+
 static PyMethodDef methods[] = {
     {"walk", walk, METH_VARARGS, "walk(body, ...): the arrays of page._flatten, or None to run the reference."},
+    {"set_token_ranges", set_token_ranges, METH_VARARGS,
+     "set_token_ranges(cjk, marks): tokens.py's ranges, for counting words here."},
+    {"count_words", count_words_c, METH_O, "count_words(text): tokens.count_words, compiled (for tests)."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -31,6 +31,9 @@ try:
     from sitestrip.transforms import _flatten as _compiled
 except ImportError:  # pragma: no cover - a source tree used without installing
     _compiled = None
+else:
+    from sitestrip.transforms.tokens import _CJK_RANGES, _MARK_RANGES
+    _compiled.set_token_ranges(_CJK_RANGES, _MARK_RANGES)
 
 # Whether parse_page flattens with the compiled walk when it is built (tests switch it off to
 # run the reference); SITESTRIP_FLATTEN=python does the same for a whole process.

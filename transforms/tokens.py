@@ -52,12 +52,14 @@ def _mark_ranges():
     return ranges
 
 
+_MARK_RANGES = tuple(_mark_ranges())
 _CJK = _char_class(_CJK_RANGES)
-_MARKS = _char_class(_mark_ranges())
+_MARKS = _char_class(_MARK_RANGES)
 # A token starts with a letter/digit that is not CJK and continues with
 # letters/digits (not CJK) or combining marks; a CJK letter stands alone but
 # for the marks that follow it. The blocks also hold punctuation (・, ゠) and
 # unassigned code points, hence the letter/digit lookahead on the CJK branch.
+# transforms/_flatten.c counts the same tokens with these ranges (tests/test_flatten.py).
 _TOKEN = re.compile(rf"(?=[^\W_])[{_CJK}][{_MARKS}]*"
                     rf"|(?:(?![{_CJK}])[^\W_])(?:(?![{_CJK}])[^\W_]|[{_MARKS}])*")
 # ASCII text has neither CJK nor marks, and the plain pattern scans it ~4x
