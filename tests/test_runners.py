@@ -206,7 +206,7 @@ def _check_members(names, prefix=""):
     assert any(n.startswith(f"{prefix}transforms/models/") and n.endswith(".json.gz") for n in names)
     assert f"{prefix}transforms/etdm.py" in names and f"{prefix}pipeline/graph.py" in names
     # The compiled parts (setup.py): their C sources in the sdist, built modules in the wheel.
-    for module in ("_etdm", "_model"):
+    for module in ("_etdm", "_model", "_flatten"):
         if prefix:
             assert any(n.startswith(f"{prefix}transforms/{module}.") and n.endswith((".so", ".pyd"))
                        for n in names), module
@@ -290,16 +290,18 @@ def test_the_wheel_installed_alone_runs_the_sample(tmp_path):
         [sys.executable, "-c",
          "import sitestrip.transforms.classify as c, sitestrip.configs as g\n"
          "import sitestrip.transforms.etdm as e, sitestrip.transforms.model as m\n"
+         "import sitestrip.transforms.page as p\n"
          "print(c.__file__); print(g.load_config('default') is not None)\n"
          "print(sorted(__import__('os').listdir(c.MODEL_DIR)))\n"
-         "print(e._compiled.__file__); print(m._compiled.__file__)"],
+         "print(e._compiled.__file__); print(m._compiled.__file__); print(p._compiled.__file__)"],
         cwd=elsewhere, env=env, capture_output=True, text=True, timeout=120, check=True)
-    module_file, preset_loaded, models, etdm_ext, model_ext = where.stdout.splitlines()
+    module_file, preset_loaded, models, etdm_ext, model_ext, flatten_ext = where.stdout.splitlines()
     assert module_file.startswith(str(target / "sitestrip" / "transforms"))
     assert preset_loaded == "True" and ".json.gz" in models
     # the compiled walks come with the wheel
     assert etdm_ext.startswith(str(target / "sitestrip" / "transforms" / "_etdm."))
     assert model_ext.startswith(str(target / "sitestrip" / "transforms" / "_model."))
+    assert flatten_ext.startswith(str(target / "sitestrip" / "transforms" / "_flatten."))
 
     run = subprocess.run([sys.executable, "-m", "sitestrip.pipeline.cli", "run", "--input", SAMPLE,
                           "--output", str(tmp_path / "out"), "--workers", "2", "--quiet"],

@@ -722,7 +722,6 @@ def _flatten(body, url: str, title: str, base_url: str, html_len: int, notes: tu
 _T_DROP, _T_LEAF, _T_BLOCK, _T_PRE, _T_EXTRA, _T_A, _T_NAV = 1, 2, 4, 8, 16, 32, 64
 
 
-@lru_cache(maxsize=1 << 12)
 def _tag_props(name: str, rules: ParseRules) -> tuple:
     """(tag id, _T_* bits, HINT_BIT bits of the tag) of an element named `name` (lxml's tag,
     case kept), as _flatten reads them; the compiled walk asks once per distinct name per page."""
@@ -734,6 +733,17 @@ def _tag_props(name: str, rules: ParseRules) -> tuple:
     return tag_id(name), bits, _HINT_OF_TAG.get(name, 0)
 
 
+_TAG_PROPS: dict = {}
+
+
+def _tag_props_of(rules: ParseRules):
+    """_tag_props for one ParseRules, cached by name (names repeat across pages)."""
+    props = _TAG_PROPS.get(rules)
+    if props is None:
+        props = _TAG_PROPS[rules] = lru_cache(maxsize=1 << 12)(partial(_tag_props, rules=rules))
+    return props
+
+
 _WALK_CONSTS = (F_LINK, F_IN_LINK, F_NAV_HINT, F_NAV_WORD, F_NAV_ALL, F_SPACE_BEFORE, F_PRE,
                 HINT_BIT["nav"], HINT_BIT["hidden"])
 
@@ -742,7 +752,7 @@ def _flatten_compiled(body, url: str, title: str, base_url: str, html_len: int, 
                       rules: ParseRules = PRODUCT_RULES) -> CompactPage | None:
     """`_flatten`'s CompactPage from transforms/_flatten.c, or None where the compiled walk
     leaves the page to the reference (a tree it does not read exactly as lxml does)."""
-    out = _compiled.walk(body, base_url, partial(_tag_props, rules=rules), _class_info, _id_info,
+    out = _compiled.walk(body, base_url, _tag_props_of(rules), _class_info, _id_info,
                          resolve_link, count_words, _HIDDEN_STYLE.search, rules.browser_text,
                          _WALK_CONSTS)
     if out is None:
