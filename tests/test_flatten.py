@@ -194,9 +194,17 @@ def test_dropped_and_leaf_elements_and_the_body_tail():
     assert texts == [("a", 0), ("b", 0), ("c", F_SPACE_BEFORE)]
 
 
-def test_a_deep_page():
+def test_deep_pages():
+    """The parser caps nesting (2048 levels with huge_tree); a tree built by hand does not:
+    10,000 levels, far past any recursion limit, flatten the same."""
     depth = 5000
     assert_same_parse("<body>" + "<div>x <a href=y>" * depth + "</a></div>" * depth + "</body>")
+    body = node = etree.Element("body")
+    for k in range(10_000):
+        node = etree.SubElement(node, "pre" if k % 7 == 0 else "div")
+        node.text, node.tail = f" level {k}\n", "\n"
+    page = assert_same(body)
+    assert int(page.depth.max()) == 10_001
 
 
 # --- generated HTML ---

@@ -292,24 +292,24 @@ static Py_ssize_t count_tokens(const Py_UCS4 *s, size_t n) {
 
 /* count_words of a collapsed text: the ASCII pattern ([A-Za-z0-9]+) or the full one. */
 static Py_ssize_t words_of(W *w, const Py_UCS4 *s, size_t n) {
-    if (cjk_ranges && mark_ranges && !is_ascii(s, n)) return count_tokens(s, n);
-    if (is_ascii(s, n)) {
-        Py_ssize_t count = 0;
-        int in = 0;
-        for (size_t k = 0; k < n; k++) {
-            int a = ascii_alnum(s[k]);
-            if (a && !in) count++;
-            in = a;
-        }
+    if (!is_ascii(s, n)) {
+        if (cjk_ranges && mark_ranges) return count_tokens(s, n);
+        PyObject *str = PyUnicode_FromKindAndData(PyUnicode_4BYTE_KIND, s, (Py_ssize_t)n);
+        if (!str) return -1;
+        PyObject *r = PyObject_CallOneArg(w->count_words, str);
+        Py_DECREF(str);
+        if (!r) return -1;
+        Py_ssize_t count = PyLong_AsSsize_t(r);
+        Py_DECREF(r);
         return count;
     }
-    PyObject *str = PyUnicode_FromKindAndData(PyUnicode_4BYTE_KIND, s, (Py_ssize_t)n);
-    if (!str) return -1;
-    PyObject *r = PyObject_CallOneArg(w->count_words, str);
-    Py_DECREF(str);
-    if (!r) return -1;
-    Py_ssize_t count = PyLong_AsSsize_t(r);
-    Py_DECREF(r);
+    Py_ssize_t count = 0;
+    int in = 0;
+    for (size_t k = 0; k < n; k++) {
+        int a = ascii_alnum(s[k]);
+        if (a && !in) count++;
+        in = a;
+    }
     return count;
 }
 
