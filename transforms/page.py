@@ -505,7 +505,8 @@ def _flatten(body, url: str, title: str, base_url: str, html_len: int, notes: tu
     # Per node (dense): parent, depth, tag, end, flags, line. Per text node:
     # text, words. Attributes are sparse (node, value) pairs. One loop over
     # lxml's start/end events; locals are bound because this is the hottest
-    # Python loop of the product.
+    # Python loop of the product. parse_page runs transforms/_flatten.c instead when it
+    # is built; this stays its reference (tests/test_flatten.py): change the two together.
     parent, depth, tag, end, flags, line, hints = [], [], [], [], [], [], []
     text_node, texts, text_words, text_chars = [], [], [], []
     id_node, id_value = [], []
