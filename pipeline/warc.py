@@ -96,9 +96,10 @@ _STATUS_LINE = re.compile(r"\s*HTTP/[0-9]+(?:\.[0-9]+)?[ \t]+([0-9]{3})(?:[ \t]|
 class ReadLimits:
     # Cap on the decoded HTTP entity body; larger pages become PayloadTooLarge errors.
     max_payload_bytes: int = 20 * 1024 * 1024
-    # Cap on the nodes of a parsed page: flattening costs ~4 µs of CPU and most of
-    # a kB of peak memory per node, so larger pages become TooManyNodes errors
-    # rather than seconds to minutes and GBs per page.
+    # Cap on the nodes of a parsed page: parsing and every later stage cost CPU per
+    # node (the Python flattening alone ~4 µs a node, the compiled one a fraction of
+    # that) and the parse most of a kB of peak memory per node, so larger pages become
+    # TooManyNodes errors rather than seconds to minutes and GBs per page.
     max_nodes: int = 500_000
     # How a page is flattened where the product departs from SPEC §1
     # (transforms.page.ParseRules; all off in configs/published.yaml).
