@@ -213,6 +213,53 @@ def test_a_failing_page_becomes_an_errors_row_and_the_site_goes_on(monkeypatch):
     assert {(kind, r["stage"]) for kind, r in out} == {("errors", "site")}
 
 
+def test_a_page_whose_blocks_fail_costs_its_own_row_only(monkeypatch):
+    """Every page's blocks are computed up front for the shard's block-text counts. When c's
+    fail, c gets an errors row in its blocks stage and the other four pages get their rows,
+    as before the failure was possible; before, the first key page computed them all and
+    every page of the site failed in turn."""
+    import sitestrip.transforms.extract as extract
+
+    real = extract._own_blocks
+
+    def fail_for_c(page):
+        if page.url.endswith("/c.html"):
+            raise ValueError("no blocks")
+        return real(page)
+
+    monkeypatch.setattr(extract, "_own_blocks", fail_for_c)
+    out = rows_for([record(x) for x in PAGES], config_from_dict({"main_content": {"method": "learned"}}))
+    errors = [(r["url"], r["stage"], r["error_class"]) for kind, r in out if kind == "errors"]
+    assert errors == [("https://fruit.example/c.html", "blocks", "ValueError")]
+    rows = {r["url"]: r for kind, r in out if kind == "pages"}
+    assert len(rows) == 4
+    assert rows["https://fruit.example/a.html"]["main_text"].startswith("Apples")
+
+
+def test_each_page_is_charged_its_own_blocks_not_the_shards(monkeypatch):
+    """Each page's own blocks cost 300 ms of CPU here (a busy loop inside _own_blocks); the
+    page budget is 1,000 ms. Charged to the first key page, five pages' blocks (1,500 ms)
+    would put it over its budget; charged to each page, every page stays within it, and
+    each row's blocks time includes its own 300 ms."""
+    import time
+
+    import sitestrip.transforms.extract as extract
+
+    real = extract._own_blocks
+
+    def slow(page):
+        start = time.thread_time()
+        while time.thread_time() - start < 0.3:
+            pass
+        return real(page)
+
+    monkeypatch.setattr(extract, "_own_blocks", slow)
+    config = config_from_dict({"site": {"page_budget_ms": 1000}, "main_content": {"method": "learned"}})
+    out = rows_for([record(x) for x in PAGES], config)
+    assert [kind for kind, _ in out] == ["pages"] * 5
+    assert all(300 <= r["timing_ms"]["blocks"] < 1000 for _, r in out)
+
+
 def test_flat_page_merge_does_not_swallow_the_template():
     """Paragraphs directly under BODY, a shared header beside them. Site ETDM maps BODY, #h with its
     text, and both p elements (.1 + .2 + .7 = 1 ≥ .9); the paragraph texts differ. Text-aware roots:
