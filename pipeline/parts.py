@@ -23,9 +23,18 @@ never passes (docs/runners.md, "Dask"), so sitestrip writes its datasets itself:
 A part's rows are held in memory while it is sorted, as Arrow columns (about
 their Parquet size uncompressed), so the number of parts bounds that memory:
 by default one part per input WARC file (`build_pipeline`).
+
+Rows cross the shuffle to their part packed: one zlib-compressed pickle per row
+(`pack_row`), unpacked by the part's writer. Beam's local runner keeps a whole
+step's output in memory and decodes a group-by-key's values into Python objects
+before it groups them, so unpacked, every pages row of the run was held there
+as dicts at once: on docsites-dev that group-by-key raised the run's peak RSS
+from 560 to 760 MB (docs/performance.md, "Scaling"). Packed, the runner holds
+bytes of a third of their size, and every runner shuffles fewer bytes.
 """
 from __future__ import annotations
 
+import pickle
 import uuid
 import zlib
 
@@ -55,6 +64,16 @@ def part_of(row: dict, fields: tuple[str, ...], parts: int) -> int:
     """The part file of `row`: stable in every process, Python version and machine."""
     key = "\x1f".join("" if row.get(f) is None else str(row.get(f)) for f in fields)
     return zlib.crc32(key.encode("utf-8", "surrogatepass")) % parts
+
+
+def pack_row(row: dict) -> bytes:
+    """A row as it crosses the shuffle to its part: exact (pickle keeps every value and type as
+    it is) and small (zlib's fastest level; the text columns are most of a pages row)."""
+    return zlib.compress(pickle.dumps(row, protocol=pickle.HIGHEST_PROTOCOL), 1)
+
+
+def unpack_row(packed: bytes) -> dict:
+    return pickle.loads(zlib.decompress(packed))
 
 
 def part_path(prefix: str, index: int, parts: int) -> str:
@@ -105,9 +124,10 @@ class _WritePart(beam.DoFn):
         self.prefix, self.schema, self.fields, self.parts = prefix, schema, fields, parts
 
     def process(self, element):
-        index, rows = element
+        index, packed_rows = element
         # None is the marker that gives every part a group (WriteParts.expand).
-        table = sorted_table((row for row in rows if row is not None), self.schema, self.fields)
+        rows = (unpack_row(packed) for packed in packed_rows if packed is not None)
+        table = sorted_table(rows, self.schema, self.fields)
         if table.num_rows == 0 and index != 0:
             # Only part 0 is written empty: a dataset always has a file (and so a schema),
             # but a run over 90,000 input files does not leave 90,000 empty errors files.
@@ -128,7 +148,7 @@ class WriteParts(beam.PTransform):
 
     def expand(self, rows):
         fields, parts = self.fields, self.parts
-        keyed = rows | "PartKeys" >> beam.Map(lambda row: (part_of(row, fields, parts), row))
+        keyed = rows | "PartKeys" >> beam.Map(lambda row: (part_of(row, fields, parts), pack_row(row)))
         every_part = (rows.pipeline
                       | "PartIndexes" >> beam.Create(range(parts))
                       | "PartMarkers" >> beam.Map(lambda index: (index, None)))

@@ -18,7 +18,9 @@ synthetic sites are generated there once and reused (they are deterministic).
     # e. peak RSS (1 worker) against the input size at a fixed shard size, and on the dev corpora
     python $S rss --synthetic 2000 5000 10000 20000 --corpus $C/docsites-dev ...
     #    and what holds it: the pipeline in this process, RSS and the runner's buffers per stage
-    python $S memory --corpus $C/docsites-dev
+    python $S memory --corpus $C/docsites-dev --trim
+    #    peak RSS against input size, before and after a change (rss --json files)
+    python $S chart-rss "before=/tmp/before.json" "after=/tmp/after.json" --out docs/bench/scaling-rss.png
     # everything above, one after the other (about 40 minutes on 2 idle cores)
     python $S all --corpora $C --json docs/bench/scaling.json --chart docs/bench/scaling.png
 
@@ -804,11 +806,17 @@ def cmd_memory(args) -> dict:
             tracemalloc.stop()
         rss_after, hwm_after = _rss_mb()
         held_after = _held(context, bundle_input)
+        trimmed = None
+        if args.trim:
+            # What the C allocator keeps of freed memory: RSS after giving it back.
+            import ctypes
+            ctypes.CDLL("libc.so.6").malloc_trim(0)
+            trimmed = _rss_mb()[0]
         log.append({"stage": bundle_manager.stage.name, "cpu_s": round(time.process_time() - started, 2),
                     "rss_before": rss_before, "rss_after": rss_after, "hwm_before": hwm_before,
                     "hwm_after": hwm_after, "held_mb_before": round(held_before[0] / 2 ** 20, 1),
                     "held_values_before": held_before[1], "held_mb_after": round(held_after[0] / 2 ** 20, 1),
-                    "held_values_after": held_after[1]})
+                    "held_values_after": held_after[1], "rss_after_trim": trimmed})
         return result
 
     fn_runner.FnApiRunner._execute_bundle = traced
@@ -824,13 +832,14 @@ def cmd_memory(args) -> dict:
         raise SystemExit(f"run failed: {code}")
     print(f"\n### In-process run, RSS per stage ({len(inputs)} WARC files; before the run: {base_rss[0]} MB)\n")
     print("| stage (fused) | CPU s | RSS MB before → after | peak MB reached during | runner-held MB before → after "
-          "(encoded) | decoded values held before → after |")
-    print("|---|---|---|---|---|---|")
+          "(encoded) | decoded values held before → after |" + (" RSS MB after malloc_trim |" if args.trim else ""))
+    print("|---|---|---|---|---|---|" + ("---|" if args.trim else ""))
     for e in log:
         name = _stage_label(e["stage"])
         peak = f"**{e['hwm_after']}**" if e["hwm_after"] > e["hwm_before"] + 5 else f"{e['hwm_after']}"
         print(f"| {name} | {e['cpu_s']:.1f} | {e['rss_before']} → {e['rss_after']} | {peak} | "
-              f"{e['held_mb_before']} → {e['held_mb_after']} | {e['held_values_before']} → {e['held_values_after']} |")
+              f"{e['held_mb_before']} → {e['held_mb_after']} | {e['held_values_before']} → {e['held_values_after']} |"
+              + (f" {e['rss_after_trim']} |" if args.trim else ""))
     allocations = []
     for label, snapshot, (current, peak) in snapshots:
         print(f"\n### Python allocations made during {label} and still alive after it "
@@ -849,6 +858,30 @@ def cmd_memory(args) -> dict:
 # --------------------------------------------------------------------------------------------
 
 
+def cmd_chart_rss(args) -> dict:
+    """Peak RSS against pages of the synthetic site, one line per `rss --json` file (LABEL=FILE)."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6.5, 4.2))
+    for spec in args.runs:
+        label, _, path = spec.partition("=")
+        with open(path) as fh:
+            runs = [r for r in json.load(fh)["runs"] if r["input"].startswith("synthetic")]
+        ax.plot([r["pages"] for r in runs], [r["peak_tree_rss_mb"] for r in runs], "o-", label=label)
+    ax.set_xlabel("pages of the input (one synthetic site, shards of at most 2,000 pages)")
+    ax.set_ylabel("peak RSS MB, 1 worker")
+    ax.set_title("sitestrip run: peak memory against input size")
+    ax.set_ylim(bottom=0)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(args.out, dpi=110)
+    print(f"chart: {args.out}")
+    return {}
+
+
 def cmd_synth(args) -> dict:
     paths = write_synthetic(args.out, args.pages, args.seed, args.pages_per_file)
     size = sum(os.path.getsize(p) for p in paths)
@@ -857,22 +890,22 @@ def cmd_synth(args) -> dict:
 
 
 def cmd_all(args) -> dict:
+    """b-e one after the other, as docs/performance.md "Scaling" reports them."""
     corpora = sorted(d for d in glob.glob(os.path.join(args.corpora, "*-dev")) if os.path.isdir(d))
     docs = [d for d in corpora if d.endswith("docsites-dev")]
-    news15 = [d for d in corpora if d.endswith("news-ctf2015-dev")]
+    pair = docs + [d for d in corpora if d.endswith("news-ctf2015-dev")]
     ns = argparse.Namespace
     result = {"uptime_start": _uptime()}
+    result["rss"] = cmd_rss(ns(work=args.work, seed=args.seed, synthetic=[2000, 5000, 10000, 20000],
+                               corpus=corpora, extra=[]))
+    result["workers"] = cmd_workers(ns(work=args.work, corpus=pair, workers=[1, 2], repeat=1))
+    result["nodes"] = cmd_nodes(ns(work=args.work, corpus=pair,
+                                   run=[os.path.join(args.work, "runs", f"workers-{os.path.basename(d)}-1")
+                                        for d in pair]))
     result["curve"] = cmd_curve(ns(work=args.work, seed=args.seed, sizes=CURVE_SIZES, real=docs, real_sites=3,
                                    no_pipeline=False, chart=args.chart))
-    result["workers"] = cmd_workers(ns(work=args.work, corpus=docs + news15, workers=[1, 2], repeat=1))
-    runs = {r["input"]: r for r in result["workers"]["runs"] if r["workers"] == 1}
-    result["nodes"] = cmd_nodes(ns(work=args.work, corpus=docs + news15,
-                                   run=[os.path.join(args.work, "runs", f"workers-{os.path.basename(d)}-1")
-                                        for d in docs + news15]))
-    result["rss"] = cmd_rss(ns(work=args.work, seed=args.seed, synthetic=[2000, 5000, 10000, 20000],
-                               corpus=[d for d in corpora if os.path.basename(d) not in runs], extra=[]))
     result["memory"] = cmd_memory(ns(work=args.work, seed=args.seed, corpus=docs, synthetic=None, extra=[],
-                                     tracemalloc=None, top=15))
+                                     tracemalloc=None, top=15, trim=True))
     result["uptime_end"] = _uptime()
     return result
 
@@ -922,13 +955,18 @@ def main(argv=None) -> None:
     p.add_argument("--tracemalloc", metavar="NAME", help="trace Python allocations during the stages whose "
                    "label contains NAME (e.g. ProcessSite; makes that stage 2-3 times slower)")
     p.add_argument("--top", type=int, default=15, help="allocation sites listed with --tracemalloc")
+    p.add_argument("--trim", action="store_true", help="after each stage, give the C allocator's free memory "
+                   "back (glibc malloc_trim) and report RSS again: what is left is live")
+    p = sub.add_parser("chart-rss", help="PNG of peak RSS against input size from `rss --json` files")
+    p.add_argument("runs", nargs="+", metavar="LABEL=FILE")
+    p.add_argument("--out", required=True)
     p = sub.add_parser("all", help="every measurement, one after the other")
     p.add_argument("--corpora", required=True, help="the folder of the dev corpora")
     p.add_argument("--chart", default=None)
     args = parser.parse_args(argv)
     print(f"<!-- {_uptime()} -->")
     result = {"synth": cmd_synth, "curve": cmd_curve, "nodes": cmd_nodes, "workers": cmd_workers,
-              "rss": cmd_rss, "memory": cmd_memory, "all": cmd_all}[args.command](args)
+              "rss": cmd_rss, "memory": cmd_memory, "chart-rss": cmd_chart_rss, "all": cmd_all}[args.command](args)
     print(f"\n<!-- {_uptime()} -->")
     if args.json:
         os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)

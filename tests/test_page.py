@@ -175,6 +175,47 @@ def test_pickled_page_round_trips_and_is_smaller_than_html():
     assert page.wire_bytes() < len(html) / 2
 
 
+def test_an_unpickled_page_rebuilds_its_arrays_on_first_read_only():
+    """Beam's local runner unpickles every value of a group-by-key into memory and pickles it
+    again to pass the groups on. Unpickled, a page holds its scalar fields and the packed blob,
+    not its node arrays, and pickling it again gives the very bytes it came from without
+    rebuilding them. The first read of one array field (`tag`, through tags()) rebuilds all of
+    them, equal to the parsed page's: tags [body, div, p, #text, a, #text], one link."""
+    import pickle
+
+    page = parse_page("<body><div class=a><p>one <a href='/x'>two</a></p></div></body>", "http://ex.com/")
+    data = pickle.dumps(page)
+    back = pickle.loads(data)
+    assert not {"parent", "tag", "text", "link_url"} & set(vars(back))
+    assert (back.url, back.title, back.html_bytes) == (page.url, page.title, page.html_bytes)
+    assert pickle.dumps(back) == data
+    assert "parent" not in vars(back)
+    assert tags(back) == ["body", "div", "p", "#text", "a", "#text"] == tags(page)
+    assert {"parent", "text", "link_url", "child_count", "text_ptr"} <= set(vars(back))
+    assert back.parent.tolist() == page.parent.tolist() == [-1, 0, 1, 2, 2, 4]
+    assert back.link_url == page.link_url == ("http://ex.com/x",)
+    assert text_of(back) == text_of(page) and back.nbytes() == page.nbytes()
+
+
+def test_a_damaged_blob_fails_where_an_array_is_first_read():
+    """Unpickling no longer decompresses, so a damaged blob is found at the first array read;
+    a name that is no field stays a plain AttributeError."""
+    import pickle
+    import zlib
+
+    import pytest
+
+    page = parse_page("<body><p>one</p></body>", "http://ex.com/")
+    state = page.__getstate__()
+    damaged = type(page).__new__(type(page))
+    damaged.__setstate__({**state, "blob": b"not zlib data"})
+    assert damaged.url == "http://ex.com/"
+    with pytest.raises(zlib.error):
+        damaged.parent
+    with pytest.raises(AttributeError, match="no_such_field"):
+        pickle.loads(pickle.dumps(page)).no_such_field
+
+
 # --- aligned_nodes: the walk that maps compact nodes back onto the lxml tree ---
 
 def check_alignment(html, url="http://ex.com/", rules=PRODUCT_RULES):

@@ -64,6 +64,25 @@ def test_rows_of_a_part_are_sorted_by_their_identity_nulls_last():
     assert table.schema.equals(ERRORS, check_metadata=True)
 
 
+def test_a_packed_row_is_the_same_row_and_smaller():
+    """Rows cross the write shuffle packed (pack_row): unpacked, every value is equal and of the
+    same type (a float32 stays a numpy float32, a tuple a tuple, None None), and a row whose text
+    repeats packs to less than its pickle (zlib)."""
+    import pickle
+
+    import numpy as np
+
+    from sitestrip.pipeline.parts import pack_row, unpack_row
+
+    row = {"url": "https://a.example/p", "warc_offset": 12, "main_text": "Words of the page. " * 200,
+           "template_share": np.float32(0.25), "menu_links": [{"url": "https://a.example/", "text": "Home"}],
+           "candidate_urls": ("https://a.example/q",), "title": None, "timing_ms": {"total": 1.5}}
+    back = unpack_row(pack_row(row))
+    assert back == row
+    assert [type(v) for v in back.values()] == [type(v) for v in row.values()]
+    assert len(pack_row(row)) < len(pickle.dumps(row)) / 5
+
+
 def test_a_part_is_renamed_into_place_with_the_schema_and_beams_list_layout(tmp_path):
     menus = [{"site": "s.example", "menu_signature": "abc", "pages": 2, "example_url": "https://s.example/",
               "menu_links": [{"url": "https://s.example/a", "text": "A"}]}]
