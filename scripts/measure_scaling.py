@@ -866,7 +866,7 @@ def cmd_chart_rss(args) -> dict:
 
     fig, ax = plt.subplots(figsize=(6.5, 4.2))
     for spec in args.runs:
-        label, _, path = spec.partition("=")
+        label, _, path = spec.rpartition("=")     # a label may hold "=", a path seldom does
         with open(path) as fh:
             runs = [r for r in json.load(fh)["runs"] if r["input"].startswith("synthetic")]
         ax.plot([r["pages"] for r in runs], [r["peak_tree_rss_mb"] for r in runs], "o-", label=label)
