@@ -1,7 +1,7 @@
 """How sitestrip scales (issue 12, item 4): site size, page size, workers, and memory.
 
-One subcommand per measurement. Each prints Markdown tables; `--json FILE` also writes the
-numbers. Inputs and run outputs go under `--work` (default /tmp/sitestrip-scaling); the
+One subcommand per measurement. Each prints Markdown tables; `--json FILE` (before the
+subcommand, like `--work`) also writes the numbers. Inputs and run outputs go under `--work` (default /tmp/sitestrip-scaling); the
 synthetic sites are generated there once and reused (they are deterministic).
 
     S=scripts/measure_scaling.py; C=../shared/corpora
@@ -10,7 +10,7 @@ synthetic sites are generated there once and reused (they are deterministic).
     # b. cost per page as a site grows: the site step in process (CPU ms per page) for
     #    synthetic sites of 10..2,000 pages and the first N pages of the largest real sites,
     #    and the whole `sitestrip run` (wall, CPU) on the synthetic sites; --chart draws the curve
-    python $S curve --real $C/docsites-dev --chart docs/bench/scaling.png --json /tmp/curve.json
+    python $S --json /tmp/curve.json curve --real $C/docsites-dev --chart docs/bench/scaling.png
     # c. nodes per page against CPU ms per stage, from a pipeline run's rows
     python $S nodes --corpus $C/docsites-dev --corpus $C/news-ctf2015-dev
     # d. --workers 1 against --workers 2, end to end (wall, pages/s, peak RSS of the process tree)
@@ -34,6 +34,9 @@ Peak memory of a run: /usr/bin/time -v reports the largest single process's peak
 /proc every 0.1 s for every process descended from the run and records the peak of the
 summed RSS and of the summed PSS (proportional set size: shared pages, e.g. the libraries
 that every worker maps, split between the processes), and each process's own VmHWM.
+
+`memory` wraps FnApiRunner._execute_bundle and reads the runner's buffers (Beam 2.77
+internals): a measuring tool, to be checked when Beam is upgraded.
 
 Not part of the test suite.
 """
