@@ -82,6 +82,23 @@ static int push(Groups *g, Group item) {
     return 0;
 }
 
+/* Per-row (or per-column) work arrays for `need` entries: used flags, ranks among the unused,
+ * and the anchor list (its two sentinels included). */
+static int grow_side(size_t need, size_t *have, unsigned char **used, int64_t **rank, int64_t **anchors) {
+    if (need <= *have) return 0;
+    unsigned char *u = realloc(*used, need);
+    if (!u) return -1;
+    *used = u;
+    int64_t *k = realloc(*rank, need * sizeof(int64_t));
+    if (!k) return -1;
+    *rank = k;
+    int64_t *a = realloc(*anchors, need * sizeof(int64_t));
+    if (!a) return -1;
+    *anchors = a;
+    *have = need;
+    return 0;
+}
+
 static int reserve(Work *w, int64_t m, int64_t n) {
     size_t cells = (size_t)m * (size_t)n;
     if (cells > w->cells) {
@@ -99,28 +116,8 @@ static int reserve(Work *w, int64_t m, int64_t n) {
         w->taken = t;
         w->cells = cells;
     }
-    if ((size_t)m + 2 > w->rows) {
-        size_t r = (size_t)m + 2;
-        unsigned char *u = realloc(w->used_r, r);
-        int64_t *k = u ? realloc(w->rank_r, r * sizeof(int64_t)) : NULL;
-        int64_t *a = k ? realloc(w->anchors_r, r * sizeof(int64_t)) : NULL;
-        if (u) w->used_r = u;
-        if (k) w->rank_r = k;
-        if (a) w->anchors_r = a;
-        if (!a) return -1;
-        w->rows = r;
-    }
-    if ((size_t)n + 2 > w->cols) {
-        size_t c = (size_t)n + 2;
-        unsigned char *u = realloc(w->used_c, c);
-        int64_t *k = u ? realloc(w->rank_c, c * sizeof(int64_t)) : NULL;
-        int64_t *a = k ? realloc(w->anchors_c, c * sizeof(int64_t)) : NULL;
-        if (u) w->used_c = u;
-        if (k) w->rank_c = k;
-        if (a) w->anchors_c = a;
-        if (!a) return -1;
-        w->cols = c;
-    }
+    if (grow_side((size_t)m + 2, &w->rows, &w->used_r, &w->rank_r, &w->anchors_r) < 0) return -1;
+    if (grow_side((size_t)n + 2, &w->cols, &w->used_c, &w->rank_c, &w->anchors_c) < 0) return -1;
     return 0;
 }
 
@@ -457,6 +454,7 @@ bad:
 }
 
 static PyObject *map_tree(PyObject *self, PyObject *args) {
+    (void)self;
     PyObject *key_t, *other_t, *out_obj, *check;
     Params p;
     if (!PyArg_ParseTuple(args, "OOO(ddddddiiLLLL)O", &key_t, &other_t, &out_obj, &p.wc, &p.wp, &p.wa, &p.wch,
@@ -512,6 +510,6 @@ static PyMethodDef methods[] = {
 };
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_etdm", "ETDM's hot loops, compiled (see etdm.py).",
-                                    -1, methods};
+                                    -1, methods, NULL, NULL, NULL, NULL};
 
 PyMODINIT_FUNC PyInit__etdm(void) { return PyModule_Create(&module); }

@@ -789,6 +789,7 @@ done:
 /* walk(body, base_url, tag_props, class_info, id_info, resolve_link, count_words,
  *      hidden_style, browser, consts) */
 static PyObject *walk(PyObject *self, PyObject *args) {
+    (void)self;
     PyObject *body_o;
     W w;
     memset(&w, 0, sizeof(w));
@@ -899,7 +900,8 @@ static PyMethodDef methods[] = {
 };
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_flatten",
-                                    "Parse flattening, compiled (see page.py _flatten).", -1, methods};
+                                    "Parse flattening, compiled (see page.py _flatten).", -1, methods,
+                                    NULL, NULL, NULL, NULL};
 
 PyMODINIT_FUNC PyInit__flatten(void) {
     crc_init();

@@ -34,6 +34,7 @@ static int get(PyObject *obj, Py_buffer *view, Py_ssize_t itemsize, int writable
  * and independent chains let the processor overlap them. */
 #define LANES 8
 static PyObject *leaves(PyObject *self, PyObject *args) {
+    (void)self;
     PyObject *node_o, *x_o, *steps_o, *feat_o, *thr_o, *left_o;
     if (!PyArg_ParseTuple(args, "OOOOOO", &node_o, &x_o, &steps_o, &feat_o, &thr_o, &left_o)) return NULL;
     Py_buffer v[6];
@@ -85,6 +86,6 @@ static PyMethodDef methods[] = {
 };
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_model", "The block model's tree walk, compiled (see model.py).",
-                                    -1, methods};
+                                    -1, methods, NULL, NULL, NULL, NULL};
 
 PyMODINIT_FUNC PyInit__model(void) { return PyModule_Create(&module); }
