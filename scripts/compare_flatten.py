@@ -21,7 +21,6 @@ import statistics
 import sys
 import time
 
-import numpy as np
 
 from sitestrip.pipeline.warc import HtmlResponse, iter_warc_records, open_warc
 from sitestrip.transforms import page as P
@@ -32,19 +31,6 @@ RULES = {
     "spec": P.SPEC_RULES,
     "mixed": P.ParseRules(keep_noscript=False, widget_leaves=True, browser_text=True),
 }
-
-
-def differing_fields(a: P.CompactPage, b: P.CompactPage) -> list[str]:
-    out = []
-    for name in P.CompactPage.__dataclass_fields__:
-        x, y = getattr(a, name), getattr(b, name)
-        if isinstance(x, np.ndarray):
-            same = isinstance(y, np.ndarray) and x.dtype == y.dtype and np.array_equal(x, y)
-        else:
-            same = type(x) is type(y) and x == y
-        if not same:
-            out.append(name)
-    return out
 
 
 def pages_of(folder: str) -> list[tuple[str, str]]:
@@ -78,7 +64,7 @@ def compare(pages) -> tuple[int, int, int]:
                                                         ref.notes, rules) is None:
                 fell_back += 1
             compared += 1
-            fields = differing_fields(ref, got)
+            fields = ref.differing_fields(got)
             if fields:
                 differing += 1
                 print(f"  differs: {url} ({rules_name}): {', '.join(fields)}", file=sys.stderr)

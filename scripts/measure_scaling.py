@@ -556,41 +556,35 @@ def _chart(result: dict, path: str) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
-    ax = axes[0]
-    syn = result["synthetic_site_step"]
-    if syn:
-        ax.plot([r["pages"] for r in syn], [r["cpu_ms_per_page"] for r in syn], "o-", label="synthetic: site step")
-    if result["synthetic_pipeline"]:
-        runs = result["synthetic_pipeline"]
-        ax.plot([r["pages"] for r in runs], [1000 * ((r["user_s"] or 0) + (r["sys_s"] or 0)) / r["pages"] for r in runs],
-                "s--", label="synthetic: sitestrip run (user+sys)")
+    syn, runs = result["synthetic_site_step"], result["synthetic_pipeline"]
     by_site = defaultdict(list)
     for r in result["real_site_step"]:
         by_site[r["site"]].append(r)
-    for site, rows in by_site.items():
-        ax.plot([r["pages"] for r in rows], [r["cpu_ms_per_page"] for r in rows], ".-", label=f"{site}: site step")
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlabel("pages of the site")
-    ax.set_ylabel("CPU ms per page")
-    ax.set_title("Cost per page as a site grows")
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=7)
-    ax = axes[1]
-    if syn:
-        ax.plot([r["pages"] for r in syn], [r["peak_rss_mb"] for r in syn], "o-", label="synthetic: site step process")
-    if result["synthetic_pipeline"]:
-        runs = result["synthetic_pipeline"]
-        ax.plot([r["pages"] for r in runs], [r["peak_tree_rss_mb"] for r in runs], "s--", label="synthetic: sitestrip run")
-    for site, rows in by_site.items():
-        ax.plot([r["pages"] for r in rows], [r["peak_rss_mb"] for r in rows], ".-", label=f"{site}: site step process")
-    ax.set_xscale("log")
-    ax.set_xlabel("pages of the site")
-    ax.set_ylabel("peak RSS MB")
-    ax.set_title("Peak RSS as a site grows")
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=7)
+
+    def run_cpu_ms(r):
+        return 1000 * ((r["user_s"] or 0) + (r["sys_s"] or 0)) / r["pages"]
+
+    # Per panel: the site step's value, the whole run's value and its legend, axis label, title, log y.
+    panels = [(lambda r: r["cpu_ms_per_page"], run_cpu_ms, "sitestrip run (user+sys)", "site step",
+               "CPU ms per page", "Cost per page as a site grows", True),
+              (lambda r: r["peak_rss_mb"], lambda r: r["peak_tree_rss_mb"], "sitestrip run", "site step process",
+               "peak RSS MB", "Peak RSS as a site grows", False)]
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
+    for ax, (step_value, run_value, run_label, step_label, ylabel, title, log_y) in zip(axes, panels):
+        if syn:
+            ax.plot([r["pages"] for r in syn], [step_value(r) for r in syn], "o-", label=f"synthetic: {step_label}")
+        if runs:
+            ax.plot([r["pages"] for r in runs], [run_value(r) for r in runs], "s--", label=f"synthetic: {run_label}")
+        for site, rows in by_site.items():
+            ax.plot([r["pages"] for r in rows], [step_value(r) for r in rows], ".-", label=f"{site}: {step_label}")
+        ax.set_xscale("log")
+        if log_y:
+            ax.set_yscale("log")
+        ax.set_xlabel("pages of the site")
+        ax.set_ylabel(ylabel)
+        ax.set_title(title)
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=7)
     fig.tight_layout()
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     fig.savefig(path, dpi=110)

@@ -269,6 +269,21 @@ class CompactPage:
         s = self.text[self.text_ptr[i]:self.text_ptr[i + 1]]
         return " ".join(s.split()) if self.flags[i] & F_PRE else s
 
+    def differing_fields(self, other: "CompactPage") -> list[str]:
+        """Names of the fields whose values differ from `other`'s, arrays compared with their
+        dtypes and other values with their types (the compiled and Python flattenings must
+        agree to the type: tests/test_flatten.py, scripts/compare_flatten.py)."""
+        out = []
+        for name in self.__dataclass_fields__:
+            x, y = getattr(self, name), getattr(other, name)
+            if isinstance(x, np.ndarray):
+                same = isinstance(y, np.ndarray) and x.dtype == y.dtype and np.array_equal(x, y)
+            else:
+                same = type(x) is type(y) and x == y
+            if not same:
+                out.append(name)
+        return out
+
     def nbytes(self) -> int:
         """In-memory size of the arrays and strings, for reports."""
         self._unpack()
