@@ -204,6 +204,7 @@ def _check_members(names, prefix=""):
     assert ("sitestrip/__init__.py" if prefix else "src/sitestrip/__init__.py") in names
     assert f"{prefix}configs/default.yaml" in names
     assert any(n.startswith(f"{prefix}transforms/models/") and n.endswith(".json.gz") for n in names)
+    assert f"{prefix}transforms/unicode_marks.json" in names
     assert f"{prefix}transforms/etdm.py" in names and f"{prefix}pipeline/graph.py" in names
     # The compiled parts (setup.py): their C sources in the sdist, built modules in the wheel.
     for module in ("_etdm", "_model", "_flatten"):

@@ -11,6 +11,8 @@ CJK blocks too: the katakana middle dot separates words, it is not one.
 """
 from __future__ import annotations
 
+import json
+import os
 import re
 import sys
 import unicodedata
@@ -37,7 +39,8 @@ def _char_class(ranges) -> str:
 
 
 def _mark_ranges():
-    """Code point ranges of Unicode category M* (combining marks), built once."""
+    """Code point ranges of Unicode category M* (combining marks), from this Python's
+    unicodedata: a scan of every code point (~0.1 s)."""
     ranges, start, prev = [], None, None
     for cp in range(sys.maxunicode + 1):
         if unicodedata.category(chr(cp))[0] == "M":
@@ -52,7 +55,20 @@ def _mark_ranges():
     return ranges
 
 
-_MARK_RANGES = tuple(_mark_ranges())
+def _known_mark_ranges():
+    """The ranges of this Unicode version from transforms/unicode_marks.json (written by
+    scripts/unicode_marks.py with each Python's own unicodedata; tests/test_tokens.py
+    compares the entry with _mark_ranges()), else computed: every process start would
+    otherwise pay the scan, every run and every Beam worker."""
+    try:
+        with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "unicode_marks.json")) as f:
+            known = json.load(f).get(unicodedata.unidata_version)
+    except (OSError, ValueError):
+        known = None
+    return [tuple(r) for r in known] if known else _mark_ranges()
+
+
+_MARK_RANGES = tuple(_known_mark_ranges())
 _CJK = _char_class(_CJK_RANGES)
 _MARKS = _char_class(_MARK_RANGES)
 # A token starts with a letter/digit that is not CJK and continues with
