@@ -18,21 +18,12 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 OUT = os.path.join(os.path.dirname(HERE), "transforms", "unicode_marks.json")
-# Runs in each interpreter: no import of the project (its versions may lack our dependencies).
+TOKENS = os.path.join(os.path.dirname(HERE), "transforms", "tokens.py")
+# Runs tokens.py's own _mark_ranges in each interpreter: the file needs only the standard
+# library, so it runs in a Python without the project's dependencies.
 PROBE = """
-import json, sys, unicodedata
-ranges, start, prev = [], None, None
-for cp in range(sys.maxunicode + 1):
-    if unicodedata.category(chr(cp))[0] == "M":
-        if start is None:
-            start = cp
-        elif cp != prev + 1:
-            ranges.append((start, prev))
-            start = cp
-        prev = cp
-if start is not None:
-    ranges.append((start, prev))
-print(json.dumps([unicodedata.unidata_version, ranges]))
+import json, runpy, sys, unicodedata
+print(json.dumps([unicodedata.unidata_version, runpy.run_path(sys.argv[1])["_mark_ranges"]()]))
 """
 
 
@@ -42,7 +33,7 @@ def main() -> None:
         with open(OUT) as f:
             table = json.load(f)
     for python in sys.argv[1:] or [sys.executable]:
-        version, ranges = json.loads(subprocess.run([python, "-c", PROBE], check=True, capture_output=True,
+        version, ranges = json.loads(subprocess.run([python, "-c", PROBE, TOKENS], check=True, capture_output=True,
                                                     text=True).stdout)
         table[version] = ranges
         print(f"{python}: Unicode {version}, {len(ranges)} ranges")
