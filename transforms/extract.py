@@ -121,9 +121,10 @@ class _Budget:
     its site goes on.
     """
 
-    def __init__(self, limit_ms: float | None):
+    def __init__(self, limit_ms: float | None, spent_ms: float = 0.0):
+        """`spent_ms`: the page's CPU already spent elsewhere (its own blocks, SiteBlocks)."""
         self.limit_ms = limit_ms
-        self.start = time.thread_time()
+        self.start = time.thread_time() - spent_ms / 1000.0
 
     def check(self, stage: str) -> None:
         if self.limit_ms is None:
@@ -328,14 +329,15 @@ def analyse_page(record: PageRecord, pages: dict, links, config, site_blocks: Si
     None computes the blocks and their features but selects nothing (training).
     """
     page = record.page
-    budget = _Budget(config.site.page_budget_ms)
-    timing = dict(record.timing_ms)
     blocks_wanted = config.main_content.method != "conex"
+    own_ms = 0.0
     if blocks_wanted:
+        # Every page's blocks, before this page's budget starts; this page's own blocks,
+        # computed with the shard's, are its work: in its row and its budget.
         site_blocks = (site_blocks or SiteBlocks(pages)).prepare()
-        # This page's own blocks, computed with the shard's, are its work: in its row and budget.
         own_ms = site_blocks.own_ms.get(record.url, 0.0)
-        budget.start -= own_ms / 1000.0
+    budget = _Budget(config.site.page_budget_ms, spent_ms=own_ms)
+    timing = dict(record.timing_ms)
     if links is not None:
         with _Stage(timing, "candidates", budget):
             for_template = _select(record, page, links, config.candidates.for_template())
@@ -520,8 +522,6 @@ def process_site(site: str, records: Iterable[PageRecord], config, model=None,
     site_blocks = None
     if config.main_content.method != "conex":
         site_blocks = SiteBlocks(pages)
-        if links is not None:
-            site_blocks.prepare()       # before any page's time budget starts
         model = model if model is not None else load_main_content_model(config.main_content)
     page_rows, proposals = [], {}
     for record in ordered:
