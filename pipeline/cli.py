@@ -416,14 +416,11 @@ def _run_watch(args, beam_args: list[str]) -> int:
     import apache_beam as beam
     from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
 
-    from sitestrip.configs import ConfigError, load_config
     from sitestrip.pipeline.watch import WATCH_DATASETS, build_watch_pipeline
     from sitestrip.transforms.state import StateError
 
-    try:
-        config = load_config(args.config)
-    except ConfigError as exc:
-        print(f"sitestrip: bad config: {exc}", file=sys.stderr)
+    config = _run_config(args)
+    if config is None:
         return USAGE
     if not _output_ready(args.output):
         return USAGE
@@ -470,8 +467,17 @@ def _run_watch(args, beam_args: list[str]) -> int:
         "  output: " + ", ".join(f"{args.output}/{name}" for name in WATCH_DATASETS),
     ]), flush=True)
     return OK
-    print(summary(counters, elapsed, args.output, None).replace(f", {args.output}/menus", ""), flush=True)
-    return OK
+
+
+def _run_config(args):
+    """The run's preset (--config), or None after saying on stderr why it is refused."""
+    from sitestrip.configs import ConfigError, load_config
+
+    try:
+        return load_config(args.config)
+    except ConfigError as exc:
+        print(f"sitestrip: bad config: {exc}", file=sys.stderr)
+        return None
 
 
 def _run(args, beam_args: list[str], terminal: bool) -> int:
@@ -481,16 +487,13 @@ def _run(args, beam_args: list[str], terminal: bool) -> int:
     import apache_beam as beam
     from apache_beam.options.pipeline_options import PipelineOptions
 
-    from sitestrip.configs import ConfigError, load_config
     from sitestrip.pipeline.graph import build_pipeline
     from sitestrip.pipeline.progress import ProgressMonitor
     from sitestrip.pipeline.warc import expand_inputs
     from sitestrip.transforms.state import StateError
 
-    try:
-        config = load_config(args.config)
-    except ConfigError as exc:
-        print(f"sitestrip: bad config: {exc}", file=sys.stderr)
+    config = _run_config(args)
+    if config is None:
         return USAGE
     inputs = args.input
     if inputs is None:
