@@ -381,8 +381,9 @@ class BlockModel:
         self._left = np.concatenate(lefts).astype(np.intp)
         self._value = np.concatenate(vals).astype(np.float64)
         self._roots = np.asarray(roots, dtype=np.intp)
-        self._feature64 = self._feature.astype(np.int64)
-        self._left64 = self._left.astype(np.int64)
+        # The compiled walk reads 8-byte indexes: the same arrays where intp is 64-bit.
+        self._feature64 = np.asarray(self._feature, dtype=np.int64)
+        self._left64 = np.asarray(self._left, dtype=np.int64)
         self._tree_depth = depths[tree_order].astype(np.int64)       # levels per tree, in table order
         self.max_depth = int(depths.max())
         # Rows of the [trees, blocks] node matrix that level d must move: gbdt, the
