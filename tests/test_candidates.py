@@ -691,3 +691,28 @@ def test_select_candidates_invariants_on_random_sites(count, data):
                        else "linked" if any(c in linked for c in got.candidates)
                        else "site_sample" if got.candidates else "page_only")
     assert got.method == expected_method
+
+
+def test_a_page_s_site_links_are_found_once_and_reused_by_its_candidate_search(monkeypatch):
+    """site_links finds each input page's in-site links; the candidate search of that page
+    reuses them (one scan of a page's links per shard, not two), with the same result as a
+    search that finds them itself. A second capture of a URL is another page (here it lists
+    only C): its own links are scanned and used, never the first capture's."""
+    from sitestrip.transforms import candidates as module
+    links_of = {K: [u("a"), u("b"), u("c")], u("a"): [u("b"), u("c")], u("b"): [u("a"), u("c")],
+                u("c"): [u("a"), u("b")]}
+    pages, site = build_site(links_of)
+    scans = []
+    real = module._key_link_positions
+    monkeypatch.setattr(module, "_key_link_positions", lambda page, s: scans.append(page.url) or real(page, s))
+    got = select(K, pages, site)
+    assert scans == []
+    fresh = SiteLinks(outlinks=dict(site.outlinks), site=site.site)     # nothing found before
+    assert select(K, pages, fresh) == got
+    assert scans == [K]
+    assert (got.method, got.candidates) == ("cs", [u("a"), u("b"), u("c")])
+    second_capture = list_page(K, [u("c")])
+    scans.clear()
+    other = select_candidates(K, second_capture, site, CandidateParams())
+    assert scans == [K]
+    assert (other.method, other.candidates[:1], other.pages_loaded) == ("linked", [u("c")], 1)

@@ -156,3 +156,52 @@ def test_empty_and_whitespace_only_text(body):
     """Whitespace-only text is no node (SPEC §1), in <pre> too: nothing to join."""
     page = page_of(body)
     assert text_of(page) == ("x" if "x" in body else "")
+
+
+def test_subtree_texts_of_many_nodes_at_once():
+    """subtree_texts: one vector pass, the same strings as subtree_text per node, for nested
+    subtrees (the <p> and the <a> inside it), a repeated node, a subtree without text (<img>)
+    and the page's BODY. By hand: <a> → "Getting started" ("start" runs into "ed"), first
+    <p> → "Read the Getting started guide", second <p> → "x y" (the image stands between two
+    texts that have whitespace around it), BODY → the two paragraphs, one line each."""
+    from sitestrip.transforms.tree import subtree_texts
+    page = page_of("<p>Read the <a href='/s'>Getting <b>start</b>ed</a> guide</p><p>x <img src='i.png'> y</p>")
+    p1, p2 = np.flatnonzero(page.tag == TAG_ID["p"])
+    a = int(np.flatnonzero(page.tag == TAG_ID["a"])[0])
+    img = int(np.flatnonzero(page.tag == TAG_ID["img"])[0])
+    nodes = np.array([a, p1, img, a, p2, 0])
+    assert subtree_texts(page, nodes) == ["Getting started", "Read the Getting started guide", "",
+                                         "Getting started", "x y", "Read the Getting started guide\nx y"]
+    assert subtree_texts(page, nodes) == [subtree_text(page, int(n)) for n in nodes]
+    assert subtree_texts(page, np.array([img])) == [""]
+    assert subtree_texts(page, np.zeros(0, dtype=np.int64)) == []
+
+
+def test_subtree_texts_agree_with_subtree_text_on_generated_pages():
+    """Random nestings of inline and block elements, verbatim <pre> text and whitespace
+    (seeded, bounded): every node's subtree text, all nodes at once and in random subsets,
+    equals subtree_text's one at a time."""
+    from sitestrip.transforms.tree import subtree_texts
+    rng = np.random.default_rng(7)
+    words = ["alpha", "beta", " gamma ", "δέλτα", ",", "\n", "  "]
+    tags = ["p", "div", "a href='/x'", "b", "span", "li", "pre", "br"]
+    for _ in range(40):
+        html, open_ = [], []
+        for _ in range(int(rng.integers(5, 40))):
+            r = rng.random()
+            if r < 0.35 and len(open_) < 8:
+                t = tags[int(rng.integers(len(tags)))]
+                if t == "br":
+                    html.append("<br>")
+                else:
+                    html.append(f"<{t}>")
+                    open_.append(t.split()[0])
+            elif r < 0.55 and open_:
+                html.append(f"</{open_.pop()}>")
+            else:
+                html.append(words[int(rng.integers(len(words)))])
+        page = page_of("".join(html) + "".join(f"</{t}>" for t in reversed(open_)))
+        every = np.arange(page.size)
+        assert subtree_texts(page, every) == [subtree_text(page, int(n)) for n in every]
+        subset = rng.choice(every, size=min(page.size, 7), replace=True)
+        assert subtree_texts(page, subset) == [subtree_text(page, int(n)) for n in subset]

@@ -75,6 +75,10 @@ class SiteLinks:
     clusters: object = field(default=None, compare=False, repr=False)
     # Their candidate fill (clusters.ClusterCandidates), None when short CSs are not filled from them.
     cluster_fill: object = field(default=None, compare=False, repr=False)
+    # Per input page URL: (the page, positions in its link_url of key_page_links(page, site)),
+    # found once by site_links for every key page's candidate search (int32s: a shard's
+    # pages hold hundreds of links each).
+    key_links: dict = field(default_factory=dict, compare=False, repr=False)
     _index: dict | None = field(default=None, init=False, repr=False, compare=False)
     _ranked: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
@@ -439,17 +443,27 @@ def key_page_links(page: CompactPage, site: str) -> list[tuple[str, int]]:
     fragment, in document order; what is left is the site filter, the self
     link and the duplicates.
     """
+    return _links_at(page, _key_link_positions(page, site))
+
+
+def _key_link_positions(page: CompactPage, site: str) -> np.ndarray:
+    """Positions in page.link_url of key_page_links(page, site)."""
     own = normalize_url(page.url) or page.url
     seen: set[str] = set()
     out = []
-    for url, node in zip(page.link_url, page.link_node.tolist()):
+    for position, url in enumerate(page.link_url):
         if url in seen:
             continue
         seen.add(url)
         if url == own or _site_of_normalized(url) != site:
             continue
-        out.append((url, node))
-    return out
+        out.append(position)
+    return np.array(out, dtype=np.int32)
+
+
+def _links_at(page: CompactPage, positions: np.ndarray) -> list[tuple[str, int]]:
+    urls = page.link_url
+    return [(urls[k], node) for k, node in zip(positions.tolist(), page.link_node[positions].tolist())]
 
 
 def _tiers(page: CompactPage, links: Sequence[tuple[str, int]]) -> list[list[tuple[str, int]]]:
@@ -592,7 +606,12 @@ def select_candidates(key_url: str, key_page: CompactPage, site: SiteLinks,
     n = params.n
     key_url = normalize_url(key_url) or key_url
     site_name = site.site or site_key(key_url) or ""
-    links = [(url, node) for url, node in key_page_links(key_page, site_name) if url != key_url]
+    # site_links found every input page's links already; a second capture of a URL is
+    # another page, and gets its own.
+    known = site.key_links.get(key_url)
+    positions = known[1] if known is not None and known[0] is key_page and site_name == site.site \
+        else _key_link_positions(key_page, site_name)
+    links = [(url, node) for url, node in _links_at(key_page, positions) if url != key_url]
     linked = {url for url, _ in links}
     loadable = {url for url in linked if url in site.outlinks}
 
@@ -661,9 +680,12 @@ def site_links(pages: Mapping[str, CompactPage], site: str) -> SiteLinks:
     (key_page_links): same site, no self link.
     """
     outlinks: dict[str, frozenset[str]] = {}
+    key_links: dict[str, tuple] = {}
     for url in sorted(pages):
         if directory_sequence(url)[:1] != (site,):
             continue
-        outlinks[url] = frozenset(target for target, _ in key_page_links(pages[url], site)
-                                  if target != url)
-    return SiteLinks(outlinks=outlinks, site=site)
+        page = pages[url]
+        positions = _key_link_positions(page, site)
+        key_links[url] = (page, positions)
+        outlinks[url] = frozenset(target for target, _ in _links_at(page, positions) if target != url)
+    return SiteLinks(outlinks=outlinks, site=site, key_links=key_links)

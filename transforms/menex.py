@@ -6,7 +6,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from sitestrip.transforms.page import F_IN_LINK, F_LINK, NAV_RULE_FLAGS, TAG_ID, TEXT, CompactPage
-from sitestrip.transforms.tree import children, descendants_count, subtree_sum, subtree_text
+from sitestrip.transforms.tree import children, descendants_count, subtree_sum, subtree_text, subtree_texts
 
 
 @dataclass(frozen=True)
@@ -26,11 +26,30 @@ class MenexParams:
     representative: str = "prefix"
 
 
-@dataclass
 class Menu:
-    node: int                  # the menu node (preorder index)
-    links: list                # [(absolute url, anchor text)] in document order
-    text: str
+    """A page's menu: its node (preorder index), and what the rows read of it, from the page
+    when first asked: `links`, [(absolute url, anchor text)] in document order, and `text`.
+    Every page's menu node is a block feature, but a page whose menu the site-level menus
+    (SPEC §12) replace never needs its page-level menu's links."""
+    __slots__ = ("node", "_page", "_links", "_text")
+
+    def __init__(self, node: int, page: CompactPage):
+        self.node, self._page, self._links, self._text = node, page, None, None
+
+    @property
+    def links(self) -> list:
+        if self._links is None:
+            self._links = links_in(self._page, self.node)
+        return self._links
+
+    @property
+    def text(self) -> str:
+        if self._text is None:
+            self._text = subtree_text(self._page, self.node)
+        return self._text
+
+    def __repr__(self) -> str:
+        return f"Menu(node={self.node})"
 
 
 @dataclass
@@ -141,11 +160,11 @@ def detect_menu(page: CompactPage, params: MenexParams = MenexParams(),
     roots = sorted({select_root(page, weights, ptr, kids, int(c), params.root_threshold)
                     for c in candidates})
     node = select_menu(page, weights, roots, params.menu_threshold * top)
-    return Menu(node=node, links=links_in(page, node), text=subtree_text(page, node))
+    return Menu(node, page)
 
 
 def links_in(page: CompactPage, node: int) -> list:
     """(url, anchor text) of the links in subtree(node), document order."""
-    lo = np.searchsorted(page.link_node, node)
-    hi = np.searchsorted(page.link_node, page.end[node])
-    return [(page.link_url[i], subtree_text(page, int(page.link_node[i]))) for i in range(lo, hi)]
+    lo = int(np.searchsorted(page.link_node, node))
+    hi = int(np.searchsorted(page.link_node, page.end[node]))
+    return list(zip(page.link_url[lo:hi], subtree_texts(page, page.link_node[lo:hi])))

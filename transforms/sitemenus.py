@@ -26,9 +26,9 @@ from typing import Mapping
 import numpy as np
 
 from sitestrip.transforms.clusters import mix64, path_hashes
-from sitestrip.transforms.menex import Menu, MenexParams, links_in, menu_scores, select_root
+from sitestrip.transforms.menex import Menu, MenexParams, menu_scores, select_root
 from sitestrip.transforms.page import F_IN_LINK, TEXT, CompactPage
-from sitestrip.transforms.tree import children, subtree_sum, subtree_text
+from sitestrip.transforms.tree import children, subtree_sum
 
 _CLASS_SALT = np.uint64(0x2545F4914F6CDD1D)
 
@@ -139,7 +139,7 @@ def site_menu(page: CompactPage, proposal: MenuProposal, key: int | None,
             node = menu_node_by_key(page, key, keys)
     if node is None:
         node = int(proposal.nodes[int(np.argmax(proposal.scores))])
-    return Menu(node=node, links=links_in(page, node), text=subtree_text(page, node))
+    return Menu(node, page)
 
 
 def menu_node_by_key(page: CompactPage, key: int, keys: np.ndarray | None = None) -> int | None:
