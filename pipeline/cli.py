@@ -355,12 +355,20 @@ def check_output(output: str) -> str | None:
 
 def _local_runner(options, workers: int, worker_level: str):
     """The in-process FnApiRunner (Beam's default runner may try to download Prism), with
-    `workers` worker processes started as `python -m sitestrip.pipeline.worker` (pipeline/worker.py)."""
+    `workers` worker processes started as `python -m sitestrip.pipeline.worker` (pipeline/worker.py).
+
+    Beam's construction-time type check is off (as `--no_pipeline_type_check` sets it): it
+    checks and infers the type hints of every transform as the graph is built, ~0.2-0.3
+    CPU s of every local run's start-up, for a graph that is the same in every run; the
+    test suite builds that graph with the check on (tests/test_pipeline.py). Without
+    inferred types Beam uses its generic coders, which pages and rows crossing the
+    shuffles pickled use anyway (docs/performance.md, "Start-up")."""
     import shlex
 
-    from apache_beam.options.pipeline_options import DirectOptions
+    from apache_beam.options.pipeline_options import DirectOptions, TypeOptions
     from apache_beam.runners.portability.fn_api_runner import FnApiRunner
     from apache_beam.transforms.environments import SubprocessSDKEnvironment
+    options.view_as(TypeOptions).pipeline_type_check = False
     direct = options.view_as(DirectOptions)
     direct.direct_num_workers = workers
     if workers == 1:

@@ -342,8 +342,9 @@ def build_pipeline(p: beam.Pipeline, warc_paths: list[str], output: str, config:
     files are checked here, before any worker starts (StateError names a bad one)."""
     parts = part_files if part_files is not None else max(1, len(warc_paths))
     read = (p
-            | "WarcPaths" >> beam.Create(sorted(warc_paths))
-            # One file per element; the reshuffle spreads files over workers.
+            # One file per element; the reshuffle spreads files over workers. (Create's own
+            # reshuffle is off: it would be a second one, a group-by-key stage for nothing.)
+            | "WarcPaths" >> beam.Create(sorted(warc_paths), reshuffle=False)
             | "SpreadFiles" >> beam.Reshuffle()
             | "ReadWarc" >> beam.ParDo(ReadWarcFile(config, progress_dir)))
     site_pages, read_errors = split_kinds(read, "Read")

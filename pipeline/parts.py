@@ -150,7 +150,8 @@ class WriteParts(beam.PTransform):
         fields, parts = self.fields, self.parts
         keyed = rows | "PartKeys" >> beam.Map(lambda row: (part_of(row, fields, parts), pack_row(row)))
         every_part = (rows.pipeline
-                      | "PartIndexes" >> beam.Create(range(parts))
+                      # A few integers: not worth the group-by-key stage of Create's reshuffle.
+                      | "PartIndexes" >> beam.Create(range(parts), reshuffle=False)
                       | "PartMarkers" >> beam.Map(lambda index: (index, None)))
         return ((keyed, every_part)
                 | "WithMarkers" >> beam.Flatten()
