@@ -283,6 +283,30 @@ def test_key_page_links_site_self_and_duplicates():
         ("http://www.ex.com/a", 3), ("http://ex.com/b", 5), ("https://www.ex.com:8443/c", 7)]
 
 
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from([
+    "http://www.ex.com/a", "http://ex.com/b", "https://www.ex.com:8443/c", "http://other.org/d",
+    "http://sub.ex.com/e", "http://www.ex.com/k.html", "http://ex.com", "ex.com/no-scheme",
+    "http:/one-slash.ex.com/x", "http://ex.com//double", "", "http://[::1]/v6",
+    "http://www.ex.com:80/a?x=//y"]), max_size=30))
+def test_key_page_links_agree_with_the_one_link_at_a_time_definition(urls):
+    """The one-pass host scan (_key_link_positions) against the definition written as a loop
+    over the links (first occurrence, not the page itself, same site by _site_of_normalized),
+    on any list of link URLs, including ones without "//" (which take the per-URL path)."""
+    from sitestrip.transforms.candidates import _site_of_normalized
+    page = parse_page("<body></body>", "http://www.ex.com/k.html")
+    page.link_url = tuple(urls)
+    page.link_node = np.arange(1, len(urls) + 1, dtype=page.link_node.dtype)
+    seen, expected = set(), []
+    for url, node in zip(urls, range(1, len(urls) + 1)):
+        if url in seen:
+            continue
+        seen.add(url)
+        if url != "http://www.ex.com/k.html" and _site_of_normalized(url) == "ex.com":
+            expected.append((url, node))
+    assert key_page_links(page, "ex.com") == expected
+
 CALTECH_LIKE = (
     '<body><header><nav><a href="/about">About</a><a href="/research">Research</a>'
     '<a href="/about/at-a-glance">At a glance</a></nav></header>'

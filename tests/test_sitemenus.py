@@ -54,6 +54,25 @@ def test_page_menex_takes_the_related_list_the_site_menu_is_the_sidebar():
     assert len({row["menu_signature"] for row in site_level.values()}) == 1
 
 
+
+def test_a_replaced_page_level_menu_never_reads_its_links(monkeypatch):
+    """With site menus on, every page's menu columns are its site menu (the sidebar, test
+    above), so the links of the page-level menus (the related lists) are never read: one
+    links_in per page, the sidebar's four links. With them off, one per page too, the
+    related list's six. Same rows as when every menu's links are read (menu_links compared
+    with links_in on the chosen menu nodes)."""
+    from sitestrip.transforms import menex
+    read = []
+    real = menex.links_in
+    monkeypatch.setattr(menex, "links_in", lambda page, node: read.append(node) or real(page, node))
+    site_level = _menus(config_from_dict({"site_menus": {"enabled": True}}))
+    assert len(read) == len(NAMES)
+    assert all(len(row["menu_links"]) == 4 for row in site_level.values())
+    read.clear()
+    page_level = _menus(Config())
+    assert len(read) == len(NAMES)
+    assert all(len(row["menu_links"]) == 6 for row in page_level.values())
+
 def test_node_keys_name_the_same_block_on_two_pages():
     """ul.side under BODY has the same key on both pages (same path of tags and classes), whatever
     its text; ul.side and ul.other differ (class), and the class order does not matter."""

@@ -169,12 +169,24 @@ def _menu(record: PageRecord, menex: MenexParams, timing: dict, budget: _Budget 
         return detect_menu(record.page, menex, scores), scores
 
 
-def _finish(record: PageRecord, timing: dict, menu, **columns) -> dict:
+# In place of a row's page-level menu: its menu columns are set already.
+_COLUMNS_SET = object()
+
+
+def _menu_columns(row: dict, menu) -> None:
+    """The row's menu columns from its page-level menu (MenEx)."""
+    row["menu_links"] = [{"url": u, "text": t} for u, t in menu.links] if menu else []
+    row["menu_signature"] = menu_signature(menu.links) if menu and menu.links else None
+
+
+def _finish(record: PageRecord, timing: dict, menu, menu_columns: bool = True, **columns) -> dict:
+    """The row; `menu_columns` False leaves the menu columns to the caller (process_site,
+    which knows them only once the site-level menus are chosen)."""
     page = record.page
     row = _provenance(record)
     row.update(columns)
-    row["menu_links"] = [{"url": u, "text": t} for u, t in menu.links] if menu else []
-    row["menu_signature"] = menu_signature(menu.links) if menu and menu.links else None
+    if menu_columns:
+        _menu_columns(row, menu)
     row["words_page"] = words_in(page)
     row["notes"] = list(page.notes) + row.get("notes", []) \
         + ([WARC_TRUNCATED + record.truncated] if record.truncated else [])
@@ -445,11 +457,11 @@ def _template_cluster(record: PageRecord, links) -> str | None:
 
 
 def _page_only_row(record: PageRecord, analysis: PageAnalysis, output: OutputParams,
-                   cluster: str | None = None) -> dict:
+                   cluster: str | None = None, menu_columns: bool = True) -> dict:
     page = record.page
     menu, timing = analysis.menu, analysis.timing
     menu_mask = subtree_mask(page, [menu.node]) if menu else np.zeros(page.size, dtype=bool)
-    return _finish(record, timing, menu, **_main_columns(page, analysis, output),
+    return _finish(record, timing, menu, menu_columns, **_main_columns(page, analysis, output),
                    nontemplate_text=text_of(page, ~menu_mask),
                    method="page_only", candidate_urls=None, candidate_sources=None, cs_size=None,
                    pages_loaded=None, template_share=None, template_candidate_urls=None,
@@ -462,18 +474,19 @@ def site_row(record: PageRecord, pages: dict, links, config, site_blocks: SiteBl
     return _site_row(record, links, analyse_page(record, pages, links, config, site_blocks, model), config.output)
 
 
-def _site_row(record: PageRecord, links, analysis: PageAnalysis, output: OutputParams) -> dict:
+def _site_row(record: PageRecord, links, analysis: PageAnalysis, output: OutputParams,
+              menu_columns: bool = True) -> dict:
     page = record.page
     cluster = _template_cluster(record, links)
     if analysis.method == "page_only":
-        return _page_only_row(record, analysis, output, cluster)
+        return _page_only_row(record, analysis, output, cluster, menu_columns)
     menu, timing, template = analysis.menu, analysis.timing, analysis.template
     for_template, for_conex = analysis.for_template, analysis.for_conex
     main = _main_columns(page, analysis, output)
     notes = [] if main["main_text"] else ["no main content: the page maps entirely onto its candidate pages"
                                           if analysis.selected is None else
                                           "no main content: no block classified as main content"]
-    return _finish(record, timing, menu, **main,
+    return _finish(record, timing, menu, menu_columns, **main,
                    nontemplate_text=text_of(page, template.nontemplate),
                    method=for_conex.method, candidate_urls=for_conex.candidates,
                    candidate_sources=for_conex.sources, cs_size=for_conex.cs_size, pages_loaded=for_conex.pages_loaded,
@@ -523,17 +536,20 @@ def process_site(site: str, records: Iterable[PageRecord], config, model=None,
     if config.main_content.method != "conex":
         site_blocks = SiteBlocks(pages)
         model = model if model is not None else load_main_content_model(config.main_content)
-    page_rows, proposals = [], {}
+    # Per row, its page-level menu while its menu columns wait for the site-level menus
+    # (which replace them on most pages of a site: their links are then never read).
+    page_rows, page_menus, proposals = [], [], {}
     for record in ordered:
         try:
             if links is None:
-                row = page_only_row(record, config, model)
+                row, menu = page_only_row(record, config, model), _COLUMNS_SET
             else:
                 analysis = analyse_page(record, pages, links, config, site_blocks, model)
-                row = _site_row(record, links, analysis, config.output)
+                row, menu = _site_row(record, links, analysis, config.output, menu_columns=False), analysis.menu
                 if analysis.menu_proposal is not None and record.url not in proposals:
                     proposals[record.url] = analysis.menu_proposal
             page_rows.append(row)
+            page_menus.append(menu)
         except StageError as exc:
             yield "errors", error_row(url=_row_url(record), warc_file=record.warc_file,
                                       warc_offset=record.warc_offset, stage=exc.stage,
@@ -542,8 +558,10 @@ def process_site(site: str, records: Iterable[PageRecord], config, model=None,
             yield "errors", error_row(url=_row_url(record), warc_file=record.warc_file,
                                       warc_offset=record.warc_offset, stage="site",
                                       error_class=type(exc).__name__, message=str(exc)[:500])
-    if proposals:
-        _apply_site_menus(page_rows, pages, links, proposals, config)
+    replaced = _apply_site_menus(page_rows, pages, links, proposals, config) if proposals else set()
+    for k, (row, menu) in enumerate(zip(page_rows, page_menus)):
+        if k not in replaced and menu is not _COLUMNS_SET:
+            _menu_columns(row, menu)
     for row in page_rows:
         if stored:
             row["state_candidate_urls"] = [u for u in row["candidate_urls"] or () if u in from_state]
@@ -560,20 +578,23 @@ def process_site(site: str, records: Iterable[PageRecord], config, model=None,
             yield "state", page
 
 
-def _apply_site_menus(page_rows: list, pages: dict, links, proposals: dict, config) -> None:
+def _apply_site_menus(page_rows: list, pages: dict, links, proposals: dict, config) -> set:
     """SPEC §12: each cluster's (or the shard's) menu key, then every page's menu from it.
 
-    Rows whose page proposed no template menu keep page-level MenEx."""
+    Rows whose page proposed no template menu keep page-level MenEx. Returns the indexes
+    (in page_rows) of the rows whose menu columns it set."""
     if config.site_menus.scope == "cluster" and links.clusters is not None:
         group_of = links.clusters.cluster_of
     else:
         group_of = {url: 0 for url in proposals}
     chosen = choose_menu_keys(proposals, group_of)
-    for row in page_rows:
+    replaced = set()
+    for k, row in enumerate(page_rows):
         url = row["url_normalized"]
         proposal = proposals.get(url)
         if proposal is None or proposal.nodes.size == 0:
             continue
+        replaced.add(k)
         page = pages[url]
         # Once per page here: the key lookup and the signature both need them. (Not kept from
         # propose_menus: a shard's proposals are held until every page is analysed, and a
@@ -583,3 +604,4 @@ def _apply_site_menus(page_rows: list, pages: dict, links, proposals: dict, conf
         row["menu_links"] = [{"url": u, "text": t} for u, t in menu.links] if menu else []
         # A site menu is named by its block, not its links: a previous/next bar is one menu.
         row["menu_signature"] = f"{row['site']}:{int(keys[menu.node]):016x}" if menu else None
+    return replaced
