@@ -140,6 +140,8 @@ def test_normalize_examples(url, expected):
         "http://[::1]x/",
         "http://[not-ipv6]/",
         "http://[::1]:99999/",
+        "https://[@0/",  # a bracket in the userinfo without its partner (urllib: invalid too)
+        "https://u]@example.com/",
         "http://\ud800.com/",
         "http://./",
     ],

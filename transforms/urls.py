@@ -239,6 +239,10 @@ def _normalize_cached(url: str) -> str | None:
     else:
         authority, path = rest, "/"
 
+    # A bracket without its partner anywhere in the authority ("//[@host") is no URL, as
+    # for urllib's parser: the userinfo may not hold a raw "[" or "]" either (RFC 3986 3.2.1).
+    if ("[" in authority) != ("]" in authority):
+        return None
     # The last "@" ends the userinfo (a raw "@" inside a password is common).
     hostport = authority.rpartition("@")[2]
     if hostport.startswith("["):
