@@ -1,6 +1,6 @@
 """The compiled parts of sitestrip: ETDM's top-down walk and sibling assignment
-(transforms/_etdm.c), the block model's tree walk (transforms/_model.c) and parse flattening
-(transforms/_flatten.c).
+(transforms/_etdm.c), the block model's tree walk (transforms/_model.c), parse flattening
+(transforms/_flatten.c) and main_markdown's inline rendering (transforms/_markdown.c).
 
 Everything else is declared in pyproject.toml; setuptools reads ext_modules from here. The
 extensions need only a C compiler and Python's headers (no numpy headers: it reads arrays
@@ -21,6 +21,7 @@ flags = ["/O2", "/fp:precise"] if sys.platform == "win32" else ["-O2", "-ffp-con
 setup(ext_modules=[
     Extension("sitestrip.transforms._etdm", ["transforms/_etdm.c"], extra_compile_args=flags),
     Extension("sitestrip.transforms._model", ["transforms/_model.c"], extra_compile_args=flags),
+    Extension("sitestrip.transforms._markdown", ["transforms/_markdown.c"], extra_compile_args=flags),
     Extension("sitestrip.transforms._flatten", ["transforms/_flatten.c"], extra_compile_args=flags,
               include_dirs=lxml.get_include()),
 ])

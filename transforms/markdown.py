@@ -31,6 +31,7 @@ no recursion over the DOM.
 """
 from __future__ import annotations
 
+import os
 import re
 import unicodedata
 from dataclasses import dataclass
@@ -39,6 +40,19 @@ import numpy as np
 
 from sitestrip.transforms.page import BLOCK_TAGS, KNOWN_TAGS, TAG_ID, TEXT, CompactPage, tag_ids
 from sitestrip.transforms.text import _NEWLINE, _NONE, gaps, separators
+
+try:
+    # Inline rendering compiled (transforms/_markdown.c, built by `pip install`); _Lines.markdown,
+    # _inline_markdown and _Lines.raw below are its reference and run where it is missing.
+    from sitestrip.transforms import _markdown as _compiled
+except ImportError:  # pragma: no cover - a source tree used without installing
+    _compiled = None
+else:
+    _compiled.set_category(unicodedata.category)
+
+# Whether _Lines renders its units with the compiled code when it is built (tests switch it off
+# to run the reference); SITESTRIP_MARKDOWN=python does the same for a whole process.
+_COMPILED = os.environ.get("SITESTRIP_MARKDOWN", "compiled") != "python"
 
 
 @dataclass(frozen=True)
@@ -244,6 +258,10 @@ def _image_nodes(page: CompactPage, text_mask: np.ndarray, holders: np.ndarray) 
     return nodes[(holders > 0) & (main > 0) & (2 * main >= total)]
 
 
+# What the compiled code renders of a unit (_Lines.mode).
+_MARKDOWN, _RAW = 1, 2
+
+
 @dataclass
 class _Unit:
     """One line of main_text: items[start:stop] of the written nodes."""
@@ -296,14 +314,14 @@ class _Lines:
         # Python lists: the per-line loops below read them item by item.
         self.sep_of, self.image_of = sep.tolist(), is_image.tolist()
         self.inline_of = np.concatenate((inline, kinds[None, :])).T.tolist()
-        ptr, text = page.text_ptr, page.text
-        strings = [text[a:b] for a, b in zip(ptr[nodes].tolist(), ptr[nodes + 1].tolist())]
+        self.page = page
+        self.image_strings = []
         if images.size:
             image_of = page.side.image_of()
             for k in np.flatnonzero(is_image).tolist():
                 src, alt = image_of[int(nodes[k])]
-                strings[k] = f"![{escape_text(alt, brackets=True)}]({_destination(src)})"
-        self.strings = strings
+                self.image_strings.append(f"![{escape_text(alt, brackets=True)}]({_destination(src)})")
+        self._strings = None
         starts = np.flatnonzero(sep == _NEWLINE)
         bounds = np.append(starts, nodes.size).tolist()
         marked = (inline >= 0).any(axis=0) | is_image
@@ -318,15 +336,43 @@ class _Lines:
         self.units = [_Unit(a, b, c, contexts[w], i)
                       for i, (a, b, c, w) in enumerate(zip(bounds[:-1], bounds[1:], firsts.tolist(),
                                                            where.reshape(-1).tolist()))]
+        # Each unit rendered at once by the compiled code, as _Writer will ask for it: a table's
+        # cells and lines as Markdown, code (outside tables) raw; _MARKDOWN / _RAW per unit.
+        self.rendered, self.mode = None, None
+        if _compiled is not None and _COMPILED and self.units:
+            self.mode = [_RAW if u.ctx.pre >= 0 and u.ctx.table < 0 else _MARKDOWN for u in self.units]
+            link_url = page.link_url if type(page.link_url) is tuple else tuple(page.link_url)
+            ptr = page.text_ptr
+            self.rendered = _compiled.units(
+                page.text, ptr[nodes].astype(np.int64), ptr[nodes + 1].astype(np.int64),
+                sep.astype(np.int8, copy=False), is_image,
+                np.ascontiguousarray(inline, dtype=np.int64), self.image_strings,
+                page.link_node.astype(np.int64), link_url, np.asarray(bounds, dtype=np.int64),
+                np.array(self.mode, dtype=np.uint8))
+
+    @property
+    def strings(self) -> list:
+        """Each written node's text (an image's: its Markdown), for the reference rendering."""
+        if self._strings is None:
+            ptr, text, nodes = self.page.text_ptr, self.page.text, self.nodes
+            strings = [text[a:b] for a, b in zip(ptr[nodes].tolist(), ptr[nodes + 1].tolist())]
+            for k, markdown in zip(np.flatnonzero(self.is_image).tolist(), self.image_strings):
+                strings[k] = markdown
+            self._strings = strings
+        return self._strings
 
     def raw(self, u: _Unit) -> str:
         """The unit's text as the page has it (code): the joiner's spacing, no markup."""
+        if self.rendered is not None and self.mode[u.number] == _RAW:
+            return self.rendered[u.number]
         sep, strings, image = self.sep_of, self.strings, self.image_of
         return "".join((" " + strings[k]) if sep[k] == 1 and k > u.start else strings[k]
                        for k in range(u.start, u.stop) if not image[k])
 
     def markdown(self, u: _Unit) -> str:
         """The unit's inline Markdown."""
+        if self.rendered is not None and self.mode[u.number] == _MARKDOWN:
+            return self.rendered[u.number]
         if self.plain[u.number]:
             return escape_text(self.raw(u))
         sep, strings, image, inline = self.sep_of, self.strings, self.image_of, self.inline_of

@@ -1,0 +1,255 @@
+"""main_markdown's inline rendering compiled (transforms/_markdown.c) against its reference,
+markdown.py's _inline_markdown / _Lines.markdown / _Lines.raw.
+
+The compiled units must give the reference's Markdown string for string: on hand-built pages
+with every construct, on the flanking rules' cases for every ASCII character and some
+non-ASCII punctuation and spaces, on page text holding non-BMP characters and lone
+surrogates, and on seeded generated pages.
+"""
+import dataclasses
+import html
+import os
+import random
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from sitestrip.transforms import markdown as M
+from sitestrip.transforms.markdown import MarkdownOptions, page_markdown
+from sitestrip.transforms.page import TEXT, parse_page
+
+URL = "https://docs.example/guide/page.html"
+ALL_OPTIONS = [MarkdownOptions(), MarkdownOptions(links=False), MarkdownOptions(images=False)]
+
+
+def rendered(page, mask, options=MarkdownOptions(), line_starts=None, compiled=True):
+    saved = M._COMPILED
+    M._COMPILED = compiled
+    try:
+        return page_markdown(page, mask, options, line_starts)
+    finally:
+        M._COMPILED = saved
+
+
+def assert_same(page, mask=None, options=MarkdownOptions(), line_starts=None):
+    mask = page.tag == TEXT if mask is None else mask
+    ref = rendered(page, mask, options, line_starts, compiled=False)
+    got = rendered(page, mask, options, line_starts, compiled=True)
+    assert got == ref
+    return got
+
+
+def page_of(body: str):
+    return parse_page(f"<html><body>{body}</body></html>", URL)
+
+
+def test_the_compiled_rendering_is_built_and_used_by_default(monkeypatch):
+    """`pip install` builds transforms/_markdown.c; without it every page would silently take
+    the slower reference. With the reference made to fail, main_markdown is still written.
+    By hand: "there" is strong between spaces (flanking holds): **there**; the link's text
+    keeps "a_b" (the underscore is inside a word) and escapes its brackets; the code span holds
+    one backtick, so its fence is two, unpadded (neither end is a backtick or a space)."""
+    assert M._compiled is not None, "sitestrip.transforms._markdown is not built: reinstall with pip"
+    assert M._COMPILED
+
+    def no_reference(*args, **kwargs):
+        raise AssertionError("the reference ran")
+
+    monkeypatch.setattr(M, "_inline_markdown", no_reference)
+    monkeypatch.setattr(M, "escape_text", no_reference)
+    page = page_of('<p>Hi <b>there</b>, <a href="/x">a_b [1]</a> and <code>x`y</code>.</p>'
+                   '<pre>raw *code*</pre>')
+    assert page_markdown(page, page.tag == TEXT) == (
+        "Hi **there**, [a_b \\[1\\]](https://docs.example/x) and ``x`y``.\n\n```\nraw *code*\n```")
+
+
+def test_the_switch_selects_the_reference_for_a_process():
+    """SITESTRIP_MARKDOWN=python: the reference for the whole process (the extension stays
+    importable, it is just not used)."""
+    code = "from sitestrip.transforms import markdown as M; print(M._COMPILED, M._compiled is not None)"
+    env = dict(os.environ, SITESTRIP_MARKDOWN="python")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "True"]
+
+
+HAND_BUILT = [
+    # nesting of links, strong, emphasis and code in every order
+    "<p>a <a href='/l'>link <b>bold <i>both <code>code</code></i></b> end</a> z</p>",
+    "<p><code>c<a href='/l'>in</a>d</code> <i><b>ib</b></i> <b><a href='/x'>bl</a></b>!</p>",
+    "<p><em>em</em><strong>strong</strong><code>`</code><code> </code><code> a </code><code>``x</code></p>",
+    "<p>x<em>,</em>y <em>(a)</em>b <b> pad </b> <i></i> <a href='/e'> </a> <a href='" + URL + "'>self</a></p>",
+    # images, alone, in links, in code, in a paragraph
+    "<figure><a href='/big.png'><img src='/s.png' alt='A [b] *c*'></a><figcaption>cap <img src='/p q.png' "
+    "alt='x'> tail</figcaption></figure><p>t <code>c<img src='/c.png' alt='i'>d</code> u</p>",
+    # tables: data, with a pipe, with a layout table around, 1×1
+    "<table><tr><th>H|1</th><th><b>H2</b></th></tr><tr><td>a</td><td><a href='/t'>l</a></td></tr></table>",
+    "<table><tr><td><h2>S</h2><table><tr><td>k</td><td>v</td></tr></table></td></tr></table>"
+    "<table><tr><td>one</td></tr></table>",
+    # code blocks with a language and backtick runs; code inside a table
+    "<pre class='language-py'>def f():\n    return '```' * 2\n</pre><table><tr><td><pre>x</pre></td><td>y</td></tr>"
+    "<tr><td>p</td><td>q</td></tr></table>",
+    "<pre>a <b>b</b>\n\n <i>c</i> _d_ \\ </pre>",
+    # lists, quotes, headings
+    "<ul><li>one <b>1</b></li><li>two<ol><li>x</li><li>y<ul><li>deep</li></ul></li></ol></li></ul>"
+    "<blockquote><p>q <em>e</em></p><ul><li>in</li></ul></blockquote><h2>Title #</h2><h3>a <i>b</i> #</h3>",
+    # escapes at line starts and inside text
+    "<p>1. x</p><p>12) y</p><p># h</p><p>####### seven</p><p>- b</p><p>+</p><p>&gt; q</p><p>===</p>"
+    "<p>-- </p><p>~~~x</p><p>1234567890. ten</p><p>\u0661. arabic digit</p>",
+    "<p>a*b `c` \\d &lt;e&gt; [f](g) _h_ i_j k_ _l &amp;amp; &amp;#12; &amp;#x; &amp;a1;b &amp;;</p>",
+    "<p><a href='/u'>[x](y) ]( _ </a> ](z <a href='/v'>_a_</a>_b <a href='/w'>&amp;#12; &amp;b; &amp;#;</a></p>",
+    # hard breaks, line starts inside a page line
+    "<p>one<br>two <b>three</b><br><i>four</i></p><div>a<span>b</span></div>",
+]
+
+
+@pytest.mark.parametrize("body", HAND_BUILT)
+def test_hand_built_pages_render_as_the_reference(body):
+    page = page_of(body)
+    for options in ALL_OPTIONS:
+        assert_same(page, options=options)
+    text = np.flatnonzero(page.tag == TEXT)
+    assert_same(page, line_starts=text)
+    assert_same(page, mask=(page.tag == TEXT) & (np.arange(page.size) % 3 != 0))
+
+
+FLANKING_CHARS = [chr(c) for c in range(32, 127)] + [
+    "\u00a0", "\u3000", "\u2003", "\u00ab", "\u00bb", "\u2014", "\u00bf", "\u20ac", "\u00b4", "\u3001",
+    "\u0301", "\u00e9", "\u4e2d", "\U0001f600", "\U0001d400", "\u2028", "\u200b", "\ufeff"]
+
+
+@pytest.mark.parametrize("ch", FLANKING_CHARS)
+def test_flanking_rules_for_each_character(ch):
+    """Each character before, at both inner edges of, and after emphasis and strong (the
+    four places _can_wrap reads), and next to a group of the other kind."""
+    c = html.escape(ch)
+    body = (f"<p>a{c}<em>{c}b{c}</em>{c}d <b>{c}</b> x<i>{c}</i>y {c}<b>e</b><i>{c}f</i>"
+            f"<a href='/k'>{c}</a><b>g{c}</b>{c}</p>")
+    assert_same(page_of(body))
+
+
+def with_text(page, text: str):
+    """The page with its text replaced by one of the same length (every node's range still
+    fits): characters the HTML parser never gives, such as lone surrogates."""
+    assert len(text) == len(page.text)
+    return dataclasses.replace(page, text=text)
+
+
+def test_lone_surrogates_and_non_bmp_characters_in_page_text():
+    """A lone surrogate is one character of category Cs (neither space nor punctuation), an
+    astral character one character: the compiled code reads the text as Python's str."""
+    page = page_of("<p>ab <b>cd</b> <i>ef</i>g <code>hi</code> <a href='/j'>kl</a></p>")
+    for a, b in [("\ud800", "\udfff"), ("\U0001f600", "\U00010000"), ("\ud83d", "!"), ("_", "\U0010ffff")]:
+        chars = list(page.text)
+        for k in range(0, len(chars), 2):
+            chars[k] = a
+        for k in range(1, len(chars), 3):
+            chars[k] = b
+        got = assert_same(with_text(page, "".join(chars)))
+        assert a in got
+
+
+# --- seeded generated pages ---
+
+ALPHABET = (list("abcXYZ019 _*`\\<>[]()&#;!.,-+=~|") + ["  ", "\n", "1. ", "# ", "&amp;", "&lt;"]
+            + ["\u00a0", "\u3000", "\u00bb", "\u2014", "\u00e9", "\U0001f600", "\u0661"])
+INLINE = ["b", "strong", "i", "em", "code", "kbd", "a", "span", "cite"]
+BLOCK = ["p", "div", "h1", "h3", "blockquote", "pre", "ul", "ol", "table", "br", "img", "figure"]
+
+
+def random_text(rng: random.Random) -> str:
+    return "".join(rng.choice(ALPHABET) for _ in range(rng.randint(0, 6))).replace("<", "&lt;").replace(">", "&gt;")
+
+
+def random_inline(rng: random.Random, depth: int) -> str:
+    parts = []
+    for _ in range(rng.randint(1, 4)):
+        r = rng.random()
+        if r < 0.45 or depth > 3:
+            parts.append(random_text(rng))
+        elif r < 0.55:
+            parts.append(f"<img src='/i{rng.randint(0, 3)}.png' alt='{random_text(rng)}'>")
+        elif r < 0.6:
+            parts.append("<br>")
+        else:
+            tag = rng.choice(INLINE)
+            href = f" href='{rng.choice(['/a', '/b c', URL, '#top', '/p(1)'])}'" if tag == "a" else ""
+            parts.append(f"<{tag}{href}>{random_inline(rng, depth + 1)}</{tag}>")
+    return "".join(parts)
+
+
+def random_block(rng: random.Random, depth: int) -> str:
+    tag = rng.choice(BLOCK)
+    if depth > 3 or tag in ("p", "h1", "h3", "div"):
+        return f"<{tag}>{random_inline(rng, 0)}</{tag}>"
+    if tag == "br":
+        return "<br>"
+    if tag == "img":
+        return f"<p><img src='/x.png' alt='{random_text(rng)}'>{random_text(rng)}</p>"
+    if tag == "pre":
+        return f"<pre class='language-go'>{random_inline(rng, 0)}\n{random_text(rng)}</pre>"
+    if tag in ("ul", "ol"):
+        items = "".join(f"<li>{random_inline(rng, 0)}{random_block(rng, depth + 1) if rng.random() < 0.3 else ''}</li>"
+                        for _ in range(rng.randint(1, 3)))
+        return f"<{tag}>{items}</{tag}>"
+    if tag == "table":
+        rows = "".join("<tr>" + "".join(f"<td>{random_inline(rng, 0)}</td>" for _ in range(rng.randint(1, 3)))
+                       + "</tr>" for _ in range(rng.randint(1, 3)))
+        return f"<table>{rows}</table>"
+    inner = "".join(random_block(rng, depth + 1) for _ in range(rng.randint(1, 3)))
+    return f"<{tag}>{inner}<figcaption>{random_inline(rng, 0)}</figcaption></{tag}>" if tag == "figure" \
+        else f"<{tag}>{inner}</{tag}>"
+
+
+def test_generated_pages_render_as_the_reference():
+    """400 seeded random pages (nested inline markup over text with every escapable
+    character, lists, tables, code, quotes, images), each with a random main-content mask and
+    random line starts, under the three option sets."""
+    rng = random.Random(12)
+    for _ in range(400):
+        body = "".join(random_block(rng, 0) for _ in range(rng.randint(1, 5)))
+        page = page_of(body)
+        text = np.flatnonzero(page.tag == TEXT)
+        mask = page.tag == TEXT
+        if rng.random() < 0.5:
+            mask[text[[rng.random() < 0.3 for _ in text]]] = False
+        starts = text[[rng.random() < 0.3 for _ in text]] if rng.random() < 0.5 else None
+        assert_same(page, mask, rng.choice(ALL_OPTIONS), starts)
+
+
+# Characters the parser never leaves in a text node (it turns whitespace at a node's edges
+# into separators) or never gives at all: placed by replacing the page's text.
+RAW_ALPHABET = list(" \t\n\u00a0\u3000\u2003\u1680\x1c\x85 _*`\\<>[]()&#;!.,-+=~|aZ9") + [
+    "\ud800", "\udfff", "\U0001f600", "\u00bb", "\u0661", "\u2028", "\x00", "&#1;", "&a;", "](", "1. ", "## "]
+
+
+def replaced_text(rng: random.Random, length: int) -> str:
+    out = ""
+    while len(out) < length:
+        out += rng.choice(RAW_ALPHABET)
+    return out[:length]
+
+
+def test_whitespace_at_node_edges_by_hand():
+    """Text replaced so that nodes begin or end with whitespace. Code " a " is padded (it
+    begins and ends with a space and is not all spaces: CommonMark would strip one each side);
+    code "\u3000" is not (not an ASCII space); a link over " " alone is no link (its text is
+    blank); emphasis over "\u3000b" cannot open (str.isspace), over "b\u00a0" cannot close."""
+    page = page_of("<p>xx<code>xxx</code>y<code>x</code>y<a href='/e'>x</a>z <i>xx</i> <b>xx</b></p>")
+    text = "xx" + " a " + "y" + "\u3000" + "y" + " " + "z" + "\u3000b" + "b\u00a0"
+    got = assert_same(with_text(page, text))
+    assert got == "xx`  a  `y`\u3000`y z \u3000b b\u00a0"
+
+
+def test_generated_pages_with_replaced_text_render_as_the_reference():
+    """300 seeded random pages as above, the text of each replaced character for character by
+    whitespace of every kind, escapable characters, surrogates and astral characters."""
+    rng = random.Random(1212)
+    for _ in range(300):
+        body = "".join(random_block(rng, 0) for _ in range(rng.randint(1, 5)))
+        page = page_of(body)
+        page = with_text(page, replaced_text(rng, len(page.text)))
+        text = np.flatnonzero(page.tag == TEXT)
+        starts = text[[rng.random() < 0.3 for _ in text]] if rng.random() < 0.5 else None
+        assert_same(page, None, rng.choice(ALL_OPTIONS), starts)

@@ -1,0 +1,519 @@
+/* main_markdown's inline rendering, compiled (transforms/markdown.py).
+ *
+ * markdown.py's `_Lines.markdown` / `_inline_markdown` (links, strong, emphasis and code
+ * spans grouped level by level, CommonMark's flanking rules for `*`, code span fences and
+ * padding, `escape_text` with and without brackets) and `_Lines.raw` are the reference:
+ * `units` renders every unit of a page in one call, step for step the same, so that the
+ * strings are equal. The layout around the units (lists, quotes, tables, code blocks) stays
+ * in Python's `_Writer`.
+ *
+ * Text is read through PyUnicode_READ and built as UCS4, so non-BMP characters and lone
+ * surrogates are characters as Python sees them. Whitespace is Py_UNICODE_ISSPACE (what
+ * str.isspace and str.strip use); the escape rules' [A-Za-z0-9] is ASCII only, as in the
+ * regexes. unicodedata.category has no C API: ASCII punctuation and symbols (categories P*
+ * and S*) are the 32 printable non-alphanumerics, and every other character asks the
+ * `category` function set by `set_category` (unicodedata.category itself).
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <string.h>
+
+/* The empty string where the reference compares one character ("" before a line's start). */
+#define NO_CHAR ((Py_UCS4)0xFFFFFFFFu)
+
+static PyObject *category_fn = NULL;
+
+typedef struct {
+    Py_UCS4 *p;
+    Py_ssize_t n, cap;
+} Buf;
+
+static int grow(Buf *b, Py_ssize_t extra) {
+    if (b->n + extra <= b->cap) return 0;
+    Py_ssize_t cap = b->cap ? b->cap : 64;
+    while (cap < b->n + extra) cap *= 2;
+    Py_UCS4 *p = PyMem_Realloc(b->p, (size_t)cap * sizeof(Py_UCS4));
+    if (!p) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    b->p = p;
+    b->cap = cap;
+    return 0;
+}
+
+static inline int put(Buf *b, Py_UCS4 c) {
+    if (b->n == b->cap && grow(b, 1) < 0) return -1;
+    b->p[b->n++] = c;
+    return 0;
+}
+
+static int put_n(Buf *b, const Py_UCS4 *s, Py_ssize_t n) {
+    if (grow(b, n) < 0) return -1;
+    memcpy(b->p + b->n, s, (size_t)n * sizeof(Py_UCS4));
+    b->n += n;
+    return 0;
+}
+
+static int put_str(Buf *b, PyObject *s, Py_ssize_t a, Py_ssize_t e) {
+    int kind = PyUnicode_KIND(s);
+    const void *data = PyUnicode_DATA(s);
+    if (grow(b, e - a) < 0) return -1;
+    Py_UCS4 *o = b->p + b->n;
+    if (kind == PyUnicode_1BYTE_KIND) {
+        const Py_UCS1 *d = data;
+        for (Py_ssize_t i = a; i < e; i++) *o++ = d[i];
+    } else if (kind == PyUnicode_2BYTE_KIND) {
+        const Py_UCS2 *d = data;
+        for (Py_ssize_t i = a; i < e; i++) *o++ = d[i];
+    } else {
+        memcpy(o, (const Py_UCS4 *)data + a, (size_t)(e - a) * sizeof(Py_UCS4));
+    }
+    b->n += e - a;
+    return 0;
+}
+
+static int put_ascii(Buf *b, const char *s) {
+    for (; *s; s++)
+        if (put(b, (Py_UCS4)(unsigned char)*s) < 0) return -1;
+    return 0;
+}
+
+static void buf_free(Buf *b) {
+    PyMem_Free(b->p);
+    b->p = NULL;
+    b->n = b->cap = 0;
+}
+
+static inline int is_alnum_ascii(Py_UCS4 c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+}
+
+/* markdown.py _is_space: "" or str.isspace. */
+static inline int is_space(Py_UCS4 c) { return c == NO_CHAR || Py_UNICODE_ISSPACE(c); }
+
+static int has_non_space(const Py_UCS4 *p, Py_ssize_t n) {
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (!Py_UNICODE_ISSPACE(p[i])) return 1;
+    return 0;
+}
+
+/* markdown.py _is_punct: unicodedata.category(ch)[0] in "PS"; -1 on error. */
+static int is_punct(Py_UCS4 c) {
+    if (c == NO_CHAR) return 0;
+    if (c < 128) return c > 32 && c < 127 && !is_alnum_ascii(c);
+    if (category_fn == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "_markdown: set_category was not called");
+        return -1;
+    }
+    PyObject *ch = PyUnicode_FromOrdinal((int)c);
+    if (!ch) return -1;
+    PyObject *cat = PyObject_CallOneArg(category_fn, ch);
+    Py_DECREF(ch);
+    if (!cat) return -1;
+    int got = -1;
+    if (!PyUnicode_Check(cat) || PyUnicode_GET_LENGTH(cat) < 1) {
+        PyErr_SetString(PyExc_TypeError, "_markdown: category must return a non-empty str");
+    } else {
+        Py_UCS4 first = PyUnicode_READ_CHAR(cat, 0);
+        got = first == 'P' || first == 'S';
+    }
+    Py_DECREF(cat);
+    return got;
+}
+
+/* markdown.py escape_text(text, brackets): a backslash before each character the escape
+ * regex matches (every match is one character, decided on the original text). */
+static int escape_into(Buf *out, const Py_UCS4 *p, Py_ssize_t n, int brackets) {
+    if (grow(out, n) < 0) return -1;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Py_UCS4 c = p[i];
+        int esc = 0;
+        switch (c) {
+        case '\\': case '`': case '*': case '<':
+            esc = 1;
+            break;
+        case '[':
+            esc = brackets;
+            break;
+        case ']':
+            esc = brackets || (i + 1 < n && p[i + 1] == '(');
+            break;
+        case '_':
+            esc = i == 0 || !is_alnum_ascii(p[i - 1]) || i + 1 == n || !is_alnum_ascii(p[i + 1]);
+            break;
+        case '&': {
+            Py_ssize_t j = i + 1;
+            if (j < n && p[j] == '#') j++;
+            Py_ssize_t m = j;
+            while (j < n && is_alnum_ascii(p[j])) j++;
+            esc = j > m && j < n && p[j] == ';';
+            break;
+        }
+        default:
+            break;
+        }
+        if (esc && put(out, '\\') < 0) return -1;
+        if (put(out, c) < 0) return -1;
+    }
+    return 0;
+}
+
+/* One page's written items (markdown.py _Lines), read in place. */
+typedef struct {
+    PyObject *text;
+    const int64_t *start, *stop;    /* each item's text range in `text` */
+    const int8_t *sep;              /* text.py codes: 0 none, 1 space, 2 newline */
+    const uint8_t *image;
+    const int64_t *inline_;         /* 4 rows × n: link, strong, em, code element or -1 */
+    const int64_t *kinds;           /* each item's kind bits */
+    PyObject **image_str;           /* per item: its image's Markdown, or NULL */
+    const int64_t *link_node;
+    Py_ssize_t n_links;
+    PyObject *link_url;             /* tuple parallel to link_node */
+    Py_ssize_t n;
+} Items;
+
+static int put_item(Buf *b, const Items *it, Py_ssize_t k) {
+    if (it->image[k]) return put_str(b, it->image_str[k], 0, PyUnicode_GET_LENGTH(it->image_str[k]));
+    return put_str(b, it->text, (Py_ssize_t)it->start[k], (Py_ssize_t)it->stop[k]);
+}
+
+/* The separator of item k in a call over items [s, ...): the first one's is none (the
+ * reference sets group[0]'s and a unit's first item's to _NONE). */
+static inline int sep_at(const Items *it, Py_ssize_t s, Py_ssize_t k) { return k == s ? 0 : it->sep[k]; }
+
+/* markdown.py _code_span. */
+static int code_span(Buf *out, const Py_UCS4 *p, Py_ssize_t n) {
+    if (n == 0) return 0;
+    Py_ssize_t longest = 0, run = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        run = p[i] == '`' ? run + 1 : 0;
+        if (run > longest) longest = run;
+    }
+    Py_ssize_t fence = longest + 1 > 1 ? longest + 1 : 1;
+    int pad = p[0] == '`' || p[n - 1] == '`' || (p[0] == ' ' && p[n - 1] == ' ' && has_non_space(p, n));
+    if (grow(out, 2 * fence + 2 + n) < 0) return -1;
+    for (Py_ssize_t i = 0; i < fence; i++) out->p[out->n++] = '`';
+    if (pad) out->p[out->n++] = ' ';
+    memcpy(out->p + out->n, p, (size_t)n * sizeof(Py_UCS4));
+    out->n += n;
+    if (pad) out->p[out->n++] = ' ';
+    for (Py_ssize_t i = 0; i < fence; i++) out->p[out->n++] = '`';
+    return 0;
+}
+
+/* markdown.py _Structure.url (searchsorted on link_node) and _destination. */
+static int put_destination(Buf *out, const Items *it, int64_t link) {
+    Py_ssize_t lo = 0, hi = it->n_links;
+    while (lo < hi) {
+        Py_ssize_t mid = lo + (hi - lo) / 2;
+        if (it->link_node[mid] < link) lo = mid + 1; else hi = mid;
+    }
+    if (lo >= PyTuple_GET_SIZE(it->link_url)) {
+        PyErr_SetString(PyExc_IndexError, "_markdown: a link element without its URL");
+        return -1;
+    }
+    PyObject *url = PyTuple_GET_ITEM(it->link_url, lo);
+    if (!PyUnicode_Check(url)) {
+        PyErr_SetString(PyExc_TypeError, "_markdown: link URLs must be str");
+        return -1;
+    }
+    Py_ssize_t len = PyUnicode_GET_LENGTH(url);
+    int angle = 0;
+    for (Py_ssize_t i = 0; i < len && !angle; i++) {
+        Py_UCS4 c = PyUnicode_READ_CHAR(url, i);
+        angle = c == ' ' || c == '(' || c == ')' || c == '<' || c == '>';
+    }
+    if (angle && put(out, '<') < 0) return -1;
+    if (put_str(out, url, 0, len) < 0) return -1;
+    if (angle && put(out, '>') < 0) return -1;
+    return 0;
+}
+
+/* markdown.py _can_wrap; -1 on error. */
+static int can_wrap(Py_UCS4 before, const Py_UCS4 *inner, Py_ssize_t n, Py_UCS4 after) {
+    Py_UCS4 first = inner[0], last = inner[n - 1];
+    int opens = 0, closes = 0, t;
+    if (!is_space(first)) {
+        if ((t = is_punct(first)) < 0) return -1;
+        if (!t || is_space(before)) opens = 1;
+        else if ((t = is_punct(before)) < 0) return -1;
+        else opens = t;
+    }
+    if (!opens) return 0;
+    if (!is_space(last)) {
+        if ((t = is_punct(last)) < 0) return -1;
+        if (!t || is_space(after)) closes = 1;
+        else if ((t = is_punct(after)) < 0) return -1;
+        else closes = t;
+    }
+    return closes;
+}
+
+typedef struct {
+    int lead;
+    Py_ssize_t body, end;   /* the body's range in the bodies buffer */
+    int mark;               /* stars of the mark (0: none) */
+} Group;
+
+/* markdown.py _inline_markdown over items [s, e), appended to out. */
+static int inline_markdown(const Items *it, Py_ssize_t s, Py_ssize_t e, int level, int in_link,
+                           Py_UCS4 before, Py_UCS4 after, int64_t kinds, Buf *out) {
+    while (level < 4 && !((kinds >> level) & 1)) level++;
+    if (level == 4) {
+        /* Runs of text escaped at once; images are Markdown already. */
+        Buf run = {0};
+        for (Py_ssize_t k = s; k < e; k++) {
+            int space = sep_at(it, s, k) != 0;
+            if (it->image[k]) {
+                if (run.n && escape_into(out, run.p, run.n, in_link) < 0) goto leaf_fail;
+                run.n = 0;
+                if (space && put(out, ' ') < 0) goto leaf_fail;
+                if (put_item(out, it, k) < 0) goto leaf_fail;
+            } else {
+                if (space && put(&run, ' ') < 0) goto leaf_fail;
+                if (put_item(&run, it, k) < 0) goto leaf_fail;
+            }
+        }
+        if (run.n && escape_into(out, run.p, run.n, in_link) < 0) goto leaf_fail;
+        buf_free(&run);
+        return 0;
+    leaf_fail:
+        buf_free(&run);
+        return -1;
+    }
+    const int64_t *key_of = it->inline_ + (Py_ssize_t)level * it->n;
+    Group *groups = PyMem_Malloc((size_t)(e - s) * sizeof(Group));
+    if (!groups) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    Buf bodies = {0}, part = {0};
+    Py_ssize_t count = 0;
+    for (Py_ssize_t start = s; start < e;) {
+        int64_t key = key_of[start], group_kinds = it->kinds[start];
+        Py_ssize_t stop = start + 1;
+        while (stop < e && key_of[stop] == key) group_kinds |= it->kinds[stop++];
+        Group *g = &groups[count++];
+        g->lead = sep_at(it, s, start) != 0;
+        g->mark = 0;
+        g->body = bodies.n;
+        int mark = 0;
+        if (key < 0) {
+            if (inline_markdown(it, start, stop, level + 1, in_link, '*', '*', group_kinds, &bodies) < 0) goto fail;
+        } else if (level == 3) {
+            part.n = 0;
+            for (Py_ssize_t k = start; k < stop; k++) {
+                if (sep_at(it, start, k) && put(&part, ' ') < 0) goto fail;
+                if (put_item(&part, it, k) < 0) goto fail;
+            }
+            if (code_span(&bodies, part.p, part.n) < 0) goto fail;
+        } else if (level == 0) {
+            part.n = 0;
+            if (inline_markdown(it, start, stop, 1, 1, '[', ']', group_kinds, &part) < 0) goto fail;
+            if (has_non_space(part.p, part.n)) {
+                if (put(&bodies, '[') < 0 || put_n(&bodies, part.p, part.n) < 0 || put_ascii(&bodies, "](") < 0
+                    || put_destination(&bodies, it, key) < 0 || put(&bodies, ')') < 0) goto fail;
+            } else if (put_n(&bodies, part.p, part.n) < 0) {
+                goto fail;
+            }
+        } else {
+            mark = level == 1 ? 2 : 1;
+            if (inline_markdown(it, start, stop, level + 1, in_link, '*', '*', group_kinds, &bodies) < 0) goto fail;
+        }
+        g->end = bodies.n;
+        if (mark && has_non_space(bodies.p + g->body, g->end - g->body)) g->mark = mark;
+        start = stop;
+    }
+    Py_UCS4 prev = before;
+    for (Py_ssize_t i = 0; i < count; i++) {
+        Group *g = &groups[i];
+        const Py_UCS4 *body = bodies.p + g->body;
+        Py_ssize_t n = g->end - g->body;
+        int wrap = 0;
+        if (g->mark) {
+            Py_UCS4 next;
+            if (i + 1 < count) {
+                Group *h = &groups[i + 1];
+                next = h->lead ? ' ' : h->mark ? '*' : h->end > h->body ? bodies.p[h->body] : NO_CHAR;
+            } else {
+                next = after;
+            }
+            if ((wrap = can_wrap(g->lead ? ' ' : prev, body, n, next)) < 0) goto fail;
+        }
+        Py_ssize_t was = out->n;
+        if (g->lead && put(out, ' ') < 0) goto fail;
+        for (int m = 0; wrap && m < g->mark; m++)
+            if (put(out, '*') < 0) goto fail;
+        if (put_n(out, body, n) < 0) goto fail;
+        for (int m = 0; wrap && m < g->mark; m++)
+            if (put(out, '*') < 0) goto fail;
+        if (out->n > was) prev = out->p[out->n - 1];
+    }
+    PyMem_Free(groups);
+    buf_free(&bodies);
+    buf_free(&part);
+    return 0;
+fail:
+    PyMem_Free(groups);
+    buf_free(&bodies);
+    buf_free(&part);
+    return -1;
+}
+
+/* markdown.py _Lines.raw over items [s, e). */
+static int raw(const Items *it, Py_ssize_t s, Py_ssize_t e, Buf *out) {
+    for (Py_ssize_t k = s; k < e; k++) {
+        if (it->image[k]) continue;
+        if (k > s && it->sep[k] == 1 && put(out, ' ') < 0) return -1;
+        if (put_item(out, it, k) < 0) return -1;
+    }
+    return 0;
+}
+
+static int get(PyObject *obj, Py_buffer *view, Py_ssize_t itemsize, const char *what) {
+    if (PyObject_GetBuffer(obj, view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) return -1;
+    if (view->itemsize != itemsize) {
+        PyErr_Format(PyExc_TypeError, "%s: expected contiguous items of %zd bytes", what, itemsize);
+        PyBuffer_Release(view);
+        return -1;
+    }
+    return 0;
+}
+
+/* units(text, start, stop, sep, image, inline, image_strings, link_node, link_url, bounds,
+ * modes) -> list: per unit (items bounds[u]:bounds[u+1]) its inline Markdown (mode 1,
+ * _Lines.markdown), its raw text (mode 2, _Lines.raw) or None (mode 0).
+ * start, stop: int64 text ranges of the items; sep: int8; image: bool; inline: int64 4 × n;
+ * image_strings: the images' Markdown in item order; link_node: int64 sorted, link_url its
+ * URLs; bounds: int64 units + 1; modes: uint8 per unit. */
+static PyObject *units(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *text, *start_o, *stop_o, *sep_o, *image_o, *inline_o, *image_strings, *link_node_o, *link_url,
+        *bounds_o, *modes_o;
+    if (!PyArg_ParseTuple(args, "UOOOOOO!OO!OO", &text, &start_o, &stop_o, &sep_o, &image_o, &inline_o,
+                          &PyList_Type, &image_strings, &link_node_o, &PyTuple_Type, &link_url, &bounds_o, &modes_o))
+        return NULL;
+    enum { N_VIEWS = 8 };
+    Py_buffer v[N_VIEWS];
+    PyObject *objs[N_VIEWS] = {start_o, stop_o, sep_o, image_o, inline_o, link_node_o, bounds_o, modes_o};
+    const Py_ssize_t sizes[N_VIEWS] = {8, 8, 1, 1, 8, 8, 8, 1};
+    const char *names[N_VIEWS] = {"start", "stop", "sep", "image", "inline", "link_node", "bounds", "modes"};
+    int held = 0;
+    PyObject *result = NULL, **image_str = NULL;
+    int64_t *kinds = NULL;
+    Buf out = {0};
+    for (; held < N_VIEWS; held++)
+        if (get(objs[held], &v[held], sizes[held], names[held]) < 0) goto done;
+    Items it;
+    it.n = v[0].len / 8;
+    Py_ssize_t n_units = v[7].len, text_len = PyUnicode_GET_LENGTH(text);
+    it.text = text;
+    it.start = v[0].buf;
+    it.stop = v[1].buf;
+    it.sep = v[2].buf;
+    it.image = v[3].buf;
+    it.inline_ = v[4].buf;
+    it.link_node = v[5].buf;
+    it.n_links = v[5].len / 8;
+    it.link_url = link_url;
+    const int64_t *bounds = v[6].buf;
+    const uint8_t *modes = v[7].buf;
+    if (v[1].len / 8 != it.n || v[2].len != it.n || v[3].len != it.n || v[4].len / 8 != 4 * it.n
+        || v[6].len / 8 != n_units + 1 || it.n_links != PyTuple_GET_SIZE(link_url)) {
+        PyErr_SetString(PyExc_ValueError, "units: arrays of different lengths");
+        goto done;
+    }
+    for (Py_ssize_t u = 0; u <= n_units; u++)
+        if (bounds[u] < 0 || bounds[u] > it.n || (u && bounds[u] < bounds[u - 1])) {
+            PyErr_SetString(PyExc_ValueError, "units: unit bounds out of order");
+            goto done;
+        }
+    kinds = PyMem_Malloc((size_t)(it.n ? it.n : 1) * sizeof(int64_t));
+    image_str = PyMem_Calloc((size_t)(it.n ? it.n : 1), sizeof(PyObject *));
+    if (!kinds || !image_str) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    Py_ssize_t next_image = 0;
+    for (Py_ssize_t k = 0; k < it.n; k++) {
+        if (it.start[k] < 0 || it.start[k] > it.stop[k] || it.stop[k] > text_len) {
+            PyErr_SetString(PyExc_ValueError, "units: a text range outside the text");
+            goto done;
+        }
+        int64_t bits = 0;
+        for (int level = 0; level < 4; level++) bits |= (int64_t)(it.inline_[level * it.n + k] >= 0) << level;
+        kinds[k] = bits;
+        if (it.image[k]) {
+            if (next_image >= PyList_GET_SIZE(image_strings)
+                || !PyUnicode_Check(PyList_GET_ITEM(image_strings, next_image))) {
+                PyErr_SetString(PyExc_ValueError, "units: one str per image item expected");
+                goto done;
+            }
+            image_str[k] = PyList_GET_ITEM(image_strings, next_image++);
+        }
+    }
+    it.kinds = kinds;
+    it.image_str = image_str;
+    result = PyList_New(n_units);
+    if (!result) goto done;
+    for (Py_ssize_t u = 0; u < n_units; u++) {
+        Py_ssize_t s = (Py_ssize_t)bounds[u], e = (Py_ssize_t)bounds[u + 1];
+        PyObject *item;
+        out.n = 0;
+        if (modes[u] == 0 || s == e) {
+            item = modes[u] == 0 ? Py_NewRef(Py_None) : PyUnicode_New(0, 0);
+        } else {
+            int rc;
+            if (modes[u] == 1) {
+                int64_t unit_kinds = 0;
+                for (Py_ssize_t k = s; k < e; k++) unit_kinds |= kinds[k];
+                rc = inline_markdown(&it, s, e, 0, 0, NO_CHAR, NO_CHAR, unit_kinds, &out);
+            } else {
+                rc = raw(&it, s, e, &out);
+            }
+            if (rc < 0) {
+                Py_CLEAR(result);
+                goto done;
+            }
+            item = PyUnicode_FromKindAndData(PyUnicode_4BYTE_KIND, out.p ? out.p : (Py_UCS4 *)"", out.n);
+        }
+        if (!item) {
+            Py_CLEAR(result);
+            goto done;
+        }
+        PyList_SET_ITEM(result, u, item);
+    }
+done:
+    buf_free(&out);
+    PyMem_Free(kinds);
+    PyMem_Free(image_str);
+    for (int i = 0; i < held; i++) PyBuffer_Release(&v[i]);
+    return result;
+}
+
+static PyObject *set_category(PyObject *self, PyObject *fn) {
+    (void)self;
+    if (!PyCallable_Check(fn)) {
+        PyErr_SetString(PyExc_TypeError, "set_category: a callable expected");
+        return NULL;
+    }
+    Py_XSETREF(category_fn, Py_NewRef(fn));
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef methods[] = {
+    {"units", units, METH_VARARGS,
+     "units(text, start, stop, sep, image, inline, image_strings, link_node, link_url, bounds, modes): "
+     "each unit's inline Markdown or raw text (see markdown.py)."},
+    {"set_category", set_category, METH_O, "set_category(fn): unicodedata.category, for non-ASCII characters."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_markdown",
+                                    "main_markdown's inline rendering, compiled (see markdown.py).",
+                                    -1, methods, NULL, NULL, NULL, NULL};
+
+PyMODINIT_FUNC PyInit__markdown(void) { return PyModule_Create(&module); }
