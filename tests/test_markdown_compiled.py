@@ -91,6 +91,7 @@ HAND_BUILT = [
     "<pre class='language-py'>def f():\n    return '```' * 2\n</pre><table><tr><td><pre>x</pre></td><td>y</td></tr>"
     "<tr><td>p</td><td>q</td></tr></table>",
     "<pre>a <b>b</b>\n\n <i>c</i> _d_ \\ </pre>",
+    "<pre>a\n   \n&gt; \n \n</pre><ul><li><pre>x\n  \n&gt;&gt;\n</pre></li></ul><blockquote><pre> \n</pre></blockquote>",
     # lists, quotes, headings
     "<ul><li>one <b>1</b></li><li>two<ol><li>x</li><li>y<ul><li>deep</li></ul></li></ol></li></ul>"
     "<blockquote><p>q <em>e</em></p><ul><li>in</li></ul></blockquote><h2>Title #</h2><h3>a <i>b</i> #</h3>",
@@ -253,3 +254,24 @@ def test_generated_pages_with_replaced_text_render_as_the_reference():
         text = np.flatnonzero(page.tag == TEXT)
         starts = text[[rng.random() < 0.3 for _ in text]] if rng.random() < 0.5 else None
         assert_same(page, None, rng.choice(ALL_OPTIONS), starts)
+
+
+LINE_PIECES = ["#", "######", "#######", ">", "-", "+", "=", "~", "~~", "1", "123456789", "1234567890", ".", ")",
+               " ", "\t", "\n", "\u00a0", "\u3000", "\u0661", "\u0966", "\uff11", "\u00b2", "x", "*", "\\", "\U0001f600"]
+
+
+def test_line_start_escapes_as_the_reference():
+    """escape_line_start (two regexes: \\s and \\d as re reads them in str patterns, `$` also
+    before a final newline) against the compiled line_start on every string of up to three
+    pieces, and on 3,000 seeded random ones of up to eight. By hand: "###### x" is a heading
+    (six marks), "####### x" is not; "\u0661. x" is a numbered line (\\d is any decimal digit),
+    "\u00b2. x" is not (a superscript is no decimal); "-- \\n" is a setext underline."""
+    line_start = M._compiled.line_start
+    assert line_start("###### x") == "\\###### x" and line_start("####### x") == "####### x"
+    assert line_start("\u0661. x") == "\u0661\\. x" and line_start("\u00b2. x") == "\u00b2. x"
+    assert line_start("-- \n") == "\\-- \n"
+    strings = [""] + [a + b + c for a in LINE_PIECES for b in LINE_PIECES + [""] for c in LINE_PIECES + [""]]
+    rng = random.Random(7)
+    strings += ["".join(rng.choice(LINE_PIECES) for _ in range(rng.randint(1, 8))) for _ in range(3000)]
+    for s in strings:
+        assert line_start(s) == M.escape_line_start(s), repr(s)

@@ -494,6 +494,401 @@ done:
     return result;
 }
 
+/* ---- the layout: markdown.py _Writer.write ---- */
+
+static int put_range(Buf *out, const Py_UCS4 *p, Py_ssize_t n) { return put_n(out, p, n); }
+
+static Py_ssize_t rstripped(const Py_UCS4 *p, Py_ssize_t n) {
+    while (n > 0 && Py_UNICODE_ISSPACE(p[n - 1])) n--;
+    return n;
+}
+
+/* `not s.strip(" >")`: s has no character but spaces and '>'. */
+static int only_quote_marks(const Py_UCS4 *p, Py_ssize_t n) {
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (p[i] != ' ' && p[i] != '>') return 0;
+    return 1;
+}
+
+/* markdown.py escape_line_start, appended to out: _LINE_START and _NUMBERED at position 0.
+ * \s is Py_UNICODE_ISSPACE and \d Py_UNICODE_ISDECIMAL in re's str patterns; `$` (no
+ * MULTILINE) also matches before a final "\n", which every alternative here reads as \s
+ * already, so it is the end of the line. */
+static int line_start_into(Buf *out, const Py_UCS4 *p, Py_ssize_t n) {
+    int escape = 0;
+    if (n > 0) {
+        Py_UCS4 c = p[0];
+        if (c == '#') {
+            Py_ssize_t h = 0;
+            while (h < n && p[h] == '#') h++;
+            escape = h <= 6 && (h == n || Py_UNICODE_ISSPACE(p[h]));
+        } else if (c == '>') {
+            escape = 1;
+        } else if (c == '-' || c == '+') {
+            escape = n == 1 || Py_UNICODE_ISSPACE(p[1]);
+        }
+        if (!escape && (c == '=' || c == '-')) {
+            Py_ssize_t i = 0;
+            while (i < n && p[i] == c) i++;
+            while (i < n && Py_UNICODE_ISSPACE(p[i])) i++;
+            escape = i == n;
+        }
+        if (!escape && c == '~') escape = n >= 3 && p[1] == '~' && p[2] == '~';
+    }
+    if (escape) {
+        if (put(out, '\\') < 0) return -1;
+        return put_n(out, p, n);
+    }
+    Py_ssize_t d = 0;
+    while (d < n && Py_UNICODE_ISDECIMAL(p[d])) d++;
+    if (d >= 1 && d <= 9 && d < n && (p[d] == '.' || p[d] == ')') && (d + 1 == n || Py_UNICODE_ISSPACE(p[d + 1]))) {
+        if (put_n(out, p, d) < 0 || put(out, '\\') < 0) return -1;
+        return put_n(out, p + d, n - d);
+    }
+    return put_n(out, p, n);
+}
+
+static int to_buf(Buf *b, PyObject *s) {
+    if (!PyUnicode_Check(s)) {
+        PyErr_SetString(PyExc_TypeError, "_markdown: a str expected");
+        return -1;
+    }
+    return put_str(b, s, 0, PyUnicode_GET_LENGTH(s));
+}
+
+/* line_start(text) -> str: escape_line_start, for the tests. */
+static PyObject *line_start(PyObject *self, PyObject *text) {
+    (void)self;
+    Buf in = {0}, out = {0};
+    PyObject *got = NULL;
+    if (to_buf(&in, text) == 0 && line_start_into(&out, in.p, in.n) == 0)
+        got = PyUnicode_FromKindAndData(PyUnicode_4BYTE_KIND, out.p ? out.p : (Py_UCS4 *)"", out.n);
+    buf_free(&in);
+    buf_free(&out);
+    return got;
+}
+
+/* A list item or block quote being written (markdown.py _Open): its marker is "- " or
+ * "N. " (number >= 0). */
+typedef struct {
+    int64_t node;
+    int quote;
+    long long number;
+} Open;
+
+static Py_ssize_t marker_width(const Open *o) {
+    if (o->number < 0) return 2;
+    char digits[32];
+    return (Py_ssize_t)snprintf(digits, sizeof digits, "%lld", o->number) + 2;
+}
+
+/* _Open.prefix(first). */
+static int put_prefix(Buf *out, const Open *o, int first) {
+    if (o->quote) return put_ascii(out, "> ");
+    if (first) {
+        if (o->number < 0) return put_ascii(out, "- ");
+        char marker[40];
+        snprintf(marker, sizeof marker, "%lld. ", o->number);
+        return put_ascii(out, marker);
+    }
+    Py_ssize_t w = marker_width(o);
+    for (Py_ssize_t i = 0; i < w; i++)
+        if (put(out, ' ') < 0) return -1;
+    return 0;
+}
+
+typedef struct {
+    const int32_t *tag, *parent;
+    Py_ssize_t size;
+    int ol, quote;
+    PyObject *number_fn;
+} Tree;
+
+/* tag[parent[e]] as numpy reads it (a root's parent -1 is the last node). */
+static int tag_of(const Tree *t, int64_t e) {
+    if (e < 0) e += t->size;
+    return t->tag[e];
+}
+
+static int number_of(const Tree *t, int64_t li, long long *got) {
+    PyObject *r = PyObject_CallFunction(t->number_fn, "L", (long long)li);
+    if (!r) return -1;
+    *got = PyLong_AsLongLong(r);
+    Py_DECREF(r);
+    return (*got == -1 && PyErr_Occurred()) ? -1 : 0;
+}
+
+static int check_node(const Tree *t, int64_t e) {
+    if (e < 0 || e >= t->size) {
+        PyErr_SetString(PyExc_IndexError, "write: a node outside the page");
+        return -1;
+    }
+    return 0;
+}
+
+/* write(rendered, container, ctx_of, heading, pre, table, li, nests, tag, parent, ol, quote,
+ * block, number) -> str: markdown.py _Writer.write over units rendered by `units` (a
+ * line's inline Markdown; None where the unit is written in a table or code block).
+ * Per unit: container and context index (int64); per context: heading, pre, table, li
+ * (int64) and nest (a tuple of elements); tag, parent: the page's int32 arrays; block(kind,
+ * element, first unit, stop unit) -> str writes a table (kind 0) or code block (kind 1);
+ * number(li) -> int is _Writer.number. */
+static PyObject *write_page(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *rendered, *container_o, *ctx_o, *heading_o, *pre_o, *table_o, *li_o, *nests, *tag_o, *parent_o,
+        *block_fn, *number_fn;
+    int ol, quote;
+    if (!PyArg_ParseTuple(args, "O!OOOOOOO!OOiiOO", &PyList_Type, &rendered, &container_o, &ctx_o, &heading_o,
+                          &pre_o, &table_o, &li_o, &PyList_Type, &nests, &tag_o, &parent_o, &ol, &quote, &block_fn,
+                          &number_fn))
+        return NULL;
+    enum { N_VIEWS = 8 };
+    Py_buffer v[N_VIEWS];
+    PyObject *objs[N_VIEWS] = {container_o, ctx_o, heading_o, pre_o, table_o, li_o, tag_o, parent_o};
+    const Py_ssize_t sizes[N_VIEWS] = {8, 8, 8, 8, 8, 8, 4, 4};
+    const char *names[N_VIEWS] = {"container", "ctx_of", "heading", "pre", "table", "li", "tag", "parent"};
+    int held = 0;
+    PyObject *result = NULL;
+    int64_t *nest = NULL;
+    Py_ssize_t *nest_at = NULL;
+    Open *open = NULL;
+    int64_t *chain = NULL;
+    Buf out = {0}, blk = {0}, line = {0}, pre_buf = {0}, rest = {0}, first = {0};
+    for (; held < N_VIEWS; held++)
+        if (get(objs[held], &v[held], sizes[held], names[held]) < 0) goto done;
+    Py_ssize_t n_units = PyList_GET_SIZE(rendered), n_ctx = PyList_GET_SIZE(nests);
+    const int64_t *container = v[0].buf, *ctx_of = v[1].buf, *heading = v[2].buf, *pre = v[3].buf,
+                  *table = v[4].buf, *li = v[5].buf;
+    Tree t = {v[6].buf, v[7].buf, v[6].len / 4, ol, quote, number_fn};
+    if (v[0].len / 8 != n_units || v[1].len / 8 != n_units || v[2].len / 8 != n_ctx || v[3].len / 8 != n_ctx
+        || v[4].len / 8 != n_ctx || v[5].len / 8 != n_ctx || v[7].len / 4 != t.size || t.size == 0) {
+        PyErr_SetString(PyExc_ValueError, "write: arrays of different lengths");
+        goto done;
+    }
+    for (Py_ssize_t u = 0; u < n_units; u++)
+        if (ctx_of[u] < 0 || ctx_of[u] >= n_ctx) {
+            PyErr_SetString(PyExc_ValueError, "write: a unit without its context");
+            goto done;
+        }
+    /* Every context's nest, flattened. */
+    nest_at = PyMem_Malloc((size_t)(n_ctx + 1) * sizeof(Py_ssize_t));
+    if (!nest_at) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    Py_ssize_t total = 0, deepest = 0;
+    for (Py_ssize_t c = 0; c < n_ctx; c++) {
+        PyObject *tup = PyList_GET_ITEM(nests, c);
+        if (!PyTuple_Check(tup)) {
+            PyErr_SetString(PyExc_TypeError, "write: nests must be tuples");
+            goto done;
+        }
+        total += PyTuple_GET_SIZE(tup);
+        if (PyTuple_GET_SIZE(tup) > deepest) deepest = PyTuple_GET_SIZE(tup);
+    }
+    nest = PyMem_Malloc((size_t)(total ? total : 1) * sizeof(int64_t));
+    open = PyMem_Malloc((size_t)(deepest ? deepest : 1) * sizeof(Open));
+    chain = PyMem_Malloc((size_t)(deepest ? deepest : 1) * sizeof(int64_t));
+    if (!nest || !open || !chain) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    total = 0;
+    for (Py_ssize_t c = 0; c < n_ctx; c++) {
+        PyObject *tup = PyList_GET_ITEM(nests, c);
+        nest_at[c] = total;
+        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(tup); i++) {
+            long long e = PyLong_AsLongLong(PyTuple_GET_ITEM(tup, i));
+            if (e == -1 && PyErr_Occurred()) goto done;
+            if (check_node(&t, e) < 0) goto done;
+            nest[total++] = e;
+        }
+    }
+    nest_at[n_ctx] = total;
+    for (Py_ssize_t c = 0; c < n_ctx; c++)
+        if (li[c] >= t.size || pre[c] >= t.size || table[c] >= t.size) {
+            PyErr_SetString(PyExc_IndexError, "write: a context element outside the page");
+            goto done;
+        }
+
+    Py_ssize_t n_open = 0;
+    int has_prev = 0, prev_kind = 0, prev_began_item = 0;
+    int64_t prev_heading = 0, prev_container = 0;
+    enum { LINE = 0, TABLE = 1, CODE = 2 };
+    for (Py_ssize_t k = 0; k < n_units;) {
+        Py_ssize_t c = (Py_ssize_t)ctx_of[k], stop;
+        int kind;
+        blk.n = 0;
+        if (table[c] >= 0 || pre[c] >= 0) {
+            int is_table = table[c] >= 0;
+            const int64_t *key = is_table ? table : pre;
+            int64_t element = key[c];
+            stop = k;
+            while (stop < n_units && key[ctx_of[stop]] == element) stop++;
+            PyObject *b = PyObject_CallFunction(block_fn, "iLnn", is_table ? 0 : 1, (long long)element, k, stop);
+            if (!b) goto done;
+            int rc = to_buf(&blk, b);
+            Py_DECREF(b);
+            if (rc < 0) goto done;
+            kind = is_table ? TABLE : CODE;
+        } else {
+            stop = k + 1;
+            PyObject *md = PyList_GET_ITEM(rendered, k);
+            line.n = 0;
+            if (to_buf(&line, md) < 0) goto done;
+            if (heading[c]) {
+                for (int64_t h = 0; h < heading[c]; h++)
+                    if (put(&blk, '#') < 0) goto done;
+                if (put(&blk, ' ') < 0) goto done;
+            }
+            if (line_start_into(&blk, line.p, line.n) < 0) goto done;
+            if (heading[c] && blk.p[blk.n - 1] == '#') {
+                blk.p[blk.n - 1] = '\\';
+                if (put(&blk, '#') < 0) goto done;
+            }
+            kind = LINE;
+        }
+        /* _Writer.enter */
+        Py_ssize_t kept = 0, n_chain = 0;
+        const int64_t *ns = nest + nest_at[c];
+        Py_ssize_t n_nest = nest_at[c + 1] - nest_at[c];
+        Py_ssize_t n_before = n_open;
+        if (n_open || n_nest) {
+            for (Py_ssize_t i = 0; i < n_nest; i++) {
+                int64_t e = ns[i];
+                int keep = e == li[c] || tag_of(&t, e) == t.quote;
+                for (Py_ssize_t j = 0; j < n_open && !keep; j++) keep = open[j].node == e;
+                if (keep) chain[n_chain++] = e;
+            }
+            while (kept < n_open && kept < n_chain && open[kept].node == chain[kept]) kept++;
+        }
+        /* Popped: open[kept:n_before] (copied aside, the pushed ones overwrite them). */
+        Py_ssize_t n_popped = n_before - kept;
+        Open *popped = NULL;
+        if (n_popped) {
+            popped = PyMem_Malloc((size_t)n_popped * sizeof(Open));
+            if (!popped) {
+                PyErr_NoMemory();
+                goto done;
+            }
+            memcpy(popped, open + kept, (size_t)n_popped * sizeof(Open));
+        }
+        n_open = kept;
+        Py_ssize_t n_pushed = 0, n_pushed_items = 0;
+        for (Py_ssize_t i = kept; i < n_chain; i++) {
+            int64_t e = chain[i];
+            Open o = {e, tag_of(&t, e) == t.quote, -1};
+            if (!o.quote) {
+                if (tag_of(&t, t.parent[e]) == t.ol && number_of(&t, e, &o.number) < 0) {
+                    PyMem_Free(popped);
+                    goto done;
+                }
+                n_pushed_items++;
+            }
+            open[n_open++] = o;
+            n_pushed++;
+        }
+        /* _Writer.separator */
+        if (has_prev) {
+            int blank = 1;
+            if (kind == LINE && prev_kind == LINE) {
+                if (!n_popped && !n_pushed) {
+                    if (heading[c] || prev_heading) blank = kept == 0;
+                    else blank = container[k] != prev_container ? 1 : 2;
+                } else if (prev_began_item && n_pushed_items == 1 && n_pushed == 1) {
+                    const Open *item = &open[n_open - 1];
+                    int64_t parent = t.parent[item->node];
+                    int sibling = 0;
+                    for (Py_ssize_t j = 0; j < n_popped && !sibling; j++)
+                        sibling = !popped[j].quote && t.parent[popped[j].node] == parent;
+                    int nested = 0;
+                    if (!n_popped) {
+                        nested = tag_of(&t, parent) != t.ol;
+                        if (!nested) {
+                            long long number;
+                            if (number_of(&t, item->node, &number) < 0) {
+                                PyMem_Free(popped);
+                                goto done;
+                            }
+                            nested = number == 1;
+                        }
+                    }
+                    if (sibling || nested) blank = 0;
+                }
+            }
+            int rc = 0;
+            if (blank == 1) {
+                rest.n = 0;
+                for (Py_ssize_t j = 0; j < kept && rc == 0; j++) rc = put_prefix(&rest, &open[j], 0);
+                rc = rc < 0 ? rc : put(&out, '\n');
+                rc = rc < 0 ? rc : put_range(&out, rest.p, rstripped(rest.p, rest.n));
+                rc = rc < 0 ? rc : put(&out, '\n');
+            } else if (blank == 2) {
+                rc = put_ascii(&out, "\\\n");
+            } else {
+                rc = put(&out, '\n');
+            }
+            if (rc < 0) {
+                PyMem_Free(popped);
+                goto done;
+            }
+        }
+        PyMem_Free(popped);
+        /* The block, each line led by the prefixes of the open items and quotes. */
+        int has_newline = 0;
+        for (Py_ssize_t i = 0; i < blk.n && !has_newline; i++) has_newline = blk.p[i] == '\n';
+        if (!n_open && !has_newline) {
+            Py_ssize_t n = only_quote_marks(blk.p, blk.n) ? rstripped(blk.p, blk.n) : blk.n;
+            if (put_range(&out, blk.p, n) < 0) goto done;
+        } else {
+            first.n = rest.n = 0;
+            for (Py_ssize_t j = 0; j < n_open; j++)
+                if (put_prefix(&first, &open[j], j >= kept) < 0 || put_prefix(&rest, &open[j], 0) < 0) goto done;
+            Py_ssize_t rest_stripped = rstripped(rest.p, rest.n);
+            Py_ssize_t a = 0;
+            for (Py_ssize_t i = 0;; i++) {
+                Py_ssize_t e = a;
+                while (e < blk.n && blk.p[e] != '\n') e++;
+                pre_buf.n = 0;
+                int rc;
+                if (i == 0) rc = put_range(&pre_buf, first.p, first.n) < 0 || put_range(&pre_buf, blk.p + a, e - a) < 0;
+                else if (e > a) rc = put_range(&pre_buf, rest.p, rest.n) < 0 || put_range(&pre_buf, blk.p + a, e - a) < 0;
+                else rc = put_range(&pre_buf, rest.p, rest_stripped) < 0;
+                if (rc) goto done;
+                Py_ssize_t n = only_quote_marks(pre_buf.p, pre_buf.n) ? rstripped(pre_buf.p, pre_buf.n) : pre_buf.n;
+                if ((i > 0 && put(&out, '\n') < 0) || put_range(&out, pre_buf.p, n) < 0) goto done;
+                if (e >= blk.n) break;
+                a = e + 1;
+            }
+        }
+        has_prev = 1;
+        prev_kind = kind;
+        prev_heading = heading[c];
+        prev_container = container[k];
+        prev_began_item = kind == LINE && n_pushed_items > 0;
+        k = stop;
+    }
+    {
+        Py_ssize_t a = 0, e = out.n;
+        while (a < e && out.p[a] == '\n') a++;
+        while (e > a && out.p[e - 1] == '\n') e--;
+        result = PyUnicode_FromKindAndData(PyUnicode_4BYTE_KIND, out.p ? out.p + a : (Py_UCS4 *)"", e - a);
+    }
+done:
+    buf_free(&out);
+    buf_free(&blk);
+    buf_free(&line);
+    buf_free(&pre_buf);
+    buf_free(&rest);
+    buf_free(&first);
+    PyMem_Free(nest);
+    PyMem_Free(nest_at);
+    PyMem_Free(open);
+    PyMem_Free(chain);
+    for (int i = 0; i < held; i++) PyBuffer_Release(&v[i]);
+    return result;
+}
+
 static PyObject *set_category(PyObject *self, PyObject *fn) {
     (void)self;
     if (!PyCallable_Check(fn)) {
@@ -508,6 +903,10 @@ static PyMethodDef methods[] = {
     {"units", units, METH_VARARGS,
      "units(text, start, stop, sep, image, inline, image_strings, link_node, link_url, bounds, modes): "
      "each unit's inline Markdown or raw text (see markdown.py)."},
+    {"write", write_page, METH_VARARGS,
+     "write(rendered, container, ctx_of, heading, pre, table, li, nests, tag, parent, ol, quote, block, number): "
+     "the page's Markdown (markdown.py _Writer.write)."},
+    {"line_start", line_start, METH_O, "line_start(text): markdown.py escape_line_start."},
     {"set_category", set_category, METH_O, "set_category(fn): unicodedata.category, for non-ASCII characters."},
     {NULL, NULL, 0, NULL},
 };

@@ -323,32 +323,49 @@ class _Lines:
                 self.image_strings.append(f"![{escape_text(alt, brackets=True)}]({_destination(src)})")
         self._strings = None
         starts = np.flatnonzero(sep == _NEWLINE)
-        bounds = np.append(starts, nodes.size).tolist()
+        self.bounds = np.append(starts, nodes.size)
         marked = (inline >= 0).any(axis=0) | is_image
         self.plain = ~np.logical_or.reduceat(marked, starts) if starts.size else np.zeros(0, dtype=bool)
         self.kinds = np.bitwise_or.reduceat(kinds, starts).tolist() if starts.size else []
-        firsts = self.container[starts]
+        self.firsts = firsts = self.container[starts]
         # Only headings, code, list items, quotes, tables and cells change a context; any other
         # element has its nearest such ancestor's: contexts are built for those alone.
         anchor = s.structural_anchor(firsts)
         distinct, where = np.unique(anchor, return_inverse=True)
-        contexts = [s.context(e) for e in distinct.tolist()]
-        self.units = [_Unit(a, b, c, contexts[w], i)
-                      for i, (a, b, c, w) in enumerate(zip(bounds[:-1], bounds[1:], firsts.tolist(),
-                                                           where.reshape(-1).tolist()))]
-        # Each unit rendered at once by the compiled code, as _Writer will ask for it: a table's
-        # cells and lines as Markdown, code (outside tables) raw; _MARKDOWN / _RAW per unit.
-        self.rendered, self.mode = None, None
-        if _compiled is not None and _COMPILED and self.units:
-            self.mode = [_RAW if u.ctx.pre >= 0 and u.ctx.table < 0 else _MARKDOWN for u in self.units]
+        self.contexts = [s.context(e) for e in distinct.tolist()]
+        self.where = where.reshape(-1)
+        self._units = None
+        # The compiled code renders every unit at once as _Writer asks for it (a table's cells
+        # and lines as Markdown, code outside tables raw: _MARKDOWN / _RAW per unit) and lays
+        # the lines out; tables and code blocks call back into _Writer.
+        self.rendered = self.mode = self.context_arrays = None
+        if _compiled is not None and _COMPILED and starts.size:
+            contexts = self.contexts
+            pre = np.array([c.pre for c in contexts], dtype=np.int64)
+            table = np.array([c.table for c in contexts], dtype=np.int64)
+            self.mode = np.where((pre >= 0) & (table < 0), _RAW, _MARKDOWN).astype(np.uint8)[self.where]
+            self.context_arrays = (np.array([c.heading for c in contexts], dtype=np.int64), pre, table,
+                                   np.array([c.li for c in contexts], dtype=np.int64), [c.nest for c in contexts])
             link_url = page.link_url if type(page.link_url) is tuple else tuple(page.link_url)
             ptr = page.text_ptr
             self.rendered = _compiled.units(
                 page.text, ptr[nodes].astype(np.int64), ptr[nodes + 1].astype(np.int64),
                 sep.astype(np.int8, copy=False), is_image,
                 np.ascontiguousarray(inline, dtype=np.int64), self.image_strings,
-                page.link_node.astype(np.int64), link_url, np.asarray(bounds, dtype=np.int64),
-                np.array(self.mode, dtype=np.uint8))
+                page.link_node.astype(np.int64), link_url, self.bounds.astype(np.int64, copy=False), self.mode)
+
+    def unit(self, i: int) -> _Unit:
+        return _Unit(int(self.bounds[i]), int(self.bounds[i + 1]), int(self.firsts[i]),
+                     self.contexts[self.where[i]], i)
+
+    @property
+    def units(self) -> list:
+        if self._units is None:
+            bounds, contexts = self.bounds.tolist(), self.contexts
+            self._units = [_Unit(a, b, c, contexts[w], i)
+                           for i, (a, b, c, w) in enumerate(zip(bounds[:-1], bounds[1:], self.firsts.tolist(),
+                                                                self.where.tolist()))]
+        return self._units
 
     @property
     def strings(self) -> list:
@@ -481,7 +498,8 @@ def page_markdown(page: CompactPage, text_mask: np.ndarray, options: MarkdownOpt
     if not text_mask.any():
         return ""
     lines = _Lines(page, text_mask, options, line_starts)
-    return _Writer(page, lines).write()
+    writer = _Writer(page, lines)
+    return writer.write() if lines.rendered is None else writer.write_compiled()
 
 
 class _Open:
@@ -550,6 +568,22 @@ class _Writer:
             prev = (u, kind, kind == "line" and any(not o.quote for o in pushed))
             k = stop
         return "".join(parts).strip("\n")
+
+    def write_compiled(self) -> str:
+        """write() by transforms/_markdown.c over the units _Lines rendered; tables and code
+        blocks are written here (block)."""
+        lines, page = self.lines, self.page
+        heading, pre, table, li, nests = lines.context_arrays
+        return _compiled.write(lines.rendered, lines.firsts.astype(np.int64, copy=False),
+                               lines.where.astype(np.int64, copy=False), heading, pre, table, li, nests,
+                               np.ascontiguousarray(page.tag, dtype=np.int32),
+                               np.ascontiguousarray(page.parent, dtype=np.int32), _OL, _QUOTE, self.block,
+                               self.number)
+
+    def block(self, kind: int, element: int, start: int, stop: int) -> str:
+        """The table (kind 0) or code block (kind 1) of units start:stop, for write_compiled."""
+        units = [self.lines.unit(i) for i in range(start, stop)]
+        return self.table(element, units) if kind == 0 else self.code_block(element, units)
 
     def enter(self, open_: list, ctx: _Context) -> tuple[int, list, list]:
         """Update the open list items and quotes for a line in `ctx`: (how many stayed open,
