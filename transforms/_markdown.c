@@ -889,6 +889,195 @@ done:
     return result;
 }
 
+/* ---- block contexts: markdown.py _Structure.context ---- */
+
+/* Roles of tags in a context (the per-tag table markdown.py passes): a heading's level 1..6,
+ * then these. */
+enum { ROLE_PRE = 7, ROLE_LI = 8, ROLE_QUOTE = 9, ROLE_TABLE = 10, ROLE_CELL = 11 };
+
+typedef struct {
+    int64_t heading, pre, cell, table, li;
+    Py_ssize_t nest, depth;    /* the last nest entry (-1: none) and the nest's length */
+} Context;
+
+typedef struct {
+    int64_t element;
+    Py_ssize_t up;
+} NestEntry;
+
+typedef struct {
+    void *p;
+    Py_ssize_t n, cap, item;
+} Vec;
+
+static void *vec_push(Vec *v) {
+    if (v->n == v->cap) {
+        Py_ssize_t cap = v->cap ? 2 * v->cap : 64;
+        void *p = PyMem_Realloc(v->p, (size_t)cap * (size_t)v->item);
+        if (!p) {
+            PyErr_NoMemory();
+            return NULL;
+        }
+        v->p = p;
+        v->cap = cap;
+    }
+    return (char *)v->p + (v->n++) * v->item;
+}
+
+static PyObject *int64_list(const int64_t *values, Py_ssize_t n, Py_ssize_t stride_bytes) {
+    PyObject *list = PyList_New(n);
+    if (!list) return NULL;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *x = PyLong_FromLongLong(*(const int64_t *)((const char *)values + i * stride_bytes));
+        if (!x) {
+            Py_DECREF(list);
+            return NULL;
+        }
+        PyList_SET_ITEM(list, i, x);
+    }
+    return list;
+}
+
+/* Bits of the per-tag table `is_data_table` reads (markdown.py _INSIDE_OF). */
+enum { INSIDE_TR = 1, INSIDE_CELL = 2, INSIDE_LAYOUT = 4 };
+
+/* markdown.py _Structure.is_data_table: no layout element inside, a row at least, and two
+ * rows or two cells. */
+static int is_data_table(const int32_t *tag, const int32_t *end, Py_ssize_t size, const uint8_t *inside,
+                         Py_ssize_t n_inside, int64_t table) {
+    Py_ssize_t rows = 0, cells = 0, stop = end[table] < size ? end[table] : size;
+    for (Py_ssize_t i = table + 1; i < stop; i++) {
+        int32_t t = tag[i];
+        uint8_t bits = inside[t < 0 || t >= n_inside ? n_inside - 1 : t];
+        if (bits & INSIDE_LAYOUT) return 0;
+        rows += (bits & INSIDE_TR) != 0;
+        cells += (bits & INSIDE_CELL) != 0;
+    }
+    return rows >= 1 && (rows >= 2 || cells >= 2);
+}
+
+/* contexts(elements, parent, tag, end, roles, inside) -> (heading, pre, cell, table, li,
+ * nests): each element's _Context (-1: the page's), as lists; a nest is a tuple of elements,
+ * outermost first. parent, tag, end: the page's int32 arrays; roles and inside: uint8 per
+ * known tag id (ids past the end are the last entry's), what a tag changes in a context and
+ * what it counts for inside a table. Every element's context is its parent's with its own
+ * tag applied, memoized per element. */
+static PyObject *contexts(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *elements_o, *parent_o, *tag_o, *end_o, *roles_o, *inside_o;
+    if (!PyArg_ParseTuple(args, "OOOOOO", &elements_o, &parent_o, &tag_o, &end_o, &roles_o, &inside_o)) return NULL;
+    enum { N_VIEWS = 6 };
+    Py_buffer v[N_VIEWS];
+    PyObject *objs[N_VIEWS] = {elements_o, parent_o, tag_o, roles_o, end_o, inside_o};
+    const Py_ssize_t sizes[N_VIEWS] = {8, 4, 4, 1, 4, 1};
+    const char *names[N_VIEWS] = {"elements", "parent", "tag", "roles", "end", "inside"};
+    int held = 0;
+    PyObject *result = NULL, *lists[6] = {NULL};
+    Py_ssize_t *memo = NULL;
+    Vec ctxs = {NULL, 0, 0, sizeof(Context)}, nest = {NULL, 0, 0, sizeof(NestEntry)},
+        chain = {NULL, 0, 0, sizeof(int64_t)}, picked = {NULL, 0, 0, sizeof(Context)};
+    for (; held < N_VIEWS; held++)
+        if (get(objs[held], &v[held], sizes[held], names[held]) < 0) goto done;
+    const int64_t *elements = v[0].buf;
+    const int32_t *parent = v[1].buf, *tag = v[2].buf;
+    const uint8_t *roles = v[3].buf;
+    const int32_t *end = v[4].buf;
+    const uint8_t *inside = v[5].buf;
+    Py_ssize_t n_elements = v[0].len / 8, size = v[1].len / 4, n_roles = v[3].len, n_inside = v[5].len;
+    if (v[2].len / 4 != size || v[4].len / 4 != size || n_roles == 0 || n_inside == 0) {
+        PyErr_SetString(PyExc_ValueError, "contexts: arrays of different lengths");
+        goto done;
+    }
+    memo = PyMem_Malloc((size_t)(size ? size : 1) * sizeof(Py_ssize_t));
+    if (!memo) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < size; i++) memo[i] = -1;
+    Context *root = vec_push(&ctxs);
+    if (!root) goto done;
+    *root = (Context){0, -1, -1, -1, -1, -1, 0};
+    for (Py_ssize_t a = 0; a < n_elements; a++) {
+        int64_t e = elements[a];
+        chain.n = 0;
+        while (e != -1) {
+            if (e < -1 || e >= size) {
+                PyErr_SetString(PyExc_IndexError, "contexts: a node outside the page");
+                goto done;
+            }
+            if (memo[e] >= 0) break;
+            int64_t *slot = vec_push(&chain);
+            if (!slot) goto done;
+            *slot = e;
+            e = parent[e];
+        }
+        Py_ssize_t at = e == -1 ? 0 : memo[e];
+        for (Py_ssize_t i = chain.n - 1; i >= 0; i--) {
+            int64_t el = ((int64_t *)chain.p)[i];
+            Context next = ((Context *)ctxs.p)[at];
+            int32_t t = tag[el];
+            int role = roles[t < 0 || t >= n_roles ? n_roles - 1 : t];
+            if (role >= 1 && role <= 6) {
+                next.heading = role;
+            } else if (role == ROLE_PRE) {
+                next.pre = el;
+            } else if (role == ROLE_LI || role == ROLE_QUOTE) {
+                if (role == ROLE_LI) next.li = el;
+                NestEntry *entry = vec_push(&nest);
+                if (!entry) goto done;
+                entry->element = el;
+                entry->up = next.nest;
+                next.nest = nest.n - 1;
+                next.depth++;
+            } else if (role == ROLE_TABLE) {
+                if (is_data_table(tag, end, size, inside, n_inside, el)) {
+                    next.table = el;
+                    next.cell = -1;
+                }
+            } else if (role == ROLE_CELL && next.table >= 0 && next.cell < 0) {
+                next.cell = el;
+            }
+            Context *slot = vec_push(&ctxs);
+            if (!slot) goto done;
+            *slot = next;
+            at = ctxs.n - 1;
+            memo[el] = at;
+        }
+        Context *got = vec_push(&picked);
+        if (!got) goto done;
+        *got = ((Context *)ctxs.p)[at];
+    }
+    const Context *p = picked.p;
+    Py_ssize_t stride = sizeof(Context);
+    if (!(lists[0] = int64_list(&p->heading, n_elements, stride)) || !(lists[1] = int64_list(&p->pre, n_elements, stride))
+        || !(lists[2] = int64_list(&p->cell, n_elements, stride)) || !(lists[3] = int64_list(&p->table, n_elements, stride))
+        || !(lists[4] = int64_list(&p->li, n_elements, stride)) || !(lists[5] = PyList_New(n_elements)))
+        goto done;
+    for (Py_ssize_t a = 0; a < n_elements; a++) {
+        PyObject *tup = PyTuple_New(p[a].depth);
+        if (!tup) goto done;
+        PyList_SET_ITEM(lists[5], a, tup);
+        Py_ssize_t k = p[a].depth, at = p[a].nest;
+        while (at >= 0) {
+            const NestEntry *entry = (const NestEntry *)nest.p + at;
+            PyObject *x = PyLong_FromLongLong(entry->element);
+            if (!x) goto done;
+            PyTuple_SET_ITEM(tup, --k, x);
+            at = entry->up;
+        }
+    }
+    result = PyTuple_Pack(6, lists[0], lists[1], lists[2], lists[3], lists[4], lists[5]);
+done:
+    for (int i = 0; i < 6; i++) Py_XDECREF(lists[i]);
+    PyMem_Free(memo);
+    PyMem_Free(ctxs.p);
+    PyMem_Free(nest.p);
+    PyMem_Free(chain.p);
+    PyMem_Free(picked.p);
+    for (int i = 0; i < held; i++) PyBuffer_Release(&v[i]);
+    return result;
+}
+
 static PyObject *set_category(PyObject *self, PyObject *fn) {
     (void)self;
     if (!PyCallable_Check(fn)) {
@@ -906,6 +1095,8 @@ static PyMethodDef methods[] = {
     {"write", write_page, METH_VARARGS,
      "write(rendered, container, ctx_of, heading, pre, table, li, nests, tag, parent, ol, quote, block, number): "
      "the page's Markdown (markdown.py _Writer.write)."},
+    {"contexts", contexts, METH_VARARGS,
+     "contexts(elements, parent, tag, end, roles, inside): markdown.py _Structure.context of each element."},
     {"line_start", line_start, METH_O, "line_start(text): markdown.py escape_line_start."},
     {"set_category", set_category, METH_O, "set_category(fn): unicodedata.category, for non-ASCII characters."},
     {NULL, NULL, 0, NULL},

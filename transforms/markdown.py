@@ -35,6 +35,7 @@ import os
 import re
 import unicodedata
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -142,6 +143,20 @@ _STRUCTURAL_OF[sorted(set(_HEADING) | _PRE | _CELL | {_LI, _QUOTE, _TABLE})] = T
 _KIND_OF = np.zeros(_N_KNOWN + 1, dtype=np.int8)
 for _k, _tags in enumerate((_STRONG, _EM, _CODE), 1):
     _KIND_OF[sorted(_tags)] = _k
+# Per known tag id, what it changes in a context (_Structure.context's cases, as
+# transforms/_markdown.c reads them): a heading's level 1..6, 7 pre, 8 list item, 9 quote,
+# 10 table, 11 cell.
+_ROLE_OF = np.zeros(_N_KNOWN + 1, dtype=np.uint8)
+for _t, _level in _HEADING.items():
+    _ROLE_OF[_t] = _level
+for _role, _tags in ((7, _PRE), (8, {_LI}), (9, {_QUOTE}), (10, {_TABLE}), (11, _CELL)):
+    _ROLE_OF[sorted(_tags)] = _role
+# Per known tag id, what _Structure.is_data_table counts inside a table (for _markdown.c):
+# 1 a row, 2 a cell, 4 a layout element.
+_INSIDE_OF = np.zeros(_N_KNOWN + 1, dtype=np.uint8)
+_INSIDE_OF[_TR] |= 1
+_INSIDE_OF[sorted(_CELL)] |= 2
+_INSIDE_OF[_LAYOUT_INSIDE] |= 4
 
 
 def _known(tags: np.ndarray) -> np.ndarray:
@@ -312,8 +327,7 @@ class _Lines:
         # skips a level by one test of a line's or a group's combined bits.
         kinds = ((inline >= 0) * np.array([[1], [2], [4], [8]])).sum(axis=0)
         # Python lists: the per-line loops below read them item by item.
-        self.sep_of, self.image_of = sep.tolist(), is_image.tolist()
-        self.inline_of = np.concatenate((inline, kinds[None, :])).T.tolist()
+        self.inline, self.inline_kinds = inline, kinds
         self.page = page
         self.image_strings = []
         if images.size:
@@ -324,28 +338,27 @@ class _Lines:
         self._strings = None
         starts = np.flatnonzero(sep == _NEWLINE)
         self.bounds = np.append(starts, nodes.size)
-        marked = (inline >= 0).any(axis=0) | is_image
-        self.plain = ~np.logical_or.reduceat(marked, starts) if starts.size else np.zeros(0, dtype=bool)
-        self.kinds = np.bitwise_or.reduceat(kinds, starts).tolist() if starts.size else []
+        self.starts = starts
         self.firsts = firsts = self.container[starts]
         # Only headings, code, list items, quotes, tables and cells change a context; any other
         # element has its nearest such ancestor's: contexts are built for those alone.
         anchor = s.structural_anchor(firsts)
-        distinct, where = np.unique(anchor, return_inverse=True)
-        self.contexts = [s.context(e) for e in distinct.tolist()]
+        self.distinct, where = np.unique(anchor, return_inverse=True)
         self.where = where.reshape(-1)
-        self._units = None
-        # The compiled code renders every unit at once as _Writer asks for it (a table's cells
-        # and lines as Markdown, code outside tables raw: _MARKDOWN / _RAW per unit) and lays
-        # the lines out; tables and code blocks call back into _Writer.
+        self._contexts = self._units = None
+        # The compiled code builds the contexts, renders every unit at once as _Writer asks for
+        # it (a table's cells and lines as Markdown, code outside tables raw: _MARKDOWN / _RAW
+        # per unit) and lays the lines out; tables and code blocks call back into _Writer.
         self.rendered = self.mode = self.context_arrays = None
         if _compiled is not None and _COMPILED and starts.size:
-            contexts = self.contexts
-            pre = np.array([c.pre for c in contexts], dtype=np.int64)
-            table = np.array([c.table for c in contexts], dtype=np.int64)
+            self.tag32 = np.ascontiguousarray(page.tag, dtype=np.int32)
+            self.parent32 = np.ascontiguousarray(page.parent, dtype=np.int32)
+            self.context_lists = heading, pre, cell, table, li, nests = _compiled.contexts(
+                self.distinct.astype(np.int64), self.parent32, self.tag32,
+                np.ascontiguousarray(page.end, dtype=np.int32), _ROLE_OF, _INSIDE_OF)
+            pre, table = np.array(pre, dtype=np.int64), np.array(table, dtype=np.int64)
             self.mode = np.where((pre >= 0) & (table < 0), _RAW, _MARKDOWN).astype(np.uint8)[self.where]
-            self.context_arrays = (np.array([c.heading for c in contexts], dtype=np.int64), pre, table,
-                                   np.array([c.li for c in contexts], dtype=np.int64), [c.nest for c in contexts])
+            self.context_arrays = (np.array(heading, dtype=np.int64), pre, table, np.array(li, dtype=np.int64), nests)
             link_url = page.link_url if type(page.link_url) is tuple else tuple(page.link_url)
             ptr = page.text_ptr
             self.rendered = _compiled.units(
@@ -353,6 +366,41 @@ class _Lines:
                 sep.astype(np.int8, copy=False), is_image,
                 np.ascontiguousarray(inline, dtype=np.int64), self.image_strings,
                 page.link_node.astype(np.int64), link_url, self.bounds.astype(np.int64, copy=False), self.mode)
+
+    # The reference rendering reads these as Python lists, item by item; the compiled one
+    # reads the arrays.
+    @cached_property
+    def sep_of(self) -> list:
+        return self.sep.tolist()
+
+    @cached_property
+    def image_of(self) -> list:
+        return self.is_image.tolist()
+
+    @cached_property
+    def inline_of(self) -> list:
+        return np.concatenate((self.inline, self.inline_kinds[None, :])).T.tolist()
+
+    @cached_property
+    def plain(self) -> np.ndarray:
+        marked = (self.inline >= 0).any(axis=0) | self.is_image
+        starts = self.starts
+        return ~np.logical_or.reduceat(marked, starts) if starts.size else np.zeros(0, dtype=bool)
+
+    @cached_property
+    def kinds(self) -> list:
+        starts = self.starts
+        return np.bitwise_or.reduceat(self.inline_kinds, starts).tolist() if starts.size else []
+
+    @property
+    def contexts(self) -> list:
+        """The _Context of each distinct structural anchor (`where` indexes it per unit)."""
+        if self._contexts is None:
+            if self.context_arrays is not None:
+                self._contexts = [_Context(*c) for c in zip(*self.context_lists)]
+            else:
+                self._contexts = [self.structure.context(e) for e in self.distinct.tolist()]
+        return self._contexts
 
     def unit(self, i: int) -> _Unit:
         return _Unit(int(self.bounds[i]), int(self.bounds[i + 1]), int(self.firsts[i]),
@@ -576,9 +624,7 @@ class _Writer:
         heading, pre, table, li, nests = lines.context_arrays
         return _compiled.write(lines.rendered, lines.firsts.astype(np.int64, copy=False),
                                lines.where.astype(np.int64, copy=False), heading, pre, table, li, nests,
-                               np.ascontiguousarray(page.tag, dtype=np.int32),
-                               np.ascontiguousarray(page.parent, dtype=np.int32), _OL, _QUOTE, self.block,
-                               self.number)
+                               lines.tag32, lines.parent32, _OL, _QUOTE, self.block, self.number)
 
     def block(self, kind: int, element: int, start: int, stop: int) -> str:
         """The table (kind 0) or code block (kind 1) of units start:stop, for write_compiled."""
