@@ -87,6 +87,13 @@ HAND_BUILT = [
     "<table><tr><th>H|1</th><th><b>H2</b></th></tr><tr><td>a</td><td><a href='/t'>l</a></td></tr></table>",
     "<table><tr><td><h2>S</h2><table><tr><td>k</td><td>v</td></tr></table></td></tr></table>"
     "<table><tr><td>one</td></tr></table>",
+    # a caption (text outside the cells), rows of different widths, an empty row, a data table
+    # inside code (its units written as code), one inside a list item
+    "<table><caption>Cap <b>x</b></caption><tr><td>a</td></tr><tr><td>b|</td><td></td><td>d <i>e</i></td></tr>"
+    "<tr><td></td></tr><tr><th>f</th><td><div>g</div><div>h</div></td></tr></table>",
+    "<pre>code\n<table><tr><td>a</td><td>b</td></tr></table>after</pre>"
+    "<ol><li>item<table><tr><td>1</td><td>2</td></tr><tr><td>3</td></tr></table></li></ol>",
+    "<table><tr><td></td></tr></table><table><caption>only a caption</caption><tr><td></td><td></td></tr></table>",
     # code blocks with a language and backtick runs; code inside a table
     "<pre class='language-py'>def f():\n    return '```' * 2\n</pre><table><tr><td><pre>x</pre></td><td>y</td></tr>"
     "<tr><td>p</td><td>q</td></tr></table>",
@@ -310,3 +317,17 @@ def test_contexts_of_every_element_as_the_reference():
     rng = random.Random(5)
     for _ in range(150):
         check(page_of("".join(random_block(rng, 0) for _ in range(rng.randint(1, 5)))))
+
+
+def test_a_data_table_inside_code_by_hand():
+    """A tree the HTML parser never makes (it closes <pre> before <table>), flattened from
+    elements built by hand: the first <pre> starts with code, so the table's units after it
+    belong to that code block and are written raw, one line each (the compiled layout hands
+    this block back to _Writer.code_block); the second <pre> starts with its table, which is
+    written as a table, and "z" after it is a code block of its own."""
+    from lxml import etree
+    from sitestrip.transforms import page as P
+    body = etree.fromstring("<body><pre>code<table><tr><td>a</td><td>b|</td></tr><tr><td>c</td></tr></table>after"
+                            "</pre><pre><table><tr><td>x</td><td>y</td></tr></table>z</pre></body>")
+    page = P._flatten(body, URL, "T", URL, 123, (), P.PRODUCT_RULES)
+    assert assert_same(page) == "```\ncode\na\nb|\nc\nafter\n```\n\n| x | y |\n|---|---|\n\n```\nz\n```"

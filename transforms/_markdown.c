@@ -496,6 +496,12 @@ done:
 
 /* ---- the layout: markdown.py _Writer.write ---- */
 
+/* What `units` rendered of a unit (markdown.py _MARKDOWN, _RAW). */
+enum { MODE_MARKDOWN = 1, MODE_RAW = 2 };
+
+/* Bits of the per-tag table of what counts inside a table (markdown.py _INSIDE_OF). */
+enum { INSIDE_TR = 1, INSIDE_CELL = 2, INSIDE_LAYOUT = 4 };
+
 static int put_range(Buf *out, const Py_UCS4 *p, Py_ssize_t n) { return put_n(out, p, n); }
 
 static Py_ssize_t rstripped(const Py_UCS4 *p, Py_ssize_t n) {
@@ -626,27 +632,180 @@ static int check_node(const Tree *t, int64_t e) {
     return 0;
 }
 
-/* write(rendered, container, ctx_of, heading, pre, table, li, nests, tag, parent, ol, quote,
- * block, number) -> str: markdown.py _Writer.write over units rendered by `units` (a
- * line's inline Markdown; None where the unit is written in a table or code block).
- * Per unit: container and context index (int64); per context: heading, pre, table, li
- * (int64) and nest (a tuple of elements); tag, parent: the page's int32 arrays; block(kind,
- * element, first unit, stop unit) -> str writes a table (kind 0) or code block (kind 1);
- * number(li) -> int is _Writer.number. */
+/* markdown.py _Writer.code_block over units [k, stop), all rendered raw. */
+static int code_block(Buf *blk, PyObject *rendered, Py_ssize_t k, Py_ssize_t stop, int64_t pre, PyObject *code_lang) {
+    Buf content = {0};
+    PyObject *key = NULL, *lang = NULL;
+    int rc = -1;
+    for (Py_ssize_t u = k; u < stop; u++)
+        if ((u > k && put(&content, '\n') < 0) || to_buf(&content, PyList_GET_ITEM(rendered, u)) < 0) goto done;
+    Py_ssize_t longest = 0, run = 0;
+    for (Py_ssize_t i = 0; i < content.n; i++) {
+        run = content.p[i] == '`' ? run + 1 : 0;
+        if (run > longest) longest = run;
+    }
+    Py_ssize_t fence = longest + 1 > 3 ? longest + 1 : 3;
+    if (!(key = PyLong_FromLongLong(pre))) goto done;
+    PyObject *found = PyDict_GetItemWithError(code_lang, key);
+    if (!found && PyErr_Occurred()) goto done;
+    if (found && !(lang = PyObject_Format(found, NULL))) goto done;
+    for (Py_ssize_t i = 0; i < fence; i++)
+        if (put(blk, '`') < 0) goto done;
+    if ((lang && to_buf(blk, lang) < 0) || put(blk, '\n') < 0 || put_n(blk, content.p, content.n) < 0
+        || put(blk, '\n') < 0) goto done;
+    for (Py_ssize_t i = 0; i < fence; i++)
+        if (put(blk, '`') < 0) goto done;
+    rc = 0;
+done:
+    Py_XDECREF(key);
+    Py_XDECREF(lang);
+    buf_free(&content);
+    return rc;
+}
+
+/* markdown.py _Writer.table over units [k, stop) of the data table `table`: each cell's
+ * units' Markdown (pipes escaped) joined by spaces, the rows (<tr> in the table) with any
+ * text, the first as the header, every row padded to the widest; units outside any cell go
+ * before it. */
+static int table_block(Buf *blk, PyObject *rendered, const int64_t *ctx_of, const int64_t *cell_of, Py_ssize_t k,
+                       Py_ssize_t stop, int64_t table, const Tree *t, const int32_t *end, const uint8_t *inside,
+                       Py_ssize_t n_inside) {
+    Py_ssize_t lo = (Py_ssize_t)table + 1, hi = end[table] < t->size ? end[table] : t->size;
+    Py_ssize_t span = hi > lo ? hi - lo : 0;
+    Buf *cells = PyMem_Calloc((size_t)(span ? span : 1), sizeof(Buf));
+    Py_ssize_t *row_of = PyMem_Malloc((size_t)(span ? span : 1) * sizeof(Py_ssize_t));
+    Py_ssize_t *count = NULL, *first = NULL, *members = NULL, *written = NULL;
+    Buf loose = {0}, text = {0};
+    int rc = -1;
+    if (!cells || !row_of) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t u = k; u < stop; u++) {
+        int64_t c = cell_of[ctx_of[u]];
+        text.n = 0;
+        PyObject *md = PyList_GET_ITEM(rendered, u);
+        if (!PyUnicode_Check(md)) {
+            PyErr_SetString(PyExc_TypeError, "_markdown: a str expected");
+            goto done;
+        }
+        Py_ssize_t len = PyUnicode_GET_LENGTH(md);
+        for (Py_ssize_t i = 0; i < len; i++) {
+            Py_UCS4 ch = PyUnicode_READ_CHAR(md, i);
+            if ((ch == '|' && put(&text, '\\') < 0) || put(&text, ch) < 0) goto done;
+        }
+        if (!text.n) continue;
+        /* A cell outside the table's range is kept by the reference but never read. */
+        Buf *into = c == -1 ? &loose : (c >= lo && c < hi) ? &cells[c - lo] : NULL;
+        if (!into) continue;
+        if ((into->n && put(into, ' ') < 0) || put_n(into, text.p, text.n) < 0) goto done;
+    }
+    Py_ssize_t rows = 0;
+    for (Py_ssize_t i = 0; i < span; i++) {
+        int32_t tg = t->tag[lo + i];
+        row_of[i] = (inside[tg < 0 || tg >= n_inside ? n_inside - 1 : tg] & INSIDE_TR) ? rows++ : -1;
+    }
+    count = PyMem_Calloc((size_t)(rows + 1), sizeof(Py_ssize_t));
+    first = PyMem_Calloc((size_t)(rows + 1), sizeof(Py_ssize_t));
+    members = PyMem_Malloc((size_t)(span ? span : 1) * sizeof(Py_ssize_t));
+    written = PyMem_Malloc((size_t)(rows + 1) * sizeof(Py_ssize_t));
+    if (!count || !first || !members || !written) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    /* Each row's cells in document order: the cells in the range whose parent is a row of it. */
+    for (int pass = 0; pass < 2; pass++) {
+        if (pass == 1) {
+            Py_ssize_t at = 0;
+            for (Py_ssize_t r = 0; r < rows; r++) {
+                first[r] = at;
+                at += count[r];
+                count[r] = 0;
+            }
+        }
+        for (Py_ssize_t i = 0; i < span; i++) {
+            int32_t tg = t->tag[lo + i];
+            if (!(inside[tg < 0 || tg >= n_inside ? n_inside - 1 : tg] & INSIDE_CELL)) continue;
+            int64_t p = t->parent[lo + i];
+            if (p < lo || p >= hi || row_of[p - lo] < 0) continue;
+            Py_ssize_t r = row_of[p - lo];
+            if (pass == 1) members[first[r] + count[r]] = i;
+            count[r]++;
+        }
+    }
+    Py_ssize_t n_written = 0, width = 0;
+    for (Py_ssize_t r = 0; r < rows; r++) {
+        int any = 0;
+        for (Py_ssize_t j = 0; j < count[r] && !any; j++) any = cells[members[first[r] + j]].n > 0;
+        if (!any) continue;
+        written[n_written++] = r;
+        if (count[r] > width) width = count[r];
+    }
+    if (!n_written) {
+        rc = put_n(blk, loose.p, loose.n);
+        goto done;
+    }
+    if (loose.n && (put_n(blk, loose.p, loose.n) < 0 || put_ascii(blk, "\n\n") < 0)) goto done;
+    for (Py_ssize_t w = 0; w < n_written; w++) {
+        Py_ssize_t r = written[w];
+        if (w == 1) {
+            if (put_ascii(blk, "\n|") < 0) goto done;
+            for (Py_ssize_t j = 0; j < width; j++)
+                if (put_ascii(blk, "---|") < 0) goto done;
+        }
+        if ((w > 0 && put(blk, '\n') < 0) || put_ascii(blk, "| ") < 0) goto done;
+        for (Py_ssize_t j = 0; j < width; j++) {
+            if (j > 0 && put_ascii(blk, " | ") < 0) goto done;
+            if (j < count[r]) {
+                const Buf *cb = &cells[members[first[r] + j]];
+                if (put_n(blk, cb->p, cb->n) < 0) goto done;
+            }
+        }
+        if (put_ascii(blk, " |") < 0) goto done;
+    }
+    if (n_written == 1) {
+        if (put_ascii(blk, "\n|") < 0) goto done;
+        for (Py_ssize_t j = 0; j < width; j++)
+            if (put_ascii(blk, "---|") < 0) goto done;
+    }
+    rc = 0;
+done:
+    if (cells)
+        for (Py_ssize_t i = 0; i < span; i++) buf_free(&cells[i]);
+    PyMem_Free(cells);
+    PyMem_Free(row_of);
+    PyMem_Free(count);
+    PyMem_Free(first);
+    PyMem_Free(members);
+    PyMem_Free(written);
+    buf_free(&loose);
+    buf_free(&text);
+    return rc;
+}
+
+/* write(rendered, modes, container, ctx_of, heading, pre, cell, table, li, nests, tag, parent,
+ * end, inside, ol, quote, code_lang, block, number) -> str: markdown.py _Writer.write over
+ * units rendered by `units` (modes: what each holds). Per unit: container and context index
+ * (int64); per context: heading, pre, cell, table, li (int64) and nest (a tuple of
+ * elements); tag, parent, end: the page's int32 arrays; inside: _INSIDE_OF; code_lang:
+ * _Writer.code_lang; block(kind, element, first unit, stop unit) -> str writes a code block
+ * (kind 1) whose units were not rendered raw; number(li) -> int is _Writer.number. */
 static PyObject *write_page(PyObject *self, PyObject *args) {
     (void)self;
-    PyObject *rendered, *container_o, *ctx_o, *heading_o, *pre_o, *table_o, *li_o, *nests, *tag_o, *parent_o,
-        *block_fn, *number_fn;
+    PyObject *rendered, *modes_o, *container_o, *ctx_o, *heading_o, *pre_o, *cell_o, *table_o, *li_o, *nests, *tag_o,
+        *parent_o, *end_o, *inside_o, *code_lang, *block_fn, *number_fn;
     int ol, quote;
-    if (!PyArg_ParseTuple(args, "O!OOOOOOO!OOiiOO", &PyList_Type, &rendered, &container_o, &ctx_o, &heading_o,
-                          &pre_o, &table_o, &li_o, &PyList_Type, &nests, &tag_o, &parent_o, &ol, &quote, &block_fn,
-                          &number_fn))
+    if (!PyArg_ParseTuple(args, "O!OOOOOOOOO!OOOOiiO!OO", &PyList_Type, &rendered, &modes_o, &container_o, &ctx_o,
+                          &heading_o, &pre_o, &cell_o, &table_o, &li_o, &PyList_Type, &nests, &tag_o, &parent_o,
+                          &end_o, &inside_o, &ol, &quote, &PyDict_Type, &code_lang, &block_fn, &number_fn))
         return NULL;
-    enum { N_VIEWS = 8 };
+    enum { N_VIEWS = 12 };
     Py_buffer v[N_VIEWS];
-    PyObject *objs[N_VIEWS] = {container_o, ctx_o, heading_o, pre_o, table_o, li_o, tag_o, parent_o};
-    const Py_ssize_t sizes[N_VIEWS] = {8, 8, 8, 8, 8, 8, 4, 4};
-    const char *names[N_VIEWS] = {"container", "ctx_of", "heading", "pre", "table", "li", "tag", "parent"};
+    PyObject *objs[N_VIEWS] = {container_o, ctx_o, heading_o, pre_o, table_o, li_o, tag_o, parent_o,
+                               modes_o, cell_o, end_o, inside_o};
+    const Py_ssize_t sizes[N_VIEWS] = {8, 8, 8, 8, 8, 8, 4, 4, 1, 8, 4, 1};
+    const char *names[N_VIEWS] = {"container", "ctx_of", "heading", "pre", "table", "li", "tag", "parent",
+                                  "modes", "cell", "end", "inside"};
     int held = 0;
     PyObject *result = NULL;
     int64_t *nest = NULL;
@@ -660,8 +819,13 @@ static PyObject *write_page(PyObject *self, PyObject *args) {
     const int64_t *container = v[0].buf, *ctx_of = v[1].buf, *heading = v[2].buf, *pre = v[3].buf,
                   *table = v[4].buf, *li = v[5].buf;
     Tree t = {v[6].buf, v[7].buf, v[6].len / 4, ol, quote, number_fn};
+    const uint8_t *modes = v[8].buf, *inside = v[11].buf;
+    const int64_t *cell = v[9].buf;
+    const int32_t *end = v[10].buf;
+    Py_ssize_t n_inside = v[11].len;
     if (v[0].len / 8 != n_units || v[1].len / 8 != n_units || v[2].len / 8 != n_ctx || v[3].len / 8 != n_ctx
-        || v[4].len / 8 != n_ctx || v[5].len / 8 != n_ctx || v[7].len / 4 != t.size || t.size == 0) {
+        || v[4].len / 8 != n_ctx || v[5].len / 8 != n_ctx || v[7].len / 4 != t.size || t.size == 0
+        || v[8].len != n_units || v[9].len / 8 != n_ctx || v[10].len / 4 != t.size || n_inside == 0) {
         PyErr_SetString(PyExc_ValueError, "write: arrays of different lengths");
         goto done;
     }
@@ -725,11 +889,21 @@ static PyObject *write_page(PyObject *self, PyObject *args) {
             int64_t element = key[c];
             stop = k;
             while (stop < n_units && key[ctx_of[stop]] == element) stop++;
-            PyObject *b = PyObject_CallFunction(block_fn, "iLnn", is_table ? 0 : 1, (long long)element, k, stop);
-            if (!b) goto done;
-            int rc = to_buf(&blk, b);
-            Py_DECREF(b);
-            if (rc < 0) goto done;
+            int all_raw = 1;
+            for (Py_ssize_t u = k; u < stop && all_raw; u++) all_raw = modes[u] == MODE_RAW;
+            if (is_table) {
+                if (table_block(&blk, rendered, ctx_of, cell, k, stop, element, &t, end, inside, n_inside) < 0)
+                    goto done;
+            } else if (all_raw) {
+                if (code_block(&blk, rendered, k, stop, element, code_lang) < 0) goto done;
+            } else {
+                /* A code block holding a data table: its units were rendered as Markdown. */
+                PyObject *b = PyObject_CallFunction(block_fn, "iLnn", 1, (long long)element, k, stop);
+                if (!b) goto done;
+                int rc = to_buf(&blk, b);
+                Py_DECREF(b);
+                if (rc < 0) goto done;
+            }
             kind = is_table ? TABLE : CODE;
         } else {
             stop = k + 1;
@@ -938,8 +1112,6 @@ static PyObject *int64_list(const int64_t *values, Py_ssize_t n, Py_ssize_t stri
     return list;
 }
 
-/* Bits of the per-tag table `is_data_table` reads (markdown.py _INSIDE_OF). */
-enum { INSIDE_TR = 1, INSIDE_CELL = 2, INSIDE_LAYOUT = 4 };
 
 /* markdown.py _Structure.is_data_table: no layout element inside, a row at least, and two
  * rows or two cells. */
@@ -1093,7 +1265,8 @@ static PyMethodDef methods[] = {
      "units(text, start, stop, sep, image, inline, image_strings, link_node, link_url, bounds, modes): "
      "each unit's inline Markdown or raw text (see markdown.py)."},
     {"write", write_page, METH_VARARGS,
-     "write(rendered, container, ctx_of, heading, pre, table, li, nests, tag, parent, ol, quote, block, number): "
+     "write(rendered, modes, container, ctx_of, heading, pre, cell, table, li, nests, tag, parent, end, inside, "
+     "ol, quote, code_lang, block, number): "
      "the page's Markdown (markdown.py _Writer.write)."},
     {"contexts", contexts, METH_VARARGS,
      "contexts(elements, parent, tag, end, roles, inside): markdown.py _Structure.context of each element."},

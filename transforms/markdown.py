@@ -353,12 +353,13 @@ class _Lines:
         if _compiled is not None and _COMPILED and starts.size:
             self.tag32 = np.ascontiguousarray(page.tag, dtype=np.int32)
             self.parent32 = np.ascontiguousarray(page.parent, dtype=np.int32)
+            self.end32 = np.ascontiguousarray(page.end, dtype=np.int32)
             self.context_lists = heading, pre, cell, table, li, nests = _compiled.contexts(
-                self.distinct.astype(np.int64), self.parent32, self.tag32,
-                np.ascontiguousarray(page.end, dtype=np.int32), _ROLE_OF, _INSIDE_OF)
+                self.distinct.astype(np.int64), self.parent32, self.tag32, self.end32, _ROLE_OF, _INSIDE_OF)
             pre, table = np.array(pre, dtype=np.int64), np.array(table, dtype=np.int64)
             self.mode = np.where((pre >= 0) & (table < 0), _RAW, _MARKDOWN).astype(np.uint8)[self.where]
-            self.context_arrays = (np.array(heading, dtype=np.int64), pre, table, np.array(li, dtype=np.int64), nests)
+            self.context_arrays = (np.array(heading, dtype=np.int64), pre, np.array(cell, dtype=np.int64), table,
+                                   np.array(li, dtype=np.int64), nests)
             link_url = page.link_url if type(page.link_url) is tuple else tuple(page.link_url)
             ptr = page.text_ptr
             self.rendered = _compiled.units(
@@ -620,14 +621,16 @@ class _Writer:
     def write_compiled(self) -> str:
         """write() by transforms/_markdown.c over the units _Lines rendered; tables and code
         blocks are written here (block)."""
-        lines, page = self.lines, self.page
-        heading, pre, table, li, nests = lines.context_arrays
-        return _compiled.write(lines.rendered, lines.firsts.astype(np.int64, copy=False),
-                               lines.where.astype(np.int64, copy=False), heading, pre, table, li, nests,
-                               lines.tag32, lines.parent32, _OL, _QUOTE, self.block, self.number)
+        lines = self.lines
+        heading, pre, cell, table, li, nests = lines.context_arrays
+        return _compiled.write(lines.rendered, lines.mode, lines.firsts.astype(np.int64, copy=False),
+                               lines.where.astype(np.int64, copy=False), heading, pre, cell, table, li, nests,
+                               lines.tag32, lines.parent32, lines.end32, _INSIDE_OF, _OL, _QUOTE, self.code_lang,
+                               self.block, self.number)
 
     def block(self, kind: int, element: int, start: int, stop: int) -> str:
-        """The table (kind 0) or code block (kind 1) of units start:stop, for write_compiled."""
+        """The table (kind 0) or code block (kind 1) of units start:stop, for write_compiled
+        (which asks only for a code block holding units not rendered raw)."""
         units = [self.lines.unit(i) for i in range(start, stop)]
         return self.table(element, units) if kind == 0 else self.code_block(element, units)
 
