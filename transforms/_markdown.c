@@ -1250,6 +1250,120 @@ done:
     return result;
 }
 
+/* ---- the walks up from nodes: markdown.py _Structure.around, structural_anchor ---- */
+
+static int get_out(PyObject *obj, Py_buffer *view, Py_ssize_t itemsize, const char *what) {
+    if (PyObject_GetBuffer(obj, view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | PyBUF_WRITABLE) < 0) return -1;
+    if (view->itemsize != itemsize) {
+        PyErr_Format(PyExc_TypeError, "%s: expected contiguous items of %zd bytes", what, itemsize);
+        PyBuffer_Release(view);
+        return -1;
+    }
+    return 0;
+}
+
+/* A per-known-tag table's entry for node e (numpy's reading of index -1: the last node; tag
+ * ids past the table: its last entry). */
+static inline uint8_t per_tag(const uint8_t *table, Py_ssize_t n_table, const int32_t *tag, Py_ssize_t size,
+                              int64_t e) {
+    int32_t t = tag[e < 0 ? e + size : e];
+    return table[t < 0 || t >= n_table ? n_table - 1 : t];
+}
+
+/* around(nodes, parent, tag, blockish, kind, linked, container, inline): _Structure.around
+ * into the int64 arrays container (n) and inline (4 × n, filled with -1 by the caller).
+ * blockish, kind: uint8 per known tag (node 0 is always block-level); linked: uint8 per node. */
+static PyObject *around(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *o[8];
+    if (!PyArg_ParseTuple(args, "OOOOOOOO", &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], &o[6], &o[7])) return NULL;
+    Py_buffer v[8];
+    const Py_ssize_t sizes[8] = {8, 4, 4, 1, 1, 1, 8, 8};
+    const char *names[8] = {"nodes", "parent", "tag", "blockish", "kind", "linked", "container", "inline"};
+    int held = 0;
+    PyObject *result = NULL;
+    for (; held < 8; held++)
+        if ((held < 6 ? get(o[held], &v[held], sizes[held], names[held])
+                      : get_out(o[held], &v[held], sizes[held], names[held])) < 0) goto done;
+    const int64_t *nodes = v[0].buf;
+    const int32_t *parent = v[1].buf, *tag = v[2].buf;
+    const uint8_t *blockish = v[3].buf, *kind = v[4].buf, *linked = v[5].buf;
+    int64_t *container = v[6].buf, *inl = v[7].buf;
+    Py_ssize_t n = v[0].len / 8, size = v[1].len / 4, n_block = v[3].len, n_kind = v[4].len;
+    if (v[2].len / 4 != size || v[5].len != size || v[6].len / 8 != n || v[7].len / 8 != 4 * n || !n_block
+        || !n_kind || size == 0) {
+        PyErr_SetString(PyExc_ValueError, "around: arrays of different lengths");
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int64_t e = nodes[i];
+        if (e < -size || e >= size) {
+            PyErr_SetString(PyExc_IndexError, "around: a node outside the page");
+            goto done;
+        }
+        int64_t cur = parent[e < 0 ? e + size : e];
+        /* The climb stops at a block-level element; node 0 is one, so it ends. */
+        for (Py_ssize_t steps = 0;; steps++) {
+            int64_t at = cur < 0 ? cur + size : cur;
+            if (at == 0 || per_tag(blockish, n_block, tag, size, cur)) break;
+            if (steps > size) {
+                PyErr_SetString(PyExc_ValueError, "around: the parents form a cycle");
+                goto done;
+            }
+            uint8_t k = per_tag(kind, n_kind, tag, size, cur);
+            if (linked[at] && inl[i] < 0) inl[i] = cur;
+            if (k >= 1 && k <= 3 && inl[(Py_ssize_t)k * n + i] < 0) inl[(Py_ssize_t)k * n + i] = cur;
+            cur = parent[at];
+        }
+        container[i] = cur;
+    }
+    result = Py_NewRef(Py_None);
+done:
+    for (int i = 0; i < held; i++) PyBuffer_Release(&v[i]);
+    return result;
+}
+
+/* anchors(elements, parent, tag, structural, out): _Structure.structural_anchor into the
+ * int64 array out. */
+static PyObject *anchors(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *o[5];
+    if (!PyArg_ParseTuple(args, "OOOOO", &o[0], &o[1], &o[2], &o[3], &o[4])) return NULL;
+    Py_buffer v[5];
+    const Py_ssize_t sizes[5] = {8, 4, 4, 1, 8};
+    const char *names[5] = {"elements", "parent", "tag", "structural", "out"};
+    int held = 0;
+    PyObject *result = NULL;
+    for (; held < 5; held++)
+        if ((held < 4 ? get(o[held], &v[held], sizes[held], names[held])
+                      : get_out(o[held], &v[held], sizes[held], names[held])) < 0) goto done;
+    const int64_t *elements = v[0].buf;
+    const int32_t *parent = v[1].buf, *tag = v[2].buf;
+    const uint8_t *structural = v[3].buf;
+    int64_t *out = v[4].buf;
+    Py_ssize_t n = v[0].len / 8, size = v[1].len / 4, n_struct = v[3].len;
+    if (v[2].len / 4 != size || v[4].len / 8 != n || !n_struct) {
+        PyErr_SetString(PyExc_ValueError, "anchors: arrays of different lengths");
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int64_t e = elements[i];
+        for (Py_ssize_t steps = 0; e >= 0; steps++) {
+            if (e >= size || steps > size) {
+                PyErr_SetString(PyExc_ValueError, "anchors: a node outside the page or a cycle");
+                goto done;
+            }
+            if (per_tag(structural, n_struct, tag, size, e)) break;
+            e = parent[e];
+        }
+        out[i] = e;
+    }
+    result = Py_NewRef(Py_None);
+done:
+    for (int i = 0; i < held; i++) PyBuffer_Release(&v[i]);
+    return result;
+}
+
 static PyObject *set_category(PyObject *self, PyObject *fn) {
     (void)self;
     if (!PyCallable_Check(fn)) {
@@ -1270,6 +1384,10 @@ static PyMethodDef methods[] = {
      "the page's Markdown (markdown.py _Writer.write)."},
     {"contexts", contexts, METH_VARARGS,
      "contexts(elements, parent, tag, end, roles, inside): markdown.py _Structure.context of each element."},
+    {"around", around, METH_VARARGS,
+     "around(nodes, parent, tag, blockish, kind, linked, container, inline): markdown.py _Structure.around."},
+    {"anchors", anchors, METH_VARARGS,
+     "anchors(elements, parent, tag, structural, out): markdown.py _Structure.structural_anchor."},
     {"line_start", line_start, METH_O, "line_start(text): markdown.py escape_line_start."},
     {"set_category", set_category, METH_O, "set_category(fn): unicodedata.category, for non-ASCII characters."},
     {NULL, NULL, 0, NULL},

@@ -174,6 +174,10 @@ class _Structure:
         self.parent, self.tag, self.end = page.parent, page.tag, page.end
         self.blockish = _BLOCKISH_OF[_known(page.tag)]
         self.blockish[0] = True
+        self.compiled = _compiled is not None and _COMPILED
+        if self.compiled:
+            self.tag32 = np.ascontiguousarray(page.tag, dtype=np.int32)
+            self.parent32 = np.ascontiguousarray(page.parent, dtype=np.int32)
         self.contexts: dict = {-1: _Context()}
         self.data_table: dict = {}
         self.linked = np.zeros(page.size, dtype=bool)
@@ -193,7 +197,15 @@ class _Structure:
     def around(self, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(container, inline) of each node: its nearest block-level ancestor, and per inline
         kind (link, strong, em, code) its nearest such ancestor below the container, -1 if none.
-        One vector step per level of inline nesting, whatever the number of nodes."""
+        One vector step per level of inline nesting, whatever the number of nodes (compiled:
+        one climb per node)."""
+        if self.compiled:
+            container = np.empty(nodes.size, dtype=np.int64)
+            inline = np.full((4, nodes.size), -1, dtype=np.int64)
+            _compiled.around(np.ascontiguousarray(nodes, dtype=np.int64), self.parent32, self.tag32,
+                             _BLOCKISH_OF.view(np.uint8), _KIND_OF.view(np.uint8), self.linked.view(np.uint8),
+                             container, inline)
+            return container, inline
         cur = self.parent[nodes].astype(np.int64)
         inline = np.full((4, nodes.size), -1, dtype=np.int64)
         active = np.flatnonzero(~self.blockish[cur])
@@ -209,7 +221,13 @@ class _Structure:
 
     def structural_anchor(self, elements: np.ndarray) -> np.ndarray:
         """Each element's nearest ancestor-or-self whose tag can change a context (context's
-        cases), or -1 (the page's context): one vector step per level climbed."""
+        cases), or -1 (the page's context): one vector step per level climbed (compiled: one
+        climb per element)."""
+        if self.compiled:
+            anchor = np.empty(elements.size, dtype=np.int64)
+            _compiled.anchors(np.ascontiguousarray(elements, dtype=np.int64), self.parent32, self.tag32,
+                              _STRUCTURAL_OF.view(np.uint8), anchor)
+            return anchor
         cur = elements.astype(np.int64)
         active = np.flatnonzero((cur >= 0) & ~_STRUCTURAL_OF[_known(self.tag[np.maximum(cur, 0)])])
         while active.size:
@@ -350,9 +368,8 @@ class _Lines:
         # it (a table's cells and lines as Markdown, code outside tables raw: _MARKDOWN / _RAW
         # per unit) and lays the lines out; tables and code blocks call back into _Writer.
         self.rendered = self.mode = self.context_arrays = None
-        if _compiled is not None and _COMPILED and starts.size:
-            self.tag32 = np.ascontiguousarray(page.tag, dtype=np.int32)
-            self.parent32 = np.ascontiguousarray(page.parent, dtype=np.int32)
+        if s.compiled and starts.size:
+            self.tag32, self.parent32 = s.tag32, s.parent32
             self.end32 = np.ascontiguousarray(page.end, dtype=np.int32)
             self.context_lists = heading, pre, cell, table, li, nests = _compiled.contexts(
                 self.distinct.astype(np.int64), self.parent32, self.tag32, self.end32, _ROLE_OF, _INSIDE_OF)
