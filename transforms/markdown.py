@@ -28,6 +28,12 @@ tests/test_markdown.py and bench/output_columns.py check it).
 
 Everything is a loop over the selected nodes and their ancestors (memoized per element);
 no recursion over the DOM.
+
+transforms/_markdown.c does the same per page in a few calls (the climbs from the nodes,
+the block contexts, every unit's inline Markdown, the layout with its tables and code
+blocks); the Python code here is its reference (tests/test_markdown_compiled.py,
+scripts/compare_markdown.py) and runs where the extension is missing or with
+SITESTRIP_MARKDOWN=python: change the two together.
 """
 from __future__ import annotations
 
