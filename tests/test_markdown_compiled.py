@@ -47,7 +47,8 @@ def page_of(body: str):
 
 def test_the_compiled_rendering_is_built_and_used_by_default(monkeypatch):
     """`pip install` builds transforms/_markdown.c; without it every page would silently take
-    the slower reference. With the reference made to fail, main_markdown is still written.
+    the slower reference. With the reference (inline rendering, escapes, contexts, layout)
+    made to fail, main_markdown is still written.
     By hand: "there" is strong between spaces (flanking holds): **there**; the link's text
     keeps "a_b" (the underscore is inside a word) and escapes its brackets; the code span holds
     one backtick, so its fence is two, unpadded (neither end is a backtick or a space)."""
@@ -59,6 +60,9 @@ def test_the_compiled_rendering_is_built_and_used_by_default(monkeypatch):
 
     monkeypatch.setattr(M, "_inline_markdown", no_reference)
     monkeypatch.setattr(M, "escape_text", no_reference)
+    monkeypatch.setattr(M, "escape_line_start", no_reference)
+    monkeypatch.setattr(M._Writer, "write", no_reference)
+    monkeypatch.setattr(M._Structure, "context", no_reference)
     page = page_of('<p>Hi <b>there</b>, <a href="/x">a_b [1]</a> and <code>x`y</code>.</p>'
                    '<pre>raw *code*</pre>')
     assert page_markdown(page, page.tag == TEXT) == (

@@ -49,16 +49,16 @@ from sitestrip.transforms.page import BLOCK_TAGS, KNOWN_TAGS, TAG_ID, TEXT, Comp
 from sitestrip.transforms.text import _NEWLINE, _NONE, gaps, separators
 
 try:
-    # Inline rendering compiled (transforms/_markdown.c, built by `pip install`); _Lines.markdown,
-    # _inline_markdown and _Lines.raw below are its reference and run where it is missing.
+    # main_markdown compiled (transforms/_markdown.c, built by `pip install`); the Python code
+    # below is its reference and runs where it is missing.
     from sitestrip.transforms import _markdown as _compiled
 except ImportError:  # pragma: no cover - a source tree used without installing
     _compiled = None
 else:
     _compiled.set_category(unicodedata.category)
 
-# Whether _Lines renders its units with the compiled code when it is built (tests switch it off
-# to run the reference); SITESTRIP_MARKDOWN=python does the same for a whole process.
+# Whether page_markdown uses the compiled code when it is built (tests switch it off to run the
+# reference); SITESTRIP_MARKDOWN=python does the same for a whole process.
 _COMPILED = os.environ.get("SITESTRIP_MARKDOWN", "compiled") != "python"
 
 
@@ -350,7 +350,6 @@ class _Lines:
         # Which inline kinds (bit k: link, strong, em, code) each node sits in: _inline_markdown
         # skips a level by one test of a line's or a group's combined bits.
         kinds = ((inline >= 0) * np.array([[1], [2], [4], [8]])).sum(axis=0)
-        # Python lists: the per-line loops below read them item by item.
         self.inline, self.inline_kinds = inline, kinds
         self.page = page
         self.image_strings = []
@@ -370,9 +369,9 @@ class _Lines:
         self.distinct, where = np.unique(anchor, return_inverse=True)
         self.where = where.reshape(-1)
         self._contexts = self._units = None
-        # The compiled code builds the contexts, renders every unit at once as _Writer asks for
-        # it (a table's cells and lines as Markdown, code outside tables raw: _MARKDOWN / _RAW
-        # per unit) and lays the lines out; tables and code blocks call back into _Writer.
+        # The compiled code builds the contexts and renders every unit at once as _Writer will
+        # ask for it (a table's cells and lines as Markdown, code outside tables raw: _MARKDOWN /
+        # _RAW per unit); write_compiled lays them out.
         self.rendered = self.mode = self.context_arrays = None
         if s.compiled and starts.size:
             self.tag32, self.parent32 = s.tag32, s.parent32
@@ -642,8 +641,9 @@ class _Writer:
         return "".join(parts).strip("\n")
 
     def write_compiled(self) -> str:
-        """write() by transforms/_markdown.c over the units _Lines rendered; tables and code
-        blocks are written here (block)."""
+        """write() by transforms/_markdown.c over the units _Lines rendered (tables and code
+        blocks too; a code block holding a data table's units, never made by the HTML parser,
+        comes back to code_block through `block`)."""
         lines = self.lines
         heading, pre, cell, table, li, nests = lines.context_arrays
         return _compiled.write(lines.rendered, lines.mode, lines.firsts.astype(np.int64, copy=False),
@@ -653,7 +653,7 @@ class _Writer:
 
     def block(self, kind: int, element: int, start: int, stop: int) -> str:
         """The table (kind 0) or code block (kind 1) of units start:stop, for write_compiled
-        (which asks only for a code block holding units not rendered raw)."""
+        (which asks only for code blocks holding units not rendered raw)."""
         units = [self.lines.unit(i) for i in range(start, stop)]
         return self.table(element, units) if kind == 0 else self.code_block(element, units)
 
