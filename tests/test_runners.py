@@ -207,7 +207,7 @@ def _check_members(names, prefix=""):
     assert f"{prefix}transforms/unicode_marks.json" in names
     assert f"{prefix}transforms/etdm.py" in names and f"{prefix}pipeline/graph.py" in names
     # The compiled parts (setup.py): their C sources in the sdist, built modules in the wheel.
-    for module in ("_etdm", "_model", "_flatten", "_markdown"):
+    for module in ("_etdm", "_model", "_flatten", "_markdown", "_features"):
         if prefix:
             assert any(n.startswith(f"{prefix}transforms/{module}.") and n.endswith((".so", ".pyd"))
                        for n in names), module
@@ -294,15 +294,18 @@ def test_the_wheel_installed_alone_runs_the_sample(tmp_path):
          "import sitestrip.transforms.page as p\n"
          "print(c.__file__); print(g.load_config('default') is not None)\n"
          "print(sorted(__import__('os').listdir(c.MODEL_DIR)))\n"
-         "print(e._compiled.__file__); print(m._compiled.__file__); print(p._compiled.__file__)"],
+         "import sitestrip.transforms.features as f\n"
+         "print(e._compiled.__file__); print(m._compiled.__file__); print(p._compiled.__file__)\n"
+         "print(f._compiled.__file__)"],
         cwd=elsewhere, env=env, capture_output=True, text=True, timeout=120, check=True)
-    module_file, preset_loaded, models, etdm_ext, model_ext, flatten_ext = where.stdout.splitlines()
+    module_file, preset_loaded, models, etdm_ext, model_ext, flatten_ext, features_ext = where.stdout.splitlines()
     assert module_file.startswith(str(target / "sitestrip" / "transforms"))
     assert preset_loaded == "True" and ".json.gz" in models
     # the compiled walks come with the wheel
     assert etdm_ext.startswith(str(target / "sitestrip" / "transforms" / "_etdm."))
     assert model_ext.startswith(str(target / "sitestrip" / "transforms" / "_model."))
     assert flatten_ext.startswith(str(target / "sitestrip" / "transforms" / "_flatten."))
+    assert features_ext.startswith(str(target / "sitestrip" / "transforms" / "_features."))
 
     run = subprocess.run([sys.executable, "-m", "sitestrip.pipeline.cli", "run", "--input", SAMPLE,
                           "--output", str(tmp_path / "out"), "--workers", "2", "--quiet"],

@@ -11,6 +11,7 @@ by the page features alone instead of by invented no-site numbers.
 """
 from __future__ import annotations
 
+import os
 import re
 import zlib
 from dataclasses import dataclass
@@ -21,6 +22,16 @@ from sitestrip.transforms.blocks import GROUPS, Blocks
 from sitestrip.transforms.conex_page import content_features, standardize
 from sitestrip.transforms.page import F_IN_LINK, F_LINK, HINT_BIT, HINT_NAMES, TAG_ID, TEXT, CompactPage, tag_ids
 from sitestrip.transforms.tree import nearest_in_mask, subtree_sum
+
+try:
+    # Block texts' character and pattern columns and text keys, compiled (transforms/_features.c,
+    # built by `pip install`); _text_columns_python and text_key are its reference and run
+    # where the extension is missing.
+    from sitestrip.transforms import _features as _compiled
+except ImportError:  # pragma: no cover - a source tree used without installing
+    _compiled = None
+# Tests switch it off to compare both paths; SITESTRIP_FEATURES=python does so for a process.
+_COMPILED = os.environ.get("SITESTRIP_FEATURES", "compiled") != "python"
 
 # Bump when a feature's definition or the column order changes: a model trained on
 # another feature set is refused (transforms/model.py).
@@ -90,6 +101,10 @@ def text_key(text: str) -> int:
 
 
 def text_keys(texts: list[str]) -> np.ndarray:
+    if _compiled is not None and _COMPILED:
+        keys = np.empty(len(texts), dtype=np.int64)
+        _compiled.text_keys(list(texts), keys)
+        return keys
     return np.array([text_key(t) for t in texts], dtype=np.int64)
 
 
@@ -131,6 +146,39 @@ def _char_classes() -> np.ndarray:
 
 
 def _text_columns(texts: list[str], x: np.ndarray) -> None:
+    if _compiled is not None and _COMPILED:
+        _text_columns_compiled(texts, x)
+    else:
+        _text_columns_python(texts, x)
+
+
+# Columns of _compiled.text_columns's counts (transforms/_features.c), per block.
+_C_WORDS, _C_PUNCT, _C_SENTENCES, _C_COMMAS, _C_DIGITS, _C_LENGTH, _C_CLOSING, _C_UPPER, _C_PATTERNS = range(9)
+
+
+def _text_columns_compiled(texts: list[str], x: np.ndarray) -> None:
+    """_text_columns_python's columns from the counts _features.c takes in one pass per block
+    text, divided the same way (int64 counts over float64 or int64 divisors), so every value is
+    the same float."""
+    if not texts:
+        return
+    counts = np.empty((len(texts), _compiled.COLUMNS), dtype=np.int64)
+    _compiled.text_columns(list(texts), counts)
+    col = _COLUMN
+    n_words = np.maximum(counts[:, _C_WORDS], 1).astype(np.float64)
+    x[:, col["punct_per_word"]] = counts[:, _C_PUNCT] / n_words
+    x[:, col["sentences"]] = counts[:, _C_SENTENCES]
+    x[:, col["commas_per_word"]] = counts[:, _C_COMMAS] / n_words
+    x[:, col["digit_share"]] = counts[:, _C_DIGITS] / np.maximum(counts[:, _C_LENGTH], 1)
+    x[:, col["ends_with_punct"]] = counts[:, _C_CLOSING]
+    x[:, col["upper_start"]] = counts[:, _C_UPPER]
+    bits = counts[:, _C_PATTERNS]
+    for g, (name, _) in enumerate(_TEXT_PATTERNS):
+        hit = ((bits >> g) & 1).astype(bool)
+        x[hit, col[f"contains_{name}"]] = 1.0
+
+
+def _text_columns_python(texts: list[str], x: np.ndarray) -> None:
     """Character and pattern columns of every block, over the page's block texts joined
     by newlines: numpy over code points and one regex scan per pattern per page, never a
     Python loop per character. Block texts have no leading or trailing whitespace, so each
@@ -141,6 +189,8 @@ def _text_columns(texts: list[str], x: np.ndarray) -> None:
     if not texts:
         return
     joined = "\n".join(texts)
+    if not joined:
+        return      # one empty text: every column 0 (its last character below does not exist)
     code = np.frombuffer(joined.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
     lengths = np.fromiter((len(t) for t in texts), dtype=np.int64, count=len(texts))
     starts = np.concatenate(([0], np.cumsum(lengths + 1)[:-1]))

@@ -1,0 +1,387 @@
+/* Block texts' columns and identities, compiled (SPEC §10; features.py).
+ *
+ * features.py stays the reference: `_text_columns_python` and `text_key` define the values,
+ * and the tests run hand-built and generated texts through both. This file reads each block
+ * text once instead of building joined copies, code-point arrays and per-character masks
+ * per page and scanning the lowered page text with one regular expression:
+ *
+ * text_columns: per block, the integer counts the character columns are computed from
+ *   (words, punctuation, sentence ends, commas, digits, length, closing character, upper
+ *   first character) and a bit per _TEXT_PATTERNS entry. features.py divides the counts
+ *   exactly as the reference does, so the float columns are the same bit for bit.
+ *   - A "space" is U+0020 or U+000A only, as in the reference's character table; a block
+ *     ends right before the newline the reference joins the page's texts with, so a block's
+ *     first character follows a space and its last precedes one.
+ *   - Digits and upper case are the C API's own predicates behind str.isdigit and
+ *     str.isupper for one character (Py_UNICODE_ISDIGIT, Py_UNICODE_ISUPPER).
+ *   - The patterns are matched on str.lower() of the block (called, not re-implemented:
+ *     final-sigma rules and length-changing lowercasings stay Python's), the way Python's re
+ *     scans the reference's alternation: leftmost match first, the eight patterns tried in
+ *     order at a position and each one's alternatives in order, the scan resuming after a
+ *     match. `\b` is re's Unicode word boundary (a word character is Py_UNICODE_ISALNUM or
+ *     '_', a text's ends count as non-word) and `^` (multiline) holds at the block's start
+ *     and after a '\n'. No match can hold a '\n', so scanning each block alone finds what
+ *     the reference's scan over the newline-joined page finds in it.
+ *
+ * text_keys: crc32 of " ".join(text.lower().split()) encoded UTF-8 with surrogates passed
+ *   through: words split on Py_UNICODE_ISSPACE (what str.split() splits on), each code point
+ *   encoded as it is (a lone surrogate, or each half of a pair, as three bytes), the CRC
+ *   computed with zlib's polynomial from a table built here, so no zlib headers are needed.
+ *
+ * Only the Python C API and the buffer protocol are used (no numpy headers).
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+
+/* The columns of the counts array, in this order (features.py reads them by these names). */
+enum { C_WORDS, C_PUNCT, C_SENTENCES, C_COMMAS, C_DIGITS, C_LENGTH, C_CLOSING, C_UPPER, C_PATTERNS, C_COUNT };
+
+static PyObject *lower_name;   /* "lower", interned */
+
+static int is_punct(Py_UCS4 c) {       /* ",;:.!?、，。！？" */
+    switch (c) {
+    case ',': case ';': case ':': case '.': case '!': case '?':
+    case 0x3001: case 0xFF0C: case 0x3002: case 0xFF01: case 0xFF1F: return 1;
+    default: return 0;
+    }
+}
+
+static int is_end(Py_UCS4 c) {         /* ".!?。！？" */
+    switch (c) {
+    case '.': case '!': case '?': case 0x3002: case 0xFF01: case 0xFF1F: return 1;
+    default: return 0;
+    }
+}
+
+static int is_closing(Py_UCS4 c) {     /* ".!?:;。！？\"”'" */
+    switch (c) {
+    case '.': case '!': case '?': case ':': case ';': case 0x3002: case 0xFF01: case 0xFF1F:
+    case '"': case 0x201D: case '\'': return 1;
+    default: return 0;
+    }
+}
+
+/* A text as code points: a str of 4-byte kind in place, any other widened into a scratch
+ * buffer (`own`, reused from text to text), so the loops below read plain arrays. */
+typedef struct {
+    const Py_UCS4 *s;
+    Py_ssize_t n;
+    Py_UCS4 *own;
+    Py_ssize_t cap;
+} Text;
+
+static inline Py_UCS4 at(const Text *t, Py_ssize_t i) { return t->s[i]; }
+
+static inline int is_word(Py_UCS4 c) { return Py_UNICODE_ISALNUM(c) || c == '_'; }
+
+/* \b before position p, where the character at p is a word character. */
+static inline int starts_word(const Text *t, Py_ssize_t p) { return p == 0 || !is_word(at(t, p - 1)); }
+
+/* End of the ASCII literal `lit` at p, or -1. `left`/`right`: \b before/after it (the
+ * literals that carry one begin/end with a letter, so the boundary is a test of one side). */
+static Py_ssize_t lit(const Text *t, Py_ssize_t p, const char *lit, int left, int right) {
+    Py_ssize_t i = 0;
+    for (; lit[i]; i++)
+        if (p + i >= t->n || at(t, p + i) != (Py_UCS4)(unsigned char)lit[i]) return -1;
+    if (left && !starts_word(t, p)) return -1;
+    Py_ssize_t e = p + i;
+    if (right && e < t->n && is_word(at(t, e))) return -1;
+    return e;
+}
+
+/* End of the first alternative of pattern g (features._TEXT_PATTERNS order) matching at p,
+ * or -1. Each line is one alternative of the regular expression, in its order. */
+static Py_ssize_t pattern_at(const Text *t, Py_ssize_t p, int g) {
+    Py_ssize_t e;
+    Py_UCS4 c = at(t, p);
+    switch (g) {
+    case 0:  /* rights reserved|copyright|© */
+        if ((e = lit(t, p, "rights reserved", 0, 0)) >= 0) return e;
+        if ((e = lit(t, p, "copyright", 0, 0)) >= 0) return e;
+        return c == 0xA9 ? p + 1 : -1;
+    case 1:  /* \blike\b|\bfollow\b */
+        if ((e = lit(t, p, "like", 1, 1)) >= 0) return e;
+        return lit(t, p, "follow", 1, 1);
+    case 2:  /* \bshare\b|\btweet\b|facebook|pinterest|\bemail this\b */
+        if ((e = lit(t, p, "share", 1, 1)) >= 0) return e;
+        if ((e = lit(t, p, "tweet", 1, 1)) >= 0) return e;
+        if ((e = lit(t, p, "facebook", 0, 0)) >= 0) return e;
+        if ((e = lit(t, p, "pinterest", 0, 0)) >= 0) return e;
+        return lit(t, p, "email this", 1, 1);
+    case 3:  /* \bcomments?\b|\brepl(?:y|ies)\b: the optional "s" is greedy, tried first */
+        if ((e = lit(t, p, "comments", 1, 1)) >= 0) return e;
+        if ((e = lit(t, p, "comment", 1, 1)) >= 0) return e;
+        if ((e = lit(t, p, "reply", 1, 1)) >= 0) return e;
+        return lit(t, p, "replies", 1, 1);
+    case 4:  /* read more|continue reading|\bmore\b|»|› */
+        if ((e = lit(t, p, "read more", 0, 0)) >= 0) return e;
+        if ((e = lit(t, p, "continue reading", 0, 0)) >= 0) return e;
+        if ((e = lit(t, p, "more", 1, 1)) >= 0) return e;
+        return (c == 0xBB || c == 0x203A) ? p + 1 : -1;
+    case 5:  /* advertis|sponsored|\bpromoted\b */
+        if ((e = lit(t, p, "advertis", 0, 0)) >= 0) return e;
+        if ((e = lit(t, p, "sponsored", 0, 0)) >= 0) return e;
+        return lit(t, p, "promoted", 1, 1);
+    case 6:  /* subscribe|sign up|newsletter|log ?in\b|sign in|cookie: " ?" greedy */
+        if ((e = lit(t, p, "subscribe", 0, 0)) >= 0) return e;
+        if ((e = lit(t, p, "sign up", 0, 0)) >= 0) return e;
+        if ((e = lit(t, p, "newsletter", 0, 0)) >= 0) return e;
+        if ((e = lit(t, p, "log in", 0, 1)) >= 0) return e;
+        if ((e = lit(t, p, "login", 0, 1)) >= 0) return e;
+        if ((e = lit(t, p, "sign in", 0, 0)) >= 0) return e;
+        return lit(t, p, "cookie", 0, 0);
+    default: /* (?m:^)[ \t]*(?:by|posted|published|updated)\b: [ \t]* is greedy, and giving
+              * a blank back leaves a blank where a keyword would have to start */
+        if (p > 0 && at(t, p - 1) != '\n') return -1;
+        {
+            Py_ssize_t q = p;
+            while (q < t->n && (at(t, q) == ' ' || at(t, q) == '\t')) q++;
+            if ((e = lit(t, q, "by", 0, 1)) >= 0) return e;
+            if ((e = lit(t, q, "posted", 0, 1)) >= 0) return e;
+            if ((e = lit(t, q, "published", 0, 1)) >= 0) return e;
+            return lit(t, q, "updated", 0, 1);
+        }
+    }
+}
+
+#define N_PATTERNS 8
+
+/* The patterns with an alternative that begins with the characters c, d (bit g: pattern g);
+ * the byline, which begins at a line start instead, is not among them. A pattern left out
+ * cannot match at the position, so trying only these, in order, finds the same first match
+ * (features.py's _MATCH_STARTS is the same filter for the regular expression). */
+static unsigned may_start(Py_UCS4 c, Py_UCS4 d) {
+    switch (c) {
+    case 'r': return d == 'i' ? 1u << 0 : d == 'e' ? 1u << 3 | 1u << 4 : 0;  /* rights; reply, read more */
+    case 'c': return d == 'o' ? 1u << 0 | 1u << 3 | 1u << 4 | 1u << 6 : 0;   /* copyright, comment, continue, cookie */
+    case 'l': return d == 'i' ? 1u << 1 : d == 'o' ? 1u << 6 : 0;            /* like; log in */
+    case 'f': return d == 'o' ? 1u << 1 : d == 'a' ? 1u << 2 : 0;            /* follow; facebook */
+    case 's': return d == 'h' ? 1u << 2 : d == 'p' ? 1u << 5 : (d == 'u' || d == 'i') ? 1u << 6 : 0;
+    case 't': return d == 'w' ? 1u << 2 : 0;                                 /* tweet */
+    case 'p': return d == 'i' ? 1u << 2 : d == 'r' ? 1u << 5 : 0;            /* pinterest; promoted */
+    case 'e': return d == 'm' ? 1u << 2 : 0;                                 /* email this */
+    case 'm': return d == 'o' ? 1u << 4 : 0;                                 /* more */
+    case 'a': return d == 'd' ? 1u << 5 : 0;                                 /* advertis */
+    case 'n': return d == 'e' ? 1u << 6 : 0;                                 /* newsletter */
+    case 0xA9: return 1u << 0;                                               /* © */
+    case 0xBB: case 0x203A: return 1u << 4;                                  /* » › */
+    default: return 0;
+    }
+}
+
+/* Bit g set for every pattern g that the reference's leftmost, non-overlapping scan finds. */
+static int64_t pattern_bits(const Text *t) {
+    int64_t bits = 0;
+    Py_ssize_t p = 0;
+    while (p < t->n) {
+        unsigned tried = may_start(at(t, p), p + 1 < t->n ? at(t, p + 1) : 0);
+        if (p == 0 || at(t, p - 1) == '\n') tried |= 1u << (N_PATTERNS - 1);
+        Py_ssize_t e = -1;
+        for (int g = 0; tried && g < N_PATTERNS; g++) {
+            if (!(tried >> g & 1)) continue;
+            if ((e = pattern_at(t, p, g)) >= 0) {
+                bits |= (int64_t)1 << g;
+                break;
+            }
+        }
+        p = e > p ? e : p + 1;
+    }
+    return bits;
+}
+
+static int as_text(PyObject *s, Text *t) {
+    if (!PyUnicode_Check(s)) {
+        PyErr_Format(PyExc_TypeError, "block texts must be str, not %.100s", Py_TYPE(s)->tp_name);
+        return -1;
+    }
+    if (PyUnicode_READY(s) < 0) return -1;
+    Py_ssize_t n = PyUnicode_GET_LENGTH(s);
+    int kind = PyUnicode_KIND(s);
+    const void *data = PyUnicode_DATA(s);
+    t->n = n;
+    if (kind == PyUnicode_4BYTE_KIND) {
+        t->s = data;
+        return 0;
+    }
+    if (n > t->cap) {
+        Py_UCS4 *grown = PyMem_Realloc(t->own, (size_t)n * sizeof(Py_UCS4));
+        if (grown == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        t->own = grown;
+        t->cap = n;
+    }
+    if (kind == PyUnicode_1BYTE_KIND) {
+        const Py_UCS1 *from = data;
+        for (Py_ssize_t i = 0; i < n; i++) t->own[i] = from[i];
+    } else {
+        const Py_UCS2 *from = data;
+        for (Py_ssize_t i = 0; i < n; i++) t->own[i] = from[i];
+    }
+    t->s = t->own;
+    return 0;
+}
+
+static int writable_int64(PyObject *obj, Py_buffer *view, Py_ssize_t items, const char *what) {
+    if (PyObject_GetBuffer(obj, view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | PyBUF_WRITABLE) < 0) return -1;
+    if (view->itemsize != 8 || view->len != items * 8) {
+        PyErr_Format(PyExc_ValueError, "%s: expected %zd contiguous int64 items", what, items);
+        PyBuffer_Release(view);
+        return -1;
+    }
+    return 0;
+}
+
+/* text_columns(texts, counts): counts is int64 [len(texts), C_COUNT], written row by row. */
+static PyObject *text_columns(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *texts, *out_o;
+    if (!PyArg_ParseTuple(args, "O!O", &PyList_Type, &texts, &out_o)) return NULL;
+    Py_ssize_t nb = PyList_GET_SIZE(texts);
+    Py_buffer view;
+    if (writable_int64(out_o, &view, nb * C_COUNT, "counts") < 0) return NULL;
+    int64_t *row = view.buf;
+    Text t = {0}, l = {0};
+    for (Py_ssize_t b = 0; b < nb; b++, row += C_COUNT) {
+        PyObject *s = PyList_GET_ITEM(texts, b);
+        if (as_text(s, &t) < 0) goto fail;
+        int64_t words = 0, punct = 0, sentences = 0, commas = 0, digits = 0;
+        int after_space = 1;
+        for (Py_ssize_t i = 0; i < t.n; i++) {
+            Py_UCS4 c = at(&t, i);
+            int space = c == ' ' || c == '\n';
+            words += !space && after_space;
+            after_space = space;
+            if (c < 128) {
+                digits += c >= '0' && c <= '9';
+            } else {
+                digits += Py_UNICODE_ISDIGIT(c) != 0;
+            }
+            if (is_punct(c)) {
+                punct++;
+                commas += c == ',';
+                if (is_end(c)) {
+                    Py_UCS4 next = i + 1 < t.n ? at(&t, i + 1) : '\n';
+                    sentences += next == ' ' || next == '\n';
+                }
+            }
+        }
+        row[C_WORDS] = words;
+        row[C_PUNCT] = punct;
+        row[C_SENTENCES] = sentences;
+        row[C_COMMAS] = commas;
+        row[C_DIGITS] = digits;
+        row[C_LENGTH] = t.n;
+        row[C_CLOSING] = t.n > 0 && is_closing(at(&t, t.n - 1));
+        row[C_UPPER] = t.n > 0 && Py_UNICODE_ISUPPER(at(&t, 0)) != 0;
+        PyObject *low = PyObject_CallMethodNoArgs(s, lower_name);
+        if (low == NULL) goto fail;
+        if (as_text(low, &l) < 0) { Py_DECREF(low); goto fail; }
+        row[C_PATTERNS] = pattern_bits(&l);
+        Py_DECREF(low);
+    }
+    PyMem_Free(t.own);
+    PyMem_Free(l.own);
+    PyBuffer_Release(&view);
+    Py_RETURN_NONE;
+fail:
+    PyMem_Free(t.own);
+    PyMem_Free(l.own);
+    PyBuffer_Release(&view);
+    return NULL;
+}
+
+static uint32_t crc_table[256];
+
+static void crc_init(void) {
+    for (uint32_t n = 0; n < 256; n++) {
+        uint32_t c = n;
+        for (int k = 0; k < 8; k++) c = c & 1 ? 0xEDB88320u ^ (c >> 1) : c >> 1;
+        crc_table[n] = c;
+    }
+}
+
+static inline uint32_t crc_byte(uint32_t crc, unsigned char byte) {
+    return crc_table[(crc ^ byte) & 0xFF] ^ (crc >> 8);
+}
+
+static inline uint32_t crc_code_point(uint32_t crc, Py_UCS4 c) {
+    if (c < 0x80) return crc_byte(crc, (unsigned char)c);
+    if (c < 0x800) {
+        crc = crc_byte(crc, (unsigned char)(0xC0 | (c >> 6)));
+    } else if (c < 0x10000) {
+        crc = crc_byte(crc, (unsigned char)(0xE0 | (c >> 12)));
+        crc = crc_byte(crc, (unsigned char)(0x80 | ((c >> 6) & 0x3F)));
+    } else {
+        crc = crc_byte(crc, (unsigned char)(0xF0 | (c >> 18)));
+        crc = crc_byte(crc, (unsigned char)(0x80 | ((c >> 12) & 0x3F)));
+        crc = crc_byte(crc, (unsigned char)(0x80 | ((c >> 6) & 0x3F)));
+    }
+    return crc_byte(crc, (unsigned char)(0x80 | (c & 0x3F)));
+}
+
+/* text_keys(texts, keys): keys is int64 [len(texts)]. */
+static PyObject *text_keys(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *texts, *out_o;
+    if (!PyArg_ParseTuple(args, "O!O", &PyList_Type, &texts, &out_o)) return NULL;
+    Py_ssize_t nb = PyList_GET_SIZE(texts);
+    Py_buffer view;
+    if (writable_int64(out_o, &view, nb, "keys") < 0) return NULL;
+    int64_t *keys = view.buf;
+    Text l = {0};
+    for (Py_ssize_t b = 0; b < nb; b++) {
+        PyObject *s = PyList_GET_ITEM(texts, b);
+        if (!PyUnicode_Check(s)) {
+            PyErr_Format(PyExc_TypeError, "block texts must be str, not %.100s", Py_TYPE(s)->tp_name);
+            goto fail;
+        }
+        PyObject *low = PyObject_CallMethodNoArgs(s, lower_name);
+        if (low == NULL) goto fail;
+        if (as_text(low, &l) < 0) { Py_DECREF(low); goto fail; }
+        uint32_t crc = 0xFFFFFFFFu;
+        int in_word = 0, words = 0;
+        for (Py_ssize_t i = 0; i < l.n; i++) {
+            Py_UCS4 c = at(&l, i);
+            if (Py_UNICODE_ISSPACE(c)) {
+                in_word = 0;
+                continue;
+            }
+            if (!in_word && words++) crc = crc_byte(crc, ' ');
+            in_word = 1;
+            crc = crc_code_point(crc, c);
+        }
+        keys[b] = (int64_t)(crc ^ 0xFFFFFFFFu);
+        Py_DECREF(low);
+    }
+    PyMem_Free(l.own);
+    PyBuffer_Release(&view);
+    Py_RETURN_NONE;
+fail:
+    PyMem_Free(l.own);
+    PyBuffer_Release(&view);
+    return NULL;
+}
+
+static PyMethodDef methods[] = {
+    {"text_columns", text_columns, METH_VARARGS,
+     "text_columns(texts, counts): per block text, the counts and pattern bits of features.py's text columns."},
+    {"text_keys", text_keys, METH_VARARGS, "text_keys(texts, keys): features.text_key of every text."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_features",
+                                    "Block texts' columns and identities, compiled (see features.py).",
+                                    -1, methods, NULL, NULL, NULL, NULL};
+
+PyMODINIT_FUNC PyInit__features(void) {
+    crc_init();
+    lower_name = PyUnicode_InternFromString("lower");
+    if (lower_name == NULL) return NULL;
+    PyObject *m = PyModule_Create(&module);
+    if (m == NULL) return NULL;
+    if (PyModule_AddIntConstant(m, "COLUMNS", C_COUNT) < 0) { Py_DECREF(m); return NULL; }
+    return m;
+}
