@@ -1,5 +1,6 @@
 """The compact page model (SPEC §1) and text rendering."""
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -305,3 +306,20 @@ def test_aligned_nodes_match_the_compact_page_on_the_sample():
                 check_alignment(html, item.url, SPEC_RULES)
                 checked += 1
     assert checked >= 50
+
+
+def test_has_tag_is_isin_over_known_unknown_and_text_ids():
+    """has_tag(tags, tag_table(names)) is np.isin(tags, tag_ids(names)). By hand, for
+    tag_table("p", "div") over [#text, p, div, a, an unknown custom element's hashed id, p]:
+    True at p and div only; the unknown id lies past the known ones and reads the table's
+    last (False) entry. A table of "#text" is refused: text nodes are not element tags."""
+    from sitestrip.transforms.page import has_tag, tag_id, tag_table
+    tags = np.array([TEXT, TAG_ID["p"], TAG_ID["div"], TAG_ID["a"], tag_id("fb:like"), TAG_ID["p"]],
+                    dtype=np.int32)
+    assert tag_id("fb:like") > len(TAG_ID)
+    got = has_tag(tags, tag_table("p", "div"))
+    assert got.tolist() == [False, True, True, False, False, True]
+    assert got.tolist() == np.isin(tags, [TAG_ID["p"], TAG_ID["div"]]).tolist()
+    assert has_tag(tags[:0], tag_table("p")).tolist() == []
+    with pytest.raises(ValueError, match="element tags"):
+        tag_table("#text", "p")

@@ -25,19 +25,20 @@ from difflib import SequenceMatcher
 
 import numpy as np
 
-from sitestrip.transforms.page import BLOCK_TAGS, TAG_ID, TEXT, CompactPage, tag_ids
+from sitestrip.transforms.page import BLOCK_TAGS, TAG_ID, TEXT, CompactPage, has_tag, tag_table
 from sitestrip.transforms.text import run_texts
 from sitestrip.transforms.tokens import folded_words
 from sitestrip.transforms.tree import nearest_in_mask
 
-# Seed 002's content elements and instance groups (one CART per group in `ceml`).
-CONTENT_TAGS = tag_ids("p", "li", "h1", "h2", "h3", "h4", "h5", "h6", "figcaption", "pre", "td", "th")
-_ALWAYS_INSTANCE = tag_ids("p", "li", "h1", "h2", "h3", "h4", "h5", "h6", "figcaption", "pre")
-_LEAF_INSTANCE = tag_ids("div", "td", "th")
+# Seed 002's content elements and instance groups (one CART per group in `ceml`), as tables
+# per tag id (page.has_tag: one lookup per page instead of np.isin's pass per tag of a set).
+_CONTENT_TAGS = tag_table("p", "li", "h1", "h2", "h3", "h4", "h5", "h6", "figcaption", "pre", "td", "th")
+_ALWAYS_INSTANCE = tag_table("p", "li", "h1", "h2", "h3", "h4", "h5", "h6", "figcaption", "pre")
+_LEAF_INSTANCE = tag_table("div", "td", "th")
 GROUPS = ("p", "li", "h", "figcaption", "pre", "div", "td", "other")
 _GROUP_OF_TAG = {"p": 0, "li": 1, "h1": 2, "h2": 2, "h3": 2, "h4": 2, "h5": 2, "h6": 2,
                  "figcaption": 3, "pre": 4, "div": 5, "td": 6, "th": 6}
-_BLOCK_LEVEL = tag_ids(*sorted(BLOCK_TAGS - {"br", "hr"}))
+_BLOCK_LEVEL = tag_table(*sorted(BLOCK_TAGS - {"br", "hr"}))
 # Labelling rule of web2text (seed 000 §12.4): main iff this share of own tokens aligns.
 MAIN_SHARE = 2 / 3
 
@@ -78,7 +79,7 @@ def instance_mask(page: CompactPage) -> np.ndarray:
     element below them and no element more than two levels below them."""
     tag = page.tag
     element = tag != TEXT
-    content = np.isin(tag, CONTENT_TAGS)
+    content = has_tag(tag, _CONTENT_TAGS)
     # Content elements strictly inside each node's subtree, by prefix sums.
     prefix = np.concatenate(([0], np.cumsum(content, dtype=np.int64)))
     content_below = prefix[page.end] - prefix[:-1] - content
@@ -89,8 +90,8 @@ def instance_mask(page: CompactPage) -> np.ndarray:
         up = page.parent[up]
         up = up[up >= 0]
     too_deep[up] = True
-    leafish = np.isin(tag, _LEAF_INSTANCE) & (content_below == 0) & ~too_deep
-    return np.isin(tag, _ALWAYS_INSTANCE) | leafish
+    leafish = has_tag(tag, _LEAF_INSTANCE) & (content_below == 0) & ~too_deep
+    return has_tag(tag, _ALWAYS_INSTANCE) | leafish
 
 
 def page_blocks(page: CompactPage) -> Blocks:
@@ -108,7 +109,7 @@ def page_blocks(page: CompactPage) -> Blocks:
     if orphan.any():
         element = page.tag != TEXT
         has_name = (page.id_hash != 0) | (np.diff(page.class_ptr) > 0)
-        holder = (np.isin(page.tag, _BLOCK_LEVEL) | (has_name & element)) & element
+        holder = (has_tag(page.tag, _BLOCK_LEVEL) | (has_name & element)) & element
         holder[0] = True                       # BODY holds whatever nothing else does
         owner[orphan] = nearest_in_mask(page, holder)[parent[orphan]]
     line = page.line[text]

@@ -20,7 +20,8 @@ import numpy as np
 
 from sitestrip.transforms.blocks import GROUPS, Blocks
 from sitestrip.transforms.conex_page import content_features, standardize
-from sitestrip.transforms.page import F_IN_LINK, F_LINK, HINT_BIT, HINT_NAMES, TAG_ID, TEXT, CompactPage, tag_ids
+from sitestrip.transforms.page import (F_IN_LINK, F_LINK, HINT_BIT, HINT_NAMES, TAG_ID, TEXT, CompactPage, has_tag,
+                                       tag_table)
 from sitestrip.transforms.tree import nearest_in_mask, subtree_sum
 
 try:
@@ -42,7 +43,9 @@ _NEAR_LEVELS = 2        # ancestors whose hints count as "near" (seed 002's is_d
 _FAR_LEVELS = 8         # ... and as "far"; BODY never counts
 _REGION_LEVELS = (1, 2, 3, 4)
 _SHAPE_LEVELS = 3
-_INPUT_TAGS = tag_ids("input", "button", "select", "textarea", "form", "label")
+# Sibling tags of the is_sib_* columns, as tables (page.has_tag).
+_SIBLING_TAGS = (("is_sib_p", tag_table("p")), ("is_sib_a", tag_table("a")),
+                 ("is_sib_input", tag_table("input", "button", "select", "textarea", "form", "label")))
 _TEXT_PATTERNS = (
     ("rights", re.compile(r"rights reserved|copyright|©")),
     ("like", re.compile(r"\blike\b|\bfollow\b")),
@@ -283,8 +286,8 @@ def block_features(page: CompactPage, blocks: Blocks, texts: list[str], *,
     x[:, col["child_elements_log"]] = np.log1p(child_elements[owner])
     parent = np.maximum(page.parent[owner], 0)
     x[:, col["siblings_log"]] = np.log1p(np.maximum(page.child_count[parent] - 1, 0))
-    for name, tags in (("is_sib_p", tag_ids("p")), ("is_sib_a", tag_ids("a")), ("is_sib_input", _INPUT_TAGS)):
-        hit = np.isin(page.tag, tags)
+    for name, table in _SIBLING_TAGS:
+        hit = has_tag(page.tag, table)
         per_parent = np.bincount(page.parent[1:], weights=hit[1:], minlength=page.size)
         x[:, col[name]] = (per_parent[parent] - hit[owner]) > 0
     depth = page.depth.astype(np.float64)

@@ -79,6 +79,21 @@ def tag_ids(*names: str) -> np.ndarray:
     return np.array([TAG_ID[n] for n in names], dtype=np.int32)
 
 
+def tag_table(*names: str) -> np.ndarray:
+    """Bool per known tag id, True for `names` (known tags, not "#text"), and one False entry
+    past them, where has_tag clips every unknown tag's id (those lie past the known ones)."""
+    if "#text" in names:
+        raise ValueError("tag_table is for element tags")
+    table = np.zeros(len(KNOWN_TAGS) + 1, dtype=bool)
+    table[[TAG_ID[n] for n in names]] = True
+    return table
+
+
+def has_tag(tags: np.ndarray, table: np.ndarray) -> np.ndarray:
+    """np.isin(tags, the table's tag ids) in one lookup: the same mask for any tag array."""
+    return np.take(table, tags, mode="clip")
+
+
 # Dropped with their whole subtree before any algorithm runs (SPEC §1): they
 # hold no visible content. Their tail text is kept.
 DROPPED_TAGS = frozenset({"script", "style", "template", "head", "title",
