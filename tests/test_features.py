@@ -414,6 +414,28 @@ def test_site_counts_count_a_page_once_however_often_it_shows_a_text():
     assert signals.text_on_candidates.tolist() == [1.0, 1.0, 1.0, 0.0]
 
 
+def test_text_on_candidates_counts_each_candidate_page_once():
+    """Key page k shows "Alpha", "Beta", "Gamma", "Delta". Candidates: c1 shows Alpha twice
+    and Beta; c2 shows Alpha and Gamma; c3 shows none of them. So Alpha is on 2 of the 3
+    candidates (c1's two copies count once) → 2/3, Beta 1/3, Gamma 1/3, Delta 0. Case and
+    spacing are folded ("  BETA "). A fourth candidate whose blocks failed is left out of
+    the count and of the divisor."""
+    def html(*texts):
+        return "<body>" + "".join(f"<p>{t}</p>" for t in texts) + "</body>"
+    sources = {"k": html("Alpha", "Beta", "Gamma", "Delta"), "c1": html("Alpha", "alpha", "  BETA "),
+               "c2": html("Gamma", "Alpha"), "c3": html("Epsilon")}
+    pages = {f"http://s.test/{k}": parse_page(v, f"http://s.test/{k}") for k, v in sources.items()}
+    site_blocks = SiteBlocks(pages)
+    site_blocks._failed["http://s.test/bad"] = ValueError("its own row says so")
+    stub_template = SimpleNamespace(occurrences=np.zeros(pages["http://s.test/k"].size, dtype=np.int64))
+    stub_selection = SimpleNamespace(candidates=("http://s.test/c1", "http://s.test/c2", "http://s.test/c3",
+                                                 "http://s.test/bad"), method="cs", cs_size=3)
+    signals = site_blocks.signals("http://s.test/k", stub_template, stub_selection)
+    assert signals.text_on_candidates.tolist() == [2 / 3, 1 / 3, 1 / 3, 0.0]
+    none = SimpleNamespace(candidates=(), method="cs", cs_size=0)
+    assert site_blocks.signals("http://s.test/k", stub_template, none).text_on_candidates.tolist() == [0.0] * 4
+
+
 def test_the_match_start_filter_keeps_every_pattern_match():
     """_ANY_PATTERN's leading lookahead only skips positions where no _TEXT_PATTERNS
     alternative can start, so it finds exactly the (start, pattern) hits of the plain

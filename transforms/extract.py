@@ -220,6 +220,7 @@ class SiteBlocks:
         self._blocks: dict = {}
         self._failed: dict = {}
         self._site_counts = None
+        self._distinct: dict = {}
         self._prepared = False
         self.own_ms: dict = {}
 
@@ -254,19 +255,27 @@ class SiteBlocks:
         """(sorted distinct text keys, pages of the shard showing each)."""
         if self._site_counts is None:
             self.prepare()
-            per_page = [np.unique(self._blocks[url].keys) for url in sorted(self.pages) if url in self._blocks]
+            per_page = [self._distinct_keys(url) for url in sorted(self.pages) if url in self._blocks]
             keys = np.concatenate(per_page) if per_page else np.zeros(0, dtype=np.int64)
             self._site_counts = np.unique(keys, return_counts=True)
         return self._site_counts
+
+    def _distinct_keys(self, url: str) -> np.ndarray:
+        got = self._distinct.get(url)
+        if got is None:
+            got = self._distinct[url] = np.unique(self.of(url).keys)
+        return got
 
     def signals(self, url: str, template: TemplateResult, selection: CandidateSelection) -> SiteSignals:
         own = self.of(url).keys
         candidates = list(selection.candidates)
         # A candidate whose blocks failed (its own row says so) shows nothing known.
         known = [other for other in candidates if other not in self._failed]
-        on_candidates = np.zeros(own.size)
-        for other in known:
-            on_candidates += np.isin(own, self.of(other).keys)
+        # Candidates showing each own text: each candidate's distinct keys once in one sorted
+        # pool, counted by two binary searches (one np.isin per candidate did the same).
+        pool = np.sort(np.concatenate([self._distinct_keys(other) for other in known])) if known \
+            else np.zeros(0, dtype=np.int64)
+        on_candidates = (np.searchsorted(pool, own, "right") - np.searchsorted(pool, own, "left")).astype(np.float64)
         distinct, counts = self.site_counts()
         shown = np.zeros(own.size)
         if distinct.size:
