@@ -84,6 +84,8 @@ def _names() -> tuple:
 
 FEATURE_NAMES = _names()
 _COLUMN = {name: i for i, name in enumerate(FEATURE_NAMES)}
+_NEAR_COLUMNS = [_COLUMN[f"near_{h}"] for h in HINT_NAMES]
+_FAR_COLUMNS = [_COLUMN[f"far_{h}"] for h in HINT_NAMES]
 
 
 @dataclass
@@ -111,11 +113,13 @@ def text_keys(texts: list[str]) -> np.ndarray:
     return np.array([text_key(t) for t in texts], dtype=np.int64)
 
 
-def _ancestor(page: CompactPage, nodes: np.ndarray, levels: int) -> np.ndarray:
-    out = nodes.astype(np.int64)
+def _ancestors(page: CompactPage, nodes: np.ndarray, levels: int) -> list:
+    """[nodes, their parents, ..., `levels` levels up] (the root stays the root): each level
+    one step from the one below, so the region and shape columns share the walk."""
+    out = [nodes.astype(np.int64)]
     for _ in range(levels):
-        up = page.parent[out]
-        out = np.where(up >= 0, up, out)
+        up = page.parent[out[-1]]
+        out.append(np.where(up >= 0, up, out[-1]))
     return out
 
 
@@ -309,8 +313,8 @@ def block_features(page: CompactPage, blocks: Blocks, texts: list[str], *,
     # MediaWiki's "mw-hide-empty-elt", 4 of 407 page-wcxb-dev pages) or an anti-flicker
     # display:none that a script lifts made every block of the page invisible.
     hidden_el[0] = False
-    hidden = nearest_in_mask(page, hidden_el)
-    x[:, col["invisible"]] = hidden[owner] >= 0
+    if hidden_el.any():     # else no block is under a hidden element (nearest_in_mask: all -1)
+        x[:, col["invisible"]] = nearest_in_mask(page, hidden_el)[owner] >= 0
 
     # Class/id hints of the owner and its nearest ancestors (never BODY).
     near = np.zeros(nb, dtype=np.uint32)
@@ -322,9 +326,9 @@ def block_features(page: CompactPage, blocks: Blocks, texts: list[str], *,
         if level <= _NEAR_LEVELS:
             near |= bits
         anc = np.maximum(page.parent[anc], 0)
-    for i, h in enumerate(HINT_NAMES):
-        x[:, col[f"near_{h}"]] = (near >> i) & 1
-        x[:, col[f"far_{h}"]] = (far >> i) & 1
+    hint_bit = np.arange(len(HINT_NAMES), dtype=np.uint32)
+    x[:, _NEAR_COLUMNS] = (near[:, None] >> hint_bit) & 1
+    x[:, _FAR_COLUMNS] = (far[:, None] >> hint_bit) & 1
 
     # Neighbouring blocks.
     link_share = link_chars / np.maximum(chars, 1)
@@ -340,15 +344,16 @@ def block_features(page: CompactPage, blocks: Blocks, texts: list[str], *,
     prose = np.where(is_text & ~in_link, page.words, 0)
     prose_below = subtree_sum(page, prose)
     prose_total = float(prose_below[0]) or 1.0
+    up = _ancestors(page, owner, max(max(_REGION_LEVELS), _SHAPE_LEVELS))
     for k in _REGION_LEVELS:
-        x[:, col[f"region_share_{k}"]] = prose_below[_ancestor(page, owner, k)] / prose_total
+        x[:, col[f"region_share_{k}"]] = prose_below[up[k]] / prose_total
 
     # Repeated sibling structure (listings: many same-shaped siblings).
     same_shape, same_tag = _sibling_shapes(page)
     x[:, col["same_shape_siblings_log"]] = np.log1p(same_shape[owner])
     best = same_shape[owner].copy()
     for k in range(1, _SHAPE_LEVELS + 1):
-        best = np.maximum(best, same_shape[_ancestor(page, owner, k)])
+        best = np.maximum(best, same_shape[up[k]])
     x[:, col["same_shape_max_log"]] = np.log1p(best)
     x[:, col["same_tag_siblings_log"]] = np.log1p(same_tag[owner])
 
@@ -369,7 +374,7 @@ def block_features(page: CompactPage, blocks: Blocks, texts: list[str], *,
         first = tn[starts]
         x[:, col["in_menex_menu"]] = (first > menu_node) & (first < page.end[menu_node])
 
-    _site_columns(page, blocks, owner, site, x)
+    _site_columns(page, blocks, owner, site, x, up)
     return x.astype(np.float32)
 
 
@@ -403,7 +408,8 @@ def _group_size(keys: np.ndarray) -> np.ndarray:
 
 
 def _site_columns(page: CompactPage, blocks: Blocks, owner: np.ndarray, site: SiteSignals | None,
-                  x: np.ndarray) -> None:
+                  x: np.ndarray, up: list) -> None:
+    """`up`: _ancestors of owner, at least max(_REGION_LEVELS) levels."""
     col = _COLUMN
     site_cols = [col[n] for n in FEATURE_NAMES[col["has_site"]:]]
     if site is None:
@@ -431,7 +437,7 @@ def _site_columns(page: CompactPage, blocks: Blocks, owner: np.ndarray, site: Si
     words_below = subtree_sum(page, page.words)
     templ_below = subtree_sum(page, tw)
     for k in _REGION_LEVELS:
-        a = _ancestor(page, owner, k)
+        a = up[k]
         x[:, col[f"region_template_{k}"]] = templ_below[a] / np.maximum(words_below[a], 1)
     x[:, col["text_on_candidates"]] = site.text_on_candidates
     x[:, col["text_site_share"]] = site.text_site_share
