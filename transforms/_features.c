@@ -195,7 +195,9 @@ static int as_text(PyObject *s, Text *t) {
         PyErr_Format(PyExc_TypeError, "block texts must be str, not %.100s", Py_TYPE(s)->tp_name);
         return -1;
     }
-    if (PyUnicode_READY(s) < 0) return -1;
+#if PY_VERSION_HEX < 0x030C0000
+    if (PyUnicode_READY(s) < 0) return -1;      /* a legacy str; 3.12 has none */
+#endif
     Py_ssize_t n = PyUnicode_GET_LENGTH(s);
     int kind = PyUnicode_KIND(s);
     const void *data = PyUnicode_DATA(s);

@@ -2,8 +2,10 @@
 page and site features, one float32 row per block.
 
 Everything is computed per page with vector operations over the compact page
-and the blocks (`transforms/blocks.py`); the only per-block Python work is on
-block texts (a few regular expressions), never per node.
+and the blocks (`transforms/blocks.py`), never per node; the block texts' own
+columns and text keys in one pass per text in C (`transforms/_features.c`), with
+the Python code here as its reference (a few regular expressions and numpy over
+the page's code points).
 
 Site features take NaN ("missing") when the page has no other page of its site:
 tree models route missing values on their own, so a single-page site is judged
