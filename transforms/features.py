@@ -87,6 +87,7 @@ def _names() -> tuple:
 FEATURE_NAMES = _names()
 _COLUMN = {name: i for i, name in enumerate(FEATURE_NAMES)}
 _NEAR_COLUMNS = [_COLUMN[f"near_{h}"] for h in HINT_NAMES]
+_PATTERN_COLUMNS = [_COLUMN[f"contains_{name}"] for name, _ in _TEXT_PATTERNS]
 _FAR_COLUMNS = [_COLUMN[f"far_{h}"] for h in HINT_NAMES]
 
 
@@ -181,10 +182,8 @@ def _text_columns_compiled(texts: list[str], x: np.ndarray) -> None:
     x[:, col["digit_share"]] = counts[:, _C_DIGITS] / np.maximum(counts[:, _C_LENGTH], 1)
     x[:, col["ends_with_punct"]] = counts[:, _C_CLOSING]
     x[:, col["upper_start"]] = counts[:, _C_UPPER]
-    bits = counts[:, _C_PATTERNS]
-    for g, (name, _) in enumerate(_TEXT_PATTERNS):
-        hit = ((bits >> g) & 1).astype(bool)
-        x[hit, col[f"contains_{name}"]] = 1.0
+    pattern_bit = np.arange(len(_TEXT_PATTERNS), dtype=np.int64)
+    x[:, _PATTERN_COLUMNS] = (counts[:, _C_PATTERNS, None] >> pattern_bit) & 1
 
 
 def _text_columns_python(texts: list[str], x: np.ndarray) -> None:
