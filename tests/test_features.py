@@ -486,3 +486,31 @@ def test_character_columns_count_digits_and_punctuation_of_any_script():
     assert col("punct_per_word") == [0.5, 1.0]
     assert col("commas_per_word") == [0.5, 0.0]
     assert col("sentences") == [0.0, 2.0]
+
+
+def test_conex_ratios_are_read_from_page_conex_when_it_computed_them(monkeypatch):
+    """Page ConEx computes the four content ratios of every node (word, hyperlink, children,
+    position: functions of the page alone) on its way to the main content; the block
+    features read the same ratios, standardized over another rated set. Given ConEx's, they
+    are not computed again, and the feature matrix is the same bit for bit. A page ConEx
+    decides without them (one BODY child per level: not a wide page here, so it computes
+    them; a one-node page: it returns None)."""
+    from sitestrip.transforms import conex_page
+    html = ("<body><div><h1>Title of the page</h1><p>First paragraph, with some words in it.</p>"
+            "<ul><li><a href='/a'>A</a></li><li><a href='/b'>B</a></li><li><a href='/c'>C</a></li></ul>"
+            "<p>Second paragraph, a few more words here.</p></div><div>footer text</div></body>")
+    page = parse_page(html, "http://ex.com/")
+    blocks = page_blocks(page)
+    texts = block_texts(page, blocks)
+    main, ratios = conex_page.main_content_and_features(page)
+    assert ratios is not None and np.array_equal(main, conex_page.main_content(page))
+    calls = []
+    real = conex_page.word_ratio
+    monkeypatch.setattr(conex_page, "word_ratio", lambda p: calls.append(1) or real(p))
+    alone = block_features(page, blocks, texts, conex_main=main, menu_node=None, site=None)
+    assert len(calls) == 1
+    shared = block_features(page, blocks, texts, conex_main=main, menu_node=None, site=None,
+                            conex_features=ratios)
+    assert len(calls) == 1
+    assert alone.dtype == shared.dtype == np.float32 and np.array_equal(alone, shared, equal_nan=True)
+    assert conex_page.main_content_and_features(parse_page("", "http://ex.com/"))[1] is None

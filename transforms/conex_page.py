@@ -68,7 +68,11 @@ def word_ratio(page: CompactPage) -> np.ndarray:
     return out
 
 
-def content_features(page: CompactPage, rated: np.ndarray) -> ContentFeatures:
+def content_features(page: CompactPage, rated: np.ndarray, known: ContentFeatures | None = None) -> ContentFeatures:
+    """The four ratios of every node, marked `rated`. `known`: the page's ratios computed
+    already (for another rated set: they are functions of the page alone)."""
+    if known is not None:
+        return ContentFeatures(rated, known.word, known.hyperlink, known.children, known.position)
     links = subtree_sum(page, (page.flags & F_LINK) != 0)
     hyperlink = np.where(links == 0, 1.0, 1.0 / np.maximum(links, 1))
     kids = (page.child_count > 2).astype(np.float64)
@@ -160,19 +164,26 @@ def wide_page(page: CompactPage, excluded: np.ndarray) -> bool:
 
 def main_content(page: CompactPage, params: PageConexParams = PageConexParams()) -> np.ndarray:
     """Boolean node mask of the page's main content."""
+    return main_content_and_features(page, params)[0]
+
+
+def main_content_and_features(page: CompactPage, params: PageConexParams = PageConexParams()
+                              ) -> tuple[np.ndarray, ContentFeatures | None]:
+    """(main_content's mask, the content features it computed on the way, None when it
+    decided without them): the block classifier reads the same ratios (transforms/features.py)."""
     if page.size <= 1:
-        return np.zeros(page.size, dtype=bool)
+        return np.zeros(page.size, dtype=bool), None
     excluded = _excluded_mask(page, params.excluded_tags)
     if wide_page(page, excluded):
         mask = np.ones(page.size, dtype=bool)
         mask[0] = False
-        return mask
+        return mask, None
     rated = (page.tag != TEXT) & (page.child_count > 0) & ~excluded
     rated_idx = np.flatnonzero(rated)
     if rated_idx.size == 0:
-        return np.zeros(page.size, dtype=bool)
+        return np.zeros(page.size, dtype=bool), None
     features = content_features(page, rated)
     cset = reduce_c_set(page, c_set(page, rated_idx, features, params.c))
     roots = select_main(page, cset)
     mask = subtree_mask(page, roots)
-    return remove_link_lists(page, mask, params.max_words)
+    return remove_link_lists(page, mask, params.max_words), features

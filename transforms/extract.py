@@ -16,7 +16,7 @@ import numpy as np
 from sitestrip.transforms.blocks import Blocks, block_texts, page_blocks, render_blocks
 from sitestrip.transforms.candidates import CandidateSelection, select_candidates, site_links
 from sitestrip.transforms.charset import decode_html
-from sitestrip.transforms.conex_page import main_content
+from sitestrip.transforms.conex_page import main_content, main_content_and_features
 from sitestrip.transforms.classify import classify_blocks, load_main_content_model
 from sitestrip.transforms.clusters import ClusterCandidates, cluster_pages, cluster_rows
 from sitestrip.transforms.conex_site import site_main_content
@@ -420,12 +420,13 @@ def _classify(record: PageRecord, analysis: PageAnalysis, own: PageBlocks, signa
     """Block features and, with a model, the main-content blocks of one page (SPEC §10)."""
     page = record.page
     with _Stage(analysis.timing, "page_conex", budget):
-        conex_main = main_content(page, config.page_conex)
+        conex_main, conex_features = main_content_and_features(page, config.page_conex)
     with _Stage(analysis.timing, "blocks", budget):
         analysis.blocks = own
         analysis.features = block_features(
             page, own.blocks, own.texts, conex_main=conex_main,
-            menu_node=analysis.menu.node if analysis.menu else None, site=signals)
+            menu_node=analysis.menu.node if analysis.menu else None, site=signals,
+            conex_features=conex_features)
     if model is None:
         return
     with _Stage(analysis.timing, "classify", budget):

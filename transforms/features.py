@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from sitestrip.transforms.blocks import GROUPS, Blocks
-from sitestrip.transforms.conex_page import content_features, standardize
+from sitestrip.transforms.conex_page import ContentFeatures, content_features, standardize
 from sitestrip.transforms.page import (F_IN_LINK, F_LINK, HINT_BIT, HINT_NAMES, TAG_ID, TEXT, CompactPage, has_tag,
                                        tag_table)
 from sitestrip.transforms.tree import nearest_in_mask, subtree_sum
@@ -247,8 +247,9 @@ def _text_columns_python(texts: list[str], x: np.ndarray) -> None:
 
 def block_features(page: CompactPage, blocks: Blocks, texts: list[str], *,
                    conex_main: np.ndarray, menu_node: int | None,
-                   site: SiteSignals | None) -> np.ndarray:
-    """float32[blocks, len(FEATURE_NAMES)] for one page."""
+                   site: SiteSignals | None, conex_features: ContentFeatures | None = None) -> np.ndarray:
+    """float32[blocks, len(FEATURE_NAMES)] for one page. `conex_features`: the content
+    features page ConEx computed for this page, if it did (the ratios are not computed twice)."""
     nb = blocks.count
     x = np.zeros((nb, len(FEATURE_NAMES)), dtype=np.float64)
     if nb == 0:
@@ -364,7 +365,7 @@ def block_features(page: CompactPage, blocks: Blocks, texts: list[str], *,
     rated = element & (page.child_count > 0)
     rated_owner = nearest_in_mask(page, rated)[owner]
     if rated.any():
-        feats = content_features(page, rated)
+        feats = content_features(page, rated, conex_features)
         z = np.zeros((page.size, 4))
         z[rated] = standardize(feats.matrix()[rated])
         safe = np.maximum(rated_owner, 0)
