@@ -174,6 +174,7 @@ def test_subtree_texts_of_many_nodes_at_once():
                                          "Getting started", "x y", "Read the Getting started guide\nx y"]
     assert subtree_texts(page, nodes) == [subtree_text(page, int(n)) for n in nodes]
     assert subtree_texts(page, np.array([img])) == [""]
+    assert subtree_texts(page, np.array([p1, img])) == ["Read the Getting started guide", ""]
     assert subtree_texts(page, np.zeros(0, dtype=np.int64)) == []
 
 

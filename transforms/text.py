@@ -81,13 +81,16 @@ def gaps(page: CompactPage, idx: np.ndarray) -> np.ndarray:
 
 
 def run_texts(page: CompactPage, idx: np.ndarray, starts: np.ndarray) -> list[str]:
-    """Texts of consecutive runs of the text nodes `idx` (all of the page's, or a run of
-    consecutive ones), run r being idx[starts[r]:starts[r + 1]]: each joined as join_text
-    joins it, the whole page's separators computed once."""
+    """Texts of consecutive runs of the text nodes `idx`, run r being idx[starts[r]:starts[r + 1]]
+    (the last up to the end), each a run of consecutive text nodes (a block's, a subtree's):
+    each joined as join_text joins it, the separators computed once over `idx`. A run may be
+    empty (its text ""); runs may repeat nodes of others (nested subtrees)."""
     if idx.size == 0:
-        return []
+        return [""] * starts.size
     codes = separators(page, idx)
-    codes[starts] = _NONE
+    # A run's separators depend only on neighbours inside it; the pair across two runs is
+    # overwritten by the next run's leading _NONE.
+    codes[starts[starts < idx.size]] = _NONE
     parts = pieces(page, idx, codes)
     bounds = np.append(starts, idx.size).tolist()
     return ["".join(parts[a:b]) for a, b in zip(bounds[:-1], bounds[1:])]

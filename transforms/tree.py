@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from sitestrip.transforms.page import TEXT, CompactPage
-from sitestrip.transforms.text import _NONE, gaps, join_text, pieces, separators
+from sitestrip.transforms.text import gaps, join_text, run_texts
 
 
 def subtree_sum(page: CompactPage, values: np.ndarray) -> np.ndarray:
@@ -78,21 +78,11 @@ def subtree_texts(page: CompactPage, nodes: np.ndarray) -> list[str]:
     lo, hi = int(nodes.min()), int(page.end[nodes].max())
     text_nodes = lo + np.flatnonzero(page.tag[lo:hi] == TEXT)
     first = np.searchsorted(text_nodes, nodes)
-    stop = np.searchsorted(text_nodes, page.end[nodes])
-    counts = stop - first
-    total = int(counts.sum())
-    if total == 0:
-        return [""] * nodes.size
+    counts = np.searchsorted(text_nodes, page.end[nodes]) - first
     # Each subtree's text nodes, one run after the other: run r starts at starts[r].
     starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
-    idx = text_nodes[np.repeat(first - starts, counts) + np.arange(total)]
-    # Separators of a run depend only on neighbours inside it (subtree_text passes no gaps);
-    # the pair across two runs is overwritten by the run's leading _NONE.
-    codes = separators(page, idx)
-    codes[starts[counts > 0]] = _NONE
-    parts = pieces(page, idx, codes)
-    bounds = np.append(starts, total).tolist()
-    return ["".join(parts[a:b]) for a, b in zip(bounds[:-1], bounds[1:])]
+    idx = text_nodes[np.repeat(first - starts, counts) + np.arange(int(counts.sum()))]
+    return run_texts(page, idx, starts)
 
 
 def words_in(page: CompactPage, mask: np.ndarray | None = None) -> int:
