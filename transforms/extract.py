@@ -169,10 +169,6 @@ def _menu(record: PageRecord, menex: MenexParams, timing: dict, budget: _Budget 
         return detect_menu(record.page, menex, scores), scores
 
 
-# In place of a row's page-level menu: its menu columns are set already.
-_COLUMNS_SET = object()
-
-
 def _menu_columns(row: dict, menu) -> None:
     """The row's menu columns from its page-level menu (MenEx)."""
     row["menu_links"] = [{"url": u, "text": t} for u, t in menu.links] if menu else []
@@ -439,11 +435,6 @@ def _classify(record: PageRecord, analysis: PageAnalysis, own: PageBlocks, signa
         analysis.main = text_main | ((text_total > 0) & (subtree_sum(page, text_main) == text_total))
 
 
-def page_only_row(record: PageRecord, config, model=None) -> dict:
-    """A page with no other page of its site: MenEx + page-level main content (SPEC §8)."""
-    return _page_only_row(record, analyse_page(record, {}, None, config, model=model), config.output)
-
-
 def _main_columns(page: CompactPage, analysis: PageAnalysis, output: OutputParams) -> dict:
     line_starts = None
     if analysis.selected is not None:
@@ -547,19 +538,16 @@ def process_site(site: str, records: Iterable[PageRecord], config, model=None,
         site_blocks = SiteBlocks(pages)
         model = model if model is not None else load_main_content_model(config.main_content)
     # Per row, its page-level menu while its menu columns wait for the site-level menus
-    # (which replace them on most pages of a site: their links are then never read).
+    # (which replace them on most pages of a site: their links are then never read). A lone
+    # page (`links` None) is analysed page-only by the same calls.
     page_rows, page_menus, proposals = [], [], {}
     for record in ordered:
         try:
-            if links is None:
-                row, menu = page_only_row(record, config, model), _COLUMNS_SET
-            else:
-                analysis = analyse_page(record, pages, links, config, site_blocks, model)
-                row, menu = _site_row(record, links, analysis, config.output, menu_columns=False), analysis.menu
-                if analysis.menu_proposal is not None and record.url not in proposals:
-                    proposals[record.url] = analysis.menu_proposal
-            page_rows.append(row)
-            page_menus.append(menu)
+            analysis = analyse_page(record, pages, links, config, site_blocks, model)
+            page_rows.append(_site_row(record, links, analysis, config.output, menu_columns=False))
+            page_menus.append(analysis.menu)
+            if analysis.menu_proposal is not None and record.url not in proposals:
+                proposals[record.url] = analysis.menu_proposal
         except StageError as exc:
             yield "errors", error_row(url=_row_url(record), warc_file=record.warc_file,
                                       warc_offset=record.warc_offset, stage=exc.stage,
@@ -570,7 +558,7 @@ def process_site(site: str, records: Iterable[PageRecord], config, model=None,
                                       error_class=type(exc).__name__, message=str(exc)[:500])
     replaced = _apply_site_menus(page_rows, pages, links, proposals, config) if proposals else set()
     for k, (row, menu) in enumerate(zip(page_rows, page_menus)):
-        if k not in replaced and menu is not _COLUMNS_SET:
+        if k not in replaced:
             _menu_columns(row, menu)
     for row in page_rows:
         if stored:
