@@ -25,7 +25,7 @@ from difflib import SequenceMatcher
 
 import numpy as np
 
-from sitestrip.transforms.page import BLOCK_TAGS, TAG_ID, TEXT, CompactPage, has_tag, tag_table
+from sitestrip.transforms.page import BLOCK_LEVEL, TAG_ID, TEXT, CompactPage, has_tag, tag_table
 from sitestrip.transforms.text import run_texts
 from sitestrip.transforms.tokens import folded_words
 from sitestrip.transforms.tree import nearest_in_mask
@@ -38,7 +38,6 @@ _LEAF_INSTANCE = tag_table("div", "td", "th")
 GROUPS = ("p", "li", "h", "figcaption", "pre", "div", "td", "other")
 _GROUP_OF_TAG = {"p": 0, "li": 1, "h1": 2, "h2": 2, "h3": 2, "h4": 2, "h5": 2, "h6": 2,
                  "figcaption": 3, "pre": 4, "div": 5, "td": 6, "th": 6}
-_BLOCK_LEVEL = tag_table(*sorted(BLOCK_TAGS - {"br", "hr"}))
 # Labelling rule of web2text (seed 000 §12.4): main iff this share of own tokens aligns.
 MAIN_SHARE = 2 / 3
 
@@ -109,7 +108,7 @@ def page_blocks(page: CompactPage) -> Blocks:
     if orphan.any():
         element = page.tag != TEXT
         has_name = (page.id_hash != 0) | (np.diff(page.class_ptr) > 0)
-        holder = (has_tag(page.tag, _BLOCK_LEVEL) | (has_name & element)) & element
+        holder = (has_tag(page.tag, BLOCK_LEVEL) | (has_name & element)) & element
         holder[0] = True                       # BODY holds whatever nothing else does
         owner[orphan] = nearest_in_mask(page, holder)[parent[orphan]]
     line = page.line[text]

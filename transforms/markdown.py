@@ -45,7 +45,7 @@ from functools import cached_property
 
 import numpy as np
 
-from sitestrip.transforms.page import BLOCK_TAGS, KNOWN_TAGS, TAG_ID, TEXT, CompactPage, tag_ids
+from sitestrip.transforms.page import BLOCK_LEVEL, KNOWN_TAGS, TAG_ID, TEXT, CompactPage, has_tag, tag_ids, tag_table
 from sitestrip.transforms.text import _NEWLINE, _NONE, gaps, separators
 
 try:
@@ -78,8 +78,6 @@ _STRONG = set(tag_ids("strong", "b").tolist())
 _EM = set(tag_ids("em", "i", "cite", "dfn", "var").tolist())
 _CODE = set(tag_ids("code", "kbd", "samp", "tt").tolist())
 _A = _ID["a"]
-# Block-level elements: where a line of text belongs (br and hr are boundaries, not holders).
-_BLOCKISH = tag_ids(*sorted(BLOCK_TAGS - {"br", "hr"}))
 # A table that holds any of these lays the page out: it is read through, not drawn.
 _LAYOUT_INSIDE = tag_ids("table", "ul", "ol", "dl", "pre", "blockquote", "h1", "h2", "h3", "h4",
                          "h5", "h6", "form", "section", "article", "header", "footer", "nav",
@@ -140,12 +138,11 @@ class _Context:
         self.heading, self.pre, self.cell, self.table, self.li, self.nest = heading, pre, cell, table, li, nest
 
 
-# Per known tag id: block-level, and the inline kind (1 strong, 2 em, 3 code).
+# The elements that can change a context (_Structure.context's cases), as a tag_table.
+_STRUCTURAL = tag_table("h1", "h2", "h3", "h4", "h5", "h6", "pre", "listing", "xmp", "plaintext",
+                        "td", "th", "li", "blockquote", "table")
+# Per known tag id (unknown ones: the last slot, _known), the inline kind (1 strong, 2 em, 3 code).
 _N_KNOWN = len(KNOWN_TAGS)
-_BLOCKISH_OF = np.zeros(_N_KNOWN + 1, dtype=bool)
-_BLOCKISH_OF[_BLOCKISH] = True
-_STRUCTURAL_OF = np.zeros(_N_KNOWN + 1, dtype=bool)
-_STRUCTURAL_OF[sorted(set(_HEADING) | _PRE | _CELL | {_LI, _QUOTE, _TABLE})] = True
 _KIND_OF = np.zeros(_N_KNOWN + 1, dtype=np.int8)
 for _k, _tags in enumerate((_STRONG, _EM, _CODE), 1):
     _KIND_OF[sorted(_tags)] = _k
@@ -178,7 +175,7 @@ class _Structure:
     def __init__(self, page: CompactPage, options: MarkdownOptions):
         self.page = page
         self.parent, self.tag, self.end = page.parent, page.tag, page.end
-        self.blockish = _BLOCKISH_OF[_known(page.tag)]
+        self.blockish = has_tag(page.tag, BLOCK_LEVEL)
         self.blockish[0] = True
         self.compiled = _compiled is not None and _COMPILED
         if self.compiled:
@@ -209,7 +206,7 @@ class _Structure:
             container = np.empty(nodes.size, dtype=np.int64)
             inline = np.full((4, nodes.size), -1, dtype=np.int64)
             _compiled.around(np.ascontiguousarray(nodes, dtype=np.int64), self.parent32, self.tag32,
-                             _BLOCKISH_OF.view(np.uint8), _KIND_OF.view(np.uint8), self.linked.view(np.uint8),
+                             BLOCK_LEVEL.view(np.uint8), _KIND_OF.view(np.uint8), self.linked.view(np.uint8),
                              container, inline)
             return container, inline
         cur = self.parent[nodes].astype(np.int64)
@@ -232,14 +229,14 @@ class _Structure:
         if self.compiled:
             anchor = np.empty(elements.size, dtype=np.int64)
             _compiled.anchors(np.ascontiguousarray(elements, dtype=np.int64), self.parent32, self.tag32,
-                              _STRUCTURAL_OF.view(np.uint8), anchor)
+                              _STRUCTURAL.view(np.uint8), anchor)
             return anchor
         cur = elements.astype(np.int64)
-        active = np.flatnonzero((cur >= 0) & ~_STRUCTURAL_OF[_known(self.tag[np.maximum(cur, 0)])])
+        active = np.flatnonzero((cur >= 0) & ~has_tag(self.tag[np.maximum(cur, 0)], _STRUCTURAL))
         while active.size:
             cur[active] = self.parent[cur[active]]
             active = active[cur[active] >= 0]
-            active = active[~_STRUCTURAL_OF[_known(self.tag[cur[active]])]]
+            active = active[~has_tag(self.tag[cur[active]], _STRUCTURAL)]
         return cur
 
     def context(self, element: int) -> _Context:

@@ -117,6 +117,9 @@ BLOCK_TAGS = frozenset({
     "legend", "hgroup", "frameset", "body", "option", "textarea", "search", "dialog",
     "listing", "xmp", "plaintext",
 })
+# The block-level elements that hold lines of text, as a tag_table (<br> and <hr> are line
+# boundaries, not holders): a block's owner and a Markdown line's container.
+BLOCK_LEVEL = tag_table(*sorted(BLOCK_TAGS - {"br", "hr"}))
 
 # Preformatted elements (HTML's UA style sheet: white-space: pre / pre-wrap): their text
 # is kept verbatim, line breaks and indentation included (ParseRules.browser_text).
