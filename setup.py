@@ -1,8 +1,8 @@
 """The compiled parts of sitestrip: ETDM's top-down walk and sibling assignment
 (transforms/_etdm.c), the block model's tree walk (transforms/_model.c), parse flattening
 (transforms/_flatten.c), main_markdown's inline rendering (transforms/_markdown.c) and block
-texts' feature columns and text keys (transforms/_features.c, whose crc32 is its own table, so
-zlib's headers are not needed).
+texts' feature columns and text keys (transforms/_features.c). The two that hash text share
+transforms/_crc32.h, zlib's crc32 as a table, so zlib's headers are not needed.
 
 Everything else is declared in pyproject.toml; setuptools reads ext_modules from here. The
 extensions need only a C compiler and Python's headers (no numpy headers: it reads arrays
@@ -24,7 +24,8 @@ setup(ext_modules=[
     Extension("sitestrip.transforms._etdm", ["transforms/_etdm.c"], extra_compile_args=flags),
     Extension("sitestrip.transforms._model", ["transforms/_model.c"], extra_compile_args=flags),
     Extension("sitestrip.transforms._markdown", ["transforms/_markdown.c"], extra_compile_args=flags),
-    Extension("sitestrip.transforms._features", ["transforms/_features.c"], extra_compile_args=flags),
+    Extension("sitestrip.transforms._features", ["transforms/_features.c"], extra_compile_args=flags,
+              depends=["transforms/_crc32.h"]),
     Extension("sitestrip.transforms._flatten", ["transforms/_flatten.c"], extra_compile_args=flags,
-              include_dirs=lxml.get_include()),
+              include_dirs=lxml.get_include(), depends=["transforms/_crc32.h"]),
 ])

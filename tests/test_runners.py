@@ -213,6 +213,8 @@ def _check_members(names, prefix=""):
                        for n in names), module
         else:
             assert f"transforms/{module}.c" in names and "setup.py" in names, module
+    if not prefix:
+        assert "transforms/_crc32.h" in names       # included by _flatten.c and _features.c
 
 
 @pytest.mark.slow

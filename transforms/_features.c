@@ -34,6 +34,8 @@
 #include <Python.h>
 #include <stdint.h>
 
+#include "_crc32.h"
+
 /* The columns of the counts array, in this order (features.py reads them by these names). */
 enum { C_WORDS, C_PUNCT, C_SENTENCES, C_COMMAS, C_DIGITS, C_LENGTH, C_CLOSING, C_UPPER, C_PATTERNS, C_COUNT };
 
@@ -295,20 +297,6 @@ fail:
     return NULL;
 }
 
-static uint32_t crc_table[256];
-
-static void crc_init(void) {
-    for (uint32_t n = 0; n < 256; n++) {
-        uint32_t c = n;
-        for (int k = 0; k < 8; k++) c = c & 1 ? 0xEDB88320u ^ (c >> 1) : c >> 1;
-        crc_table[n] = c;
-    }
-}
-
-static inline uint32_t crc_byte(uint32_t crc, unsigned char byte) {
-    return crc_table[(crc ^ byte) & 0xFF] ^ (crc >> 8);
-}
-
 static inline uint32_t crc_code_point(uint32_t crc, Py_UCS4 c) {
     if (c < 0x80) return crc_byte(crc, (unsigned char)c);
     if (c < 0x800) {
@@ -343,7 +331,7 @@ static PyObject *text_keys(PyObject *self, PyObject *args) {
         PyObject *low = PyObject_CallMethodNoArgs(s, lower_name);
         if (low == NULL) goto fail;
         if (as_text(low, &l) < 0) { Py_DECREF(low); goto fail; }
-        uint32_t crc = 0xFFFFFFFFu;
+        uint32_t crc = crc_begin();
         int in_word = 0, words = 0;
         for (Py_ssize_t i = 0; i < l.n; i++) {
             Py_UCS4 c = at(&l, i);
@@ -355,7 +343,7 @@ static PyObject *text_keys(PyObject *self, PyObject *args) {
             in_word = 1;
             crc = crc_code_point(crc, c);
         }
-        keys[b] = (int64_t)(crc ^ 0xFFFFFFFFu);
+        keys[b] = (int64_t)crc_end(crc);
         Py_DECREF(low);
     }
     PyMem_Free(l.own);

@@ -33,6 +33,7 @@
 
 #include "libxml/tree.h"
 #include "lxml.etree_api.h"
+#include "_crc32.h"
 
 static PyTypeObject *element_type;
 
@@ -62,25 +63,7 @@ static int vec_reserve(Vec *v, size_t more) {
 #define VPUSH(v, T, x) (vec_reserve(&(v), 1) < 0 ? -1 : (((T *)(v).data)[(v).len++] = (x), 0))
 #define VAT(v, T, i) (((T *)(v).data)[i])
 
-/* ------------------------------------------------------------------ crc32 (zlib's) */
-
-static uint32_t crc_table[256];
-
-static void crc_init(void) {
-    for (uint32_t n = 0; n < 256; n++) {
-        uint32_t c = n;
-        for (int k = 0; k < 8; k++) c = c & 1 ? 0xEDB88320u ^ (c >> 1) : c >> 1;
-        crc_table[n] = c;
-    }
-}
-
-/* Running crc: start with crc_begin(), feed bytes, finish with crc_end(). */
-static uint32_t crc_begin(void) { return 0xFFFFFFFFu; }
-static uint32_t crc_feed(uint32_t c, const unsigned char *s, size_t n) {
-    for (size_t k = 0; k < n; k++) c = crc_table[(c ^ s[k]) & 0xFF] ^ (c >> 8);
-    return c;
-}
-static uint32_t crc_end(uint32_t c) { return c ^ 0xFFFFFFFFu; }
+/* ------------------------------------------------------------------ crc32 (zlib's): _crc32.h */
 
 /* ------------------------------------------------------------------ strict UTF-8 */
 
