@@ -15,7 +15,6 @@ and generated pages).
 from __future__ import annotations
 
 import argparse
-import glob
 import os
 import sys
 import time
@@ -27,10 +26,8 @@ from sitestrip.configs import load_config
 from sitestrip.transforms import markdown as M
 from sitestrip.transforms import output
 
-
-def warc_files(directory: str) -> list[str]:
-    root = os.path.join(directory, "warc") if os.path.isdir(os.path.join(directory, "warc")) else directory
-    return sorted(glob.glob(os.path.join(root, "**", "*.warc*"), recursive=True))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from profile_sites import warc_files  # noqa: E402
 
 
 class Comparing:
