@@ -310,6 +310,8 @@ def test_text_equality_reads_collapsed_pre_text_and_any_string_width(any_engine)
     key = page("<pre>  a   b</pre><p>é</p><p>ab</p>")
     other = page("<pre>a b</pre><p>é</p><p>a b</p><p>€</p>")
     assert key.node_text(2) != other.node_text(2) and key.collapsed_text(2) == other.collapsed_text(2)
+    every = np.arange(key.size)
+    assert key.collapsed_texts(every) == [key.collapsed_text(i) for i in range(key.size)]
     assert max(map(ord, other.text)) > 255 >= max(map(ord, key.text))
     assert map_pages(key, other).tolist() == [0, 1, 2, 3, 4, 5, -1]
 

@@ -252,9 +252,7 @@ class _PageIndex:
             if pre.size:
                 # Text equality compares collapsed text (SPEC §1), and verbatim <pre> text is
                 # not collapsed in page.text: those nodes' collapsed texts go after it.
-                # page.collapsed_text of each (all are F_PRE), without a call per node.
-                text, tp = page.text, page.text_ptr
-                extra = [" ".join(text[a:b].split()) for a, b in zip(tp[pre].tolist(), tp[pre + 1].tolist())]
+                extra = page.collapsed_texts(pre)
                 lengths = np.fromiter((len(t) for t in extra), dtype=np.int64, count=len(extra))
                 start[pre] = len(compared) + np.cumsum(lengths) - lengths
                 end[pre] = start[pre] + lengths
