@@ -20,9 +20,15 @@ never passes (docs/runners.md, "Dask"), so sitestrip writes its datasets itself:
   pyarrow, Spark and Hive skip when they list a dataset; `graph.clear_outputs`
   removes any a failed run left.
 
-A part's rows are held in memory while it is sorted, as Arrow columns (about
-their Parquet size uncompressed), so the number of parts bounds that memory:
-by default one part per input WARC file (`build_pipeline`).
+A part is sorted before its rows are unpacked: each row crosses the shuffle with its
+sort key (`sort_key`, the order Arrow's sort gives), the writer sorts the keys and
+unpacks and converts the rows in that order, BATCH_ROWS at a time, writing a row
+group whenever about ROW_GROUP_BYTES of Arrow columns are ready. So the writer holds
+a part's packed rows (which the runner hands it anyway), one row group and one batch
+of unpacked rows, not the whole part as Arrow columns and their sorted copy: a part
+of a Common Crawl input (one part per input WARC file by default, `build_pipeline`,
+tens of thousands of pages rows) no longer costs the worker twice its Parquet size
+uncompressed.
 
 Rows cross the shuffle to their part packed: one zlib-compressed pickle per row
 (`pack_row`), unpacked by the part's writer. Beam's local runner keeps a whole
@@ -76,6 +82,13 @@ def unpack_row(packed: bytes) -> dict:
     return pickle.loads(zlib.decompress(packed))
 
 
+def sort_key(row: dict, fields: tuple[str, ...]) -> tuple:
+    """The place of `row` in its part, in the order `sorted_table` gives: by `fields`, a
+    null after every value, a str by its code points (which is the order of its UTF-8
+    bytes, Arrow's order), a number by its value."""
+    return tuple((value is None, value) for value in (row.get(f) for f in fields))
+
+
 def part_path(prefix: str, index: int, parts: int) -> str:
     return f"{prefix}-{index:05d}-of-{parts:05d}.parquet"
 
@@ -119,21 +132,49 @@ def write_table(table: pa.Table, path: str) -> None:
     FileSystems.rename([temp], [path])
 
 
+def write_sorted_part(keyed_rows: list, schema: pa.Schema, path: str) -> None:
+    """Write (sort key, packed row) pairs to `path` as Parquet, in key order (ties keep
+    their order in `keyed_rows`, as Arrow's stable sort keeps them), without holding the
+    part as Arrow columns: the same file `write_table(sorted_table(...))` writes, one row
+    group per ROW_GROUP_BYTES of rows."""
+    order = sorted(range(len(keyed_rows)), key=lambda i: keyed_rows[i][0])
+    temp = temporary_path(path)
+    with FileSystems.create(temp, compression_type=CompressionTypes.UNCOMPRESSED) as fh:
+        with pq.ParquetWriter(fh, schema, compression=CODEC, use_compliant_nested_type=False) as writer:
+            group, group_bytes = [], 0
+            for start in range(0, len(order), BATCH_ROWS):
+                rows = [unpack_row(keyed_rows[i][1]) for i in order[start:start + BATCH_ROWS]]
+                batch = pa.RecordBatch.from_pylist(rows, schema=schema)
+                del rows
+                group.append(batch)
+                group_bytes += batch.nbytes
+                if group_bytes >= ROW_GROUP_BYTES:
+                    _write_group(writer, group, schema)
+                    group, group_bytes = [], 0
+            if group:
+                _write_group(writer, group, schema)
+    FileSystems.rename([temp], [path])
+
+
+def _write_group(writer: pq.ParquetWriter, batches: list, schema: pa.Schema) -> None:
+    table = pa.Table.from_batches(batches, schema=schema)
+    writer.write_table(table, row_group_size=table.num_rows)
+
+
 class _WritePart(beam.DoFn):
     def __init__(self, prefix: str, schema: pa.Schema, fields: tuple[str, ...], parts: int):
         self.prefix, self.schema, self.fields, self.parts = prefix, schema, fields, parts
 
     def process(self, element):
-        index, packed_rows = element
+        index, values = element
         # None is the marker that gives every part a group (WriteParts.expand).
-        rows = (unpack_row(packed) for packed in packed_rows if packed is not None)
-        table = sorted_table(rows, self.schema, self.fields)
-        if table.num_rows == 0 and index != 0:
+        keyed_rows = [value for value in values if value is not None]
+        if not keyed_rows and index != 0:
             # Only part 0 is written empty: a dataset always has a file (and so a schema),
             # but a run over 90,000 input files does not leave 90,000 empty errors files.
             return
         path = part_path(self.prefix, index, self.parts)
-        write_table(table, path)
+        write_sorted_part(keyed_rows, self.schema, path)
         yield path
 
 
@@ -148,7 +189,8 @@ class WriteParts(beam.PTransform):
 
     def expand(self, rows):
         fields, parts = self.fields, self.parts
-        keyed = rows | "PartKeys" >> beam.Map(lambda row: (part_of(row, fields, parts), pack_row(row)))
+        keyed = rows | "PartKeys" >> beam.Map(
+            lambda row: (part_of(row, fields, parts), (sort_key(row, fields), pack_row(row))))
         every_part = (rows.pipeline
                       # A few integers: not worth the group-by-key stage of Create's reshuffle.
                       | "PartIndexes" >> beam.Create(range(parts), reshuffle=False)

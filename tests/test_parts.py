@@ -153,3 +153,84 @@ def test_part_files_option(tmp_path, capsys):
     with pytest.raises(SystemExit) as exit_:
         main(["run", "--output", out, "--part-files", "0"])
     assert exit_.value.code == 2 and "--part-files must be 1 or more" in capsys.readouterr().err
+
+
+def test_sort_key_orders_rows_as_arrows_sort_does():
+    """The writer sorts a part by `sort_key` before unpacking it; that order must be the one
+    `sorted_table` (Arrow's sort_by) gives. Seeded rows whose fields mix nulls, equal prefixes,
+    and code points whose UTF-16 order differs from their UTF-8 order (U+FF5E before
+    U+1F600 by code point and by UTF-8 bytes, after it in UTF-16), with many ties on the
+    first fields."""
+    import random
+
+    from sitestrip.pipeline.parts import sort_key
+
+    rng = random.Random(7)
+    pieces = ["a", "b", "", "é", "\uff5e", "\U0001f600", "a\x00", "Z"]
+
+    def text():
+        return None if rng.random() < 0.2 else "".join(rng.choice(pieces) for _ in range(rng.randrange(3)))
+
+    rows = [_error(text() or "f", None if rng.random() < 0.2 else rng.randrange(-3, 4), text(),
+                   stage=rng.choice(["read", "parse"]), error_class=rng.choice(["A", "B"]),
+                   message=f"m{i}") for i in range(400)]
+    fields = PART_KEYS["errors"]
+    expected = sorted_table(iter(rows), ERRORS, fields).to_pylist()
+    assert sorted(rows, key=lambda r: sort_key(r, fields)) == expected
+    # nulls last, values by value: (None, 3) after (-1, ...) and (2, ...)
+    keys = sorted([sort_key({"warc_file": "f", "warc_offset": o}, ("warc_file", "warc_offset"))
+                   for o in (None, 2, -1)])
+    assert [k[1][1] for k in keys] == [-1, 2, None]
+
+
+def test_a_sorted_part_is_written_in_key_order_one_row_group_per_row_group_bytes(tmp_path, monkeypatch):
+    """write_sorted_part: 7 rows given out of order, converted 2 at a time (BATCH_ROWS=2); a
+    row group is closed as soon as its batches reach ROW_GROUP_BYTES, here set below one
+    batch, so every batch is its own group: 4 groups of 2, 2, 2, 1 rows. Two rows with the
+    same key (a.warc, 5) keep the order they were given in (m1 before m2), as Arrow's stable
+    sort keeps them. The file holds the same rows as write_table(sorted_table(...))."""
+    from sitestrip.pipeline import parts
+    from sitestrip.pipeline.parts import pack_row, sort_key, write_sorted_part
+
+    monkeypatch.setattr(parts, "BATCH_ROWS", 2)
+    monkeypatch.setattr(parts, "ROW_GROUP_BYTES", 1)
+    rows = [_error("b.warc", 10, "https://b/10"), _error("a.warc", 5, "https://a/5", message="m1"),
+            _error("a.warc", None, None), _error("a.warc", 5, "https://a/5", message="m2"),
+            _error("c.warc", 1, "https://c/1"), _error("a.warc", 2, "https://a/2"),
+            _error("b.warc", 3, "https://b/3")]
+    fields = PART_KEYS["errors"]
+    path = str(tmp_path / "part-00000-of-00001.parquet")
+    write_sorted_part([(sort_key(r, fields), pack_row(r)) for r in rows], ERRORS, path)
+    f = pq.ParquetFile(path)
+    assert [f.metadata.row_group(g).num_rows for g in range(f.metadata.num_row_groups)] == [2, 2, 2, 1]
+    got = f.read().to_pylist()
+    assert [(r["warc_file"], r["warc_offset"], r["message"]) for r in got] == [
+        ("a.warc", 2, "m"), ("a.warc", 5, "m1"), ("a.warc", 5, "m2"), ("a.warc", None, "m"),
+        ("b.warc", 3, "m"), ("b.warc", 10, "m"), ("c.warc", 1, "m")]
+    assert got == sorted_table(iter(rows), ERRORS, fields).to_pylist()
+    assert f.schema_arrow.equals(ERRORS, check_metadata=True)
+    assert os.listdir(tmp_path) == ["part-00000-of-00001.parquet"]
+
+    monkeypatch.setattr(parts, "ROW_GROUP_BYTES", 64 * 1024 * 1024)
+    write_sorted_part([(sort_key(r, fields), pack_row(r)) for r in rows], ERRORS, path)
+    assert pq.ParquetFile(path).metadata.num_row_groups == 1      # under 64 MiB: one group
+
+    empty = str(tmp_path / "empty.parquet")
+    write_sorted_part([], ERRORS, empty)
+    assert pq.ParquetFile(empty).metadata.num_row_groups == 0
+    assert pq.read_schema(empty).equals(ERRORS, check_metadata=True)
+
+
+@pytest.mark.parametrize("preset, expected", [(None, "system"), ("mimalloc", "mimalloc")])
+def test_the_cli_gives_arrow_the_system_allocator_unless_the_user_chose_one(preset, expected):
+    """use_system_allocator_for_arrow runs before pyarrow is imported (run() and main() call it
+    first): Arrow then allocates from the C heap; a pool the user set in the environment wins."""
+    code = ("from sitestrip.pipeline.cli import use_system_allocator_for_arrow\n"
+            "use_system_allocator_for_arrow()\n"
+            "import pyarrow as pa\n"
+            "print(pa.default_memory_pool().backend_name)")
+    env = {k: v for k, v in os.environ.items() if k != "ARROW_DEFAULT_MEMORY_POOL"}
+    if preset:
+        env["ARROW_DEFAULT_MEMORY_POOL"] = preset
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == expected
