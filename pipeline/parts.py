@@ -135,22 +135,32 @@ def write_table(table: pa.Table, path: str) -> None:
 def write_sorted_part(keyed_rows: list, schema: pa.Schema, path: str) -> None:
     """Write (sort key, packed row) pairs to `path` as Parquet, in key order (ties keep
     their order in `keyed_rows`, as Arrow's stable sort keeps them), without holding the
-    part as Arrow columns: the same file `write_table(sorted_table(...))` writes, one row
-    group per ROW_GROUP_BYTES of rows."""
+    part as Arrow columns: the rows `write_table(sorted_table(...))` writes, in row groups
+    of at most about ROW_GROUP_BYTES."""
     order = sorted(range(len(keyed_rows)), key=lambda i: keyed_rows[i][0])
     temp = temporary_path(path)
     with FileSystems.create(temp, compression_type=CompressionTypes.UNCOMPRESSED) as fh:
         with pq.ParquetWriter(fh, schema, compression=CODEC, use_compliant_nested_type=False) as writer:
-            group, group_bytes = [], 0
+            group, group_bytes = [], 0.0
             for start in range(0, len(order), BATCH_ROWS):
                 rows = [unpack_row(keyed_rows[i][1]) for i in order[start:start + BATCH_ROWS]]
                 batch = pa.RecordBatch.from_pylist(rows, schema=schema)
                 del rows
-                group.append(batch)
-                group_bytes += batch.nbytes
-                if group_bytes >= ROW_GROUP_BYTES:
-                    _write_group(writer, group, schema)
-                    group, group_bytes = [], 0
+                # A group closes when the next rows would take it past ROW_GROUP_BYTES (rows
+                # weighed at their batch's mean size), so groups stay about that size; a row
+                # larger than a group on its own is a group of one row.
+                per_row = batch.nbytes / batch.num_rows
+                offset = 0
+                while offset < batch.num_rows:
+                    fit = int((ROW_GROUP_BYTES - group_bytes) // per_row)
+                    take = min(batch.num_rows - offset, fit if group else max(fit, 1))
+                    if take:
+                        group.append(batch.slice(offset, take))
+                        group_bytes += take * per_row
+                        offset += take
+                    if offset < batch.num_rows or group_bytes >= ROW_GROUP_BYTES:
+                        _write_group(writer, group, schema)
+                        group, group_bytes = [], 0.0
             if group:
                 _write_group(writer, group, schema)
     FileSystems.rename([temp], [path])

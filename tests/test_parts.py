@@ -185,8 +185,8 @@ def test_sort_key_orders_rows_as_arrows_sort_does():
 
 def test_a_sorted_part_is_written_in_key_order_one_row_group_per_row_group_bytes(tmp_path, monkeypatch):
     """write_sorted_part: 7 rows given out of order, converted 2 at a time (BATCH_ROWS=2); a
-    row group is closed as soon as its batches reach ROW_GROUP_BYTES, here set below one
-    batch, so every batch is its own group: 4 groups of 2, 2, 2, 1 rows. Two rows with the
+    row group closes before the rows that would take it past ROW_GROUP_BYTES, here 1 byte,
+    smaller than any row, so every row is a group of its own: 7 groups. Two rows with the
     same key (a.warc, 5) keep the order they were given in (m1 before m2), as Arrow's stable
     sort keeps them. The file holds the same rows as write_table(sorted_table(...))."""
     from sitestrip.pipeline import parts
@@ -202,7 +202,7 @@ def test_a_sorted_part_is_written_in_key_order_one_row_group_per_row_group_bytes
     path = str(tmp_path / "part-00000-of-00001.parquet")
     write_sorted_part([(sort_key(r, fields), pack_row(r)) for r in rows], ERRORS, path)
     f = pq.ParquetFile(path)
-    assert [f.metadata.row_group(g).num_rows for g in range(f.metadata.num_row_groups)] == [2, 2, 2, 1]
+    assert [f.metadata.row_group(g).num_rows for g in range(f.metadata.num_row_groups)] == [1] * 7
     got = f.read().to_pylist()
     assert [(r["warc_file"], r["warc_offset"], r["message"]) for r in got] == [
         ("a.warc", 2, "m"), ("a.warc", 5, "m1"), ("a.warc", 5, "m2"), ("a.warc", None, "m"),
