@@ -252,11 +252,11 @@ class _PageIndex:
             if pre.size:
                 # Text equality compares collapsed text (SPEC §1), and verbatim <pre> text is
                 # not collapsed in page.text: those nodes' collapsed texts go after it.
-                extra = page.collapsed_texts(pre)
-                lengths = np.fromiter((len(t) for t in extra), dtype=np.int64, count=len(extra))
+                lengths = np.empty(pre.size, dtype=np.int64)
+                extra = _compiled.collapsed_spans(page.text, start[pre], end[pre], lengths)
                 start[pre] = len(compared) + np.cumsum(lengths) - lengths
                 end[pre] = start[pre] + lengths
-                compared = compared + "".join(extra)
+                compared = compared + extra
             self._compiled = (i64(self.ptr), i64(self.idx), i64(self.count), i64(page.tag),
                               i64(page.id_hash), cls_ptr, cls_val, attr_ptr, attr_val,
                               start, end, compared)
