@@ -14,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import sitestrip.transforms.etdm as etdm
+from sitestrip.transforms import _text
 from sitestrip.transforms.etdm import (NO_MATCH, VIRTUAL_PARTNER, EtdmParams, certain_floor, equality_score,
                                        is_match, map_pages, position_score)
 from sitestrip.transforms.page import TAG_ID, parse_page
@@ -833,21 +834,23 @@ def test_a_page_index_does_not_keep_its_page_alive():
 
 
 def _collapsed_reference(text, starts, ends):
+    """page.py collapsed_texts' expression, the reference of _text.collapsed_spans."""
     return [" ".join(text[a:b].split()) for a, b in zip(starts, ends)]
 
 
 def test_compiled_collapsed_spans_are_pythons_split_and_join():
-    """_etdm.collapsed_spans collapses each span as " ".join(span.split()) does. By hand:
+    """_text.collapsed_spans (ETDM's compiled side of verbatim texts) collapses each span as
+    " ".join(span.split()) does. By hand:
     text "  a \\t b\\u3000\\u3000c  " (12 characters) with spans [0, 12) (all of it: "a b c", U+3000 is
     whitespace to str.split), [3, 5) (" \\t": nothing left, ""), [2, 3) ("a") and [5, 5)
     (empty): "a b c" + "" + "a" + "" = "a b ca", lengths 5, 0, 1, 0. U+200B (zero width space)
     is not whitespace to str.split, so it stays; U+0085 and U+001F are."""
     text = "  a \t b\u3000\u3000c  "
     lengths = np.empty(4, dtype=np.int64)
-    got = etdm._compiled.collapsed_spans(text, np.array([0, 3, 2, 5]), np.array([12, 5, 3, 5]), lengths)
+    got = _text.collapsed_spans(text, np.array([0, 3, 2, 5]), np.array([12, 5, 3, 5]), lengths)
     assert (got, lengths.tolist()) == ("a b ca", [5, 0, 1, 0])
     lengths = np.empty(1, dtype=np.int64)
-    assert etdm._compiled.collapsed_spans("x\u200by\x85z\x1fw", np.array([0]), np.array([7]), lengths) \
+    assert _text.collapsed_spans("x\u200by\x85z\x1fw", np.array([0]), np.array([7]), lengths) \
         == "x\u200by z w"
 
     # Every code point that is whitespace to Python, mixed with others of every width, in
@@ -862,7 +865,7 @@ def test_compiled_collapsed_spans_are_pythons_split_and_join():
         b = np.minimum(a + rng.integers(0, 12, size=k), len(text))
         lengths = np.empty(k, dtype=np.int64)
         expected = _collapsed_reference(text, a.tolist(), b.tolist())
-        got = etdm._compiled.collapsed_spans(text, a.astype(np.int64), b.astype(np.int64), lengths)
+        got = _text.collapsed_spans(text, a.astype(np.int64), b.astype(np.int64), lengths)
         assert got == "".join(expected)
         assert lengths.tolist() == [len(t) for t in expected]
 
@@ -870,8 +873,8 @@ def test_compiled_collapsed_spans_are_pythons_split_and_join():
 def test_compiled_collapsed_spans_refuses_spans_outside_the_text():
     lengths = np.empty(1, dtype=np.int64)
     with pytest.raises(ValueError, match="outside the text"):
-        etdm._compiled.collapsed_spans("abc", np.array([2]), np.array([4]), lengths)
+        _text.collapsed_spans("abc", np.array([2]), np.array([4]), lengths)
     with pytest.raises(ValueError, match="outside the text"):
-        etdm._compiled.collapsed_spans("abc", np.array([2]), np.array([1]), lengths)
+        _text.collapsed_spans("abc", np.array([2]), np.array([1]), lengths)
     with pytest.raises(ValueError, match="one length"):
-        etdm._compiled.collapsed_spans("abc", np.array([0, 1]), np.array([1, 2]), lengths)
+        _text.collapsed_spans("abc", np.array([0, 1]), np.array([1, 2]), lengths)

@@ -206,3 +206,92 @@ def test_subtree_texts_agree_with_subtree_text_on_generated_pages():
         assert subtree_texts(page, every) == [subtree_text(page, int(n)) for n in every]
         subset = rng.choice(every, size=min(page.size, 7), replace=True)
         assert subtree_texts(page, subset) == [subtree_text(page, int(n)) for n in subset]
+
+
+# The concatenation compiled (transforms/_text.c joined_spans) against its reference.
+
+def test_the_compiled_joiner_is_built_and_used_by_default():
+    import sitestrip.transforms.text as T
+    assert T._compiled is not None, "sitestrip.transforms._text is not built: reinstall with pip install -e ."
+    assert T._COMPILED
+
+
+def both_ways(fn, *args):
+    import sitestrip.transforms.text as T
+    saved = T._COMPILED
+    try:
+        T._COMPILED = False
+        ref = fn(*args)
+        T._COMPILED = True
+        got = fn(*args)
+    finally:
+        T._COMPILED = saved
+    return ref, got
+
+
+def test_joined_spans_by_hand():
+    """Text "ab\\U0001F600cd", spans [0,2) "ab", [2,3) the emoji, [3,5) "cd", codes none,
+    space, newline; runs [0,3) and [1,1) and [2,3): "ab" + " \\U0001F600" + "\\ncd", "" (an empty
+    run), "\\ncd". A run [2, 1) (end before start) is "" too, as a Python slice is."""
+    from sitestrip.transforms import _text
+    starts, ends = np.array([0, 2, 3]), np.array([2, 3, 5])
+    codes = np.array([0, 1, 2], dtype=np.int8)
+    assert _text.joined_spans("ab\U0001F600cd", starts, ends, codes, np.array([0, 3])) == ["ab \U0001F600\ncd"]
+    assert _text.joined_spans("ab\U0001F600cd", starts, ends, codes, np.array([0, 1, 1, 3])) == [
+        "ab", "", " \U0001F600\ncd"]
+    assert _text.joined_spans("ab\U0001F600cd", starts, ends, codes, np.array([2, 1])) == [""]
+    assert _text.joined_spans("ab", np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64),
+                              np.zeros(0, dtype=np.int8), np.array([0])) == []
+    # a lone surrogate in the page text comes out as Python's slice gives it
+    assert _text.joined_spans("a\udc80b", np.array([0]), np.array([3]), np.zeros(1, dtype=np.int8),
+                              np.array([0, 1])) == ["a\udc80b"]
+
+
+def test_joined_spans_refuses_what_is_not_a_span():
+    from sitestrip.transforms import _text
+    one = np.zeros(1, dtype=np.int8)
+    with pytest.raises(ValueError, match="outside the text"):
+        _text.joined_spans("abc", np.array([1]), np.array([4]), one, np.array([0, 1]))
+    with pytest.raises(ValueError, match="outside"):
+        _text.joined_spans("abc", np.array([1]), np.array([2]), one, np.array([0, 2]))
+    with pytest.raises(ValueError, match="not 0, 1 or 2"):
+        _text.joined_spans("abc", np.array([1]), np.array([2]), np.array([3], dtype=np.int8), np.array([0, 1]))
+    with pytest.raises(ValueError, match="one length"):
+        _text.joined_spans("abc", np.array([1, 2]), np.array([2]), one, np.array([0, 1]))
+
+
+def test_compiled_and_reference_texts_agree_on_generated_pages():
+    """text_of, subtree_text of every element, block texts and run_texts, compiled and
+    reference, on seeded random pages mixing blocks, inline elements, <br>, <pre> with its
+    whitespace, non-BMP text and whitespace-only text."""
+    import random
+
+    from sitestrip.transforms.text import gaps, join_text, run_texts
+    from sitestrip.transforms.tree import subtree_texts
+    rng = random.Random(11)
+    words = ["a", "bb", " c ", "d\u00e9", "\U0001F600", "  ", "x\ny", "\t"]
+    tags = ["div", "p", "span", "b", "a", "pre", "li", "td"]
+
+    def fragment(depth):
+        out = []
+        for _ in range(rng.randrange(1, 4)):
+            r = rng.random()
+            if depth < 4 and r < 0.5:
+                t = rng.choice(tags)
+                out.append(f"<{t}>{fragment(depth + 1)}</{t}>")
+            elif r < 0.6:
+                out.append("<br>")
+            else:
+                out.append(rng.choice(words))
+        return "".join(out)
+
+    for _ in range(150):
+        page = page_of(fragment(0))
+        idx = np.flatnonzero(page.tag == TEXT)
+        elements = np.flatnonzero(page.tag != TEXT)
+        blocks = page_blocks(page)
+        pick = np.array(sorted(rng.sample(idx.tolist(), k=min(len(idx), rng.randrange(0, 6)))), dtype=np.int64)
+        ref, got = both_ways(lambda: (texts_everywhere(page), subtree_texts(page, elements),
+                                      block_texts(page, blocks), join_text(page, pick, gaps(page, pick)),
+                                      run_texts(page, idx, np.array([0, idx.size // 2, idx.size]))))
+        assert got == ref

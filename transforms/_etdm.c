@@ -503,69 +503,7 @@ done:
     return ret;
 }
 
-/* collapsed_spans(text, starts, ends, lengths): the spans text[starts[i]:ends[i]] each
- * whitespace-collapsed as Python's " ".join(span.split()) collapses it (runs of
- * Py_UNICODE_ISSPACE characters, the ones str.split() splits on, become one space; none at
- * either end), concatenated into one str; lengths[i] (int64, written) is span i's collapsed
- * length. etdm.py compiled_side puts verbatim <pre> texts this way after the page text;
- * page.py collapsed_texts is the reference (tests/test_etdm_compiled.py). */
-static PyObject *collapsed_spans(PyObject *self, PyObject *args) {
-    PyObject *text, *starts_obj, *ends_obj, *lengths_obj, *out = NULL;
-    if (!PyArg_ParseTuple(args, "UOOO", &text, &starts_obj, &ends_obj, &lengths_obj)) return NULL;
-    Py_buffer sv, ev, lv;
-    if (get_array(starts_obj, &sv, 8, "starts") < 0) return NULL;
-    if (get_array(ends_obj, &ev, 8, "ends") < 0) { PyBuffer_Release(&sv); return NULL; }
-    if (PyObject_GetBuffer(lengths_obj, &lv, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | PyBUF_WRITABLE) < 0) {
-        PyBuffer_Release(&sv); PyBuffer_Release(&ev); return NULL;
-    }
-    Py_ssize_t n = sv.len / 8;
-    const int64_t *starts = sv.buf, *ends = ev.buf;
-    int64_t *lengths = lv.buf;
-    Py_UCS4 *buf = NULL;
-    if (lv.ndim != 1 || lv.itemsize != 8 || ev.len / 8 != n || lv.len / 8 != n) {
-        PyErr_SetString(PyExc_ValueError, "starts, ends and lengths must be int64 arrays of one length");
-        goto done;
-    }
-    int kind = PyUnicode_KIND(text);
-    const void *data = PyUnicode_DATA(text);
-    Py_ssize_t text_len = PyUnicode_GET_LENGTH(text), total = 0;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        if (starts[i] < 0 || starts[i] > ends[i] || ends[i] > text_len) {
-            PyErr_Format(PyExc_ValueError, "span %zd [%lld, %lld) outside the text (%zd characters)",
-                         i, (long long)starts[i], (long long)ends[i], text_len);
-            goto done;
-        }
-        total += (Py_ssize_t)(ends[i] - starts[i]);
-    }
-    /* A collapsed span is never longer than the span. */
-    buf = PyMem_Malloc((size_t)(total > 0 ? total : 1) * sizeof(Py_UCS4));
-    if (buf == NULL) { PyErr_NoMemory(); goto done; }
-    Py_ssize_t at = 0;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        Py_ssize_t first = at;
-        int words = 0, gap = 0;
-        for (Py_ssize_t j = (Py_ssize_t)starts[i]; j < (Py_ssize_t)ends[i]; j++) {
-            Py_UCS4 ch = PyUnicode_READ(kind, data, j);
-            if (Py_UNICODE_ISSPACE(ch)) {
-                gap = words;
-            } else {
-                if (gap) { buf[at++] = ' '; gap = 0; }
-                buf[at++] = ch;
-                words = 1;
-            }
-        }
-        lengths[i] = (int64_t)(at - first);
-    }
-    out = PyUnicode_FromKindAndData(PyUnicode_4BYTE_KIND, buf, at);
-done:
-    PyMem_Free(buf);
-    PyBuffer_Release(&sv); PyBuffer_Release(&ev); PyBuffer_Release(&lv);
-    return out;
-}
-
 static PyMethodDef methods[] = {
-    {"collapsed_spans", collapsed_spans, METH_VARARGS,
-     "collapsed_spans(text, starts, ends, lengths): the spans whitespace-collapsed, concatenated; lengths written."},
     {"map_tree", map_tree, METH_VARARGS,
      "map_tree(key, other, result, params, check): ETDM with grouping \"pair\" into result (int32, -1 = unmapped)."},
     {NULL, NULL, 0, NULL},

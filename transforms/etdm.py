@@ -63,8 +63,9 @@ try:
     # ETDM's walk compiled (transforms/_etdm.c, built by `pip install`); the Python code below
     # is its reference and runs where the extension is missing or for grouping "node".
     from sitestrip.transforms import _etdm as _compiled
+    from sitestrip.transforms import _text
 except ImportError:  # pragma: no cover - a source tree used without installing
-    _compiled = None
+    _compiled = _text = None
 
 NO_MATCH = float("-inf")
 # map_pages: a key node with no partner; and one paired with a temporary
@@ -253,7 +254,7 @@ class _PageIndex:
                 # Text equality compares collapsed text (SPEC §1), and verbatim <pre> text is
                 # not collapsed in page.text: those nodes' collapsed texts go after it.
                 lengths = np.empty(pre.size, dtype=np.int64)
-                extra = _compiled.collapsed_spans(page.text, start[pre], end[pre], lengths)
+                extra = _text.collapsed_spans(page.text, start[pre], end[pre], lengths)
                 start[pre] = len(compared) + np.cumsum(lengths) - lengths
                 end[pre] = start[pre] + lengths
                 compared = compared + extra

@@ -19,14 +19,24 @@ Between two text nodes in document order it puts:
 A page flattened with `browser_text` off marks every text node F_SPACE_BEFORE and keeps
 none verbatim, so the same joiner yields SPEC §1's single-space text exactly.
 
-Separators are decided with vector operations over the selected nodes; only the final
-concatenation walks them in Python.
+Separators are decided with vector operations over the selected nodes; the final
+concatenation is transforms/_text.c's `joined_spans` (built by `pip install`), whose
+reference is `pieces` joined (tests/test_text.py; SITESTRIP_TEXT=python uses the reference
+for a whole process).
 """
 from __future__ import annotations
+
+import os
 
 import numpy as np
 
 from sitestrip.transforms.page import F_PRE, F_SPACE_BEFORE, TEXT, CompactPage
+
+try:
+    from sitestrip.transforms import _text as _compiled
+except ImportError:  # pragma: no cover - a source tree used without installing
+    _compiled = None
+_COMPILED = os.environ.get("SITESTRIP_TEXT", "compiled") != "python"
 
 _SEPARATOR = ("", " ", "\n")
 _NONE, _SPACE, _NEWLINE = 0, 1, 2
@@ -63,11 +73,23 @@ def pieces(page: CompactPage, idx: np.ndarray, codes: np.ndarray) -> list[str]:
     return [sep[c] + text[s:e] if c else text[s:e] for c, s, e in zip(codes.tolist(), starts, ends)]
 
 
+def joined(page: CompactPage, idx: np.ndarray, codes: np.ndarray, bounds: list[int]) -> list[str]:
+    """Per run r, "".join(pieces(page, idx, codes)[bounds[r]:bounds[r + 1]]): compiled, or
+    that expression itself (the reference)."""
+    if _compiled is not None and _COMPILED:
+        ptr = page.text_ptr
+        return _compiled.joined_spans(page.text, ptr[idx].astype(np.int64), ptr[idx + 1].astype(np.int64),
+                                      np.ascontiguousarray(codes, dtype=np.int8),
+                                      np.minimum(np.asarray(bounds, dtype=np.int64), idx.size))
+    parts = pieces(page, idx, codes)
+    return ["".join(parts[a:b]) for a, b in zip(bounds[:-1], bounds[1:])]
+
+
 def join_text(page: CompactPage, idx: np.ndarray, gap: np.ndarray | None = None) -> str:
     """The text of the text nodes `idx` (document order); see the module docstring."""
     if idx.size == 0:
         return ""
-    return "".join(pieces(page, idx, separators(page, idx, gap)))
+    return joined(page, idx, separators(page, idx, gap), [0, idx.size])[0]
 
 
 def gaps(page: CompactPage, idx: np.ndarray) -> np.ndarray:
@@ -91,6 +113,4 @@ def run_texts(page: CompactPage, idx: np.ndarray, starts: np.ndarray) -> list[st
     # A run's separators depend only on neighbours inside it; the pair across two runs is
     # overwritten by the next run's leading _NONE.
     codes[starts[starts < idx.size]] = _NONE
-    parts = pieces(page, idx, codes)
-    bounds = np.append(starts, idx.size).tolist()
-    return ["".join(parts[a:b]) for a, b in zip(bounds[:-1], bounds[1:])]
+    return joined(page, idx, codes, np.append(starts, idx.size).tolist())

@@ -1,0 +1,194 @@
+/* Text spans of a page's text, compiled: the string building behind every text the product
+ * writes (transforms/text.py: main_text, nontemplate_text, block and menu texts) and the
+ * collapsed texts ETDM compares (etdm.py compiled_side).
+ *
+ * Both functions only cut a str into spans and concatenate them, with separators or with
+ * whitespace collapsed; what the spans and separators are stays decided in Python (text.py,
+ * etdm.py), and the Python expressions they replace stay the reference: text.py `pieces`
+ * joined, page.py `collapsed_texts` (tests/test_text.py, tests/test_etdm.py).
+ *
+ * Only the Python C API and the buffer protocol are used (no numpy headers). Spans are built
+ * as UCS4 and handed to PyUnicode_FromKindAndData, which picks the narrowest kind, so a result
+ * is the same str object value Python's slicing and joining give (lone surrogates included).
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+
+static int get_int64(PyObject *obj, Py_buffer *view, int writable, const char *what) {
+    int flags = PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0);
+    if (PyObject_GetBuffer(obj, view, flags) < 0) return -1;
+    if (view->ndim != 1 || view->itemsize != 8) {
+        PyErr_Format(PyExc_TypeError, "%s: expected a contiguous 1-d array of 8-byte items", what);
+        PyBuffer_Release(view);
+        return -1;
+    }
+    return 0;
+}
+
+static int get_int8(PyObject *obj, Py_buffer *view, const char *what) {
+    if (PyObject_GetBuffer(obj, view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) return -1;
+    if (view->ndim != 1 || view->itemsize != 1) {
+        PyErr_Format(PyExc_TypeError, "%s: expected a contiguous 1-d array of 1-byte items", what);
+        PyBuffer_Release(view);
+        return -1;
+    }
+    return 0;
+}
+
+/* Every span inside the text; the sum of their lengths in *total. */
+static int check_spans(const int64_t *starts, const int64_t *ends, Py_ssize_t n, Py_ssize_t text_len,
+                       Py_ssize_t *total) {
+    *total = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (starts[i] < 0 || starts[i] > ends[i] || ends[i] > text_len) {
+            PyErr_Format(PyExc_ValueError, "span %zd [%lld, %lld) outside the text (%zd characters)",
+                         i, (long long)starts[i], (long long)ends[i], text_len);
+            return -1;
+        }
+        *total += (Py_ssize_t)(ends[i] - starts[i]);
+    }
+    return 0;
+}
+
+/* collapsed_spans(text, starts, ends, lengths): the spans text[starts[i]:ends[i]] each
+ * whitespace-collapsed as Python's " ".join(span.split()) collapses it (runs of
+ * Py_UNICODE_ISSPACE characters, the ones str.split() splits on, become one space; none at
+ * either end), concatenated into one str; lengths[i] (int64, written) is span i's collapsed
+ * length. etdm.py compiled_side puts verbatim <pre> texts this way after the page text;
+ * page.py collapsed_texts is the reference (tests/test_etdm_compiled.py). */
+static PyObject *collapsed_spans(PyObject *self, PyObject *args) {
+    PyObject *text, *starts_obj, *ends_obj, *lengths_obj, *out = NULL;
+    if (!PyArg_ParseTuple(args, "UOOO", &text, &starts_obj, &ends_obj, &lengths_obj)) return NULL;
+    Py_buffer sv, ev, lv;
+    int held = 0;
+    Py_UCS4 *buf = NULL;
+    if (get_int64(starts_obj, &sv, 0, "starts") < 0) goto done;
+    held = 1;
+    if (get_int64(ends_obj, &ev, 0, "ends") < 0) goto done;
+    held = 2;
+    if (get_int64(lengths_obj, &lv, 1, "lengths") < 0) goto done;
+    held = 3;
+    Py_ssize_t n = sv.len / 8;
+    const int64_t *starts = sv.buf, *ends = ev.buf;
+    int64_t *lengths = lv.buf;
+    if (ev.len / 8 != n || lv.len / 8 != n) {
+        PyErr_SetString(PyExc_ValueError, "starts, ends and lengths must be int64 arrays of one length");
+        goto done;
+    }
+    int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    Py_ssize_t total;
+    if (check_spans(starts, ends, n, PyUnicode_GET_LENGTH(text), &total) < 0) goto done;
+    /* A collapsed span is never longer than the span. */
+    buf = PyMem_Malloc((size_t)(total + 1) * sizeof(Py_UCS4));
+    if (buf == NULL) { PyErr_NoMemory(); goto done; }
+    Py_ssize_t at = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Py_ssize_t first = at;
+        int words = 0, gap = 0;
+        for (Py_ssize_t j = (Py_ssize_t)starts[i]; j < (Py_ssize_t)ends[i]; j++) {
+            Py_UCS4 ch = PyUnicode_READ(kind, data, j);
+            if (Py_UNICODE_ISSPACE(ch)) {
+                gap = words;
+            } else {
+                if (gap) { buf[at++] = ' '; gap = 0; }
+                buf[at++] = ch;
+                words = 1;
+            }
+        }
+        lengths[i] = (int64_t)(at - first);
+    }
+    out = PyUnicode_FromKindAndData(PyUnicode_4BYTE_KIND, buf, at);
+done:
+    PyMem_Free(buf);
+    if (held >= 3) PyBuffer_Release(&lv);
+    if (held >= 2) PyBuffer_Release(&ev);
+    if (held >= 1) PyBuffer_Release(&sv);
+    return out;
+}
+
+/* joined_spans(text, starts, ends, codes, bounds): for each run r, the str
+ *   SEP[codes[k]] + text[starts[k]:ends[k]]  for k in bounds[r] .. bounds[r + 1] - 1,
+ * concatenated, SEP = ("", " ", "\n") (text.py _SEPARATOR): a list with a str per run (len(bounds) - 1
+ * of them). A run whose end is at or before its start is "", as Python's slice parts[a:b]. */
+static PyObject *joined_spans(PyObject *self, PyObject *args) {
+    PyObject *text, *starts_obj, *ends_obj, *codes_obj, *bounds_obj, *out = NULL;
+    if (!PyArg_ParseTuple(args, "UOOOO", &text, &starts_obj, &ends_obj, &codes_obj, &bounds_obj)) return NULL;
+    Py_buffer sv, ev, cv, bv;
+    int held = 0;
+    Py_UCS4 *buf = NULL;
+    if (get_int64(starts_obj, &sv, 0, "starts") < 0) goto done;
+    held = 1;
+    if (get_int64(ends_obj, &ev, 0, "ends") < 0) goto done;
+    held = 2;
+    if (get_int8(codes_obj, &cv, "codes") < 0) goto done;
+    held = 3;
+    if (get_int64(bounds_obj, &bv, 0, "bounds") < 0) goto done;
+    held = 4;
+    Py_ssize_t n = sv.len / 8, runs = bv.len / 8 - 1;
+    const int64_t *starts = sv.buf, *ends = ev.buf, *bounds = bv.buf;
+    const int8_t *codes = cv.buf;
+    if (ev.len / 8 != n || cv.len != n) {
+        PyErr_SetString(PyExc_ValueError, "starts, ends and codes must have one length");
+        goto done;
+    }
+    if (runs < 0) {
+        PyErr_SetString(PyExc_ValueError, "bounds must hold at least one value");
+        goto done;
+    }
+    for (Py_ssize_t r = 0; r <= runs; r++) {
+        if (bounds[r] < 0 || bounds[r] > n) {
+            PyErr_Format(PyExc_ValueError, "bound %lld outside [0, %zd]", (long long)bounds[r], n);
+            goto done;
+        }
+    }
+    for (Py_ssize_t k = 0; k < n; k++) {
+        if (codes[k] < 0 || codes[k] > 2) {
+            PyErr_Format(PyExc_ValueError, "separator code %d is not 0, 1 or 2", (int)codes[k]);
+            goto done;
+        }
+    }
+    int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    Py_ssize_t total;
+    if (check_spans(starts, ends, n, PyUnicode_GET_LENGTH(text), &total) < 0) goto done;
+    /* The longest run is at most every span and a separator before each. */
+    buf = PyMem_Malloc((size_t)(total + n + 1) * sizeof(Py_UCS4));
+    if (buf == NULL) { PyErr_NoMemory(); goto done; }
+    out = PyList_New(runs);
+    if (out == NULL) goto done;
+    for (Py_ssize_t r = 0; r < runs; r++) {
+        Py_ssize_t at = 0;
+        for (Py_ssize_t k = (Py_ssize_t)bounds[r]; k < (Py_ssize_t)bounds[r + 1]; k++) {
+            if (codes[k] == 1) buf[at++] = ' ';
+            else if (codes[k] == 2) buf[at++] = '\n';
+            for (Py_ssize_t j = (Py_ssize_t)starts[k]; j < (Py_ssize_t)ends[k]; j++)
+                buf[at++] = PyUnicode_READ(kind, data, j);
+        }
+        PyObject *s = PyUnicode_FromKindAndData(PyUnicode_4BYTE_KIND, buf, at);
+        if (s == NULL) { Py_CLEAR(out); goto done; }
+        PyList_SET_ITEM(out, r, s);
+    }
+done:
+    PyMem_Free(buf);
+    if (held >= 4) PyBuffer_Release(&bv);
+    if (held >= 3) PyBuffer_Release(&cv);
+    if (held >= 2) PyBuffer_Release(&ev);
+    if (held >= 1) PyBuffer_Release(&sv);
+    return out;
+}
+
+static PyMethodDef methods[] = {
+    {"collapsed_spans", collapsed_spans, METH_VARARGS,
+     "collapsed_spans(text, starts, ends, lengths): the spans whitespace-collapsed, concatenated; lengths written."},
+    {"joined_spans", joined_spans, METH_VARARGS,
+     "joined_spans(text, starts, ends, codes, bounds): per run, its spans with their separators, joined."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_text",
+                                    "Text spans of a page, cut and joined (see text.py).",
+                                    -1, methods, NULL, NULL, NULL, NULL};
+
+PyMODINIT_FUNC PyInit__text(void) { return PyModule_Create(&module); }
