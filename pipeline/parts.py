@@ -30,7 +30,7 @@ of a Common Crawl input (one part per input WARC file by default, `build_pipelin
 tens of thousands of pages rows) no longer costs the worker twice its Parquet size
 uncompressed.
 
-Rows cross the shuffle to their part packed: one zlib-compressed pickle per row
+Rows cross the shuffle to their part packed: one zstd-compressed pickle per row
 (`pack_row`), unpacked by the part's writer. Beam's local runner keeps a whole
 step's output in memory and decodes a group-by-key's values into Python objects
 before it groups them, so unpacked, every pages row of the run was held there
@@ -74,12 +74,29 @@ def part_of(row: dict, fields: tuple[str, ...], parts: int) -> int:
 
 def pack_row(row: dict) -> bytes:
     """A row as it crosses the shuffle to its part: exact (pickle keeps every value and type as
-    it is) and small (zlib's fastest level; the text columns are most of a pages row)."""
-    return zlib.compress(pickle.dumps(row, protocol=pickle.HIGHEST_PROTOCOL), 1)
+    it is) and small (the text columns are most of a pages row): the pickle's length, 8 bytes
+    little-endian, then the pickle compressed with zstd at Arrow's default level (pyarrow's
+    codec, the one the Parquet files use). On docsites-dev's 1,881 pages rows zlib's fastest
+    level took 0.53 CPU s to compress and 0.33 s to unpack, to 19.4 MB; zstd 0.14 s and about
+    0.2 s, to 12.6 MB."""
+    raw = pickle.dumps(row, protocol=pickle.HIGHEST_PROTOCOL)
+    return len(raw).to_bytes(8, "little") + _row_codec().compress(raw, asbytes=True)
 
 
 def unpack_row(packed: bytes) -> dict:
-    return pickle.loads(zlib.decompress(packed))
+    size = int.from_bytes(packed[:8], "little")
+    return pickle.loads(_row_codec().decompress(memoryview(packed)[8:], decompressed_size=size, asbytes=True))
+
+
+_CODEC = None
+
+
+def _row_codec() -> pa.Codec:
+    # Made on first use in each process: a module global a pickled DoFn never carries.
+    global _CODEC
+    if _CODEC is None:
+        _CODEC = pa.Codec("zstd")
+    return _CODEC
 
 
 def sort_key(row: dict, fields: tuple[str, ...]) -> tuple:
