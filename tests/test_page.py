@@ -208,13 +208,46 @@ def test_a_damaged_blob_fails_where_an_array_is_first_read():
 
     page = parse_page("<body><p>one</p></body>", "http://ex.com/")
     state = page.__getstate__()
-    damaged = type(page).__new__(type(page))
-    damaged.__setstate__({**state, "blob": b"not zlib data"})
-    assert damaged.url == "http://ex.com/"
-    with pytest.raises(zlib.error):
-        damaged.parent
+    assert state["v"] == 4
+
+    def damaged(**change):
+        out = type(page).__new__(type(page))
+        out.__setstate__({**state, **change})
+        return out
+
+    assert damaged(blob=b"not zstd data").url == "http://ex.com/"
+    # "not zstd" read as a little-endian length is far above 2**31: refused before inflating
+    with pytest.raises(ValueError, match="declares"):
+        damaged(blob=b"not zstd data").parent
+    with pytest.raises(OSError):                     # pyarrow's zstd: not a zstd frame
+        damaged(blob=state["blob"][:8] + b"not zstd data").parent
+    with pytest.raises(zlib.error):                  # a version-3 (zlib) blob, damaged
+        damaged(blob=b"not zlib data", v=3).parent
+    with pytest.raises(ValueError, match="unknown compact page version"):
+        damaged(v=9).parent
     with pytest.raises(AttributeError, match="no_such_field"):
         pickle.loads(pickle.dumps(page)).no_such_field
+
+
+def test_a_version_3_page_as_older_state_files_hold_it_still_unpacks():
+    """Before version 4 a page's blob was zlib (level 1) of the same packed arrays: such a
+    page reads back with every field equal, and pickles again as version 3, its blob as it
+    came (a state file rewritten by a later run keeps pages it did not touch readable)."""
+    import pickle
+    import zlib
+
+    from sitestrip.transforms.page import _unpack_blob
+
+    page = parse_page("<body><div class=a><p>one <b>two</b></p><pre> x\n  y</pre>"
+                      "<a href=/z>z</a></div></body>", "http://ex.com/")
+    state = page.__getstate__()
+    old_blob = zlib.compress(_unpack_blob(state["blob"], 4), 1)
+    old = type(page).__new__(type(page))
+    old.__setstate__({**state, "v": 3, "blob": old_blob})
+    assert old.differing_fields(page) == []
+    again = old.__getstate__()
+    assert again["v"] == 3 and again["blob"] == old_blob
+    assert pickle.loads(pickle.dumps(old)).differing_fields(page) == []
 
 
 # --- aligned_nodes: the walk that maps compact nodes back onto the lxml tree ---

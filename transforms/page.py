@@ -322,7 +322,7 @@ class CompactPage:
             + len(self.side.packed()) + sum(len(v) for v in self.meta if v)
 
     # Pickling (what Beam's coder uses for the shuffle) sends only what cannot
-    # be derived, delta-encoded so that zlib's fastest level shrinks it to a
+    # be derived, delta-encoded so that zstd's fastest levels shrink it to a
     # fraction of the HTML: child counts, character counts and text pointers
     # are rebuilt on arrival (a collapsed character count differs from the
     # stored text's length only for verbatim F_PRE text, sent apart).
@@ -353,19 +353,22 @@ class CompactPage:
                                self.link_node.size, len(text), int(is_pre.sum())], dtype=np.int64)
             raw = b"".join([header.tobytes()] + [np.ascontiguousarray(a).tobytes() for a in parts]
                            + [text, "\n".join(self.link_url).encode("utf-8", "surrogatepass")])
-            blob = zlib.compress(raw, 1)
+            blob = _pack_blob(raw)
             self.__dict__["_blob"] = blob
+            self.__dict__["_blob_v"] = _BLOB_VERSION
         return blob
 
     def __getstate__(self):
-        return {"v": 3, "url": self.url, "title": self.title, "base_url": self.base_url,
-                "html_bytes": self.html_bytes, "notes": self.notes, "blob": self._packed(),
+        blob = self._packed()
+        return {"v": self.__dict__["_blob_v"], "url": self.url, "title": self.title, "base_url": self.base_url,
+                "html_bytes": self.html_bytes, "notes": self.notes, "blob": blob,
                 "meta": self.meta, "side": self.side.packed()}
 
     def __setstate__(self, state):
         self.__dict__.update(
             url=state["url"], title=state["title"], base_url=state["base_url"],
             html_bytes=state["html_bytes"], notes=state["notes"], _blob=state["blob"],
+            _blob_v=state.get("v", 3),
             meta=state.get("meta", ()), side=NodeExtras.unpacked(state.get("side", b"")))
 
     def __getattr__(self, name):
@@ -380,7 +383,7 @@ class CompactPage:
         """Rebuild the node arrays and the text from the blob, once."""
         if "parent" in self.__dict__:
             return
-        raw = memoryview(zlib.decompress(self.__dict__["_blob"]))
+        raw = memoryview(_unpack_blob(self.__dict__["_blob"], self.__dict__["_blob_v"]))
         n, n_text, n_class, n_attr, n_link, n_text_bytes, n_pre = np.frombuffer(raw[:56], dtype=np.int64).tolist()
         pos = 56
 
@@ -421,6 +424,39 @@ class CompactPage:
             link_node=link_node, link_url=tuple(links.decode("utf-8", "surrogatepass").split("\n")) if n_link else ())
         # `parent` last: its presence says the page is unpacked (__getattr__, _unpack).
         self.__dict__.update(arrays, parent=parent)
+
+
+# The blob's format, the "v" of a pickled page: 3, zlib's level 1 of the packed arrays (what
+# state files written before it hold, still read); 4, the arrays' length in 8 bytes
+# little-endian, then zstd at Arrow's default level (pyarrow's codec, as the Parquet files):
+# on docsites-dev's 1,881 pages (115 MB packed) zlib took 0.57 CPU s to compress and 0.27 s to
+# inflate, to 18.8 MB; zstd 0.21 s and 0.13 s, to 17.9 MB.
+_BLOB_VERSION = 4
+_MAX_PACKED = 1 << 31          # the node arrays are int32-indexed: a larger length is damage
+_ZSTD = None
+
+
+def _zstd():
+    global _ZSTD
+    if _ZSTD is None:
+        import pyarrow as pa
+        _ZSTD = pa.Codec("zstd")
+    return _ZSTD
+
+
+def _pack_blob(raw: bytes) -> bytes:
+    return len(raw).to_bytes(8, "little") + _zstd().compress(raw, asbytes=True)
+
+
+def _unpack_blob(blob: bytes, version: int) -> bytes:
+    if version == 3:
+        return zlib.decompress(blob)
+    if version != _BLOB_VERSION:
+        raise ValueError(f"unknown compact page version {version!r}")
+    size = int.from_bytes(blob[:8], "little")
+    if len(blob) < 8 or size > _MAX_PACKED:
+        raise ValueError(f"compact page blob of {len(blob)} bytes declares {size} bytes packed")
+    return _zstd().decompress(memoryview(blob)[8:], decompressed_size=size, asbytes=True)
 
 
 # The fields a pickled page carries in its blob, rebuilt by CompactPage._unpack.

@@ -9,8 +9,8 @@ and the stored representatives seed the leader clustering, so a new page finds i
 cluster among them. Bounded: `max_pages_per_cluster` pages per cluster and
 `max_clusters_per_site` clusters per site (the clusters that have seen the most pages).
 
-A stored page is its compact page's own packed form (transforms/page.py: zlib of the
-node arrays) plus its few scalar fields as JSON: nothing is unpickled, so a state file
+A stored page is its compact page's own packed form (transforms/page.py: zstd of the
+node arrays; zlib in state files written before that, still read) plus its few scalar fields as JSON: nothing is unpickled, so a state file
 loads without executing anything, and a damaged one is refused naming the file and URL.
 This module is pure; reading and writing state files is pipeline/state.py.
 """
@@ -96,7 +96,8 @@ def page_from_columns(fields: str, blob: bytes, where: str) -> CompactPage:
         return page
     except StateError:
         raise
-    except (ValueError, KeyError, TypeError, zlib.error, UnicodeDecodeError, IndexError, binascii.Error) as exc:
+    except (ValueError, KeyError, TypeError, zlib.error, UnicodeDecodeError, IndexError, binascii.Error,
+            OSError, MemoryError) as exc:        # OSError: pyarrow's zstd refusing a damaged blob
         raise StateError(f"{where}: damaged stored page ({type(exc).__name__}: {str(exc)[:200]})") from None
 
 
