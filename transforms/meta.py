@@ -322,12 +322,18 @@ class NodeExtras:
     code_lang: tuple = ()
 
     def packed(self) -> bytes:
-        """What crosses the shuffle: b"" for a page without any, else zlib'd JSON."""
-        if not self.image_src and not self.code_lang:
-            return b""
-        doc = [self.image_node.tolist(), self.image_src, self.image_alt, self.code_node.tolist(),
-               self.code_lang]
-        return zlib.compress(json.dumps(doc, ensure_ascii=False).encode("utf-8", "surrogatepass"), 1)
+        """What crosses the shuffle: b"" for a page without any, else zlib'd JSON. Kept once
+        made: a page's size is counted (wire_bytes) before it is pickled."""
+        got = self.__dict__.get("_packed")
+        if got is None:
+            if not self.image_src and not self.code_lang:
+                got = b""
+            else:
+                doc = [self.image_node.tolist(), self.image_src, self.image_alt, self.code_node.tolist(),
+                       self.code_lang]
+                got = zlib.compress(json.dumps(doc, ensure_ascii=False).encode("utf-8", "surrogatepass"), 1)
+            self.__dict__["_packed"] = got        # frozen: past __setattr__, as cached_property does
+        return got
 
     @staticmethod
     def unpacked(blob: bytes) -> "NodeExtras":
