@@ -1,19 +1,22 @@
-"""Compiled vs reference block text columns and text keys on real pages: the same matrices.
+"""Compiled vs reference blocks, block texts, text keys and block features on real pages.
 
 For every page of each corpus (read and parsed as the pipeline does, bench/core.py
-`load_corpus`), computes the page's blocks and block texts once, then the text keys
-(features.text_keys) and the whole block feature matrix (features.block_features, page
-ConEx's main content as the pipeline passes it, no site) with transforms/_features.c and
-with features.py's Python reference, and compares them: the float32 matrices with
-np.array_equal (NaN equal to NaN), the keys exactly. The site columns that read text keys
-(text_on_candidates, text_site_share) are functions of the keys, so equal keys give equal
-site columns. Then prints, per corpus, the pages compared and those that differ, and the
-CPU ms per page of the two paths (keys + matrix, measured in this one process).
+`load_corpus`), runs the blocks stage twice, once with transforms/_features.c and once with
+the Python references (blocks.py's and features.py's, SITESTRIP_FEATURES=python's path):
+the page's blocks (page_blocks: ptr, text nodes, owners, groups, instances, words), their
+texts (block_texts), their keys (features.text_keys) and the whole float32 feature matrix
+(features.block_features, page ConEx's main content and features as the pipeline passes
+them) twice: without a site, and with site signals drawn from a generator seeded by the
+page's position (occurrences 0..4 per node of 4 candidates, random text shares), so the
+site columns are compared too. Arrays are compared with np.array_equal (NaN equal to NaN)
+after checking their dtypes, texts as strings. Then prints, per corpus, the pages compared
+and those that differ, and the CPU ms per page of the two paths (measured in this one
+process).
 
     python scripts/compare_features.py ../shared/corpora/*-dev
 
 Not part of the test suite (tests/test_features_compiled.py checks the same on hand-built
-and generated texts).
+and generated pages).
 """
 from __future__ import annotations
 
@@ -27,48 +30,70 @@ import numpy as np
 from sitestrip.bench.core import load_corpus
 from sitestrip.configs import load_config
 from sitestrip.transforms import features as F
+from sitestrip.transforms import blocks as B
 from sitestrip.transforms.blocks import block_texts, page_blocks
-from sitestrip.transforms.conex_page import main_content
+from sitestrip.transforms.conex_page import main_content_and_features
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from profile_sites import warc_files  # noqa: E402
 
 
-def by_path(page, blocks, texts, conex_main, compiled: bool):
-    """(float32 features, int64 keys, CPU seconds) of one page by one path."""
-    saved = F._COMPILED
-    F._COMPILED = compiled
+def site_signals(page, n_blocks: int, seed: int) -> F.SiteSignals:
+    rng = np.random.default_rng(seed)
+    return F.SiteSignals(occurrences=rng.integers(0, 5, page.size), candidates=4, method="cs", cs_size=3,
+                         site_pages=12, text_on_candidates=rng.random(n_blocks),
+                         text_site_share=rng.random(n_blocks))
+
+
+def by_path(page, conex, seed: int, compiled: bool):
+    """(blocks, texts, keys, [features without a site, with one], CPU seconds) of one page by
+    one path."""
+    saved = F._COMPILED, B._COMPILED
+    F._COMPILED = B._COMPILED = compiled
     try:
         start = time.process_time()
+        blocks = page_blocks(page)
+        texts = block_texts(page, blocks)
         keys = F.text_keys(texts)
-        x = F.block_features(page, blocks, texts, conex_main=conex_main, menu_node=None, site=None)
-        return x, keys, time.process_time() - start
+        conex_main, conex_features = conex
+        xs = [F.block_features(page, blocks, texts, conex_main=conex_main, menu_node=None, site=site,
+                               conex_features=conex_features)
+              for site in (None, site_signals(page, blocks.count, seed))]
+        return blocks, texts, keys, xs, time.process_time() - start
     finally:
-        F._COMPILED = saved
+        F._COMPILED, B._COMPILED = saved
+
+
+def same_array(a: np.ndarray, b: np.ndarray) -> bool:
+    return a.dtype == b.dtype and a.shape == b.shape and np.array_equal(a, b, equal_nan=a.dtype.kind == "f")
 
 
 def compare(directory: str, config) -> str:
     loaded = load_corpus(warc_files(directory), config.read)
     pages = [record.page for records in loaded.records.values() for record in records]
-    differing = 0
+    differing = {"blocks": 0, "texts": 0, "keys": 0, "features": 0}
     seconds = {True: 0.0, False: 0.0}
-    for page in pages:
-        blocks = page_blocks(page)
-        texts = block_texts(page, blocks)
-        conex_main = main_content(page, config.page_conex)
-        got = {compiled: by_path(page, blocks, texts, conex_main, compiled) for compiled in (True, False)}
-        for compiled, (_, _, spent) in got.items():
-            seconds[compiled] += spent
-        (x, keys, _), (ref_x, ref_keys, _) = got[True], got[False]
-        same = x.dtype == ref_x.dtype == np.float32 and np.array_equal(x, ref_x, equal_nan=True) \
-            and keys.dtype == ref_keys.dtype and np.array_equal(keys, ref_keys)
-        if not same:
-            differing += 1
-            print(f"  differs: {page.url}", file=sys.stderr)
+    for seed, page in enumerate(pages):
+        conex = main_content_and_features(page, config.page_conex)
+        got = {compiled: by_path(page, conex, seed, compiled) for compiled in (True, False)}
+        for compiled, got_path in got.items():
+            seconds[compiled] += got_path[-1]
+        (blocks, texts, keys, xs, _), (ref_blocks, ref_texts, ref_keys, ref_xs, _) = got[True], got[False]
+        checks = {
+            "blocks": all(same_array(getattr(blocks, f), getattr(ref_blocks, f))
+                          for f in ("ptr", "text_nodes", "owner", "group", "is_instance", "words")),
+            "texts": texts == ref_texts,
+            "keys": same_array(keys, ref_keys),
+            "features": all(x.dtype == np.float32 and same_array(x, r) for x, r in zip(xs, ref_xs)),
+        }
+        for what, same in checks.items():
+            if not same:
+                differing[what] += 1
+                print(f"  {what} differ: {page.url}", file=sys.stderr)
     n = max(len(pages), 1)
-    return (f"{os.path.basename(os.path.normpath(directory))}: {len(pages)} pages compared, "
-            f"{len(pages) - differing} identical (feature matrix and text keys), {differing} differing; "
-            f"keys + features CPU ms/page: compiled {seconds[True] * 1e3 / n:.3f}, "
+    return (f"{os.path.basename(os.path.normpath(directory))}: {len(pages)} pages compared; differing pages: "
+            + ", ".join(f"{what} {count}" for what, count in differing.items())
+            + f"; blocks + texts + keys + 2 feature matrices, CPU ms/page: compiled {seconds[True] * 1e3 / n:.3f}, "
             f"reference {seconds[False] * 1e3 / n:.3f}")
 
 

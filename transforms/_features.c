@@ -33,6 +33,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 #include "_crc32.h"
 
@@ -355,10 +356,211 @@ fail:
     return NULL;
 }
 
+/* ---------------------------------------------------------------- per-node loops
+ *
+ * features.py's and blocks.py's per-node columns, one pass over the page's arrays where the
+ * reference spends a few dozen numpy calls on small arrays. Every output is an integer
+ * (or an integer count stored as float64), and the one float the grouping compares, a
+ * node's class sum, is summed here in the order np.bincount sums it: each node's class
+ * hashes as float64, in index order, from 0.0. */
+
+static int get_array(PyObject *obj, Py_buffer *view, Py_ssize_t itemsize, Py_ssize_t items,
+                     int writable, const char *what) {
+    int flags = PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0);
+    if (PyObject_GetBuffer(obj, view, flags) < 0) return -1;
+    if (view->itemsize != itemsize || (items >= 0 && view->len != items * itemsize)) {
+        PyErr_Format(PyExc_ValueError, "%s: expected a contiguous array of %zd-byte items%s", what, itemsize,
+                     items >= 0 ? " of the page's length" : "");
+        PyBuffer_Release(view);
+        return -1;
+    }
+    return 0;
+}
+
+/* nearest_in_mask(parent int32[n], mask bool[n], out int64[n]): tree.nearest_in_mask with the
+ * node itself included. Preorder puts a parent before its children, so one forward pass
+ * sees every parent's answer before the child needs it. */
+static PyObject *nearest_in_mask(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *parent_o, *mask_o, *out_o;
+    if (!PyArg_ParseTuple(args, "OOO", &parent_o, &mask_o, &out_o)) return NULL;
+    Py_buffer pv, mv, ov;
+    if (get_array(parent_o, &pv, 4, -1, 0, "parent") < 0) return NULL;
+    Py_ssize_t n = pv.len / 4;
+    if (get_array(mask_o, &mv, 1, n, 0, "mask") < 0) { PyBuffer_Release(&pv); return NULL; }
+    if (get_array(out_o, &ov, 8, n, 1, "out") < 0) { PyBuffer_Release(&pv); PyBuffer_Release(&mv); return NULL; }
+    const int32_t *parent = pv.buf;
+    const uint8_t *mask = mv.buf;
+    int64_t *out = ov.buf;
+    PyObject *result = Py_None;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int32_t p = parent[i];
+        if (mask[i]) {
+            out[i] = i;
+        } else if (p < 0) {
+            out[i] = -1;
+        } else if (p >= i) {
+            PyErr_Format(PyExc_ValueError, "parent[%zd] = %d is not before the node (not preorder)", i, (int)p);
+            result = NULL;
+            break;
+        } else {
+            out[i] = out[p];
+        }
+    }
+    PyBuffer_Release(&pv);
+    PyBuffer_Release(&mv);
+    PyBuffer_Release(&ov);
+    Py_XINCREF(result);
+    return result;
+}
+
+typedef struct {
+    int32_t parent, tag;
+    double class_sum;
+    Py_ssize_t node;
+} Shape;
+
+/* (parent, tag, class sum), then the node: a total order, so the runs do not depend on qsort. */
+static int shape_order(const void *a, const void *b) {
+    const Shape *x = a, *y = b;
+    if (x->parent != y->parent) return x->parent < y->parent ? -1 : 1;
+    if (x->tag != y->tag) return x->tag < y->tag ? -1 : 1;
+    if (x->class_sum != y->class_sum) return x->class_sum < y->class_sum ? -1 : 1;
+    return x->node < y->node ? -1 : x->node > y->node;
+}
+
+/* sibling_shapes(parent int32[n], tag int32[n], class_ptr int32[n+1], class_hash uint32[],
+ *                text_tag, same_shape float64[n], same_tag float64[n]): features._sibling_shapes.
+ * Nodes sorted by (parent, tag, class sum): a run of equal keys is a group of same-shaped
+ * siblings, a run of equal (parent, tag) one of same-tagged siblings; each member counts the
+ * others. The root and text nodes get 0, as in the reference. */
+static PyObject *sibling_shapes(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *parent_o, *tag_o, *ptr_o, *hash_o, *shape_o, *same_tag_o;
+    int text_tag;
+    if (!PyArg_ParseTuple(args, "OOOOiOO", &parent_o, &tag_o, &ptr_o, &hash_o, &text_tag, &shape_o, &same_tag_o))
+        return NULL;
+    Py_buffer v[6];
+    int held = 0;
+    PyObject *result = NULL;
+    Shape *nodes = NULL;
+    Py_ssize_t n = 0, n_hash = 0;
+    if (get_array(parent_o, &v[held], 4, -1, 0, "parent") < 0) goto done;
+    n = v[held++].len / 4;
+    if (get_array(tag_o, &v[held], 4, n, 0, "tag") < 0) goto done;
+    held++;
+    if (get_array(ptr_o, &v[held], 4, n + 1, 0, "class_ptr") < 0) goto done;
+    held++;
+    if (get_array(hash_o, &v[held], 4, -1, 0, "class_hash") < 0) goto done;
+    n_hash = v[held++].len / 4;
+    if (get_array(shape_o, &v[held], 8, n, 1, "same_shape") < 0) goto done;
+    held++;
+    if (get_array(same_tag_o, &v[held], 8, n, 1, "same_tag") < 0) goto done;
+    held++;
+    const int32_t *parent = v[0].buf, *tag = v[1].buf, *ptr = v[2].buf;
+    const uint32_t *hash = v[3].buf;
+    double *same_shape = v[4].buf, *same_tag = v[5].buf;
+    nodes = PyMem_Malloc((size_t)(n > 0 ? n : 1) * sizeof(Shape));
+    if (nodes == NULL) { PyErr_NoMemory(); goto done; }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (ptr[i] < 0 || ptr[i] > ptr[i + 1] || ptr[i + 1] > n_hash) {
+            PyErr_Format(PyExc_ValueError, "class_ptr[%zd:%zd] is not a range of class_hash", i, i + 2);
+            goto done;
+        }
+        double sum = 0.0;
+        for (int32_t k = ptr[i]; k < ptr[i + 1]; k++) sum += (double)hash[k];
+        nodes[i].parent = parent[i];
+        nodes[i].tag = tag[i];
+        nodes[i].class_sum = sum;
+        nodes[i].node = i;
+    }
+    qsort(nodes, (size_t)n, sizeof(Shape), shape_order);
+    for (Py_ssize_t lo = 0; lo < n;) {          /* runs of (parent, tag) */
+        Py_ssize_t hi = lo + 1;
+        while (hi < n && nodes[hi].parent == nodes[lo].parent && nodes[hi].tag == nodes[lo].tag) hi++;
+        for (Py_ssize_t k = lo; k < hi;) {      /* ... and within them of the class sum */
+            Py_ssize_t e = k + 1;
+            while (e < hi && nodes[e].class_sum == nodes[k].class_sum) e++;
+            for (Py_ssize_t j = k; j < e; j++) {
+                Py_ssize_t i = nodes[j].node;
+                int counted = i != 0 && tag[i] != text_tag;
+                same_shape[i] = counted ? (double)(e - k - 1) : 0.0;
+                same_tag[i] = counted ? (double)(hi - lo - 1) : 0.0;
+            }
+            k = e;
+        }
+        lo = hi;
+    }
+    result = Py_None;
+done:
+    PyMem_Free(nodes);
+    for (int k = 0; k < held; k++) PyBuffer_Release(&v[k]);
+    Py_XINCREF(result);
+    return result;
+}
+
+/* owner_hints(parent int32[n], hints uint32[n], owner int64[b], near_levels, far_levels,
+ *             near uint32[b], far uint32[b]): features.block_features's class/id hints, the
+ * bits of each owner and its ancestors up to near_levels (far_levels) above it, BODY (node
+ * 0) never counting; the walk stays at BODY once there, as the reference's does. */
+static PyObject *owner_hints(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *parent_o, *hints_o, *owner_o, *near_o, *far_o;
+    int near_levels, far_levels;
+    if (!PyArg_ParseTuple(args, "OOOiiOO", &parent_o, &hints_o, &owner_o, &near_levels, &far_levels,
+                          &near_o, &far_o))
+        return NULL;
+    Py_buffer v[5];
+    int held = 0;
+    PyObject *result = NULL;
+    Py_ssize_t n = 0, nb = 0;
+    if (get_array(parent_o, &v[held], 4, -1, 0, "parent") < 0) goto done;
+    n = v[held++].len / 4;
+    if (get_array(hints_o, &v[held], 4, n, 0, "hints") < 0) goto done;
+    held++;
+    if (get_array(owner_o, &v[held], 8, -1, 0, "owner") < 0) goto done;
+    nb = v[held++].len / 8;
+    if (get_array(near_o, &v[held], 4, nb, 1, "near") < 0) goto done;
+    held++;
+    if (get_array(far_o, &v[held], 4, nb, 1, "far") < 0) goto done;
+    held++;
+    const int32_t *parent = v[0].buf;
+    const uint32_t *hints = v[1].buf;
+    const int64_t *owner = v[2].buf;
+    uint32_t *near = v[3].buf, *far = v[4].buf;
+    for (Py_ssize_t b = 0; b < nb; b++) {
+        int64_t a = owner[b];
+        if (a < 0 || a >= n) {
+            PyErr_Format(PyExc_ValueError, "owner[%zd] = %lld is not a node of the page", b, (long long)a);
+            goto done;
+        }
+        uint32_t near_bits = 0, far_bits = 0;
+        for (int level = 0; level <= far_levels; level++) {
+            uint32_t bits = a > 0 ? hints[a] : 0;
+            far_bits |= bits;
+            if (level <= near_levels) near_bits |= bits;
+            a = parent[a] > 0 ? parent[a] : 0;
+        }
+        near[b] = near_bits;
+        far[b] = far_bits;
+    }
+    result = Py_None;
+done:
+    for (int k = 0; k < held; k++) PyBuffer_Release(&v[k]);
+    Py_XINCREF(result);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"text_columns", text_columns, METH_VARARGS,
      "text_columns(texts, counts): per block text, the counts and pattern bits of features.py's text columns."},
     {"text_keys", text_keys, METH_VARARGS, "text_keys(texts, keys): features.text_key of every text."},
+    {"nearest_in_mask", nearest_in_mask, METH_VARARGS,
+     "nearest_in_mask(parent, mask, out): tree.nearest_in_mask (the node itself included) of a preorder page."},
+    {"sibling_shapes", sibling_shapes, METH_VARARGS,
+     "sibling_shapes(parent, tag, class_ptr, class_hash, text_tag, same_shape, same_tag): features._sibling_shapes."},
+    {"owner_hints", owner_hints, METH_VARARGS,
+     "owner_hints(parent, hints, owner, near_levels, far_levels, near, far): block_features's near/far hint bits."},
     {NULL, NULL, 0, NULL},
 };
 

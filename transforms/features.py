@@ -20,11 +20,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sitestrip.transforms.blocks import GROUPS, Blocks
+from sitestrip.transforms.blocks import GROUPS, Blocks, nearest_marked
 from sitestrip.transforms.conex_page import ContentFeatures, content_features, standardize
 from sitestrip.transforms.page import (F_IN_LINK, F_LINK, HINT_BIT, HINT_NAMES, TAG_ID, TEXT, CompactPage, has_tag,
                                        tag_table)
-from sitestrip.transforms.tree import nearest_in_mask, subtree_sum
+from sitestrip.transforms.tree import subtree_sum
 
 try:
     # Block texts' character and pattern columns and text keys, compiled (transforms/_features.c,
@@ -316,18 +316,10 @@ def block_features(page: CompactPage, blocks: Blocks, texts: list[str], *,
     # display:none that a script lifts made every block of the page invisible.
     hidden_el[0] = False
     if hidden_el.any():     # else no block is under a hidden element (nearest_in_mask: all -1)
-        x[:, col["invisible"]] = nearest_in_mask(page, hidden_el)[owner] >= 0
+        x[:, col["invisible"]] = nearest_marked(page, hidden_el)[owner] >= 0
 
     # Class/id hints of the owner and its nearest ancestors (never BODY).
-    near = np.zeros(nb, dtype=np.uint32)
-    far = np.zeros(nb, dtype=np.uint32)
-    anc = owner.copy()
-    for level in range(_FAR_LEVELS + 1):
-        bits = np.where(anc > 0, page.hints[anc], 0).astype(np.uint32)
-        far |= bits
-        if level <= _NEAR_LEVELS:
-            near |= bits
-        anc = np.maximum(page.parent[anc], 0)
+    near, far = _owner_hints(page, owner)
     hint_bit = np.arange(len(HINT_NAMES), dtype=np.uint32)
     x[:, _NEAR_COLUMNS] = (near[:, None] >> hint_bit) & 1
     x[:, _FAR_COLUMNS] = (far[:, None] >> hint_bit) & 1
@@ -363,7 +355,7 @@ def block_features(page: CompactPage, blocks: Blocks, texts: list[str], *,
     # over every non-leaf element (not only ConEx's rated tags: the shipped models were
     # trained so), and the page-level results.
     rated = element & (page.child_count > 0)
-    rated_owner = nearest_in_mask(page, rated)[owner]
+    rated_owner = nearest_marked(page, rated)[owner]
     if rated.any():
         feats = content_features(page, rated, conex_features)
         z = np.zeros((page.size, 4))
@@ -380,8 +372,41 @@ def block_features(page: CompactPage, blocks: Blocks, texts: list[str], *,
     return x.astype(np.float32)
 
 
+def _owner_hints(page: CompactPage, owner: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(near, far) uint32 hint bits per block: its owner's and its ancestors' up to
+    _NEAR_LEVELS (_FAR_LEVELS) above, never BODY's."""
+    if _compiled is not None and _COMPILED:
+        near = np.empty(owner.size, dtype=np.uint32)
+        far = np.empty(owner.size, dtype=np.uint32)
+        _compiled.owner_hints(page.parent, page.hints, np.ascontiguousarray(owner, dtype=np.int64),
+                              _NEAR_LEVELS, _FAR_LEVELS, near, far)
+        return near, far
+    near = np.zeros(owner.size, dtype=np.uint32)
+    far = np.zeros(owner.size, dtype=np.uint32)
+    anc = owner.copy()
+    for level in range(_FAR_LEVELS + 1):
+        bits = np.where(anc > 0, page.hints[anc], 0).astype(np.uint32)
+        far |= bits
+        if level <= _NEAR_LEVELS:
+            near |= bits
+        anc = np.maximum(page.parent[anc], 0)
+    return near, far
+
+
 def _sibling_shapes(page: CompactPage) -> tuple[np.ndarray, np.ndarray]:
     """Per node: siblings of the same tag and class set, and siblings of the same tag."""
+    if _compiled is not None and _COMPILED:
+        same_shape = np.empty(page.size, dtype=np.float64)
+        same_tag = np.empty(page.size, dtype=np.float64)
+        _compiled.sibling_shapes(page.parent, page.tag, page.class_ptr, page.class_hash, TEXT,
+                                 same_shape, same_tag)
+        return same_shape, same_tag
+    return _sibling_shapes_python(page)
+
+
+def _sibling_shapes_python(page: CompactPage) -> tuple[np.ndarray, np.ndarray]:
+    """_sibling_shapes's reference: (tag, class sum) groups under each parent numbered with
+    np.unique."""
     n = page.size
     counts = np.diff(page.class_ptr)
     owner = np.repeat(np.arange(n), counts)
