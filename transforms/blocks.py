@@ -26,7 +26,7 @@ from difflib import SequenceMatcher
 
 import numpy as np
 
-from sitestrip.transforms.page import BLOCK_LEVEL, TAG_ID, TEXT, CompactPage, has_tag, tag_table
+from sitestrip.transforms.page import BLOCK_LEVEL, F_SPACE_BEFORE, TAG_ID, TEXT, CompactPage, has_tag, tag_table
 from sitestrip.transforms.text import run_texts
 from sitestrip.transforms.tokens import folded_words
 from sitestrip.transforms.tree import nearest_in_mask
@@ -157,6 +157,10 @@ def _group_codes() -> dict:
 def block_texts(page: CompactPage, blocks: Blocks) -> list[str]:
     """Own text of every block: its text nodes joined as a browser shows them
     (transforms/text.py; a block is one line, so only inline spacing applies)."""
+    if _compiled is not None and _COMPILED:
+        return _compiled.block_texts(page.text, page.text_ptr, page.flags, page.line, F_SPACE_BEFORE,
+                                     np.ascontiguousarray(blocks.text_nodes, dtype=np.int64),
+                                     np.ascontiguousarray(blocks.ptr, dtype=np.int64))
     return run_texts(page, blocks.text_nodes, blocks.ptr[:-1])
 
 
