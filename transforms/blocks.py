@@ -26,7 +26,8 @@ from difflib import SequenceMatcher
 
 import numpy as np
 
-from sitestrip.transforms.page import BLOCK_LEVEL, F_SPACE_BEFORE, TAG_ID, TEXT, CompactPage, has_tag, tag_table
+from sitestrip.transforms.page import (BLOCK_LEVEL, F_SPACE_BEFORE, KNOWN_TAGS, TAG_ID, TEXT, CompactPage, has_tag,
+                                       tag_table)
 from sitestrip.transforms.text import run_texts
 from sitestrip.transforms.tokens import folded_words
 from sitestrip.transforms.tree import nearest_in_mask
@@ -49,6 +50,10 @@ _LEAF_INSTANCE = tag_table("div", "td", "th")
 GROUPS = ("p", "li", "h", "figcaption", "pre", "div", "td", "other")
 _GROUP_OF_TAG = {"p": 0, "li": 1, "h1": 2, "h2": 2, "h3": 2, "h4": 2, "h5": 2, "h6": 2,
                  "figcaption": 3, "pre": 4, "div": 5, "td": 6, "th": 6}
+# The group code per known tag id, "other" for the rest and (last entry) for every unknown
+# tag, looked up as page.has_tag looks up its tables.
+_GROUP_TABLE = np.full(len(KNOWN_TAGS) + 1, GROUPS.index("other"), dtype=np.int8)
+_GROUP_TABLE[[TAG_ID[name] for name in _GROUP_OF_TAG]] = list(_GROUP_OF_TAG.values())
 # Labelling rule of web2text (seed 000 §12.4): main iff this share of own tokens aligns.
 MAIN_SHARE = 2 / 3
 
@@ -140,18 +145,11 @@ def page_blocks(page: CompactPage) -> Blocks:
     ptr = np.concatenate((starts, [text.size])).astype(np.int64)
     block_owner = owner[starts].astype(np.int32)
     words = np.add.reduceat(page.words[text].astype(np.int64), starts)
-    names = _group_codes()
-    group = np.full(block_owner.size, GROUPS.index("other"), dtype=np.int8)
     is_inst = inst[block_owner]
-    known = page.tag[block_owner]
-    for tid, code in names.items():
-        group[is_inst & (known == tid)] = code
+    group = np.where(is_inst, np.take(_GROUP_TABLE, page.tag[block_owner], mode="clip"),
+                     _GROUP_TABLE[-1]).astype(np.int8)
     return Blocks(owner=block_owner, group=group, is_instance=is_inst, ptr=ptr,
                   text_nodes=text.astype(np.int64), words=words)
-
-
-def _group_codes() -> dict:
-    return {TAG_ID[name]: code for name, code in _GROUP_OF_TAG.items()}
 
 
 def block_texts(page: CompactPage, blocks: Blocks) -> list[str]:

@@ -22,8 +22,8 @@ import numpy as np
 
 from sitestrip.transforms.blocks import GROUPS, Blocks, nearest_marked
 from sitestrip.transforms.conex_page import ContentFeatures, content_features, standardize
-from sitestrip.transforms.page import (F_IN_LINK, F_LINK, HINT_BIT, HINT_NAMES, TAG_ID, TEXT, CompactPage, has_tag,
-                                       tag_table)
+from sitestrip.transforms.page import (F_IN_LINK, F_LINK, HINT_BIT, HINT_NAMES, KNOWN_TAGS, TAG_ID, TEXT, CompactPage,
+                                       has_tag, tag_table)
 from sitestrip.transforms.tree import subtree_sum
 
 try:
@@ -89,6 +89,13 @@ _COLUMN = {name: i for i, name in enumerate(FEATURE_NAMES)}
 _NEAR_COLUMNS = [_COLUMN[f"near_{h}"] for h in HINT_NAMES]
 _PATTERN_COLUMNS = [_COLUMN[f"contains_{name}"] for name, _ in _TEXT_PATTERNS]
 _FAR_COLUMNS = [_COLUMN[f"far_{h}"] for h in HINT_NAMES]
+assert [_COLUMN[f"group_{g}"] for g in GROUPS] == list(range(_COLUMN[f"group_{GROUPS[0]}"],
+                                                              _COLUMN[f"group_{GROUPS[-1]}"] + 1))
+_GROUP_CODES = np.arange(len(GROUPS))
+# h1..h6's level per known tag id, 0 for every other tag and (last entry, page.has_tag's
+# clipping) for the unknown ones.
+_HEADING_LEVEL = np.zeros(len(KNOWN_TAGS) + 1)
+_HEADING_LEVEL[[TAG_ID[f"h{level}"] for level in range(1, 7)]] = np.arange(1, 7)
 
 
 @dataclass
@@ -269,12 +276,8 @@ def block_features(page: CompactPage, blocks: Blocks, texts: list[str], *,
     x[:, col["chars_log"]] = np.log1p(chars)
     x[:, col["mean_word_len"]] = chars / np.maximum(words, 1)
     _text_columns(texts, x)
-    for code, g in enumerate(GROUPS):
-        x[:, col[f"group_{g}"]] = blocks.group == code
-    heading = np.zeros(page.size)
-    for level in range(1, 7):
-        heading[page.tag == TAG_ID[f"h{level}"]] = level
-    x[:, col["heading_level"]] = heading[owner]
+    x[:, col[f"group_{GROUPS[0]}"]:col[f"group_{GROUPS[-1]}"] + 1] = blocks.group[:, None] == _GROUP_CODES
+    x[:, col["heading_level"]] = np.take(_HEADING_LEVEL, page.tag[owner], mode="clip")
     x[:, col["is_instance"]] = blocks.is_instance
 
     # Link and structure of the owner element.
@@ -368,7 +371,7 @@ def block_features(page: CompactPage, blocks: Blocks, texts: list[str], *,
         first = tn[starts]
         x[:, col["in_menex_menu"]] = (first > menu_node) & (first < page.end[menu_node])
 
-    _site_columns(page, blocks, owner, site, x, up)
+    _site_columns(page, blocks, owner, site, x, up, words_below)
     return x.astype(np.float32)
 
 
@@ -435,8 +438,9 @@ def _group_size(keys: np.ndarray) -> np.ndarray:
 
 
 def _site_columns(page: CompactPage, blocks: Blocks, owner: np.ndarray, site: SiteSignals | None,
-                  x: np.ndarray, up: list) -> None:
-    """`up`: _ancestors of owner, at least max(_REGION_LEVELS) levels."""
+                  x: np.ndarray, up: list, words_below: np.ndarray) -> None:
+    """`up`: _ancestors of owner, at least max(_REGION_LEVELS) levels; `words_below`:
+    subtree_sum of the page's words."""
     col = _COLUMN
     site_cols = [col[n] for n in FEATURE_NAMES[col["has_site"]:]]
     if site is None:
@@ -461,7 +465,6 @@ def _site_columns(page: CompactPage, blocks: Blocks, owner: np.ndarray, site: Si
     templ = (occ > 0) & (page.tag == TEXT)
     tw = np.where(templ, page.words, 0)
     x[:, col["template_word_share"]] = np.add.reduceat(tw[tn].astype(np.float64), starts) / np.maximum(blocks.words, 1)
-    words_below = subtree_sum(page, page.words)
     templ_below = subtree_sum(page, tw)
     for k in _REGION_LEVELS:
         a = up[k]
