@@ -1,5 +1,7 @@
 """Block texts' columns and text keys compiled (transforms/_features.c) against their
-reference in transforms/features.py (`_text_columns_python`, `text_key`).
+reference in transforms/features.py (`_text_columns_python`, `text_key`); and the blocks,
+block texts and whole feature matrix with the per-node loops compiled against blocks.py's
+and features.py's references.
 
 The compiled path must give the same float64 columns bit for bit and the same keys on
 every text: hand-built texts aimed at each column and each pattern's edges, every code
@@ -14,8 +16,12 @@ import zlib
 import numpy as np
 import pytest
 
+from sitestrip.transforms import blocks as B
 from sitestrip.transforms import features as F
+from sitestrip.transforms.conex_page import main_content
 from sitestrip.transforms.features import _COLUMN, FEATURE_NAMES, _TEXT_PATTERNS
+from sitestrip.transforms.page import parse_page
+from sitestrip.transforms.tree import nearest_in_mask
 
 BUILT = "sitestrip.transforms._features is not built: reinstall with pip install -e ."
 
@@ -214,3 +220,190 @@ def test_text_keys_of_no_texts_and_non_str_texts():
         F.text_keys([b"x"])
     with pytest.raises(TypeError, match="int"):
         F._text_columns(["a", 3], np.zeros((2, len(FEATURE_NAMES))))
+
+
+# ---------------------------------------------------------------- blocks and the whole matrix
+#
+# page_blocks, block_texts and block_features with their per-node loops compiled
+# (_features.c: nearest_in_mask, block_texts, sibling_shapes, owner_hints) against blocks.py's
+# and features.py's references (tree.nearest_in_mask, text.run_texts, the numpy code), both
+# module switches set together as SITESTRIP_FEATURES=python sets them.
+
+def page_by_path(page, compiled, site_seed=None):
+    """(blocks, texts, keys, float32 features) of one page by one path; with `site_seed`, site
+    signals drawn from a generator of that seed (so the site columns are compared too)."""
+    saved = F._COMPILED, B._COMPILED
+    F._COMPILED = B._COMPILED = compiled
+    try:
+        blocks = B.page_blocks(page)
+        texts = B.block_texts(page, blocks)
+        site = None
+        if site_seed is not None:
+            rng = np.random.default_rng(site_seed)
+            site = F.SiteSignals(occurrences=rng.integers(0, 5, page.size), candidates=4, method="cs",
+                                 cs_size=3, site_pages=9, text_on_candidates=rng.random(blocks.count),
+                                 text_site_share=rng.random(blocks.count))
+        conex_main = main_content(page)
+        x = F.block_features(page, blocks, texts, conex_main=conex_main, menu_node=None, site=site)
+        return blocks, texts, F.text_keys(texts), x
+    finally:
+        F._COMPILED, B._COMPILED = saved
+
+
+def assert_same_page(page, site_seed=None):
+    assert F._compiled is not None and B._compiled is not None, BUILT
+    blocks, texts, keys, x = page_by_path(page, True, site_seed)
+    ref_blocks, ref_texts, ref_keys, ref_x = page_by_path(page, False, site_seed)
+    for field in ("ptr", "text_nodes", "owner", "group", "is_instance", "words"):
+        got, ref = getattr(blocks, field), getattr(ref_blocks, field)
+        assert got.dtype == ref.dtype and got.tolist() == ref.tolist(), field
+    assert texts == ref_texts
+    assert keys.tolist() == ref_keys.tolist()
+    assert x.dtype == ref_x.dtype == np.float32 and x.shape == ref_x.shape
+    differing = sorted({FEATURE_NAMES[j] for j in np.flatnonzero(
+        ((x != ref_x) & ~(np.isnan(x) & np.isnan(ref_x))).any(axis=0))})
+    assert not differing
+    assert np.array_equal(x, ref_x, equal_nan=True)
+    return blocks, texts, x
+
+
+_SHAPES_PAGE = ("<ul class='nav'><li class='item'>Home</li><li class='item'>About <b>us</b></li>"
+                "<li>Blog</li></ul><div class='wrap'><p>One.</p><p>Two<br>three</p></div>")
+
+
+def test_the_compiled_blocks_loops_are_built_and_used_by_default(monkeypatch):
+    """With every reference the compiled path replaces made to fail, the page still gets its
+    blocks, texts and features, as derived by hand:
+    - Blocks (one per li, p, and line of the second p): "Home", "About us" ("us" in a <b>
+      after "About " on one line: a space), "Blog", "One.", "Two", "three" (the <br> is a
+      line break inside the p, SPEC §10's cut).
+    - same_shape_siblings_log: each li.item has one sibling of its tag and class set (the
+      other li.item), the plain li none; each p of the div one (the other p) -> log1p(1),
+      log1p(1), 0, log1p(1) x 3. same_tag_siblings_log: every li has two same-tag siblings,
+      every p one -> log1p(2) x 3, log1p(1) x 3.
+    - near/far_nav: the ul's class "nav" is one level above each li's text owner (near) and
+      not an ancestor of the div's blocks; near_wrapper for the p blocks (class "wrap",
+      their parent); near_item for the li.item blocks only (their own class).
+    - invisible: no hidden element -> 0 everywhere."""
+    assert F._compiled is not None and B._compiled is not None, BUILT
+    assert F._COMPILED and B._COMPILED
+
+    def no_reference(*args, **kwargs):
+        raise AssertionError("the reference ran")
+
+    monkeypatch.setattr(F, "_sibling_shapes_python", no_reference)
+    monkeypatch.setattr(B, "nearest_in_mask", no_reference)
+    monkeypatch.setattr(B, "run_texts", no_reference)
+    page = parse_page(f"<html><body>{_SHAPES_PAGE}</body></html>", "http://ex.com/")
+    blocks = B.page_blocks(page)
+    texts = B.block_texts(page, blocks)
+    assert texts == ["Home", "About us", "Blog", "One.", "Two", "three"]
+    x = F.block_features(page, blocks, texts, conex_main=np.zeros(page.size, dtype=bool), menu_node=None,
+                         site=None)
+    col = lambda name: x[:, _COLUMN[name]].tolist()
+    one, two = float(np.float32(np.log1p(1))), float(np.float32(np.log1p(2)))
+    assert col("same_shape_siblings_log") == [one, one, 0.0, one, one, one]
+    assert col("same_tag_siblings_log") == [two, two, two, one, one, one]
+    assert col("near_nav") == [1.0, 1.0, 1.0, 0.0, 0.0, 0.0]
+    assert col("near_wrapper") == [0.0, 0.0, 0.0, 1.0, 1.0, 1.0]
+    assert col("near_item") == [1.0, 1.0, 0.0, 0.0, 0.0, 0.0]
+    assert col("invisible") == [0.0] * 6
+
+
+def test_the_shapes_page_by_both_paths():
+    page = parse_page(f"<html><body>{_SHAPES_PAGE}</body></html>", "http://ex.com/")
+    assert_same_page(page)
+    assert_same_page(page, site_seed=1)
+
+
+def test_sibling_shapes_group_by_class_set_not_class_order():
+    """Class sums: "a b" and "b a" hold the same hashes, so the two divs are one shape
+    (same_shape 1 each); "a" alone is another (0). Hidden: the span under the hidden div is
+    invisible, BODY's own "hidden" class never counts (features.py)."""
+    page = parse_page("<html><body class='hidden'><div class='a b'>x</div><div class='b a'>y</div>"
+                      "<div class='a'>z</div><div class='hidden'><span>w</span></div></body></html>",
+                      "http://ex.com/")
+    _, texts, x = assert_same_page(page)
+    assert texts == ["x", "y", "z", "w"]
+    assert x[:, _COLUMN["same_shape_siblings_log"]].tolist() == [float(np.float32(np.log1p(1)))] * 2 + [0.0, 0.0]
+    assert x[:, _COLUMN["invisible"]].tolist() == [0.0, 0.0, 0.0, 1.0]
+
+
+def test_nearest_in_mask_compiled_is_the_pointer_doubling_one():
+    """On a chain and a bushy tree, with masks none, all, root only and seeded random."""
+    rng = random.Random(7)
+    for body in ["<div>" * 30 + "t" + "</div>" * 30,
+                 "".join(f"<p><b>x{k}</b><i>y</i></p><ul><li>z</li></ul>" for k in range(40))]:
+        page = parse_page(f"<html><body>{body}</body></html>", "http://ex.com/")
+        masks = [np.zeros(page.size, bool), np.ones(page.size, bool), np.arange(page.size) == 0]
+        masks += [np.array([rng.random() < p for _ in range(page.size)]) for p in (0.1, 0.5)]
+        for mask in masks:
+            got = B.nearest_marked(page, mask)
+            assert got.dtype == np.int64
+            assert got.tolist() == nearest_in_mask(page, mask).tolist()
+
+
+def test_compiled_loops_refuse_malformed_arrays():
+    """A parent after its child (not preorder), a block run past the text nodes and an owner
+    outside the page are errors, not reads out of bounds."""
+    assert F._compiled is not None, BUILT
+    c = F._compiled
+    with pytest.raises(ValueError, match="preorder"):
+        c.nearest_in_mask(np.array([-1, 2, 0], np.int32), np.zeros(3, bool), np.empty(3, np.int64))
+    with pytest.raises(ValueError, match="length"):
+        c.nearest_in_mask(np.array([-1, 0], np.int32), np.zeros(3, bool), np.empty(3, np.int64))
+    page = parse_page("<html><body><p>a <b>b</b></p></body></html>", "http://ex.com/")
+    blocks = B.page_blocks(page)
+    with pytest.raises(ValueError, match="run of text_nodes"):
+        c.block_texts(page.text, page.text_ptr, page.flags, page.line, 64, blocks.text_nodes,
+                      np.array([0, blocks.text_nodes.size + 1], np.int64))
+    with pytest.raises(ValueError, match="not a node"):
+        c.owner_hints(page.parent, page.hints, np.array([page.size], np.int64), 2, 8,
+                      np.empty(1, np.uint32), np.empty(1, np.uint32))
+
+
+_GEN_TAGS = ["div", "div", "p", "li", "ul", "span", "b", "a", "h2", "td", "table", "tr", "pre", "section",
+             "nav", "footer", "figcaption", "em"]
+_GEN_CLASSES = ["", "", "", " class='item'", " class='item card'", " class='card item'", " class='nav-menu'",
+                " class='hidden'", " id='main'", " class='wrap'", " class='share'", " class=''"]
+_GEN_WORDS = ["Home", "read more", "Posted by Ann.", "x", "two words", "  ", "3.5", "a-b", "© 2024", "é ß",
+              "\u00a0", "😀 like", "Σ", "line\nbreak"]
+
+
+def generated_page(rng):
+    """A random page of up to 80 tokens: nested block, inline, list, table and pre tags
+    with repeated class sets, words, <br>s and links (the parser repairs what is ill-formed)."""
+    parts, stack = [], []
+    for _ in range(rng.randint(1, 80)):
+        action = rng.randint(0, 9)
+        if action < 3 and len(stack) < 12:
+            tag = rng.choice(_GEN_TAGS)
+            href = " href='/x'" if tag == "a" else ""
+            parts.append(f"<{tag}{rng.choice(_GEN_CLASSES)}{href}>")
+            stack.append(tag)
+        elif action < 5 and stack:
+            parts.append(f"</{stack.pop()}>")
+        elif action == 5:
+            parts.append("<br>")
+        else:
+            parts.append(rng.choice(_GEN_WORDS) + rng.choice(["", " ", "\n"]))
+    return parse_page("<html><body>" + "".join(parts) + "</body></html>", "http://ex.com/")
+
+
+def test_seeded_generated_pages_by_both_paths():
+    """300 seeded random pages, each without a site and with seeded site signals."""
+    rng = random.Random(12)
+    compared = 0
+    for k in range(300):
+        page = generated_page(rng)
+        blocks, _, _ = assert_same_page(page)
+        assert_same_page(page, site_seed=k)
+        compared += blocks.count
+    assert compared > 1000          # the pages have blocks to compare, not only empty matrices
+
+
+def test_a_page_without_text_by_both_paths():
+    """No text node: no blocks, an empty matrix, by both paths."""
+    page = parse_page("<html><body><img src='a.png'><div></div></body></html>", "http://ex.com/")
+    blocks, texts, x = assert_same_page(page)
+    assert blocks.count == 0 and texts == [] and x.shape == (0, len(FEATURE_NAMES))
