@@ -1,8 +1,9 @@
 """The compiled parts of sitestrip: ETDM's top-down walk and sibling assignment
 (transforms/_etdm.c), the block model's tree walk (transforms/_model.c), parse flattening
 (transforms/_flatten.c), main_markdown's inline rendering (transforms/_markdown.c), block
-texts' feature columns and text keys (transforms/_features.c) and the cutting and joining of
-text spans behind every output text (transforms/_text.c). The two that hash text share
+texts' feature columns and text keys and the blocks stage's per-node loops (nearest marked
+ancestors, sibling shapes, class/id hints: transforms/_features.c) and the cutting and joining
+of text spans behind every output text (transforms/_text.c). The two that hash text share
 transforms/_crc32.h, zlib's crc32 as a table, so zlib's headers are not needed.
 
 Everything else is declared in pyproject.toml; setuptools reads ext_modules from here. The

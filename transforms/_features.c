@@ -1,4 +1,5 @@
-/* Block texts' columns and identities, compiled (SPEC §10; features.py).
+/* Block texts' columns and identities, and the blocks stage's per-node loops, compiled (SPEC §10;
+ * blocks.py, features.py).
  *
  * features.py stays the reference: `_text_columns_python` and `text_key` define the values,
  * and the tests run hand-built and generated texts through both. This file reads each block
@@ -27,6 +28,14 @@
  *   through: words split on Py_UNICODE_ISSPACE (what str.split() splits on), each code point
  *   encoded as it is (a lone surrogate, or each half of a pair, as three bytes), the CRC
  *   computed with zlib's polynomial from a table built here, so no zlib headers are needed.
+ *
+ * The blocks stage's per-node loops (blocks.py, features.py), each where numpy spent dozens
+ * of calls on a page's small arrays; every output is an integer, a str or an integer count,
+ * so the matrices are the reference's bit for bit:
+ *   nearest_in_mask: tree.nearest_in_mask (the node itself included), one preorder pass;
+ *   block_texts: text.run_texts of each block's run of text nodes;
+ *   sibling_shapes: features._sibling_shapes_python's same-shape and same-tag sibling counts;
+ *   owner_hints: block_features's near/far class/id hint bits of each block's owner.
  *
  * Only the Python C API and the buffer protocol are used (no numpy headers).
  */

@@ -5,7 +5,10 @@ Everything is computed per page with vector operations over the compact page
 and the blocks (`transforms/blocks.py`), never per node; the block texts' own
 columns and text keys in one pass per text in C (`transforms/_features.c`), with
 the Python code here as its reference (a few regular expressions and numpy over
-the page's code points).
+the page's code points). The per-node loops where numpy would spend dozens of calls on
+small arrays (siblings of the same shape, the owners' class/id hints, nearest marked
+ancestors) are compiled there too, the numpy code here (and tree.nearest_in_mask) their
+reference.
 
 Site features take NaN ("missing") when the page has no other page of its site:
 tree models route missing values on their own, so a single-page site is judged
@@ -27,9 +30,10 @@ from sitestrip.transforms.page import (F_IN_LINK, F_LINK, HINT_BIT, HINT_NAMES, 
 from sitestrip.transforms.tree import subtree_sum
 
 try:
-    # Block texts' character and pattern columns and text keys, compiled (transforms/_features.c,
-    # built by `pip install`); _text_columns_python and text_key are its reference and run
-    # where the extension is missing.
+    # Block texts' character and pattern columns, text keys and per-node loops, compiled
+    # (transforms/_features.c, built by `pip install`); _text_columns_python, text_key,
+    # _sibling_shapes_python and _owner_hints's numpy loop are its reference and run where the
+    # extension is missing.
     from sitestrip.transforms import _features as _compiled
 except ImportError:  # pragma: no cover - a source tree used without installing
     _compiled = None
