@@ -4,7 +4,8 @@ For every page of each corpus (read and parsed as the pipeline does, bench/core.
 `load_corpus`), runs the blocks stage twice, once with transforms/_features.c and once with
 the Python references (blocks.py's and features.py's, SITESTRIP_FEATURES=python's path):
 the page's blocks (page_blocks: ptr, text nodes, owners, groups, instances, words), their
-texts (block_texts), their keys (features.text_keys) and the whole float32 feature matrix
+texts (block_texts: text.py's joiner, SITESTRIP_TEXT's switch, the same on both paths; the texts
+differ only if the blocks do), their keys (features.text_keys) and the whole float32 feature matrix
 (features.block_features, page ConEx's main content and features as the pipeline passes
 them) twice: without a site, and with site signals drawn from a generator seeded by the
 page's position (occurrences 0..4 per node of 4 candidates, random text shares), so the

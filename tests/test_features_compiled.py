@@ -224,10 +224,10 @@ def test_text_keys_of_no_texts_and_non_str_texts():
 
 # ---------------------------------------------------------------- blocks and the whole matrix
 #
-# page_blocks, block_texts and block_features with their per-node loops compiled
-# (_features.c: nearest_in_mask, block_texts, sibling_shapes, owner_hints) against blocks.py's
-# and features.py's references (tree.nearest_in_mask, text.run_texts, the numpy code), both
-# module switches set together as SITESTRIP_FEATURES=python sets them.
+# page_blocks and block_features with their per-node loops compiled (_features.c:
+# nearest_in_mask, sibling_shapes, owner_hints) against blocks.py's and features.py's
+# references (tree.nearest_in_mask, the numpy code), both module switches set together as
+# SITESTRIP_FEATURES=python sets them; the block texts and keys of both paths compared too.
 
 def page_by_path(page, compiled, site_seed=None):
     """(blocks, texts, keys, float32 features) of one page by one path; with `site_seed`, site
@@ -293,7 +293,6 @@ def test_the_compiled_blocks_loops_are_built_and_used_by_default(monkeypatch):
 
     monkeypatch.setattr(F, "_sibling_shapes_python", no_reference)
     monkeypatch.setattr(B, "nearest_in_mask", no_reference)
-    monkeypatch.setattr(B, "run_texts", no_reference)
     page = parse_page(f"<html><body>{_SHAPES_PAGE}</body></html>", "http://ex.com/")
     blocks = B.page_blocks(page)
     texts = B.block_texts(page, blocks)
@@ -344,8 +343,8 @@ def test_nearest_in_mask_compiled_is_the_pointer_doubling_one():
 
 
 def test_compiled_loops_refuse_malformed_arrays():
-    """A parent after its child (not preorder), a block run past the text nodes and an owner
-    outside the page are errors, not reads out of bounds."""
+    """A parent after its child (not preorder), a mask of another length and an owner outside
+    the page are errors, not reads out of bounds."""
     assert F._compiled is not None, BUILT
     c = F._compiled
     with pytest.raises(ValueError, match="preorder"):
@@ -353,10 +352,6 @@ def test_compiled_loops_refuse_malformed_arrays():
     with pytest.raises(ValueError, match="length"):
         c.nearest_in_mask(np.array([-1, 0], np.int32), np.zeros(3, bool), np.empty(3, np.int64))
     page = parse_page("<html><body><p>a <b>b</b></p></body></html>", "http://ex.com/")
-    blocks = B.page_blocks(page)
-    with pytest.raises(ValueError, match="run of text_nodes"):
-        c.block_texts(page.text, page.text_ptr, page.flags, page.line, 64, blocks.text_nodes,
-                      np.array([0, blocks.text_nodes.size + 1], np.int64))
     with pytest.raises(ValueError, match="not a node"):
         c.owner_hints(page.parent, page.hints, np.array([page.size], np.int64), 2, 8,
                       np.empty(1, np.uint32), np.empty(1, np.uint32))

@@ -30,10 +30,9 @@
  *   computed with zlib's polynomial from a table built here, so no zlib headers are needed.
  *
  * The blocks stage's per-node loops (blocks.py, features.py), each where numpy spent dozens
- * of calls on a page's small arrays; every output is an integer, a str or an integer count,
+ * of calls on a page's small arrays; every output is an integer or an integer count,
  * so the matrices are the reference's bit for bit:
  *   nearest_in_mask: tree.nearest_in_mask (the node itself included), one preorder pass;
- *   block_texts: text.run_texts of each block's run of text nodes;
  *   sibling_shapes: features._sibling_shapes_python's same-shape and same-tag sibling counts;
  *   owner_hints: block_features's near/far class/id hint bits of each block's owner.
  *
@@ -560,93 +559,6 @@ done:
     return result;
 }
 
-/* block_texts(text, text_ptr int32[n+1], flags uint16[n], line int32[n], space_flag,
- *             text_nodes int64[m], ptr int64[b+1]): text.run_texts(page, text_nodes, ptr[:-1])
- * for runs of consecutive text nodes (gap None): each run's node texts joined, a '\n' before
- * a node on another line than the one before it, else a ' ' before a node flagged
- * space_flag (F_SPACE_BEFORE), nothing before a run's first node. Each str is built at its
- * own widest character, as "".join builds it, so it is the same str. */
-static PyObject *block_texts(PyObject *self, PyObject *args) {
-    (void)self;
-    PyObject *text, *ptr_o, *flags_o, *line_o, *nodes_o, *runs_o;
-    int space_flag;
-    if (!PyArg_ParseTuple(args, "UOOOiOO", &text, &ptr_o, &flags_o, &line_o, &space_flag, &nodes_o, &runs_o))
-        return NULL;
-    Py_buffer v[5];
-    int held = 0;
-    PyObject *result = NULL;
-    Py_ssize_t n = 0, m = 0, nb = 0;
-#if PY_VERSION_HEX < 0x030C0000
-    if (PyUnicode_READY(text) < 0) return NULL;
-#endif
-    if (get_array(ptr_o, &v[held], 4, -1, 0, "text_ptr") < 0) goto done;
-    n = v[held++].len / 4 - 1;
-    if (n < 0) { PyErr_SetString(PyExc_ValueError, "text_ptr: empty"); goto done; }
-    if (get_array(flags_o, &v[held], 2, n, 0, "flags") < 0) goto done;
-    held++;
-    if (get_array(line_o, &v[held], 4, n, 0, "line") < 0) goto done;
-    held++;
-    if (get_array(nodes_o, &v[held], 8, -1, 0, "text_nodes") < 0) goto done;
-    m = v[held++].len / 8;
-    if (get_array(runs_o, &v[held], 8, -1, 0, "ptr") < 0) goto done;
-    nb = v[held++].len / 8 - 1;
-    if (nb < 0) { PyErr_SetString(PyExc_ValueError, "ptr: empty"); goto done; }
-    const int32_t *tptr = v[0].buf, *line = v[2].buf;
-    const uint16_t *flags = v[1].buf;
-    const int64_t *nodes = v[3].buf, *runs = v[4].buf;
-    int kind = PyUnicode_KIND(text);
-    const void *data = PyUnicode_DATA(text);
-    Py_ssize_t text_len = PyUnicode_GET_LENGTH(text);
-    PyObject *out = PyList_New(nb);
-    if (out == NULL) goto done;
-    for (Py_ssize_t b = 0; b < nb; b++) {
-        int64_t lo = runs[b], hi = runs[b + 1];
-        if (lo < 0 || lo > hi || hi > m) {
-            PyErr_Format(PyExc_ValueError, "ptr[%zd:%zd] is not a run of text_nodes", b, b + 2);
-            Py_DECREF(out);
-            goto done;
-        }
-        Py_ssize_t length = 0;
-        Py_UCS4 widest = 0;
-        for (int64_t k = lo; k < hi; k++) {
-            int64_t node = nodes[k];
-            if (node < 0 || node >= n || tptr[node] < 0 || tptr[node] > tptr[node + 1] || tptr[node + 1] > text_len) {
-                PyErr_Format(PyExc_ValueError, "text_nodes[%lld] = %lld has no text range of the page", (long long)k,
-                             (long long)node);
-                Py_DECREF(out);
-                goto done;
-            }
-            if (k > lo && (line[node] != line[nodes[k - 1]] || (flags[node] & space_flag))) length++;
-            for (Py_ssize_t i = tptr[node]; i < tptr[node + 1]; i++) {
-                Py_UCS4 c = PyUnicode_READ(kind, data, i);
-                if (c > widest) widest = c;
-            }
-            length += tptr[node + 1] - tptr[node];
-        }
-        PyObject *joined = PyUnicode_New(length, widest);
-        if (joined == NULL) { Py_DECREF(out); goto done; }
-        int out_kind = PyUnicode_KIND(joined);
-        void *out_data = PyUnicode_DATA(joined);
-        Py_ssize_t at_ = 0;
-        for (int64_t k = lo; k < hi; k++) {
-            int64_t node = nodes[k];
-            if (k > lo) {
-                if (line[node] != line[nodes[k - 1]]) PyUnicode_WRITE(out_kind, out_data, at_++, '\n');
-                else if (flags[node] & space_flag) PyUnicode_WRITE(out_kind, out_data, at_++, ' ');
-            }
-            for (Py_ssize_t i = tptr[node]; i < tptr[node + 1]; i++)
-                PyUnicode_WRITE(out_kind, out_data, at_++, PyUnicode_READ(kind, data, i));
-        }
-        PyList_SET_ITEM(out, b, joined);
-    }
-    result = out;
-    Py_INCREF(result);
-    Py_DECREF(out);
-done:
-    for (int k = 0; k < held; k++) PyBuffer_Release(&v[k]);
-    return result;
-}
-
 static PyMethodDef methods[] = {
     {"text_columns", text_columns, METH_VARARGS,
      "text_columns(texts, counts): per block text, the counts and pattern bits of features.py's text columns."},
@@ -655,8 +567,6 @@ static PyMethodDef methods[] = {
      "nearest_in_mask(parent, mask, out): tree.nearest_in_mask (the node itself included) of a preorder page."},
     {"sibling_shapes", sibling_shapes, METH_VARARGS,
      "sibling_shapes(parent, tag, class_ptr, class_hash, text_tag, same_shape, same_tag): features._sibling_shapes."},
-    {"block_texts", block_texts, METH_VARARGS,
-     "block_texts(text, text_ptr, flags, line, space_flag, text_nodes, ptr): blocks.block_texts's strings."},
     {"owner_hints", owner_hints, METH_VARARGS,
      "owner_hints(parent, hints, owner, near_levels, far_levels, near, far): block_features's near/far hint bits."},
     {NULL, NULL, 0, NULL},

@@ -26,7 +26,7 @@ from difflib import SequenceMatcher
 
 import numpy as np
 
-from sitestrip.transforms.page import (BLOCK_LEVEL, F_SPACE_BEFORE, KNOWN_TAGS, TAG_ID, TEXT, CompactPage, has_tag,
+from sitestrip.transforms.page import (BLOCK_LEVEL, KNOWN_TAGS, TAG_ID, TEXT, CompactPage, has_tag,
                                        tag_table)
 from sitestrip.transforms.text import run_texts
 from sitestrip.transforms.tokens import folded_words
@@ -155,10 +155,6 @@ def page_blocks(page: CompactPage) -> Blocks:
 def block_texts(page: CompactPage, blocks: Blocks) -> list[str]:
     """Own text of every block: its text nodes joined as a browser shows them
     (transforms/text.py; a block is one line, so only inline spacing applies)."""
-    if _compiled is not None and _COMPILED:
-        return _compiled.block_texts(page.text, page.text_ptr, page.flags, page.line, F_SPACE_BEFORE,
-                                     np.ascontiguousarray(blocks.text_nodes, dtype=np.int64),
-                                     np.ascontiguousarray(blocks.ptr, dtype=np.int64))
     return run_texts(page, blocks.text_nodes, blocks.ptr[:-1])
 
 
