@@ -109,3 +109,16 @@ def test_empty_page_has_no_main_content():
     assert not main_content(page).any()
     page = parse_page("<body><img src=a.png></body>", "http://e.com/")
     assert text_of(page, main_content(page)) == ""
+
+
+def test_excluded_mask_by_table_and_for_tags_only_tag_id_knows():
+    """Known excluded tags are looked up in a tag table; a configured name that is no known
+    tag ("my-widget", a custom element) still excludes its elements through tag_id. Page
+    "<nav><p>a</p></nav><my-widget>b</my-widget>": nodes body 0, nav 1, p 2, "a" 3,
+    my-widget 4, "b" 5."""
+    from sitestrip.transforms.conex_page import _excluded_mask
+    from sitestrip.transforms.page import parse_page
+    page = parse_page("<html><body><nav><p>a</p></nav><my-widget>b</my-widget></body></html>", "http://ex.com/")
+    assert _excluded_mask(page, ("nav", "body")).tolist() == [True, True, False, False, False, False]
+    assert _excluded_mask(page, ("nav", "my-widget")).tolist() == [False, True, False, False, True, False]
+    assert _excluded_mask(page, ()).tolist() == [False] * 6

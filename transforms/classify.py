@@ -29,6 +29,7 @@ SHIPPED_MODELS = {"learned": os.path.join(MODEL_DIR, "learned.json.gz"),
                   "ceml": os.path.join(MODEL_DIR, "ceml.json.gz")}
 METHODS = ("learned", "ceml", "conex")
 _COL = {name: i for i, name in enumerate(FEATURE_NAMES)}
+_GROUP_P, _GROUP_DIV, _GROUP_H = GROUPS.index("p"), GROUPS.index("div"), GROUPS.index("h")
 
 
 @dataclass(frozen=True)
@@ -77,7 +78,7 @@ def hard_rule_noise(features: np.ndarray, group: np.ndarray) -> np.ndarray:
     in_link = (f[:, col["is_desc_a"]] > 0) | (f[:, col["is_link"]] > 0)
     nav = f[:, col["far_nav"]] > 0
     ad = f[:, col["far_ad"]] > 0
-    textual = np.isin(group, [GROUPS.index("p"), GROUPS.index("div"), GROUPS.index("h")])
+    textual = (group == _GROUP_P) | (group == _GROUP_DIV) | (group == _GROUP_H)
     cell = group == GROUPS.index("td")
     empty = f[:, col["words_log"]] <= 0
     invisible = f[:, col["invisible"]] > 0

@@ -23,14 +23,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sitestrip.transforms.page import F_COMMENT_HINT, F_IN_LINK, TEXT, CompactPage, tag_ids
+from sitestrip.transforms.page import F_COMMENT_HINT, F_IN_LINK, TEXT, CompactPage, has_tag, tag_table
 from sitestrip.transforms.tree import mask_roots, subtree_mask, subtree_sum
 
 # Containers that hold a block of a page; inline elements (a, span, b...) are
 # judged as part of the block around them.
-BLOCK_CONTAINERS = tag_ids("div", "ul", "ol", "dl", "li", "p", "table", "tbody", "tr", "td",
-                           "section", "aside", "nav", "footer", "header", "form", "figure",
-                           "figcaption", "blockquote", "dd", "dt", "menu", "center")
+_CONTAINER_NAMES = ("div", "ul", "ol", "dl", "li", "p", "table", "tbody", "tr", "td", "section", "aside",
+                   "nav", "footer", "header", "form", "figure", "figcaption", "blockquote", "dd", "dt",
+                   "menu", "center")
+BLOCK_CONTAINERS = tag_table(*_CONTAINER_NAMES)     # has_tag: one lookup, not np.isin's sort
 
 
 @dataclass(frozen=True)
@@ -59,7 +60,7 @@ def drop_link_blocks(page: CompactPage, main: np.ndarray, params: LinkBlockParam
     main_words, main_link_words = total[roots].sum(), linked[roots].sum()
     if main_words == 0 or main_link_words >= params.listing_link_density * main_words:
         return main
-    blocks = (inside & np.isin(page.tag, BLOCK_CONTAINERS) & (total > 0)
+    blocks = (inside & has_tag(page.tag, BLOCK_CONTAINERS) & (total > 0)
               & (linked >= params.max_link_density * total))
     if not blocks.any():
         return main
