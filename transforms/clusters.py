@@ -91,20 +91,20 @@ def path_hashes(page: CompactPage, labels: np.ndarray) -> np.ndarray:
     """uint64 per node: a hash of the labels on its path from BODY (itself included).
 
     The hash is Σ label(a)·B^depth(a) over the node and its ancestors (mod 2**64), mixed
-    with the depth: an ancestor sum, so pointer doubling computes every node's in
-    O(n log depth) vector steps, never recursing (pages can be 100,000 deep)."""
+    with the depth: an ancestor sum. In preorder a node's subtree is [a, end[a]), so adding
+    each term at a and taking it back at end[a] leaves, in the running sum at i, exactly the
+    terms of i's ancestors and i: one cumulative sum, never recursing (pages can be 100,000
+    deep). Sums mod 2**64 do not depend on their order, so this is the same hash as summing
+    up each root path (tests/test_clusters.py checks it against that walk)."""
+    n = page.size
     depth = page.depth.astype(np.int64)
     with np.errstate(over="ignore"):
-        powers = np.cumprod(np.full(int(depth.max()) + 1, _BASE, dtype=np.uint64))
-        acc = labels * powers[depth]
-        up = page.parent.astype(np.int64).copy()
-        while True:
-            live = np.flatnonzero(up >= 0)
-            if live.size == 0:
-                break
-            # acc[i] covers i and its ancestors below up[i]; add what up[i] covers.
-            acc[live] = acc[live] + acc[up[live]]
-            up[live] = up[up[live]]
+        powers = np.cumprod(np.full(int(depth.max()) + 1 if n else 1, _BASE, dtype=np.uint64))
+        term = labels * powers[depth]
+        running = np.zeros(n + 1, dtype=np.uint64)
+        running[:n] = term
+        np.add.at(running, page.end.astype(np.int64), np.uint64(0) - term)
+        acc = np.cumsum(running[:n], dtype=np.uint64)
         return mix64(acc ^ (depth.astype(np.uint64) * _BASE))
 
 
