@@ -356,3 +356,60 @@ def test_has_tag_is_isin_over_known_unknown_and_text_ids():
     assert has_tag(tags[:0], tag_table("p")).tolist() == []
     with pytest.raises(ValueError, match="element tags"):
         tag_table("#text", "p")
+
+
+def _name_hints_by_chunks(value):
+    """page._name_hints as first written: split on separators, then camelCase per chunk."""
+    import re
+
+    from sitestrip.transforms.page import _CAMEL, F_COMMENT_HINT, F_NAV_EXACT, F_NAV_HINT, F_NAV_WORD
+    flags = F_NAV_EXACT if value.lower() in ("nav", "menu") else 0
+    for chunk in re.split(r"[-_\s]+", value):
+        for part in _CAMEL.findall(chunk):
+            low = part.lower()
+            if low.startswith("nav") or low.startswith("menu"):
+                flags |= F_NAV_HINT
+                if low in ("nav", "menu"):
+                    flags |= F_NAV_WORD
+            elif low.startswith("comment") or low == "disqus":
+                flags |= F_COMMENT_HINT
+    return flags
+
+
+def _role_hints_by_chunks(value):
+    import re
+
+    from sitestrip.transforms.page import _AD, _CAMEL, _HINT_EXACT, _HINT_PREFIX, HINT_BIT
+    low = value.lower()
+    bits = HINT_BIT["ad"] if _AD.search(low) else 0
+    if "nav" in low:
+        bits |= HINT_BIT["nav"]
+    for chunk in re.split(r"[-_\s]+", value):
+        for part in _CAMEL.findall(chunk):
+            part = part.lower()
+            bits |= _HINT_EXACT.get(part, 0)
+            for prefix, bit in _HINT_PREFIX:
+                if part.startswith(prefix):
+                    bits |= bit
+    return bits
+
+
+def test_id_and_class_hints_split_once_as_when_split_by_chunks():
+    """The word parts come from one camelCase findall over the whole token (page._word_parts)
+    instead of a findall per separator-split chunk: the same hints for hand-picked tokens
+    (camelCase runs, acronyms before a word, separators of every kind, digits, non-ASCII) and
+    for seeded random tokens built from hint words, their pieces and separators."""
+    import random
+
+    from sitestrip.transforms.page import _HINT_EXACT, _HINT_PREFIX, _name_hints, _role_hints
+    tokens = ["mainNav", "NAVBar", "site-header__menu", "comment_list", "disqus_thread", "ad-slot",
+              "HTMLContent", "x\u00a0nav", "nav\u2003menu", "sidebarAD", "footer2Links", "é-nav", "", "--", "a_b-c d"]
+    words = list(_HINT_EXACT) + [p for p, _ in _HINT_PREFIX] + ["nav", "Menu", "COMMENT", "x", "Ad", "2", "é"]
+    rng = random.Random(9)
+    for _ in range(3000):
+        tokens.append("".join(rng.choice([rng.choice(words), rng.choice(words).title(), rng.choice(words).upper(),
+                                          rng.choice(["-", "_", " ", "--", "\t", ".", ""])])
+                              for _ in range(rng.randrange(1, 6))))
+    for token in tokens:
+        assert _name_hints(token) == _name_hints_by_chunks(token), token
+        assert _role_hints(token) == _role_hints_by_chunks(token), token

@@ -180,6 +180,7 @@ for _name, _words in HINT_WORDS:
         else:
             _HINT_EXACT[_w] = _HINT_EXACT.get(_w, 0) | HINT_BIT[_name]
 # Seed 002 §3.8.2's advertisement patterns, as published.
+_HINT_PREFIXES = tuple(prefix for prefix, _ in _HINT_PREFIX)
 _AD = re.compile(r"\bad-|-ad\b|\bad_|_ad\b|\badv-|-adv\b|\badv_|_adv\b|advert|\bads|adblock|adbox")
 HINT_OF_TAG = {"nav": "nav", "aside": "aside", "footer": "footer", "main": "main",
                "article": "content", "header": "title", "form": "form", "figcaption": "caption",
@@ -189,7 +190,6 @@ HINT_OF_TAG = {"nav": "nav", "aside": "aside", "footer": "footer", "main": "main
 _MAX_HINT_CLASSES = 12
 
 _CAMEL = re.compile(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])")
-_SPLIT = re.compile(r"[-_\s]+")
 
 
 def _has_nav_word(value: str) -> bool:
@@ -203,32 +203,37 @@ def _has_nav_word(value: str) -> bool:
     return bool(_name_hints(value) & F_NAV_HINT)
 
 
-def _name_hints(value: str) -> int:
+def _word_parts(value: str) -> list[str]:
+    """The lower-cased word parts of an id or class token: split on '-', '_', whitespace and
+    camelCase. _CAMEL matches none of the separators and its lookahead sees a separator as it
+    sees the end of a chunk, so one findall over the whole token gives the parts of its
+    chunks in order (tests/test_page.py checks it against splitting first)."""
+    return [part.lower() for part in _CAMEL.findall(value)]
+
+
+def _name_hints(value: str, parts: list[str] | None = None) -> int:
     """F_NAV_* and F_COMMENT_HINT bits of an id or class token, by its word parts
     (see _has_nav_word); a comment section is a part beginning with "comment", or "disqus"."""
     flags = F_NAV_EXACT if value.lower() in ("nav", "menu") else 0
-    for chunk in _SPLIT.split(value):
-        for part in _CAMEL.findall(chunk):
-            low = part.lower()
-            if low.startswith("nav") or low.startswith("menu"):
-                flags |= F_NAV_HINT
-                if low in ("nav", "menu"):
-                    flags |= F_NAV_WORD
-            elif low.startswith("comment") or low == "disqus":
-                flags |= F_COMMENT_HINT
+    for low in _word_parts(value) if parts is None else parts:
+        if low.startswith(("nav", "menu")):
+            flags |= F_NAV_HINT
+            if low in ("nav", "menu"):
+                flags |= F_NAV_WORD
+        elif low.startswith("comment") or low == "disqus":
+            flags |= F_COMMENT_HINT
     return flags
 
 
-def _role_hints(value: str) -> int:
+def _role_hints(value: str, parts: list[str] | None = None) -> int:
     """HINT_BIT bits of one id or class token (see HINT_WORDS)."""
     low = value.lower()
     bits = HINT_BIT["ad"] if _AD.search(low) else 0
     if "nav" in low:               # seed 002: substring match for nav, as published
         bits |= HINT_BIT["nav"]
-    for chunk in _SPLIT.split(value):
-        for part in _CAMEL.findall(chunk):
-            part = part.lower()
-            bits |= _HINT_EXACT.get(part, 0)
+    for part in _word_parts(value) if parts is None else parts:
+        bits |= _HINT_EXACT.get(part, 0)
+        if part.startswith(_HINT_PREFIXES):       # one C-level test before the loop
             for prefix, bit in _HINT_PREFIX:
                 if part.startswith(prefix):
                     bits |= bit
@@ -598,8 +603,9 @@ def _id_info(value: str) -> tuple:
     value = value.strip()
     if not value:
         return 0, 0, 0
-    bits = _name_hints(value) | (F_VOLATILE_ID if _DIGIT_RUN.search(value) else 0)
-    return (_hash32(value) or 1), bits, _role_hints(value)
+    parts = _word_parts(value)
+    bits = _name_hints(value, parts) | (F_VOLATILE_ID if _DIGIT_RUN.search(value) else 0)
+    return (_hash32(value) or 1), bits, _role_hints(value, parts)
 
 
 _HIDDEN_STYLE = re.compile(r"display\s*:\s*none|visibility\s*:\s*hidden", re.IGNORECASE)
