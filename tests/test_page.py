@@ -413,3 +413,64 @@ def test_id_and_class_hints_split_once_as_when_split_by_chunks():
     for token in tokens:
         assert _name_hints(token) == _name_hints_by_chunks(token), token
         assert _role_hints(token) == _role_hints_by_chunks(token), token
+
+
+def _unpickled(html: str, url: str = "http://ex.com/"):
+    import pickle
+    return pickle.loads(pickle.dumps(parse_page(html, url)))
+
+
+def test_unpacked_pages_past_the_bound_drop_their_arrays_least_recent_first(monkeypatch):
+    """Three unpickled pages of 5 nodes each (`<p>w</p><p>y</p>`: body, p, #text, p, #text)
+    and a bound of 10 nodes: after reading a, b and c the pages unpacked hold 15 > 10 nodes,
+    so a (the oldest) is dropped and b, c stay. Reading a again rebuilds equal arrays and
+    drops b (now the oldest); a page touched before the next read is kept over an older one."""
+    from sitestrip.transforms import page as page_mod
+
+    bound = page_mod.UnpackedPages(10)
+    monkeypatch.setattr(page_mod, "UNPACKED", bound)
+    a, b, c = (_unpickled(f"<body><p>{w}</p><p>y</p></body>", f"http://ex.com/{w}") for w in "abc")
+    first_tags = a.tag.copy()
+    assert a.size == 5 and "parent" in vars(a)
+    b.tag, c.tag
+    assert "parent" not in vars(a) and "tag" not in vars(a) and "text" not in vars(a)
+    assert "parent" in vars(b) and "parent" in vars(c)
+    assert bound.nodes == 10 and bound.unpacked == 3
+    assert np.array_equal(a.tag, first_tags) and a.node_text(2) == "a"
+    assert "parent" not in vars(b) and "parent" in vars(c) and bound.unpacked == 4
+    bound.touch(c)                      # c is now more recent than a
+    b.parent
+    assert "parent" in vars(c) and "parent" not in vars(a)
+
+
+def test_pages_parsed_here_are_never_dropped(monkeypatch):
+    """A page that never came from a blob holds arrays nothing can rebuild: it is not counted,
+    even once pickled (its blob is then made, its arrays stay its own)."""
+    import pickle
+
+    from sitestrip.transforms import page as page_mod
+
+    bound = page_mod.UnpackedPages(1)
+    monkeypatch.setattr(page_mod, "UNPACKED", bound)
+    parsed_here = parse_page("<body><p>one</p><p>two</p></body>", "http://ex.com/")
+    pickle.dumps(parsed_here)
+    other = _unpickled("<body><p>three</p></body>")
+    other.tag
+    assert bound.unpacked == 1 and "parent" in vars(parsed_here)
+    assert text_of(parsed_here) == "one\ntwo"
+
+
+def test_a_dropped_page_pickles_to_the_same_bytes(monkeypatch):
+    """Dropping keeps the blob: the page pickles to the bytes it came from, unpacked or not."""
+    import pickle
+
+    from sitestrip.transforms import page as page_mod
+
+    monkeypatch.setattr(page_mod, "UNPACKED", page_mod.UnpackedPages(1))
+    data = pickle.dumps(parse_page("<body><div><p>one <a href='/x'>two</a></p></div></body>", "http://ex.com/"))
+    page = pickle.loads(data)
+    page.tag
+    _unpickled("<body><p>other</p></body>").tag      # drops `page`
+    assert "parent" not in vars(page)
+    assert pickle.dumps(page) == data
+    assert page.link_url == ("http://ex.com/x",)

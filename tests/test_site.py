@@ -328,3 +328,26 @@ def test_block_granularity_is_in_the_presets():
     from sitestrip.configs import load_config
     assert load_config().template.block_granularity
     assert not load_config("published").template.block_granularity
+
+
+def test_rows_do_not_depend_on_how_many_unpacked_pages_are_kept(monkeypatch):
+    """The site's pages arrive packed (as from a shuffle). With a bound of one node every read
+    of another page drops the ones unpacked before, even the key page's in the middle of its
+    analysis and every candidate's: rebuilt from the blob, the arrays are equal, so the rows
+    are those of an unbounded run, and pages were unpacked many more times than there are."""
+    import pickle
+
+    from sitestrip.transforms import page as page_mod
+
+    def run(bound):
+        monkeypatch.setattr(page_mod, "UNPACKED", page_mod.UnpackedPages(bound))
+        records = pickle.loads(pickle.dumps([record(x) for x in PAGES]))
+        return rows_for(records), page_mod.UNPACKED.unpacked
+
+    kept, unpacked_kept = run(10 ** 9)
+    dropped, unpacked_dropped = run(1)
+    assert unpacked_kept == len(PAGES) and unpacked_dropped > 3 * len(PAGES)
+    for (kind, row), (kind2, row2) in zip(kept, dropped, strict=True):
+        assert kind == kind2 == "pages"
+        assert {k: v for k, v in row.items() if k != "timing_ms"} == {k: v for k, v in row2.items() if k != "timing_ms"}
+    assert kept[0][1]["main_text"].startswith("Apples")

@@ -680,19 +680,33 @@ def select_candidates(key_url: str, key_page: CompactPage, site: SiteLinks,
                               pages_loaded=len(walked), sources=sources)
 
 
-def site_links(pages: Mapping[str, CompactPage], site: str) -> SiteLinks:
+def in_site(url: str, site: str) -> bool:
+    """Whether site_links counts the page at normalized `url` as a page of `site`."""
+    return directory_sequence(url)[:1] == (site,)
+
+
+def page_key_links(page: CompactPage, url: str, site: str) -> tuple[np.ndarray, frozenset]:
+    """(positions in page.link_url of key_page_links(page, site), the page's outlinks: their
+    targets but `url`) of one page of `site` at normalized `url`."""
+    positions = _key_link_positions(page, site)
+    return positions, frozenset(target for target, _ in _links_at(page, positions) if target != url)
+
+
+def site_links(pages: Mapping[str, CompactPage], site: str, key_links: Mapping | None = None) -> SiteLinks:
     """SiteLinks of the pages of `site` in `pages` (keyed by normalized URL).
 
     A page's outlinks are its links as the key page would see them
-    (key_page_links): same site, no self link.
+    (key_page_links): same site, no self link. `key_links` holds page_key_links of each
+    page of the site when the caller has computed them already (in one visit per page with
+    what else it needs of every page: extract.shard_links).
     """
     outlinks: dict[str, frozenset[str]] = {}
-    key_links: dict[str, tuple] = {}
+    positions_of: dict[str, tuple] = {}
     for url in sorted(pages):
-        if directory_sequence(url)[:1] != (site,):
+        if not in_site(url, site):
             continue
         page = pages[url]
-        positions = _key_link_positions(page, site)
-        key_links[url] = (page, positions)
-        outlinks[url] = frozenset(target for target, _ in _links_at(page, positions) if target != url)
-    return SiteLinks(outlinks=outlinks, site=site, key_links=key_links)
+        positions, targets = key_links[url] if key_links is not None else page_key_links(page, url, site)
+        positions_of[url] = (page, positions)
+        outlinks[url] = targets
+    return SiteLinks(outlinks=outlinks, site=site, key_links=positions_of)

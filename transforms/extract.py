@@ -14,18 +14,18 @@ from typing import Iterable, Iterator, Sequence
 import numpy as np
 
 from sitestrip.transforms.blocks import Blocks, block_texts, page_blocks, render_blocks
-from sitestrip.transforms.candidates import CandidateSelection, select_candidates, site_links
+from sitestrip.transforms.candidates import CandidateSelection, in_site, page_key_links, select_candidates, site_links
 from sitestrip.transforms.charset import decode_html
 from sitestrip.transforms.conex_page import main_content, main_content_and_features
 from sitestrip.transforms.classify import classify_blocks, load_main_content_model
-from sitestrip.transforms.clusters import ClusterCandidates, cluster_pages, cluster_rows
+from sitestrip.transforms.clusters import ClusterCandidates, cluster_pages, cluster_rows, cluster_signatures, page_signature
 from sitestrip.transforms.conex_site import site_main_content
 from sitestrip.transforms.features import SiteSignals, block_features, text_keys
 from sitestrip.transforms.link_blocks import drop_link_blocks
 from sitestrip.transforms.menex import Menu, MenexParams, detect_menu, menu_scores
 from sitestrip.transforms.output import OutputParams, declared_columns, main_language, main_markdown
 from sitestrip.transforms.sitemenus import MenuProposal, choose_menu_keys, node_keys, propose_menus, site_menu
-from sitestrip.transforms.page import PRODUCT_RULES, TEXT, CompactPage, ParseRules, parse_page
+from sitestrip.transforms.page import PRODUCT_RULES, TEXT, UNPACKED, CompactPage, ParseRules, parse_page
 from sitestrip.transforms.state import StateParams, StoredPage, shard_state
 from sitestrip.transforms.status import WARC_TRUNCATED, page_status
 from sitestrip.transforms.template import TemplateResult, detect_template
@@ -238,23 +238,36 @@ class SiteBlocks:
             return self
         self._prepared = True
         for url in sorted(self.pages):
-            if url not in self._blocks and url not in self._failed:
-                start = time.thread_time()
-                try:
-                    self.of(url)
-                except Exception:
-                    pass            # raised again in that page's own blocks stage
-                self.own_ms[url] = _ms_since(start)
+            self.prepare_page(url)
         return self
+
+    def prepare_page(self, url: str) -> None:
+        """One page's part of `prepare` (shard_links does it in its visit of the page)."""
+        if url not in self._blocks and url not in self._failed and url not in self.own_ms:
+            start = time.thread_time()
+            try:
+                self.of(url)
+            except Exception:
+                pass            # raised again in that page's own blocks stage
+            self.own_ms[url] = _ms_since(start)
 
     def site_counts(self) -> tuple[np.ndarray, np.ndarray]:
         """(sorted distinct text keys, pages of the shard showing each)."""
         if self._site_counts is None:
             self.prepare()
-            per_page = [self._distinct_keys(url) for url in sorted(self.pages) if url in self._blocks]
+            per_page = [self._distinct_keys(url) for url in sorted(self.pages) if url not in self._failed]
             keys = np.concatenate(per_page) if per_page else np.zeros(0, dtype=np.int64)
             self._site_counts = np.unique(keys, return_counts=True)
         return self._site_counts
+
+    def forget(self, url: str) -> None:
+        """Drop the page's own blocks and texts once its row is made: later key pages read
+        only its distinct text keys, kept. (Held for the whole shard, every page's block texts
+        were 20 MB of docs.python.org's 200 pages in docsites-dev.) A second capture of the
+        URL computes them again."""
+        if url in self._blocks:
+            self._distinct_keys(url)
+            del self._blocks[url]
 
     def _distinct_keys(self, url: str) -> np.ndarray:
         got = self._distinct.get(url)
@@ -313,20 +326,54 @@ def site_context(site: str, records: Iterable[PageRecord], config=None, stored: 
     `stored` pages (the state of earlier runs, transforms/state.py) join the pages as
     candidates (a page of the run wins over a stored copy of its URL), and the stored
     representatives seed the clustering."""
+    ordered, pages = shard_pages(records, stored)
+    return ordered, pages, shard_links(site, pages, config, stored)
+
+
+def shard_pages(records: Iterable[PageRecord], stored: Sequence[StoredPage] = ()) -> tuple[list, dict]:
+    """(records in (url, file, offset) order, first capture per URL then stored pages by URL)."""
     ordered = sorted(records, key=lambda r: (r.url, r.warc_file, r.warc_offset))
     pages: dict = {}
     for record in ordered:
         pages.setdefault(record.url, record.page)
     for page in sorted(stored, key=lambda s: s.url):
         pages.setdefault(page.url, page.page)
-    links = site_links(pages, site) if len(pages) > 1 else None
-    if links is not None and config is not None and config.clusters.enabled:
+    return ordered, pages
+
+
+def shard_links(site: str, pages: dict, config=None, stored: Sequence[StoredPage] = (),
+                site_blocks: SiteBlocks | None = None):
+    """site_context's SiteLinks (None for one page); with `site_blocks`, every page's blocks
+    too (SiteBlocks.prepare).
+
+    What the shard needs of all of its pages (links, cluster signatures, blocks) is taken in
+    one visit per page, in URL order: the shard's pages are unpacked from their blobs when
+    read and only a bounded number kept so (page.UNPACKED), so a loop per need unpacked most
+    pages once per loop."""
+    many = len(pages) > 1
+    clustered = many and config is not None and config.clusters.enabled
+    key_links, signatures = {}, {}
+    # Backwards: the key pages are analysed forwards next, and start on the pages still unpacked.
+    for url in sorted(pages, reverse=True):
+        page = pages[url]
+        if many and in_site(url, site):
+            key_links[url] = page_key_links(page, url, site)
+        if clustered:
+            signatures[url] = page_signature(page, config.clusters.path_ids)
+        if site_blocks is not None:
+            site_blocks.prepare_page(url)
+    if site_blocks is not None:
+        site_blocks.prepare()          # marks it prepared; every page is done
+    if not many:
+        return None
+    links = site_links(pages, site, key_links)
+    if clustered:
         seeds = [s.url for s in sorted(stored, key=lambda s: s.url) if s.representative]
-        links.clusters = cluster_pages(site, pages, config.clusters, seeds)
+        links.clusters = cluster_signatures(site, {url: signatures[url] for url in pages}, config.clusters, seeds)
         if config.clusters.fill_candidates:
             links.cluster_fill = ClusterCandidates(links.clusters, config.clusters.pool,
                                                   config.clusters.fill_order)
-    return ordered, pages, links
+    return links
 
 
 def _select(record: PageRecord, page: CompactPage, links, params) -> CandidateSelection:
@@ -353,6 +400,8 @@ def analyse_page(record: PageRecord, pages: dict, links, config, site_blocks: Si
         # computed with the shard's, are its work: in its row and its budget.
         site_blocks = (site_blocks or SiteBlocks(pages)).prepare()
         own_ms = site_blocks.own_ms.get(record.url, 0.0)
+    # Read at length from here on: the last of the shard's unpacked pages to be dropped.
+    UNPACKED.touch(page)
     budget = _Budget(config.site.page_budget_ms, spent_ms=own_ms)
     timing = dict(record.timing_ms)
     if links is not None:
@@ -531,12 +580,13 @@ def process_site(site: str, records: Iterable[PageRecord], config, model=None,
     earlier runs are candidates only: rows are written for `records` alone.
     """
     records = list(records)
-    ordered, pages, links = site_context(site, records, config, stored)
+    ordered, pages = shard_pages(records, stored)
     from_state = {s.url for s in stored} - {r.url for r in records}
     site_blocks = None
     if config.main_content.method != "conex":
         site_blocks = SiteBlocks(pages)
         model = model if model is not None else load_main_content_model(config.main_content)
+    links = shard_links(site, pages, config, stored, site_blocks)
     # Per row, its page-level menu while its menu columns wait for the site-level menus
     # (which replace them on most pages of a site: their links are then never read). A lone
     # page (`links` None) is analysed page-only by the same calls.
@@ -545,6 +595,8 @@ def process_site(site: str, records: Iterable[PageRecord], config, model=None,
         try:
             analysis = analyse_page(record, pages, links, config, site_blocks, model)
             page_rows.append(_site_row(record, links, analysis, config.output, menu_columns=False))
+            if site_blocks is not None:
+                site_blocks.forget(record.url)
             page_menus.append(analysis.menu)
             if analysis.menu_proposal is not None and record.url not in proposals:
                 proposals[record.url] = analysis.menu_proposal
@@ -587,7 +639,8 @@ def _apply_site_menus(page_rows: list, pages: dict, links, proposals: dict, conf
         group_of = {url: 0 for url in proposals}
     chosen = choose_menu_keys(proposals, group_of)
     replaced = set()
-    for k, row in enumerate(page_rows):
+    # Backwards: the pages analysed last are the ones still unpacked (page.UNPACKED).
+    for k, row in reversed(list(enumerate(page_rows))):
         url = row["url_normalized"]
         proposal = proposals.get(url)
         if proposal is None or proposal.nodes.size == 0:

@@ -12,7 +12,10 @@ from __future__ import annotations
 
 import os
 import re
+import threading
+import weakref
 import zlib
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from functools import lru_cache, partial
 from typing import Iterator
@@ -378,16 +381,33 @@ class CompactPage:
 
     def __getattr__(self, name):
         # Only reached for names not in the instance dict: a packed array field of a page
-        # not unpacked yet (see __setstate__); anything else is a plain missing attribute.
-        if name in _PACKED_FIELDS and "_blob" in self.__dict__ and "parent" not in self.__dict__:
-            self._unpack()
-            return self.__dict__[name]
+        # not unpacked yet (see __setstate__) or unpacked and dropped since (UnpackedPages);
+        # anything else is a plain missing attribute.
+        if name in _PACKED_FIELDS and "_blob" in self.__dict__:
+            with UNPACKED.lock:
+                self._unpack()
+                if name in self.__dict__:
+                    return self.__dict__[name]
         raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     def _unpack(self) -> None:
-        """Rebuild the node arrays and the text from the blob, once."""
+        """Rebuild the node arrays and the text from the blob, once while they are kept."""
         if "parent" in self.__dict__:
             return
+        with UNPACKED.lock:
+            if "parent" not in self.__dict__:
+                self._rebuild_arrays()
+                UNPACKED.added(self)
+
+    def _drop_unpacked(self) -> None:
+        """Forget the node arrays rebuilt from the blob (they are rebuilt, equal, when next
+        read). `parent` goes first: its absence is what sends a read to _unpack."""
+        if "_blob" in self.__dict__:
+            self.__dict__.pop("parent", None)
+            for name in _PACKED_FIELDS:
+                self.__dict__.pop(name, None)
+
+    def _rebuild_arrays(self) -> None:
         raw = memoryview(_unpack_blob(self.__dict__["_blob"], self.__dict__["_blob_v"]))
         n, n_text, n_class, n_attr, n_link, n_text_bytes, n_pre = np.frombuffer(raw[:56], dtype=np.int64).tolist()
         pos = 56
@@ -429,6 +449,60 @@ class CompactPage:
             link_node=link_node, link_url=tuple(links.decode("utf-8", "surrogatepass").split("\n")) if n_link else ())
         # `parent` last: its presence says the page is unpacked (__getattr__, _unpack).
         self.__dict__.update(arrays, parent=parent)
+
+
+class UnpackedPages:
+    """The pages whose node arrays were rebuilt from their blob, least recently used first,
+    with their node total: past `max_nodes`, the oldest pages' arrays are dropped (the blob
+    stays; the next read rebuilds them equal).
+
+    A site shard arrives packed and every loop over all of its pages (its links, its template
+    clusters, its blocks, its site menus) unpacks each page: kept, every page's arrays were held
+    at once until the shard ended (docs.python.org in docsites-dev: 200 pages, 670k nodes, 46 MB
+    of arrays and text). Pages read while a key page is analysed are few (it and its
+    candidates), so the bound costs a page rebuilt now and then (`unpacked` counts rebuilds).
+    Pages that never had a blob (parsed in this process) hold their arrays and are not counted.
+    Pages are held weakly: a dead page's entry goes when it is the oldest; entries count at
+    least one node each, so there are never more than max_nodes of them."""
+
+    def __init__(self, max_nodes: int):
+        self.max_nodes = max_nodes
+        self.pages: OrderedDict = OrderedDict()     # id(page) → (weak reference, nodes counted)
+        self.nodes = 0
+        self.unpacked = 0
+        # Reentrant: a read of a dropped field unpacks under it (CompactPage.__getattr__).
+        self.lock = threading.RLock()
+
+    def added(self, page: "CompactPage") -> None:
+        """`page` was just unpacked: it is the most recent; older pages past the bound are dropped."""
+        key = id(page)
+        with self.lock:
+            self.unpacked += 1
+            entry = self.pages.pop(key, None)
+            if entry is not None:
+                self.nodes -= entry[1]
+            counted = max(page.size, 1)
+            self.pages[key] = (weakref.ref(page), counted)
+            self.nodes += counted
+            while self.nodes > self.max_nodes and len(self.pages) > 1:
+                _, (ref, counted) = self.pages.popitem(last=False)
+                self.nodes -= counted
+                old = ref()
+                if old is not None:
+                    old._drop_unpacked()
+
+    def touch(self, page: "CompactPage") -> None:
+        """`page` is about to be read at length (a key page): it becomes the most recent."""
+        key = id(page)
+        with self.lock:
+            entry = self.pages.get(key)
+            if entry is not None and entry[0]() is page:
+                self.pages.move_to_end(key)
+
+
+# About 21 MB of arrays and text at docsites-dev's 70 bytes per node; the ETDM indexes have
+# the same bound (etdm._INDEX_NODES).
+UNPACKED = UnpackedPages(300_000)
 
 
 # The blob's format, the "v" of a pickled page: 3, zlib's level 1 of the packed arrays (what
