@@ -234,3 +234,41 @@ def test_the_cli_gives_arrow_the_system_allocator_unless_the_user_chose_one(pres
         env["ARROW_DEFAULT_MEMORY_POOL"] = preset
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == expected
+
+
+_HEAP_PROBE = """
+import os, sys
+if sys.argv[1] == "bound":
+    from sitestrip.pipeline.cli import bound_c_heap
+    bound_c_heap()
+def in_heap(address):
+    for line in open("/proc/self/maps"):
+        if line.rstrip().endswith("[heap]"):
+            start, end = (int(x, 16) for x in line.split()[0].split("-"))
+            if start <= address < end:
+                return True
+    return False
+big = bytes(8 << 20)
+del big            # freed: glibc's dynamic threshold rises to 8 MiB
+block = bytes(4 << 20)
+print(in_heap(id(block)), os.environ.get("MALLOC_MMAP_THRESHOLD_"), os.environ.get("MALLOC_TRIM_THRESHOLD_"))
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux") or __import__("platform").libc_ver()[0] != "glibc",
+                    reason="glibc's malloc only")
+@pytest.mark.parametrize("how, expected", [
+    ("default", "True None None"),            # glibc alone: after an 8 MiB block is freed, 4 MiB comes from the heap
+    ("bound", "False 2097152 33554432"),      # from 2 MiB up a block is mapped apart; workers inherit the variables
+    ("user", "False 65536 None"),             # the user's own variable wins (64 KiB), nothing added
+])
+def test_the_run_bounds_the_c_heap_unless_the_user_tuned_it(how, expected):
+    """bound_c_heap (run() calls it first): glibc raises its mapping threshold to the size of
+    each large block freed, so a later 4 MiB block lands in the heap; bounded at 2 MiB it is
+    mapped on its own (its address is outside [heap]) and given back when freed."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MALLOC_")}
+    if how == "user":
+        env["MALLOC_MMAP_THRESHOLD_"] = "65536"
+    out = subprocess.run([sys.executable, "-c", _HEAP_PROBE, "default" if how == "default" else "bound"],
+                         env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == expected

@@ -351,3 +351,23 @@ def test_rows_do_not_depend_on_how_many_unpacked_pages_are_kept(monkeypatch):
         assert kind == kind2 == "pages"
         assert {k: v for k, v in row.items() if k != "timing_ms"} == {k: v for k, v in row2.items() if k != "timing_ms"}
     assert kept[0][1]["main_text"].startswith("Apples")
+
+
+def test_held_rows_give_back_their_texts_exactly():
+    """A shard's rows wait for its site menus with their long texts packed: what is yielded
+    is the row as made, to the code point (non-ASCII, a lone surrogate, empty and missing
+    texts, other columns untouched), and a long text waits in a fraction of its size."""
+    import sys
+
+    from sitestrip.transforms.extract import _held_row, _released_row
+
+    long_text = "Apples grow on trees in orchards. " * 2000 + "café 日本 \ud800 ¶"
+    row = {"url": "https://fruit.example/a.html", "main_text": long_text, "main_markdown": "# T\n\n¶",
+           "nontemplate_text": "", "menu_links": [{"url": "u", "text": "t"}]}
+    made = dict(row)
+    held = _held_row(row)
+    assert isinstance(held["main_text"], bytes) and isinstance(held["main_markdown"], bytes)
+    assert held["nontemplate_text"] == "" and held["menu_links"] is made["menu_links"]
+    assert len(held["main_text"]) * 20 < sys.getsizeof(long_text)
+    assert _released_row(held) == made
+    assert _released_row(_held_row({"main_text": None})) == {"main_text": None}

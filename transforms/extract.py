@@ -13,6 +13,7 @@ from typing import Iterable, Iterator, Sequence
 
 import numpy as np
 
+from sitestrip.transforms import codecs
 from sitestrip.transforms.blocks import Blocks, block_texts, page_blocks, render_blocks
 from sitestrip.transforms.candidates import CandidateSelection, in_site, page_key_links, select_candidates, site_links
 from sitestrip.transforms.charset import decode_html
@@ -594,7 +595,7 @@ def process_site(site: str, records: Iterable[PageRecord], config, model=None,
     for record in ordered:
         try:
             analysis = analyse_page(record, pages, links, config, site_blocks, model)
-            page_rows.append(_site_row(record, links, analysis, config.output, menu_columns=False))
+            page_rows.append(_held_row(_site_row(record, links, analysis, config.output, menu_columns=False)))
             if site_blocks is not None:
                 site_blocks.forget(record.url)
             page_menus.append(analysis.menu)
@@ -615,7 +616,7 @@ def process_site(site: str, records: Iterable[PageRecord], config, model=None,
     for row in page_rows:
         if stored:
             row["state_candidate_urls"] = [u for u in row["candidate_urls"] or () if u in from_state]
-        yield "pages", row
+        yield "pages", _released_row(row)
     clusters = links.clusters if links is not None else None
     if clusters is not None:
         for row in cluster_rows(clusters, shard, page_rows,
@@ -626,6 +627,36 @@ def process_site(site: str, records: Iterable[PageRecord], config, model=None,
             clusters = cluster_pages(site, pages, config.clusters)
         for page in shard_state(site, clusters, pages, [r.url for r in records], stored, state):
             yield "state", page
+
+
+# A shard's rows wait for its site menus (SPEC §12) until its last page is analysed. Their
+# long texts (main text, its Markdown, the non-template text: 98% of a row's bytes) wait as
+# LZ4-compressed UTF-8, about a quarter of their size as str (docsites-dev's rows: 116 MB of
+# str, 67 MB of UTF-8, 31 MB with LZ4 for 0.2-0.35 CPU s both ways, zstd 22 MB for
+# 0.43-0.49 s): held as str they made a shard's memory grow with its pages times their text.
+# Only the yielded copy is whole again; the held row (cluster_rows reads it after) is not.
+_HELD_TEXTS = ("main_text", "main_markdown", "nontemplate_text")
+
+
+class _HeldText(bytes):
+    """A held row's text, packed (a type of its own: no column holds bytes)."""
+
+
+def _held_row(row: dict) -> dict:
+    for name in _HELD_TEXTS:
+        text = row.get(name)
+        if isinstance(text, str) and text:
+            row[name] = _HeldText(codecs.pack(text.encode("utf-8", "surrogatepass"), "lz4"))
+    return row
+
+
+def _released_row(row: dict) -> dict:
+    out = dict(row)
+    for name in _HELD_TEXTS:
+        value = out.get(name)
+        if isinstance(value, _HeldText):
+            out[name] = codecs.unpack(value, "lz4").decode("utf-8", "surrogatepass")
+    return out
 
 
 def _apply_site_menus(page_rows: list, pages: dict, links, proposals: dict, config) -> set:

@@ -23,6 +23,7 @@ from typing import Iterator
 import numpy as np
 from lxml import etree
 
+from sitestrip.transforms import codecs
 from sitestrip.transforms.meta import EXTRA_TAGS, NO_EXTRAS, NodeExtras, node_extras, page_metadata
 from sitestrip.transforms.status import PARSE_FAILURE
 from sitestrip.transforms.tokens import count_words
@@ -512,19 +513,10 @@ UNPACKED = UnpackedPages(300_000)
 # inflate, to 18.8 MB; zstd 0.21 s and 0.13 s, to 17.9 MB.
 _BLOB_VERSION = 4
 _MAX_PACKED = 1 << 31          # the node arrays are int32-indexed: a larger length is damage
-_ZSTD = None
-
-
-def _zstd():
-    global _ZSTD
-    if _ZSTD is None:
-        import pyarrow as pa
-        _ZSTD = pa.Codec("zstd")
-    return _ZSTD
 
 
 def _pack_blob(raw: bytes) -> bytes:
-    return len(raw).to_bytes(8, "little") + _zstd().compress(raw, asbytes=True)
+    return codecs.pack(raw, "zstd")
 
 
 def _unpack_blob(blob: bytes, version: int) -> bytes:
@@ -532,10 +524,7 @@ def _unpack_blob(blob: bytes, version: int) -> bytes:
         return zlib.decompress(blob)
     if version != _BLOB_VERSION:
         raise ValueError(f"unknown compact page version {version!r}")
-    size = int.from_bytes(blob[:8], "little")
-    if len(blob) < 8 or size > _MAX_PACKED:
-        raise ValueError(f"compact page blob of {len(blob)} bytes declares {size} bytes packed")
-    return _zstd().decompress(memoryview(blob)[8:], decompressed_size=size, asbytes=True)
+    return codecs.unpack(blob, "zstd", limit=_MAX_PACKED)
 
 
 # The fields a pickled page carries in its blob, rebuilt by CompactPage._unpack.
