@@ -108,3 +108,32 @@ def test_menu_node_by_key_needs_two_links():
     ul = 1
     assert menu_node_by_key(one, int(node_keys(one)[ul])) is None
     assert menu_node_by_key(two, int(node_keys(two)[ul])) == ul
+
+
+def test_site_menu_names_its_node_by_its_key(monkeypatch):
+    """A page of two link lists, ul.a (node 1) and ul.b (node 8): each <ul> is followed by two
+    <li><a>text</a></li> (3 nodes each), so ul.a = 1..7 and ul.b = 8..14. Its proposal holds only
+    ul.a (score 0.4, key from node_keys). A chosen key of the proposal gives ul.a and that key
+    without computing the page's node keys; the key of ul.b (not proposed, two links) is found
+    on the page and named by itself; an unknown key, or none, falls back to the best proposed
+    root, ul.a, with its key."""
+    from sitestrip.transforms import sitemenus
+    from sitestrip.transforms.sitemenus import site_menu
+
+    page = parse_page("<body><ul class=a><li><a href='/1'>1</a></li><li><a href='/2'>2</a></li></ul>"
+                      "<ul class=b><li><a href='/3'>3</a></li><li><a href='/4'>4</a></li></ul></body>",
+                      "http://s.test/")
+    keys = node_keys(page)
+    assert page.tag[1] == page.tag[8] and keys[1] != keys[8]
+    proposal = MenuProposal(np.array([1]), keys[[1]], np.array([0.4]))
+    computed = []
+    real = sitemenus.node_keys
+    monkeypatch.setattr(sitemenus, "node_keys", lambda p: computed.append(1) or real(p))
+    menu, key = site_menu(page, proposal, int(keys[1]))
+    assert (menu.node, key, computed) == (1, int(keys[1]), [])
+    menu, key = site_menu(page, proposal, int(keys[8]))
+    assert (menu.node, key) == (8, int(keys[8])) and [u for u, _ in menu.links] == ["http://s.test/3", "http://s.test/4"]
+    for chosen in (12345, None):
+        menu, key = site_menu(page, proposal, chosen)
+        assert (menu.node, key) == (1, int(keys[1]))
+    assert site_menu(page, MenuProposal(np.zeros(0, np.int64), np.zeros(0, np.uint64), np.zeros(0)), 1) is None

@@ -25,7 +25,7 @@ from sitestrip.transforms.features import SiteSignals, block_features, text_keys
 from sitestrip.transforms.link_blocks import drop_link_blocks
 from sitestrip.transforms.menex import Menu, MenexParams, detect_menu, menu_scores
 from sitestrip.transforms.output import OutputParams, declared_columns, main_language, main_markdown
-from sitestrip.transforms.sitemenus import MenuProposal, choose_menu_keys, node_keys, propose_menus, site_menu
+from sitestrip.transforms.sitemenus import MenuProposal, choose_menu_keys, propose_menus, site_menu
 from sitestrip.transforms.page import PRODUCT_RULES, TEXT, UNPACKED, CompactPage, ParseRules, parse_page
 from sitestrip.transforms.state import StateParams, StoredPage, shard_state
 from sitestrip.transforms.status import WARC_TRUNCATED, page_status
@@ -677,13 +677,10 @@ def _apply_site_menus(page_rows: list, pages: dict, links, proposals: dict, conf
         if proposal is None or proposal.nodes.size == 0:
             continue
         replaced.add(k)
-        page = pages[url]
-        # Once per page here: the key lookup and the signature both need them. (Not kept from
-        # propose_menus: a shard's proposals are held until every page is analysed, and a
-        # uint64 per node of every page would cost more memory than recomputing costs time.)
-        keys = node_keys(page)
-        menu = site_menu(page, proposal, chosen.get(group_of.get(url)), keys)
-        row["menu_links"] = [{"url": u, "text": t} for u, t in menu.links] if menu else []
+        # The proposal carries its roots' menu keys, so a page's node keys (a hash per node)
+        # are computed again only for a chosen key none of its roots has.
+        menu, key = site_menu(pages[url], proposal, chosen.get(group_of.get(url)))
+        row["menu_links"] = [{"url": u, "text": t} for u, t in menu.links]
         # A site menu is named by its block, not its links: a previous/next bar is one menu.
-        row["menu_signature"] = f"{row['site']}:{int(keys[menu.node]):016x}" if menu else None
+        row["menu_signature"] = f"{row['site']}:{key:016x}"
     return replaced

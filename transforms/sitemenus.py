@@ -124,22 +124,23 @@ def choose_menu_keys(proposals: Mapping[str, MenuProposal], group_of: Mapping[st
 
 
 def site_menu(page: CompactPage, proposal: MenuProposal, key: int | None,
-              keys: np.ndarray | None = None) -> Menu | None:
-    """The page's menu: its node with the group's key (a proposed root, else any template
-    element with that key holding two or more links), else its own best-scored root; None
-    when the page proposed nothing. `keys`: the page's node_keys, when the caller has them."""
+              keys: np.ndarray | None = None) -> tuple[Menu, int] | None:
+    """The page's menu and its node's menu key: its node with the group's key (a proposed
+    root, else any template element with that key holding two or more links), else its own
+    best-scored root; None when the page proposed nothing. `keys`: the page's node_keys, when
+    the caller has them (only a key none of the proposed roots has needs them: the proposal
+    carries its roots' keys)."""
     if proposal.nodes.size == 0:
         return None
-    node = None
     if key is not None:
         hit = np.flatnonzero(proposal.keys == np.uint64(key))
         if hit.size:
-            node = int(proposal.nodes[hit[0]])
-        else:
-            node = menu_node_by_key(page, key, keys)
-    if node is None:
-        node = int(proposal.nodes[int(np.argmax(proposal.scores))])
-    return Menu(node, page)
+            return Menu(int(proposal.nodes[hit[0]]), page), int(proposal.keys[hit[0]])
+        node = menu_node_by_key(page, key, keys)
+        if node is not None:
+            return Menu(node, page), int(key)
+    best = int(np.argmax(proposal.scores))
+    return Menu(int(proposal.nodes[best]), page), int(proposal.keys[best])
 
 
 def menu_node_by_key(page: CompactPage, key: int, keys: np.ndarray | None = None) -> int | None:
