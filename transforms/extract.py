@@ -348,9 +348,9 @@ def shard_links(site: str, pages: dict, config=None, stored: Sequence[StoredPage
     too (SiteBlocks.prepare).
 
     What the shard needs of all of its pages (links, cluster signatures, blocks) is taken in
-    one visit per page, in URL order: the shard's pages are unpacked from their blobs when
-    read and only a bounded number kept so (page.UNPACKED), so a loop per need unpacked most
-    pages once per loop."""
+    one visit per page: the shard's pages are unpacked from their blobs when read and only a
+    bounded number kept so (page.UNPACKED), so a loop per need unpacked most pages once per
+    loop. The results do not depend on the order of the visits."""
     many = len(pages) > 1
     clustered = many and config is not None and config.clusters.enabled
     key_links, signatures = {}, {}
