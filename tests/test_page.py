@@ -427,7 +427,7 @@ def test_unpacked_pages_past_the_bound_drop_their_arrays_least_recent_first(monk
     drops b (now the oldest); a page touched before the next read is kept over an older one."""
     from sitestrip.transforms import page as page_mod
 
-    bound = page_mod.UnpackedPages(10)
+    bound = page_mod.RecentPages(10, page_mod.UNPACKED.drop)
     monkeypatch.setattr(page_mod, "UNPACKED", bound)
     a, b, c = (_unpickled(f"<body><p>{w}</p><p>y</p></body>", f"http://ex.com/{w}") for w in "abc")
     first_tags = a.tag.copy()
@@ -435,9 +435,9 @@ def test_unpacked_pages_past_the_bound_drop_their_arrays_least_recent_first(monk
     b.tag, c.tag
     assert "parent" not in vars(a) and "tag" not in vars(a) and "text" not in vars(a)
     assert "parent" in vars(b) and "parent" in vars(c)
-    assert bound.nodes == 10 and bound.unpacked == 3
+    assert bound.nodes == 10 and bound.added == 3
     assert np.array_equal(a.tag, first_tags) and a.node_text(2) == "a"
-    assert "parent" not in vars(b) and "parent" in vars(c) and bound.unpacked == 4
+    assert "parent" not in vars(b) and "parent" in vars(c) and bound.added == 4
     bound.touch(c)                      # c is now more recent than a
     b.parent
     assert "parent" in vars(c) and "parent" not in vars(a)
@@ -450,13 +450,13 @@ def test_pages_parsed_here_are_never_dropped(monkeypatch):
 
     from sitestrip.transforms import page as page_mod
 
-    bound = page_mod.UnpackedPages(1)
+    bound = page_mod.RecentPages(1, page_mod.UNPACKED.drop)
     monkeypatch.setattr(page_mod, "UNPACKED", bound)
     parsed_here = parse_page("<body><p>one</p><p>two</p></body>", "http://ex.com/")
     pickle.dumps(parsed_here)
     other = _unpickled("<body><p>three</p></body>")
     other.tag
-    assert bound.unpacked == 1 and "parent" in vars(parsed_here)
+    assert bound.added == 1 and "parent" in vars(parsed_here)
     assert text_of(parsed_here) == "one\ntwo"
 
 
@@ -466,7 +466,7 @@ def test_a_dropped_page_pickles_to_the_same_bytes(monkeypatch):
 
     from sitestrip.transforms import page as page_mod
 
-    monkeypatch.setattr(page_mod, "UNPACKED", page_mod.UnpackedPages(1))
+    monkeypatch.setattr(page_mod, "UNPACKED", page_mod.RecentPages(1, page_mod.UNPACKED.drop))
     data = pickle.dumps(parse_page("<body><div><p>one <a href='/x'>two</a></p></div></body>", "http://ex.com/"))
     page = pickle.loads(data)
     page.tag

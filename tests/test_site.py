@@ -340,9 +340,9 @@ def test_rows_do_not_depend_on_how_many_unpacked_pages_are_kept(monkeypatch):
     from sitestrip.transforms import page as page_mod
 
     def run(bound):
-        monkeypatch.setattr(page_mod, "UNPACKED", page_mod.UnpackedPages(bound))
+        monkeypatch.setattr(page_mod, "UNPACKED", page_mod.RecentPages(bound, page_mod.UNPACKED.drop))
         records = pickle.loads(pickle.dumps([record(x) for x in PAGES]))
-        return rows_for(records), page_mod.UNPACKED.unpacked
+        return rows_for(records), page_mod.UNPACKED.added
 
     kept, unpacked_kept = run(10 ** 9)
     dropped, unpacked_dropped = run(1)

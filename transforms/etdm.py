@@ -46,17 +46,15 @@ from __future__ import annotations
 
 import math
 import os
-import threading
 import weakref
 from bisect import bisect_left
-from collections import OrderedDict
 from heapq import heappop, heappush
 from dataclasses import dataclass
 from functools import cached_property
 
 import numpy as np
 
-from sitestrip.transforms.page import F_PRE, TEXT, CompactPage
+from sitestrip.transforms.page import F_PRE, TEXT, CompactPage, RecentPages
 from sitestrip.transforms.tree import children
 
 try:
@@ -344,45 +342,26 @@ def _pair_jaccards(x: np.ndarray, y: np.ndarray, flat_a, flat_b, sets_a, sets_b)
 _INDEX_NODES = 150_000
 
 
-class _RecentIndexes:
-    """The pages whose index is attached, least recently mapped first, with their node total.
-
-    A page that died keeps its entry (a dead weak reference) until it is the oldest;
-    entries count at least one node each, so there are never more than max_nodes."""
+class _RecentIndexes(RecentPages):
+    """The pages whose index is attached (page.RecentPages); the two pages of the mapping
+    under way always keep theirs."""
 
     def __init__(self, max_nodes: int):
-        self.max_nodes = max_nodes
-        self.pages: OrderedDict = OrderedDict()     # id(page) → (weak reference, nodes counted)
-        self.nodes = 0
-        self.built = 0                              # indexes built (tests, docs/performance.md)
-        self.lock = threading.Lock()
+        super().__init__(max_nodes, lambda page: page.__dict__.pop("_etdm_index", None), keep=2)
+
+    @property
+    def built(self) -> int:
+        return self.added
 
     def get(self, page: CompactPage) -> _PageIndex:
-        key = id(page)
         with self.lock:
             ix = page.__dict__.get("_etdm_index")
-            entry = self.pages.get(key)
-            # An id is only this page's while the entry's page is alive and is this page.
-            if ix is not None and entry is not None and entry[0]() is page:
-                self.pages.move_to_end(key)
+            if ix is not None and self.touch(page):
                 return ix
         ix = _PageIndex(page)
         with self.lock:
-            entry = self.pages.pop(key, None)
-            if entry is not None:
-                self.nodes -= entry[1]
-            counted = max(page.size, 1)
-            self.pages[key] = (weakref.ref(page), counted)
-            self.nodes += counted
             page.__dict__["_etdm_index"] = ix
-            self.built += 1
-            # The two pages of the mapping under way always stay.
-            while self.nodes > self.max_nodes and len(self.pages) > 2:
-                _, (ref, counted) = self.pages.popitem(last=False)
-                self.nodes -= counted
-                old = ref()
-                if old is not None:
-                    old.__dict__.pop("_etdm_index", None)
+            self.add(page)
         return ix
 
 

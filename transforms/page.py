@@ -382,7 +382,7 @@ class CompactPage:
 
     def __getattr__(self, name):
         # Only reached for names not in the instance dict: a packed array field of a page
-        # not unpacked yet (see __setstate__) or unpacked and dropped since (UnpackedPages);
+        # not unpacked yet (see __setstate__) or unpacked and dropped since (UNPACKED);
         # anything else is a plain missing attribute.
         if name in _PACKED_FIELDS and "_blob" in self.__dict__:
             with UNPACKED.lock:
@@ -398,7 +398,7 @@ class CompactPage:
         with UNPACKED.lock:
             if "parent" not in self.__dict__:
                 self._rebuild_arrays()
-                UNPACKED.added(self)
+                UNPACKED.add(self)
 
     def _drop_unpacked(self) -> None:
         """Forget the node arrays rebuilt from the blob (they are rebuilt, equal, when next
@@ -452,58 +452,62 @@ class CompactPage:
         self.__dict__.update(arrays, parent=parent)
 
 
-class UnpackedPages:
-    """The pages whose node arrays were rebuilt from their blob, least recently used first,
-    with their node total: past `max_nodes`, the oldest pages' arrays are dropped (the blob
-    stays; the next read rebuilds them equal).
+class RecentPages:
+    """Pages holding something they can rebuild (here the node arrays unpacked from their
+    blob, in etdm.py an ETDM index), least recently used first, with their node total: past
+    `max_nodes`, the oldest pages but the `keep` most recent `drop` it.
 
-    A site shard arrives packed and every loop over all of its pages (its links, its template
-    clusters, its blocks, its site menus) unpacks each page: kept, every page's arrays were held
-    at once until the shard ended (docs.python.org in docsites-dev: 200 pages, 670k nodes, 46 MB
-    of arrays and text). Pages read while a key page is analysed are few (it and its
-    candidates), so the bound costs a page rebuilt now and then (`unpacked` counts rebuilds).
-    Pages that never had a blob (parsed in this process) hold their arrays and are not counted.
-    Pages are held weakly: a dead page's entry goes when it is the oldest; entries count at
-    least one node each, so there are never more than max_nodes of them."""
+    Pages are held weakly: a dead page's entry goes when it is the oldest, and entries count
+    at least one node each, so there are never more than max_nodes of them. `added` counts
+    the pages registered (rebuilds included: tests, docs/performance.md)."""
 
-    def __init__(self, max_nodes: int):
-        self.max_nodes = max_nodes
+    def __init__(self, max_nodes: int, drop, keep: int = 1):
+        self.max_nodes, self.drop, self.keep = max_nodes, drop, keep
         self.pages: OrderedDict = OrderedDict()     # id(page) → (weak reference, nodes counted)
         self.nodes = 0
-        self.unpacked = 0
-        # Reentrant: a read of a dropped field unpacks under it (CompactPage.__getattr__).
+        self.added = 0
+        # Reentrant: a read of a dropped page field unpacks under it (CompactPage.__getattr__).
         self.lock = threading.RLock()
 
-    def added(self, page: "CompactPage") -> None:
-        """`page` was just unpacked: it is the most recent; older pages past the bound are dropped."""
+    def add(self, page: "CompactPage") -> None:
+        """`page` has just made what it holds: it is the most recent; older pages past the
+        bound drop theirs."""
         key = id(page)
         with self.lock:
-            self.unpacked += 1
+            self.added += 1
             entry = self.pages.pop(key, None)
             if entry is not None:
                 self.nodes -= entry[1]
             counted = max(page.size, 1)
             self.pages[key] = (weakref.ref(page), counted)
             self.nodes += counted
-            while self.nodes > self.max_nodes and len(self.pages) > 1:
+            while self.nodes > self.max_nodes and len(self.pages) > self.keep:
                 _, (ref, counted) = self.pages.popitem(last=False)
                 self.nodes -= counted
                 old = ref()
                 if old is not None:
-                    old._drop_unpacked()
+                    self.drop(old)
 
-    def touch(self, page: "CompactPage") -> None:
-        """`page` is about to be read at length (a key page): it becomes the most recent."""
+    def touch(self, page: "CompactPage") -> bool:
+        """Make `page` the most recent; False when it is not registered (an id is only this
+        page's while the entry's page is alive and is this page)."""
         key = id(page)
         with self.lock:
             entry = self.pages.get(key)
-            if entry is not None and entry[0]() is page:
-                self.pages.move_to_end(key)
+            if entry is None or entry[0]() is not page:
+                return False
+            self.pages.move_to_end(key)
+            return True
 
 
-# About 21 MB of arrays and text at docsites-dev's 70 bytes per node; the ETDM indexes have
-# the same bound (etdm._INDEX_NODES).
-UNPACKED = UnpackedPages(300_000)
+# The pages whose node arrays were rebuilt from their blob. A site shard arrives packed and
+# every loop over all of its pages (its links, clusters, blocks, site menus) unpacks each
+# page: kept, every page's arrays were held at once until the shard ended (docs.python.org
+# in docsites-dev: 200 pages, 670k nodes, 46 MB of arrays and text). Pages read while a key
+# page is analysed are few (it and its candidates), so the bound costs a page rebuilt now
+# and then. Pages that never had a blob (parsed in this process) are not registered. 300k
+# nodes is about 21 MB at docsites-dev's 70 bytes a node (performance.md, session 7).
+UNPACKED = RecentPages(300_000, lambda page: page._drop_unpacked())
 
 
 # The blob's format, the "v" of a pickled page: 3, zlib's level 1 of the packed arrays (what
