@@ -23,7 +23,7 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.metrics import Metrics
 
 from sitestrip.configs import Config
-from sitestrip.pipeline.parts import PART_KEYS, WriteParts
+from sitestrip.pipeline.parts import PART_KEYS, PartDataset, WriteParts
 from sitestrip.pipeline.progress import READ, SITES, ProgressFile
 from sitestrip.pipeline.state import (current_version, next_version, read_state_file, state_files, version_prefix,
                                       write_current)
@@ -373,20 +373,22 @@ def build_pipeline(p: beam.Pipeline, warc_paths: list[str], output: str, config:
              | "CountMenus" >> beam.CombinePerKey(CountMenus())
              | "MenuRows" >> beam.Map(_menu_row))
     schemas = dict(DATASETS, pages=pages_schema(config))
-    written = [rows | f"Write_{name}" >> WriteParts(dataset_prefix(output, name), schemas[name],
-                                                     PART_KEYS[name], parts)
-               for name, rows in (("pages", pages), ("menus", menus), ("errors", errors),
-                                  ("sites", clusters))]
+    rows_by_name = {"pages": pages, "menus": menus, "errors": errors, "sites": clusters}
+    datasets = {name: PartDataset(dataset_prefix(output, name), schemas[name], PART_KEYS[name])
+                for name in rows_by_name}
+    written = [rows_by_name | "Write" >> WriteParts(datasets, parts)]
     if state_dir is not None:
         new_state = (sites
                      | "StatePages" >> beam.FlatMap(_of_kind, STATE_PAGES)
                      | "StateBySite" >> beam.Map(lambda page: (page.site, page)))
-        state_written = ((new_state, carried)
-                         | "AllState" >> beam.Flatten()
-                         | "GroupState" >> beam.GroupByKey()
-                         | "MergeState" >> beam.FlatMap(_merged_state, config.state)
-                         | "WriteState" >> WriteParts(version_prefix(state_dir, version), STATE,
-                                                      ("site", "url"), parts))
+        merged_state = ((new_state, carried)
+                        | "AllState" >> beam.Flatten()
+                        | "GroupState" >> beam.GroupByKey()
+                        | "MergeState" >> beam.FlatMap(_merged_state, config.state))
+        state_written = ({"state": merged_state}
+                         | "WriteState" >> WriteParts(
+                             {"state": PartDataset(version_prefix(state_dir, version), STATE, ("site", "url"))},
+                             parts))
         # CURRENT moves only after the new version and the output datasets are written.
         switched = ((tuple(written) + (state_written,))
                     | "BeforeSwitch" >> beam.Flatten()

@@ -43,6 +43,7 @@ from __future__ import annotations
 import pickle
 import uuid
 import zlib
+from dataclasses import dataclass
 
 import apache_beam as beam
 import pyarrow as pa
@@ -188,41 +189,65 @@ def _write_group(writer: pq.ParquetWriter, batches: list, schema: pa.Schema) -> 
     writer.write_table(table, row_group_size=table.num_rows)
 
 
+@dataclass(frozen=True)
+class PartDataset:
+    """Where and how WriteParts writes one dataset: its path prefix, its Arrow schema, and
+    the fields that identify a row (its part and its place in the part: PART_KEYS)."""
+    prefix: str
+    schema: pa.Schema
+    fields: tuple[str, ...]
+
+
+def _keyed_row(row: dict, name: str, fields: tuple[str, ...], parts: int):
+    return (name, part_of(row, fields, parts)), (sort_key(row, fields), pack_row(row))
+
+
 class _WritePart(beam.DoFn):
-    def __init__(self, prefix: str, schema: pa.Schema, fields: tuple[str, ...], parts: int):
-        self.prefix, self.schema, self.fields, self.parts = prefix, schema, fields, parts
+    def __init__(self, datasets: dict, parts: int):
+        self.datasets, self.parts = datasets, parts
 
     def process(self, element):
-        index, values = element
+        (name, index), values = element
+        dataset = self.datasets[name]
         # None is the marker that gives every part a group (WriteParts.expand).
         keyed_rows = [value for value in values if value is not None]
         if not keyed_rows and index != 0:
             # Only part 0 is written empty: a dataset always has a file (and so a schema),
             # but a run over 90,000 input files does not leave 90,000 empty errors files.
             return
-        path = part_path(self.prefix, index, self.parts)
-        write_sorted_part(keyed_rows, self.schema, path)
+        path = part_path(dataset.prefix, index, self.parts)
+        write_sorted_part(keyed_rows, dataset.schema, path)
         yield path
 
 
 class WriteParts(beam.PTransform):
-    """Rows (dicts) → `parts` Parquet files `{prefix}-XXXXX-of-YYYYY.parquet`; outputs their paths."""
+    """{dataset name: rows (dicts)} → each dataset's `parts` Parquet files
+    `{prefix}-XXXXX-of-YYYYY.parquet` (`datasets`: {name: PartDataset}); outputs their paths.
 
-    def __init__(self, prefix: str, schema: pa.Schema, fields: tuple[str, ...], parts: int):
+    Every dataset goes through one group-by-key, keyed by (dataset, part), as the streaming
+    writer's batching step does (pipeline/watch.py): one shuffle stage and one writing step
+    where a group-by-key per dataset made four, and Beam's graph construction and local
+    runner pay per transform and per stage (docs/performance.md, session 7)."""
+
+    def __init__(self, datasets: dict, parts: int):
         super().__init__()
         if parts < 1:
             raise ValueError(f"parts must be at least 1, got {parts}")
-        self.prefix, self.schema, self.fields, self.parts = prefix, schema, fields, parts
+        self.datasets, self.parts = dict(datasets), parts
 
-    def expand(self, rows):
-        fields, parts = self.fields, self.parts
-        keyed = rows | "PartKeys" >> beam.Map(
-            lambda row: (part_of(row, fields, parts), (sort_key(row, fields), pack_row(row))))
-        every_part = (rows.pipeline
+    def expand(self, rows_by_name):
+        parts = self.parts
+        if set(rows_by_name) != set(self.datasets):
+            raise ValueError(f"rows for {sorted(rows_by_name)}, datasets {sorted(self.datasets)}")
+        pipeline = next(iter(rows_by_name.values())).pipeline
+        keyed = [rows | f"PartKeys_{name}" >> beam.Map(_keyed_row, name, self.datasets[name].fields, parts)
+                 for name, rows in sorted(rows_by_name.items())]
+        every_part = (pipeline
                       # A few integers: not worth the group-by-key stage of Create's reshuffle.
-                      | "PartIndexes" >> beam.Create(range(parts), reshuffle=False)
-                      | "PartMarkers" >> beam.Map(lambda index: (index, None)))
-        return ((keyed, every_part)
+                      | "PartIndexes" >> beam.Create([(name, index) for name in sorted(self.datasets)
+                                                      for index in range(parts)], reshuffle=False)
+                      | "PartMarkers" >> beam.Map(lambda key: (key, None)))
+        return ((*keyed, every_part)
                 | "WithMarkers" >> beam.Flatten()
                 | "GroupParts" >> beam.GroupByKey()
-                | "WritePart" >> beam.ParDo(_WritePart(self.prefix, self.schema, fields, parts)))
+                | "WritePart" >> beam.ParDo(_WritePart(self.datasets, parts)))

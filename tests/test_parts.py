@@ -13,7 +13,7 @@ from apache_beam.testing.test_pipeline import TestPipeline as BeamTestPipeline
 
 from sitestrip.pipeline.cli import main, written_rows
 from sitestrip.pipeline.graph import clear_outputs, dataset_prefix
-from sitestrip.pipeline.parts import PART_KEYS, WriteParts, part_of, part_path, sorted_table, write_table
+from sitestrip.pipeline.parts import PART_KEYS, PartDataset, WriteParts, part_of, part_path, sorted_table, write_table
 from sitestrip.schemas import ERRORS, MENUS
 
 PAGE_ROW = {"url": "https://example.org/docs/intro.html", "warc_file": "a.warc.gz", "warc_offset": 7}
@@ -110,7 +110,7 @@ def test_write_parts_through_beam_writes_every_part_once(tmp_path):
             _error("a.warc", 20, "https://a/20"), _error("a.warc", 5, "https://a/5")]
     prefix = dataset_prefix(str(tmp_path), "errors")
     with BeamTestPipeline(runner=FnApiRunner()) as p:
-        _ = p | beam.Create(rows) | WriteParts(prefix, ERRORS, PART_KEYS["errors"], 5)
+        _ = {"errors": p | beam.Create(rows)} | WriteParts({"errors": PartDataset(prefix, ERRORS, PART_KEYS["errors"])}, 5)
     names = sorted(os.listdir(tmp_path / "errors"))
     used = {0} | {part_of(r, PART_KEYS["errors"], 5) for r in rows}
     assert len(used) < 5
@@ -127,7 +127,7 @@ def test_write_parts_through_beam_writes_every_part_once(tmp_path):
 def test_an_empty_dataset_is_one_empty_part_0(tmp_path):
     prefix = dataset_prefix(str(tmp_path), "errors")
     with BeamTestPipeline(runner=FnApiRunner()) as p:
-        _ = p | beam.Create([]) | WriteParts(prefix, ERRORS, PART_KEYS["errors"], 3)
+        _ = {"errors": p | beam.Create([])} | WriteParts({"errors": PartDataset(prefix, ERRORS, PART_KEYS["errors"])}, 3)
     assert os.listdir(tmp_path / "errors") == ["part-00000-of-00003.parquet"]
     assert pq.read_metadata(tmp_path / "errors" / "part-00000-of-00003.parquet").num_rows == 0
 
@@ -272,3 +272,28 @@ def test_the_run_bounds_the_c_heap_unless_the_user_tuned_it(how, expected):
     out = subprocess.run([sys.executable, "-c", _HEAP_PROBE, "default" if how == "default" else "bound"],
                          env=env, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == expected
+
+
+def test_datasets_share_one_group_by_key_and_keep_their_own_files(tmp_path):
+    """Two datasets through one WriteParts: the errors rows of the first test's four rows land
+    in errors/ parts exactly as alone (part_of, sorted), the menus dataset gets no row and so
+    only its empty part 0 with its own schema, and the graph has one group-by-key for both
+    (besides the test's own Create reshuffles)."""
+    from sitestrip.schemas import DATASETS
+    rows = [_error("b.warc", 10, "https://b/10"), _error("a.warc", 5, "https://a/5")]
+    datasets = {name: PartDataset(dataset_prefix(str(tmp_path), name), DATASETS[name], PART_KEYS[name])
+                for name in ("errors", "menus")}
+    p = BeamTestPipeline(runner=FnApiRunner())
+    _ = {"errors": p | "E" >> beam.Create(rows), "menus": p | "M" >> beam.Create([])} | WriteParts(datasets, 2)
+    grouping = [t.unique_name for t in p.to_runner_api().components.transforms.values()
+                if t.spec.urn == "beam:transform:group_by_key:v1" and "Reshuffle" not in t.unique_name]
+    assert grouping == ["WriteParts/GroupParts"]
+    p.run().wait_until_finish()
+    assert os.listdir(tmp_path / "menus") == ["part-00000-of-00002.parquet"]
+    assert pq.read_schema(tmp_path / "menus" / "part-00000-of-00002.parquet").equals(DATASETS["menus"], check_metadata=True)
+    written = {name: pq.read_table(tmp_path / "errors" / name).to_pylist() for name in os.listdir(tmp_path / "errors")}
+    for name, part in written.items():
+        index = int(name[5:10])
+        assert all(part_of(r, PART_KEYS["errors"], 2) == index for r in part)
+        assert part == sorted_table(part, ERRORS, PART_KEYS["errors"]).to_pylist()
+    assert sorted(map(repr, sum(written.values(), []))) == sorted(map(repr, rows))

@@ -63,7 +63,7 @@ PORTABLE_PRIMITIVES = {
     common_urns.combine_components.COMBINE_PER_KEY_EXTRACT_OUTPUTS.urn,
 }
 # Step names the docs and the run summary refer to.
-STEPS = ("ReadWarc", "GroupBySite", "ProcessSite", "Write_pages", "Write_menus", "Write_errors")
+STEPS = ("ReadWarc", "GroupBySite", "ProcessSite", "Write/PartKeys_pages", "Write/PartKeys_menus", "Write/PartKeys_errors")
 
 
 def built(flags, output):
