@@ -140,6 +140,30 @@ def _by_cell(item):
     return (site, directory, slot), record
 
 
+class CellCounts(beam.CombineFn):
+    """Pages per cell of one site, as [(cell, pages)] in cell order: one combine per site
+    where a count per cell and then a group by site took two shuffles. On the runners that
+    combine before the shuffle (the local runner, Dataflow, Flink, Spark) a site's counts
+    cross it as one dict per bundle."""
+
+    def create_accumulator(self):
+        return {}
+
+    def add_input(self, acc, cell):
+        acc[cell] = acc.get(cell, 0) + 1
+        return acc
+
+    def merge_accumulators(self, accumulators):
+        merged: dict = {}
+        for acc in accumulators:
+            for cell, pages in acc.items():
+                merged[cell] = merged.get(cell, 0) + pages
+        return merged
+
+    def extract_output(self, acc):
+        return sorted(acc.items())
+
+
 def _cell_shards(item, max_site_pages):
     """One site's pages counted per cell → (cell key, shard) for each of its cells."""
     site, cell_counts = item
@@ -172,8 +196,8 @@ def shard_sites(pages, max_site_pages: int):
     docs/runners.md "Dask"):
 
     1. Every record is keyed by its cell (site, directory, slot), and only
-       integers are counted per cell and then grouped by site: the plan of a
-       site is made from its cell counts (at most directories × 1,024 of them,
+       integers are counted, per cell within one combine per site: the plan of
+       a site is made from its cell counts (at most directories × 1,024 of them,
        whatever the site's size) and emitted as one (cell, shard) pair per cell.
     2. The records join that per-cell shard number by cell key.
 
@@ -187,10 +211,8 @@ def shard_sites(pages, max_site_pages: int):
     """
     by_cell = pages | "CellKeys" >> beam.Map(_by_cell)
     cell_shards = (by_cell
-                   | "CellOnes" >> beam.Map(lambda item: (item[0], 1))
-                   | "PagesPerCell" >> beam.CombinePerKey(sum)
-                   | "CellsBySite" >> beam.Map(lambda item: (item[0][0], ((item[0][1], item[0][2]), item[1])))
-                   | "GroupCells" >> beam.GroupByKey()
+                   | "CellOfSite" >> beam.Map(lambda item: (item[0][0], (item[0][1], item[0][2])))
+                   | "PagesPerCell" >> beam.CombinePerKey(CellCounts())
                    | "PlanShards" >> beam.FlatMap(_cell_shards, max_site_pages))
     return ({"shard": cell_shards, "records": by_cell}
             | "JoinShards" >> beam.CoGroupByKey()
