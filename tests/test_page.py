@@ -474,3 +474,45 @@ def test_a_dropped_page_pickles_to_the_same_bytes(monkeypatch):
     assert "parent" not in vars(page)
     assert pickle.dumps(page) == data
     assert page.link_url == ("http://ex.com/x",)
+
+
+def test_subtree_totals_by_hand_computed_once_and_read_only():
+    """`<body><div><p>one two <a href=/x>three</a></p></div><a href=/y>four</a></body>`:
+    body 0, div 1, p 2, #text 3 ("one two"), a 4, #text 5 ("three"), a 6, #text 7 ("four").
+    Links (F_LINK elements) below: body 2, div 1, p 1, a(4) 1, a(6) 1; words below: body 4,
+    div 3, p 3; elements below: body 5, div 3, p 2; text nodes below: body 3, div 2."""
+    from sitestrip.transforms.tree import elements_below, links_below, text_nodes_below, words_below
+
+    page = parse_page("<body><div><p>one two <a href='/x'>three</a></p></div><a href='/y'>four</a></body>",
+                      "http://ex.com/")
+    assert tags(page) == ["body", "div", "p", "#text", "a", "#text", "a", "#text"]
+    assert links_below(page).tolist() == [2, 1, 1, 0, 1, 0, 1, 0]
+    assert words_below(page).tolist() == [4, 3, 3, 2, 1, 1, 1, 1]
+    assert elements_below(page).tolist() == [5, 3, 2, 0, 1, 0, 1, 0]
+    assert text_nodes_below(page).tolist() == [3, 2, 2, 1, 1, 1, 1, 1]
+    for total, values in ((links_below, (page.flags & F_LINK) != 0), (words_below, page.words)):
+        assert np.array_equal(total(page), subtree_sum(page, values))
+        assert total(page) is total(page)            # computed once
+        with pytest.raises(ValueError):               # no caller can change what the next reads
+            total(page)[0] = 0
+    ptr, kids = children(page)
+    assert children(page)[0] is ptr and kids[ptr[0]:ptr[1]].tolist() == [1, 6]
+    page.forget_derived()
+    assert links_below(page) is not None and "children" not in vars(page)["_derived"]
+
+
+def test_subtree_totals_go_with_the_unpacked_arrays(monkeypatch):
+    """A page from a blob whose arrays are dropped (UNPACKED's bound) drops its derived
+    totals too, and computes equal ones from the rebuilt arrays."""
+    from sitestrip.transforms import page as page_mod
+    from sitestrip.transforms.tree import words_below
+
+    bound = page_mod.RecentPages(3, page_mod.UNPACKED.drop)
+    monkeypatch.setattr(page_mod, "UNPACKED", bound)
+    a = _unpickled("<body><p>one two</p><p>three</p></body>")
+    first = words_below(a)
+    assert first.tolist() == [3, 2, 2, 1, 1]
+    _unpickled("<body><p>x</p><p>y</p></body>").tag      # 5 + 5 nodes > 3: a is dropped
+    assert "_derived" not in vars(a) and "parent" not in vars(a)
+    again = words_below(a)
+    assert again is not first and again.tolist() == first.tolist()

@@ -67,8 +67,20 @@ static PyObject *leaves(PyObject *self, PyObject *args) {
                 int64_t k[LANES];
                 const float *row[LANES];
                 for (Py_ssize_t j = 0; j < lanes; j++) { k[j] = at[b0 + j]; row[j] = x + (b0 + j) * width; }
-                for (int64_t s = 0; s < steps[r]; s++)
-                    for (Py_ssize_t j = 0; j < lanes; j++) k[j] = lf[k[j]] + (row[j][f[k[j]]] > th[k[j]]);
+                for (int64_t s = 0; s < steps[r]; s++) {
+                    /* A node stays where it is only at a leaf (its own left child, threshold
+                     * +inf; an inner node's children come after it), so once no lane moved,
+                     * every lane is at its leaf and the remaining steps would change nothing:
+                     * leaf-wise trees put most leaves well above the tree's deepest one
+                     * (the shipped model: 5.6 steps needed per walk, 11.0 levels deep). */
+                    int64_t moved = 0;
+                    for (Py_ssize_t j = 0; j < lanes; j++) {
+                        int64_t next = lf[k[j]] + (row[j][f[k[j]]] > th[k[j]]);
+                        moved |= next ^ k[j];
+                        k[j] = next;
+                    }
+                    if (!moved) break;
+                }
                 for (Py_ssize_t j = 0; j < lanes; j++) at[b0 + j] = k[j];
             }
         }

@@ -6,8 +6,9 @@ from functools import lru_cache
 
 import numpy as np
 
-from sitestrip.transforms.page import F_LINK, TAG_ID, TEXT, CompactPage, has_tag, tag_id, tag_table
-from sitestrip.transforms.tree import children, subtree_mask, subtree_sum
+from sitestrip.transforms.page import TAG_ID, TEXT, CompactPage, has_tag, tag_id, tag_table
+from sitestrip.transforms.tree import (children, elements_below, links_below, subtree_mask, text_nodes_below,
+                                      words_below)
 
 # Tags that are never rated (thesis §6.2.2 ii plus SPEC's inline additions).
 # One list, configurable through PageConexParams.
@@ -86,7 +87,7 @@ def content_features(page: CompactPage, rated: np.ndarray, known: ContentFeature
     already (for another rated set: they are functions of the page alone)."""
     if known is not None:
         return ContentFeatures(rated, known.word, known.hyperlink, known.children, known.position)
-    links = subtree_sum(page, (page.flags & F_LINK) != 0)
+    links = links_below(page)
     hyperlink = np.where(links == 0, 1.0, 1.0 / np.maximum(links, 1))
     kids = (page.child_count > 2).astype(np.float64)
     max_depth = float(page.depth.max()) if page.size else 0.0
@@ -114,7 +115,7 @@ def c_set(page: CompactPage, rated_idx: np.ndarray, features: ContentFeatures, c
 
 def reduce_c_set(page: CompactPage, cset: np.ndarray) -> np.ndarray:
     """Alg. 5: drop a node when a c-SET ancestor has exactly the same text nodes."""
-    text_nodes = subtree_sum(page, page.tag == TEXT)
+    text_nodes = text_nodes_below(page)
     keep = []
     for d in cset:
         same = any(a < d < page.end[a] and text_nodes[a] == text_nodes[d] for a in cset)
@@ -127,8 +128,8 @@ def select_main(page: CompactPage, cset: np.ndarray) -> np.ndarray:
     """Alg. 6: the highest textPond node(s) plus their c-SET siblings."""
     if cset.size == 0:
         return cset
-    words = subtree_sum(page, page.words)[cset].astype(np.float64)
-    elements = subtree_sum(page, page.tag != TEXT)[cset].astype(np.float64)
+    words = words_below(page)[cset].astype(np.float64)
+    elements = elements_below(page)[cset].astype(np.float64)
     pond = words / np.maximum(elements, 1.0)
     best = cset[pond == pond.max()]
     best_parents = set(page.parent[best].tolist())
@@ -139,14 +140,14 @@ def select_main(page: CompactPage, cset: np.ndarray) -> np.ndarray:
 def remove_link_lists(page: CompactPage, mask: np.ndarray, max_words: int) -> np.ndarray:
     """Alg. 7: drop groups of same-tag wrappers that each hold a single short <a>."""
     a_tag = TAG_ID["a"]
-    words_below = subtree_sum(page, page.words)
+    subtree_words = words_below(page)
     mask = mask.copy()
     # Wrappers: nodes in the selection whose only child is an <a>.
     wrapper = mask & (page.child_count == 1) & (page.tag != TEXT)
     first_child = np.where(wrapper, np.arange(page.size) + 1, 0)
     wrapper &= page.tag[np.minimum(first_child, page.size - 1)] == a_tag
     wrappers = np.flatnonzero(wrapper)
-    short = words_below[wrappers + 1] < max_words
+    short = subtree_words[wrappers + 1] < max_words
     removed = []
     # Group wrappers by (grandparent, tag): a group with a short link and at
     # least two members is a link list.

@@ -30,7 +30,7 @@ from sitestrip.transforms.page import PRODUCT_RULES, TEXT, UNPACKED, CompactPage
 from sitestrip.transforms.state import StateParams, StoredPage, shard_state
 from sitestrip.transforms.status import WARC_TRUNCATED, page_status
 from sitestrip.transforms.template import TemplateResult, detect_template
-from sitestrip.transforms.tree import subtree_mask, subtree_sum, text_of, words_in
+from sitestrip.transforms.tree import subtree_mask, subtree_sum, text_nodes_below, text_of, words_in
 from sitestrip.transforms.urls import normalize_url, site_key
 
 
@@ -481,7 +481,7 @@ def _classify(record: PageRecord, analysis: PageAnalysis, own: PageBlocks, signa
         # The main-content node set: the selected blocks' text nodes, and every element whose
         # text is all in them (what a node-level view or metric compares).
         text_main = own.blocks.node_mask(page, selected)
-        text_total = subtree_sum(page, page.tag == TEXT)
+        text_total = text_nodes_below(page)
         analysis.main = text_main | ((text_total > 0) & (subtree_sum(page, text_main) == text_total))
 
 
@@ -598,6 +598,8 @@ def process_site(site: str, records: Iterable[PageRecord], config, model=None,
             page_rows.append(_held_row(_site_row(record, links, analysis, config.output, menu_columns=False)))
             if site_blocks is not None:
                 site_blocks.forget(record.url)
+            # Its subtree totals served its own stages; as a candidate it needs none of them.
+            record.page.forget_derived()
             page_menus.append(analysis.menu)
             if analysis.menu_proposal is not None and record.url not in proposals:
                 proposals[record.url] = analysis.menu_proposal

@@ -25,9 +25,9 @@ import numpy as np
 
 from sitestrip.transforms.blocks import GROUPS, Blocks, nearest_marked
 from sitestrip.transforms.conex_page import ContentFeatures, content_features, standardize
-from sitestrip.transforms.page import (F_IN_LINK, F_LINK, HINT_BIT, HINT_NAMES, KNOWN_TAGS, TAG_ID, TEXT, CompactPage,
+from sitestrip.transforms.page import (F_IN_LINK, HINT_BIT, HINT_NAMES, KNOWN_TAGS, TAG_ID, TEXT, CompactPage,
                                        has_tag, tag_table)
-from sitestrip.transforms.tree import subtree_sum
+from sitestrip.transforms.tree import elements_below, links_below, subtree_sum, words_below
 
 try:
     # Block texts' character and pattern columns, text keys and per-node loops, compiled
@@ -285,12 +285,11 @@ def block_features(page: CompactPage, blocks: Blocks, texts: list[str], *,
     x[:, col["is_instance"]] = blocks.is_instance
 
     # Link and structure of the owner element.
-    link_el = (page.flags & F_LINK) != 0
-    links_below = subtree_sum(page, link_el)
+    subtree_links = links_below(page)
     element = ~is_text
-    elements_below = subtree_sum(page, element)
+    subtree_elements = elements_below(page)
     x[:, col["link_char_share"]] = link_chars / np.maximum(chars, 1)
-    x[:, col["links_in_owner_log"]] = np.log1p(links_below[owner])
+    x[:, col["links_in_owner_log"]] = np.log1p(subtree_links[owner])
     x[:, col["is_desc_a"]] = in_link[owner] | (page.tag[owner] == TAG_ID["a"])
     child_elements = np.bincount(page.parent[1:][element[1:]], minlength=page.size)
     nxt = np.minimum(owner + 1, page.size - 1)
@@ -308,9 +307,9 @@ def block_features(page: CompactPage, blocks: Blocks, texts: list[str], *,
     x[:, col["distance_to_root"]] = depth[owner]
     x[:, col["doc_dom_depth"]] = doc_depth
     x[:, col["depth_ratio"]] = depth[owner] / doc_depth
-    words_below = subtree_sum(page, page.words)
-    x[:, col["text_density_log"]] = np.log1p(words_below[owner] / np.maximum(elements_below[owner], 1))
-    x[:, col["owner_words_share"]] = words_below[owner] / page_words
+    subtree_words = words_below(page)
+    x[:, col["text_density_log"]] = np.log1p(subtree_words[owner] / np.maximum(subtree_elements[owner], 1))
+    x[:, col["owner_words_share"]] = subtree_words[owner] / page_words
     before = np.concatenate(([0.0], np.cumsum(words)[:-1]))
     x[:, col["normalized_top"]] = before / page_words
     x[:, col["normalized_bottom"]] = (before + words) / page_words
@@ -375,7 +374,7 @@ def block_features(page: CompactPage, blocks: Blocks, texts: list[str], *,
         first = tn[starts]
         x[:, col["in_menex_menu"]] = (first > menu_node) & (first < page.end[menu_node])
 
-    _site_columns(page, blocks, owner, site, x, up, words_below)
+    _site_columns(page, blocks, owner, site, x, up, subtree_words)
     return x.astype(np.float32)
 
 

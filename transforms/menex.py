@@ -5,8 +5,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sitestrip.transforms.page import F_IN_LINK, F_LINK, NAV_RULE_FLAGS, TAG_ID, TEXT, CompactPage
-from sitestrip.transforms.tree import children, descendants_count, subtree_sum, subtree_text, subtree_texts
+from sitestrip.transforms.page import F_IN_LINK, NAV_RULE_FLAGS, TAG_ID, TEXT, CompactPage
+from sitestrip.transforms.tree import (children, descendants_count, links_below, subtree_sum, subtree_text,
+                                      subtree_texts)
 
 
 @dataclass(frozen=True)
@@ -72,7 +73,7 @@ def menu_features(page: CompactPage, representative: str = "prefix") -> MenuFeat
     cc = np.where(rated, page.child_count, 1).astype(np.float64)
     amplitude = np.where(rated, 1.0 - 1.0 / cc, 0.0)
 
-    hyperlinks = subtree_sum(page, (page.flags & F_LINK) != 0)
+    hyperlinks = links_below(page)
     desc = np.maximum(descendants_count(page), 1).astype(np.float64)
     link = np.where(rated & (hyperlinks >= 2), (hyperlinks + desc) / (2.0 * desc), 0.0)
 

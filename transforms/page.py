@@ -407,6 +407,27 @@ class CompactPage:
             self.__dict__.pop("parent", None)
             for name in _PACKED_FIELDS:
                 self.__dict__.pop(name, None)
+            self.__dict__.pop("_derived", None)
+
+    def derived(self, name: str, compute):
+        """compute(self), once per page while its node arrays are held: for the per-node
+        arrays that several stages read (a subtree's links, words, elements; the children
+        lists), which each computed for itself. Read-only, so that no caller can change
+        what the next one reads. Pages are never changed in place, so a value cannot go
+        stale; it goes with the unpacked arrays (_drop_unpacked) or with forget_derived."""
+        cache = self.__dict__.get("_derived")
+        if cache is None:
+            cache = self.__dict__["_derived"] = {}
+        value = cache.get(name)
+        if value is None:
+            value = compute(self)
+            for array in (value if isinstance(value, tuple) else (value,)):
+                array.setflags(write=False)
+            cache[name] = value
+        return value
+
+    def forget_derived(self) -> None:
+        self.__dict__.pop("_derived", None)
 
     def _rebuild_arrays(self) -> None:
         raw = memoryview(_unpack_blob(self.__dict__["_blob"], self.__dict__["_blob_v"]))

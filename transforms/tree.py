@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from sitestrip.transforms.page import TEXT, CompactPage
+from sitestrip.transforms.page import F_LINK, TEXT, CompactPage
 from sitestrip.transforms.text import gaps, join_text, run_texts
 
 
@@ -14,6 +14,25 @@ def subtree_sum(page: CompactPage, values: np.ndarray) -> np.ndarray:
     """For every node, the sum of `values` over its subtree (itself included)."""
     prefix = np.concatenate(([0], np.cumsum(values, dtype=np.float64 if values.dtype.kind == "f" else np.int64)))
     return prefix[page.end] - prefix[:-1]
+
+
+# Subtree totals that page ConEx, MenEx, the block features and the main-content mask each
+# read: computed once per page (CompactPage.derived), int64 as subtree_sum gives them.
+def links_below(page: CompactPage) -> np.ndarray:
+    """Per node, the links (F_LINK elements) in its subtree."""
+    return page.derived("links_below", lambda p: subtree_sum(p, (p.flags & F_LINK) != 0))
+
+
+def words_below(page: CompactPage) -> np.ndarray:
+    return page.derived("words_below", lambda p: subtree_sum(p, p.words))
+
+
+def elements_below(page: CompactPage) -> np.ndarray:
+    return page.derived("elements_below", lambda p: subtree_sum(p, p.tag != TEXT))
+
+
+def text_nodes_below(page: CompactPage) -> np.ndarray:
+    return page.derived("text_nodes_below", lambda p: subtree_sum(p, p.tag == TEXT))
 
 
 def descendants_count(page: CompactPage) -> np.ndarray:
@@ -38,7 +57,12 @@ def mask_roots(page: CompactPage, mask: np.ndarray) -> np.ndarray:
 
 
 def children(page: CompactPage):
-    """Children of every node as CSR arrays (ptr, idx): children of p are idx[ptr[p]:ptr[p+1]], in document order."""
+    """Children of every node as CSR arrays (ptr, idx): children of p are idx[ptr[p]:ptr[p+1]],
+    in document order. Once per page (CompactPage.derived): four stages read them."""
+    return page.derived("children", _children)
+
+
+def _children(page: CompactPage):
     nonroot = np.arange(1, page.size, dtype=np.int32)
     order = nonroot[np.argsort(page.parent[1:], kind="stable")]
     counts = np.bincount(page.parent[1:], minlength=page.size) if page.size > 1 else np.zeros(page.size, np.int64)
