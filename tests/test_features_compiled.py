@@ -21,7 +21,7 @@ from sitestrip.transforms import features as F
 from sitestrip.transforms.conex_page import main_content
 from sitestrip.transforms.features import _COLUMN, FEATURE_NAMES, _TEXT_PATTERNS
 from sitestrip.transforms.page import parse_page
-from sitestrip.transforms.tree import nearest_in_mask
+from sitestrip.transforms.tree import elements_below, links_below, nearest_in_mask, words_below
 
 BUILT = "sitestrip.transforms._features is not built: reinstall with pip install -e ."
 
@@ -284,7 +284,12 @@ def test_the_compiled_blocks_loops_are_built_and_used_by_default(monkeypatch):
     - near/far_nav: the ul's class "nav" is one level above each li's text owner (near) and
       not an ancestor of the div's blocks; near_wrapper for the p blocks (class "wrap",
       their parent); near_item for the li.item blocks only (their own class).
-    - invisible: no hidden element -> 0 everywhere."""
+    - invisible: no hidden element -> 0 everywhere.
+    - The structure columns (compiled structure_columns): block_position b / 5; the same
+      group as the block before (li li li p p p); is_sib_p for the blocks of the two p's
+      under the div, not the li's; has_children where the owner holds an element (the li
+      with its <b>, the p with its <br>); siblings_log log1p(2) under the ul's three li,
+      log1p(1) under the div's two p."""
     assert F._compiled is not None and B._compiled is not None, BUILT
     assert F._COMPILED and B._COMPILED
 
@@ -293,6 +298,7 @@ def test_the_compiled_blocks_loops_are_built_and_used_by_default(monkeypatch):
 
     monkeypatch.setattr(F, "_sibling_shapes_python", no_reference)
     monkeypatch.setattr(B, "nearest_in_mask", no_reference)
+    monkeypatch.setattr(F, "_structure_python", no_reference)
     page = parse_page(f"<html><body>{_SHAPES_PAGE}</body></html>", "http://ex.com/")
     blocks = B.page_blocks(page)
     texts = B.block_texts(page, blocks)
@@ -307,6 +313,12 @@ def test_the_compiled_blocks_loops_are_built_and_used_by_default(monkeypatch):
     assert col("near_wrapper") == [0.0, 0.0, 0.0, 1.0, 1.0, 1.0]
     assert col("near_item") == [1.0, 1.0, 0.0, 0.0, 0.0, 0.0]
     assert col("invisible") == [0.0] * 6
+    assert col("block_position") == [float(np.float32(b / 5)) for b in range(6)]
+    assert col("prev_same_group") == [0.0, 1.0, 1.0, 0.0, 1.0, 1.0]
+    assert col("next_same_group") == [1.0, 1.0, 0.0, 1.0, 1.0, 0.0]
+    assert col("is_sib_p") == [0.0, 0.0, 0.0, 1.0, 1.0, 1.0]
+    assert col("has_children") == [0.0, 1.0, 0.0, 0.0, 1.0, 1.0]
+    assert col("siblings_log") == [two, two, two, one, one, one]
 
 
 def test_the_shapes_page_by_both_paths():
@@ -355,6 +367,24 @@ def test_compiled_loops_refuse_malformed_arrays():
     with pytest.raises(ValueError, match="not a node"):
         c.owner_hints(page.parent, page.hints, np.array([page.size], np.int64), 2, 8,
                       np.empty(1, np.uint32), np.empty(1, np.uint32))
+    blocks = B.page_blocks(page)
+
+    def structure(owner, parent=page.parent):
+        nb = owner.size
+        c.structure_columns(
+            parent, page.tag, page.flags, page.hints, page.depth, page.child_count, page.words,
+            page.chars, page.end, links_below(page), elements_below(page), words_below(page),
+            np.zeros(page.size), np.zeros(page.size), owner, blocks.text_nodes.astype(np.int64),
+            blocks.ptr.astype(np.int64)[:nb + 1], blocks.words.astype(np.int64)[:nb], blocks.group[:nb],
+            blocks.is_instance[:nb], F._HEADING_LEVEL, F._SIBLING_TABLES, (F.F_IN_LINK, 2, 1, 0),
+            np.array([1, 2], np.int64), 3, np.empty((nb, len(F._STRUCTURE_NAMES) - 2)),
+            np.empty((4, nb), np.int64))
+
+    structure(blocks.owner.astype(np.int64))                    # well formed: accepted
+    with pytest.raises(ValueError, match="does not fit the page"):
+        structure(np.array([page.size], np.int64))
+    with pytest.raises(ValueError, match="preorder"):
+        structure(blocks.owner.astype(np.int64), parent=page.parent[::-1].copy())
 
 
 _GEN_TAGS = ["div", "div", "p", "li", "ul", "span", "b", "a", "h2", "td", "table", "tr", "pre", "section",

@@ -34,7 +34,9 @@
  * so the matrices are the reference's bit for bit:
  *   nearest_in_mask: tree.nearest_in_mask (the node itself included), one preorder pass;
  *   sibling_shapes: features._sibling_shapes_python's same-shape and same-tag sibling counts;
- *   owner_hints: block_features's near/far class/id hint bits of each block's owner.
+ *   owner_hints: block_features's near/far class/id hint bits of each block's owner;
+ *   structure_columns: block_features's owner, position and neighbour columns
+ *     (features._structure_python), raw: the *_log ones before numpy's log1p.
  *
  * Only the Python C API and the buffer protocol are used (no numpy headers).
  */
@@ -559,6 +561,225 @@ done:
     return result;
 }
 
+/* structure_columns(parent, tag, flags, hints, depth, child_count, words, chars, end [int32 /
+ *     uint16 / uint32 per node], links_below, elements_below, words_below [int64 per node],
+ *     same_shape, same_tag [float64 per node], owner, text_nodes, ptr, block_words [int64],
+ *     group [int8], is_instance [bool] of the blocks, heading float64[K], sibling_tables
+ *     bool[S, K], consts (f_in_link, hint_hidden, a_tag, text_tag), region_levels int64[R],
+ *     shape_levels, out float64[blocks, S_FIXED + S + R], up int64[L + 1, blocks]):
+ * block_features's columns of the block's owner and its place in the page and among its
+ * neighbours (features._structure_python is the reference), as raw values: the columns
+ * named *_log hold the value features.py then takes log1p of, all at once with numpy, so
+ * those are numpy's own logarithms. Everything else is an integer, a comparison, or one
+ * IEEE division of two doubles the reference divides too; sums over a block's text nodes
+ * are integer-valued doubles, exact in any order. `up` gets the owner's ancestors level by
+ * level (the root stays the root), which the site columns read as well. */
+enum {
+    S_WORDS_LOG, S_CHARS_LOG, S_MEAN_WORD_LEN, S_HEADING_LEVEL, S_IS_INSTANCE, S_LINK_CHAR_SHARE,
+    S_LINKS_IN_OWNER_LOG, S_IS_DESC_A, S_IS_LINK, S_HAS_CHILDREN, S_CHILD_ELEMENTS_LOG, S_SIBLINGS_LOG,
+    S_DISTANCE_TO_ROOT, S_DOC_DOM_DEPTH, S_DEPTH_RATIO, S_TEXT_DENSITY_LOG, S_OWNER_WORDS_SHARE,
+    S_NORMALIZED_TOP, S_NORMALIZED_BOTTOM, S_IS_UPPERMOST, S_IS_BOTTOMMOST, S_BLOCK_POSITION, S_INVISIBLE,
+    S_PREV_WORDS_LOG, S_NEXT_WORDS_LOG, S_PREV_LINK_SHARE, S_NEXT_LINK_SHARE, S_PREV_SAME_GROUP,
+    S_NEXT_SAME_GROUP, S_SAME_SHAPE_SIBLINGS_LOG, S_SAME_SHAPE_MAX_LOG, S_SAME_TAG_SIBLINGS_LOG,
+    S_FIXED   /* then one column per sibling table, then one per region level */
+};
+
+static PyObject *structure_columns(PyObject *self, PyObject *args) {
+    (void)self;
+    enum { N_ARRAYS = 25 };
+    PyObject *o[N_ARRAYS];
+    int f_in_link, a_tag, text_tag, shape_levels;
+    unsigned long hint_hidden;
+    if (!PyArg_ParseTuple(args, "OOOOOOOOOOOOOOOOOOOOOO(ikii)OiOO", &o[0], &o[1], &o[2], &o[3], &o[4],
+                          &o[5], &o[6], &o[7], &o[8], &o[9], &o[10], &o[11], &o[12], &o[13], &o[14],
+                          &o[15], &o[16], &o[17], &o[18], &o[19], &o[20], &o[21], &f_in_link,
+                          &hint_hidden, &a_tag, &text_tag, &o[22], &shape_levels, &o[23], &o[24]))
+        return NULL;
+    /* Item sizes, and -1: any length, 0: the page's length, -2: the blocks' count. */
+    static const Py_ssize_t item[N_ARRAYS] = {4, 4, 2, 4, 4, 4, 4, 4, 4, 8, 8, 8, 8, 8,
+                                              8, 8, 8, 8, 1, 1, 8, 1, 8, 8, 8};
+    static const Py_ssize_t length[N_ARRAYS] = {-1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+                                                -1, -1, -1, -2, -2, -2, -1, -1, -1, -1, -1};
+    static const char *names[N_ARRAYS] = {
+        "parent", "tag", "flags", "hints", "depth", "child_count", "words", "chars", "end",
+        "links_below", "elements_below", "words_below", "same_shape", "same_tag", "owner",
+        "text_nodes", "ptr", "block_words", "group", "is_instance", "heading", "sibling_tables",
+        "region_levels", "out", "up"};
+    Py_buffer v[N_ARRAYS];
+    int held = 0;
+    PyObject *result = NULL;
+    int64_t *child_el = NULL, *prose_prefix = NULL, *per_parent = NULL;
+    uint8_t *hidden = NULL;
+    Py_ssize_t n = 0, nb = 0;
+    for (; held < N_ARRAYS; held++) {
+        Py_ssize_t want = length[held] == 0 ? n : length[held] == -2 ? nb : -1;
+        if (get_array(o[held], &v[held], item[held], want, held == 23 || held == 24, names[held]) < 0) goto done;
+        if (held == 0) n = v[0].len / 4;
+        if (held == 14) nb = v[14].len / 8;
+    }
+    const int32_t *parent = v[0].buf, *tag = v[1].buf, *depth = v[4].buf, *child_count = v[5].buf,
+                  *words = v[6].buf, *chars = v[7].buf, *end = v[8].buf;
+    const uint16_t *flags = v[2].buf;
+    const uint32_t *hints = v[3].buf;
+    const int64_t *links_below = v[9].buf, *elements_below = v[10].buf, *words_below = v[11].buf;
+    const double *same_shape = v[12].buf, *same_tag = v[13].buf;
+    const int64_t *owner = v[14].buf, *text_nodes = v[15].buf, *ptr = v[16].buf, *block_words = v[17].buf;
+    const int8_t *group = v[18].buf;
+    const uint8_t *is_instance = v[19].buf;
+    const double *heading = v[20].buf;
+    const uint8_t *sib = v[21].buf;
+    const int64_t *region_levels = v[22].buf;
+    double *out = v[23].buf;
+    int64_t *up = v[24].buf;
+    Py_ssize_t n_text = v[15].len / 8, n_heading = v[20].len / 8, n_regions = v[22].len / 8;
+    Py_ssize_t n_sib = n_heading > 0 ? v[21].len / n_heading : 0;
+    Py_ssize_t width = S_FIXED + n_sib + n_regions;
+    Py_ssize_t levels = shape_levels;
+    for (Py_ssize_t k = 0; k < n_regions; k++) if (region_levels[k] > levels) levels = region_levels[k];
+    if (n_heading == 0 || v[21].len != n_sib * n_heading || v[16].len != (nb + 1) * 8
+        || v[23].len != nb * width * 8 || v[24].len != (levels + 1) * nb * 8 || shape_levels < 0) {
+        PyErr_SetString(PyExc_ValueError, "structure_columns: tables, ptr, out or up do not fit the blocks");
+        goto done;
+    }
+    for (Py_ssize_t k = 0; k < n_regions; k++)
+        if (region_levels[k] < 0) { PyErr_SetString(PyExc_ValueError, "structure_columns: negative level"); goto done; }
+    if (nb == 0) { result = Py_None; goto done; }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (parent[i] >= i || (i > 0 && parent[i] < 0) || end[i] <= i || end[i] > n) {
+            PyErr_Format(PyExc_ValueError, "structure_columns: node %zd is not in preorder", i);
+            goto done;
+        }
+    }
+    for (Py_ssize_t b = 0; b < nb; b++)
+        if (owner[b] < 0 || owner[b] >= n || ptr[b] < 0 || ptr[b] >= n_text || ptr[b + 1] < ptr[b]
+            || ptr[b + 1] > n_text) {
+            PyErr_Format(PyExc_ValueError, "structure_columns: block %zd does not fit the page", b);
+            goto done;
+        }
+    for (Py_ssize_t t = 0; t < n_text; t++)
+        if (text_nodes[t] < 0 || text_nodes[t] >= n) {
+            PyErr_SetString(PyExc_ValueError, "structure_columns: a text node outside the page");
+            goto done;
+        }
+
+    /* Per node: element children (np.bincount of the elements' parents), same-table children
+     * per sibling table, whether the node or an ancestor below BODY is hidden, and the prefix
+     * sums of prose words (text outside links) in preorder. */
+    child_el = calloc((size_t)n, sizeof(int64_t));
+    per_parent = calloc((size_t)(n * (n_sib ? n_sib : 1)), sizeof(int64_t));
+    prose_prefix = malloc((size_t)(n + 1) * sizeof(int64_t));
+    hidden = malloc((size_t)n);
+    if (!child_el || !per_parent || !prose_prefix || !hidden) { PyErr_NoMemory(); goto done; }
+    prose_prefix[0] = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int is_text = tag[i] == text_tag;
+        Py_ssize_t t = tag[i] < 0 ? 0 : tag[i] >= n_heading ? n_heading - 1 : tag[i];
+        if (i > 0) {
+            if (!is_text) child_el[parent[i]]++;
+            for (Py_ssize_t s = 0; s < n_sib; s++) per_parent[s * n + parent[i]] += sib[s * n_heading + t];
+        }
+        hidden[i] = (i > 0 && (hints[i] & hint_hidden)) || (i > 0 && hidden[parent[i]]);
+        prose_prefix[i + 1] = prose_prefix[i] + (is_text && !(flags[i] & f_in_link) ? words[i] : 0);
+    }
+    int64_t max_depth = 0, page_words_i = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (depth[i] > max_depth || i == 0) max_depth = depth[i];
+        page_words_i += words[i];
+    }
+    double doc_depth = (double)max_depth != 0.0 ? (double)max_depth : 1.0;
+    double page_words = (double)page_words_i != 0.0 ? (double)page_words_i : 1.0;
+    double prose_total = (double)(prose_prefix[end[0]] - prose_prefix[0]);
+    if (prose_total == 0.0) prose_total = 1.0;
+
+    double before = 0.0, prev_words = 0.0, prev_share = 0.0;
+    for (Py_ssize_t b = 0; b < nb; b++) {
+        double *row = out + b * width;
+        int64_t a = owner[b];
+        /* The block's characters and its characters inside links, as np.add.reduceat sums
+         * them: its text nodes, or where a block has none, the one at its start. */
+        double ch = 0.0, link_ch = 0.0;
+        Py_ssize_t t0 = ptr[b], t1 = b + 1 < nb ? ptr[b + 1] : n_text;
+        if (t1 <= t0) t1 = t0 + 1;
+        for (Py_ssize_t t = t0; t < t1; t++) {
+            int64_t node = text_nodes[t];
+            ch += (double)chars[node];
+            if (flags[node] & f_in_link) link_ch += (double)chars[node];
+        }
+        double w = (double)block_words[b];
+        double share = link_ch / (ch > 1.0 ? ch : 1.0);
+        Py_ssize_t at = tag[a] < 0 ? 0 : tag[a] >= n_heading ? n_heading - 1 : tag[a];
+        int64_t nxt = a + 1 < n - 1 ? a + 1 : n - 1;
+        int64_t pa = parent[a] > 0 ? parent[a] : 0;
+        int64_t siblings = child_count[pa] - 1 > 0 ? child_count[pa] - 1 : 0;
+        row[S_WORDS_LOG] = w;
+        row[S_CHARS_LOG] = ch;
+        row[S_MEAN_WORD_LEN] = ch / (w > 1.0 ? w : 1.0);
+        row[S_HEADING_LEVEL] = heading[at];
+        row[S_IS_INSTANCE] = is_instance[b] ? 1.0 : 0.0;
+        row[S_LINK_CHAR_SHARE] = share;
+        row[S_LINKS_IN_OWNER_LOG] = (double)links_below[a];
+        row[S_IS_DESC_A] = ((flags[a] & f_in_link) || tag[a] == a_tag) ? 1.0 : 0.0;
+        row[S_IS_LINK] = (child_count[a] == 1 && tag[nxt] == a_tag && nxt > a) ? 1.0 : 0.0;
+        row[S_HAS_CHILDREN] = child_el[a] > 0 ? 1.0 : 0.0;
+        row[S_CHILD_ELEMENTS_LOG] = (double)child_el[a];
+        row[S_SIBLINGS_LOG] = (double)siblings;
+        row[S_DISTANCE_TO_ROOT] = (double)depth[a];
+        row[S_DOC_DOM_DEPTH] = doc_depth;
+        row[S_DEPTH_RATIO] = (double)depth[a] / doc_depth;
+        int64_t el = elements_below[a] > 1 ? elements_below[a] : 1;
+        row[S_TEXT_DENSITY_LOG] = (double)words_below[a] / (double)el;
+        row[S_OWNER_WORDS_SHARE] = (double)words_below[a] / page_words;
+        row[S_NORMALIZED_TOP] = before / page_words;
+        row[S_NORMALIZED_BOTTOM] = (before + w) / page_words;
+        row[S_IS_UPPERMOST] = row[S_NORMALIZED_TOP] < 0.03 ? 1.0 : 0.0;
+        row[S_IS_BOTTOMMOST] = row[S_NORMALIZED_BOTTOM] > 0.97 ? 1.0 : 0.0;
+        row[S_BLOCK_POSITION] = (double)b / (double)(nb - 1 > 1 ? nb - 1 : 1);
+        row[S_INVISIBLE] = hidden[a] ? 1.0 : 0.0;
+        row[S_PREV_WORDS_LOG] = b > 0 ? prev_words : 0.0;
+        row[S_NEXT_WORDS_LOG] = 0.0;
+        row[S_PREV_LINK_SHARE] = b > 0 ? prev_share : 0.0;
+        row[S_NEXT_LINK_SHARE] = 0.0;
+        row[S_PREV_SAME_GROUP] = b > 0 && group[b] == group[b - 1] ? 1.0 : 0.0;
+        row[S_NEXT_SAME_GROUP] = b + 1 < nb && group[b] == group[b + 1] ? 1.0 : 0.0;
+        if (b > 0) {
+            out[(b - 1) * width + S_NEXT_WORDS_LOG] = w;
+            out[(b - 1) * width + S_NEXT_LINK_SHARE] = share;
+        }
+        for (Py_ssize_t s = 0; s < n_sib; s++)
+            row[S_FIXED + s] = per_parent[s * n + pa] - sib[s * n_heading + at] > 0 ? 1.0 : 0.0;
+        /* The owner's ancestors, one level at a time; the root stays the root. */
+        up[b] = a;
+        for (Py_ssize_t k = 1; k <= levels; k++) {
+            int64_t below = up[(k - 1) * nb + b];
+            up[k * nb + b] = parent[below] >= 0 ? parent[below] : below;
+        }
+        for (Py_ssize_t r = 0; r < n_regions; r++) {
+            int64_t u = up[region_levels[r] * nb + b];
+            row[S_FIXED + n_sib + r] = (double)(prose_prefix[end[u]] - prose_prefix[u]) / prose_total;
+        }
+        double best = same_shape[a];
+        for (Py_ssize_t k = 1; k <= shape_levels; k++) {
+            double other = same_shape[up[k * nb + b]];
+            if (other > best) best = other;
+        }
+        row[S_SAME_SHAPE_SIBLINGS_LOG] = same_shape[a];
+        row[S_SAME_SHAPE_MAX_LOG] = best;
+        row[S_SAME_TAG_SIBLINGS_LOG] = same_tag[a];
+        before += w;
+        prev_words = w;
+        prev_share = share;
+    }
+    result = Py_None;
+done:
+    free(child_el);
+    free(per_parent);
+    free(prose_prefix);
+    free(hidden);
+    for (int k = 0; k < held; k++) PyBuffer_Release(&v[k]);
+    Py_XINCREF(result);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"text_columns", text_columns, METH_VARARGS,
      "text_columns(texts, counts): per block text, the counts and pattern bits of features.py's text columns."},
@@ -567,6 +788,8 @@ static PyMethodDef methods[] = {
      "nearest_in_mask(parent, mask, out): tree.nearest_in_mask (the node itself included) of a preorder page."},
     {"sibling_shapes", sibling_shapes, METH_VARARGS,
      "sibling_shapes(parent, tag, class_ptr, class_hash, text_tag, same_shape, same_tag): features._sibling_shapes."},
+    {"structure_columns", structure_columns, METH_VARARGS,
+     "structure_columns(...): block_features's owner, position and neighbour columns (raw; see above)."},
     {"owner_hints", owner_hints, METH_VARARGS,
      "owner_hints(parent, hints, owner, near_levels, far_levels, near, far): block_features's near/far hint bits."},
     {NULL, NULL, 0, NULL},

@@ -32,8 +32,8 @@ from sitestrip.transforms.tree import elements_below, links_below, subtree_sum, 
 try:
     # Block texts' character and pattern columns, text keys and per-node loops, compiled
     # (transforms/_features.c, built by `pip install`); _text_columns_python, text_key,
-    # _sibling_shapes_python and _owner_hints's numpy loop are its reference and run where the
-    # extension is missing.
+    # _sibling_shapes_python, _structure_python and _owner_hints's numpy loop are its reference
+    # and run where the extension is missing.
     from sitestrip.transforms import _features as _compiled
 except ImportError:  # pragma: no cover - a source tree used without installing
     _compiled = None
@@ -269,6 +269,87 @@ def block_features(page: CompactPage, blocks: Blocks, texts: list[str], *,
     owner = blocks.owner.astype(np.int64)
     tn = blocks.text_nodes
     starts = blocks.ptr[:-1]
+    _text_columns(texts, x)
+    x[:, col[f"group_{GROUPS[0]}"]:col[f"group_{GROUPS[-1]}"] + 1] = blocks.group[:, None] == _GROUP_CODES
+    # The owner element's structure, the block's place in the page and its neighbours.
+    if _compiled is not None and _COMPILED:
+        up = _structure_compiled(page, blocks, owner, x)
+    else:
+        up = _structure_python(page, blocks, owner, x)
+
+    # Class/id hints of the owner and its nearest ancestors (never BODY).
+    near, far = _owner_hints(page, owner)
+    hint_bit = np.arange(len(HINT_NAMES), dtype=np.uint32)
+    x[:, _NEAR_COLUMNS] = (near[:, None] >> hint_bit) & 1
+    x[:, _FAR_COLUMNS] = (far[:, None] >> hint_bit) & 1
+
+    # Page ConEx's four ratios (SPEC §3) of the block's nearest non-leaf element, standardized
+    # over every non-leaf element (not only ConEx's rated tags: the shipped models were
+    # trained so), and the page-level results.
+    rated = (page.tag != TEXT) & (page.child_count > 0)
+    rated_owner = nearest_marked(page, rated)[owner]
+    if rated.any():
+        feats = content_features(page, rated, conex_features)
+        z = np.zeros((page.size, 4))
+        z[rated] = standardize(feats.matrix()[rated])
+        safe = np.maximum(rated_owner, 0)
+        zs = np.where((rated_owner >= 0)[:, None], z[safe], 0.0)
+        x[:, col["conex_word"]:col["conex_word"] + 4] = zs
+    x[:, col["in_page_conex"]] = conex_main[tn[starts]]
+    if menu_node is not None:
+        first = tn[starts]
+        x[:, col["in_menex_menu"]] = (first > menu_node) & (first < page.end[menu_node])
+
+    _site_columns(page, blocks, owner, site, x, up, words_below(page))
+    return x.astype(np.float32)
+
+
+# The columns structure_columns (transforms/_features.c) fills, in its order: S_WORDS_LOG ...
+# S_SAME_TAG_SIBLINGS_LOG, then one per sibling table, then one per region level. Those named
+# *_log come back as the value to take log1p of.
+_STRUCTURE_NAMES = (
+    "words_log", "chars_log", "mean_word_len", "heading_level", "is_instance", "link_char_share",
+    "links_in_owner_log", "is_desc_a", "is_link", "has_children", "child_elements_log", "siblings_log",
+    "distance_to_root", "doc_dom_depth", "depth_ratio", "text_density_log", "owner_words_share",
+    "normalized_top", "normalized_bottom", "is_uppermost", "is_bottommost", "block_position", "invisible",
+    "prev_words_log", "next_words_log", "prev_link_share", "next_link_share", "prev_same_group",
+    "next_same_group", "same_shape_siblings_log", "same_shape_max_log", "same_tag_siblings_log",
+) + tuple(name for name, _ in _SIBLING_TAGS) + tuple(f"region_share_{k}" for k in _REGION_LEVELS)
+_STRUCTURE_COLUMNS = np.array([_COLUMN[name] for name in _STRUCTURE_NAMES])
+_STRUCTURE_LOG = np.array([_COLUMN[name] for name in _STRUCTURE_NAMES if name.endswith("_log")])
+_SIBLING_TABLES = np.stack([table for _, table in _SIBLING_TAGS])
+_UP_LEVELS = max(max(_REGION_LEVELS), _SHAPE_LEVELS)
+
+
+def _structure_compiled(page: CompactPage, blocks: Blocks, owner: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """_structure_python's columns from transforms/_features.c, one pass over the page's nodes
+    and one over its blocks instead of some sixty numpy calls; the logarithms are numpy's,
+    taken here over the raw values, so every column is the reference's bit for bit."""
+    nb = blocks.count
+    raw = np.empty((nb, len(_STRUCTURE_NAMES)))
+    up = np.empty((_UP_LEVELS + 1, nb), dtype=np.int64)
+    same_shape, same_tag = _sibling_shapes(page)
+    i64 = np.int64
+    _compiled.structure_columns(
+        page.parent, page.tag, page.flags, page.hints, page.depth, page.child_count, page.words,
+        page.chars, page.end, links_below(page), elements_below(page), words_below(page),
+        same_shape, same_tag, owner, np.ascontiguousarray(blocks.text_nodes, dtype=i64),
+        np.ascontiguousarray(blocks.ptr, dtype=i64), np.ascontiguousarray(blocks.words, dtype=i64),
+        np.ascontiguousarray(blocks.group, dtype=np.int8), np.ascontiguousarray(blocks.is_instance, dtype=bool),
+        _HEADING_LEVEL, _SIBLING_TABLES, (F_IN_LINK, HINT_BIT["hidden"], TAG_ID["a"], TEXT),
+        np.array(_REGION_LEVELS, dtype=i64), _SHAPE_LEVELS, raw, up)
+    x[:, _STRUCTURE_COLUMNS] = raw
+    x[:, _STRUCTURE_LOG] = np.log1p(x[:, _STRUCTURE_LOG])
+    return up
+
+
+def _structure_python(page: CompactPage, blocks: Blocks, owner: np.ndarray, x: np.ndarray) -> list:
+    """The structure, position and neighbour columns (_STRUCTURE_NAMES) of every block, and
+    the owners' ancestors (_ancestors, _UP_LEVELS levels): _structure_compiled's reference."""
+    col = _COLUMN
+    nb = blocks.count
+    tn = blocks.text_nodes
+    starts = blocks.ptr[:-1]
     is_text = page.tag == TEXT
     in_link = (page.flags & F_IN_LINK) != 0
     words = blocks.words.astype(np.float64)
@@ -279,8 +360,6 @@ def block_features(page: CompactPage, blocks: Blocks, texts: list[str], *,
     x[:, col["words_log"]] = np.log1p(words)
     x[:, col["chars_log"]] = np.log1p(chars)
     x[:, col["mean_word_len"]] = chars / np.maximum(words, 1)
-    _text_columns(texts, x)
-    x[:, col[f"group_{GROUPS[0]}"]:col[f"group_{GROUPS[-1]}"] + 1] = blocks.group[:, None] == _GROUP_CODES
     x[:, col["heading_level"]] = np.take(_HEADING_LEVEL, page.tag[owner], mode="clip")
     x[:, col["is_instance"]] = blocks.is_instance
 
@@ -324,12 +403,6 @@ def block_features(page: CompactPage, blocks: Blocks, texts: list[str], *,
     if hidden_el.any():     # else no block is under a hidden element (nearest_in_mask: all -1)
         x[:, col["invisible"]] = nearest_marked(page, hidden_el)[owner] >= 0
 
-    # Class/id hints of the owner and its nearest ancestors (never BODY).
-    near, far = _owner_hints(page, owner)
-    hint_bit = np.arange(len(HINT_NAMES), dtype=np.uint32)
-    x[:, _NEAR_COLUMNS] = (near[:, None] >> hint_bit) & 1
-    x[:, _FAR_COLUMNS] = (far[:, None] >> hint_bit) & 1
-
     # Neighbouring blocks.
     link_share = link_chars / np.maximum(chars, 1)
     wlog = np.log1p(words)
@@ -356,26 +429,7 @@ def block_features(page: CompactPage, blocks: Blocks, texts: list[str], *,
         best = np.maximum(best, same_shape[up[k]])
     x[:, col["same_shape_max_log"]] = np.log1p(best)
     x[:, col["same_tag_siblings_log"]] = np.log1p(same_tag[owner])
-
-    # Page ConEx's four ratios (SPEC §3) of the block's nearest non-leaf element, standardized
-    # over every non-leaf element (not only ConEx's rated tags: the shipped models were
-    # trained so), and the page-level results.
-    rated = element & (page.child_count > 0)
-    rated_owner = nearest_marked(page, rated)[owner]
-    if rated.any():
-        feats = content_features(page, rated, conex_features)
-        z = np.zeros((page.size, 4))
-        z[rated] = standardize(feats.matrix()[rated])
-        safe = np.maximum(rated_owner, 0)
-        zs = np.where((rated_owner >= 0)[:, None], z[safe], 0.0)
-        x[:, col["conex_word"]:col["conex_word"] + 4] = zs
-    x[:, col["in_page_conex"]] = conex_main[tn[starts]]
-    if menu_node is not None:
-        first = tn[starts]
-        x[:, col["in_menex_menu"]] = (first > menu_node) & (first < page.end[menu_node])
-
-    _site_columns(page, blocks, owner, site, x, up, subtree_words)
-    return x.astype(np.float32)
+    return up
 
 
 def _owner_hints(page: CompactPage, owner: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
