@@ -23,6 +23,10 @@ synthetic sites are generated there once and reused (they are deterministic).
     python $S chart-rss "before=/tmp/before.json" "after=/tmp/after.json" --out docs/bench/scaling-rss.png
     # everything above, one after the other (about 40 minutes on 2 idle cores)
     python $S all --corpora $C --json docs/bench/scaling.json --chart docs/bench/scaling.png
+    # and apart from `all`: the per-site step's instructions, which do not move with the
+    # machine's load (a corpus's count minus its --load-only count; docs/performance.md session 8)
+    valgrind --tool=callgrind python $S site-step --corpus $C/news-ctf2010-dev
+    valgrind --tool=callgrind python $S site-step --corpus $C/news-ctf2010-dev --load-only
 
 CPU time is the measure of cost: on a shared machine wall time moves with the load, CPU
 time much less. The site step's CPU is time.process_time() around `process_site`; a
@@ -476,6 +480,41 @@ def _site_step_child(spec_json: str) -> None:
                           "stages": stages,
                           "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)}),
               flush=True)
+
+
+def cmd_site_step(args) -> dict:
+    """The per-site step over every site of a corpus, in this process: each site's records
+    packed and unpacked as the shuffle delivers them (pickle), then process_site over them in
+    site order. Made to run under `valgrind --tool=callgrind`, whose instruction counts do not
+    move with the machine's load: the step's count is a run's minus a `--load-only` run's
+    (reading, parsing and pickling the corpus and loading the model, then no site)."""
+    import pickle
+
+    from sitestrip.bench.core import load_corpus
+    from sitestrip.configs import load_config
+    from sitestrip.transforms.classify import load_main_content_model
+    from sitestrip.transforms.extract import process_site
+
+    config = load_config(None)
+    model = load_main_content_model(config.main_content)
+    out = {}
+    for corpus in args.corpus:
+        loaded = load_corpus(warc_files(corpus), config.read)
+        packed = {site: [pickle.dumps(r, protocol=pickle.HIGHEST_PROTOCOL) for r in records]
+                  for site, records in loaded.records.items()}
+        del loaded
+        gc.collect()
+        start, rows = time.process_time(), 0
+        if not args.load_only:
+            for site in sorted(packed):
+                records = [pickle.loads(b) for b in packed[site]]
+                rows += sum(1 for _ in process_site(site, records, config, model))
+        cpu = time.process_time() - start
+        name = os.path.basename(corpus.rstrip(os.sep))
+        out[name] = {"sites": len(packed), "pages": sum(len(v) for v in packed.values()), "rows": rows,
+                     "site_step_cpu_s": round(cpu, 2), "load_only": bool(args.load_only)}
+        print(f"{name}: {out[name]}")
+    return out
 
 
 def _count(values) -> dict:
@@ -937,6 +976,9 @@ def main(argv=None) -> None:
     p = sub.add_parser("nodes", help="nodes per page against CPU ms, per stage")
     p.add_argument("--corpus", action="append", required=True)
     p.add_argument("--run", action="append", help="an existing run output of the corpus (same order)")
+    p = sub.add_parser("site-step", help="the per-site step over a whole corpus in process (for callgrind)")
+    p.add_argument("--corpus", action="append", required=True)
+    p.add_argument("--load-only", action="store_true", help="read, parse and pickle, then stop: the baseline")
     p = sub.add_parser("workers", help="--workers 1 against 2 end to end")
     p.add_argument("--corpus", action="append", required=True)
     p.add_argument("--workers", nargs="+", type=int, default=[1, 2])
@@ -963,7 +1005,7 @@ def main(argv=None) -> None:
     args = parser.parse_args(argv)
     print(f"<!-- {_uptime()} -->")
     result = {"synth": cmd_synth, "curve": cmd_curve, "nodes": cmd_nodes, "workers": cmd_workers,
-              "rss": cmd_rss, "memory": cmd_memory, "chart-rss": cmd_chart_rss, "all": cmd_all}[args.command](args)
+              "rss": cmd_rss, "memory": cmd_memory, "site-step": cmd_site_step, "chart-rss": cmd_chart_rss, "all": cmd_all}[args.command](args)
     print(f"\n<!-- {_uptime()} -->")
     if args.json:
         os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
