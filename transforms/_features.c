@@ -574,6 +574,11 @@ done:
  * IEEE division of two doubles the reference divides too; sums over a block's text nodes
  * are integer-valued doubles, exact in any order. `up` gets the owner's ancestors level by
  * level (the root stays the root), which the site columns read as well. */
+/* A tag id as page.has_tag looks it up in a table of `size` entries (np.take, mode "clip"). */
+static inline Py_ssize_t clip_tag(int32_t tag, Py_ssize_t size) {
+    return tag < 0 ? 0 : tag >= size ? size - 1 : tag;
+}
+
 enum {
     S_WORDS_LOG, S_CHARS_LOG, S_MEAN_WORD_LEN, S_HEADING_LEVEL, S_IS_INSTANCE, S_LINK_CHAR_SHARE,
     S_LINKS_IN_OWNER_LOG, S_IS_DESC_A, S_IS_LINK, S_HAS_CHILDREN, S_CHILD_ELEMENTS_LOG, S_SIBLINGS_LOG,
@@ -673,12 +678,12 @@ static PyObject *structure_columns(PyObject *self, PyObject *args) {
     prose_prefix[0] = 0;
     for (Py_ssize_t i = 0; i < n; i++) {
         int is_text = tag[i] == text_tag;
-        Py_ssize_t t = tag[i] < 0 ? 0 : tag[i] >= n_heading ? n_heading - 1 : tag[i];
+        Py_ssize_t t = clip_tag(tag[i], n_heading);
         if (i > 0) {
             if (!is_text) child_el[parent[i]]++;
             for (Py_ssize_t s = 0; s < n_sib; s++) per_parent[s * n + parent[i]] += sib[s * n_heading + t];
         }
-        hidden[i] = (i > 0 && (hints[i] & hint_hidden)) || (i > 0 && hidden[parent[i]]);
+        hidden[i] = i > 0 && ((hints[i] & hint_hidden) || hidden[parent[i]]);
         prose_prefix[i + 1] = prose_prefix[i] + (is_text && !(flags[i] & f_in_link) ? words[i] : 0);
     }
     int64_t max_depth = 0, page_words_i = 0;
@@ -707,7 +712,7 @@ static PyObject *structure_columns(PyObject *self, PyObject *args) {
         }
         double w = (double)block_words[b];
         double share = link_ch / (ch > 1.0 ? ch : 1.0);
-        Py_ssize_t at = tag[a] < 0 ? 0 : tag[a] >= n_heading ? n_heading - 1 : tag[a];
+        Py_ssize_t at = clip_tag(tag[a], n_heading);
         int64_t nxt = a + 1 < n - 1 ? a + 1 : n - 1;
         int64_t pa = parent[a] > 0 ? parent[a] : 0;
         int64_t siblings = child_count[pa] - 1 > 0 ? child_count[pa] - 1 : 0;

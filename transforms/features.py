@@ -300,7 +300,7 @@ def block_features(page: CompactPage, blocks: Blocks, texts: list[str], *,
         first = tn[starts]
         x[:, col["in_menex_menu"]] = (first > menu_node) & (first < page.end[menu_node])
 
-    _site_columns(page, blocks, owner, site, x, up, words_below(page))
+    _site_columns(page, blocks, owner, site, x, up)
     return x.astype(np.float32)
 
 
@@ -345,7 +345,8 @@ def _structure_compiled(page: CompactPage, blocks: Blocks, owner: np.ndarray, x:
 
 def _structure_python(page: CompactPage, blocks: Blocks, owner: np.ndarray, x: np.ndarray) -> list:
     """The structure, position and neighbour columns (_STRUCTURE_NAMES) of every block, and
-    the owners' ancestors (_ancestors, _UP_LEVELS levels): _structure_compiled's reference."""
+    the owners' ancestors (_ancestors, _UP_LEVELS levels): _structure_compiled's reference,
+    which returns the same ancestors as the rows of one array."""
     col = _COLUMN
     nb = blocks.count
     tn = blocks.text_nodes
@@ -495,9 +496,9 @@ def _group_size(keys: np.ndarray) -> np.ndarray:
 
 
 def _site_columns(page: CompactPage, blocks: Blocks, owner: np.ndarray, site: SiteSignals | None,
-                  x: np.ndarray, up: list, words_below: np.ndarray) -> None:
-    """`up`: _ancestors of owner, at least max(_REGION_LEVELS) levels; `words_below`:
-    subtree_sum of the page's words."""
+                  x: np.ndarray, up) -> None:
+    """`up`: the owners' ancestors by level (_ancestors, or _structure_compiled's rows), at
+    least max(_REGION_LEVELS) levels."""
     col = _COLUMN
     site_cols = [col[n] for n in FEATURE_NAMES[col["has_site"]:]]
     if site is None:
@@ -523,8 +524,9 @@ def _site_columns(page: CompactPage, blocks: Blocks, owner: np.ndarray, site: Si
     tw = np.where(templ, page.words, 0)
     x[:, col["template_word_share"]] = np.add.reduceat(tw[tn].astype(np.float64), starts) / np.maximum(blocks.words, 1)
     templ_below = subtree_sum(page, tw)
+    subtree_words = words_below(page)
     for k in _REGION_LEVELS:
         a = up[k]
-        x[:, col[f"region_template_{k}"]] = templ_below[a] / np.maximum(words_below[a], 1)
+        x[:, col[f"region_template_{k}"]] = templ_below[a] / np.maximum(subtree_words[a], 1)
     x[:, col["text_on_candidates"]] = site.text_on_candidates
     x[:, col["text_site_share"]] = site.text_site_share
