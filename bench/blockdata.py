@@ -20,6 +20,8 @@ from sitestrip.bench.corpora import Corpus
 from sitestrip.transforms.blocks import gold_labels
 from sitestrip.transforms.extract import SiteBlocks, StageError, analyse_page, site_context
 from sitestrip.transforms.features import FEATURE_NAMES
+from sitestrip.transforms.page_type import PAGE_FEATURE_NAMES, PAGE_TYPES, page_type_features
+from sitestrip.transforms.region import LEVELS, owner_ancestors
 from sitestrip.transforms.tokens import folded_words
 
 
@@ -33,6 +35,15 @@ class LabelledPage:
     texts: list        # own text of each block, in order
     gold_words: int
 
+    @property
+    def page_type(self) -> str:
+        """The gold page type: the corpus's genre, where doc and news corpora name theirs
+        by the corpus's kind."""
+        return GENRE_PAGE_TYPE.get(self.genre, self.genre)
+
+
+GENRE_PAGE_TYPE = {"docs": "documentation", "news": "article"}
+
 
 @dataclass
 class BlockDataset:
@@ -44,6 +55,8 @@ class BlockDataset:
     group: np.ndarray      # int8: instance group (blocks.GROUPS)
     page: np.ndarray       # int64: index into pages
     pages: list = field(default_factory=list)
+    ancestors: np.ndarray | None = None   # int64[n, len(region.LEVELS)]: the owner's ancestors' node ids
+    page_features: np.ndarray | None = None   # float32[pages, len(PAGE_FEATURE_NAMES)]
 
     @property
     def site_of_block(self) -> np.ndarray:
@@ -57,7 +70,20 @@ class BlockDataset:
         renumber[keep] = np.arange(keep.size)
         rows = renumber[self.page] >= 0
         return BlockDataset(self.X[rows], self.y[rows], self.words[rows], self.aligned[rows],
-                            self.group[rows], renumber[self.page[rows]], [self.pages[k] for k in keep])
+                            self.group[rows], renumber[self.page[rows]], [self.pages[k] for k in keep],
+                            self.ancestors[rows], self.page_features[keep])
+
+    def rows(self, rows: np.ndarray) -> "BlockDataset":
+        """The blocks `rows` selects, pages unchanged (for scoring a fold's blocks)."""
+        return BlockDataset(self.X[rows], self.y[rows], self.words[rows], self.aligned[rows],
+                            self.group[rows], self.page[rows], self.pages, self.ancestors[rows],
+                            self.page_features)
+
+    @property
+    def page_types(self) -> np.ndarray:
+        """Index into PAGE_TYPES of each page's gold type (-1: a type outside the list)."""
+        return np.array([PAGE_TYPES.index(p.page_type) if p.page_type in PAGE_TYPES else -1
+                         for p in self.pages], dtype=np.int64)
 
 
 def concat(parts: list) -> BlockDataset:
@@ -68,12 +94,18 @@ def concat(parts: list) -> BlockDataset:
         pages.extend(part.pages)
     cat = lambda name, dtype: (np.concatenate([getattr(p, name) for p in parts]) if parts
                                else np.zeros((0, len(FEATURE_NAMES)) if name == "X" else 0, dtype=dtype))
+    ancestors = np.concatenate([p.ancestors for p in parts]) if parts \
+        else np.zeros((0, len(LEVELS)), dtype=np.int64)
+    page_features = np.concatenate([p.page_features for p in parts]) if parts \
+        else np.zeros((0, len(PAGE_FEATURE_NAMES)), dtype=np.float32)
     return BlockDataset(cat("X", np.float32), cat("y", bool), cat("words", np.int64),
                         cat("aligned", np.int64), cat("group", np.int8),
-                        np.concatenate(idx) if idx else np.zeros(0, dtype=np.int64), pages)
+                        np.concatenate(idx) if idx else np.zeros(0, dtype=np.int64), pages,
+                        ancestors, page_features)
 
 
 _SHARED: dict = {}
+_COLUMN = {name: i for i, name in enumerate(FEATURE_NAMES)}
 
 
 def _site_blocks(site: str) -> BlockDataset:
@@ -97,7 +129,10 @@ def _site_blocks(site: str) -> BlockDataset:
                             gold=g.main_text, texts=own.texts, gold_words=len(folded_words(g.main_text)))
         n = own.blocks.count
         parts.append(BlockDataset(analysis.features, y, own.blocks.words.astype(np.int64), aligned,
-                                  own.blocks.group.astype(np.int8), np.zeros(n, dtype=np.int64), [page]))
+                                  own.blocks.group.astype(np.int8), np.zeros(n, dtype=np.int64), [page],
+                                  owner_ancestors(record.page.parent, own.blocks.owner),
+                                  page_type_features(record.page, record.url, own.texts, own.blocks.words,
+                                                     analysis.features, _COLUMN)[None, :]))
     return concat(parts)
 
 

@@ -123,6 +123,8 @@ _CHECKS["site_conex.variant"] = (lambda v: v in ("published", "text_aware"), "pu
 _CHECKS["site_conex.branch"] = (lambda v: v in ("nodes", "words"), "nodes or words")
 _CHECKS["main_content.method"] = (lambda v: v in MAIN_CONTENT_METHODS, " or ".join(MAIN_CONTENT_METHODS))
 _CHECKS["main_content.neighbour_weight"] = (lambda v: 0.0 <= v < 0.5, "at least 0 and below 0.5")
+_CHECKS["main_content.fallback_template_share"] = (lambda v: 0.0 < v <= 1.0, "greater than 0 and at most 1")
+_CHECKS["main_content.near_duplicate_share"] = (lambda v: v == 0.0 or 0.5 <= v <= 1.0, "0 (off) or 0.5 to 1")
 _CHECKS["clusters.threshold"] = (lambda v: 0.0 <= v < 1.0, "at least 0 and below 1")
 _CHECKS["clusters.path_ids"] = (lambda v: v in PATH_IDS, " or ".join(PATH_IDS))
 _CHECKS["clusters.max_representatives"] = _POSITIVE

@@ -757,6 +757,10 @@ def _train_parser(prog: str) -> argparse.ArgumentParser:
     parser.add_argument("--config", default=None, metavar="NAME|FILE",
                         help="preset whose candidate and template parameters compute the features")
     parser.add_argument("--processes", type=int, default=None, help="worker processes for the features")
+    parser.add_argument("--labels", choices=("product", "gold"), default="product",
+                        help="learned: product = the corpora's gold with the product's convention for an "
+                             "article's headline, bylines, datelines and captions (docs/algorithms.md); "
+                             "gold = each corpus's gold as it is")
     return parser
 
 
@@ -785,7 +789,7 @@ def train(argv: list[str], prog: str = "sitestrip train") -> int:
               file=sys.stderr)
         return 2
     train_model(data, args.out, args.method, args.folds, params=config.main_content,
-                log=lambda m: print(m, flush=True))
+                log=lambda m: print(m, flush=True), product_convention=args.labels == "product")
     return 0
 
 

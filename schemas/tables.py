@@ -16,7 +16,8 @@ import pyarrow as pa
 # Pages also gained `main_markdown`,
 # `language`, `language_score`, and what the page declares (`html_lang`, `canonical_url`,
 # `description`, `published_date`, `author`); timing_ms gained `markdown` and `language`.
-SCHEMA_VERSION = "3"
+# 4: pages gained `page_type` and `page_type_score` (docs/algorithms.md "Page type").
+SCHEMA_VERSION = "4"
 
 LINK = pa.struct([("url", pa.string()), ("text", pa.string())])
 
@@ -53,6 +54,10 @@ PAGES = pa.schema([
     ("main_markdown", pa.string()),        # the same content as CommonMark (transforms/markdown.py)
     ("language", pa.string()),             # ISO 639-1 of main_text (transforms/language.py)
     ("language_score", pa.float32()),      # the identifier's probability of `language`
+    # article | documentation | forum | product | listing | collection | service | other (no
+    # text block); null when main_content.method is not learned.
+    ("page_type", pa.string()),
+    ("page_type_score", pa.float32()),     # the page type model's probability of `page_type`
     ("nontemplate_text", pa.string()),
     ("menu_links", pa.list_(LINK)),
     # The menu's id in the menus dataset: "SITE:KEY" for a site menu (SPEC §12, named by its

@@ -405,3 +405,12 @@ def test_gold_labels_edge_cases():
     assert labels.tolist() == [False, False] and aligned.tolist() == [0, 0]
     labels, aligned = gold_labels([], "alpha")
     assert labels.shape == (0,) and aligned.shape == (0,)
+
+
+def test_hidden_text_is_a_block_of_its_own_even_inline():
+    """An unknown inline <h> with display:none inside a paragraph's line: the paragraph's text
+    before and after it, and the hidden text, are three blocks."""
+    page = parse_page("<body><p>Visible start <h style='display:none'>hidden words</h> visible end</p></body>",
+                      "http://ex.com/")
+    blocks = page_blocks(page)
+    assert block_texts(page, blocks) == ["Visible start", "hidden words", "visible end"]

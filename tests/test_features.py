@@ -19,7 +19,7 @@ from sitestrip.transforms.page import HINT_BIT, HINT_NAMES, _role_hints, parse_p
 from sitestrip.transforms.tree import subtree_mask
 
 COL = {name: i for i, name in enumerate(FEATURE_NAMES)}
-SITE_COLUMNS = FEATURE_NAMES[COL["has_site"]:]
+SITE_COLUMNS = FEATURE_NAMES[COL["has_site"]:COL["text_site_share"] + 1]
 
 
 def features(html, *, site=None, conex_main=None, menu_node=None, url="http://ex.com/"):
@@ -192,7 +192,9 @@ def test_site_columns_from_hand_built_signals():
     assert col(x, "region_template_1") == pytest.approx([7 / 16] * 4 + [0, 0, 7 / 16])
     assert col(x, "text_on_candidates") == pytest.approx(on_candidates.tolist())
     assert col(x, "text_site_share") == pytest.approx(site_share.tolist())
-    assert not np.isnan(x).any()
+    # Every column is known, but the page type's, which the page type model fills.
+    page_type = np.arange(COL["page_type_article"], COL["page_type_service"] + 1)
+    assert not np.isnan(np.delete(x, page_type, axis=1)).any()
 
 
 # ---------------------------------------------------------------- class/id hints
@@ -514,3 +516,58 @@ def test_conex_ratios_are_read_from_page_conex_when_it_computed_them(monkeypatch
     assert len(calls) == 1
     assert alone.dtype == shared.dtype == np.float32 and np.array_equal(alone, shared, equal_nan=True)
     assert conex_page.main_content_and_features(parse_page("", "http://ex.com/"))[1] is None
+
+
+# Page (r): block roles. Blocks in order:
+#  0 "Site"            in <header>
+#  1 "By Jane Roe"     byline line, in <article>
+#  2 "May 5, 2024"     a <time> inside the p: dateline, contains_time
+#  3 "Photo: Getty"    figcaption inside figure: credit
+#  4 "Story text ..."  plain paragraph
+#  5 "Read more: x"    promo line
+#  6 "quoted"          in <blockquote>
+#  7 "BREAKING NEWS"   all capitals
+PAGE_R = ("<body><header><p>Site</p></header><article><p>By Jane Roe</p><p><time>May 5, 2024</time></p>"
+          "<figure><img src='a.jpg'><figcaption>Photo: Getty Images</figcaption></figure>"
+          "<p>Story text that says something, with a comma.</p><p>Read more: other story</p>"
+          "<blockquote><p>quoted</p></blockquote><p>BREAKING NEWS</p></article></body>")
+
+
+def test_block_roles_from_context_elements_and_line_cues():
+    page, blocks, texts, x = features(PAGE_R)
+    assert texts[0] == "Site" and texts[4].startswith("Story") and texts[7] == "BREAKING NEWS"
+    assert col(x, "in_header") == [1, 0, 0, 0, 0, 0, 0, 0]
+    assert col(x, "in_article") == [0, 1, 1, 1, 1, 1, 1, 1]
+    assert col(x, "in_figure") == [0, 0, 0, 1, 0, 0, 0, 0]
+    assert col(x, "in_figcaption") == [0, 0, 0, 1, 0, 0, 0, 0]
+    assert col(x, "in_blockquote") == [0, 0, 0, 0, 0, 0, 1, 0]
+    assert col(x, "contains_time") == [0, 0, 1, 0, 0, 0, 0, 0]
+    assert col(x, "role_byline") == [0, 1, 0, 0, 0, 0, 0, 0]
+    assert col(x, "role_dateline") == [0, 0, 1, 0, 0, 0, 0, 0]
+    assert col(x, "role_credit") == [0, 0, 0, 1, 0, 0, 0, 0]
+    assert col(x, "role_promo") == [0, 0, 0, 0, 0, 1, 0, 0]
+    # Capitals among ASCII letters: "BREAKING NEWS" 12 of 12, "Site" 1 of 4.
+    assert col(x, "caps_share")[7] == 1.0
+    assert col(x, "caps_share")[0] == pytest.approx(0.25)
+    assert col(x, "short_line") == [1] * 8
+    # The page type columns wait for the page type model.
+    assert all(math.isnan(v) for v in col(x, "page_type_article"))
+
+
+def test_role_cues_need_the_line_start():
+    """A sentence that mentions a photo or reading more is no credit or promo line."""
+    _, _, texts, x = features("<body><p>We took a photo: it shows the river.</p>"
+                              "<p>You can read more about it later.</p></body>")
+    assert col(x, "role_credit") == [0, 0] and col(x, "role_promo") == [0, 0]
+
+
+def test_hidden_element_is_what_the_markup_hides_not_a_class_word():
+    """Blocks: 0 under hidden, 1 under aria-hidden, 2 under an inline display:none, 3 under a
+    class that only names hiding (`overflow-hidden`, utility CSS that hides nothing), 4 plain.
+    A display:none on BODY (an anti-flicker style a script lifts) hides nothing."""
+    _, _, texts, x = features("<body style='display:none'><div hidden><p>a</p></div>"
+                              "<div aria-hidden='true'><p>b</p></div><h2 style='display: none'>c</h2>"
+                              "<div class='overflow-hidden'><p>d</p></div><p>e</p></body>")
+    assert texts == ["a", "b", "c", "d", "e"]
+    assert col(x, "hidden_element") == [1, 1, 1, 0, 0]
+    assert col(x, "invisible") == [1, 1, 1, 1, 0]

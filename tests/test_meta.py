@@ -85,7 +85,7 @@ def test_bad_values_are_null_and_the_page_parses():
     page = parse_page('<html lang="not a tag!"><head><link rel="canonical" href="javascript:void(0)">'
                       '<meta name="description" content="   "><meta name="date" content="yesterday">'
                       '</head><body><p>Text stays.</p></body></html>', URL)
-    assert page.meta == (None, None, None, None, None)
+    assert page.meta == (None, None, None, None, None, None)
     assert page.text == "Text stays."
 
 

@@ -41,7 +41,7 @@ static PyTypeObject *element_type;
 enum { T_DROP = 1, T_LEAF = 2, T_BLOCK = 4, T_PRE = 8, T_EXTRA = 16, T_A = 32, T_NAV = 64 };
 
 typedef struct {
-    int f_link, f_in_link, f_nav_hint, f_nav_word, f_nav_all, f_space_before, f_pre;
+    int f_link, f_in_link, f_nav_hint, f_nav_word, f_nav_all, f_space_before, f_pre, f_hidden;
     unsigned long hint_nav, hint_hidden;   /* "k" in PyArg_ParseTuple */
     int browser;
 } Consts;
@@ -602,9 +602,13 @@ static int start(W *w, xmlNode *node) {
                 role |= w->k.hint_nav;
             } else if (is_name(a, "hidden")) {
                 role |= w->k.hint_hidden;
+                flag |= w->k.f_hidden;
             } else if (is_name(a, "aria-hidden")) {
                 if ((r = stripped_lower_is(s, n, "true")) < 0) goto fail_attr;
-                if (r) role |= w->k.hint_hidden;
+                if (r) {
+                    role |= w->k.hint_hidden;
+                    flag |= w->k.f_hidden;
+                }
             } else if (is_name(a, "style")) {
                 PyObject *v = PyUnicode_DecodeUTF8(s, n, NULL);
                 PyObject *m = v ? PyObject_CallOneArg(w->hidden_style, v) : NULL;
@@ -613,7 +617,10 @@ static int start(W *w, xmlNode *node) {
                 int truth = PyObject_IsTrue(m);
                 Py_DECREF(m);
                 if (truth < 0) goto fail_attr;
-                if (truth) role |= w->k.hint_hidden;
+                if (truth) {
+                    role |= w->k.hint_hidden;
+                    flag |= w->k.f_hidden;
+                }
             }
         }
         Py_XDECREF(owned);
@@ -776,10 +783,10 @@ static PyObject *walk(PyObject *self, PyObject *args) {
     PyObject *body_o;
     W w;
     memset(&w, 0, sizeof(w));
-    if (!PyArg_ParseTuple(args, "OUOOOOOOp(iiiiiiikk)", &body_o, &w.base_url, &w.tag_props, &w.class_info,
+    if (!PyArg_ParseTuple(args, "OUOOOOOOp(iiiiiiiikk)", &body_o, &w.base_url, &w.tag_props, &w.class_info,
                           &w.id_info, &w.resolve, &w.count_words, &w.hidden_style, &w.k.browser,
                           &w.k.f_link, &w.k.f_in_link, &w.k.f_nav_hint, &w.k.f_nav_word, &w.k.f_nav_all,
-                          &w.k.f_space_before, &w.k.f_pre, &w.k.hint_nav, &w.k.hint_hidden))
+                          &w.k.f_space_before, &w.k.f_pre, &w.k.f_hidden, &w.k.hint_nav, &w.k.hint_hidden))
         return NULL;
     if (!element_type || !PyObject_TypeCheck(body_o, element_type)) Py_RETURN_NONE;
     struct LxmlElement *body = (struct LxmlElement *)body_o;

@@ -26,7 +26,7 @@ from difflib import SequenceMatcher
 
 import numpy as np
 
-from sitestrip.transforms.page import (BLOCK_LEVEL, KNOWN_TAGS, TAG_ID, TEXT, CompactPage, has_tag,
+from sitestrip.transforms.page import (BLOCK_LEVEL, F_HIDDEN, KNOWN_TAGS, TAG_ID, TEXT, CompactPage, has_tag,
                                        tag_table)
 from sitestrip.transforms.text import run_texts
 from sitestrip.transforms.tokens import folded_words
@@ -120,6 +120,19 @@ def instance_mask(page: CompactPage) -> np.ndarray:
     return has_tag(tag, _ALWAYS_INSTANCE) | leafish
 
 
+def hidden_text(page: CompactPage, nodes: np.ndarray) -> np.ndarray | None:
+    """Per node of `nodes`: inside an element with page.F_HIDDEN other than BODY (None: the page
+    hides nothing). Subtrees are preorder ranges: a running count of hidden starts minus ends."""
+    hidden = np.flatnonzero((page.flags & F_HIDDEN) != 0)
+    hidden = hidden[hidden > 0]
+    if hidden.size == 0:
+        return None
+    diff = np.zeros(page.size + 1, dtype=np.int64)
+    np.add.at(diff, hidden, 1)
+    np.add.at(diff, page.end[hidden].astype(np.int64), -1)
+    return np.cumsum(diff)[nodes] > 0
+
+
 def page_blocks(page: CompactPage) -> Blocks:
     """Every text node in exactly one block (SPEC §10)."""
     text = np.flatnonzero(page.tag == TEXT)
@@ -141,6 +154,12 @@ def page_blocks(page: CompactPage) -> Blocks:
     line = page.line[text]
     cut = np.ones(text.size, dtype=bool)
     cut[1:] = (owner[1:] != owner[:-1]) | (line[1:] != line[:-1])
+    # Text the markup hides (page.F_HIDDEN, never BODY's) is a block of its own even inline (an
+    # unknown <h style="display:none"> inside a paragraph), so that no block mixes what a reader
+    # sees with what it does not.
+    hidden = hidden_text(page, text)
+    if hidden is not None:
+        cut[1:] |= hidden[1:] != hidden[:-1]
     starts = np.flatnonzero(cut)
     ptr = np.concatenate((starts, [text.size])).astype(np.int64)
     block_owner = owner[starts].astype(np.int32)

@@ -22,7 +22,11 @@ import numpy as np
 
 from sitestrip.transforms.blocks import GROUPS, Blocks
 from sitestrip.transforms.features import FEATURE_NAMES, FEATURE_SET_VERSION
-from sitestrip.transforms.model import BlockModel, load_model
+from sitestrip.transforms.model import BlockModel, ModelError, load_model
+from sitestrip.transforms.page_type import (PAGE_FEATURE_NAMES, PAGE_FEATURE_SET, PAGE_TYPES, PageTypeModel,
+                                            page_type_features, page_type_label)
+from sitestrip.transforms.region import (REGION_FEATURE_NAMES, REGION_FEATURE_SET, own_columns,
+                                         owner_ancestors, region_features)
 
 MODEL_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "models")
 SHIPPED_MODELS = {"learned": os.path.join(MODEL_DIR, "learned.json.gz"),
@@ -30,6 +34,7 @@ SHIPPED_MODELS = {"learned": os.path.join(MODEL_DIR, "learned.json.gz"),
 METHODS = ("learned", "ceml", "conex")
 _COL = {name: i for i, name in enumerate(FEATURE_NAMES)}
 _GROUP_P, _GROUP_DIV, _GROUP_H = GROUPS.index("p"), GROUPS.index("div"), GROUPS.index("h")
+_PAGE_TYPE_COLUMNS = slice(_COL[f"page_type_{PAGE_TYPES[0]}"], _COL[f"page_type_{PAGE_TYPES[-1]}"] + 1)
 
 
 @dataclass(frozen=True)
@@ -42,6 +47,15 @@ class MainContentParams:
     # previous and the next block of the page) before the threshold. Main content is a run of
     # blocks; a lone teaser or a lone caption between them is decided with its context.
     neighbour_weight: float = 0.1
+    # Safety net (docs/algorithms.md "Safety nets"): a page where no block is main, or whose
+    # template share is at least fallback_template_share, is judged again without its site
+    # features, as a single-page site is; the row's notes say so.
+    site_fallback: bool = False
+    fallback_template_share: float = 0.95
+    # A candidate page that is a near duplicate of the key page (at least this share of each
+    # page's block words carry a block text the other page shows too) is no template
+    # evidence: every block of the key page would map onto it. 0 = keep every candidate.
+    near_duplicate_share: float = 0.0
 
 
 def model_path(params: MainContentParams) -> str:
@@ -63,6 +77,13 @@ def _load_checked(path: str, method: str) -> BlockModel:
     if model.kind != wanted:
         raise ValueError(f"{path}: a {model.kind} model, but main_content.method {method} needs a {wanted} model")
     model.check_features(FEATURE_NAMES, FEATURE_SET_VERSION)
+    if model.page_type_models:
+        if model.page_type_types != PAGE_TYPES:
+            raise ModelError(f"{path}: page types {list(model.page_type_types)}, this code has {list(PAGE_TYPES)}")
+        for stage in model.page_type_models:
+            stage.check_features(PAGE_FEATURE_NAMES, PAGE_FEATURE_SET)
+    if model.region is not None:
+        model.region.check_features(REGION_FEATURE_NAMES, REGION_FEATURE_SET)
     return model
 
 
@@ -112,9 +133,64 @@ def block_proba(model: BlockModel, features: np.ndarray, group: np.ndarray, word
     return np.where(words > 0, proba, 0.0)
 
 
+def page_type_proba(model: BlockModel, page_features: np.ndarray) -> np.ndarray | None:
+    """float64[len(PAGE_TYPES)] of one page, None for a model without the page type stage."""
+    if not model.page_type_models:
+        return None
+    return PageTypeModel(model.page_type_models).proba(page_features[None, :])[0]
+
+
+def region_proba(model: BlockModel, first: np.ndarray, words: np.ndarray, features: np.ndarray,
+                 ancestors: np.ndarray) -> np.ndarray:
+    """The region stage's probability of each block of one page (transforms/region.py)."""
+    first = np.where(words > 0, first, 0.0)
+    X = region_features(first, words, own_columns(features, _COL), ancestors)
+    return np.where(words > 0, model.region.predict_proba(X), 0.0)
+
+
+def hidden_blocks(features: np.ndarray) -> np.ndarray:
+    """Blocks a reader does not see (docs/algorithms.md "Safety nets"): never main content."""
+    return features[:, _COL["hidden_element"]] > 0
+
+
+@dataclass
+class PageClassification:
+    proba: np.ndarray          # content probability per block, as the threshold sees it
+    selected: np.ndarray       # bool per block: main content
+    threshold: float
+    page_type: str | None      # None: the model has no page type stage
+    page_type_proba: np.ndarray | None
+
+
+def classify_page(model: BlockModel, page, url: str, blocks: Blocks, texts: list, features: np.ndarray,
+                  params: MainContentParams) -> PageClassification:
+    """The page's type, then its main-content blocks (SPEC §10; docs/algorithms.md "Page type",
+    "Main region"). `features` gets the page type columns filled in place.
+
+    Hidden blocks (`hidden_element`: inside an element with the hidden attribute, aria-hidden,
+    an inline display:none or visibility:hidden) are never main content: a reader does not
+    see them, whatever the gold of a corpus says."""
+    types = None
+    if blocks.count and model.page_type_models:
+        types = page_type_proba(model, page_type_features(page, url, texts, blocks.words, features, _COL))
+        features[:, _PAGE_TYPE_COLUMNS] = types
+    label = page_type_label(types, blocks.count) if model.page_type_models else None
+    if blocks.count == 0:
+        return PageClassification(np.zeros(0), np.zeros(0, dtype=bool), model.threshold, label, types)
+    if model.kind == "gbdt" and model.region is not None:
+        first = np.where(blocks.words > 0, model.predict_proba(features), 0.0)
+        proba = region_proba(model, first, blocks.words, features,
+                             owner_ancestors(page.parent, blocks.owner))
+    else:
+        proba = block_proba(model, features, blocks.group, blocks.words, params)
+    proba = np.where(hidden_blocks(features), 0.0, proba)
+    return PageClassification(proba, proba >= model.threshold, model.threshold, label, types)
+
+
 def classify_blocks(model: BlockModel, blocks: Blocks, features: np.ndarray,
                     params: MainContentParams) -> tuple[np.ndarray, np.ndarray, float]:
-    """(content probability per block, main blocks, threshold) of one page."""
+    """(content probability per block, main blocks, threshold) of one page, without the page
+    type and region stages (a model trained without them)."""
     if blocks.count == 0:
         return np.zeros(0), np.zeros(0, dtype=bool), model.threshold
     proba = block_proba(model, features, blocks.group, blocks.words, params)

@@ -6,6 +6,7 @@ their inputs so the Beam layer only moves data and counts.
 """
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import time
 from dataclasses import dataclass, field
@@ -18,13 +19,14 @@ from sitestrip.transforms.blocks import Blocks, block_texts, page_blocks, render
 from sitestrip.transforms.candidates import CandidateSelection, in_site, page_key_links, select_candidates, site_links
 from sitestrip.transforms.charset import decode_html
 from sitestrip.transforms.conex_page import main_content, main_content_and_features
-from sitestrip.transforms.classify import classify_blocks, load_main_content_model
+from sitestrip.transforms.classify import classify_page, load_main_content_model
 from sitestrip.transforms.clusters import ClusterCandidates, cluster_pages, cluster_rows, cluster_signatures, page_signature
 from sitestrip.transforms.conex_site import site_main_content
 from sitestrip.transforms.features import SiteSignals, block_features, text_keys
 from sitestrip.transforms.link_blocks import drop_link_blocks
 from sitestrip.transforms.menex import Menu, MenexParams, detect_menu, menu_scores
 from sitestrip.transforms.output import OutputParams, declared_columns, main_language, main_markdown
+from sitestrip.transforms.page_type import PAGE_TYPES
 from sitestrip.transforms.sitemenus import MenuProposal, choose_menu_keys, propose_menus, site_menu
 from sitestrip.transforms.page import PRODUCT_RULES, TEXT, UNPACKED, CompactPage, ParseRules, parse_page
 from sitestrip.transforms.state import StateParams, StoredPage, shard_state
@@ -271,10 +273,36 @@ class SiteBlocks:
             del self._blocks[url]
 
     def _distinct_keys(self, url: str) -> np.ndarray:
+        return self._keys_and_words(url)[0]
+
+    def _keys_and_words(self, url: str) -> tuple:
+        """(the page's distinct block text keys, sorted; the words of its blocks with each)."""
         got = self._distinct.get(url)
         if got is None:
-            got = self._distinct[url] = np.unique(self.of(url).keys)
+            own = self.of(url)
+            keys, inverse = np.unique(own.keys, return_inverse=True)
+            words = np.bincount(inverse.ravel(), weights=own.blocks.words, minlength=keys.size)
+            got = self._distinct[url] = (keys, words)
         return got
+
+    def shared_word_share(self, url: str, other: str) -> float:
+        """The share of `url`'s block words whose block text `other` shows too."""
+        keys, words = self._keys_and_words(url)
+        total = float(words.sum())
+        if total == 0:
+            return 0.0
+        return float(words[np.isin(keys, self._distinct_keys(other), assume_unique=True)].sum()) / total
+
+    def near_duplicates(self, url: str, candidates, share: float) -> list:
+        """The candidates that are near duplicates of `url`: each shows at least `share` of the
+        other's block words (both ways, so a page that merely contains the other is not one)."""
+        out = []
+        for other in candidates:
+            if other in self._failed or url in self._failed:
+                continue
+            if self.shared_word_share(url, other) >= share and self.shared_word_share(other, url) >= share:
+                out.append(other)
+        return out
 
     def signals(self, url: str, template: TemplateResult, selection: CandidateSelection) -> SiteSignals:
         own = self.of(url).keys
@@ -317,6 +345,9 @@ class PageAnalysis:
     threshold: float | None = None
     # Site-level menus (SPEC §12): this page's menu roots among its template nodes.
     menu_proposal: MenuProposal | None = None
+    page_type: str | None = None                    # the page type model's (learned), else None
+    page_type_score: float | None = None
+    notes: list = field(default_factory=list)       # what the row's notes add (safety nets)
 
 
 def site_context(site: str, records: Iterable[PageRecord], config=None, stored: Sequence[StoredPage] = ()):
@@ -405,11 +436,17 @@ def analyse_page(record: PageRecord, pages: dict, links, config, site_blocks: Si
     UNPACKED.touch(page)
     budget = _Budget(config.site.page_budget_ms, spent_ms=own_ms)
     timing = dict(record.timing_ms)
+    dropped = []
     if links is not None:
         with _Stage(timing, "candidates", budget):
             for_template = _select(record, page, links, config.candidates.for_template())
             for_conex = None if blocks_wanted else \
                 _select(record, page, links, config.candidates.for_conex())
+            if blocks_wanted and config.main_content.near_duplicate_share > 0 and for_template.candidates:
+                dropped = site_blocks.near_duplicates(record.url, for_template.candidates,
+                                                      config.main_content.near_duplicate_share)
+                if dropped:
+                    for_template = _without(for_template, dropped)
         if for_template.method != "page_only":
             with _Stage(timing, "template", budget) as check:
                 template = detect_template(page, [pages[u] for u in for_template.candidates],
@@ -420,6 +457,8 @@ def analyse_page(record: PageRecord, pages: dict, links, config, site_blocks: Si
             analysis = PageAnalysis(method=for_template.method, main=np.zeros(page.size, dtype=bool),
                                     menu=menu, timing=timing, template=template,
                                     for_template=for_template, for_conex=for_conex or for_template)
+            if dropped:
+                analysis.notes.append(f"near-duplicate candidate pages left out: {len(dropped)}")
             if config.site_menus.enabled:
                 with _Stage(timing, "menex", budget):
                     analysis.menu_proposal = propose_menus(page, template.template, config.menex,
@@ -444,6 +483,8 @@ def analyse_page(record: PageRecord, pages: dict, links, config, site_blocks: Si
     menu, _ = _menu(record, config.menex, timing, budget)
     analysis = PageAnalysis(method="page_only", main=np.zeros(page.size, dtype=bool), menu=menu,
                             timing=timing)
+    if dropped:
+        analysis.notes.append(f"near-duplicate candidate pages left out: {len(dropped)}")
     if blocks_wanted:
         with _Stage(timing, "blocks", budget):
             timing["blocks"] = own_ms
@@ -455,6 +496,15 @@ def analyse_page(record: PageRecord, pages: dict, links, config, site_blocks: Si
     return analysis
 
 
+def _without(selection: CandidateSelection, dropped: list) -> CandidateSelection:
+    """The selection less the `dropped` candidates; page_only when none is left."""
+    keep = [i for i, url in enumerate(selection.candidates) if url not in set(dropped)]
+    if not keep:
+        return CandidateSelection("page_only", [], 0, selection.pages_loaded, [])
+    sources = [selection.sources[i] for i in keep] if selection.sources else []
+    return dataclasses.replace(selection, candidates=[selection.candidates[i] for i in keep], sources=sources)
+
+
 def _own_blocks(page: CompactPage) -> PageBlocks:
     blocks = page_blocks(page)
     texts = block_texts(page, blocks)
@@ -463,26 +513,55 @@ def _own_blocks(page: CompactPage) -> PageBlocks:
 
 def _classify(record: PageRecord, analysis: PageAnalysis, own: PageBlocks, signals, config, model,
               budget: _Budget) -> None:
-    """Block features and, with a model, the main-content blocks of one page (SPEC §10)."""
+    """Block features and, with a model, the page type and main-content blocks of one page
+    (SPEC §10, docs/algorithms.md)."""
     page = record.page
     with _Stage(analysis.timing, "page_conex", budget):
         conex_main, conex_features = main_content_and_features(page, config.page_conex)
+    menu_node = analysis.menu.node if analysis.menu else None
     with _Stage(analysis.timing, "blocks", budget):
         analysis.blocks = own
         analysis.features = block_features(
-            page, own.blocks, own.texts, conex_main=conex_main,
-            menu_node=analysis.menu.node if analysis.menu else None, site=signals,
+            page, own.blocks, own.texts, conex_main=conex_main, menu_node=menu_node, site=signals,
             conex_features=conex_features)
     if model is None:
         return
     with _Stage(analysis.timing, "classify", budget):
-        proba, selected, threshold = classify_blocks(model, own.blocks, analysis.features, config.main_content)
-        analysis.proba, analysis.selected, analysis.threshold = proba, selected, threshold
+        result = classify_page(model, page, record.url, own.blocks, own.texts, analysis.features,
+                               config.main_content)
+        fallback = _site_fallback(analysis, result, signals, config)
+        if fallback:
+            # The site's signals said everything is template or nothing is content: the page is
+            # judged as a page of its own, as a single-page site is.
+            features = block_features(page, own.blocks, own.texts, conex_main=conex_main, menu_node=menu_node,
+                                      site=None, conex_features=conex_features)
+            alone = classify_page(model, page, record.url, own.blocks, own.texts, features, config.main_content)
+            if alone.selected.any():
+                analysis.features, result = features, alone
+                analysis.notes.append(f"main content judged without site features: {fallback}")
+        analysis.proba, analysis.selected, analysis.threshold = result.proba, result.selected, result.threshold
+        analysis.page_type = result.page_type
+        if result.page_type_proba is not None and result.page_type in PAGE_TYPES:
+            analysis.page_type_score = float(result.page_type_proba[PAGE_TYPES.index(result.page_type)])
         # The main-content node set: the selected blocks' text nodes, and every element whose
         # text is all in them (what a node-level view or metric compares).
-        text_main = own.blocks.node_mask(page, selected)
+        text_main = own.blocks.node_mask(page, result.selected)
         text_total = text_nodes_below(page)
         analysis.main = text_main | ((text_total > 0) & (subtree_sum(page, text_main) == text_total))
+
+
+def _site_fallback(analysis: PageAnalysis, result, signals, config) -> str | None:
+    """Why the page should be judged without its site (None: it should not): no block of a
+    page with text was classified main, or the template covers nearly all of the page (two
+    near-identical pages make each other's content template)."""
+    if signals is None or not config.main_content.site_fallback or result.proba.size == 0:
+        return None
+    if not result.selected.any():
+        return "no block classified as main content with them"
+    share = analysis.template.share if analysis.template is not None else None
+    if share is not None and share >= config.main_content.fallback_template_share:
+        return f"template share {share:.2f}"
+    return None
 
 
 def _main_columns(page: CompactPage, analysis: PageAnalysis, output: OutputParams) -> dict:
@@ -494,6 +573,7 @@ def _main_columns(page: CompactPage, analysis: PageAnalysis, output: OutputParam
         line_starts = own.blocks.first_node()
     else:
         main = {"main_text": text_of(page, analysis.main), "words_main": words_in(page, analysis.main)}
+    main["page_type"], main["page_type_score"] = analysis.page_type, analysis.page_type_score
     # From the same node set as main_text, lines where it has lines (transforms/output.py).
     with _Stage(analysis.timing, "markdown"):
         main["main_markdown"] = main_markdown(page, analysis.main, output, line_starts)
@@ -516,7 +596,7 @@ def _page_only_row(record: PageRecord, analysis: PageAnalysis, output: OutputPar
                    nontemplate_text=text_of(page, ~menu_mask),
                    method="page_only", candidate_urls=None, candidate_sources=None, cs_size=None,
                    pages_loaded=None, template_share=None, template_candidate_urls=None,
-                   template_cluster=cluster)
+                   template_cluster=cluster, notes=list(analysis.notes))
 
 
 def site_row(record: PageRecord, pages: dict, links, config, site_blocks: SiteBlocks | None = None,
@@ -534,9 +614,10 @@ def _site_row(record: PageRecord, links, analysis: PageAnalysis, output: OutputP
     menu, timing, template = analysis.menu, analysis.timing, analysis.template
     for_template, for_conex = analysis.for_template, analysis.for_conex
     main = _main_columns(page, analysis, output)
-    notes = [] if main["main_text"] else ["no main content: the page maps entirely onto its candidate pages"
-                                          if analysis.selected is None else
-                                          "no main content: no block classified as main content"]
+    notes = list(analysis.notes) + ([] if main["main_text"] else
+                                    ["no main content: the page maps entirely onto its candidate pages"
+                                     if analysis.selected is None else
+                                     "no main content: no block classified as main content"])
     return _finish(record, timing, menu, menu_columns, **main,
                    nontemplate_text=text_of(page, template.nontemplate),
                    method=for_conex.method, candidate_urls=for_conex.candidates,

@@ -23,10 +23,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sitestrip.transforms.blocks import GROUPS, Blocks, nearest_marked
+from sitestrip.transforms.blocks import GROUPS, Blocks, hidden_text, nearest_marked
 from sitestrip.transforms.conex_page import ContentFeatures, content_features, standardize
 from sitestrip.transforms.page import (F_IN_LINK, HINT_BIT, HINT_NAMES, KNOWN_TAGS, TAG_ID, TEXT, CompactPage,
                                        has_tag, tag_table)
+from sitestrip.transforms.page_type import PAGE_TYPES
 from sitestrip.transforms.tree import elements_below, links_below, subtree_sum, words_below
 
 try:
@@ -42,7 +43,7 @@ _COMPILED = os.environ.get("SITESTRIP_FEATURES", "compiled") != "python"
 
 # Bump when a feature's definition or the column order changes: a model trained on
 # another feature set is refused (transforms/model.py).
-FEATURE_SET_VERSION = "blocks-v1"
+FEATURE_SET_VERSION = "blocks-v2"
 
 METHODS = ("cs", "partial_cs", "linked", "cluster", "site_sample", "page_only")
 _NEAR_LEVELS = 2        # ancestors whose hints count as "near" (seed 002's is_desc_X, local)
@@ -62,6 +63,35 @@ _TEXT_PATTERNS = (
     ("subscribe", re.compile(r"subscribe|sign up|newsletter|log ?in\b|sign in|cookie")),
     ("byline", re.compile(r"(?m:^)[ \t]*(?:by|posted|published|updated)\b")),
 )
+
+
+# Block roles (docs/algorithms.md "Block roles"): the elements a block sits in that say what it
+# is (a figure's caption, a quotation, a table cell, a page header's line, a form's label) ...
+_CONTEXT_TAGS = ("figure", "figcaption", "blockquote", "table", "header", "footer", "aside", "form",
+                 "address", "dl", "details", "article", "main", "section", "ul", "ol", "button", "label")
+_CONTEXT_TABLES = [tag_table(t) for t in _CONTEXT_TAGS]
+_TIME_TABLE, _IMG_TABLE = tag_table("time"), tag_table("img", "picture", "video", "iframe", "figure")
+# ... and how its own line reads: a credit, a dateline, a promo line that sends the reader
+# elsewhere, a call to subscribe or share, a reading time. Several languages; each pattern
+# anchored where such a line starts, so a sentence that merely mentions "photo" is not one.
+_ROLE_CUES = (
+    ("credit", r"(?m:^)[ \t]*(?:photo|foto|bild|image|picture|credit|quelle|source|illustration|video)s?\b"
+               r"[^\n]{0,40}?[:/|]|\b(?:getty images|reuters|afp|ap photo|dpa|shutterstock|istock|imago)\b|"
+               r"(?m:^)[ \t]*©"),
+    ("dateline", r"(?m:^)[ \t]*(?:(?:updated|published|posted|last modified|aktualisiert|veröffentlicht|"
+                 r"stand)\b|(?:mon|tue|wed|thu|fri|sat|sun)[a-z]*,? |\d{1,2}[./]\d{1,2}[./]\d{2,4}|"
+                 r"(?:19|20)\d\d-[01]\d-[0-3]\d|(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.? "
+                 r"\d{1,2},? (?:19|20)\d\d)"),
+    ("byline", r"(?m:^)[ \t]*(?:by|von|par|por|door|di|written by|text:|autor(?:in)?:|author:)\s+\S"),
+    ("promo", r"(?m:^)[ \t]*(?:read more|read also|also read|see also|related|more:|watch|listen|"
+              r"lesen sie (?:auch|mehr)|mehr zum thema|auch interessant|weiterlesen|lire aussi|"
+              r"recommended|you may also like|most read|most popular|trending|sponsored|anzeige)\b"),
+    ("subscribe", r"newsletter|subscribe|sign up|abonnieren|follow us|share (?:this|on)|teilen\b|"
+                  r"download (?:the|our) app"),
+    ("reading_time", r"\b\d+\s?(?:min(?:ute)?s?\.?|minuten) (?:read|lesezeit|lesen)\b|\blesezeit\b|"
+                     r"\breading time\b"),
+)
+_ROLE_PATTERN = re.compile("|".join(f"(?P<{name}>{p})" for name, p in _ROLE_CUES))
 
 
 def _names() -> tuple:
@@ -85,6 +115,9 @@ def _names() -> tuple:
     names += ["occ_min", "occ_mean", "occ_max", "occ_owner", "template_word_share"]
     names += [f"region_template_{k}" for k in _REGION_LEVELS]
     names += ["text_on_candidates", "text_site_share"]
+    names += [f"in_{t}" for t in _CONTEXT_TAGS] + ["contains_time", "contains_img", "hidden_element"]
+    names += [f"role_{name}" for name, _ in _ROLE_CUES] + ["caps_share", "short_line"]
+    names += [f"page_type_{t}" for t in PAGE_TYPES]
     return tuple(names)
 
 
@@ -301,7 +334,58 @@ def block_features(page: CompactPage, blocks: Blocks, texts: list[str], *,
         x[:, col["in_menex_menu"]] = (first > menu_node) & (first < page.end[menu_node])
 
     _site_columns(page, blocks, owner, site, x, up)
+    _role_columns(page, blocks, owner, texts, x)
+    # Filled by the page type model (transforms/page_type.py) once the page's row is known.
+    x[:, col[f"page_type_{PAGE_TYPES[0]}"]:col[f"page_type_{PAGE_TYPES[-1]}"] + 1] = np.nan
     return x.astype(np.float32)
+
+
+def _role_columns(page: CompactPage, blocks: Blocks, owner: np.ndarray, texts: list[str], x: np.ndarray) -> None:
+    """The block-role columns: the context elements around the block's first text node (an
+    element's subtree is a contiguous preorder range, so "inside a figure" is a running count
+    of figure starts minus figure ends, one cumulative sum per tag set), whether its owner holds
+    a <time> or an image, and its own line's role cues."""
+    col = _COLUMN
+    n = page.size
+    first = blocks.text_nodes[blocks.ptr[:-1]]
+    tags = page.tag
+    end = page.end.astype(np.int64)
+    for name, table in zip(_CONTEXT_TAGS, _CONTEXT_TABLES):
+        starts = np.flatnonzero(has_tag(tags, table))
+        if starts.size == 0:
+            continue
+        diff = np.zeros(n + 1, dtype=np.int64)
+        np.add.at(diff, starts, 1)
+        np.add.at(diff, end[starts], -1)
+        x[:, col[f"in_{name}"]] = np.cumsum(diff)[first] > 0
+    # Inside an element that says it is not shown (page.F_HIDDEN), never BODY: an anti-flicker
+    # display:none on BODY is lifted by a script.
+    hidden = hidden_text(page, first)
+    if hidden is not None:
+        x[:, col["hidden_element"]] = hidden
+    for name, table in (("contains_time", _TIME_TABLE), ("contains_img", _IMG_TABLE)):
+        hits = np.concatenate(([0], np.cumsum(has_tag(tags, table))))
+        x[:, col[name]] = (hits[end[owner]] - hits[owner]) > 0
+    if not texts:
+        return
+    low = "\n".join(texts).lower()
+    starts = np.concatenate(([0], np.cumsum(np.fromiter((len(t) + 1 for t in texts), dtype=np.int64,
+                                                        count=len(texts)))[:-1]))
+    if len(low) == int(starts[-1]) + len(texts[-1]):     # lower() kept every length: offsets hold
+        hits = [(m.start(), m.lastgroup) for m in _ROLE_PATTERN.finditer(low)]
+        if hits:
+            block = np.searchsorted(starts, np.array([h[0] for h in hits]), side="right") - 1
+            x[block, np.array([col[f"role_{h[1]}"] for h in hits])] = 1.0
+    else:
+        for i, t in enumerate(texts):
+            for m in _ROLE_PATTERN.finditer(t.lower()):
+                x[i, col[f"role_{m.lastgroup}"]] = 1.0
+    code = np.frombuffer("\n".join(texts).encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+    upper = (code >= 65) & (code <= 90)
+    letter = upper | ((code >= 97) & (code <= 122))
+    per_block = lambda flags: np.add.reduceat(np.append(flags, False).astype(np.int64), starts)[:len(texts)]
+    x[:, col["caps_share"]] = per_block(upper) / np.maximum(per_block(letter), 1)
+    x[:, col["short_line"]] = blocks.words <= 12
 
 
 # The columns structure_columns (transforms/_features.c) fills, in its order: S_WORDS_LOG ...
@@ -500,7 +584,7 @@ def _site_columns(page: CompactPage, blocks: Blocks, owner: np.ndarray, site: Si
     """`up`: the owners' ancestors by level (_ancestors, or _structure_compiled's rows), at
     least max(_REGION_LEVELS) levels."""
     col = _COLUMN
-    site_cols = [col[n] for n in FEATURE_NAMES[col["has_site"]:]]
+    site_cols = list(range(col["has_site"], col["text_site_share"] + 1))
     if site is None:
         x[:, site_cols] = np.nan
         x[:, col["has_site"]] = 0.0

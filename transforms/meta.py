@@ -65,13 +65,20 @@ class PageMeta:
     description: str | None = None
     published_date: str | None = None
     author: str | None = None
+    # What the page says it is: og:type and every JSON-LD @type, lower-cased, space-separated
+    # in the order found (at most MAX_DECLARED_TYPES). Not an output column: a page-type
+    # feature (transforms/page_type.py).
+    declared_types: str | None = None
 
     def as_tuple(self) -> tuple:
-        return (self.html_lang, self.canonical_url, self.description, self.published_date, self.author)
+        return (self.html_lang, self.canonical_url, self.description, self.published_date, self.author,
+                self.declared_types)
 
 
 NO_META = PageMeta()
 COLUMNS = ("html_lang", "canonical_url", "description", "published_date", "author")
+MAX_DECLARED_TYPES = 8
+_TYPE_NAME = re.compile(r"[a-z][a-z0-9_.:-]{0,40}")
 
 
 def page_metadata(root, base_url: str) -> PageMeta:
@@ -107,8 +114,12 @@ def _page_metadata(root, base_url: str) -> PageMeta:
     description = _first_text(names, ("description", "og:description", "twitter:description"), MAX_DESCRIPTION)
     published = _first_date(names, ("article:published_time", "og:published_time"))
     author = _author_text(names.get("author"))
+    types: list = []
+    og_type = names.get("og:type")
+    if og_type:
+        _add_type(types, og_type)
+    ld = _jsonld(root, types)
     if description is None or published is None or author is None:
-        ld = _jsonld(root)
         if description is None:
             description = _clip(ld.get("description"), MAX_DESCRIPTION)
         if published is None:
@@ -124,7 +135,17 @@ def _page_metadata(root, base_url: str) -> PageMeta:
                 break
     return PageMeta(html_lang=language_tag(root.get("lang") or root.get("xml:lang") or root.get(_XML_LANG)),
                     canonical_url=canonical, description=description, published_date=published,
-                    author=author)
+                    author=author, declared_types=" ".join(types) or None)
+
+
+def _add_type(types: list, value) -> None:
+    """One declared type name, lower-cased, without a schema.org prefix; malformed ones are
+    dropped (a type is a name, never free text)."""
+    if not isinstance(value, str) or len(types) >= MAX_DECLARED_TYPES:
+        return
+    name = value.strip().lower().rsplit("/", 1)[-1]
+    if _TYPE_NAME.fullmatch(name) and name not in types:
+        types.append(name)
 
 
 def language_tag(value: str | None) -> str | None:
@@ -255,10 +276,10 @@ def _author_text(value) -> str | None:
     return _clip(", ".join(names), MAX_AUTHOR) if names else None
 
 
-def _jsonld(root) -> dict:
+def _jsonld(root, types: list) -> dict:
     """description, datePublished and author of the page's JSON-LD: taken from the first
     object of an article- or page-like @type that has them, else from the first object
-    that has them."""
+    that has them. Every @type met is added to `types` (_add_type)."""
     found: dict = {}
     fallback: dict = {}
     scripts = 0
@@ -287,6 +308,8 @@ def _jsonld(root) -> dict:
                 continue
             kind = item.get("@type")
             kinds = kind if isinstance(kind, list) else [kind]
+            for k in kinds:
+                _add_type(types, k)
             target = found if any(isinstance(k, str) and _ARTICLE_TYPE.search(k) for k in kinds) else fallback
             for key in ("description", "datePublished", "author"):
                 if key in item and key not in target and item[key]:

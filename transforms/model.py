@@ -28,7 +28,14 @@ feature -1, threshold 0, default_left 0; internal nodes carry value 0, so one
 model has one encoding.
 
 - `gbdt` payload `{"base_score": float, "trees": [tree, ...]}`: binary logistic,
-  p = sigmoid(base_score + sum of the leaf values reached).
+  p = sigmoid(base_score + sum of the leaf values reached). Two optional stages ride in the
+  same payload (so one model_id covers them):
+  `"page_type": {"feature_set": str, "feature_names": [...], "types": [str, ...],
+  "ensembles": [{"base_score", "trees"}, ...]}`, one binary ensemble per type over the
+  page's features (transforms/page_type.py), whose probabilities fill the block features'
+  page-type columns; and `"region": {"feature_set": str, "feature_names": [...],
+  "base_score", "trees"}`, the second stage over the first stage's probabilities in context
+  (transforms/region.py), whose probability the threshold then applies to.
 - `ceml` payload `{"group_names": [str], "trees": [tree, ...]}`: seed 002's one CART
   per instance group, aligned with group_names; a leaf's value is P(main). The
   caller gives each block's group as an index into group_names (`check_groups`
@@ -65,6 +72,7 @@ TREE_FIELDS = ("default_left", "feature", "left", "right", "threshold", "value")
 _TOP_KEYS = {"format", "format_version", "kind", "model_id", "feature_set", "feature_names",
              "threshold", "trained_on", "payload"}
 _PAYLOAD_KEYS = {"gbdt": {"base_score", "trees"}, "ceml": {"group_names", "trees"}}
+_OPTIONAL_PAYLOAD_KEYS = {"gbdt": {"page_type", "region"}, "ceml": set()}
 _GZIP_MAGIC = b"\x1f\x8b"
 _SLICE = 256
 
@@ -186,10 +194,12 @@ def _validated(data: bytes) -> "BlockModel":
     if not isinstance(doc["trained_on"], dict):
         raise ModelError("trained_on must be a JSON object")
     payload = doc["payload"]
-    if not isinstance(payload, dict) or set(payload) != _PAYLOAD_KEYS[kind]:
+    if not isinstance(payload, dict) or not (_PAYLOAD_KEYS[kind] <= set(payload) <=
+                                             _PAYLOAD_KEYS[kind] | _OPTIONAL_PAYLOAD_KEYS[kind]):
         got = sorted(payload) if isinstance(payload, dict) else type(payload).__name__
+        optional = f" (optional: {sorted(_OPTIONAL_PAYLOAD_KEYS[kind])})" if _OPTIONAL_PAYLOAD_KEYS[kind] else ""
         raise ModelError(f"{kind} payload must have exactly the keys "
-                         f"{sorted(_PAYLOAD_KEYS[kind])}, got {got}")
+                         f"{sorted(_PAYLOAD_KEYS[kind])}{optional}, got {got}")
     raw_trees = payload["trees"]
     if not isinstance(raw_trees, list) or not raw_trees:
         raise ModelError("payload.trees must be a non-empty list")
@@ -208,9 +218,43 @@ def _validated(data: bytes) -> "BlockModel":
             leaves = t.left < 0
             if np.any((t.value[leaves] < 0) | (t.value[leaves] > 1)):
                 raise ModelError(f"payload.trees[{i}]: a ceml leaf value is not a probability in [0, 1]")
-    return BlockModel(kind=kind, model_id=recorded, feature_set=feature_set, feature_names=names,
-                      threshold=float(threshold), trained_on=doc["trained_on"],
-                      group_names=group_names, base_score=float(base), trees=tuple(trees))
+    model = BlockModel(kind=kind, model_id=recorded, feature_set=feature_set, feature_names=names,
+                       threshold=float(threshold), trained_on=doc["trained_on"],
+                       group_names=group_names, base_score=float(base), trees=tuple(trees))
+    if "page_type" in payload:
+        section = payload["page_type"]
+        if not isinstance(section, dict) or set(section) != {"feature_set", "feature_names", "types", "ensembles"}:
+            raise ModelError("payload.page_type must have exactly the keys "
+                             "['ensembles', 'feature_names', 'feature_set', 'types']")
+        types = _names(section["types"], "payload.page_type.types")
+        ensembles = section["ensembles"]
+        if not isinstance(ensembles, list) or len(ensembles) != len(types):
+            raise ModelError(f"payload.page_type.ensembles must be a list of {len(types)} ensembles, one per type")
+        model.page_type_types = types
+        model.page_type_models = [_stage(dict(e, feature_set=section["feature_set"],
+                                              feature_names=section["feature_names"]) if isinstance(e, dict) else e,
+                                         f"payload.page_type.ensembles[{i}]") for i, e in enumerate(ensembles)]
+    if "region" in payload:
+        model.region = _stage(payload["region"], "payload.region")
+    return model
+
+
+def _stage(section, where: str) -> "BlockModel":
+    """A binary ensemble of a stage (page type, region) as a BlockModel of its own features."""
+    if not isinstance(section, dict) or set(section) != {"feature_set", "feature_names", "base_score", "trees"}:
+        raise ModelError(f"{where} must have exactly the keys ['base_score', 'feature_names', 'feature_set', 'trees']")
+    if not isinstance(section["feature_set"], str) or not section["feature_set"]:
+        raise ModelError(f"{where}.feature_set must be a non-empty string")
+    names = _names(section["feature_names"], f"{where}.feature_names")
+    base = section["base_score"]
+    if type(base) not in (int, float) or not math.isfinite(base):
+        raise ModelError(f"{where}.base_score must be a finite number, got {base!r}")
+    raw_trees = section["trees"]
+    if not isinstance(raw_trees, list) or not raw_trees:
+        raise ModelError(f"{where}.trees must be a non-empty list")
+    trees = [_tree(t, len(names), f"{where}.trees[{i}]") for i, t in enumerate(raw_trees)]
+    return BlockModel(kind="gbdt", model_id="", feature_set=section["feature_set"], feature_names=names,
+                      threshold=0.5, trained_on={}, group_names=(), base_score=float(base), trees=tuple(trees))
 
 
 def _names(value, what: str) -> tuple:
@@ -343,6 +387,10 @@ class BlockModel:
         self.base_score = base_score
         self.n_trees = len(trees)
         self._compile(trees)
+        # The optional stages of a gbdt model (see the module's docstring); set by the loader.
+        self.page_type_types: tuple = ()
+        self.page_type_models: list = []
+        self.region: BlockModel | None = None
 
     def __repr__(self):
         return (f"BlockModel(kind={self.kind!r}, trees={self.n_trees}, depth={self.max_depth}, "

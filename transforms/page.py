@@ -141,6 +141,9 @@ F_SPACE_BEFORE = 64  # whitespace separated this text from the text before it in
 F_PRE = 128          # inside a PRE_TAGS element: the node's text is verbatim, not collapsed
 # Elements only:
 F_VOLATILE_ID = 256  # the id has a run of >= 3 digits (generated per page; SPEC §11 path_ids "stable")
+# The element itself says it is not shown: the `hidden` attribute, aria-hidden="true", an inline
+# display:none or visibility:hidden (class words only hint at it: the `hidden` role hint).
+F_HIDDEN = 512
 # Every rule holds for <nav>; each rule's nodes include the stricter rule's.
 NAV_RULE_FLAGS = {"prefix": F_NAV_HINT, "word_part": F_NAV_WORD, "exact": F_NAV_EXACT}
 F_NAV_ALL = F_NAV_HINT | F_NAV_WORD | F_NAV_EXACT
@@ -829,6 +832,7 @@ def _flatten(body, url: str, title: str, base_url: str, html_len: int, notes: tu
                             elif k == "hidden" or (k == "aria-hidden" and v.strip().lower() == "true") \
                                     or (k == "style" and _HIDDEN_STYLE.search(v)):
                                 role |= hidden_bit
+                                flag |= F_HIDDEN
                     if name == "a" and href is not None:
                         flag |= F_LINK
                         target = resolve_link(base_url, href)
@@ -945,7 +949,7 @@ def _tag_props_of(rules: ParseRules):
     return props
 
 
-_WALK_CONSTS = (F_LINK, F_IN_LINK, F_NAV_HINT, F_NAV_WORD, F_NAV_ALL, F_SPACE_BEFORE, F_PRE,
+_WALK_CONSTS = (F_LINK, F_IN_LINK, F_NAV_HINT, F_NAV_WORD, F_NAV_ALL, F_SPACE_BEFORE, F_PRE, F_HIDDEN,
                 HINT_BIT["nav"], HINT_BIT["hidden"])
 
 

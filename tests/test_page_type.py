@@ -1,0 +1,94 @@
+"""Page type (transforms/page_type.py): the page features on hand-built pages, the model's
+probabilities from hand-made one-leaf ensembles, and the column's value."""
+import math
+
+import numpy as np
+import pytest
+
+from sitestrip.transforms.blocks import block_texts, page_blocks
+from sitestrip.transforms.features import FEATURE_NAMES, block_features
+from sitestrip.transforms.model import BlockModel, _tree
+from sitestrip.transforms.page import parse_page
+from sitestrip.transforms.page_type import (OTHER, PAGE_FEATURE_NAMES, PAGE_TYPES, PageTypeModel,
+                                            page_type_features, page_type_label)
+
+COL = {name: i for i, name in enumerate(FEATURE_NAMES)}
+PCOL = {name: i for i, name in enumerate(PAGE_FEATURE_NAMES)}
+
+PRODUCT = """<html><head><meta property="og:type" content="product">
+<script type="application/ld+json">{"@context": "https://schema.org", "@type": "Product",
+ "offers": {"@type": "Offer", "price": "19.99"}}</script></head>
+<body><h1>Blue kettle</h1><p>Price: $19.99</p><p><button>Add to cart</button></p>
+<table><tr><td>Volume</td><td>1.5 l</td></tr></table></body></html>"""
+
+FORUM = """<html><body><h1>Kettle keeps clicking</h1>
+<div class="post"><p>Posted by anna</p><p>My kettle clicks when it boils. Any idea?</p><a href="#r">Reply</a></div>
+<div class="post"><p>Posted by ben</p><p>Descale it with vinegar.</p><a href="#r">Reply</a></div>
+<div class="post"><p>Posted by cleo</p><p>Same here, descaling fixed it.</p><a href="#r">Reply</a></div>
+</body></html>"""
+
+
+def page_features(html, url):
+    page = parse_page(html, url)
+    blocks = page_blocks(page)
+    texts = block_texts(page, blocks)
+    X = block_features(page, blocks, texts, conex_main=np.zeros(page.size, dtype=bool), menu_node=None, site=None)
+    return page_type_features(page, url, texts, blocks.words, X, COL).astype(np.float64), texts
+
+
+def test_declared_types_url_and_cues_of_a_product_page():
+    f, texts = page_features(PRODUCT, "https://shop.example/products/blue-kettle")
+    # og:type product and JSON-LD Product/Offer: the product family; nothing else declared.
+    assert f[PCOL["declared_product"]] == 1
+    assert f[PCOL["declared_article"]] == 0
+    # /products/blue-kettle: two segments, the product family's word, no date, no query.
+    assert f[PCOL["url_depth"]] == 2
+    assert f[PCOL["url_product"]] == 1 and f[PCOL["url_forum"]] == 0
+    assert f[PCOL["url_date"]] == 0 and f[PCOL["url_query"]] == 0
+    # "$19.99" is one price; "Add to cart" one cart cue.
+    assert f[PCOL["cue_price_log"]] == pytest.approx(math.log1p(1))
+    assert f[PCOL["cue_cart_log"]] == pytest.approx(math.log1p(1))
+    assert f[PCOL["tags_button_log"]] == pytest.approx(math.log1p(1))
+    assert f[PCOL["tags_table_log"]] == pytest.approx(math.log1p(1))
+    # No other page of the site.
+    assert f[PCOL["has_site"]] == 0
+
+
+def test_forum_furniture_and_repetition():
+    f, texts = page_features(FORUM, "https://talk.example/t/kettle-keeps-clicking/4711")
+    assert f[PCOL["url_forum"]] == 1 and f[PCOL["url_numeric"]] == 1
+    # Three "Reply" links are forum cues ("Posted by" is a byline cue, three times).
+    assert f[PCOL["cue_forum_log"]] == pytest.approx(math.log1p(3))
+    assert f[PCOL["cue_byline_log"]] == pytest.approx(math.log1p(3))
+    # Every block but the heading sits in one of three same-shaped div.post siblings.
+    heading_words = 3
+    total = sum(len(t.split()) for t in texts)
+    assert f[PCOL["repeated_word_share"]] == pytest.approx((total - heading_words) / total, abs=1e-6)
+
+
+def test_a_page_without_blocks_has_zero_aggregates():
+    page = parse_page("<html><body></body></html>", "https://x.example/")
+    f = page_type_features(page, page.url, [], np.zeros(0), np.zeros((0, len(FEATURE_NAMES)), np.float32), COL)
+    assert f.shape == (len(PAGE_FEATURE_NAMES),)
+    assert f[PCOL["words_log"]] == 0 and f[PCOL["w_link_char_share"]] == 0
+
+
+def _constant(raw):
+    """A gbdt BlockModel over the page features that gives every page the raw score `raw`."""
+    leaf = _tree({"feature": [-1], "threshold": [0.0], "left": [-1], "right": [-1], "default_left": [0],
+                  "value": [0.0]}, len(PAGE_FEATURE_NAMES), "t")
+    return BlockModel(kind="gbdt", model_id="", feature_set="page-type-v1", feature_names=PAGE_FEATURE_NAMES,
+                      threshold=0.5, trained_on={}, group_names=(), base_score=raw, trees=(leaf,))
+
+
+def test_probabilities_are_the_ensembles_normalized():
+    # Raw 0 → 0.5 for the first type, raw log(1/3) → 0.25 for the others: 0.5 / (0.5 + 6 * 0.25) = 0.25.
+    models = [_constant(0.0)] + [_constant(math.log(1 / 3))] * (len(PAGE_TYPES) - 1)
+    p = PageTypeModel(models).proba(np.zeros((2, len(PAGE_FEATURE_NAMES)), np.float32))
+    assert p.shape == (2, len(PAGE_TYPES))
+    assert p[:, 0] == pytest.approx([0.25, 0.25])
+    assert p.sum(axis=1) == pytest.approx([1.0, 1.0])
+    assert page_type_label(p[0], blocks=4) == PAGE_TYPES[0]
+    assert page_type_label(p[0], blocks=0) == OTHER
+    with pytest.raises(ValueError):
+        PageTypeModel(models[:3])

@@ -1,0 +1,84 @@
+"""The main region stage's features (transforms/region.py), derived by hand on small pages of
+blocks: probabilities, words and ancestor containers given directly."""
+import math
+
+import numpy as np
+import pytest
+
+from sitestrip.transforms.region import (LEVELS, OWN_COLUMNS, REGION_FEATURE_NAMES, owner_ancestors,
+                                         region_features)
+
+COL = {name: i for i, name in enumerate(REGION_FEATURE_NAMES)}
+
+# Five blocks: an article of three paragraphs in container 10 (level 1) inside 20 (level 2),
+# then two teasers in container 11 inside 21; every level above is the body (0).
+P = np.array([0.9, 0.8, 0.7, 0.4, 0.2])
+WORDS = np.array([10, 20, 10, 5, 5])
+ANCESTORS = np.array([[10, 20, 0, 0], [10, 20, 0, 0], [10, 20, 0, 0], [11, 21, 0, 0], [11, 21, 0, 0]])
+
+
+def features():
+    own = np.zeros((P.size, len(OWN_COLUMNS)))
+    own[:, OWN_COLUMNS.index("words_log")] = np.log1p(WORDS)
+    return region_features(P, WORDS, own, ANCESTORS).astype(np.float64)
+
+
+def column(name):
+    return features()[:, COL[name]].tolist()
+
+
+def test_own_probability_and_neighbours():
+    assert column("p") == pytest.approx(P.tolist())
+    assert column("p_prev1")[1:] == pytest.approx([0.9, 0.8, 0.7, 0.4])
+    assert math.isnan(column("p_prev1")[0])
+    assert column("p_next2")[:3] == pytest.approx([0.7, 0.4, 0.2])
+    assert all(math.isnan(v) for v in column("p_next2")[3:])
+
+
+def test_window_means_are_word_weighted():
+    # Window of 2 around block 0: blocks 0-2, (0.9*10 + 0.8*20 + 0.7*10) / 40 = 0.8.
+    # Around block 4: blocks 2-4, (0.7*10 + 0.4*5 + 0.2*5) / 20 = 0.5.
+    got = column("p_window2")
+    assert got[0] == pytest.approx(0.8)
+    assert got[4] == pytest.approx(0.5)
+
+
+def test_containers_hold_their_share_of_the_expected_main_words():
+    # Expected main words: 9 + 16 + 7 = 32 in container 10, 2 + 1 = 3 in container 11; 35 in all.
+    share = column("anc1_main_share")
+    assert share[:3] == pytest.approx([32 / 35] * 3)
+    assert share[3:] == pytest.approx([3 / 35] * 2)
+    assert column("anc1_mean_p")[3] == pytest.approx(3 / 10)
+    # Level 3 is the body for every block: all expected words, all blocks.
+    assert column("anc3_main_share") == pytest.approx([1.0] * 5)
+    assert column("anc3_blocks_log") == pytest.approx([math.log1p(5)] * 5)
+
+
+def test_what_lies_before_and_after():
+    assert column("main_before") == pytest.approx([0, 9 / 35, 25 / 35, 32 / 35, 34 / 35])
+    assert column("main_after") == pytest.approx([26 / 35, 10 / 35, 3 / 35, 1 / 35, 0])
+    # Likely blocks (p >= 0.5): 0, 1, 2. Blocks 3 and 4 come after the last one.
+    assert column("after_last_likely") == [0, 0, 0, 1, 1]
+    assert column("gap_before_log")[4] == pytest.approx(math.log1p(2))
+    assert column("page_likely_share") == pytest.approx([0.6] * 5)
+    assert column("page_max_p") == pytest.approx([0.9] * 5)
+
+
+def test_own_columns_are_passed_through():
+    assert column("own_words_log") == pytest.approx(np.log1p(WORDS).tolist())
+
+
+def test_no_likely_block_and_no_block():
+    own = np.zeros((2, len(OWN_COLUMNS)))
+    x = region_features(np.array([0.1, 0.2]), np.array([3, 4]), own, np.zeros((2, len(LEVELS)), dtype=int))
+    assert x[:, COL["gap_before_log"]].tolist() == pytest.approx([math.log1p(2)] * 2)
+    assert x[:, COL["after_last_likely"]].tolist() == [0, 0]
+    assert region_features(np.zeros(0), np.zeros(0), np.zeros((0, len(OWN_COLUMNS))),
+                           np.zeros((0, len(LEVELS)), dtype=int)).shape == (0, len(REGION_FEATURE_NAMES))
+
+
+def test_owner_ancestors_stop_at_the_root():
+    # 0 body, 1 div, 2 p, 3 text: the p's ancestors are 1, then 0, 0, 0.
+    parent = np.array([-1, 0, 1, 2])
+    assert owner_ancestors(parent, np.array([2])).tolist() == [[1, 0, 0, 0]]
+    assert owner_ancestors(parent, np.array([0])).tolist() == [[0, 0, 0, 0]]

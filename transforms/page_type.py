@@ -1,0 +1,198 @@
+"""Page type (docs/algorithms.md "Page type"): what kind of page this is — an article, a
+documentation page, a forum thread, a product, a listing, a collection or a service page —
+predicted from one row of page features, so the block model can judge a block against the
+kind of page it is on (a run of same-shaped reply containers is the content of a forum
+thread and the comment tail of an article).
+
+The features are aggregates the block features already hold (word-weighted shares of
+block kinds, class/id roles, repetition, links), what the page declares (og:type, JSON-LD
+@type, a publication date, an author), the URL's path, a few multilingual text cues
+(prices, cart buttons, forum post furniture, dates) and what the site says (template
+share). Nothing here walks the DOM beyond one tag count.
+
+The model is a one-vs-rest set of gradient-boosted tree ensembles carried in the block
+model's file (`payload.page_type`); `PageTypeModel` turns their raw scores into one
+probability per type (each type's logistic probability, normalized to sum to 1).
+"""
+from __future__ import annotations
+
+import re
+from urllib.parse import urlsplit
+
+import numpy as np
+
+from sitestrip.transforms.page import TAG_ID, TEXT, CompactPage
+
+PAGE_TYPES = ("article", "documentation", "forum", "product", "listing", "collection", "service")
+# The column's value for a page without any text block: nothing to judge.
+OTHER = "other"
+ALL_PAGE_TYPES = PAGE_TYPES + (OTHER,)
+PAGE_FEATURE_SET = "page-type-v1"
+
+# URL path words per family: one feature each, word parts of the path's segments.
+_URL_FAMILIES = (
+    ("forum", ("forum", "forums", "thread", "threads", "topic", "topics", "t", "discussion", "discussions",
+               "community", "questions", "question", "board", "boards", "viewtopic", "showthread", "posts")),
+    ("product", ("product", "products", "p", "item", "items", "dp", "shop", "store", "buy", "sku", "artikel",
+                 "produkt", "produkte")),
+    ("listing", ("category", "categories", "tag", "tags", "c", "collections", "collection", "search", "list",
+                 "archive", "archives", "page", "browse", "results", "kategorie", "index")),
+    ("docs", ("docs", "doc", "documentation", "api", "reference", "manual", "guide", "guides", "tutorial",
+              "tutorials", "wiki", "library", "howto", "handbook", "man", "learn")),
+    ("article", ("blog", "news", "article", "articles", "story", "stories", "post", "opinion", "politics",
+                 "sport", "sports", "world", "business", "magazin", "nachrichten", "artikel")),
+    ("service", ("about", "contact", "services", "service", "pricing", "support", "help", "faq", "terms",
+                 "privacy", "careers", "team", "company", "solutions", "kontakt", "leistungen", "impressum")),
+)
+_URL_WORD = re.compile(r"[a-z]+")
+_DATE_PATH = re.compile(r"/(?:19|20)\d\d/(?:[01]?\d)(?:/|$)|/(?:19|20)\d\d-[01]\d-[0-3]\d")
+_NUMERIC_SEGMENT = re.compile(r"/\d{3,}(?:[/.\-]|$)|[-_]\d{4,}(?:\.html?)?$")
+
+# Declared types (og:type, JSON-LD @type) per family.
+_DECLARED_FAMILIES = (
+    ("article", ("article", "newsarticle", "blogposting", "reportagenewsarticle", "analysisnewsarticle",
+                 "opinionnewsarticle", "scholarlyarticle", "techarticle", "posting", "liveblogposting")),
+    ("product", ("product", "og:product", "productgroup", "offer", "aggregateoffer", "individualproduct",
+                 "product.item")),
+    ("forum", ("discussionforumposting", "qapage", "question", "answer", "comment", "socialmediaposting")),
+    ("listing", ("itemlist", "collectionpage", "searchresultspage", "offercatalog")),
+    ("service", ("service", "localbusiness", "organization", "professionalservice", "contactpage",
+                 "aboutpage", "faqpage", "corporation", "store")),
+    ("docs", ("techarticle", "apireference", "softwaresourcecode", "howto")),
+    ("website", ("website", "webpage")),
+)
+
+# Text cues, counted over the page's block texts lower-cased (several languages: the corpora
+# and the web are not English only).
+_CUES = (
+    ("price", r"(?:[$€£¥]|\b(?:usd|eur|gbp|chf)\b)\s?\d|\d(?:[.,]\d\d)?\s?(?:[$€£]|\b(?:usd|eur|gbp|chf)\b)"),
+    ("cart", r"add to (?:cart|bag|basket|wishlist)|in den warenkorb|buy now|in stock|out of stock|"
+             r"free shipping|lieferzeit|auf lager|quantity|\bsku\b|ajouter au panier"),
+    ("forum", r"\breply\b|\breplies\b|\bquote\b|\bjoined\b|\bposts?:|\bmember\b|\bregistered\b|"
+              r"\bantworten\b|\bzitat\b|\bbeiträge\b|\bmitglied\b|\bthread\b|\bupvote|\bpermalink\b|"
+              r"#\d+\b|\breputation\b"),
+    ("date", r"\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.? \d{1,2}\b|"
+             r"\b\d{1,2}\.? (?:jan|feb|mär|mar|apr|mai|may|jun|jul|aug|sep|okt|oct|nov|dez|dec)[a-zä]*\b|"
+             r"\b(?:19|20)\d\d-[01]\d-[0-3]\d\b|\b\d{1,2}[./][01]?\d[./](?:19|20)?\d\d\b|\bago\b"),
+    ("byline", r"(?m:^)(?:(?:posted|written|geschrieben|publié) )?(?:by|von|par|por|di|door)\s+\w|\bmin(?:ute)?s? read\b|\blesezeit\b"),
+    ("docs", r"\bparameters?\b|\breturns?\b|\bargument|\bfunction\b|\bmethod\b|\bclass\b|\bexample\b|"
+             r"\bsyntax\b|\bdefault\b|\bconfigur|\binstall"),
+    ("service", r"contact us|get (?:a|in) (?:quote|touch)|our services|call us|book (?:a|an|now)|"
+                r"appointment|free consultation|request a|kontaktieren|termin|angebot anfordern|"
+                r"\bpricing\b|\bplans?\b|\bclients?\b"),
+    ("listing", r"sort by|filter|showing \d+|results?\b|\bview all\b|\bload more\b|\bnext page\b|"
+                r"\bsortieren\b|\bergebnisse\b|\bpage \d+ of\b"),
+)
+_CUE_PATTERN = re.compile("|".join(f"(?P<{name}>{p})" for name, p in _CUES))
+
+# Element counts per page (tag names), log-scaled.
+_COUNTED_TAGS = ("article", "time", "form", "input", "img", "table", "pre", "code", "dl", "h1", "h2",
+                 "h3", "li", "blockquote", "figure", "button", "select", "iframe", "address")
+_COUNTED_IDS = np.array([TAG_ID[t] for t in _COUNTED_TAGS])
+
+# Block-feature columns averaged over the page, each weighted by the block's words.
+_WEIGHTED = ("link_char_share", "is_link", "is_desc_a", "digit_share", "sentences", "ends_with_punct",
+             "commas_per_word", "same_shape_max_log", "same_shape_siblings_log", "in_page_conex",
+             "in_menex_menu", "invisible", "is_sib_input", "normalized_top",
+             "group_p", "group_li", "group_h", "group_pre", "group_td", "group_div", "group_figcaption",
+             "near_item", "far_item", "near_comment", "far_comment", "far_content", "far_main", "near_meta",
+             "far_related", "far_share", "near_caption", "far_code", "far_form", "far_aside", "far_nav",
+             "far_footer", "far_title", "template_word_share", "text_site_share", "occ_mean")
+
+
+def _names() -> tuple:
+    names = ["words_log", "blocks_log", "mean_block_words_log", "max_block_words_log", "long_block_share",
+             "title_words", "url_depth", "url_date", "url_numeric", "url_query", "url_html",
+             "url_trailing_slash"]
+    names += [f"url_{name}" for name, _ in _URL_FAMILIES]
+    names += [f"declared_{name}" for name, _ in _DECLARED_FAMILIES]
+    names += ["declared_published", "declared_author", "declared_description"]
+    names += [f"cue_{name}_log" for name, _ in _CUES]
+    names += [f"tags_{t}_log" for t in _COUNTED_TAGS]
+    names += [f"w_{c}" for c in _WEIGHTED]
+    names += ["repeated_word_share", "short_block_share", "region_share_max", "has_site", "site_pages_log"]
+    return tuple(names)
+
+
+PAGE_FEATURE_NAMES = _names()
+
+
+def _url_columns(url: str) -> list:
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        parts = urlsplit("")
+    path = parts.path.lower()
+    segments = [s for s in path.split("/") if s]
+    words = set(_URL_WORD.findall(path))
+    out = [len(segments), bool(_DATE_PATH.search(path)), bool(_NUMERIC_SEGMENT.search(path)),
+           bool(parts.query), path.endswith((".html", ".htm", ".php", ".asp", ".aspx")), path.endswith("/")]
+    out += [bool(words.intersection(family)) for _, family in _URL_FAMILIES]
+    return out
+
+
+def _declared_columns(page: CompactPage) -> list:
+    meta = page.meta or ()
+    types = set((meta[5] or "").split()) if len(meta) > 5 else set()
+    out = [bool(types.intersection(family)) for _, family in _DECLARED_FAMILIES]
+    published, author, description = (meta[3], meta[4], meta[2]) if len(meta) > 4 else (None, None, None)
+    return out + [published is not None, author is not None, description is not None]
+
+
+def page_type_features(page: CompactPage, url: str, texts: list, words: np.ndarray, X: np.ndarray,
+                       column: dict) -> np.ndarray:
+    """float32[len(PAGE_FEATURE_NAMES)]: one page's features. `texts`, `words`: its blocks' texts
+    and words; `X`: its block features (transforms/features.py, `column` their index by name;
+    the page-type columns are not read)."""
+    w = np.asarray(words, dtype=np.float64)
+    total = float(w.sum())
+    n = len(texts)
+    row = [np.log1p(total), np.log1p(n), np.log1p(total / max(n, 1)), np.log1p(float(w.max()) if n else 0.0),
+           float(w[w >= 40].sum()) / total if total else 0.0, len(page.title.split())]
+    row += _url_columns(url)
+    row += _declared_columns(page)
+    counts = dict.fromkeys((name for name, _ in _CUES), 0)
+    if n:
+        for m in _CUE_PATTERN.finditer("\n".join(texts).lower()):
+            counts[m.lastgroup] += 1
+    row += [np.log1p(counts[name]) for name, _ in _CUES]
+    tag_counts = np.bincount(np.minimum(page.tag[page.tag != TEXT], _COUNTED_IDS.max() + 1),
+                             minlength=int(_COUNTED_IDS.max()) + 2)
+    row += list(np.log1p(tag_counts[_COUNTED_IDS]))
+    weights = w / total if total else np.zeros(n)
+    if n:
+        cols = [column[c] for c in _WEIGHTED]
+        values = np.nan_to_num(X[:, cols].astype(np.float64), nan=0.0)
+        row += list(weights @ values)
+        repeated = X[:, column["same_shape_max_log"]] >= np.log1p(2)     # three or more alike
+        row += [float(weights[repeated].sum()), float(weights[w < 8].sum()),
+                float(np.nanmax(X[:, column["region_share_1"]]))]
+        row += [float(X[0, column["has_site"]]), float(np.nan_to_num(X[0, column["site_pages_log"]]))]
+    else:
+        row += [0.0] * (len(_WEIGHTED) + 5)
+    return np.asarray(row, dtype=np.float32)
+
+
+class PageTypeModel:
+    """One-vs-rest ensembles (transforms/model.py BlockModel, kind gbdt) over PAGE_FEATURE_NAMES,
+    one per PAGE_TYPES entry, in that order."""
+
+    def __init__(self, models: list):
+        if len(models) != len(PAGE_TYPES):
+            raise ValueError(f"page type model: {len(models)} ensembles for {len(PAGE_TYPES)} types")
+        self.models = models
+
+    def proba(self, features: np.ndarray) -> np.ndarray:
+        """float64[pages, len(PAGE_TYPES)], rows summing to 1, for float32[pages, F] features."""
+        features = np.atleast_2d(features)
+        if features.shape[0] == 0:
+            return np.zeros((0, len(PAGE_TYPES)))
+        p = np.stack([m.predict_proba(features) for m in self.models], axis=1)
+        return p / np.maximum(p.sum(axis=1, keepdims=True), 1e-12)
+
+
+def page_type_label(proba: np.ndarray, blocks: int) -> str:
+    """The column's value: the most probable type, `other` for a page without text blocks."""
+    if blocks == 0 or proba.size == 0:
+        return OTHER
+    return PAGE_TYPES[int(np.argmax(proba))]

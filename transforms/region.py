@@ -1,0 +1,140 @@
+"""The main region (docs/algorithms.md "Main region"): a second model that decides each block
+in its context, over the first model's probabilities (stacking).
+
+The block model (transforms/classify.py) scores each block from its own features. Main
+content is not a set of independent blocks: it is one region of the page, in one container,
+contiguous in reading order, and what follows its end — a run of same-shaped teasers, a
+"most read" list — is not content however well written each item is. This stage sees, for
+every block, the first model's probabilities around it: its neighbours' (one to three blocks
+away), word-weighted means over windows of blocks, the share of the page's expected main
+words that each of its four nearest ancestor containers holds and their mean probability,
+how much expected main content lies before and after it, how far the nearest likely-main
+block is; plus a few of the block's own columns (words, links, repetition, roles, page
+type). Its trees are trained on out-of-fold first-stage probabilities (bench/train.py), so
+they learn how the first model errs on sites it never saw.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+REGION_FEATURE_SET = "region-v1"
+LEVELS = (1, 2, 3, 4)
+_WINDOWS = (2, 5, 15)
+_OFFSETS = (1, 2, 3)
+# Block columns the region model reads as they are (transforms/features.py names).
+OWN_COLUMNS = ("words_log", "link_char_share", "is_link", "same_shape_max_log", "same_shape_siblings_log",
+               "group_p", "group_li", "group_h", "group_td", "group_div", "invisible", "has_site",
+               "template_word_share", "text_site_share", "text_on_candidates", "far_related", "far_comment",
+               "far_item", "near_meta", "near_caption", "in_figure", "in_aside", "in_footer", "in_header",
+               "in_article", "in_main", "role_credit", "role_dateline", "role_byline", "role_promo",
+               "role_subscribe", "short_line", "normalized_top", "page_type_article",
+               "page_type_documentation", "page_type_forum", "page_type_product", "page_type_listing",
+               "page_type_collection", "page_type_service")
+
+
+def _names() -> tuple:
+    names = ["p", "logit"]
+    names += [f"p_prev{k}" for k in _OFFSETS] + [f"p_next{k}" for k in _OFFSETS]
+    names += [f"p_window{w}" for w in _WINDOWS]
+    for k in LEVELS:
+        names += [f"anc{k}_mean_p", f"anc{k}_main_share", f"anc{k}_blocks_log"]
+    names += ["main_before", "main_after", "gap_before_log", "gap_after_log", "after_last_likely",
+              "before_first_likely", "page_max_p", "page_main_words_log", "page_likely_share"]
+    names += [f"own_{c}" for c in OWN_COLUMNS]
+    return tuple(names)
+
+
+REGION_FEATURE_NAMES = _names()
+
+
+def _shifted(p: np.ndarray, k: int) -> np.ndarray:
+    """p of the block k places later (k > 0) or earlier (k < 0); NaN past the page's ends."""
+    out = np.full(p.size, np.nan)
+    if k > 0 and k < p.size:
+        out[:-k] = p[k:]
+    elif k < 0 and -k < p.size:
+        out[-k:] = p[:k]
+    return out
+
+
+def region_features(p: np.ndarray, words: np.ndarray, own: np.ndarray, ancestors: np.ndarray) -> np.ndarray:
+    """float32[blocks, len(REGION_FEATURE_NAMES)] of one page.
+
+    p: first-stage probability per block (blocks without words count 0); words: per block;
+    own: float[blocks, len(OWN_COLUMNS)] (the block's own columns); ancestors: int[blocks,
+    len(LEVELS)], the node id of the block owner's ancestor at each level (any ids that are
+    equal exactly when the container is the same)."""
+    n = p.size
+    out = np.zeros((n, len(REGION_FEATURE_NAMES)))
+    if n == 0:
+        return out.astype(np.float32)
+    p = np.asarray(p, dtype=np.float64)
+    w = np.asarray(words, dtype=np.float64)
+    i = 0
+    out[:, 0] = p
+    clipped = np.clip(p, 1e-6, 1 - 1e-6)
+    out[:, 1] = np.log(clipped / (1 - clipped))
+    i = 2
+    for k in _OFFSETS:
+        out[:, i] = _shifted(p, -k)
+        i += 1
+    for k in _OFFSETS:
+        out[:, i] = _shifted(p, k)
+        i += 1
+    # Word-weighted mean probability of the blocks within w places (the block included).
+    pw = np.concatenate(([0.0], np.cumsum(p * w)))
+    cw = np.concatenate(([0.0], np.cumsum(w)))
+    idx = np.arange(n)
+    for win in _WINDOWS:
+        lo, hi = np.maximum(idx - win, 0), np.minimum(idx + win + 1, n)
+        out[:, i] = (pw[hi] - pw[lo]) / np.maximum(cw[hi] - cw[lo], 1.0)
+        i += 1
+    expected = p * w
+    total = float(expected.sum())
+    for k in range(len(LEVELS)):
+        _, group, counts = np.unique(ancestors[:, k], return_inverse=True, return_counts=True)
+        group = group.ravel()
+        g_exp = np.bincount(group, weights=expected)
+        g_words = np.bincount(group, weights=w)
+        out[:, i] = (g_exp / np.maximum(g_words, 1.0))[group]
+        out[:, i + 1] = g_exp[group] / total if total > 0 else 0.0
+        out[:, i + 2] = np.log1p(counts[group])
+        i += 3
+    before = np.concatenate(([0.0], np.cumsum(expected)[:-1]))
+    after = total - before - expected
+    out[:, i] = before / total if total > 0 else 0.0
+    out[:, i + 1] = after / total if total > 0 else 0.0
+    likely = np.flatnonzero(p >= 0.5)
+    if likely.size:
+        prev_likely = np.searchsorted(likely, idx, side="left") - 1       # last likely block before
+        next_likely = np.searchsorted(likely, idx, side="right")          # first likely block after
+        gap_before = np.where(prev_likely >= 0, idx - likely[np.maximum(prev_likely, 0)], n)
+        gap_after = np.where(next_likely < likely.size, likely[np.minimum(next_likely, likely.size - 1)] - idx, n)
+        out[:, i + 2] = np.log1p(gap_before)
+        out[:, i + 3] = np.log1p(gap_after)
+        out[:, i + 4] = idx > likely[-1]
+        out[:, i + 5] = idx < likely[0]
+    else:
+        out[:, i + 2] = out[:, i + 3] = np.log1p(n)
+    out[:, i + 6] = p.max()
+    out[:, i + 7] = np.log1p(total)
+    out[:, i + 8] = likely.size / n
+    i += 9
+    out[:, i:] = own
+    return out.astype(np.float32)
+
+
+def own_columns(X: np.ndarray, column: dict) -> np.ndarray:
+    return X[:, [column[c] for c in OWN_COLUMNS]]
+
+
+def owner_ancestors(parent: np.ndarray, owner: np.ndarray) -> np.ndarray:
+    """int64[blocks, len(LEVELS)]: each level's ancestor of the owners (the root stays the root)."""
+    out = np.empty((owner.size, len(LEVELS)), dtype=np.int64)
+    at = owner.astype(np.int64)
+    for k in range(max(LEVELS)):
+        up = parent[at]
+        at = np.where(up >= 0, up, at)
+        if k + 1 in LEVELS:
+            out[:, LEVELS.index(k + 1)] = at
+    return out
