@@ -41,6 +41,7 @@ HEADLINE_IN_MAIN = False
 BLOCK_TAGS = frozenset("""address article aside blockquote body br dd details div dl dt figcaption
     figure footer form h1 h2 h3 h4 h5 h6 header hr li main nav ol p pre section summary table
     tbody td tfoot th thead tr ul""".split())
+NEWLINE_IN_PRE = "\x1e"
 _MARKER = re.compile(r'\s+data-gold(="[^"]*")?')
 
 
@@ -78,12 +79,17 @@ def gold_text(marked_html: str, headline_in_main: bool = HEADLINE_IN_MAIN) -> st
     lines, current = [], []
 
     def flush():
-        line = " ".join(" ".join(current).split())
-        if line:
-            lines.append(line)
+        # A line break inside <pre> stands for itself (NEWLINE_IN_PRE); elsewhere it is a space.
+        for part in "".join(current).split(NEWLINE_IN_PRE):
+            line = " ".join(part.split())
+            if line:
+                lines.append(line)
         current.clear()
 
-    def walk(el, gold: bool):
+    def text(s: str, pre: bool) -> str:
+        return s.replace("\n", NEWLINE_IN_PRE) if pre else s
+
+    def walk(el, gold: bool, pre: bool = False):
         if not isinstance(el.tag, str):        # comments, processing instructions
             return
         if el.tag in ("script", "style", "template", "noscript"):
@@ -92,14 +98,15 @@ def gold_text(marked_html: str, headline_in_main: bool = HEADLINE_IN_MAIN) -> st
         if mark is not None:
             gold = {"no": False, "headline": headline_in_main}.get(mark, True)
         block = el.tag in BLOCK_TAGS
+        pre = pre or el.tag == "pre"
         if block:
             flush()
         if gold and el.text:
-            current.append(el.text)
+            current.append(text(el.text, pre))
         for child in el:
-            walk(child, gold)
+            walk(child, gold, pre)
             if gold and child.tail:
-                current.append(child.tail)
+                current.append(text(child.tail, pre))
         if block:
             flush()
 
