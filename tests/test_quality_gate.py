@@ -121,7 +121,8 @@ def test_the_floors_catch_one_dropped_page(pages, rows):
     worst_hit = dict(rows)
     lost = next(p.url for p in pages if p.page_type == "product")
     worst_hit[lost] = {**rows[lost], "main_text": ""}
-    assert gate.below_floors(gate.score(pages, worst_hit), gate.read_floors())[0].startswith("product:")
+    failures = gate.below_floors(gate.score(pages, worst_hit), gate.read_floors())
+    assert any(f.startswith("product:") for f in failures)
 
 
 def test_floors_are_raised_not_lowered_by_default(pages, rows):
