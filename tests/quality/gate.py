@@ -8,6 +8,10 @@ holds, except descendants marked `data-gold="no"`; `data-gold="headline"` marks 
 headline, which is main content only when HEADLINE_IN_MAIN says so. The attributes are
 removed before the pages are written to a WARC, so the product never sees them.
 
+pages.json lists the pages: `url`, `type` (one of TYPES), and the file `dir/file` under pages/.
+A file that is a whole document is served as it is; a fragment goes into `{{content}}` of its
+dir's layout.html (the site's template), with `title` in `{{title}}`.
+
     python tests/quality/gate.py                  # scores per page, per type, overall, floors
     python tests/quality/gate.py --diff URL       # gold vs main_text of one page
     python tests/quality/gate.py --write-floors   # floors = scores - margin (never lowered
