@@ -14,7 +14,8 @@ import dataclasses
 from sitestrip.bench.blockdata import concat, corpus_blocks
 from sitestrip.bench.core import extract_rows, load_corpus
 from sitestrip.bench.scoring import PageScore, score_texts
-from sitestrip.bench.train import KINDS, cross_validate, page_texts
+from sitestrip.bench.errors import page_errors
+from sitestrip.bench.train import KINDS, cross_validate, page_texts, page_type_scores
 
 PRODUCT = "sitestrip"
 # System names in the results: the product column is the cross-validated default method.
@@ -37,6 +38,9 @@ def cross_validated_scores(corpora, config, folds: int = 5, processes: int | Non
             cv = cross_validate(data, kind, config.main_content, folds, log=log)
             texts = page_texts(data, cv.selected)
             details[method] = {"folds": folds, "fold_thresholds": [round(t, 4) for t in cv.thresholds]}
+            if kind == "gbdt":
+                details[method]["page_type"] = page_type_scores(data, cv.page_type)
+                details[method]["page_errors"] = page_errors(cv.data, cv.selected)
             # A conex preset's own run is the product's column; learned is then shown beside it.
             system = SYSTEMS[method] if not (method == "learned" and config.main_content.method == "conex") \
                 else f"{PRODUCT}:learned"

@@ -62,6 +62,36 @@ def quality_table(summary, field: str = "mean_f1") -> list[str]:
     return lines
 
 
+def page_type_section(summary) -> list[str]:
+    """The page type model's cross-validated scores against the gold types."""
+    scores = summary.get("cross_validation", {}).get("learned", {}).get("page_type")
+    if not scores:
+        return []
+    types = sorted({t for v in scores.values() for t in v["f1"]})
+    lines = ["## Page type (cross-validated, folds grouped by site)", "",
+             "| pages of | pages | accuracy | macro F1 | " + " | ".join(types) + " |",
+             "|---|---|---|---|" + "---|" * len(types)]
+    for name, v in scores.items():
+        lines.append(f"| {name} | {v['pages']} | {v['accuracy']:.3f} | {v['macro_f1']:.3f} | "
+                     + " | ".join(_f(v["f1"].get(t)) for t in types) + " |")
+    return lines + [""]
+
+
+def error_class_section(summary) -> list[str]:
+    """Pages where the best peer beats the product, by the product's main error there
+    (bench/errors.py)."""
+    classes = summary.get("error_classes")
+    if not classes:
+        return []
+    names = sorted({c for v in classes.values() for c in v}, key=lambda c: (c.split(":")[0], c))
+    lines = ["## Where a peer wins: the product's main error on those pages", "",
+             "| corpus | losing pages | " + " | ".join(names) + " |", "|---|---|" + "---|" * len(names)]
+    for corpus, v in classes.items():
+        lines.append(f"| {corpus} | {summary.get('losing_pages', {}).get(corpus, 0)} | "
+                     + " | ".join(str(v.get(n, 0)) for n in names) + " |")
+    return lines + [""]
+
+
 def genre_table(summary) -> list[str]:
     systems = _quality_systems(summary)
     lines = ["| corpus / genre | pages | " + " | ".join(systems) + " |",
@@ -200,6 +230,7 @@ def write_report(summary, out_dir: str, *, charts: bool = True) -> str:
     lines += ["## By genre (mean per-page F1)", "", *genre_table(summary), ""]
     if "f1_by_genre" in images:
         lines += [f"![F1 per genre]({images['f1_by_genre']})", ""]
+    lines += [*page_type_section(summary), *error_class_section(summary)]
     lines += ["## sitestrip in detail", "", *product_table(summary), ""]
     nodes = node_table(summary)
     if nodes:

@@ -28,6 +28,7 @@ import numpy as np
 from sitestrip.bench.core import load_corpus
 from sitestrip.bench.measure import ChildRun, run_child, tail
 from sitestrip.bench.corpora import Corpus, read_corpus
+from sitestrip.bench.errors import error_table
 from sitestrip.bench.scoring import PageScore, aggregate, group_scores, score_menus, score_texts, worst_pages
 from sitestrip.transforms.urls import normalize_url
 
@@ -246,10 +247,12 @@ def run_bench(corpus_dirs: list[str], out_dir: str, *, peers=None, workers: int 
         results.append(result)
         all_scores += scores
     cv_details = {"product_column": "the run's own output"}
+    page_errors = None
     if cv_folds:
         from sitestrip.bench.crossval import cross_validated_scores
         from sitestrip.configs import load_config
         cv_scores, details = cross_validated_scores(corpora, load_config(config), cv_folds, log=log)
+        page_errors = details.get("learned", {}).pop("page_errors", None)
         cv_details.update(details)
         if details.get("learned", {}).get("system") == PRODUCT:
             cv_details["product_column"] = "cross-validated main_content.method"
@@ -266,6 +269,7 @@ def run_bench(corpus_dirs: list[str], out_dir: str, *, peers=None, workers: int 
             # column, and results.json says so.
             result.quality[PRODUCT] = result.quality[f"{PRODUCT}:run"]
             cv_details["product_column"] = "the run's own output (in-sample if its model saw these corpora)"
+    losing = losing_pages(all_scores)
     summary = {
         "created": time.strftime("%Y-%m-%d %H:%M:%S"),
         "seconds": round(time.monotonic() - started, 1),
@@ -276,11 +280,39 @@ def run_bench(corpus_dirs: list[str], out_dir: str, *, peers=None, workers: int 
         "cross_validation": cv_details,
         "overall": {f"{system}": agg.as_dict()
                     for (system, _), agg in group_scores(all_scores, "all").items()},
+        "losing_pages": {corpus: len(urls) for corpus, urls in sorted(losing.items())},
     }
+    if page_errors is not None:
+        summary["error_classes"] = {corpus: error_table(page_errors, set(urls))
+                                    for corpus, urls in sorted(losing.items())}
     with open(os.path.join(out_dir, "results.json"), "w", encoding="utf-8") as fh:
         json.dump(summary, fh, indent=1, ensure_ascii=False)
+    # Every page's score by every system, for per-page comparisons (which pages a peer wins).
+    with open(os.path.join(out_dir, "page_scores.jsonl"), "w", encoding="utf-8") as fh:
+        for s in all_scores:
+            fh.write(json.dumps({"system": s.system, "corpus": s.corpus, "genre": s.genre, "url": s.url,
+                                 "precision": round(s.words.precision, 4), "recall": round(s.words.recall, 4),
+                                 "f1": round(s.words.f1, 4)}, ensure_ascii=False) + "\n")
     write_report(summary, out_dir, charts=charts)
     return summary
+
+
+def losing_pages(scores, margin: float = 0.01) -> dict:
+    """{corpus: urls} of the pages where the best peer's F1 beats the product's by more than
+    `margin` (the product's column: cross-validated where it was)."""
+    from sitestrip.bench.peers import PEER_NAMES
+    best: dict = {}
+    mine: dict = {}
+    for s in scores:
+        if s.system == PRODUCT:
+            mine[(s.corpus, s.url)] = s.words.f1
+        elif s.system in PEER_NAMES:
+            best[(s.corpus, s.url)] = max(best.get((s.corpus, s.url), 0.0), s.words.f1)
+    out: dict = {}
+    for key, f1 in mine.items():
+        if key in best and best[key] > f1 + margin:
+            out.setdefault(key[0], []).append(key[1])
+    return out
 
 
 def _machine() -> dict:

@@ -486,3 +486,54 @@ def test_library_comparison_scores_out_of_fold_pages():
                                       libraries=("lightgbm", "sklearn"), params=params, n_splits=3)
         assert [r["library"] for r in rows] == ["lightgbm", "sklearn"]
         assert all(low <= r["mean_page_f1"] <= high for r in rows), rows
+
+
+# ---------------------------------------------------------------- stages
+
+def _stage(names, value):
+    return {"feature_set": "stage-v1", "feature_names": names, "base_score": value,
+            "trees": [{"feature": [0, -1, -1], "threshold": [0.0, 0.0, 0.0], "left": [1, -1, -1],
+                       "right": [2, -1, -1], "default_left": [0, 0, 0], "value": [0.0, -1.0, 1.0]}]}
+
+
+def _staged_payload():
+    payload = _hand_payload()
+    types = ["a", "b"]
+    payload["page_type"] = {"feature_set": "pt-v1", "feature_names": ["g0"], "types": types,
+                            "ensembles": [{"base_score": 0.0, "trees": _stage(["g0"], 0.0)["trees"]},
+                                          {"base_score": 1.0, "trees": _stage(["g0"], 0.0)["trees"]}]}
+    payload["region"] = _stage(["r0", "r1"], -0.5)
+    return payload
+
+
+def test_a_model_carries_its_page_type_and_region_stages():
+    """Each stage is a gbdt of its own features: the region tree sends r0 <= 0 to -1, else +1,
+    after base -0.5; the page type ensembles give 0 ± 1 and 1 ± 1."""
+    model = load_model(encode_model(model_document("gbdt", _staged_payload(), NAMES, "test-v1", 0.5, {}),
+                                    compress=False))
+    assert model.page_type_types == ("a", "b")
+    assert [m.feature_names for m in model.page_type_models] == [("g0",), ("g0",)]
+    assert model.region.feature_names == ("r0", "r1") and model.region.feature_set == "stage-v1"
+    p = model.region.predict_proba(np.array([[-1.0, 0.0], [1.0, 0.0]], dtype=np.float32))
+    assert p == pytest.approx(_sigmoid(np.array([-1.5, 0.5])))
+    raw = [m.predict_proba(np.array([[1.0]], dtype=np.float32))[0] for m in model.page_type_models]
+    assert raw == pytest.approx(_sigmoid(np.array([1.0, 2.0])).tolist())
+    # The stages are part of what the model_id covers.
+    plain = model_document("gbdt", _hand_payload(), NAMES, "test-v1", 0.5, {})
+    assert model.model_id != plain["model_id"]
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda p: p["region"].pop("feature_set"), "payload.region must have exactly the keys"),
+    (lambda p: p["page_type"]["ensembles"].pop(), "one per type"),
+    (lambda p: p["region"].update(base_score=float("nan")) or p["region"].update(base_score="x"),
+     "payload.region.base_score"),
+    (lambda p: p["region"]["trees"][0].update(feature=[5, -1, -1]), "payload.region.trees"),
+    (lambda p: p.update(extra=1), "payload must have exactly the keys"),
+])
+def test_malformed_stages_are_refused(edit, message):
+    payload = _staged_payload()
+    edit(payload)
+    doc = model_document("gbdt", payload, NAMES, "test-v1", 0.5, {})
+    with pytest.raises(ModelError, match=message):
+        load_model(encode_model(doc, compress=False))
