@@ -143,7 +143,7 @@ F_PRE = 128          # inside a PRE_TAGS element: the node's text is verbatim, n
 F_VOLATILE_ID = 256  # the id has a run of >= 3 digits (generated per page; SPEC §11 path_ids "stable")
 # The element itself says it is not shown: the `hidden` attribute, aria-hidden="true", an inline
 # display:none or visibility:hidden (class words only hint at it: the `hidden` role hint).
-F_HIDDEN = 512
+F_HIDDEN = 1024
 # Every rule holds for <nav>; each rule's nodes include the stricter rule's.
 NAV_RULE_FLAGS = {"prefix": F_NAV_HINT, "word_part": F_NAV_WORD, "exact": F_NAV_EXACT}
 F_NAV_ALL = F_NAV_HINT | F_NAV_WORD | F_NAV_EXACT
