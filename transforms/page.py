@@ -128,6 +128,11 @@ BLOCK_LEVEL = tag_table(*sorted(BLOCK_TAGS - {"br", "hr"}))
 # Preformatted elements (HTML's UA style sheet: white-space: pre / pre-wrap): their text
 # is kept verbatim, line breaks and indentation included (ParseRules.browser_text).
 PRE_TAGS = frozenset({"pre", "listing", "xmp", "plaintext", "textarea"})
+# Raised and lowered text (F_RAISED).
+RAISED_TAGS = frozenset({"sup", "sub"})
+# The elements that title something (a section, a definition, a table, a figure): a link
+# inside one whose text is only a mark is the title's permalink anchor (_is_permalink).
+TITLE_TAGS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6", "dt", "caption", "figcaption"})
 
 # Node flag bits.
 F_LINK = 1          # an <a> element with an href
@@ -141,6 +146,9 @@ F_SPACE_BEFORE = 64  # whitespace separated this text from the text before it in
 F_PRE = 128          # inside a PRE_TAGS element: the node's text is verbatim, not collapsed
 # Elements only:
 F_VOLATILE_ID = 256  # the id has a run of >= 3 digits (generated per page; SPEC §11 path_ids "stable")
+# Text nodes only: the first text of a <sup> or <sub> (outside PRE_TAGS). It is set apart from
+# the text before it (transforms/text.py), and Markdown writes a superscript's as `^`.
+F_RAISED = 512
 # Every rule holds for <nav>; each rule's nodes include the stricter rule's.
 NAV_RULE_FLAGS = {"prefix": F_NAV_HINT, "word_part": F_NAV_WORD, "exact": F_NAV_EXACT}
 F_NAV_ALL = F_NAV_HINT | F_NAV_WORD | F_NAV_EXACT
@@ -697,6 +705,57 @@ def _id_info(value: str) -> tuple:
 
 
 _HIDDEN_STYLE = re.compile(r"display\s*:\s*none|visibility\s*:\s*hidden", re.IGNORECASE)
+
+# The longest text a permalink anchor may have ("permalink"); past it the lookahead stops.
+_PERMALINK_MAX = 9
+
+
+def _is_permalink(el, in_title: bool, rules: "ParseRules") -> bool:
+    """Whether the <a> element `el` is a permalink anchor, which flattening drops with its
+    subtree as it drops a <script> (its tail is kept), so that no text column, count or
+    Markdown link has it. It is one when
+
+    - its href holds a "#" (it points at a place in a page), and
+    - it lies inside a title (an ancestor in TITLE_TAGS: `in_title`), or is marked as an
+      anchor outside one: the class token "headerlink" (Sphinx puts those in code-block and
+      toctree captions too) or aria-hidden="true" (an icon link screen readers skip), and
+    - its text, what flattening would keep of it with the whitespace removed, is empty, or
+      at most 4 characters none of them a letter or digit (¶, §, #, 🔗, ⚓, a zero-width
+      space), or the word "permalink" in any case.
+
+    The text test decides, never a class or title alone: some sites wrap a heading's whole
+    text in its anchor (<h2><a class="header-anchor" href="#x">Title</a></h2>), and that
+    text is the heading. The caller asks for <a> elements only; the compiled walk asks for
+    the ones with an href that lie in a title or carry a class or an aria-hidden attribute,
+    a superset of what this returns True for."""
+    href = el.get("href")
+    if href is None or "#" not in href:
+        return False
+    if not in_title and "headerlink" not in (el.get("class") or "").split() \
+            and (el.get("aria-hidden") or "").strip().lower() != "true":
+        return False
+    dropped, leaves = rules.dropped, rules.leaves
+    pieces = [el.text] if el.text else []
+    size = 0
+    walker = etree.iterwalk(el, events=("start", "end"))
+    for event, sub in walker:
+        if sub is el or not isinstance(sub.tag, str):
+            continue
+        if event == "start":
+            name = sub.tag.lower()
+            if name in dropped or name in leaves:
+                walker.skip_subtree()
+            elif sub.text:
+                pieces.append(sub.text)
+        elif sub.tail:
+            pieces.append(sub.tail)
+        size += 1
+        if size > 64:      # a mark is an element or two, not a subtree to read through
+            return False
+    text = "".join("".join(pieces).split())
+    if len(text) > _PERMALINK_MAX:
+        return False
+    return text.lower() == "permalink" or (len(text) <= 4 and not any(c.isalnum() for c in text))
 _HINT_OF_TAG = {name: HINT_BIT[h] for name, h in HINT_OF_TAG.items()}
 
 
@@ -714,8 +773,12 @@ def _flatten(body, url: str, title: str, base_url: str, html_len: int, notes: tu
     attr_node, attr_hash = [], []
     link_node, link_url = [], []
     extra = []               # (node, element) of EXTRA_TAGS, read after the walk
+    fragment_hrefs = []      # (node, href) of the links whose href holds a "#"
     stack = []
     in_link = 0
+    in_title = 0             # open TITLE_TAGS elements
+    raise_pending = False    # a <sup>/<sub> opened and no text node since (F_RAISED)
+    anchor = None            # the permalink anchor just skipped, whose end event comes next
     line_no = 0
     tag_of = TAG_ID.get
     block, leaf, dropped = BLOCK_TAGS, rules.leaves, rules.dropped
@@ -734,7 +797,7 @@ def _flatten(body, url: str, title: str, base_url: str, html_len: int, notes: tu
     pre_pending = []         # pieces, not one string: appending to a string is quadratic
 
     def add_text(raw, p):
-        nonlocal space_pending, closed_since, opened_since, word_end, pre_pending
+        nonlocal space_pending, closed_since, opened_since, word_end, pre_pending, raise_pending
         if pre_depth:
             if raw.isspace():
                 pre_pending.append(raw)
@@ -770,6 +833,10 @@ def _flatten(body, url: str, title: str, base_url: str, html_len: int, notes: tu
             space_pending = raw[-1].isspace()
             word_end = s[-1].isalnum()
         closed_since = opened_since = False
+        if raise_pending:
+            if not pre_depth:
+                flag |= F_RAISED
+            raise_pending = False
         i = len(parent)
         parent.append(p)
         depth.append(len(stack))
@@ -797,6 +864,10 @@ def _flatten(body, url: str, title: str, base_url: str, html_len: int, notes: tu
             if event == "start":
                 if name in dropped and el is not body:
                     skip()
+                    continue
+                if name == "a" and _is_permalink(el, in_title > 0, rules):
+                    skip()
+                    anchor = el
                     continue
                 i = len(parent)
                 flag = F_IN_LINK if in_link else 0
@@ -835,6 +906,8 @@ def _flatten(body, url: str, title: str, base_url: str, html_len: int, notes: tu
                         if target is not None:
                             link_node.append(i)
                             link_url.append(target)
+                            if "#" in href:
+                                fragment_hrefs.append((i, href))
                 if name == "nav":
                     flag |= F_NAV_ALL
                 if name in EXTRA_TAGS:
@@ -853,6 +926,8 @@ def _flatten(body, url: str, title: str, base_url: str, html_len: int, notes: tu
                 stack.append(i)
                 if name == "a":
                     in_link += 1
+                if name in TITLE_TAGS:
+                    in_title += 1
                 if name in leaf:
                     # The element is content, its inside is not: no child
                     # events follow, the "end" event closes it as usual.
@@ -862,10 +937,13 @@ def _flatten(body, url: str, title: str, base_url: str, html_len: int, notes: tu
                     if not pre_depth:
                         pre_first_text, pre_pending = len(texts), []
                     pre_depth += 1
+                if name in RAISED_TAGS:
+                    raise_pending = True
                 if el.text:
                     add_text(el.text, i)
             else:
-                if name in dropped and el is not body:
+                if (name in dropped and el is not body) or el is anchor:
+                    anchor = None
                     if el.tail:
                         add_text(el.tail, stack[-1])
                     continue
@@ -874,6 +952,10 @@ def _flatten(body, url: str, title: str, base_url: str, html_len: int, notes: tu
                 closed_since = True
                 if name == "a":
                     in_link -= 1
+                if name in TITLE_TAGS:
+                    in_title -= 1
+                if name in RAISED_TAGS:
+                    raise_pending = False
                 if name in pre_tags and name not in leaf:
                     pre_depth -= 1
                     if not pre_depth:
@@ -915,12 +997,12 @@ def _flatten(body, url: str, title: str, base_url: str, html_len: int, notes: tu
         text_ptr=np.concatenate(([0], np.cumsum(lengths))).astype(i32), text="".join(texts),
         words=words, chars=chars,
         link_node=np.array(link_node, dtype=i32), link_url=tuple(link_url),
-        html_bytes=html_len, notes=notes, side=node_extras(extra, base_url),
+        html_bytes=html_len, notes=notes, side=node_extras(extra, base_url, fragment_hrefs),
     )
 
 
 # Tag property bits of _tag_props, as transforms/_flatten.c reads them.
-_T_DROP, _T_LEAF, _T_BLOCK, _T_PRE, _T_EXTRA, _T_A, _T_NAV = 1, 2, 4, 8, 16, 32, 64
+_T_DROP, _T_LEAF, _T_BLOCK, _T_PRE, _T_EXTRA, _T_A, _T_NAV, _T_TITLE, _T_RAISED = 1, 2, 4, 8, 16, 32, 64, 128, 256
 
 
 def _tag_props(name: str, rules: ParseRules) -> tuple:
@@ -930,7 +1012,8 @@ def _tag_props(name: str, rules: ParseRules) -> tuple:
     bits = ((_T_DROP if name in rules.dropped else 0) | (_T_LEAF if name in rules.leaves else 0)
             | (_T_BLOCK if name in BLOCK_TAGS else 0) | (_T_PRE if name in PRE_TAGS else 0)
             | (_T_EXTRA if name in EXTRA_TAGS else 0) | (_T_A if name == "a" else 0)
-            | (_T_NAV if name == "nav" else 0))
+            | (_T_NAV if name == "nav" else 0) | (_T_TITLE if name in TITLE_TAGS else 0)
+            | (_T_RAISED if name in RAISED_TAGS else 0))
     return tag_id(name), bits, _HINT_OF_TAG.get(name, 0)
 
 
@@ -945,8 +1028,16 @@ def _tag_props_of(rules: ParseRules):
     return props
 
 
-_WALK_CONSTS = (F_LINK, F_IN_LINK, F_NAV_HINT, F_NAV_WORD, F_NAV_ALL, F_SPACE_BEFORE, F_PRE,
+_WALK_CONSTS = (F_LINK, F_IN_LINK, F_NAV_HINT, F_NAV_WORD, F_NAV_ALL, F_SPACE_BEFORE, F_PRE, F_RAISED,
                 HINT_BIT["nav"], HINT_BIT["hidden"])
+_PERMALINK_OF: dict = {}
+
+
+def _permalink_of(rules: ParseRules):
+    got = _PERMALINK_OF.get(rules)
+    if got is None:
+        got = _PERMALINK_OF[rules] = lambda el, in_title: _is_permalink(el, in_title, rules)
+    return got
 
 
 def _flatten_compiled(body, url: str, title: str, base_url: str, html_len: int, notes: tuple,
@@ -954,12 +1045,12 @@ def _flatten_compiled(body, url: str, title: str, base_url: str, html_len: int, 
     """`_flatten`'s CompactPage from transforms/_flatten.c, or None where the compiled walk
     leaves the page to the reference (a tree it does not read exactly as lxml does)."""
     out = _compiled.walk(body, base_url, _tag_props_of(rules), _class_info, _id_info,
-                         resolve_link, count_words, _HIDDEN_STYLE.search, rules.browser_text,
-                         _WALK_CONSTS)
+                         resolve_link, count_words, _HIDDEN_STYLE.search, _permalink_of(rules),
+                         rules.browser_text, _WALK_CONSTS)
     if out is None:
         return None
     (parent, depth, tag, end, child_count, flags, hints, line, id_hash, class_ptr, class_hash,
-     attr_ptr, attr_hash, text_ptr, text, words, chars, link_node, link_url, extra) = out
+     attr_ptr, attr_hash, text_ptr, text, words, chars, link_node, link_url, extra, fragment_hrefs) = out
 
     def arr(buf, dtype):
         return np.frombuffer(buf, dtype=dtype) if buf else np.zeros(0, dtype=dtype)
@@ -974,7 +1065,7 @@ def _flatten_compiled(body, url: str, title: str, base_url: str, html_len: int, 
         attr_ptr=arr(attr_ptr, i32), attr_hash=arr(attr_hash, u32),
         text_ptr=arr(text_ptr, i32), text=text, words=arr(words, i32), chars=arr(chars, i32),
         link_node=arr(link_node, i32), link_url=tuple(link_url),
-        html_bytes=html_len, notes=notes, side=node_extras(extra, base_url),
+        html_bytes=html_len, notes=notes, side=node_extras(extra, base_url, fragment_hrefs),
     )
 
 
@@ -993,6 +1084,7 @@ def aligned_nodes(body, rules: ParseRules = PRODUCT_RULES) -> Iterator[tuple[int
         yield 0, None, "element"
         return
     i = 0
+    in_title = 0
     walker = etree.iterwalk(body, events=("start", "end"))
     skip = walker.skip_subtree
     dropped, leaf = rules.dropped, rules.leaves
@@ -1005,6 +1097,11 @@ def aligned_nodes(body, rules: ParseRules = PRODUCT_RULES) -> Iterator[tuple[int
             if name in dropped and el is not body:
                 skip()
                 continue
+            if name == "a" and _is_permalink(el, in_title > 0, rules):
+                skip()
+                continue
+            if name in TITLE_TAGS:
+                in_title += 1
             yield i, el, "element"
             i += 1
             if name in leaf:
@@ -1012,6 +1109,9 @@ def aligned_nodes(body, rules: ParseRules = PRODUCT_RULES) -> Iterator[tuple[int
             elif el.text and el.text.split():
                 yield i, el, "text"
                 i += 1
-        elif el is not body and el.tail and el.tail.split():
-            yield i, el, "tail"
-            i += 1
+        else:
+            if name in TITLE_TAGS:
+                in_title -= 1
+            if el is not body and el.tail and el.tail.split():
+                yield i, el, "tail"
+                i += 1
