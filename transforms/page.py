@@ -179,7 +179,7 @@ HINT_WORDS = (
     ("form", ("newsletter", "subscribe", "signup", "login", "cookie*", "consent", "modal", "popup",
               "search", "form")),
     ("code", ("code", "highlight*", "syntax", "listing", "sourcecode")),
-    ("hidden", ("hidden", "hide", "invisible", "sr", "visually")),
+    ("hidden", ()),                # _hides below, and _class_info over a whole class list
 )
 HINT_NAMES = tuple(name for name, _ in HINT_WORDS)
 HINT_BIT = {name: 1 << i for i, name in enumerate(HINT_NAMES)}
@@ -237,18 +237,64 @@ def _name_hints(value: str, parts: list[str] | None = None) -> int:
     return flags
 
 
+# The "hidden" hint of a class or id token: what hides an element from a reader on screen.
+# - hiding words: a word part "hidden", "hide" or "invisible" (hidden, is-hidden, u-hide,
+#   element-invisible), or the token d-none / display-none (Bootstrap 4+: display:none);
+#   not when another part qualifies it by a screen size, device or medium (Bootstrap 3's
+#   hidden-xs hides on phones only and hidden-print on paper only, hide-on-mobile) or names
+#   another property (overflow-hidden, MediaWiki's mw-hide-empty-elt);
+# - screen-reader-only text: a part "sr" or "visually" (sr-only, show-for-sr,
+#   visually-hidden), or the token run together: visuallyhidden, screen-reader-text
+#   (WordPress), offscreen, assistive-text;
+# - print-only text: a part "print" with "only", "visible" or "show" (print-only,
+#   visible-print-block, show-for-print), or printonly.
+# _class_info then clears the hint of a class list that also shows the element at some
+# screen size (d-none d-md-block, hidden md:block): a reader on that screen sees it.
+_HIDE_PARTS = frozenset({"hidden", "hide", "invisible"})
+_HIDE_QUALIFIERS = frozenset({"xs", "sm", "md", "lg", "xl", "xxl", "mobile", "tablet", "desktop", "phone",
+                              "small", "medium", "large", "print", "screen", "portrait", "landscape", "up",
+                              "down", "overflow", "empty", "scroll", "scrollbar", "backface"})
+_SCREEN_READER_PARTS = frozenset({"sr", "visually"})
+_SCREEN_READER_RUNS = ("visuallyhidden", "screenreader", "offscreen", "assistivetext")
+_SHOWN_AT_A_SIZE = re.compile(
+    r"d-(?:sm|md|lg|xl|xxl)-(?!none$)[a-z-]+"
+    r"|(?:sm|md|lg|xl|2xl):(?:block|inline|inline-block|flex|inline-flex|grid|inline-grid|table|table-row"
+    r"|table-cell|contents|flow-root|list-item|visible|not-sr-only)"
+    r"|visible-(?:xs|sm|md|lg|xl)(?:-[a-z-]+)?|show-for-(?:small|medium|large|xlarge|xxlarge)(?:-[a-z-]+)?")
+
+
+def _hides(low: str, parts: list[str]) -> bool:
+    """Whether an id or class token (lower-cased `low`, its word parts) hides its element from
+    a reader on screen (see above)."""
+    if low in ("d-none", "display-none"):
+        return True
+    words = set(parts)
+    if words & _HIDE_PARTS and not words & _HIDE_QUALIFIERS:
+        return True
+    if words & _SCREEN_READER_PARTS:
+        return True
+    if "print" in words and words & {"only", "visible", "show"}:
+        return True
+    run = "".join(parts)
+    return "printonly" in run or any(r in run for r in _SCREEN_READER_RUNS)
+
+
 def _role_hints(value: str, parts: list[str] | None = None) -> int:
     """HINT_BIT bits of one id or class token (see HINT_WORDS)."""
     low = value.lower()
     bits = HINT_BIT["ad"] if _AD.search(low) else 0
     if "nav" in low:               # seed 002: substring match for nav, as published
         bits |= HINT_BIT["nav"]
-    for part in _word_parts(value) if parts is None else parts:
+    if parts is None:
+        parts = _word_parts(value)
+    for part in parts:
         bits |= _HINT_EXACT.get(part, 0)
         if part.startswith(_HINT_PREFIXES):       # one C-level test before the loop
             for prefix, bit in _HINT_PREFIX:
                 if part.startswith(prefix):
                     bits |= bit
+    if _hides(low, parts):
+        bits |= HINT_BIT["hidden"]
     return bits
 
 
@@ -688,10 +734,13 @@ def _class_info(value: str) -> tuple:
         flags |= _name_hints(c)
         if len(tokens) <= _MAX_HINT_CLASSES:
             roles |= _role_hints(c)
+    if roles & _HIDDEN_BIT and any(_SHOWN_AT_A_SIZE.fullmatch(c.lower()) for c in tokens):
+        roles &= ~_HIDDEN_BIT       # responsive: hidden on some screens, shown on others
     return tuple(sorted({_hash32(c) for c in tokens})), flags, roles
 
 
 _DIGIT_RUN = re.compile(r"[0-9]{3}")
+_HIDDEN_BIT = HINT_BIT["hidden"]
 
 
 @lru_cache(maxsize=1 << 16)
