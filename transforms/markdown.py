@@ -12,8 +12,10 @@ never disagree on what is content; the page's tags around those nodes give the f
 - code blocks fenced, verbatim (the joiner keeps <pre> text as the page has it), with
   the language a class declares (transforms/meta.py: language-X, highlight-X, ...);
 - block quotes `>`; emphasis `*`, strong `**`, inline code `` ` ``;
-- links `[text](absolute URL)` (not links to the page itself) and images `![alt](URL)`,
-  each kept or dropped by MarkdownOptions. An image is written when the nearest
+- links `[text](absolute URL#fragment)` (the href's fragment, kept here only: not links to
+  the page itself without one) and images `![alt](URL)`, each kept or dropped by
+  MarkdownOptions;
+- a superscript's text after a `^` (`2^48`), where main_text sets it apart by a space. An image is written when the nearest
   block-level element around it is mostly main content (at least half of its words).
 
 Inline runs are joined by the product's one text joiner (transforms/text.py: the
