@@ -14,9 +14,9 @@ never disagree on what is content; the page's tags around those nodes give the f
 - block quotes `>`; emphasis `*`, strong `**`, inline code `` ` ``;
 - links `[text](absolute URL#fragment)` (the href's fragment, kept here only: not links to
   the page itself without one) and images `![alt](URL)`, each kept or dropped by
-  MarkdownOptions;
-- a superscript's text after a `^` (`2^48`), where main_text sets it apart by a space. An image is written when the nearest
-  block-level element around it is mostly main content (at least half of its words).
+  MarkdownOptions. An image is written when the nearest block-level element around it is
+  mostly main content (at least half of its words);
+- a superscript's text after a `^` (`2^48`), where main_text sets it apart by a space.
 
 Inline runs are joined by the product's one text joiner (transforms/text.py: the
 whitespace the HTML has), and a new line starts where the page starts one; where main_text
