@@ -16,7 +16,8 @@
  *     decodes them.
  * What is rare or intricate stays in Python and is called back: a tag's properties
  * (name.lower() and the rules' sets), class and id hints, resolve_link, the hidden-style
- * pattern. count_words' tokens are counted here (tokens.py's pattern, with its CJK and mark
+ * pattern, and whether a link that may be a permalink anchor is one (_is_permalink, with
+ * lxml's element: it reads the link's subtree ahead). count_words' tokens are counted here (tokens.py's pattern, with its CJK and mark
  * ranges handed over by set_token_ranges; Python's count_words where they are not set).
  * Anything this file does not read exactly as lxml would
  * (entity references, invalid UTF-8, an element that is not lxml's) makes `walk` return
