@@ -187,3 +187,15 @@ def test_fragments_survive_the_shuffle():
 def test_hidden_hint_of_class_lists(classes, hidden):
     page = page_of(f'<div class="{classes}">x</div>')
     assert bool(page.hints[1] & HINT_BIT["hidden"]) is hidden
+
+
+def test_extras_written_before_fragments_were_kept_still_load():
+    """A state file's page packed with the five lists of older versions reads with no fragments."""
+    import json
+    import zlib
+
+    from sitestrip.transforms.meta import NodeExtras
+    blob = zlib.compress(json.dumps([[3], ["https://x.org/i.png"], ["alt"], [], []]).encode("utf-8"), 1)
+    extras = NodeExtras.unpacked(blob)
+    assert extras.image_src == ("https://x.org/i.png",) and extras.fragment == ()
+    assert extras.fragment_node.dtype == np.int32 and extras.fragment_node.size == 0
