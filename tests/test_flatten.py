@@ -199,7 +199,7 @@ _TAGS = ["div", "p", "span", "a", "b", "pre", "li", "ul", "br", "hr", "nav", "se
          "x-card", "fb:like", "MyTag", "DIV", "Pre", "textarea", "listing", "select", "option",
          "script", "style", "noscript", "template", "title", "head", "meta", "img", "svg",
          "iframe", "video", "picture", "canvas", "math", "object", "code", "h2", "table", "tr",
-         "a", "sup", "sub", "dt", "caption", "H3"]
+         "a", "sup", "sub", "dt", "caption", "H3", "button"]
 _WORDS = ["nav", "menu-top", "mainNav", "comment-list", "ad-slot", "post_content", "sidebar",
           "x", "card123", "Navigation", "footer", "language-python", "highlight-js", "headerlink",
           "sr-only", "d-none", "d-md-block", "hidden-xs"]

@@ -316,7 +316,7 @@ _SOUP = ["<p>", "</p>", "<div class='a b'>", "</div>", "<b>", "</b>", "<a href='
          "</x-y>", "<fb:like>", "&amp;", "&nbsp;", " ", "\n\t", "\u00a0", "<body>", "</body>", "<html>",
          "<pre>\n x </pre>", "<math><mi>m</mi></math>", "<object><param name=a></object>",
          "<h2>", "</h2>", "<dt>", "<a href='#x'>¶</a>", "<a class=headerlink href=#y>#</a>",
-         "<a aria-hidden=true href='/p#z'><svg></svg></a>", "<sup>", "</sup>", "¶"]
+         "<a aria-hidden=true href='/p#z'><svg></svg></a>", "<sup>", "</sup>", "¶", "<button>#</button>"]
 
 
 @settings(max_examples=300, deadline=None)

@@ -199,3 +199,9 @@ def test_extras_written_before_fragments_were_kept_still_load():
     extras = NodeExtras.unpacked(blob)
     assert extras.image_src == ("https://x.org/i.png",) and extras.fragment == ()
     assert extras.fragment_node.dtype == np.int32 and extras.fragment_node.size == 0
+
+
+def test_a_copy_link_button_in_a_title_is_dropped_and_other_buttons_stay():
+    body = ('<h2 id="why">Why events differ <button class="copy-link" data-link="/p#why">🔗</button></h2>'
+            '<p>Text <button>¶</button> and <button>OK</button>.</p><h3>Menu <button>Open</button></h3>')
+    assert text(body) == "Why events differ\nText ¶ and OK.\nMenu Open"

@@ -40,7 +40,7 @@ static PyTypeObject *element_type;
 
 /* Tag property bits, as page.py _tag_props returns them. */
 enum { T_DROP = 1, T_LEAF = 2, T_BLOCK = 4, T_PRE = 8, T_EXTRA = 16, T_A = 32, T_NAV = 64, T_TITLE = 128,
-       T_RAISED = 256 };
+       T_RAISED = 256, T_BUTTON = 512 };
 
 typedef struct {
     int f_link, f_in_link, f_nav_hint, f_nav_word, f_nav_all, f_space_before, f_pre, f_raised;
@@ -557,7 +557,7 @@ static int may_be_permalink(W *w, xmlNode *node) {
     return href && marked;
 }
 
-/* page.py's _is_permalink(element, in_title): 1, 0, or -1 on error. */
+/* page.py's _is_permalink(element, in_title) of an <a> or <button>: 1, 0, or -1 on error. */
 static int is_permalink(W *w, xmlNode *node) {
     PyObject *el = (PyObject *)elementFactory(w->doc, node);
     if (!el) return -1;
@@ -576,7 +576,7 @@ static int start(W *w, xmlNode *node) {
     if (r) return r < 0 ? -1 : -2;
     int bits = t->bits;
     int32_t i = (int32_t)w->parent.len;
-    if ((bits & T_A) && node != w->body && may_be_permalink(w, node)) {
+    if (node != w->body && (((bits & T_A) && may_be_permalink(w, node)) || ((bits & T_BUTTON) && w->in_title > 0))) {
         if ((r = is_permalink(w, node)) < 0) return -1;
         if (r) bits |= T_DROP;
     }

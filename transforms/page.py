@@ -755,14 +755,16 @@ def _id_info(value: str) -> tuple:
 
 _HIDDEN_STYLE = re.compile(r"display\s*:\s*none|visibility\s*:\s*hidden", re.IGNORECASE)
 
+# The elements that may be permalink anchors (_is_permalink).
+_ANCHOR_TAGS = frozenset({"a", "button"})
 # The longest text a permalink anchor may have ("permalink"); past it the lookahead stops.
 _PERMALINK_MAX = 9
 
 
 def _is_permalink(el, in_title: bool, rules: "ParseRules") -> bool:
-    """Whether the <a> element `el` is a permalink anchor, which flattening drops with its
-    subtree as it drops a <script> (its tail is kept), so that no text column, count or
-    Markdown link has it. It is one when
+    """Whether the <a> or <button> element `el` is a permalink anchor, which flattening drops
+    with its subtree as it drops a <script> (its tail is kept), so that no text column, count
+    or Markdown link has it. An <a> is one when
 
     - its href holds a "#" (it points at a place in a page), and
     - it lies inside a title (an ancestor in TITLE_TAGS: `in_title`), or is marked as an
@@ -770,19 +772,27 @@ def _is_permalink(el, in_title: bool, rules: "ParseRules") -> bool:
       toctree captions too) or aria-hidden="true" (an icon link screen readers skip), and
     - its text, what flattening would keep of it with the whitespace removed, is empty, or
       at most 4 characters none of them a letter or digit (¶, §, #, 🔗, ⚓, a zero-width
-      space), or the word "permalink" in any case.
+      space), or the word "permalink" in any case;
+
+    a <button> is one when it lies inside a title and its text is such a mark (a "copy link"
+    button: <button class="copy-link" data-link="…#x">🔗</button>).
 
     The text test decides, never a class or title alone: some sites wrap a heading's whole
     text in its anchor (<h2><a class="header-anchor" href="#x">Title</a></h2>), and that
-    text is the heading. The caller asks for <a> elements only; the compiled walk asks for
-    the ones with an href that lie in a title or carry a class or an aria-hidden attribute,
-    a superset of what this returns True for."""
-    href = el.get("href")
-    if href is None or "#" not in href:
-        return False
-    if not in_title and "headerlink" not in (el.get("class") or "").split() \
-            and (el.get("aria-hidden") or "").strip().lower() != "true":
-        return False
+    text is the heading. The caller asks for <a> and <button> elements only; the compiled
+    walk asks for the links with an href that lie in a title or carry a class or an
+    aria-hidden attribute and for the buttons in a title, a superset of what this returns
+    True for."""
+    if el.tag.lower() == "button":
+        if not in_title:
+            return False
+    else:
+        href = el.get("href")
+        if href is None or "#" not in href:
+            return False
+        if not in_title and "headerlink" not in (el.get("class") or "").split() \
+                and (el.get("aria-hidden") or "").strip().lower() != "true":
+            return False
     dropped, leaves = rules.dropped, rules.leaves
     pieces = [el.text] if el.text else []
     size = 0
@@ -914,7 +924,7 @@ def _flatten(body, url: str, title: str, base_url: str, html_len: int, notes: tu
                 if name in dropped and el is not body:
                     skip()
                     continue
-                if name == "a" and _is_permalink(el, in_title > 0, rules):
+                if name in _ANCHOR_TAGS and _is_permalink(el, in_title > 0, rules):
                     skip()
                     anchor = el
                     continue
@@ -1051,7 +1061,8 @@ def _flatten(body, url: str, title: str, base_url: str, html_len: int, notes: tu
 
 
 # Tag property bits of _tag_props, as transforms/_flatten.c reads them.
-_T_DROP, _T_LEAF, _T_BLOCK, _T_PRE, _T_EXTRA, _T_A, _T_NAV, _T_TITLE, _T_RAISED = 1, 2, 4, 8, 16, 32, 64, 128, 256
+_T_DROP, _T_LEAF, _T_BLOCK, _T_PRE, _T_EXTRA, _T_A, _T_NAV, _T_TITLE, _T_RAISED, _T_BUTTON = \
+    1, 2, 4, 8, 16, 32, 64, 128, 256, 512
 
 
 def _tag_props(name: str, rules: ParseRules) -> tuple:
@@ -1062,7 +1073,7 @@ def _tag_props(name: str, rules: ParseRules) -> tuple:
             | (_T_BLOCK if name in BLOCK_TAGS else 0) | (_T_PRE if name in PRE_TAGS else 0)
             | (_T_EXTRA if name in EXTRA_TAGS else 0) | (_T_A if name == "a" else 0)
             | (_T_NAV if name == "nav" else 0) | (_T_TITLE if name in TITLE_TAGS else 0)
-            | (_T_RAISED if name in RAISED_TAGS else 0))
+            | (_T_RAISED if name in RAISED_TAGS else 0) | (_T_BUTTON if name == "button" else 0))
     return tag_id(name), bits, _HINT_OF_TAG.get(name, 0)
 
 
@@ -1146,7 +1157,7 @@ def aligned_nodes(body, rules: ParseRules = PRODUCT_RULES) -> Iterator[tuple[int
             if name in dropped and el is not body:
                 skip()
                 continue
-            if name == "a" and _is_permalink(el, in_title > 0, rules):
+            if name in _ANCHOR_TAGS and _is_permalink(el, in_title > 0, rules):
                 skip()
                 continue
             if name in TITLE_TAGS:
