@@ -563,11 +563,12 @@ def test_role_cues_need_the_line_start():
 
 def test_hidden_element_is_what_the_markup_hides_not_a_class_word():
     """Blocks: 0 under hidden, 1 under aria-hidden, 2 under an inline display:none, 3 under a
-    class that only names hiding (`overflow-hidden`, utility CSS that hides nothing), 4 plain.
-    A display:none on BODY (an anti-flicker style a script lifts) hides nothing."""
+    screen-reader-only class (the `hidden` hint, whose CSS the page model does not read: it
+    counts for `invisible`, not for `hidden_element`), 4 plain. A display:none on BODY (an
+    anti-flicker style a script lifts) hides nothing."""
     _, _, texts, x = features("<body style='display:none'><div hidden><p>a</p></div>"
                               "<div aria-hidden='true'><p>b</p></div><h2 style='display: none'>c</h2>"
-                              "<div class='overflow-hidden'><p>d</p></div><p>e</p></body>")
+                              "<div class='visually-hidden'><p>d</p></div><p>e</p></body>")
     assert texts == ["a", "b", "c", "d", "e"]
     assert col(x, "hidden_element") == [1, 1, 1, 0, 0]
     assert col(x, "invisible") == [1, 1, 1, 1, 0]

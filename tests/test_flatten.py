@@ -198,9 +198,11 @@ def test_deep_pages():
 _TAGS = ["div", "p", "span", "a", "b", "pre", "li", "ul", "br", "hr", "nav", "section", "td",
          "x-card", "fb:like", "MyTag", "DIV", "Pre", "textarea", "listing", "select", "option",
          "script", "style", "noscript", "template", "title", "head", "meta", "img", "svg",
-         "iframe", "video", "picture", "canvas", "math", "object", "code", "h2", "table", "tr"]
+         "iframe", "video", "picture", "canvas", "math", "object", "code", "h2", "table", "tr",
+         "a", "sup", "sub", "dt", "caption", "H3", "button"]
 _WORDS = ["nav", "menu-top", "mainNav", "comment-list", "ad-slot", "post_content", "sidebar",
-          "x", "card123", "Navigation", "footer", "language-python", "highlight-js"]
+          "x", "card123", "Navigation", "footer", "language-python", "highlight-js", "headerlink",
+          "sr-only", "d-none", "d-md-block", "hidden-xs"]
 _ATTR = st.one_of(
     st.tuples(st.just("class"), st.lists(st.sampled_from(_WORDS), max_size=14).map(" ".join)),
     st.tuples(st.just("id"), st.sampled_from(_WORDS + ["", " ", "a1234"])),
@@ -210,11 +212,13 @@ _ATTR = st.one_of(
     st.tuples(st.sampled_from(["hidden", "aria-hidden"]), st.sampled_from(["", "true", " TRUE ", "false"])),
     st.tuples(st.sampled_from(["href", "src", "srcset", "alt", "data-src", "width", "HREF"]),
               st.sampled_from(["/a", "b.png", "http://other.example/x?y=1#z", "javascript:void(0)", "#",
-                               "", " //cdn.example/i.jpg 2x", "1", "mailto:x@y", "../up", "é ü"])),
+                               "", " //cdn.example/i.jpg 2x", "1", "mailto:x@y", "../up", "é ü",
+                               "#intro", "api.html#x y", "#ü("])),
     st.tuples(st.sampled_from(["data-x", "title", "lang"]), st.text(max_size=5)),
 )
 _TEXT = st.lists(st.sampled_from(
-    list("ab Z09 \n\t.,!") + ["\u00a0", "\u2003", "\u3000", "\u200b", "\x1c", "\x85", "é", "ß", "Ж",
+    list("ab Z09 \n\t.,!¶§#") + ["\u00a0", "\u2003", "\u3000", "\u200b", "\x1c", "\x85", "é", "ß", "Ж",
+                              "🔗", "Permalink",
                              "中", "日本", "٣", "²", "\u0301", "&amp;", "&nbsp;", "&#x2003;", "&lt;",
                              "<!-- c -->", "<?pi x?>", "<![CDATA[z]]>", "<br>", "</p>", "]]>"]),
     max_size=8).map("".join)

@@ -34,14 +34,15 @@ def test_headings_by_level():
 
 def test_paragraphs_inline_markup_and_hard_breaks():
     """<b><i>: strong outside em (the fixed nesting order); the code span holds a backtick, so
-    its fence is two backticks, padded; the relative link resolves; the link to the page itself
-    (an in-page anchor) is text; <br> is a hard break; a second <p> is a new paragraph."""
+    its fence is two backticks, padded; the relative link resolves with its fragment; a link to
+    a place on the page itself (an in-page anchor) is a link there, one to the page with no
+    fragment is text; <br> is a hard break; a second <p> is a new paragraph."""
     body = ('<p>Plain <em>em</em>, <strong>strong</strong>, <b><i>both</i></b>, '
             '<code>a `tick`</code> and <a href="../api.html#x">the API</a>.<br>'
-            'Next <a href="#top">line</a>.</p><p>Second paragraph.</p>')
+            'Next <a href="#top">line</a> <a href="#">here</a>.</p><p>Second paragraph.</p>')
     assert md(body) == ("Plain *em*, **strong**, ***both***, `` a `tick` `` and "
-                        "[the API](https://docs.example/api.html).\\\n"
-                        "Next line.\n\nSecond paragraph.")
+                        "[the API](https://docs.example/api.html#x).\\\n"
+                        "Next [line](https://docs.example/guide/page.html#top) here.\n\nSecond paragraph.")
     html = html_of(md(body))
     # CommonMark reads *** as emphasis around strong: the same two marks on the same words
     assert "<em>em</em>" in html and "<em><strong>both</strong></em>" in html

@@ -113,6 +113,13 @@ HAND_BUILT = [
     "<p><a href='/u'>[x](y) ]( _ </a> ](z <a href='/v'>_a_</a>_b <a href='/w'>&amp;#12; &amp;b; &amp;#;</a></p>",
     # hard breaks, line starts inside a page line
     "<p>one<br>two <b>three</b><br><i>four</i></p><div>a<span>b</span></div>",
+    # superscripts (a caret item) next to text, links, emphasis, code, images; subscripts;
+    # links with fragments, to the page itself and elsewhere
+    "<p>2<sup>48</sup> x <sup>2</sup> w<sup><a href='#fn1'>[1]</a></sup> <b>e<sup>x</sup></b> "
+    "<code>a<sup>b</sup></code> H<sub>2</sub>O <sup><sup>n</sup></sup><sup></sup>"
+    "<img src='/i.png' alt='i'><sup>k</sup></p><pre>m<sup>2</sup></pre><p><sup>lead</sup> tail</p>",
+    "<p><a href='#top'>top</a> <a href='#'>self</a> <a href='" + URL + "#a%20b'>there</a> "
+    "<a href='/api.html#x(y) z'>api</a></p><h2>T<a class='headerlink' href='#t'>¶</a></h2>",
 ]
 
 
@@ -166,7 +173,7 @@ def test_lone_surrogates_and_non_bmp_characters_in_page_text():
 
 ALPHABET = (list("abcXYZ019 _*`\\<>[]()&#;!.,-+=~|") + ["  ", "\n", "1. ", "# ", "&amp;", "&lt;"]
             + ["\u00a0", "\u3000", "\u00bb", "\u2014", "\u00e9", "\U0001f600", "\u0661"])
-INLINE = ["b", "strong", "i", "em", "code", "kbd", "a", "span", "cite"]
+INLINE = ["b", "strong", "i", "em", "code", "kbd", "a", "span", "cite", "sup", "sub"]
 BLOCK = ["p", "div", "h1", "h3", "blockquote", "pre", "ul", "ol", "table", "br", "img", "figure"]
 
 
@@ -186,7 +193,8 @@ def random_inline(rng: random.Random, depth: int) -> str:
             parts.append("<br>")
         else:
             tag = rng.choice(INLINE)
-            href = f" href='{rng.choice(['/a', '/b c', URL, '#top', '/p(1)'])}'" if tag == "a" else ""
+            href = f" href='{rng.choice(['/a', '/b c', URL, '#top', '/p(1)', '/q#x y', URL + '#'])}'" \
+                if tag == "a" else ""
             parts.append(f"<{tag}{href}>{random_inline(rng, depth + 1)}</{tag}>")
     return "".join(parts)
 

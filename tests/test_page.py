@@ -314,7 +314,9 @@ _SOUP = ["<p>", "</p>", "<div class='a b'>", "</div>", "<b>", "</b>", "<a href='
          "<head>", "<img src=i.png>", "<svg><circle/>s</svg>", "<iframe>f</iframe>", "<select><option>o",
          "</select>", "<textarea>t</textarea>", "<!-- c -->", "<?pi x?>", "<FONT>", "</FONT>", "<x-y>",
          "</x-y>", "<fb:like>", "&amp;", "&nbsp;", " ", "\n\t", "\u00a0", "<body>", "</body>", "<html>",
-         "<pre>\n x </pre>", "<math><mi>m</mi></math>", "<object><param name=a></object>"]
+         "<pre>\n x </pre>", "<math><mi>m</mi></math>", "<object><param name=a></object>",
+         "<h2>", "</h2>", "<dt>", "<a href='#x'>¶</a>", "<a class=headerlink href=#y>#</a>",
+         "<a aria-hidden=true href='/p#z'><svg></svg></a>", "<sup>", "</sup>", "¶", "<button>#</button>"]
 
 
 @settings(max_examples=300, deadline=None)

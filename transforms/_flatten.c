@@ -16,7 +16,8 @@
  *     decodes them.
  * What is rare or intricate stays in Python and is called back: a tag's properties
  * (name.lower() and the rules' sets), class and id hints, resolve_link, the hidden-style
- * pattern. count_words' tokens are counted here (tokens.py's pattern, with its CJK and mark
+ * pattern, and whether a link that may be a permalink anchor is one (_is_permalink, with
+ * lxml's element: it reads the link's subtree ahead). count_words' tokens are counted here (tokens.py's pattern, with its CJK and mark
  * ranges handed over by set_token_ranges; Python's count_words where they are not set).
  * Anything this file does not read exactly as lxml would
  * (entity references, invalid UTF-8, an element that is not lxml's) makes `walk` return
@@ -38,10 +39,11 @@
 static PyTypeObject *element_type;
 
 /* Tag property bits, as page.py _tag_props returns them. */
-enum { T_DROP = 1, T_LEAF = 2, T_BLOCK = 4, T_PRE = 8, T_EXTRA = 16, T_A = 32, T_NAV = 64 };
+enum { T_DROP = 1, T_LEAF = 2, T_BLOCK = 4, T_PRE = 8, T_EXTRA = 16, T_A = 32, T_NAV = 64, T_TITLE = 128,
+       T_RAISED = 256, T_BUTTON = 512 };
 
 typedef struct {
-    int f_link, f_in_link, f_nav_hint, f_nav_word, f_nav_all, f_space_before, f_pre, f_hidden;
+    int f_link, f_in_link, f_nav_hint, f_nav_word, f_nav_all, f_space_before, f_pre, f_raised, f_hidden;
     unsigned long hint_nav, hint_hidden;   /* "k" in PyArg_ParseTuple */
     int browser;
 } Consts;
@@ -137,8 +139,10 @@ typedef struct {
 
 typedef struct {
     Consts k;
-    PyObject *tag_props, *class_info, *id_info, *resolve, *count_words, *hidden_style, *base_url;
+    PyObject *tag_props, *class_info, *id_info, *resolve, *count_words, *hidden_style, *permalink, *base_url;
     PyObject *links;          /* list of link URLs */
+    PyObject *fragment_hrefs; /* list of (link node, href) for the hrefs holding a "#" */
+    struct LxmlDocument *doc;
     PyObject *href_cache;     /* href -> resolve_link result, this page */
     xmlNode *body;
     int bail;                 /* 1: not read exactly here, let Python do the page */
@@ -149,7 +153,8 @@ typedef struct {
     Vec raw, pending, scratch;  /* Py_UCS4 scratch: the raw text, pre's pending whitespace, collapsed */
     /* the walk */
     Vec stack_i, stack_bits;  /* node index and tag bits of the open elements */
-    int in_link, line_no, pre_depth;
+    int in_link, line_no, pre_depth, in_title;
+    int raise_pending;        /* a <sup>/<sub> opened and no text node since (F_RAISED) */
     Py_ssize_t pre_first_text, n_texts, last_text;
     int space_pending, closed_since, opened_since, word_end;
     TagSlot *tags;
@@ -164,6 +169,7 @@ static void w_free(W *w) {
     for (size_t k = 0; k < sizeof(all) / sizeof(all[0]); k++) free(all[k]->data);
     free(w->tags);
     Py_XDECREF(w->links);
+    Py_XDECREF(w->fragment_hrefs);
     Py_XDECREF(w->href_cache);
 }
 
@@ -391,6 +397,10 @@ static int add_text(W *w, int32_t p) {
     }
     if (words < 0) return -1;
     w->closed_since = w->opened_since = 0;
+    if (w->raise_pending) {
+        if (!w->pre_depth) flag |= w->k.f_raised;
+        w->raise_pending = 0;
+    }
     int32_t i = (int32_t)w->parent.len;
     if (push_node(w, p, 0, w->in_link ? flag | w->k.f_in_link : flag, 0, (int32_t)w->class_hash.len,
                   (int32_t)w->attr_hash.len) < 0)
@@ -516,12 +526,48 @@ static int resolve_href(W *w, const char *s, Py_ssize_t n, int32_t i) {
     if (target != Py_None) {
         r = VPUSH(w->link_node, int32_t, i);
         if (!r) r = PyList_Append(w->links, target);
+        if (!r && memchr(s, '#', (size_t)n)) {
+            PyObject *pair = Py_BuildValue("(is#)", (int)i, s, n);
+            r = pair ? PyList_Append(w->fragment_hrefs, pair) : -1;
+            Py_XDECREF(pair);
+        }
     }
     Py_DECREF(target);
     return r;
 }
 
 enum { S_DROPPED, S_LEAF, S_DESCEND };
+
+/* Whether page.py's _is_permalink may hold for the <a> `node`: it lies in a title, or has an
+ * aria-hidden attribute, or a class attribute that may hold "headerlink" (one not read as a
+ * single text here counts as may). Only these are asked, each with lxml's element. */
+static int may_be_permalink(W *w, xmlNode *node) {
+    int href = 0, marked = w->in_title > 0;
+    for (xmlAttr *a = node->properties; a; a = a->next) {
+        if (a->type != XML_ATTRIBUTE_NODE || !a->name) continue;
+        if (is_name(a, "href")) href = 1;
+        else if (is_name(a, "aria-hidden")) marked = 1;
+        else if (is_name(a, "class")) {
+            xmlNode *c = a->children;
+            if (!c || c->next || c->type != XML_TEXT_NODE || !c->content ||
+                strstr((const char *)c->content, "headerlink"))
+                marked = 1;
+        }
+    }
+    return href && marked;
+}
+
+/* page.py's _is_permalink(element, in_title) of an <a> or <button>: 1, 0, or -1 on error. */
+static int is_permalink(W *w, xmlNode *node) {
+    PyObject *el = (PyObject *)elementFactory(w->doc, node);
+    if (!el) return -1;
+    PyObject *r = PyObject_CallFunctionObjArgs(w->permalink, el, w->in_title > 0 ? Py_True : Py_False, NULL);
+    Py_DECREF(el);
+    if (!r) return -1;
+    int truth = PyObject_IsTrue(r);
+    Py_DECREF(r);
+    return truth;
+}
 
 /* The start event of element `node`: returns S_* or -1 (error) / -2 (bail). */
 static int start(W *w, xmlNode *node) {
@@ -530,8 +576,13 @@ static int start(W *w, xmlNode *node) {
     if (r) return r < 0 ? -1 : -2;
     int bits = t->bits;
     int32_t i = (int32_t)w->parent.len;
+    if (node != w->body && (((bits & T_A) && may_be_permalink(w, node)) || ((bits & T_BUTTON) && w->in_title > 0))) {
+        if ((r = is_permalink(w, node)) < 0) return -1;
+        if (r) bits |= T_DROP;
+    }
     if ((bits & T_DROP) && node != w->body) {
-        /* skipped subtree; its end event adds the tail to the open element */
+        /* skipped subtree (a permalink anchor too); its end event adds the tail to the open
+         * element */
         r = text_run(w, node->next, VAT(w->stack_i, int32_t, w->stack_i.len - 1));
         return r < 0 ? -1 : r > 0 ? -2 : S_DROPPED;
     }
@@ -647,6 +698,7 @@ static int start(W *w, xmlNode *node) {
     if (has_id) VAT(w->id_hash, uint32_t, i) = id_value;
     if (VPUSH(w->stack_i, int32_t, i) < 0 || VPUSH(w->stack_bits, int, bits) < 0) return -1;
     if (bits & T_A) w->in_link++;
+    if (bits & T_TITLE) w->in_title++;
     if (bits & T_LEAF) return S_LEAF;
     if ((bits & T_PRE) && w->k.browser) {
         if (!w->pre_depth) {
@@ -655,6 +707,7 @@ static int start(W *w, xmlNode *node) {
         }
         w->pre_depth++;
     }
+    if (bits & T_RAISED) w->raise_pending = 1;
     r = text_run(w, node->children, i);
     return r < 0 ? -1 : r > 0 ? -2 : S_DESCEND;
 }
@@ -668,6 +721,8 @@ static int finish(W *w, xmlNode *node) {
     VAT(w->end, int32_t, i) = (int32_t)w->parent.len;
     w->closed_since = 1;
     if (bits & T_A) w->in_link--;
+    if (bits & T_TITLE) w->in_title--;
+    if (bits & T_RAISED) w->raise_pending = 0;
     if ((bits & T_PRE) && w->k.browser && !(bits & T_LEAF)) {
         w->pre_depth--;
         if (!w->pre_depth) {
@@ -763,13 +818,14 @@ static PyObject *results(W *w, struct LxmlDocument *doc) {
     PyObject *text = PyUnicode_FromKindAndData(PyUnicode_4BYTE_KIND, w->text.data ? w->text.data : (void *)"\0\0\0",
                                                (Py_ssize_t)w->text.len);
     if (!text) { Py_DECREF(extras); goto done; }
-    out = Py_BuildValue("(NNNNNNNNNNNNNNNNNNON)",
+    out = Py_BuildValue("(NNNNNNNNNNNNNNNNNNONO)",
                         as_bytes(&w->parent, 4), as_bytes(&w->depth, 4), as_bytes(&w->tag, 4),
                         as_bytes(&w->end, 4), as_bytes(&cc, 4), as_bytes(&w->flags, 2),
                         as_bytes(&w->hints, 4), as_bytes(&w->line, 4), as_bytes(&w->id_hash, 4),
                         as_bytes(&w->class_ptr, 4), as_bytes(&w->class_hash, 4), as_bytes(&w->attr_ptr, 4),
                         as_bytes(&w->attr_hash, 4), as_bytes(&tp, 4), text, as_bytes(&w->words, 4),
-                        as_bytes(&w->chars, 4), as_bytes(&w->link_node, 4), w->links, extras);
+                        as_bytes(&w->chars, 4), as_bytes(&w->link_node, 4), w->links, extras,
+                        w->fragment_hrefs);
 done:
     free(tp.data);
     free(cc.data);
@@ -777,16 +833,17 @@ done:
 }
 
 /* walk(body, base_url, tag_props, class_info, id_info, resolve_link, count_words,
- *      hidden_style, browser, consts) */
+ *      hidden_style, permalink, browser, consts) */
 static PyObject *walk(PyObject *self, PyObject *args) {
     (void)self;
     PyObject *body_o;
     W w;
     memset(&w, 0, sizeof(w));
-    if (!PyArg_ParseTuple(args, "OUOOOOOOp(iiiiiiiikk)", &body_o, &w.base_url, &w.tag_props, &w.class_info,
-                          &w.id_info, &w.resolve, &w.count_words, &w.hidden_style, &w.k.browser,
+    if (!PyArg_ParseTuple(args, "OUOOOOOOOp(iiiiiiiiikk)", &body_o, &w.base_url, &w.tag_props, &w.class_info,
+                          &w.id_info, &w.resolve, &w.count_words, &w.hidden_style, &w.permalink, &w.k.browser,
                           &w.k.f_link, &w.k.f_in_link, &w.k.f_nav_hint, &w.k.f_nav_word, &w.k.f_nav_all,
-                          &w.k.f_space_before, &w.k.f_pre, &w.k.f_hidden, &w.k.hint_nav, &w.k.hint_hidden))
+                          &w.k.f_space_before, &w.k.f_pre, &w.k.f_raised, &w.k.f_hidden, &w.k.hint_nav,
+                          &w.k.hint_hidden))
         return NULL;
     if (!element_type || !PyObject_TypeCheck(body_o, element_type)) Py_RETURN_NONE;
     struct LxmlElement *body = (struct LxmlElement *)body_o;
@@ -800,10 +857,12 @@ static PyObject *walk(PyObject *self, PyObject *args) {
     w.stack_bits = (Vec){0, 0, 0, sizeof(int)};
     w.text = w.raw = w.pending = w.scratch = (Vec){0, 0, 0, sizeof(Py_UCS4)};
     w.body = body->_c_node;
+    w.doc = body->_doc;
     w.links = PyList_New(0);
+    w.fragment_hrefs = PyList_New(0);
     w.href_cache = PyDict_New();
     PyObject *out = NULL;
-    if (!w.links || !w.href_cache) goto done;
+    if (!w.links || !w.fragment_hrefs || !w.href_cache) goto done;
     int r = run(&w);
     if (r == -2) {
         PyErr_Clear();

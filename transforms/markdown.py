@@ -12,9 +12,11 @@ never disagree on what is content; the page's tags around those nodes give the f
 - code blocks fenced, verbatim (the joiner keeps <pre> text as the page has it), with
   the language a class declares (transforms/meta.py: language-X, highlight-X, ...);
 - block quotes `>`; emphasis `*`, strong `**`, inline code `` ` ``;
-- links `[text](absolute URL)` (not links to the page itself) and images `![alt](URL)`,
-  each kept or dropped by MarkdownOptions. An image is written when the nearest
-  block-level element around it is mostly main content (at least half of its words).
+- links `[text](absolute URL#fragment)` (the href's fragment, kept here only: not links to
+  the page itself without one) and images `![alt](URL)`, each kept or dropped by
+  MarkdownOptions. An image is written when the nearest block-level element around it is
+  mostly main content (at least half of its words);
+- a superscript's text after a `^` (`2^48`), where main_text sets it apart by a space.
 
 Inline runs are joined by the product's one text joiner (transforms/text.py: the
 whitespace the HTML has), and a new line starts where the page starts one; where main_text
@@ -45,7 +47,8 @@ from functools import cached_property
 
 import numpy as np
 
-from sitestrip.transforms.page import BLOCK_LEVEL, KNOWN_TAGS, TAG_ID, TEXT, CompactPage, has_tag, tag_ids, tag_table
+from sitestrip.transforms.page import (BLOCK_LEVEL, F_RAISED, KNOWN_TAGS, TAG_ID, TEXT, CompactPage, has_tag, tag_ids,
+                                       tag_table)
 from sitestrip.transforms.text import _NEWLINE, _NONE, gaps, separators
 
 try:
@@ -78,6 +81,7 @@ _STRONG = set(tag_ids("strong", "b").tolist())
 _EM = set(tag_ids("em", "i", "cite", "dfn", "var").tolist())
 _CODE = set(tag_ids("code", "kbd", "samp", "tt").tolist())
 _A = _ID["a"]
+_SUP = _ID["sup"]
 # A table that holds any of these lays the page out: it is read through, not drawn.
 _LAYOUT_INSIDE = tag_ids("table", "ul", "ol", "dl", "pre", "blockquote", "h1", "h2", "h3", "h4",
                          "h5", "h6", "form", "section", "article", "header", "footer", "nav",
@@ -185,16 +189,27 @@ class _Structure:
         self.data_table: dict = {}
         self.linked = np.zeros(page.size, dtype=bool)
         self.urls: dict = {}
+        self.targets = page.link_url if type(page.link_url) is tuple else tuple(page.link_url)
         if options.links and page.link_node.size:
+            side = page.side
+            if side.fragment:
+                # A link keeps its fragment here only (an API cross-reference points at its
+                # entry, not at the top of the page); link_url, which names pages, has none.
+                targets = list(self.targets)
+                at = np.searchsorted(page.link_node, side.fragment_node).tolist()
+                for k, fragment in zip(at, side.fragment):
+                    targets[k] = f"{targets[k]}#{fragment}"
+                self.targets = tuple(targets)
+            # A link to the page itself is text, unless it points at a place on it.
             own = page.url
-            keep = np.array([u != own for u in page.link_url], dtype=bool)
+            keep = np.array([u != own for u in self.targets], dtype=bool)
             self.linked[page.link_node[keep]] = True
 
     def url(self, link: int) -> str:
         got = self.urls.get(link)
         if got is None:
             k = int(np.searchsorted(self.page.link_node, link))
-            got = self.urls[link] = self.page.link_url[k]
+            got = self.urls[link] = self.targets[k]
         return got
 
     def around(self, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -320,15 +335,26 @@ class _Lines:
         if options.images and page.side.image_node.size:
             holders, _ = s.around(page.side.image_node)
             images = _image_nodes(page, text_mask, holders).astype(np.int64)
-        nodes = np.concatenate((idx, images))
+        gap = gaps(page, idx)
+        text_sep = separators(page, idx, gap)
+        carets, raised_at = _caret_nodes(page, idx)
+        caret_sep = np.zeros(carets.size, dtype=np.int8)
+        if carets.size:
+            # A superscript is `^` and its text: the `^` takes the separator the HTML gives the
+            # text (text.py's space for F_RAISED is main_text's way of writing it), the text none.
+            caret_sep = separators(page, idx, gap, raised=False)[raised_at]
+            text_sep[raised_at] = _NONE
+        nodes = np.concatenate((idx, images, carets))
         order = np.argsort(nodes, kind="stable")
         nodes = nodes[order]
+        # Items written as given Markdown (images, carets) rather than escaped text.
         is_image = (order >= idx.size)
-        sep = np.concatenate((separators(page, idx, gaps(page, idx)), np.zeros(images.size, dtype=np.int8)))[order]
+        sep = np.concatenate((text_sep, np.zeros(images.size, dtype=np.int8), caret_sep))[order]
         if images.size:
             # An image is apart from what is next to it on its line.
+            picture = (order >= idx.size) & (order < idx.size + images.size)
             apart = np.zeros(nodes.size, dtype=bool)
-            apart[1:] = is_image[1:] | is_image[:-1]
+            apart[1:] = picture[1:] | picture[:-1]
             sep = np.where(apart, 1, sep).astype(np.int8)
         line = page.line[nodes]
         new_line = np.zeros(nodes.size, dtype=bool)
@@ -350,9 +376,13 @@ class _Lines:
         self.inline, self.inline_kinds = inline, kinds
         self.page = page
         self.image_strings = []
-        if images.size:
-            image_of = page.side.image_of()
+        if images.size or carets.size:
+            image_of = page.side.image_of() if images.size else {}
+            caret = order >= idx.size + images.size
             for k in np.flatnonzero(is_image).tolist():
+                if caret[k]:
+                    self.image_strings.append("^")
+                    continue
                 src, alt = image_of[int(nodes[k])]
                 self.image_strings.append(f"![{escape_text(alt, brackets=True)}]({_destination(src)})")
         self._strings = None
@@ -379,7 +409,7 @@ class _Lines:
             self.mode = np.where((pre >= 0) & (table < 0), _RAW, _MARKDOWN).astype(np.uint8)[self.where]
             self.context_arrays = (np.array(heading, dtype=np.int64), pre, np.array(cell, dtype=np.int64), table,
                                    np.array(li, dtype=np.int64), nests)
-            link_url = page.link_url if type(page.link_url) is tuple else tuple(page.link_url)
+            link_url = s.targets
             ptr = page.text_ptr
             self.rendered = _compiled.units(
                 page.text, ptr[nodes].astype(np.int64), ptr[nodes + 1].astype(np.int64),
@@ -554,6 +584,23 @@ def _inline_markdown(items: list, structure: _Structure, level: int = 0, in_link
         if text:
             prev = text[-1]
     return "".join(out)
+
+
+def _caret_nodes(page: CompactPage, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(the <sup> elements whose first text is written, the positions in `idx` of those texts):
+    where Markdown writes a `^`. The text is the sup's first (F_RAISED, never inside <pre>) on
+    the sup's own line; of nested sups the outermost takes it."""
+    sups = np.flatnonzero(page.tag == _SUP)
+    if not sups.size or not idx.size:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    at = np.searchsorted(idx, sups + 1)
+    inside = at < idx.size
+    sups, at = sups[inside], at[inside]
+    first = idx[at]
+    keep = (first < page.end[sups]) & ((page.flags[first] & F_RAISED) != 0) & (page.line[first] == page.line[sups])
+    sups, at = sups[keep], at[keep]
+    at, outer = np.unique(at, return_index=True)
+    return sups[outer].astype(np.int64), at.astype(np.int64)
 
 
 def page_markdown(page: CompactPage, text_mask: np.ndarray, options: MarkdownOptions = MarkdownOptions(),

@@ -32,7 +32,7 @@ from email.utils import parsedate_to_datetime
 
 import numpy as np
 
-from sitestrip.transforms.urls import resolve_link
+from sitestrip.transforms.urls import link_fragment, resolve_link
 
 # Longest value kept per column: a description is a sentence or two, an author a name or a
 # short list of names; longer ones are cut at a word boundary.
@@ -336,24 +336,29 @@ _CODE_ANCESTORS = 3
 
 @dataclass(frozen=True, eq=False)
 class NodeExtras:
-    """Images (node, absolute http(s) URL, alt text) and code blocks (the <pre> node, its
-    language), sparse and in document order."""
+    """Images (node, absolute http(s) URL, alt text), code blocks (the <pre> node, its
+    language) and link fragments (the <a> node, the fragment of its href, percent-encoded:
+    urls.link_fragment), sparse and in document order."""
     image_node: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int32))
     image_src: tuple = ()
     image_alt: tuple = ()
     code_node: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int32))
     code_lang: tuple = ()
+    fragment_node: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int32))
+    fragment: tuple = ()
 
     def packed(self) -> bytes:
         """What crosses the shuffle: b"" for a page without any, else zlib'd JSON. Kept once
         made: a page's size is counted (wire_bytes) before it is pickled."""
         got = self.__dict__.get("_packed")
         if got is None:
-            if not self.image_src and not self.code_lang:
+            if not self.image_src and not self.code_lang and not self.fragment:
                 got = b""
             else:
                 doc = [self.image_node.tolist(), self.image_src, self.image_alt, self.code_node.tolist(),
                        self.code_lang]
+                if self.fragment:       # absent from pages written before fragments were kept
+                    doc += [self.fragment_node.tolist(), self.fragment]
                 got = zlib.compress(json.dumps(doc, ensure_ascii=False).encode("utf-8", "surrogatepass"), 1)
             self.__dict__["_packed"] = got        # frozen: past __setattr__, as cached_property does
         return got
@@ -362,9 +367,11 @@ class NodeExtras:
     def unpacked(blob: bytes) -> "NodeExtras":
         if not blob:
             return NO_EXTRAS
-        nodes, src, alt, code, lang = json.loads(zlib.decompress(blob).decode("utf-8", "surrogatepass"))
+        nodes, src, alt, code, lang, *links = json.loads(zlib.decompress(blob).decode("utf-8", "surrogatepass"))
+        fragment_node, fragment = links or ([], [])
         return NodeExtras(np.array(nodes, dtype=np.int32), tuple(src), tuple(alt),
-                          np.array(code, dtype=np.int32), tuple(lang))
+                          np.array(code, dtype=np.int32), tuple(lang),
+                          np.array(fragment_node, dtype=np.int32), tuple(fragment))
 
     def __eq__(self, other) -> bool:
         return isinstance(other, NodeExtras) and self.packed() == other.packed()
@@ -377,13 +384,23 @@ class NodeExtras:
     def code_language_of(self) -> dict:
         return dict(zip(self.code_node.tolist(), self.code_lang))
 
+    def fragment_of(self) -> dict:
+        return dict(zip(self.fragment_node.tolist(), self.fragment))
+
 
 NO_EXTRAS = NodeExtras()
 
 
-def node_extras(found: list, base_url: str) -> NodeExtras:
-    """NodeExtras of the (node index, lxml element) pairs of EXTRA_TAGS a flattening met."""
-    if not found:
+def node_extras(found: list, base_url: str, hrefs: list = ()) -> NodeExtras:
+    """NodeExtras of the (node index, lxml element) pairs of EXTRA_TAGS a flattening met and
+    of the (node index, href) pairs of its links whose href holds a "#"."""
+    fragment_node, fragment = [], []
+    for i, href in hrefs:
+        value = link_fragment(href)
+        if value:
+            fragment_node.append(i)
+            fragment.append(value)
+    if not found and not fragment:
         return NO_EXTRAS
     image_node, image_src, image_alt, code_node, code_lang = [], [], [], [], []
     for i, el in found:
@@ -402,10 +419,11 @@ def node_extras(found: list, base_url: str) -> NodeExtras:
                 image_alt.append(_clip(img.get("alt"), MAX_ALT) or "")
         except Exception:  # noqa: BLE001 - one odd element costs its image or language only
             continue
-    if not image_node and not code_node:
+    if not image_node and not code_node and not fragment:
         return NO_EXTRAS
     return NodeExtras(np.array(image_node, dtype=np.int32), tuple(image_src), tuple(image_alt),
-                      np.array(code_node, dtype=np.int32), tuple(code_lang))
+                      np.array(code_node, dtype=np.int32), tuple(code_lang),
+                      np.array(fragment_node, dtype=np.int32), tuple(fragment))
 
 
 def _is_pixel(img) -> bool:

@@ -128,6 +128,11 @@ BLOCK_LEVEL = tag_table(*sorted(BLOCK_TAGS - {"br", "hr"}))
 # Preformatted elements (HTML's UA style sheet: white-space: pre / pre-wrap): their text
 # is kept verbatim, line breaks and indentation included (ParseRules.browser_text).
 PRE_TAGS = frozenset({"pre", "listing", "xmp", "plaintext", "textarea"})
+# Raised and lowered text (F_RAISED).
+RAISED_TAGS = frozenset({"sup", "sub"})
+# The elements that title something (a section, a definition, a table, a figure): a link
+# inside one whose text is only a mark is the title's permalink anchor (_is_permalink).
+TITLE_TAGS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6", "dt", "caption", "figcaption"})
 
 # Node flag bits.
 F_LINK = 1          # an <a> element with an href
@@ -144,6 +149,9 @@ F_VOLATILE_ID = 256  # the id has a run of >= 3 digits (generated per page; SPEC
 # The element itself says it is not shown: the `hidden` attribute, aria-hidden="true", an inline
 # display:none or visibility:hidden (class words only hint at it: the `hidden` role hint).
 F_HIDDEN = 1024
+# Text nodes only: the first text of a <sup> or <sub> (outside PRE_TAGS). It is set apart from
+# the text before it (transforms/text.py), and Markdown writes a superscript's as `^`.
+F_RAISED = 512
 # Every rule holds for <nav>; each rule's nodes include the stricter rule's.
 NAV_RULE_FLAGS = {"prefix": F_NAV_HINT, "word_part": F_NAV_WORD, "exact": F_NAV_EXACT}
 F_NAV_ALL = F_NAV_HINT | F_NAV_WORD | F_NAV_EXACT
@@ -174,7 +182,7 @@ HINT_WORDS = (
     ("form", ("newsletter", "subscribe", "signup", "login", "cookie*", "consent", "modal", "popup",
               "search", "form")),
     ("code", ("code", "highlight*", "syntax", "listing", "sourcecode")),
-    ("hidden", ("hidden", "hide", "invisible", "sr", "visually")),
+    ("hidden", ()),                # _hides below, and _class_info over a whole class list
 )
 HINT_NAMES = tuple(name for name, _ in HINT_WORDS)
 HINT_BIT = {name: 1 << i for i, name in enumerate(HINT_NAMES)}
@@ -232,18 +240,64 @@ def _name_hints(value: str, parts: list[str] | None = None) -> int:
     return flags
 
 
+# The "hidden" hint of a class or id token: what hides an element from a reader on screen.
+# - hiding words: a word part "hidden", "hide" or "invisible" (hidden, is-hidden, u-hide,
+#   element-invisible), or the token d-none / display-none (Bootstrap 4+: display:none);
+#   not when another part qualifies it by a screen size, device or medium (Bootstrap 3's
+#   hidden-xs hides on phones only and hidden-print on paper only, hide-on-mobile) or names
+#   another property (overflow-hidden, MediaWiki's mw-hide-empty-elt);
+# - screen-reader-only text: a part "sr" or "visually" (sr-only, show-for-sr,
+#   visually-hidden), or the token run together: visuallyhidden, screen-reader-text
+#   (WordPress), offscreen, assistive-text;
+# - print-only text: a part "print" with "only", "visible" or "show" (print-only,
+#   visible-print-block, show-for-print), or printonly.
+# _class_info then clears the hint of a class list that also shows the element at some
+# screen size (d-none d-md-block, hidden md:block): a reader on that screen sees it.
+_HIDE_PARTS = frozenset({"hidden", "hide", "invisible"})
+_HIDE_QUALIFIERS = frozenset({"xs", "sm", "md", "lg", "xl", "xxl", "mobile", "tablet", "desktop", "phone",
+                              "small", "medium", "large", "print", "screen", "portrait", "landscape", "up",
+                              "down", "overflow", "empty", "scroll", "scrollbar", "backface"})
+_SCREEN_READER_PARTS = frozenset({"sr", "visually"})
+_SCREEN_READER_RUNS = ("visuallyhidden", "screenreader", "offscreen", "assistivetext")
+_SHOWN_AT_A_SIZE = re.compile(
+    r"d-(?:sm|md|lg|xl|xxl)-(?!none$)[a-z-]+"
+    r"|(?:sm|md|lg|xl|2xl):(?:block|inline|inline-block|flex|inline-flex|grid|inline-grid|table|table-row"
+    r"|table-cell|contents|flow-root|list-item|visible|not-sr-only)"
+    r"|visible-(?:xs|sm|md|lg|xl)(?:-[a-z-]+)?|show-for-(?:small|medium|large|xlarge|xxlarge)(?:-[a-z-]+)?")
+
+
+def _hides(low: str, parts: list[str]) -> bool:
+    """Whether an id or class token (lower-cased `low`, its word parts) hides its element from
+    a reader on screen (see above)."""
+    if low in ("d-none", "display-none"):
+        return True
+    words = set(parts)
+    if words & _HIDE_PARTS and not words & _HIDE_QUALIFIERS:
+        return True
+    if words & _SCREEN_READER_PARTS:
+        return True
+    if "print" in words and words & {"only", "visible", "show"}:
+        return True
+    run = "".join(parts)
+    return "printonly" in run or any(r in run for r in _SCREEN_READER_RUNS)
+
+
 def _role_hints(value: str, parts: list[str] | None = None) -> int:
     """HINT_BIT bits of one id or class token (see HINT_WORDS)."""
     low = value.lower()
     bits = HINT_BIT["ad"] if _AD.search(low) else 0
     if "nav" in low:               # seed 002: substring match for nav, as published
         bits |= HINT_BIT["nav"]
-    for part in _word_parts(value) if parts is None else parts:
+    if parts is None:
+        parts = _word_parts(value)
+    for part in parts:
         bits |= _HINT_EXACT.get(part, 0)
         if part.startswith(_HINT_PREFIXES):       # one C-level test before the loop
             for prefix, bit in _HINT_PREFIX:
                 if part.startswith(prefix):
                     bits |= bit
+    if _hides(low, parts):
+        bits |= HINT_BIT["hidden"]
     return bits
 
 
@@ -683,10 +737,13 @@ def _class_info(value: str) -> tuple:
         flags |= _name_hints(c)
         if len(tokens) <= _MAX_HINT_CLASSES:
             roles |= _role_hints(c)
+    if roles & _HIDDEN_BIT and any(_SHOWN_AT_A_SIZE.fullmatch(c.lower()) for c in tokens):
+        roles &= ~_HIDDEN_BIT       # responsive: hidden on some screens, shown on others
     return tuple(sorted({_hash32(c) for c in tokens})), flags, roles
 
 
 _DIGIT_RUN = re.compile(r"[0-9]{3}")
+_HIDDEN_BIT = HINT_BIT["hidden"]
 
 
 @lru_cache(maxsize=1 << 16)
@@ -700,6 +757,67 @@ def _id_info(value: str) -> tuple:
 
 
 _HIDDEN_STYLE = re.compile(r"display\s*:\s*none|visibility\s*:\s*hidden", re.IGNORECASE)
+
+# The elements that may be permalink anchors (_is_permalink).
+_ANCHOR_TAGS = frozenset({"a", "button"})
+# The longest text a permalink anchor may have ("permalink"); past it the lookahead stops.
+_PERMALINK_MAX = 9
+
+
+def _is_permalink(el, in_title: bool, rules: "ParseRules") -> bool:
+    """Whether the <a> or <button> element `el` is a permalink anchor, which flattening drops
+    with its subtree as it drops a <script> (its tail is kept), so that no text column, count
+    or Markdown link has it. An <a> is one when
+
+    - its href holds a "#" (it points at a place in a page), and
+    - it lies inside a title (an ancestor in TITLE_TAGS: `in_title`), or is marked as an
+      anchor outside one: the class token "headerlink" (Sphinx puts those in code-block and
+      toctree captions too) or aria-hidden="true" (an icon link screen readers skip), and
+    - its text, what flattening would keep of it with the whitespace removed, is empty, or
+      at most 4 characters none of them a letter or digit (¶, §, #, 🔗, ⚓, a zero-width
+      space), or the word "permalink" in any case;
+
+    a <button> is one when it lies inside a title and its text is such a mark (a "copy link"
+    button: <button class="copy-link" data-link="…#x">🔗</button>).
+
+    The text test decides, never a class or title alone: some sites wrap a heading's whole
+    text in its anchor (<h2><a class="header-anchor" href="#x">Title</a></h2>), and that
+    text is the heading. The caller asks for <a> and <button> elements only; the compiled
+    walk asks for the links with an href that lie in a title or carry a class or an
+    aria-hidden attribute and for the buttons in a title, a superset of what this returns
+    True for."""
+    if el.tag.lower() == "button":
+        if not in_title:
+            return False
+    else:
+        href = el.get("href")
+        if href is None or "#" not in href:
+            return False
+        if not in_title and "headerlink" not in (el.get("class") or "").split() \
+                and (el.get("aria-hidden") or "").strip().lower() != "true":
+            return False
+    dropped, leaves = rules.dropped, rules.leaves
+    pieces = [el.text] if el.text else []
+    size = 0
+    walker = etree.iterwalk(el, events=("start", "end"))
+    for event, sub in walker:
+        if sub is el or not isinstance(sub.tag, str):
+            continue
+        if event == "start":
+            name = sub.tag.lower()
+            if name in dropped or name in leaves:
+                walker.skip_subtree()
+            elif sub.text:
+                pieces.append(sub.text)
+        elif sub.tail:
+            pieces.append(sub.tail)
+        size += 1
+        if size > 64:      # a mark is an element or two, not a subtree to read through
+            return False
+    text = "".join("".join(pieces).split())
+    if len(text) > _PERMALINK_MAX:
+        return False
+    return text.lower() == "permalink" or (len(text) <= 4 and not any(c.isalnum() for c in text))
 _HINT_OF_TAG = {name: HINT_BIT[h] for name, h in HINT_OF_TAG.items()}
 
 
@@ -717,8 +835,12 @@ def _flatten(body, url: str, title: str, base_url: str, html_len: int, notes: tu
     attr_node, attr_hash = [], []
     link_node, link_url = [], []
     extra = []               # (node, element) of EXTRA_TAGS, read after the walk
+    fragment_hrefs = []      # (node, href) of the links whose href holds a "#"
     stack = []
     in_link = 0
+    in_title = 0             # open TITLE_TAGS elements
+    raise_pending = False    # a <sup>/<sub> opened and no text node since (F_RAISED)
+    anchor = None            # the permalink anchor just skipped, whose end event comes next
     line_no = 0
     tag_of = TAG_ID.get
     block, leaf, dropped = BLOCK_TAGS, rules.leaves, rules.dropped
@@ -737,7 +859,7 @@ def _flatten(body, url: str, title: str, base_url: str, html_len: int, notes: tu
     pre_pending = []         # pieces, not one string: appending to a string is quadratic
 
     def add_text(raw, p):
-        nonlocal space_pending, closed_since, opened_since, word_end, pre_pending
+        nonlocal space_pending, closed_since, opened_since, word_end, pre_pending, raise_pending
         if pre_depth:
             if raw.isspace():
                 pre_pending.append(raw)
@@ -773,6 +895,10 @@ def _flatten(body, url: str, title: str, base_url: str, html_len: int, notes: tu
             space_pending = raw[-1].isspace()
             word_end = s[-1].isalnum()
         closed_since = opened_since = False
+        if raise_pending:
+            if not pre_depth:
+                flag |= F_RAISED
+            raise_pending = False
         i = len(parent)
         parent.append(p)
         depth.append(len(stack))
@@ -800,6 +926,10 @@ def _flatten(body, url: str, title: str, base_url: str, html_len: int, notes: tu
             if event == "start":
                 if name in dropped and el is not body:
                     skip()
+                    continue
+                if name in _ANCHOR_TAGS and _is_permalink(el, in_title > 0, rules):
+                    skip()
+                    anchor = el
                     continue
                 i = len(parent)
                 flag = F_IN_LINK if in_link else 0
@@ -839,6 +969,8 @@ def _flatten(body, url: str, title: str, base_url: str, html_len: int, notes: tu
                         if target is not None:
                             link_node.append(i)
                             link_url.append(target)
+                            if "#" in href:
+                                fragment_hrefs.append((i, href))
                 if name == "nav":
                     flag |= F_NAV_ALL
                 if name in EXTRA_TAGS:
@@ -857,6 +989,8 @@ def _flatten(body, url: str, title: str, base_url: str, html_len: int, notes: tu
                 stack.append(i)
                 if name == "a":
                     in_link += 1
+                if name in TITLE_TAGS:
+                    in_title += 1
                 if name in leaf:
                     # The element is content, its inside is not: no child
                     # events follow, the "end" event closes it as usual.
@@ -866,10 +1000,13 @@ def _flatten(body, url: str, title: str, base_url: str, html_len: int, notes: tu
                     if not pre_depth:
                         pre_first_text, pre_pending = len(texts), []
                     pre_depth += 1
+                if name in RAISED_TAGS:
+                    raise_pending = True
                 if el.text:
                     add_text(el.text, i)
             else:
-                if name in dropped and el is not body:
+                if (name in dropped and el is not body) or el is anchor:
+                    anchor = None
                     if el.tail:
                         add_text(el.tail, stack[-1])
                     continue
@@ -878,6 +1015,10 @@ def _flatten(body, url: str, title: str, base_url: str, html_len: int, notes: tu
                 closed_since = True
                 if name == "a":
                     in_link -= 1
+                if name in TITLE_TAGS:
+                    in_title -= 1
+                if name in RAISED_TAGS:
+                    raise_pending = False
                 if name in pre_tags and name not in leaf:
                     pre_depth -= 1
                     if not pre_depth:
@@ -919,12 +1060,13 @@ def _flatten(body, url: str, title: str, base_url: str, html_len: int, notes: tu
         text_ptr=np.concatenate(([0], np.cumsum(lengths))).astype(i32), text="".join(texts),
         words=words, chars=chars,
         link_node=np.array(link_node, dtype=i32), link_url=tuple(link_url),
-        html_bytes=html_len, notes=notes, side=node_extras(extra, base_url),
+        html_bytes=html_len, notes=notes, side=node_extras(extra, base_url, fragment_hrefs),
     )
 
 
 # Tag property bits of _tag_props, as transforms/_flatten.c reads them.
-_T_DROP, _T_LEAF, _T_BLOCK, _T_PRE, _T_EXTRA, _T_A, _T_NAV = 1, 2, 4, 8, 16, 32, 64
+_T_DROP, _T_LEAF, _T_BLOCK, _T_PRE, _T_EXTRA, _T_A, _T_NAV, _T_TITLE, _T_RAISED, _T_BUTTON = \
+    1, 2, 4, 8, 16, 32, 64, 128, 256, 512
 
 
 def _tag_props(name: str, rules: ParseRules) -> tuple:
@@ -934,7 +1076,8 @@ def _tag_props(name: str, rules: ParseRules) -> tuple:
     bits = ((_T_DROP if name in rules.dropped else 0) | (_T_LEAF if name in rules.leaves else 0)
             | (_T_BLOCK if name in BLOCK_TAGS else 0) | (_T_PRE if name in PRE_TAGS else 0)
             | (_T_EXTRA if name in EXTRA_TAGS else 0) | (_T_A if name == "a" else 0)
-            | (_T_NAV if name == "nav" else 0))
+            | (_T_NAV if name == "nav" else 0) | (_T_TITLE if name in TITLE_TAGS else 0)
+            | (_T_RAISED if name in RAISED_TAGS else 0) | (_T_BUTTON if name == "button" else 0))
     return tag_id(name), bits, _HINT_OF_TAG.get(name, 0)
 
 
@@ -949,8 +1092,16 @@ def _tag_props_of(rules: ParseRules):
     return props
 
 
-_WALK_CONSTS = (F_LINK, F_IN_LINK, F_NAV_HINT, F_NAV_WORD, F_NAV_ALL, F_SPACE_BEFORE, F_PRE, F_HIDDEN,
+_WALK_CONSTS = (F_LINK, F_IN_LINK, F_NAV_HINT, F_NAV_WORD, F_NAV_ALL, F_SPACE_BEFORE, F_PRE, F_RAISED, F_HIDDEN,
                 HINT_BIT["nav"], HINT_BIT["hidden"])
+_PERMALINK_OF: dict = {}
+
+
+def _permalink_of(rules: ParseRules):
+    got = _PERMALINK_OF.get(rules)
+    if got is None:
+        got = _PERMALINK_OF[rules] = lambda el, in_title: _is_permalink(el, in_title, rules)
+    return got
 
 
 def _flatten_compiled(body, url: str, title: str, base_url: str, html_len: int, notes: tuple,
@@ -958,12 +1109,12 @@ def _flatten_compiled(body, url: str, title: str, base_url: str, html_len: int, 
     """`_flatten`'s CompactPage from transforms/_flatten.c, or None where the compiled walk
     leaves the page to the reference (a tree it does not read exactly as lxml does)."""
     out = _compiled.walk(body, base_url, _tag_props_of(rules), _class_info, _id_info,
-                         resolve_link, count_words, _HIDDEN_STYLE.search, rules.browser_text,
-                         _WALK_CONSTS)
+                         resolve_link, count_words, _HIDDEN_STYLE.search, _permalink_of(rules),
+                         rules.browser_text, _WALK_CONSTS)
     if out is None:
         return None
     (parent, depth, tag, end, child_count, flags, hints, line, id_hash, class_ptr, class_hash,
-     attr_ptr, attr_hash, text_ptr, text, words, chars, link_node, link_url, extra) = out
+     attr_ptr, attr_hash, text_ptr, text, words, chars, link_node, link_url, extra, fragment_hrefs) = out
 
     def arr(buf, dtype):
         return np.frombuffer(buf, dtype=dtype) if buf else np.zeros(0, dtype=dtype)
@@ -978,7 +1129,7 @@ def _flatten_compiled(body, url: str, title: str, base_url: str, html_len: int, 
         attr_ptr=arr(attr_ptr, i32), attr_hash=arr(attr_hash, u32),
         text_ptr=arr(text_ptr, i32), text=text, words=arr(words, i32), chars=arr(chars, i32),
         link_node=arr(link_node, i32), link_url=tuple(link_url),
-        html_bytes=html_len, notes=notes, side=node_extras(extra, base_url),
+        html_bytes=html_len, notes=notes, side=node_extras(extra, base_url, fragment_hrefs),
     )
 
 
@@ -997,6 +1148,7 @@ def aligned_nodes(body, rules: ParseRules = PRODUCT_RULES) -> Iterator[tuple[int
         yield 0, None, "element"
         return
     i = 0
+    in_title = 0
     walker = etree.iterwalk(body, events=("start", "end"))
     skip = walker.skip_subtree
     dropped, leaf = rules.dropped, rules.leaves
@@ -1009,6 +1161,11 @@ def aligned_nodes(body, rules: ParseRules = PRODUCT_RULES) -> Iterator[tuple[int
             if name in dropped and el is not body:
                 skip()
                 continue
+            if name in _ANCHOR_TAGS and _is_permalink(el, in_title > 0, rules):
+                skip()
+                continue
+            if name in TITLE_TAGS:
+                in_title += 1
             yield i, el, "element"
             i += 1
             if name in leaf:
@@ -1016,6 +1173,9 @@ def aligned_nodes(body, rules: ParseRules = PRODUCT_RULES) -> Iterator[tuple[int
             elif el.text and el.text.split():
                 yield i, el, "text"
                 i += 1
-        elif el is not body and el.tail and el.tail.split():
-            yield i, el, "tail"
-            i += 1
+        else:
+            if name in TITLE_TAGS:
+                in_title -= 1
+            if el is not body and el.tail and el.tail.split():
+                yield i, el, "tail"
+                i += 1

@@ -11,6 +11,10 @@ Between two text nodes in document order it puts:
   between them (F_SPACE_BEFORE, recorded while flattening), so "word</a>," stays
   "word," and "a <b>b</b>" keeps its space; verbatim text (F_PRE, inside `<pre>`)
   carries its own whitespace and gets nothing;
+- a space before the first text of a `<sup>` or `<sub>` (F_RAISED): "2<sup>48</sup>" is
+  "2 48", not the number 248 the page does not show, and "word<sup>[1]</sup>" is
+  "word [1]". A space, not a `^`: the text columns hold the page's characters only (the
+  joined words are the tokens words_page counts, and main_markdown writes the `^`);
 - on one line, with text of the page left out between them (a template link cut out of
   a sentence, say): a space, so that the words on either side of the removed ones never
   glue into a word the page does not have; a verbatim text that already begins with
@@ -30,7 +34,7 @@ import os
 
 import numpy as np
 
-from sitestrip.transforms.page import F_PRE, F_SPACE_BEFORE, TEXT, CompactPage
+from sitestrip.transforms.page import F_PRE, F_RAISED, F_SPACE_BEFORE, TEXT, CompactPage
 
 try:
     from sitestrip.transforms import _text as _compiled
@@ -42,19 +46,21 @@ _SEPARATOR = ("", " ", "\n")
 _NONE, _SPACE, _NEWLINE = 0, 1, 2
 
 
-def separators(page: CompactPage, idx: np.ndarray, gap: np.ndarray | None = None) -> np.ndarray:
+def separators(page: CompactPage, idx: np.ndarray, gap: np.ndarray | None = None,
+               raised: bool = True) -> np.ndarray:
     """int8 code per node of `idx` (text nodes in document order): what goes before it
     (_NONE, _SPACE, _NEWLINE); the first node gets _NONE.
 
     `gap[k]`: some text node of the page lies between idx[k-1] and idx[k] (None: idx is a
-    run of consecutive text nodes, as a subtree's or a block's are).
+    run of consecutive text nodes, as a subtree's or a block's are). `raised` False: a
+    superscript's text gets only what the HTML gives it (Markdown, which writes a `^` there).
     """
     codes = np.zeros(idx.size, dtype=np.int8)
     if idx.size < 2:
         return codes
     nxt = idx[1:]
     flags = page.flags[nxt]
-    space = (flags & F_SPACE_BEFORE) != 0
+    space = (flags & (F_SPACE_BEFORE | F_RAISED if raised else F_SPACE_BEFORE)) != 0
     if gap is not None:
         cut = gap[1:]
         verbatim = (flags & F_PRE) != 0

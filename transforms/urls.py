@@ -361,3 +361,28 @@ def site_key(url: str) -> str | None:
     if host.startswith("www.") and len(host) > 4:
         return host[4:]
     return host
+
+
+# What a Markdown link's fragment may not hold raw: WHATWG's fragment percent-encode set
+# (C0 controls, space, '"', '<', '>', '`', and every non-ASCII character, as UTF-8) plus the
+# parentheses, which would end a Markdown link destination.
+_FRAGMENT_RAW = frozenset(chr(c) for c in range(0x21, 0x7F)) - set('"<>`()')
+
+
+def link_fragment(href: str) -> str:
+    """The fragment of an ``<a href>`` ("" when it has none or an empty one), percent-encoded
+    as a browser sends it to the address bar, so that it can follow a Markdown link's URL.
+
+    Only Markdown keeps it: a page is named by its URL without the fragment everywhere else
+    (normalize_url)."""
+    if not isinstance(href, str):
+        return ""
+    href = _clean(href)
+    at = href.find("#")
+    if at < 0:
+        return ""
+    fragment = href[at + 1:]
+    if all(c in _FRAGMENT_RAW for c in fragment):
+        return fragment
+    return "".join(c if c in _FRAGMENT_RAW else "".join(f"%{b:02X}" for b in c.encode("utf-8", "surrogatepass"))
+                   for c in fragment)
