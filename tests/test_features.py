@@ -571,4 +571,5 @@ def test_hidden_element_is_what_the_markup_hides_not_a_class_word():
                               "<div class='visually-hidden'><p>d</p></div><p>e</p></body>")
     assert texts == ["a", "b", "c", "d", "e"]
     assert col(x, "hidden_element") == [1, 1, 1, 0, 0]
+    assert col(x, "hidden_words_log") == pytest.approx([math.log1p(1)] * 3 + [0, 0])
     assert col(x, "invisible") == [1, 1, 1, 1, 0]

@@ -1,5 +1,5 @@
 """The main-content quality gate (README "Quality gate"): hand-written gold pages scored with the
-product's word F1 against floors, and the embedded sample's targets of issue 24.
+product's word F1 against floors, and what the embedded sample must give.
 
 A floor is a measured score minus a margin (tests/quality/floors.json); a change that lowers a
 page type's mean F1 or the overall mean below it fails here. `python tests/quality/gate.py`
@@ -134,7 +134,7 @@ def test_floors_are_raised_not_lowered_by_default(pages, rows):
     assert lowered["overall"] == pytest.approx(scores.overall - 0.02, abs=0.001)
 
 
-# --- the embedded sample: issue 24's targets ---------------------------------------------
+# --- the embedded sample: lines it must keep or drop ---------------------------------------------
 
 def test_sample_expectations_are_the_pages_visible_text(sample_rows):
     # The hand-derived lines must all be on the pages (nontemplate_text holds them today), or
@@ -164,20 +164,18 @@ def hidden_heading_leaks(text) -> list[str]:
     return leaks
 
 
-@pytest.mark.xfail(strict=True, reason="issue 24: 88 of the 132 PRAGMA syntax lines are dropped from main_text")
+@pytest.mark.xfail(strict=True, reason="5 of the 132 PRAGMA syntax lines are dropped from main_text")
 def test_sample_pragma_keeps_its_syntax_lines(sample_rows):
     main = {squash(line) for line in lines_of(sample_rows[EXPECT["pragma"]["url"]]["main_text"])}
     missing = [line for line in EXPECT["pragma"]["syntax_lines"] if squash(line) not in main]
     assert not missing, f"{len(missing)} missing, e.g. {missing[:5]}"
 
 
-@pytest.mark.xfail(strict=True, reason="issue 24: display:none headings are main text (62 of 74 on pragma.html)")
 def test_sample_pragma_hidden_headings_are_not_main_text(sample_rows):
     leaks = hidden_heading_leaks(sample_rows[EXPECT["pragma"]["url"]]["main_text"])
     assert not leaks, f"{len(leaks)} hidden headings in main_text, e.g. {leaks[:5]}"
 
 
-@pytest.mark.xfail(strict=True, reason="issue 24: 6 of the 15 summary bullets of about.html are dropped")
 def test_sample_about_keeps_every_summary_bullet(sample_rows):
     main = {squash(line) for line in lines_of(sample_rows[EXPECT["about"]["url"]]["main_text"])}
     missing = [b for b in EXPECT["about"]["summary_bullets"] if squash(b) not in main]
@@ -190,7 +188,6 @@ def test_sample_click_headings_are_main_text(sample_rows):
         assert [h for h in headings if squash(h) not in main] == [], url
 
 
-@pytest.mark.xfail(strict=True, reason="issue 24: every Click heading ends in a headerlink pilcrow")
 def test_sample_click_headings_have_no_pilcrow(sample_rows):
     click = {url: row["main_text"] or "" for url, row in sample_rows.items() if "click.palletsprojects" in url}
     assert len(click) == 24

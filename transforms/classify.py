@@ -148,9 +148,16 @@ def region_proba(model: BlockModel, first: np.ndarray, words: np.ndarray, featur
     return np.where(words > 0, model.region.predict_proba(X), 0.0)
 
 
+# A hidden element holding at most this many words is a line a reader never sees (a hidden
+# heading, a label, a screen-reader note); a larger one is a collapsed tab, an accordion or a
+# wrapper a script toggles, which the model judges (page-wcxb-dev's gold counts those as content:
+# docs/algorithms.md "Safety nets").
+HIDDEN_LINE_WORDS = 25
+
+
 def hidden_blocks(features: np.ndarray) -> np.ndarray:
     """Blocks a reader does not see (docs/algorithms.md "Safety nets"): never main content."""
-    return features[:, _COL["hidden_element"]] > 0
+    return (features[:, _COL["hidden_element"]] > 0) & (features[:, _COL["hidden_words_log"]] <= np.log1p(HIDDEN_LINE_WORDS))
 
 
 @dataclass
@@ -167,9 +174,9 @@ def classify_page(model: BlockModel, page, url: str, blocks: Blocks, texts: list
     """The page's type, then its main-content blocks (SPEC §10; docs/algorithms.md "Page type",
     "Main region"). `features` gets the page type columns filled in place.
 
-    Hidden blocks (`hidden_element`: inside an element with the hidden attribute, aria-hidden,
-    an inline display:none or visibility:hidden) are never main content: a reader does not
-    see them, whatever the gold of a corpus says."""
+    Hidden lines (`hidden_blocks`: inside an element with the hidden attribute, aria-hidden, an
+    inline display:none or visibility:hidden that holds a few words) are never main content: a
+    reader does not see them, whatever the gold of a corpus says."""
     types = None
     if blocks.count and model.page_type_models:
         types = page_type_proba(model, page_type_features(page, url, texts, blocks.words, features, _COL))

@@ -23,9 +23,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sitestrip.transforms.blocks import GROUPS, Blocks, hidden_text, nearest_marked
+from sitestrip.transforms.blocks import GROUPS, Blocks, nearest_marked
 from sitestrip.transforms.conex_page import ContentFeatures, content_features, standardize
-from sitestrip.transforms.page import (F_IN_LINK, HINT_BIT, HINT_NAMES, KNOWN_TAGS, TAG_ID, TEXT, CompactPage,
+from sitestrip.transforms.page import (F_HIDDEN, F_IN_LINK, HINT_BIT, HINT_NAMES, KNOWN_TAGS, TAG_ID, TEXT, CompactPage,
                                        has_tag, tag_table)
 from sitestrip.transforms.page_type import PAGE_TYPES
 from sitestrip.transforms.tree import elements_below, links_below, subtree_sum, words_below
@@ -115,7 +115,8 @@ def _names() -> tuple:
     names += ["occ_min", "occ_mean", "occ_max", "occ_owner", "template_word_share"]
     names += [f"region_template_{k}" for k in _REGION_LEVELS]
     names += ["text_on_candidates", "text_site_share"]
-    names += [f"in_{t}" for t in _CONTEXT_TAGS] + ["contains_time", "contains_img", "hidden_element"]
+    names += [f"in_{t}" for t in _CONTEXT_TAGS] + ["contains_time", "contains_img", "hidden_element",
+                                                                 "hidden_words_log"]
     names += [f"role_{name}" for name, _ in _ROLE_CUES] + ["caps_share", "short_line"]
     names += [f"page_type_{t}" for t in PAGE_TYPES]
     return tuple(names)
@@ -359,10 +360,15 @@ def _role_columns(page: CompactPage, blocks: Blocks, owner: np.ndarray, texts: l
         np.add.at(diff, end[starts], -1)
         x[:, col[f"in_{name}"]] = np.cumsum(diff)[first] > 0
     # Inside an element that says it is not shown (page.F_HIDDEN), never BODY: an anti-flicker
-    # display:none on BODY is lifted by a script.
-    hidden = hidden_text(page, first)
-    if hidden is not None:
-        x[:, col["hidden_element"]] = hidden
+    # display:none on BODY is lifted by a script. How much that element holds tells a hidden
+    # heading or label (a few words) from a collapsed tab, accordion or a wrapper a script
+    # toggles (whole sections), which a reader can open.
+    hidden = (page.flags & F_HIDDEN) != 0
+    hidden[0] = False
+    if hidden.any():
+        nearest = nearest_marked(page, hidden)[first]
+        x[:, col["hidden_element"]] = nearest >= 0
+        x[:, col["hidden_words_log"]] = np.where(nearest >= 0, np.log1p(words_below(page)[np.maximum(nearest, 0)]), 0.0)
     for name, table in (("contains_time", _TIME_TABLE), ("contains_img", _IMG_TABLE)):
         hits = np.concatenate(([0], np.cumsum(has_tag(tags, table))))
         x[:, col[name]] = (hits[end[owner]] - hits[owner]) > 0
