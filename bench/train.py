@@ -309,6 +309,20 @@ def page_texts(data: BlockDataset, selected: np.ndarray) -> dict:
     return {p.url: render_blocks(p.texts, selected[starts[i]:ends[i]]) for i, p in enumerate(data.pages)}
 
 
+def cv_genre_scores(data: BlockDataset, texts: dict) -> dict:
+    """Mean page word P/R/F1 per corpus and genre (page type) of the cross-validated texts."""
+    groups: dict = {}
+    for p in data.pages:
+        groups.setdefault((p.corpus, p.genre), []).append(word_prf(texts[p.url], p.gold))
+    out: dict = {}
+    for (corpus, genre), s in sorted(groups.items()):
+        out.setdefault(corpus, {})[genre] = {
+            "pages": len(s), "mean_f1": round(float(np.mean([x.f1 for x in s])), 4),
+            "mean_precision": round(float(np.mean([x.precision for x in s])), 4),
+            "mean_recall": round(float(np.mean([x.recall for x in s])), 4)}
+    return out
+
+
 def cv_scores(data: BlockDataset, texts: dict) -> dict:
     """Mean page word P/R/F1 per corpus of the cross-validated texts."""
     by_corpus: dict = {}
@@ -328,7 +342,9 @@ def train(data: BlockDataset, out_path: str, method: str = "learned", folds: int
     log(f"{method}: {len(data.pages)} pages, {len(data.y)} blocks, "
         f"{len({p.site for p in data.pages})} sites; {folds}-fold CV grouped by site")
     cv = cross_validate(data, kind, params, folds, seed, log, product_convention)
-    scores = cv_scores(data, page_texts(data, cv.selected))
+    texts = page_texts(data, cv.selected)
+    scores = cv_scores(data, texts)
+    genres = cv_genre_scores(data, texts)
     for corpus, s in scores.items():
         log(f"  CV {corpus}: mean word F1 {s['mean_f1']:.4f} (P {s['mean_precision']:.4f}, "
             f"R {s['mean_recall']:.4f}, {s['pages']} pages)")
@@ -349,6 +365,7 @@ def train(data: BlockDataset, out_path: str, method: str = "learned", folds: int
                   "sites": len({p.site for p in data.pages}), "seed": seed, "folds": folds,
                   "cv_fold_thresholds": [round(t, 4) for t in cv.thresholds],
                   "cv_mean_word_f1": scores,
+                  "cv_mean_word_f1_by_genre": genres,
                   "cv_page_type": types,
                   "fit": fitted.info,
                   "stages": ["page_type", "blocks", "region"] if kind == "gbdt" else ["blocks"],

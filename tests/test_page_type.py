@@ -57,9 +57,10 @@ def test_declared_types_url_and_cues_of_a_product_page():
 def test_forum_furniture_and_repetition():
     f, texts = page_features(FORUM, "https://talk.example/t/kettle-keeps-clicking/4711")
     assert f[PCOL["url_forum"]] == 1 and f[PCOL["url_numeric"]] == 1
-    # Three "Reply" links are forum cues ("Posted by" is a byline cue, three times).
+    # Three "Reply" links are forum cues; each "Posted by anna" holds two byline cues ("posted",
+    # "by "): six.
     assert f[PCOL["cue_forum_log"]] == pytest.approx(math.log1p(3))
-    assert f[PCOL["cue_byline_log"]] == pytest.approx(math.log1p(3))
+    assert f[PCOL["cue_byline_log"]] == pytest.approx(math.log1p(6))
     # Every block but the heading sits in one of three same-shaped div.post siblings.
     heading_words = 3
     total = sum(len(t.split()) for t in texts)

@@ -19,6 +19,7 @@ from __future__ import annotations
 import os
 import re
 import zlib
+from functools import lru_cache
 from dataclasses import dataclass
 
 import numpy as np
@@ -69,29 +70,65 @@ _TEXT_PATTERNS = (
 # is (a figure's caption, a quotation, a table cell, a page header's line, a form's label) ...
 _CONTEXT_TAGS = ("figure", "figcaption", "blockquote", "table", "header", "footer", "aside", "form",
                  "address", "dl", "details", "article", "main", "section", "ul", "ol", "button", "label")
-_CONTEXT_TABLES = [tag_table(t) for t in _CONTEXT_TAGS]
+# Bit k of a tag's entry: the tag is _CONTEXT_TAGS[k] (one lookup per page for all of them).
+_CONTEXT_BITS = np.zeros(len(KNOWN_TAGS) + 1, dtype=np.int64)
+for _k, _t in enumerate(_CONTEXT_TAGS):
+    _CONTEXT_BITS[TAG_ID[_t]] |= 1 << _k
+ROLE_BLOCK_WORDS = 25
 _TIME_TABLE, _IMG_TABLE = tag_table("time"), tag_table("img", "picture", "video", "iframe", "figure")
 # ... and how its own line reads: a credit, a dateline, a promo line that sends the reader
 # elsewhere, a call to subscribe or share, a reading time. Several languages; each pattern
 # anchored where such a line starts, so a sentence that merely mentions "photo" is not one.
-_ROLE_CUES = (
-    ("credit", r"(?m:^)[ \t]*(?:photo|foto|bild|image|picture|credit|quelle|source|illustration|video)s?\b"
-               r"[^\n]{0,40}?[:/|]|\b(?:getty images|reuters|afp|ap photo|dpa|shutterstock|istock|imago)\b|"
-               r"(?m:^)[ \t]*©"),
-    ("dateline", r"(?m:^)[ \t]*(?:(?:updated|published|posted|last modified|aktualisiert|veröffentlicht|"
-                 r"stand)\b|(?:mon|tue|wed|thu|fri|sat|sun)[a-z]*,? |\d{1,2}[./]\d{1,2}[./]\d{2,4}|"
+# Cues at the start of the line (the block's text) ...
+_ROLE_START_CUES = (
+    ("credit", r"(?:photo|foto|bild|image|picture|credit|quelle|source|illustration|video)s?\b[^\n]{0,40}?[:/|]|©"),
+    ("dateline", r"(?:updated|published|posted|last modified|aktualisiert|veröffentlicht|stand)\b|"
+                 r"(?:mon|tue|wed|thu|fri|sat|sun)[a-z]*,? |\d{1,2}[./]\d{1,2}[./]\d{2,4}|"
                  r"(?:19|20)\d\d-[01]\d-[0-3]\d|(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.? "
-                 r"\d{1,2},? (?:19|20)\d\d)"),
-    ("byline", r"(?m:^)[ \t]*(?:by|von|par|por|door|di|written by|text:|autor(?:in)?:|author:)\s+\S"),
-    ("promo", r"(?m:^)[ \t]*(?:read more|read also|also read|see also|related|more:|watch|listen|"
-              r"lesen sie (?:auch|mehr)|mehr zum thema|auch interessant|weiterlesen|lire aussi|"
-              r"recommended|you may also like|most read|most popular|trending|sponsored|anzeige)\b"),
-    ("subscribe", r"newsletter|subscribe|sign up|abonnieren|follow us|share (?:this|on)|teilen\b|"
-                  r"download (?:the|our) app"),
-    ("reading_time", r"\b\d+\s?(?:min(?:ute)?s?\.?|minuten) (?:read|lesezeit|lesen)\b|\blesezeit\b|"
-                     r"\breading time\b"),
+                 r"\d{1,2},? (?:19|20)\d\d"),
+    ("byline", r"(?:by|von|par|por|door|di|written by|text:|autor(?:in)?:|author:)\s+\S"),
+    ("promo", r"(?:read more|read also|also read|see also|related|more:|watch|listen|lesen sie (?:auch|mehr)|"
+              r"mehr zum thema|auch interessant|weiterlesen|lire aussi|recommended|you may also like|most read|"
+              r"most popular|trending|sponsored|anzeige)\b"),
 )
-_ROLE_PATTERN = re.compile("|".join(f"(?P<{name}>{p})" for name, p in _ROLE_CUES))
+# ... and anywhere in it.
+_ROLE_ANY_CUES = (
+    ("credit", ("getty images", "reuters", r"afp\b", "ap photo", r"dpa\b", "shutterstock", "istock", r"imago\b")),
+    ("subscribe", ("newsletter", "subscribe", "sign up", "abonnieren", "follow us", "share (?:this|on)",
+                   r"teilen\b", "download (?:the|our) app")),
+    ("reading_time", ("min read", "mins read", "minute read", "minutes read", r"min\. read", "minuten lesezeit",
+                      "lesezeit", "reading time")),
+)
+_ROLE_NAMES = ("credit", "dateline", "byline", "promo", "subscribe", "reading_time")
+# The first three characters a start cue can have (a digit or © aside): most short lines start
+# otherwise and skip the regular expression.
+_ROLE_HEADS = frozenset(w[:3] for w in (
+    "photo foto bild image picture credit quelle source illustration video updated published posted last "
+    "aktualisiert veröffentlicht stand mon tue wed thu fri sat sun jan feb mar apr may jun jul aug sep oct "
+    "nov dec by von par por door di written text: autor author read also see related more: watch listen "
+    "lesen mehr auch weiterlesen lire recommended you most trending sponsored anzeige").split()) | {"by ", "di "}
+
+
+def _head_key(head: str, n: int) -> int:
+    key = 0
+    for ch in head[:n]:
+        key = (key << 21) | ord(ch)
+    return key
+
+
+_ROLE_HEAD_KEYS = np.array(sorted(_head_key(h, 3) for h in _ROLE_HEADS if len(h) == 3), dtype=np.int64)
+_ROLE_HEAD2_KEYS = np.array(sorted(_head_key(h, 2) for h in _ROLE_HEADS if len(h) == 2), dtype=np.int64)
+_ROLE_START = re.compile(r"[ \t]*(?:" + "|".join(f"(?P<{name}>{p})" for name, p in _ROLE_START_CUES) + ")")
+# Each alternative of the anywhere cues with the literal it starts with: the scan runs only over
+# the alternatives whose literal the text holds (a substring test, far cheaper than the scan).
+_ROLE_ANY_PARTS = tuple((name, part, re.match(r"[a-z ]+", part).group(0))
+                        for name, parts in _ROLE_ANY_CUES for part in parts)
+
+
+@lru_cache(maxsize=256)
+def _role_any(parts: tuple):
+    return re.compile("|".join(f"(?P<{name}>{'|'.join(p for n, p in parts if n == name)})"
+                               for name in dict.fromkeys(n for n, _ in parts)))
 
 
 def _names() -> tuple:
@@ -117,7 +154,7 @@ def _names() -> tuple:
     names += ["text_on_candidates", "text_site_share"]
     names += [f"in_{t}" for t in _CONTEXT_TAGS] + ["contains_time", "contains_img", "hidden_element",
                                                                  "hidden_words_log"]
-    names += [f"role_{name}" for name, _ in _ROLE_CUES] + ["caps_share", "short_line"]
+    names += [f"role_{name}" for name in _ROLE_NAMES] + ["caps_share", "short_line"]
     names += [f"page_type_{t}" for t in PAGE_TYPES]
     return tuple(names)
 
@@ -342,23 +379,22 @@ def block_features(page: CompactPage, blocks: Blocks, texts: list[str], *,
 
 
 def _role_columns(page: CompactPage, blocks: Blocks, owner: np.ndarray, texts: list[str], x: np.ndarray) -> None:
-    """The block-role columns: the context elements around the block's first text node (an
-    element's subtree is a contiguous preorder range, so "inside a figure" is a running count
-    of figure starts minus figure ends, one cumulative sum per tag set), whether its owner holds
-    a <time> or an image, and its own line's role cues."""
+    """The block-role columns: the context elements around the block's first text node, whether
+    its owner holds a <time> or an image, whether the markup hides it, and its own line's role
+    cues (blocks of at most ROLE_BLOCK_WORDS words: a credit, a dateline or a promo is a short
+    line, and scanning only those keeps the cost down)."""
     col = _COLUMN
-    n = page.size
     first = blocks.text_nodes[blocks.ptr[:-1]]
-    tags = page.tag
     end = page.end.astype(np.int64)
-    for name, table in zip(_CONTEXT_TAGS, _CONTEXT_TABLES):
-        starts = np.flatnonzero(has_tag(tags, table))
-        if starts.size == 0:
-            continue
-        diff = np.zeros(n + 1, dtype=np.int64)
-        np.add.at(diff, starts, 1)
-        np.add.at(diff, end[starts], -1)
-        x[:, col[f"in_{name}"]] = np.cumsum(diff)[first] > 0
+    context = np.take(_CONTEXT_BITS, page.tag, mode="clip")
+    for k, name in enumerate(_CONTEXT_TAGS):
+        # Subtrees are preorder ranges [s, end[s]): a node lies inside one of these elements iff
+        # the furthest end among the elements starting at or before it reaches past it.
+        starts = np.flatnonzero(context & (1 << k))
+        if starts.size:
+            reach = np.maximum.accumulate(end[starts])
+            k_before = np.searchsorted(starts, first, side="right") - 1
+            x[:, col[f"in_{name}"]] = (k_before >= 0) & (reach[np.maximum(k_before, 0)] > first)
     # Inside an element that says it is not shown (page.F_HIDDEN), never BODY: an anti-flicker
     # display:none on BODY is lifted by a script. How much that element holds tells a hidden
     # heading or label (a few words) from a collapsed tab, accordion or a wrapper a script
@@ -370,26 +406,44 @@ def _role_columns(page: CompactPage, blocks: Blocks, owner: np.ndarray, texts: l
         x[:, col["hidden_element"]] = nearest >= 0
         x[:, col["hidden_words_log"]] = np.where(nearest >= 0, np.log1p(words_below(page)[np.maximum(nearest, 0)]), 0.0)
     for name, table in (("contains_time", _TIME_TABLE), ("contains_img", _IMG_TABLE)):
-        hits = np.concatenate(([0], np.cumsum(has_tag(tags, table))))
+        hits = np.concatenate(([0], np.cumsum(has_tag(page.tag, table))))
         x[:, col[name]] = (hits[end[owner]] - hits[owner]) > 0
     if not texts:
         return
-    low = "\n".join(texts).lower()
-    starts = np.concatenate(([0], np.cumsum(np.fromiter((len(t) + 1 for t in texts), dtype=np.int64,
-                                                        count=len(texts)))[:-1]))
-    if len(low) == int(starts[-1]) + len(texts[-1]):     # lower() kept every length: offsets hold
-        hits = [(m.start(), m.lastgroup) for m in _ROLE_PATTERN.finditer(low)]
-        if hits:
-            block = np.searchsorted(starts, np.array([h[0] for h in hits]), side="right") - 1
-            x[block, np.array([col[f"role_{h[1]}"] for h in hits])] = 1.0
-    else:
-        for i, t in enumerate(texts):
-            for m in _ROLE_PATTERN.finditer(t.lower()):
-                x[i, col[f"role_{m.lastgroup}"]] = 1.0
+    lengths = np.fromiter((len(t) + 1 for t in texts), dtype=np.int64, count=len(texts))
+    starts = np.concatenate(([0], np.cumsum(lengths)[:-1]))
     code = np.frombuffer("\n".join(texts).encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
     upper = (code >= 65) & (code <= 90)
     letter = upper | ((code >= 97) & (code <= 122))
     per_block = lambda flags: np.add.reduceat(np.append(flags, False).astype(np.int64), starts)[:len(texts)]
+    # Start cues: only blocks whose first characters could begin one reach the regular
+    # expression (the first three code points, ASCII lower-cased, looked up at once).
+    padded = np.concatenate((code + np.where(upper, 32, 0).astype(np.uint32), np.zeros(3, dtype=np.uint32)))
+    heads = (padded[starts].astype(np.int64) << 42) | (padded[starts + 1].astype(np.int64) << 21) \
+        | padded[starts + 2].astype(np.int64)
+    first = padded[starts]
+    candidate = (np.isin(heads, _ROLE_HEAD_KEYS) | np.isin(heads >> 21, _ROLE_HEAD2_KEYS)
+                 | ((first >= 48) & (first <= 57)) | (first == 0xA9) | (first == 32) | (first == 9))
+    short = blocks.words <= ROLE_BLOCK_WORDS
+    rows, columns = [], []
+    for i in np.flatnonzero(short & candidate).tolist():
+        m = _ROLE_START.match(texts[i].lower())
+        if m:
+            rows.append(i)
+            columns.append(col["role_" + m.lastgroup])
+    # Anywhere cues: one scan over the short blocks' text.
+    short_ids = np.flatnonzero(short).tolist()
+    if short_ids:
+        lowered = [texts[i].lower() for i in short_ids]
+        offsets = np.concatenate(([0], np.cumsum(np.fromiter((len(t) + 1 for t in lowered), dtype=np.int64,
+                                                             count=len(lowered)))[:-1]))
+        joined = "\n".join(lowered)
+        present = tuple((name, part) for name, part, literal in _ROLE_ANY_PARTS if literal in joined)
+        for m in (_role_any(present).finditer(joined) if present else ()):
+            rows.append(short_ids[int(np.searchsorted(offsets, m.start(), side="right")) - 1])
+            columns.append(col["role_" + m.lastgroup])
+    if rows:
+        x[rows, columns] = 1.0
     x[:, col["caps_share"]] = per_block(upper) / np.maximum(per_block(letter), 1)
     x[:, col["short_line"]] = blocks.words <= 12
 

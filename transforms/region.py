@@ -92,13 +92,13 @@ def region_features(p: np.ndarray, words: np.ndarray, own: np.ndarray, ancestors
     expected = p * w
     total = float(expected.sum())
     for k in range(len(LEVELS)):
-        _, group, counts = np.unique(ancestors[:, k], return_inverse=True, return_counts=True)
-        group = group.ravel()
-        g_exp = np.bincount(group, weights=expected)
-        g_words = np.bincount(group, weights=w)
-        out[:, i] = (g_exp / np.maximum(g_words, 1.0))[group]
-        out[:, i + 1] = g_exp[group] / total if total > 0 else 0.0
-        out[:, i + 2] = np.log1p(counts[group])
+        # Containers are node ids: sums per container by bincount over the ids themselves.
+        group = np.asarray(ancestors[:, k], dtype=np.int64)
+        g_exp = np.bincount(group, weights=expected)[group]
+        g_words = np.bincount(group, weights=w)[group]
+        out[:, i] = g_exp / np.maximum(g_words, 1.0)
+        out[:, i + 1] = g_exp / total if total > 0 else 0.0
+        out[:, i + 2] = np.log1p(np.bincount(group)[group])
         i += 3
     before = np.concatenate(([0.0], np.cumsum(expected)[:-1]))
     after = total - before - expected
