@@ -6,18 +6,24 @@ through the root handler its import-time warning installs, and also sends each
 line to the main process, which prints the warnings a second time. This entry
 runs the same harness with sitestrip's logging: one stderr handler at LEVEL
 (the run's: ERROR with --quiet), Beam's own loggers at ERROR at least, its
-import-time warnings hidden, and no log stream back to the main process.
+import-time warnings hidden, and no log stream back to the main process. It ignores
+SIGINT: the main process stops it (pipeline/signals.py).
 """
 from __future__ import annotations
 
 import logging
 import os
+import signal
 import sys
 
 from sitestrip.pipeline.console import DATE_FORMAT, FORMAT, beam_import_noise_hidden
 
 
 def main(argv: list[str]) -> None:
+    # Ctrl-C in a terminal reaches the whole process group: the main process decides what a
+    # stop means (pipeline/signals.py) and stops this worker, which would otherwise die
+    # printing a KeyboardInterrupt traceback of its own.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     level = logging.getLevelName(argv[1]) if len(argv) > 1 else logging.WARNING
     if not isinstance(level, int):
         level = logging.WARNING

@@ -1,0 +1,122 @@
+"""SIGINT and SIGTERM during `sitestrip run`: one line, the run's child processes stopped, its
+staging removed, exit 128 + the signal's number (130, 143).
+
+The handler ends the process itself (os._exit) instead of raising into the running
+pipeline: Beam's DoFn runner catches every BaseException, re-raises it under another type
+and logs it with its traceback on the way, and its runner's shutdown waits on worker
+processes and threads that may be in the middle of a bundle. Nothing the run does needs to
+be undone beyond its staging directory: the output and the --state's CURRENT are only
+changed by the commit (pipeline/publish.py), and a signal that arrives during the commit
+waits for it (`Guard.committing`), so the output is never left half-swapped.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import sys
+import threading
+
+SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+def descendants(pid: int | None = None) -> list[int]:
+    """The process ids below `pid` (this process by default), children first. Linux /proc only;
+    elsewhere an empty list."""
+    pid = os.getpid() if pid is None else pid
+    children: dict[int, list[int]] = {}
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return []
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as fh:
+                stat = fh.read()
+        except OSError:
+            continue
+        # The command name (field 2) may hold spaces and parentheses: fields after its last ")".
+        fields = stat[stat.rfind(b")") + 2:].split()
+        if len(fields) > 1:
+            children.setdefault(int(fields[1]), []).append(int(entry))
+    out, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            out.append(child)
+            todo.append(child)
+    return out
+
+
+def stop_descendants() -> None:
+    """Kill every process this one started (local workers, a local Dask cluster, their helpers):
+    their work belongs to a run that is being abandoned, so nothing of it is to be saved."""
+    for pid in descendants():
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+
+
+class Guard:
+    """Installs the handlers for the block (main thread only; elsewhere it does nothing).
+    `cleanup` runs on a signal, after the child processes are stopped and before the exit."""
+
+    def __init__(self, cleanup, message: str = "sitestrip: interrupted; previous output kept"):
+        self.cleanup, self.message = cleanup, message
+        self._committing = False
+        self._previous: dict = {}
+
+    def _handle(self, signum, frame):
+        if self._committing:
+            return
+        for sig in SIGNALS:     # a second Ctrl-C while cleaning up is not a second exit path
+            signal.signal(sig, signal.SIG_IGN)
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        except Exception:
+            pass
+        # From here on the process only ends: the runner's threads that watch the workers
+        # would report their deaths (tracebacks, log lines) on stderr, so stderr goes to
+        # /dev/null and the one line is written to a copy of it.
+        terminal = False
+        try:
+            terminal = os.isatty(2)
+            saved = os.dup(2)
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, 2)
+        except OSError:
+            saved = None
+        try:
+            stop_descendants()
+            self.cleanup()
+        finally:
+            if saved is not None:
+                end = "\n" if terminal else ""   # past a progress bar's line
+                try:
+                    os.write(saved, f"{end}{self.message}\n".encode())
+                except OSError:
+                    pass
+            os._exit(128 + signum)
+
+    def __enter__(self):
+        if threading.current_thread() is threading.main_thread():
+            self._previous = {sig: signal.signal(sig, self._handle) for sig in SIGNALS}
+        return self
+
+    def __exit__(self, *exc):
+        for sig, handler in self._previous.items():
+            signal.signal(sig, handler)
+        return False
+
+    @contextlib.contextmanager
+    def committing(self):
+        """A signal during the block is dropped: the commit completes and the run goes on to its
+        normal end (a complete output, reported as such), which takes no longer than the commit."""
+        self._committing = True
+        try:
+            yield
+        finally:
+            self._committing = False
