@@ -266,10 +266,21 @@ def _commit_remote(staging: str, output: str, files: dict) -> list[str]:
     return sorted(set(previous) - set(targets))
 
 
-def commit(staging: str, output: str, marker: dict) -> None:
-    """Publish the datasets under `staging` as `output`'s and write `_SUCCESS` last."""
+# Written into the output by `sitestrip report` by default: they describe the run they were
+# made from, so they go when another run is published.
+REPORT_FILES = ("report.html", "report.md")
+
+
+def commit(staging: str, output: str, marker: dict, local: bool | None = None) -> None:
+    """Publish the datasets under `staging` as `output`'s and write `_SUCCESS` last. `local`
+    chooses the commit (default: by the path); the object-store commit works on any filesystem."""
+    local = is_local(output) if local is None else local
     _remove_marker(output)
-    if is_local(output):
+    stale_reports = [FileSystems.join(output, name) for name in REPORT_FILES]
+    stale_reports = [path for path in stale_reports if FileSystems.exists(path)]
+    if stale_reports:
+        FileSystems.delete(stale_reports)
+    if local:
         _commit_local(staging, output)
         _write_marker(output, marker)
         remove_tree(staging)       # now holds the previous run's datasets
