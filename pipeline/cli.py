@@ -855,6 +855,9 @@ def _report_parser(prog: str) -> argparse.ArgumentParser:
                    help="HTML file to write (default: RUN_DIR/report.html)")
     p.add_argument("--top", type=int, default=15, metavar="N",
                    help="sites listed in the largest-sites and menus tables (default 15)")
+    p.add_argument("--allow-incomplete", action="store_true",
+                   help="report on an output without _SUCCESS (a watch job's, or a run that did not "
+                        "finish) instead of refusing it; the report then says so at its top")
     return p
 
 
@@ -862,9 +865,25 @@ def report(argv: list[str], prog: str = "sitestrip report") -> int:
     args = _report_parser(prog).parse_args(argv)
     from sitestrip.pipeline.report import ReportError, write_report
 
+    from sitestrip.pipeline.publish import SUCCESS, read_success
+
     out = args.out or os.path.join(args.output, "report.html")
+    warning = None
     try:
-        html_path, md_path, summary_ = write_report(args.output, out, top=args.top)
+        marker = read_success(args.output)
+    except (ValueError, OSError) as exc:
+        print(f"sitestrip report: {exc}", file=sys.stderr)
+        return 2
+    if marker is None and ("://" in args.output or os.path.isdir(os.path.join(args.output, "pages"))):
+        warning = (f"{args.output} has no {SUCCESS}: it is not one complete run (a run that was stopped or "
+                   f"failed before publishing, a watch job's output, or an older sitestrip's), so its "
+                   f"files may be partial")
+        if not args.allow_incomplete:
+            print(f"sitestrip report: {warning}; --allow-incomplete to report on them anyway", file=sys.stderr)
+            return 2
+        print(f"sitestrip report: WARNING: {warning}", file=sys.stderr)
+    try:
+        html_path, md_path, summary_ = write_report(args.output, out, top=args.top, warning=warning)
     except ReportError as exc:
         print(f"sitestrip report: {exc}", file=sys.stderr)
         return 2
