@@ -827,6 +827,11 @@ def inspect(argv: list[str], prog: str = "sitestrip inspect") -> int:
     from sitestrip.pipeline.inspect_view import InspectError, inspect as inspect_page
     from sitestrip.pipeline.warc import expand_inputs
 
+    if args.input is None and not os.path.exists(SAMPLE_WARC):
+        # An installed wheel has no sample/ (it ships with a checkout).
+        print(f"sitestrip inspect: no --input given and the embedded sample is not installed "
+              f"({SAMPLE_WARC}); give the WARC files with --input", file=sys.stderr)
+        return 2
     try:
         config = load_config(args.config)
         paths = expand_inputs(args.input or [SAMPLE_WARC], args.input_prefix)
