@@ -498,6 +498,13 @@ def run(argv: list[str], prog: str = "sitestrip run") -> int:
     # Before any PipelineOptions exists: its constructor calls logging.basicConfig().
     with run_logging(logging.ERROR if args.quiet else logging.INFO,
                      logging.ERROR if args.quiet else logging.WARNING):
+        if args.quiet:
+            # dask.distributed logs through handlers of its own, set from its config when it is
+            # imported (here, and in the processes of a LocalCluster, which inherit this).
+            os.environ.setdefault("DASK_LOGGING__DISTRIBUTED", "error")
+            # The worker processes of a LocalCluster import Beam when their first task arrives;
+            # the preload imports it first, without its import-time warnings (pipeline/worker.py).
+            os.environ.setdefault("DASK_DISTRIBUTED__WORKER__PRELOAD", '["sitestrip.pipeline.worker"]')
         _register_dask_options(rest)
         unknown = unknown_options(rest)
         if unknown:

@@ -39,5 +39,12 @@ def main(argv: list[str]) -> None:
     sdk_worker_main.main(argv)
 
 
+def dask_setup(worker) -> None:
+    """A dask.distributed worker's preload (`sitestrip run --quiet` on a LocalCluster): Beam
+    imported without its import-time warnings, before a task's unpickling imports it."""
+    from sitestrip.pipeline.console import import_beam_quietly
+    import_beam_quietly()
+
+
 if __name__ == "__main__":
     main(sys.argv)
