@@ -131,6 +131,10 @@ def _run_parser(prog: str) -> argparse.ArgumentParser:
                         "their file's landing (default 10)")
     p.add_argument("--poll-interval", type=float, default=None, metavar="SECONDS",
                    help="with --watch: how often the glob is matched (default 1)")
+    p.add_argument("--checkpoint-interval", type=float, default=None, metavar="SECONDS",
+                   help="with --watch and --state: how often the sites' state is written back as a new "
+                        "state version, when a site has changed (default 300); it is also written when "
+                        "the job stops")
     p.add_argument("--quiet", action="store_true",
                    help="print the summary only: no progress, no log lines (worker processes "
                         "included); errors still go to stderr")
@@ -518,10 +522,13 @@ def run(argv: list[str], prog: str = "sitestrip run") -> int:
         if args.watch:
             _check_watch_args(parser, args)
             return _run_watch(args, rest)
-        for name in ("idle_timeout", "window", "poll_interval"):
+        for name in WATCH_OPTIONS:
             if getattr(args, name) is not None:
                 parser.error(f"--{name.replace('_', '-')} applies to --watch only")
         return _run(args, rest, sys.stderr.isatty())
+
+
+WATCH_OPTIONS = ("idle_timeout", "window", "poll_interval", "checkpoint_interval")
 
 
 def _check_watch_args(parser: argparse.ArgumentParser, args) -> None:
@@ -529,7 +536,9 @@ def _check_watch_args(parser: argparse.ArgumentParser, args) -> None:
         parser.error("--watch needs --input with one glob of the files to watch, e.g. 'landing/*.warc.gz'")
     if args.workers != 1:
         parser.error("--watch runs one local worker (a site's state is in one place); leave --workers out")
-    for name in ("idle_timeout", "window", "poll_interval"):
+    if args.checkpoint_interval is not None and args.state is None:
+        parser.error("--checkpoint-interval needs --state (the state it writes back)")
+    for name in WATCH_OPTIONS:
         value = getattr(args, name)
         if value is not None and not value > 0:
             parser.error(f"--{name.replace('_', '-')} must be greater than 0")
@@ -537,14 +546,32 @@ def _check_watch_args(parser: argparse.ArgumentParser, args) -> None:
 
 def _run_watch(args, beam_args: list[str]) -> int:
     """Watch mode (pipeline/watch.py): the local FnApiRunner unless --runner names another."""
+    import threading
+    import uuid
+
     import apache_beam as beam
+    from apache_beam.io.filesystems import FileSystems
     from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
 
-    from sitestrip.pipeline.watch import WATCH_DATASETS, build_watch_pipeline
+    from sitestrip.pipeline import publish
+    from sitestrip.pipeline.signals import Guard
+    from sitestrip.pipeline.state import state_files
+    from sitestrip.pipeline.watch import (WATCH_DATASETS, build_watch_pipeline, checkpoint_state, watch_schemas,
+                                          write_empty_parts)
     from sitestrip.transforms.state import StateError
 
     config = _run_config(args)
     if config is None:
+        return USAGE
+    if args.state is not None:
+        problem = check_state(args.state, args.output)
+        if problem:
+            print(f"sitestrip: {problem}", file=sys.stderr)
+            return USAGE
+    try:
+        seed_files = state_files(args.state) if args.state else []
+    except StateError as exc:
+        print(f"sitestrip: bad --state: {exc}", file=sys.stderr)
         return USAGE
     if not _output_ready(args.output):
         return USAGE
@@ -552,44 +579,92 @@ def _run_watch(args, beam_args: list[str]) -> int:
     # An unbounded source: Dataflow and Flink need streaming mode; the FnApiRunner ignores it.
     options.view_as(StandardOptions).streaming = True
     runner_name = options.get_all_options().get("runner")
-    runner = _runner_for(runner_name)
     if runner_name is None:
         from apache_beam.runners.portability.fn_api_runner import FnApiRunner
         runner = FnApiRunner()
+    else:
+        runner, problem = _make_runner(runner_name, options, args, False)
+        if problem:
+            print(f"sitestrip: {problem}", file=sys.stderr)
+            return USAGE
     pattern = args.input[0]
-    logging.getLogger("sitestrip").info("watching %s → %s%s", pattern, args.output,
-                                        f" (ends after {args.idle_timeout:g} s without a new file)"
-                                        if args.idle_timeout else "")
+    log = logging.getLogger("sitestrip")
+    log.info("watching %s → %s%s", pattern, args.output,
+             f" (ends after {args.idle_timeout:g} s without a new file)" if args.idle_timeout else "")
     started = time.monotonic()
+    working = None if args.state is None else FileSystems.join(args.state, f"_watch-{uuid.uuid4().hex[:12]}")
+    lock, stop = threading.Lock(), threading.Event()
+    saved = []
+
+    def save_state():
+        with lock:
+            version = checkpoint_state(args.state, working, seed_files)
+        if version:
+            saved.append(version)
+            log.info("state written back: %s", version)
+
+    def checkpoints():
+        while not stop.wait(args.checkpoint_interval or 300.0):
+            try:
+                save_state()
+            except Exception as exc:  # the next checkpoint, or the final one, tries again
+                log.warning("state checkpoint failed: %s", exc)
+
+    def on_signal():
+        if working is not None:
+            try:
+                save_state()
+            finally:
+                publish.remove_tree(working)
+
+    parts = args.part_files or 1
+    write_empty_parts(args.output, watch_schemas(config), parts, time.time())
     p = beam.Pipeline(runner=runner, options=options)
-    try:
-        build_watch_pipeline(p, pattern, args.output, config, state_dir=args.state,
-                             idle_timeout=args.idle_timeout,
-                             poll_interval=args.poll_interval if args.poll_interval is not None else 1.0,
-                             window_seconds=args.window if args.window is not None else 10.0,
-                             part_files=args.part_files or 1)
-    except StateError as exc:
-        print(f"sitestrip: bad --state: {exc}", file=sys.stderr)
-        return USAGE
-    try:
-        p.run().wait_until_finish()
-    except Exception as exc:
-        # A damaged stored page, found when its site first lands, ends the job (as in a batch run).
-        if "StateError" not in f"{type(exc).__name__} {exc}":
-            raise
-        message = str(exc).split("StateError: ")[-1].splitlines()[0]
-        print(f"sitestrip: bad --state: {message}", file=sys.stderr)
-        return FAILED_RUN
+    build_watch_pipeline(p, pattern, args.output, config, state_dir=args.state,
+                         idle_timeout=args.idle_timeout,
+                         poll_interval=args.poll_interval if args.poll_interval is not None else 1.0,
+                         window_seconds=args.window if args.window is not None else 10.0,
+                         part_files=parts, working_dir=working, stored_files=seed_files)
+    thread = None
+    if working is not None:
+        thread = threading.Thread(target=checkpoints, name="state-checkpoints", daemon=True)
+        thread.start()
+    message = "sitestrip: watch stopped; the rows written so far are kept" + (
+        f", the state written back to {args.state}" if args.state else "")
+    with Guard(on_signal, message) as guard:
+        try:
+            p.run().wait_until_finish()
+        except Exception as exc:
+            # A damaged stored page, found when its site first lands, ends the job (as in a batch
+            # run); the state is not written back from a job that failed.
+            stop.set()
+            if working is not None:
+                publish.remove_tree(working)
+            if "StateError" not in f"{type(exc).__name__} {exc}":
+                raise
+            message = str(exc).split("StateError: ")[-1].splitlines()[0]
+            print(f"sitestrip: bad --state: {message}", file=sys.stderr)
+            return FAILED_RUN
+        stop.set()
+        if thread is not None:
+            thread.join()
+        if working is not None:
+            with guard.committing():
+                save_state()
+                publish.remove_tree(working)
     elapsed = time.monotonic() - started
     # From the files, not the counters: the FnApiRunner chains every bundle's metrics lazily,
     # one level per bundle, and a watch job polls in a bundle per --poll-interval, so querying
     # them after a long job exceeds Python's recursion limit (fn_runner.py, RunnerResult.metrics).
     rows = written_rows(args.output)
-    print("\n".join([
+    lines = [
         f"sitestrip: watch ended after {elapsed:.1f} s",
         "  rows written: " + ", ".join(f"{name} {rows[name]}" for name in WATCH_DATASETS),
         "  output: " + ", ".join(f"{args.output}/{name}" for name in WATCH_DATASETS),
-    ]), flush=True)
+    ]
+    if args.state:
+        lines.append(f"  state: {saved[-1] if saved else 'unchanged (no site processed)'} in {args.state}")
+    print("\n".join(lines), flush=True)
     return OK
 
 

@@ -303,8 +303,13 @@ def dataset_prefix(output: str, name: str) -> str:
 
 
 def clear_outputs(output: str) -> None:
-    """Remove part files of an earlier run, and temporary files a failed run left
-    (pipeline/parts.py), so a dataset never mixes two runs."""
+    """Remove part files of an earlier run, temporary files a failed run left
+    (pipeline/parts.py) and the earlier run's _SUCCESS, so a dataset never mixes two runs and
+    no marker describes files that are gone (watch mode, which writes into the output)."""
+    from sitestrip.pipeline.publish import SUCCESS
+    marker = FileSystems.join(output, SUCCESS)
+    if FileSystems.exists(marker):
+        FileSystems.delete([marker])
     for name in DATASETS:
         prefix = dataset_prefix(output, name)
         directory, base = FileSystems.split(prefix)
