@@ -642,7 +642,7 @@ def _run_watch(args, beam_args: list[str]) -> int:
                 publish.remove_tree(working)
             if "StateError" not in f"{type(exc).__name__} {exc}":
                 raise
-            message = str(exc).split("StateError: ")[-1].splitlines()[0]
+            message = _state_error_line(exc)
             print(f"sitestrip: bad --state: {message}", file=sys.stderr)
             return FAILED_RUN
         stop.set()
@@ -666,6 +666,13 @@ def _run_watch(args, beam_args: list[str]) -> int:
         lines.append(f"  state: {saved[-1] if saved else 'unchanged (no site processed)'} in {args.state}")
     print("\n".join(lines), flush=True)
     return OK
+
+
+def _state_error_line(exc: Exception) -> str:
+    """The StateError's own message out of the runner's wrapping of it (Beam adds the step)."""
+    import re
+    line = str(exc).split("StateError: ")[-1].splitlines()[0]
+    return re.sub(r" \[while running '[^']*'\]", "", line)
 
 
 def _run_config(args):
@@ -820,7 +827,7 @@ def _run(args, beam_args: list[str], terminal: bool) -> int:
                 # A damaged stored page found by a worker fails the run before the state switches.
                 if "StateError" not in f"{type(exc).__name__} {exc}":
                     raise
-                message = str(exc).split("StateError: ")[-1].splitlines()[0]
+                message = _state_error_line(exc)
                 print(f"sitestrip: bad --state: {message}; the state in {args.state} and the output "
                       f"in {args.output} are unchanged", file=sys.stderr)
                 return FAILED_RUN

@@ -16,7 +16,30 @@ import os
 import signal
 import sys
 
-from sitestrip.pipeline.console import DATE_FORMAT, FORMAT, beam_import_noise_hidden
+from sitestrip.pipeline.console import DATE_FORMAT, FORMAT, beam_import_noise_hidden, hide_state_error_tracebacks
+
+
+class _WithoutStateErrorTracebacks:
+    """This worker's sys.stderr. Beam's SDK harness prints a failed bundle's traceback to
+    stderr itself (sdk_worker.py, besides returning it to the main process); for a StateError
+    (a damaged stored page of --state) the main process's one line says all there is."""
+
+    def __init__(self, stream):
+        self.stream = stream
+        self._dropped = False
+
+    def write(self, text):
+        if text.startswith("Traceback") and "StateError" in text:
+            self._dropped = True
+            return len(text)
+        if self._dropped and text == "\n":   # print()'s end of the dropped traceback
+            self._dropped = False
+            return len(text)
+        self._dropped = False
+        return self.stream.write(text)
+
+    def __getattr__(self, name):
+        return getattr(self.stream, name)
 
 
 def main(argv: list[str]) -> None:
@@ -32,6 +55,8 @@ def main(argv: list[str]) -> None:
     handler.setLevel(level)
     logging.getLogger().addHandler(handler)
     logging.getLogger("apache_beam").setLevel(max(level, logging.ERROR))
+    hide_state_error_tracebacks()
+    sys.stderr = _WithoutStateErrorTracebacks(sys.stderr)
     # Without a logging endpoint the harness keeps its log lines in this process.
     os.environ.pop("LOGGING_API_SERVICE_DESCRIPTOR", None)
     with beam_import_noise_hidden():

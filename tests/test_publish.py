@@ -361,3 +361,21 @@ def test_a_staging_directory_left_by_a_killed_run_goes_with_the_next_run(tmp_pat
     code, _, err = cli("run", "--input", *warcs, "--output", out, "--quiet", cwd=tmp_path)
     assert code == 0, err
     assert sorted(p.name for p in out.iterdir()) == ["_SUCCESS", *sorted(DATASETS)]
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_damaged_stored_page_fails_the_rerun_in_one_line_and_changes_nothing(tmp_path, rerun, warcs, workers):
+    """Found by a worker mid-run: exit 1, one line naming the state file and the page (no
+    traceback from Beam or its worker processes), output and state byte for byte as before."""
+    from sitestrip.pipeline.state import state_files
+    from warcs import damage_first_stored_page
+    out, state, before_out, _ = rerun
+    for path in state_files(str(state)):
+        damage_first_stored_page(path)
+    before_state = snapshot(state)
+    code, stdout, err = cli("run", "--input", *warcs, "--output", out, "--state", state, "--quiet",
+                            "--workers", workers, cwd=tmp_path)
+    assert code == 1 and stdout == ""
+    assert len(err.strip().splitlines()) == 1, err
+    assert err.startswith("sitestrip: bad --state: ") and "damaged stored page" in err and "[while" not in err
+    assert snapshot(out) == before_out and snapshot(state) == before_state
