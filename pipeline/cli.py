@@ -1093,6 +1093,15 @@ def _train_parser(prog: str) -> argparse.ArgumentParser:
     return parser
 
 
+# The `train` extra's libraries (pyproject.toml), by import name.
+TRAIN_LIBRARIES = ("lightgbm", "sklearn")
+
+
+def missing_train_libraries() -> list[str]:
+    import importlib.util
+    return [name for name in TRAIN_LIBRARIES if importlib.util.find_spec(name) is None]
+
+
 def train(argv: list[str], prog: str = "sitestrip train") -> int:
     args = _train_parser(prog).parse_args(argv)
     from sitestrip.bench.blockdata import concat, corpus_blocks
@@ -1101,6 +1110,11 @@ def train(argv: list[str], prog: str = "sitestrip train") -> int:
     from sitestrip.configs import load_config
     if args.folds < 2:
         print(f"{prog}: --folds must be at least 2", file=sys.stderr)
+        return 2
+    missing = missing_train_libraries()
+    if missing:
+        print(f"{prog}: needs the train extra (LightGBM, scikit-learn), missing {', '.join(missing)}: "
+              f"pip install 'sitestrip[train]' (in a checkout: pip install -e '.[train]')", file=sys.stderr)
         return 2
     try:
         config = load_config(args.config)
