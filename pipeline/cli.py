@@ -594,11 +594,11 @@ def _run_watch(args, beam_args: list[str]) -> int:
     started = time.monotonic()
     working = None if args.state is None else FileSystems.join(args.state, f"_watch-{uuid.uuid4().hex[:12]}")
     lock, stop = threading.Lock(), threading.Event()
-    saved = []
+    saved, signature = [], [None]
 
     def save_state():
         with lock:
-            version = checkpoint_state(args.state, working, seed_files)
+            version, signature[0] = checkpoint_state(args.state, working, seed_files, signature[0])
         if version:
             saved.append(version)
             log.info("state written back: %s", version)

@@ -206,15 +206,25 @@ def _read_state_table(path: str, exclude_sites=None):
     return table
 
 
-def checkpoint_state(state_dir: str, working_dir: str, seed_files: list[str]) -> str | None:
+def site_files_signature(working_dir: str) -> tuple:
+    """What the job's site files are now (names, sizes, times): equal signatures, same state."""
+    metas = [m for r in FileSystems.match([FileSystems.join(working_dir, "site-*.parquet")])
+             for m in r.metadata_list]
+    return tuple(sorted((m.path, m.size_in_bytes, m.last_updated_in_seconds) for m in metas))
+
+
+def checkpoint_state(state_dir: str, working_dir: str, seed_files: list[str],
+                     previous: tuple | None = None) -> tuple[str | None, tuple]:
     """A new state version from the seed version's files (every site the job has not processed)
-    and the job's site files (those it has), CURRENT moved to it; its name, or None when the
-    job has processed no site yet. One writer per state directory: CURRENT is not compared."""
+    and the job's site files (those it has), CURRENT moved to it: (its name, the site files'
+    signature). No version (None) when the job has processed no site yet, or when the site
+    files are as `previous` (a signature this returned) says. One writer per state directory:
+    CURRENT is not compared."""
     import pyarrow as pa
-    site_files = sorted(m.path for r in FileSystems.match([FileSystems.join(working_dir, "site-*.parquet")])
-                        for m in r.metadata_list)
-    if not site_files:
-        return None
+    signature = site_files_signature(working_dir)
+    if not signature or signature == previous:
+        return None, signature
+    site_files = [path for path, _size, _time in signature]
     updated = [_read_state_table(path) for path in site_files]
     seen = set()
     for table in updated:
@@ -224,7 +234,7 @@ def checkpoint_state(state_dir: str, working_dir: str, seed_files: list[str]) ->
     version = next_version(current_version(state_dir))
     write_table(table.replace_schema_metadata(STATE.metadata), part_path(version_prefix(state_dir, version), 0, 1))
     write_current(state_dir, version)
-    return version
+    return version, signature
 
 
 def write_empty_parts(output: str, schemas: dict, parts: int, started: float) -> None:

@@ -323,3 +323,25 @@ def test_checkpoint_interval_needs_state(capsys):
     with pytest.raises(SystemExit) as exit_:
         main(["run", "--watch", "--input", "a/*.warc.gz", "--checkpoint-interval", "5"])
     assert exit_.value.code == 2 and "--checkpoint-interval needs --state" in capsys.readouterr().err
+
+
+def test_a_checkpoint_without_a_changed_site_writes_no_version(tmp_path):
+    """checkpoint_state: no site file → no version; a site file → a version with the seed's other
+    sites and the file's pages; the same files again → no new version; a changed file → one."""
+    from sitestrip.pipeline.state import current_version
+    from sitestrip.pipeline.watch import checkpoint_state, write_site_state
+    from sitestrip.pipeline.state import read_state_file
+    state, path = _batch_state(tmp_path)
+    working = str(state / "_watch-test")
+    os.makedirs(working)
+    seed = state_files(str(state))
+    assert checkpoint_state(str(state), working, seed)[0] is None
+    stored = [page for _site, page in read_state_file(path)]
+    write_site_state(working, "site.test", stored[:1])
+    version, signature = checkpoint_state(str(state), working, seed)
+    assert version is not None and current_version(str(state)) == version
+    assert len(_stored_urls(state)) == 1
+    assert checkpoint_state(str(state), working, seed, signature) == (None, signature)
+    write_site_state(working, "site.test", stored)
+    version2, _ = checkpoint_state(str(state), working, seed, signature)
+    assert version2 not in (None, version) and len(_stored_urls(state)) == len(stored)
