@@ -49,14 +49,34 @@ def descendants(pid: int | None = None) -> list[int]:
     return out
 
 
-def stop_descendants() -> None:
-    """Kill every process this one started (local workers, a local Dask cluster, their helpers):
-    their work belongs to a run that is being abandoned, so nothing of it is to be saved."""
-    for pid in descendants():
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except OSError:
-            pass
+def _running(pid: int) -> bool:
+    """The process exists and has not exited (a zombie has: only its exit status is left)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            stat = fh.read()
+    except OSError:
+        return False
+    return stat[stat.rfind(b")") + 2:][:1] not in (b"Z", b"X", b"x")
+
+
+def stop_descendants(wait_s: float = 5.0) -> None:
+    """Kill every process this one started (local workers, a local Dask cluster, their helpers)
+    and wait until they are gone: their work belongs to a run that is being abandoned, so
+    nothing of it is to be saved, and nothing of it may outlive the run. Repeated while new
+    ones appear (a process forked while the first ones were being killed)."""
+    import time
+    deadline = time.monotonic() + wait_s
+    for _ in range(3):
+        pids = [pid for pid in descendants() if _running(pid)]
+        if not pids:
+            return
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        while any(_running(pid) for pid in pids) and time.monotonic() < deadline:
+            time.sleep(0.01)
 
 
 class Guard:

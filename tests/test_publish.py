@@ -241,11 +241,8 @@ def _children(pid):
 
 
 def _alive(pid):
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
+    from sitestrip.pipeline.signals import _running
+    return _running(pid)
 
 
 # ------------------------------------------------------------------ every input counts
