@@ -493,6 +493,14 @@ def _local_runner(options, workers: int, worker_level: str):
 
 
 def run(argv: list[str], prog: str = "sitestrip run") -> int:
+    from sitestrip.pipeline.signals import Guard
+    # Until the run has a staging directory (its own handler then takes over) a signal has
+    # nothing to undo, but Beam's imports and the input listing take seconds: one line too.
+    with Guard(lambda: None):
+        return _run_command(argv, prog)
+
+
+def _run_command(argv: list[str], prog: str) -> int:
     use_system_allocator_for_arrow()      # `python run.py` comes here without main()
     bound_c_heap()
     from sitestrip.pipeline.console import import_beam_quietly, run_logging
@@ -1192,9 +1200,11 @@ def main(argv: list[str] | None = None) -> int:
     except (AttributeError, ValueError, OSError):   # io.UnsupportedOperation is an OSError
         pass
     use_system_allocator_for_arrow()
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["run"]:
+        return run(argv[1:])        # it imports Beam itself, under its signal handler
     from sitestrip.pipeline.console import import_beam_quietly
     import_beam_quietly()
-    argv = sys.argv[1:] if argv is None else argv
     parser = argparse.ArgumentParser(
         prog="sitestrip",
         description="Site-level template removal and content extraction for WARC archives.")

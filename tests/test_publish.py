@@ -376,3 +376,21 @@ def test_a_damaged_stored_page_fails_the_rerun_in_one_line_and_changes_nothing(t
     assert len(err.strip().splitlines()) == 1, err
     assert err.startswith("sitestrip: bad --state: ") and "damaged stored page" in err and "[while" not in err
     assert snapshot(out) == before_out and snapshot(state) == before_state
+
+
+@pytest.mark.parametrize("signame", ["SIGINT", "SIGTERM"])
+def test_a_signal_before_the_pipeline_starts_is_one_line_too(tmp_path, rerun, signame):
+    """The input is a manifest that is a FIFO: the run is still listing its inputs (no
+    pipeline, no staging yet) when the signal arrives."""
+    out, state, before_out, before_state = rerun
+    manifest = tmp_path / "warc.paths"
+    os.mkfifo(manifest)
+    proc = subprocess.Popen([sys.executable, "-m", "sitestrip.pipeline.cli", "run", "--input", manifest,
+                             "--output", str(out), "--state", str(state)],
+                            cwd=tmp_path, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    with _opened_by_the_run(manifest, proc):
+        proc.send_signal(getattr(signal, signame))
+        stdout, err = proc.communicate(timeout=120)
+    assert proc.returncode == 128 + getattr(signal, signame)
+    assert err == "sitestrip: interrupted; previous output kept\n" and stdout == ""
+    assert snapshot(out) == before_out and snapshot(state) == before_state
