@@ -946,6 +946,20 @@ def inspect(argv: list[str], prog: str = "sitestrip inspect") -> int:
     return 0
 
 
+def _files_unlike_marker(output: str, marker: dict) -> str | None:
+    """How the datasets' part files differ from the ones `_SUCCESS` lists, or None (an output
+    copied half-way, or files added or removed by hand after the run)."""
+    from sitestrip.pipeline.publish import dataset_files
+    listed = {f["path"]: f["rows"] for d in marker["datasets"].values() for f in d["files"]}
+    found = {f["path"]: f["rows"] for files in dataset_files(output).values() for f in files}
+    missing, extra = sorted(set(listed) - set(found)), sorted(set(found) - set(listed))
+    other = sorted(p for p in set(listed) & set(found) if listed[p] != found[p])
+    parts = [f"{label} {', '.join(paths[:3])}" + (" ..." if len(paths) > 3 else "")
+             for label, paths in (("missing", missing), ("not listed", extra), ("other row counts", other))
+             if paths]
+    return "; ".join(parts) or None
+
+
 def _report_parser(prog: str) -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog=prog, description="Summarize a finished run from its Parquet output (pages, methods, "
@@ -980,9 +994,14 @@ def report(argv: list[str], prog: str = "sitestrip report") -> int:
         warning = (f"{args.output} has no {SUCCESS}: it is not one complete run (a run that was stopped or "
                    f"failed before publishing, a watch job's output, or an older sitestrip's), so its "
                    f"files may be partial")
-        if not args.allow_incomplete:
-            print(f"sitestrip report: {warning}; --allow-incomplete to report on them anyway", file=sys.stderr)
-            return 2
+    elif marker is not None:
+        mismatch = _files_unlike_marker(args.output, marker)
+        if mismatch:
+            warning = f"{args.output}'s files are not those its {SUCCESS} lists ({mismatch})"
+    if warning and not args.allow_incomplete:
+        print(f"sitestrip report: {warning}; --allow-incomplete to report on them anyway", file=sys.stderr)
+        return 2
+    if warning:
         print(f"sitestrip report: WARNING: {warning}", file=sys.stderr)
     try:
         html_path, md_path, summary_ = write_report(args.output, out, top=args.top, warning=warning)

@@ -120,3 +120,16 @@ def test_an_output_without_success_is_refused_or_reported_with_a_warning(run_dir
     assert main(["report", "--output", str(partial), "--allow-incomplete"]) == 0
     assert "WARNING" in capsys.readouterr().err
     assert "Warning:" in (partial / "report.html").read_text() and "Warning:" in (partial / "report.md").read_text()
+
+
+def test_an_output_whose_files_differ_from_its_success_is_refused(run_dir, tmp_path, capsys):
+    """_SUCCESS names every file with its rows: a part file missing (a copy cut short) is
+    refused as incomplete."""
+    import shutil
+    partial = tmp_path / "partial"
+    shutil.copytree(run_dir, partial)
+    next((partial / "pages").glob("part-*.parquet")).unlink()
+    capsys.readouterr()
+    assert main(["report", "--output", str(partial), "--out", str(tmp_path / "r.html")]) == 2
+    err = capsys.readouterr().err
+    assert "are not those its _SUCCESS lists (missing pages/part-" in err
