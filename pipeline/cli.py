@@ -864,31 +864,36 @@ def _run(args, beam_args: list[str], terminal: bool) -> int:
                 inputs=paths, unread=unread, counts=_counts(counters), files=files,
                 pages_meta=publish.pages_metadata(staging, files),
                 state=None if args.state is None else {"dir": args.state, "version": state_version})
-            with guard.committing():
-                try:
-                    publish.commit(staging, args.output, marker)
-                    if args.state is not None:
-                        write_current(args.state, state_version)
-                except Exception as exc:
-                    print(f"sitestrip: cannot publish the output in {args.output}: {exc}", file=sys.stderr)
-                    return FAILED_RUN
-                published = True
+            guard.hold()
+            try:
+                publish.commit(staging, args.output, marker)
+                if args.state is not None:
+                    write_current(args.state, state_version)
+            except Exception as exc:
+                print(f"sitestrip: cannot publish the output in {args.output}: {exc}", file=sys.stderr)
+                return FAILED_RUN
+            published = True
             for stale in publish.stale_staging(args.output):
                 publish.remove_tree(stale)
+            if unread and not allowed(args.allow_missing_inputs, len(unread), len(paths)):
+                _report_unread(unread, len(paths))
+                return FAILED_RUN
+            return OK
         finally:
             if not published:
                 abandon()
             elif progress_dir is not None:
                 shutil.rmtree(progress_dir, ignore_errors=True)
-    if unread and not allowed(args.allow_missing_inputs, len(unread), len(paths)):
-        lines = [f"sitestrip: {len(unread)} of {len(paths)} input file(s) could not be read "
-                 f"(the rows of the others are published; --allow-missing-inputs to accept):"]
-        lines += [f"  {u['file']}: {u['error_class']}: {u['message']}" for u in unread[:FIRST_ERRORS * 4]]
-        if len(unread) > FIRST_ERRORS * 4:
-            lines.append(f"  ... and {len(unread) - FIRST_ERRORS * 4} more (errors/, stage read)")
-        print("\n".join(lines), file=sys.stderr)
-        return FAILED_RUN
-    return OK
+
+
+def _report_unread(unread: list[dict], inputs: int) -> None:
+    shown = FIRST_ERRORS * 4
+    lines = [f"sitestrip: {len(unread)} of {inputs} input file(s) could not be read "
+             f"(the rows of the others are published; --allow-missing-inputs to accept):"]
+    lines += [f"  {u['file']}: {u['error_class']}: {u['message']}" for u in unread[:shown]]
+    if len(unread) > shown:
+        lines.append(f"  ... and {len(unread) - shown} more (errors/, stage read)")
+    print("\n".join(lines), file=sys.stderr)
 
 
 def _progress_display(mode: str):

@@ -131,6 +131,11 @@ class Guard:
             signal.signal(sig, handler)
         return False
 
+    def hold(self) -> None:
+        """From now on a signal is dropped: the run publishes and ends on its own (what is left
+        is a commit and printing), and "previous output kept" would no longer be true."""
+        self._committing = True
+
     @contextlib.contextmanager
     def committing(self):
         """A signal during the block is dropped: the commit completes and the run goes on to its
