@@ -81,18 +81,52 @@ def stop_descendants(wait_s: float = 5.0) -> None:
 
 class Guard:
     """Installs the handlers for the block (main thread only; elsewhere it does nothing).
-    `cleanup` runs on a signal, after the child processes are stopped and before the exit."""
+    `cleanup` runs on a signal, after the child processes are stopped and before the exit.
+
+    Python runs a signal's handler in the main thread between two bytecodes, so a signal that
+    arrives just before the main thread enters a blocking call (a read of a pipe, a wait on a
+    worker) would wait for that call to return, perhaps for ever. The signal's number is also
+    written to a wakeup pipe by the C-level handler at once (signal.set_wakeup_fd); a watcher
+    thread reading it does the stop itself when the main thread has not begun it within
+    HANDOVER_S."""
+
+    HANDOVER_S = 0.5
 
     def __init__(self, cleanup, message: str = "sitestrip: interrupted; previous output kept"):
         self.cleanup, self.message = cleanup, message
         self._committing = False
         self._previous: dict = {}
+        self._stopping = threading.Lock()
+        self._pipe = None
+        self._previous_wakeup = -1
+        self._watcher = None
 
     def _handle(self, signum, frame):
-        if self._committing:
-            return
-        for sig in SIGNALS:     # a second Ctrl-C while cleaning up is not a second exit path
-            signal.signal(sig, signal.SIG_IGN)
+        if not self._committing:
+            self._stop(signum)
+
+    def _watch(self, read_fd: int) -> None:
+        import time
+        while True:
+            try:
+                data = os.read(read_fd, 1)
+            except OSError:
+                return
+            if not data or data == b"\0":      # the block has ended (__exit__)
+                return
+            if data[0] not in SIGNALS or self._committing:
+                continue
+            time.sleep(self.HANDOVER_S)
+            if not self._committing:
+                self._stop(data[0])
+
+    def _stop(self, signum: int) -> None:
+        if not self._stopping.acquire(blocking=False):
+            # The other path (handler or watcher) is already ending the process.
+            threading.Event().wait()
+        if threading.current_thread() is threading.main_thread():
+            for sig in SIGNALS:     # a second Ctrl-C while cleaning up is not a second exit path
+                signal.signal(sig, signal.SIG_IGN)
         try:
             sys.stdout.flush()
             sys.stderr.flush()
@@ -123,12 +157,31 @@ class Guard:
 
     def __enter__(self):
         if threading.current_thread() is threading.main_thread():
+            read_fd, write_fd = os.pipe()
+            os.set_blocking(write_fd, False)
+            self._pipe = (read_fd, write_fd)
             self._previous = {sig: signal.signal(sig, self._handle) for sig in SIGNALS}
+            self._previous_wakeup = signal.set_wakeup_fd(write_fd, warn_on_full_buffer=False)
+            self._watcher = threading.Thread(target=self._watch, args=(read_fd,), name="signal-watcher",
+                                             daemon=True)
+            self._watcher.start()
         return self
 
     def __exit__(self, *exc):
+        if self._pipe is None:
+            return False
+        signal.set_wakeup_fd(self._previous_wakeup)
         for sig, handler in self._previous.items():
             signal.signal(sig, handler)
+        read_fd, write_fd = self._pipe
+        try:
+            os.write(write_fd, b"\0")
+        except OSError:
+            pass
+        self._watcher.join()
+        os.close(read_fd)
+        os.close(write_fd)
+        self._pipe = None
         return False
 
     def hold(self) -> None:
