@@ -6,8 +6,9 @@ pipeline: Beam's DoFn runner catches every BaseException, re-raises it under ano
 and logs it with its traceback on the way, and its runner's shutdown waits on worker
 processes and threads that may be in the middle of a bundle. Nothing the run does needs to
 be undone beyond its staging directory: the output and the --state's CURRENT are only
-changed by the commit (pipeline/publish.py), and a signal that arrives during the commit
-waits for it (`Guard.committing`), so the output is never left half-swapped.
+changed by the commit (pipeline/publish.py), and once the commit begins a signal is dropped
+(`Guard.hold`; watch mode's last state checkpoint: `Guard.committing`), so the output is
+never left half-swapped.
 """
 from __future__ import annotations
 
