@@ -20,14 +20,48 @@ Other options must be Apache Beam's own pipeline options (for example
 --runner=DataflowRunner --project=... --region=... --temp_location=gs://...);
 anything else is an error. Without --runner the local FnApiRunner is used.
 
-Exit status: 0 when the run wrote its output; 1 when it read no record at all,
-or read HTML pages but wrote no pages row (the first errors are printed);
-2 for a usage error (unknown option, bad config, missing input, unusable
---output)."""
+The run writes into a staging directory inside --output and publishes it only
+when it has finished: a failed, refused or interrupted run leaves the previous
+output as it was. _SUCCESS (JSON) is written last and describes the run.
+
+Exit status: 0 when the run published its output; 1 when it read no record at
+all, or read HTML pages but wrote no pages row (nothing published; the first
+errors are printed), or when more input files than --allow-missing-inputs were
+missing, empty or unreadable (published, the files named); 2 for a usage error
+(unknown option or runner, bad config, an input that matches nothing, unusable
+--output or --state), before any work; 130/143 when stopped by SIGINT/SIGTERM
+(nothing published)."""
 
 # Exit statuses of `run`.
 OK, FAILED_RUN, USAGE = 0, 1, 2
 FIRST_ERRORS = 5
+# Runner names offered in "did you mean" (Beam also takes a class's full module path).
+KNOWN_RUNNERS = ("DirectRunner", "DataflowRunner", "FlinkRunner", "SparkRunner", "PortableRunner",
+                 "PrismRunner", "DaskRunner", "InteractiveRunner")
+
+
+def _allowance(text: str) -> tuple[str, float]:
+    """--allow-missing-inputs: ("count", N) or ("percent", P)."""
+    raw = text.strip()
+    try:
+        if raw.endswith("%"):
+            value = float(raw[:-1])
+            if 0 <= value <= 100:
+                return "percent", value
+        else:
+            value = int(raw)
+            if value >= 0:
+                return "count", value
+    except ValueError:
+        pass
+    raise argparse.ArgumentTypeError(f"expected a count (e.g. 3) or a percentage (e.g. 0.5%), got {text!r}")
+
+
+def allowed(allowance: tuple[str, float], unread: int, inputs: int) -> bool:
+    kind, value = allowance
+    if kind == "count":
+        return unread <= value
+    return unread * 100 <= value * inputs
 
 
 def version() -> str:
@@ -53,18 +87,20 @@ def _version_action(parser: argparse.ArgumentParser) -> None:
 def _run_parser(prog: str) -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog=prog, description=RUN_DESCRIPTION, allow_abbrev=False,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--input", nargs="+", metavar="PATH", default=None,
+    p.add_argument("--input", nargs="+", action="extend", metavar="PATH", default=None,
                    help="WARC files (.warc, .warc.gz), globs, directories (searched recursively "
                         "for *.warc and *.warc.gz) or Common Crawl manifests (warc.paths[.gz]); "
                         "local, gs:// or s3:// (with the matching Beam extra). "
+                        "`--input A B` and `--input A --input B` are the same. "
                         "Default: the embedded sample WARC.")
     p.add_argument("--input-prefix", default=None, metavar="PREFIX",
                    help="prefix for relative paths inside a manifest, e.g. s3://commoncrawl/, "
                         "gs://BUCKET/cc/ or a local directory (Beam has no http(s) filesystem: "
                         "copy files from an HTTPS mirror first; see docs/runners.md)")
     p.add_argument("--output", default="out", metavar="DIR",
-                   help="output directory (local or a bucket URL); its pages/, menus/, errors/ and sites/ "
-                        "part files from an earlier run are replaced. Default: ./out")
+                   help="output directory (local or a bucket URL). The run writes into a staging "
+                        "directory inside it and replaces an earlier run's pages/, menus/, errors/ "
+                        "and sites/ only when it has finished; _SUCCESS is written last. Default: ./out")
     p.add_argument("--config", default=None, metavar="NAME|FILE",
                    help="YAML preset: a file path or the name of one in configs/ "
                         "(default: configs/default.yaml; `published` for SPEC's published "
@@ -79,6 +115,10 @@ def _run_parser(prog: str) -> argparse.ArgumentParser:
                    help="per-site state of incremental runs (local or a bucket URL): stored pages "
                         "of earlier runs are candidate pages for this run's pages, and the state is "
                         "updated at the end (a new version; a failed run leaves the old one)")
+    p.add_argument("--allow-missing-inputs", default="0", metavar="N|P%", type=_allowance,
+                   help="how many input files (a count, or a percentage of the inputs) may be missing, "
+                        "empty or unreadable before the run exits 1 (default 0); the rows of the other "
+                        "files are published either way")
     p.add_argument("--watch", action="store_true",
                    help="watch mode: a streaming job that keeps matching the --input glob and reads each "
                         "WARC file once, when it lands (write it elsewhere and rename it into place); rows "
@@ -91,6 +131,10 @@ def _run_parser(prog: str) -> argparse.ArgumentParser:
                         "their file's landing (default 10)")
     p.add_argument("--poll-interval", type=float, default=None, metavar="SECONDS",
                    help="with --watch: how often the glob is matched (default 1)")
+    p.add_argument("--checkpoint-interval", type=float, default=None, metavar="SECONDS",
+                   help="with --watch and --state: how often the sites' state is written back as a new "
+                        "state version, when a site has changed (default 300); it is also written when "
+                        "the job stops")
     p.add_argument("--quiet", action="store_true",
                    help="print the summary only: no progress, no log lines (worker processes "
                         "included); errors still go to stderr")
@@ -198,13 +242,15 @@ def _group(counters: dict, prefix: str) -> str:
     return ", ".join(f"{k} {v}" for k, v in items) or "none"
 
 
-def summary(counters: dict, elapsed: float, output: str, state: str | None = None) -> str:
+def summary(counters: dict, elapsed: float, output: str | None, state: str | None = None,
+            inputs: tuple[int, int] | None = None) -> str:
     pages = counters.get("pages", 0)
     html = counters.get("html_bytes", 0)
     compact = counters.get("compact_bytes", 0)
     records = sum(v for k, v in counters.items() if k.startswith("records_"))
     lines = [
         f"sitestrip: finished in {elapsed:.1f} s",
+        *([_inputs_line(inputs)] if inputs else []),
         f"  records read by type: {_group(counters, 'records_')} "
         f"({records / elapsed if elapsed else 0:.0f} records/s)",
         f"  skipped: {_group(counters, 'skipped_')}",
@@ -220,20 +266,28 @@ def summary(counters: dict, elapsed: float, output: str, state: str | None = Non
         lines.append(f"  template clusters: {counters['template_clusters']}")
     if html:
         lines.append(f"  compact pages: {compact / html:.1%} of HTML bytes ({compact:,} / {html:,})")
-    lines.append(f"  output: {output}/pages, {output}/menus, {output}/errors, {output}/sites")
-    if state:
+    if output is not None:
+        lines.append(f"  output: {output}/pages, {output}/menus, {output}/errors, {output}/sites")
+    if state and output is not None:
         lines.append(f"  state: {counters.get('state_pages', 0)} stored pages, "
                      f"{counters.get('state_bytes', 0) / 1e6:.1f} MB in {state}")
     return "\n".join(lines)
 
 
-def summary_without_counters(rows: dict, elapsed: float, output: str) -> str:
+def _inputs_line(inputs: tuple[int, int]) -> str:
+    given, read = inputs
+    return f"  input files: {given}, read {read}" + (f", not read {given - read}" if given - read else "")
+
+
+def summary_without_counters(rows: dict, elapsed: float, output: str,
+                             inputs: tuple[int, int] | None = None) -> str:
     """The summary of a run whose runner reports no counters: the rows its files hold."""
     return "\n".join([
         f"sitestrip: finished in {elapsed:.1f} s (this runner reports no counters: "
         f"no record, skip or method counts)",
+        *([_inputs_line(inputs)] if inputs else []),
         "  rows written: " + ", ".join(f"{name} {n}" for name, n in rows.items()),
-        f"  output: {output}/pages, {output}/menus, {output}/errors",
+        f"  output: {output}/pages, {output}/menus, {output}/errors, {output}/sites",
     ])
 
 
@@ -296,15 +350,16 @@ def _looks_like_manifest(item: str) -> bool:
     return is_manifest(item)
 
 
-def _report_failure(reason: str, output: str, args) -> None:
+def _report_failure(reason: str, errors_root: str, args) -> None:
+    """The reason a run failed and its first errors (read from `errors_root`, the run's staging)."""
     try:
-        rows, total = first_errors(output)
+        rows, total = first_errors(errors_root)
     except Exception as exc:  # the errors dataset itself could not be read
         rows, total = [], 0
-        print(f"sitestrip: (cannot read {output}/errors: {exc})", file=sys.stderr)
-    lines = [f"sitestrip: run failed: {reason}."]
+        print(f"sitestrip: (cannot read the run's errors: {exc})", file=sys.stderr)
+    lines = [f"sitestrip: run failed: {reason}; nothing was published, {args.output} is unchanged."]
     if rows:
-        lines.append(f"First errors ({len(rows)} of {total} in {output}/errors):")
+        lines.append(f"First errors ({len(rows)} of {total}):")
         for r in rows:
             where = r["warc_file"] + (f" @{r['warc_offset']}" if r["warc_offset"] is not None else "")
             url = f" {r['url']}" if r["url"] else ""
@@ -315,8 +370,28 @@ def _report_failure(reason: str, output: str, args) -> None:
     print("\n".join(lines), file=sys.stderr)
 
 
+def unread_inputs(errors_root: str) -> list[dict]:
+    """The input files a run could not read at all (missing, empty, unreadable, not a WARC):
+    the errors rows of stage read about a whole file, as {"file", "error_class", "message"}."""
+    import pyarrow.parquet as pq
+    from apache_beam.io.filesystems import FileSystems
+
+    from sitestrip.pipeline.graph import dataset_prefix
+    out = []
+    for match in FileSystems.match([dataset_prefix(errors_root, "errors") + "-*"]):
+        for meta in match.metadata_list:
+            with FileSystems.open(meta.path) as fh:
+                table = pq.read_table(fh, columns=["url", "warc_file", "warc_offset", "stage",
+                                                   "error_class", "message"], use_threads=False)
+            for r in table.to_pylist():
+                if r["stage"] == "read" and r["warc_offset"] is None and r["url"] is None:
+                    out.append({"file": r["warc_file"], "error_class": r["error_class"],
+                                "message": r["message"]})
+    return sorted(out, key=lambda r: r["file"] or "")
+
+
 def _output_ready(output: str) -> bool:
-    """--output usable and cleared of an earlier run's part files; else the reason on stderr."""
+    """--output usable (watch mode: cleared of an earlier run's part files); else the reason on stderr."""
     from sitestrip.pipeline.graph import clear_outputs
     problem = check_output(output)
     if problem is None:
@@ -332,25 +407,61 @@ def _output_ready(output: str) -> bool:
 
 def check_output(output: str) -> str | None:
     """Why `output` cannot take a run's datasets, or None. Local paths are created and probed;
-    bucket URLs are left to the filesystem."""
+    bucket URLs are left to the filesystem. Dataset directories are not created here: an empty
+    one would read as an empty dataset until the run publishes."""
     if "://" in output:
         return None
     from sitestrip.schemas import DATASETS
     if os.path.exists(output) and not os.path.isdir(output):
         return f"--output {output} is a file, not a directory"
+    for name in DATASETS:
+        directory = os.path.join(output, name)
+        if os.path.exists(directory) and not os.path.isdir(directory):
+            return f"--output {output}: {directory} is a file, not a directory"
+    problem = _probe_directory(output)
+    return f"cannot write to --output {output}: {problem}" if problem else None
+
+
+def _probe_directory(directory: str) -> str | None:
+    """Create `directory` if needed and write and remove a file in it; the reason it fails, or None."""
     try:
-        for name in DATASETS:
-            directory = os.path.join(output, name)
-            if os.path.exists(directory) and not os.path.isdir(directory):
-                return f"--output {output}: {directory} is a file, not a directory"
-            os.makedirs(directory, exist_ok=True)
-            probe = os.path.join(directory, f".sitestrip-probe-{os.getpid()}")
-            with open(probe, "wb"):
-                pass
-            os.remove(probe)
+        os.makedirs(directory, exist_ok=True)
+        probe = os.path.join(directory, f".sitestrip-probe-{os.getpid()}")
+        with open(probe, "wb"):
+            pass
+        os.remove(probe)
     except OSError as exc:
-        return f"cannot write to --output {output}: {exc.strerror or exc}"
+        return exc.strerror or str(exc)
     return None
+
+
+def _same_or_inside(inner: str, outer: str) -> bool:
+    if "://" in inner or "://" in outer:
+        a, b = inner.rstrip("/"), outer.rstrip("/")
+    else:
+        a, b = os.path.realpath(inner), os.path.realpath(outer)
+    return a == b or a.startswith(b.rstrip("/") + "/")
+
+
+def check_state(state: str, output: str) -> str | None:
+    """Why `state` cannot be a run's --state, or None: checked before any work, since the state is
+    only written at the very end of a run."""
+    from sitestrip.pipeline.publish import SUCCESS
+    from sitestrip.schemas import DATASETS
+    if _same_or_inside(state, output):
+        return (f"--state {state} is inside --output {output}" if not _same_or_inside(output, state)
+                else f"--state {state} is the --output directory") + \
+            ": keep the state apart from the output (a run replaces its output's contents)"
+    if "://" in state:
+        return None
+    if os.path.exists(state) and not os.path.isdir(state):
+        return f"--state {state} is a file, not a directory"
+    if os.path.isdir(state) and not os.path.exists(os.path.join(state, "CURRENT")) and (
+            os.path.exists(os.path.join(state, SUCCESS))
+            or any(os.path.isdir(os.path.join(state, name)) for name in DATASETS)):
+        return f"--state {state} holds a run's output (pages/, _SUCCESS), not a state directory"
+    problem = _probe_directory(state)
+    return f"cannot write to --state {state}: {problem}" if problem else None
 
 
 def _local_runner(options, workers: int, worker_level: str):
@@ -382,6 +493,14 @@ def _local_runner(options, workers: int, worker_level: str):
 
 
 def run(argv: list[str], prog: str = "sitestrip run") -> int:
+    from sitestrip.pipeline.signals import Guard
+    # Until the run has a staging directory (its own handler then takes over) a signal has
+    # nothing to undo, but Beam's imports and the input listing take seconds: one line too.
+    with Guard(lambda: None):
+        return _run_command(argv, prog)
+
+
+def _run_command(argv: list[str], prog: str) -> int:
     use_system_allocator_for_arrow()      # `python run.py` comes here without main()
     bound_c_heap()
     from sitestrip.pipeline.console import import_beam_quietly, run_logging
@@ -391,6 +510,13 @@ def run(argv: list[str], prog: str = "sitestrip run") -> int:
     # Before any PipelineOptions exists: its constructor calls logging.basicConfig().
     with run_logging(logging.ERROR if args.quiet else logging.INFO,
                      logging.ERROR if args.quiet else logging.WARNING):
+        if args.quiet:
+            # dask.distributed logs through handlers of its own, set from its config when it is
+            # imported (here, and in the processes of a LocalCluster, which inherit this).
+            os.environ.setdefault("DASK_LOGGING__DISTRIBUTED", "error")
+            # The worker processes of a LocalCluster import Beam when their first task arrives;
+            # the preload imports it first, without its import-time warnings (pipeline/worker.py).
+            os.environ.setdefault("DASK_DISTRIBUTED__WORKER__PRELOAD", '["sitestrip.pipeline.worker"]')
         _register_dask_options(rest)
         unknown = unknown_options(rest)
         if unknown:
@@ -404,10 +530,13 @@ def run(argv: list[str], prog: str = "sitestrip run") -> int:
         if args.watch:
             _check_watch_args(parser, args)
             return _run_watch(args, rest)
-        for name in ("idle_timeout", "window", "poll_interval"):
+        for name in WATCH_OPTIONS:
             if getattr(args, name) is not None:
                 parser.error(f"--{name.replace('_', '-')} applies to --watch only")
         return _run(args, rest, sys.stderr.isatty())
+
+
+WATCH_OPTIONS = ("idle_timeout", "window", "poll_interval", "checkpoint_interval")
 
 
 def _check_watch_args(parser: argparse.ArgumentParser, args) -> None:
@@ -415,7 +544,9 @@ def _check_watch_args(parser: argparse.ArgumentParser, args) -> None:
         parser.error("--watch needs --input with one glob of the files to watch, e.g. 'landing/*.warc.gz'")
     if args.workers != 1:
         parser.error("--watch runs one local worker (a site's state is in one place); leave --workers out")
-    for name in ("idle_timeout", "window", "poll_interval"):
+    if args.checkpoint_interval is not None and args.state is None:
+        parser.error("--checkpoint-interval needs --state (the state it writes back)")
+    for name in WATCH_OPTIONS:
         value = getattr(args, name)
         if value is not None and not value > 0:
             parser.error(f"--{name.replace('_', '-')} must be greater than 0")
@@ -423,14 +554,32 @@ def _check_watch_args(parser: argparse.ArgumentParser, args) -> None:
 
 def _run_watch(args, beam_args: list[str]) -> int:
     """Watch mode (pipeline/watch.py): the local FnApiRunner unless --runner names another."""
+    import threading
+    import uuid
+
     import apache_beam as beam
+    from apache_beam.io.filesystems import FileSystems
     from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
 
-    from sitestrip.pipeline.watch import WATCH_DATASETS, build_watch_pipeline
+    from sitestrip.pipeline import publish
+    from sitestrip.pipeline.signals import Guard
+    from sitestrip.pipeline.state import state_files
+    from sitestrip.pipeline.watch import (WATCH_DATASETS, build_watch_pipeline, checkpoint_state, watch_schemas,
+                                          write_empty_parts)
     from sitestrip.transforms.state import StateError
 
     config = _run_config(args)
     if config is None:
+        return USAGE
+    if args.state is not None:
+        problem = check_state(args.state, args.output)
+        if problem:
+            print(f"sitestrip: {problem}", file=sys.stderr)
+            return USAGE
+    try:
+        seed_files = state_files(args.state) if args.state else []
+    except StateError as exc:
+        print(f"sitestrip: bad --state: {exc}", file=sys.stderr)
         return USAGE
     if not _output_ready(args.output):
         return USAGE
@@ -438,45 +587,100 @@ def _run_watch(args, beam_args: list[str]) -> int:
     # An unbounded source: Dataflow and Flink need streaming mode; the FnApiRunner ignores it.
     options.view_as(StandardOptions).streaming = True
     runner_name = options.get_all_options().get("runner")
-    runner = _runner_for(runner_name)
     if runner_name is None:
         from apache_beam.runners.portability.fn_api_runner import FnApiRunner
         runner = FnApiRunner()
+    else:
+        runner, problem = _make_runner(runner_name, options, args, False)
+        if problem:
+            print(f"sitestrip: {problem}", file=sys.stderr)
+            return USAGE
     pattern = args.input[0]
-    logging.getLogger("sitestrip").info("watching %s → %s%s", pattern, args.output,
-                                        f" (ends after {args.idle_timeout:g} s without a new file)"
-                                        if args.idle_timeout else "")
+    log = logging.getLogger("sitestrip")
+    log.info("watching %s → %s%s", pattern, args.output,
+             f" (ends after {args.idle_timeout:g} s without a new file)" if args.idle_timeout else "")
     started = time.monotonic()
+    working = None if args.state is None else FileSystems.join(args.state, f"_watch-{uuid.uuid4().hex[:12]}")
+    lock, stop = threading.Lock(), threading.Event()
+    saved, signature = [], [None]
+
+    def save_state():
+        with lock:
+            version, signature[0] = checkpoint_state(args.state, working, seed_files, signature[0])
+        if version:
+            saved.append(version)
+            log.info("state written back: %s", version)
+
+    def checkpoints():
+        while not stop.wait(args.checkpoint_interval or 300.0):
+            try:
+                save_state()
+            except Exception as exc:  # the next checkpoint, or the final one, tries again
+                log.warning("state checkpoint failed: %s", exc)
+
+    def on_signal():
+        if working is not None:
+            try:
+                save_state()
+            finally:
+                publish.remove_tree(working)
+
+    parts = args.part_files or 1
+    write_empty_parts(args.output, watch_schemas(config), parts, time.time())
     p = beam.Pipeline(runner=runner, options=options)
-    try:
-        build_watch_pipeline(p, pattern, args.output, config, state_dir=args.state,
-                             idle_timeout=args.idle_timeout,
-                             poll_interval=args.poll_interval if args.poll_interval is not None else 1.0,
-                             window_seconds=args.window if args.window is not None else 10.0,
-                             part_files=args.part_files or 1)
-    except StateError as exc:
-        print(f"sitestrip: bad --state: {exc}", file=sys.stderr)
-        return USAGE
-    try:
-        p.run().wait_until_finish()
-    except Exception as exc:
-        # A damaged stored page, found when its site first lands, ends the job (as in a batch run).
-        if "StateError" not in f"{type(exc).__name__} {exc}":
-            raise
-        message = str(exc).split("StateError: ")[-1].splitlines()[0]
-        print(f"sitestrip: bad --state: {message}", file=sys.stderr)
-        return FAILED_RUN
+    build_watch_pipeline(p, pattern, args.output, config, state_dir=args.state,
+                         idle_timeout=args.idle_timeout,
+                         poll_interval=args.poll_interval if args.poll_interval is not None else 1.0,
+                         window_seconds=args.window if args.window is not None else 10.0,
+                         part_files=parts, working_dir=working, stored_files=seed_files)
+    thread = None
+    if working is not None:
+        thread = threading.Thread(target=checkpoints, name="state-checkpoints", daemon=True)
+        thread.start()
+    message = "sitestrip: watch stopped; the rows written so far are kept" + (
+        f", the state written back to {args.state}" if args.state else "")
+    with Guard(on_signal, message) as guard:
+        try:
+            p.run().wait_until_finish()
+        except Exception as exc:
+            # A damaged stored page, found when its site first lands, ends the job (as in a batch
+            # run); the state is not written back from a job that failed.
+            stop.set()
+            if working is not None:
+                publish.remove_tree(working)
+            if "StateError" not in f"{type(exc).__name__} {exc}":
+                raise
+            message = _state_error_line(exc)
+            print(f"sitestrip: bad --state: {message}", file=sys.stderr)
+            return FAILED_RUN
+        stop.set()
+        if thread is not None:
+            thread.join()
+        if working is not None:
+            with guard.committing():
+                save_state()
+                publish.remove_tree(working)
     elapsed = time.monotonic() - started
     # From the files, not the counters: the FnApiRunner chains every bundle's metrics lazily,
     # one level per bundle, and a watch job polls in a bundle per --poll-interval, so querying
     # them after a long job exceeds Python's recursion limit (fn_runner.py, RunnerResult.metrics).
     rows = written_rows(args.output)
-    print("\n".join([
+    lines = [
         f"sitestrip: watch ended after {elapsed:.1f} s",
         "  rows written: " + ", ".join(f"{name} {rows[name]}" for name in WATCH_DATASETS),
         "  output: " + ", ".join(f"{args.output}/{name}" for name in WATCH_DATASETS),
-    ]), flush=True)
+    ]
+    if args.state:
+        lines.append(f"  state: {saved[-1] if saved else 'unchanged (no site processed)'} in {args.state}")
+    print("\n".join(lines), flush=True)
     return OK
+
+
+def _state_error_line(exc: Exception) -> str:
+    """The StateError's own message out of the runner's wrapping of it (Beam adds the step)."""
+    import re
+    line = str(exc).split("StateError: ")[-1].splitlines()[0]
+    return re.sub(r" \[while running '[^']*'\]", "", line)
 
 
 def _run_config(args):
@@ -486,92 +690,210 @@ def _run_config(args):
     try:
         return load_config(args.config)
     except ConfigError as exc:
-        print(f"sitestrip: bad config: {exc}", file=sys.stderr)
+        print(f"sitestrip: bad config: {_config_hint(args.config) or exc}", file=sys.stderr)
         return None
+
+
+def _config_hint(name: str | None) -> str | None:
+    """For a --config that is neither a file nor a preset's name: the presets, and the closest one."""
+    import difflib
+    import glob
+
+    from sitestrip.configs import CONFIG_DIR
+    if name is None or os.path.exists(name) or os.sep in name or name.endswith((".yaml", ".yml")):
+        return None
+    presets = sorted(os.path.basename(p)[:-5] for p in glob.glob(os.path.join(CONFIG_DIR, "*.yaml")))
+    close = difflib.get_close_matches(name, presets, n=1)
+    return (f"no preset or file named {name!r}" + (f" (did you mean {close[0]}?)" if close else "")
+            + f"; presets: {', '.join(presets)}, or give a YAML file's path")
+
+
+def _make_runner(runner_name: str | None, options, args, terminal: bool):
+    """The runner of a batch run, or a usage error's message: an unknown --runner is refused
+    here, before any work, not by Beam once the graph is built."""
+    import difflib
+
+    from apache_beam.runners.runner import create_runner
+    if runner_name is None:
+        return _local_runner(options, args.workers,
+                             "ERROR" if args.quiet else "WARNING" if terminal else "INFO"), None
+    runner = _runner_for(runner_name)
+    if runner is not None:
+        return runner, None
+    try:
+        return create_runner(runner_name), None
+    except (ValueError, ImportError, AttributeError, TypeError) as exc:
+        close = difflib.get_close_matches(runner_name, KNOWN_RUNNERS, n=1, cutoff=0.7)
+        if isinstance(exc, ImportError):
+            return None, f"--runner {runner_name}: cannot load it ({exc})"
+        return None, (f"unknown --runner {runner_name}" + (f" (did you mean {close[0]}?)" if close else "")
+                      + f"; Beam's runners: {', '.join(KNOWN_RUNNERS)}, or a runner class's full module path")
+
+
+def _counts(counters: dict | None) -> dict | None:
+    """The counts `_SUCCESS` records, from the run's counters (None: the runner reports none)."""
+    if not counters:
+        return None
+
+    def group(prefix):
+        return {k[len(prefix):]: v for k, v in sorted(counters.items()) if k.startswith(prefix) and v}
+    return {"records": sum(group("records_").values()), "records_by_type": group("records_"),
+            "skipped": group("skipped_"), "pages": counters.get("pages", 0),
+            "html_200": counters.get("html_200", 0), "methods": group("method_"),
+            "errors_by_stage": group("errors_")}
 
 
 def _run(args, beam_args: list[str], terminal: bool) -> int:
     import shutil
     import tempfile
+    import uuid
+    from datetime import datetime, timezone
 
     import apache_beam as beam
+    from apache_beam.io.filesystems import FileSystems
     from apache_beam.options.pipeline_options import PipelineOptions
 
+    from sitestrip.pipeline import publish
     from sitestrip.pipeline.graph import build_pipeline
     from sitestrip.pipeline.progress import ProgressMonitor
+    from sitestrip.pipeline.signals import Guard
+    from sitestrip.pipeline.state import current_version, next_version, write_current
     from sitestrip.pipeline.warc import expand_inputs
+    from sitestrip.schemas import SCHEMA_VERSION
     from sitestrip.transforms.state import StateError
 
+    def usage(message: str) -> int:
+        print(f"sitestrip: {message}", file=sys.stderr)
+        return USAGE
+
+    options = PipelineOptions(beam_args)
+    runner_name = options.get_all_options().get("runner")
+    local = runner_name is None
     config = _run_config(args)
     if config is None:
         return USAGE
     inputs = args.input
     if inputs is None:
         if not os.path.exists(SAMPLE_WARC):
-            print("sitestrip: no --input given and the embedded sample is not available "
-                  f"({SAMPLE_WARC}); install from a checkout with `pip install -e .`", file=sys.stderr)
-            return USAGE
+            return usage("no --input given and the embedded sample is not available "
+                         f"({SAMPLE_WARC}); install from a checkout with `pip install -e .`")
         inputs = [SAMPLE_WARC]
     try:
         paths = expand_inputs(inputs, args.input_prefix)
     except ValueError as exc:
-        print(f"sitestrip: {exc}", file=sys.stderr)
-        return USAGE
-    if not _output_ready(args.output):
-        return USAGE
-
-    options = PipelineOptions(beam_args)
-    runner_name = options.get_all_options().get("runner")
-    local = runner_name is None
-    runner, progress_dir = _runner_for(runner_name), None
+        return usage(str(exc))
+    problem = check_output(args.output)
+    if problem is None and args.state is not None:
+        problem = check_state(args.state, args.output)
+    if problem:
+        return usage(problem)
+    state_version = None
+    if args.state is not None:
+        try:
+            state_version = next_version(current_version(args.state))
+        except StateError as exc:
+            return usage(f"bad --state: {exc}")
     _one_file_per_dask_partition(options, runner_name)
-    if local:
-        runner = _local_runner(options, args.workers,
-                               "ERROR" if args.quiet else "WARNING" if terminal else "INFO")
-        if not args.quiet:
-            progress_dir = tempfile.mkdtemp(prefix="sitestrip-progress-")
+    runner, problem = _make_runner(runner_name, options, args, terminal)
+    if problem:
+        return usage(problem)
+
+    run_id = uuid.uuid4().hex[:12]
+    staging = publish.staging_dir(args.output, run_id)
+    progress_dir = tempfile.mkdtemp(prefix="sitestrip-progress-") if local and not args.quiet else None
     mode = "bar" if terminal else "log"
+    published = False
+
+    def abandon():
+        """What a run that does not publish leaves behind: nothing."""
+        publish.remove_tree(staging)
+        if state_version is not None and not published:
+            publish.remove_tree(FileSystems.join(args.state, state_version))
+        if progress_dir is not None:
+            shutil.rmtree(progress_dir, ignore_errors=True)
 
     logging.getLogger("sitestrip").info("%d WARC file(s) → %s", len(paths), args.output)
     started = time.monotonic()
-    try:
-        p = beam.Pipeline(runner=runner, options=options)
+    with Guard(abandon) as guard:
         try:
-            build_pipeline(p, paths, args.output, config, progress_dir, args.part_files, args.state)
-        except StateError as exc:
-            print(f"sitestrip: bad --state: {exc}", file=sys.stderr)
-            return USAGE
-        try:
-            if progress_dir is None:
-                result = p.run()
-                result.wait_until_finish()
-            else:
-                with _progress_display(mode), ProgressMonitor(progress_dir, len(paths), mode, args.progress_every):
+            p = beam.Pipeline(runner=runner, options=options)
+            try:
+                build_pipeline(p, paths, staging, config, progress_dir, args.part_files, args.state,
+                               state_version=state_version)
+            except StateError as exc:
+                return usage(f"bad --state: {exc}")
+            try:
+                if progress_dir is None:
                     result = p.run()
                     result.wait_until_finish()
-        except Exception as exc:
-            # A damaged stored page found by a worker fails the run before the state switches.
-            if "StateError" not in f"{type(exc).__name__} {exc}":
-                raise
-            message = str(exc).split("StateError: ")[-1].splitlines()[0]
-            print(f"sitestrip: bad --state: {message}; the state in {args.state} is unchanged",
-                  file=sys.stderr)
-            return FAILED_RUN
-    finally:
-        if progress_dir is not None:
-            shutil.rmtree(progress_dir, ignore_errors=True)
-    elapsed = time.monotonic() - started
-    try:
-        counters = _counters(result)
-    except Exception:  # some remote runners (Dask) do not report metrics back
-        print(summary_without_counters(written_rows(args.output), elapsed, args.output), flush=True)
-        return OK
-    print(summary(counters, elapsed, args.output, args.state), flush=True)
-    reason = failure(counters)
-    if reason:
-        _report_failure(reason, args.output, args)
-        return FAILED_RUN
-    return OK
+                else:
+                    with _progress_display(mode), ProgressMonitor(progress_dir, len(paths), mode,
+                                                                  args.progress_every):
+                        result = p.run()
+                        result.wait_until_finish()
+            except Exception as exc:
+                # A damaged stored page found by a worker fails the run before the state switches.
+                if "StateError" not in f"{type(exc).__name__} {exc}":
+                    raise
+                message = _state_error_line(exc)
+                print(f"sitestrip: bad --state: {message}; the state in {args.state} and the output "
+                      f"in {args.output} are unchanged", file=sys.stderr)
+                return FAILED_RUN
+            elapsed = time.monotonic() - started
+            try:
+                counters = _counters(result)
+            except Exception:  # some remote runners (Dask) do not report metrics back
+                counters = None
+            reason = failure(counters) if counters is not None else None
+            unread = [] if reason else unread_inputs(staging)
+            read = (len(paths), len(paths) - len(unread))
+            if counters is None:
+                print(summary_without_counters(written_rows(staging), elapsed, args.output, read), flush=True)
+            else:
+                # A failed run publishes nothing: no output line.
+                print(summary(counters, elapsed, None if reason else args.output, args.state,
+                              None if reason else read), flush=True)
+            if reason:
+                _report_failure(reason, staging, args)
+                return FAILED_RUN
+            files = publish.dataset_files(staging)
+            marker = publish.success_marker(
+                version=version(), schema_version=SCHEMA_VERSION, run_id=run_id,
+                finished=datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+                config_name=args.config or "default", config_digest_=publish.config_digest(config),
+                inputs=paths, unread=unread, counts=_counts(counters), files=files,
+                pages_meta=publish.pages_metadata(staging, files),
+                state=None if args.state is None else {"dir": args.state, "version": state_version})
+            guard.hold()
+            try:
+                publish.commit(staging, args.output, marker)
+                if args.state is not None:
+                    write_current(args.state, state_version)
+            except Exception as exc:
+                print(f"sitestrip: cannot publish the output in {args.output}: {exc}", file=sys.stderr)
+                return FAILED_RUN
+            published = True
+            for stale in publish.stale_staging(args.output):
+                publish.remove_tree(stale)
+            if unread and not allowed(args.allow_missing_inputs, len(unread), len(paths)):
+                _report_unread(unread, len(paths))
+                return FAILED_RUN
+            return OK
+        finally:
+            if not published:
+                abandon()
+            elif progress_dir is not None:
+                shutil.rmtree(progress_dir, ignore_errors=True)
+
+
+def _report_unread(unread: list[dict], inputs: int) -> None:
+    shown = FIRST_ERRORS * 4
+    lines = [f"sitestrip: {len(unread)} of {inputs} input file(s) could not be read "
+             f"(the rows of the others are published; --allow-missing-inputs to accept):"]
+    lines += [f"  {u['file']}: {u['error_class']}: {u['message']}" for u in unread[:shown]]
+    if len(unread) > shown:
+        lines.append(f"  ... and {len(unread) - shown} more (errors/, stage read)")
+    print("\n".join(lines), file=sys.stderr)
 
 
 def _progress_display(mode: str):
@@ -588,7 +910,7 @@ def _inspect_parser(prog: str) -> argparse.ArgumentParser:
         prog=prog, description="Write one self-contained HTML file showing a page of the archive "
         "with its template, main content and menu marked, as sitestrip computes them: the pages of "
         "the page's site are read from the inputs and compared as in a run. No Beam, no network.")
-    p.add_argument("--input", nargs="+", metavar="PATH", default=None,
+    p.add_argument("--input", nargs="+", action="extend", metavar="PATH", default=None,
                    help="WARC files, globs, directories or manifests, as for `run` "
                         "(default: the embedded sample WARC)")
     p.add_argument("--input-prefix", default=None, metavar="PREFIX",
@@ -607,6 +929,11 @@ def inspect(argv: list[str], prog: str = "sitestrip inspect") -> int:
     from sitestrip.pipeline.inspect_view import InspectError, inspect as inspect_page
     from sitestrip.pipeline.warc import expand_inputs
 
+    if args.input is None and not os.path.exists(SAMPLE_WARC):
+        # An installed wheel has no sample/ (it ships with a checkout).
+        print(f"sitestrip inspect: no --input given and the embedded sample is not installed "
+              f"({SAMPLE_WARC}); give the WARC files with --input", file=sys.stderr)
+        return 2
     try:
         config = load_config(args.config)
         paths = expand_inputs(args.input or [SAMPLE_WARC], args.input_prefix)
@@ -624,6 +951,20 @@ def inspect(argv: list[str], prog: str = "sitestrip inspect") -> int:
     return 0
 
 
+def _files_unlike_marker(output: str, marker: dict) -> str | None:
+    """How the datasets' part files differ from the ones `_SUCCESS` lists, or None (an output
+    copied half-way, or files added or removed by hand after the run)."""
+    from sitestrip.pipeline.publish import dataset_files
+    listed = {f["path"]: f["rows"] for d in marker["datasets"].values() for f in d["files"]}
+    found = {f["path"]: f["rows"] for files in dataset_files(output).values() for f in files}
+    missing, extra = sorted(set(listed) - set(found)), sorted(set(found) - set(listed))
+    other = sorted(p for p in set(listed) & set(found) if listed[p] != found[p])
+    parts = [f"{label} {', '.join(paths[:3])}" + (" ..." if len(paths) > 3 else "")
+             for label, paths in (("missing", missing), ("not listed", extra), ("other row counts", other))
+             if paths]
+    return "; ".join(parts) or None
+
+
 def _report_parser(prog: str) -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog=prog, description="Summarize a finished run from its Parquet output (pages, methods, "
@@ -635,6 +976,9 @@ def _report_parser(prog: str) -> argparse.ArgumentParser:
                    help="HTML file to write (default: RUN_DIR/report.html)")
     p.add_argument("--top", type=int, default=15, metavar="N",
                    help="sites listed in the largest-sites and menus tables (default 15)")
+    p.add_argument("--allow-incomplete", action="store_true",
+                   help="report on an output without _SUCCESS (a watch job's, or a run that did not "
+                        "finish) instead of refusing it; the report then says so at its top")
     return p
 
 
@@ -642,9 +986,30 @@ def report(argv: list[str], prog: str = "sitestrip report") -> int:
     args = _report_parser(prog).parse_args(argv)
     from sitestrip.pipeline.report import ReportError, write_report
 
+    from sitestrip.pipeline.publish import SUCCESS, read_success
+
     out = args.out or os.path.join(args.output, "report.html")
+    warning = None
     try:
-        html_path, md_path, summary_ = write_report(args.output, out, top=args.top)
+        marker = read_success(args.output)
+    except (ValueError, OSError) as exc:
+        print(f"sitestrip report: {exc}", file=sys.stderr)
+        return 2
+    if marker is None and ("://" in args.output or os.path.isdir(os.path.join(args.output, "pages"))):
+        warning = (f"{args.output} has no {SUCCESS}: it is not one complete run (a run that was stopped or "
+                   f"failed before publishing, a watch job's output, or an older sitestrip's), so its "
+                   f"files may be partial")
+    elif marker is not None:
+        mismatch = _files_unlike_marker(args.output, marker)
+        if mismatch:
+            warning = f"{args.output}'s files are not those its {SUCCESS} lists ({mismatch})"
+    if warning and not args.allow_incomplete:
+        print(f"sitestrip report: {warning}; --allow-incomplete to report on them anyway", file=sys.stderr)
+        return 2
+    if warning:
+        print(f"sitestrip report: WARNING: {warning}", file=sys.stderr)
+    try:
+        html_path, md_path, summary_ = write_report(args.output, out, top=args.top, warning=warning)
     except ReportError as exc:
         print(f"sitestrip report: {exc}", file=sys.stderr)
         return 2
@@ -764,6 +1129,15 @@ def _train_parser(prog: str) -> argparse.ArgumentParser:
     return parser
 
 
+# The `train` extra's libraries (pyproject.toml), by import name.
+TRAIN_LIBRARIES = ("lightgbm", "sklearn")
+
+
+def missing_train_libraries() -> list[str]:
+    import importlib.util
+    return [name for name in TRAIN_LIBRARIES if importlib.util.find_spec(name) is None]
+
+
 def train(argv: list[str], prog: str = "sitestrip train") -> int:
     args = _train_parser(prog).parse_args(argv)
     from sitestrip.bench.blockdata import concat, corpus_blocks
@@ -772,6 +1146,11 @@ def train(argv: list[str], prog: str = "sitestrip train") -> int:
     from sitestrip.configs import load_config
     if args.folds < 2:
         print(f"{prog}: --folds must be at least 2", file=sys.stderr)
+        return 2
+    missing = missing_train_libraries()
+    if missing:
+        print(f"{prog}: needs the train extra (LightGBM, scikit-learn), missing {', '.join(missing)}: "
+              f"pip install 'sitestrip[train]' (in a checkout: pip install -e '.[train]')", file=sys.stderr)
         return 2
     try:
         config = load_config(args.config)
@@ -849,9 +1228,11 @@ def main(argv: list[str] | None = None) -> int:
     except (AttributeError, ValueError, OSError):   # io.UnsupportedOperation is an OSError
         pass
     use_system_allocator_for_arrow()
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["run"]:
+        return run(argv[1:])        # it imports Beam itself, under its signal handler
     from sitestrip.pipeline.console import import_beam_quietly
     import_beam_quietly()
-    argv = sys.argv[1:] if argv is None else argv
     parser = argparse.ArgumentParser(
         prog="sitestrip",
         description="Site-level template removal and content extraction for WARC archives.")

@@ -43,6 +43,35 @@ def import_beam_quietly() -> None:
         from apache_beam.runners.portability.fn_api_runner import FnApiRunner  # noqa: F401
 
 
+class StateErrorTraceback(logging.Filter):
+    """Drops the traceback Beam logs for a DoFn that raised a StateError (a damaged stored page
+    of --state): Beam logs every DoFn exception before it re-raises it, and the run's command
+    line reports this one as one line naming the file and the page."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        seen = set()
+        while exc is not None and id(exc) not in seen:
+            seen.add(id(exc))
+            if type(exc).__name__ == "StateError" or "StateError" in str(exc):
+                return False
+            exc = exc.__cause__ or exc.__context__
+        return "StateError" not in record.getMessage()
+
+
+# The loggers that report a failing DoFn or bundle with its traceback.
+DOFN_FAILURE_LOGGERS = ("apache_beam.runners.common", "apache_beam.runners.worker.sdk_worker",
+                        "apache_beam.runners.worker.bundle_processor",
+                        "apache_beam.runners.portability.fn_api_runner.fn_runner")
+
+
+def hide_state_error_tracebacks() -> None:
+    for name in DOFN_FAILURE_LOGGERS:
+        logger = logging.getLogger(name)
+        if not any(isinstance(f, StateErrorTraceback) for f in logger.filters):
+            logger.addFilter(StateErrorTraceback())
+
+
 @contextlib.contextmanager
 def run_logging(level: int, beam_level: int):
     """Console logging at `level` (Beam's own loggers at `beam_level`) for the block; the
@@ -53,6 +82,7 @@ def run_logging(level: int, beam_level: int):
         logging.basicConfig(format=FORMAT, datefmt=DATE_FORMAT)
     root.setLevel(level)
     beam.setLevel(beam_level)
+    hide_state_error_tracebacks()
     try:
         yield
     finally:

@@ -109,7 +109,12 @@ class ReadWarcFile(_Reporting):
         with stream:
             for item, read_ms in with_read_ms(iter_warc_records(stream, path, self.limits)):
                 self.report(records=1)
-                if isinstance(item, Skipped):
+                if isinstance(item, Skipped) and item.reason == "empty_file":
+                    # A 0-byte input is an input lost (a failed copy, a truncated upload), not
+                    # a record: an errors row names it, and the command line counts it unread.
+                    yield _error(url=None, warc_file=path, warc_offset=None, stage="read",
+                                 error_class="EmptyFile", message="the file is empty (0 bytes)")
+                elif isinstance(item, Skipped):
                     _count(f"records_{item.record_type or 'none'}")
                     _count(f"skipped_{item.reason}")
                 elif isinstance(item, ReadError):
@@ -298,8 +303,13 @@ def dataset_prefix(output: str, name: str) -> str:
 
 
 def clear_outputs(output: str) -> None:
-    """Remove part files of an earlier run, and temporary files a failed run left
-    (pipeline/parts.py), so a dataset never mixes two runs."""
+    """Remove part files of an earlier run, temporary files a failed run left
+    (pipeline/parts.py) and the earlier run's _SUCCESS, so a dataset never mixes two runs and
+    no marker describes files that are gone (watch mode, which writes into the output)."""
+    from sitestrip.pipeline.publish import SUCCESS
+    marker = FileSystems.join(output, SUCCESS)
+    if FileSystems.exists(marker):
+        FileSystems.delete([marker])
     for name in DATASETS:
         prefix = dataset_prefix(output, name)
         directory, base = FileSystems.split(prefix)
@@ -350,7 +360,7 @@ def _merged_state(item, params):
 
 def build_pipeline(p: beam.Pipeline, warc_paths: list[str], output: str, config: Config,
                    progress_dir: str | None = None, part_files: int | None = None,
-                   state_dir: str | None = None):
+                   state_dir: str | None = None, state_version: str | None = None):
     """Add the sitestrip graph to `p`; returns the pages, menus and errors PCollections of rows
     (the sites rows, SPEC §11, are written alongside).
 
@@ -361,7 +371,9 @@ def build_pipeline(p: beam.Pipeline, warc_paths: list[str], output: str, config:
     (pipeline/progress.py). With `state_dir` (pipeline/state.py), each site shard also
     gets its site's stored pages of earlier runs as candidates, and the new state is
     written as the next version, switched to only after every part is written; its
-    files are checked here, before any worker starts (StateError names a bad one)."""
+    files are checked here, before any worker starts (StateError names a bad one). With
+    `state_version` the new state is written as that version and CURRENT is left alone: the
+    caller moves it (pipeline/cli.py does, once the output is published)."""
     parts = part_files if part_files is not None else max(1, len(warc_paths))
     read = (p
             # One file per element; the reshuffle spreads files over workers. (Create's own
@@ -375,7 +387,7 @@ def build_pipeline(p: beam.Pipeline, warc_paths: list[str], output: str, config:
         grouped = keyed | "GroupBySite" >> beam.GroupByKey()
     else:
         files = state_files(state_dir)
-        version = next_version(current_version(state_dir))
+        version = state_version or next_version(current_version(state_dir))
         stored = (p
                   | "StateFiles" >> beam.Create(files)
                   | "ReadState" >> beam.FlatMap(read_state_file))
@@ -411,13 +423,16 @@ def build_pipeline(p: beam.Pipeline, warc_paths: list[str], output: str, config:
                          | "WriteState" >> WriteParts(
                              {"state": PartDataset(version_prefix(state_dir, version), STATE, ("site", "url"))},
                              parts))
-        # CURRENT moves only after the new version and the output datasets are written.
-        switched = ((tuple(written) + (state_written,))
-                    | "BeforeSwitch" >> beam.Flatten()
-                    | "OneKey" >> beam.Map(lambda path: (None, path))
-                    | "AllParts" >> beam.GroupByKey()
-                    | "SwitchState" >> beam.Map(lambda _: write_current(state_dir, version)))
-        written = written + [switched]
+        if state_version:
+            written = written + [state_written]
+        else:
+            # CURRENT moves only after the new version and the output datasets are written.
+            switched = ((tuple(written) + (state_written,))
+                        | "BeforeSwitch" >> beam.Flatten()
+                        | "OneKey" >> beam.Map(lambda path: (None, path))
+                        | "AllParts" >> beam.GroupByKey()
+                        | "SwitchState" >> beam.Map(lambda _: write_current(state_dir, version)))
+            written = written + [switched]
     # The written file names of all datasets, so that the last step of the graph
     # depends on every write (the DaskRunner runs only what the last step needs).
     _ = tuple(written) | "AllWritten" >> beam.Flatten()

@@ -3,10 +3,13 @@
 Beam's `WriteToParquet` finalizes through side inputs, which Beam's DaskRunner
 never passes (docs/runners.md, "Dask"), so sitestrip writes its datasets itself:
 
-- A dataset has a fixed number of part files, `part-00000-of-00004.parquet` and
-  so on, under the same prefix as before (`graph.dataset_prefix`). Every part
-  is written, an empty one too, so a reader always finds the schema and the
-  count in the names is the count on disk.
+- A dataset has a fixed number of parts, `part-00000-of-00004.parquet` and so
+  on, under the same prefix as before (`graph.dataset_prefix`). A part without
+  rows is not written, except part 0, so a dataset always has a file (a reader
+  finds its schema) and an input of 90,000 files does not leave 90,000 empty
+  errors files. "-of-N" is the number of parts, not the number of files on disk:
+  whether a run is complete is told by `_SUCCESS` (pipeline/publish.py), which
+  lists every file with its rows.
 - A row goes to part crc32(its identifying fields) mod parts (`PART_KEYS`):
   crc32, not Python's hash(), which is salted per process. Hashing the row's
   identity rather than its site spreads even a hot site's pages over all parts,
@@ -17,8 +20,9 @@ never passes (docs/runners.md, "Dask"), so sitestrip writes its datasets itself:
   place through Beam's FileSystems (local, gs://, s3://, hdfs://), so a
   reader never sees half a file, and an attempt that a runner retries or runs
   twice rewrites the same bytes. Temporary names begin with "_", which
-  pyarrow, Spark and Hive skip when they list a dataset; `graph.clear_outputs`
-  removes any a failed run left.
+  pyarrow, Spark and Hive skip when they list a dataset. A batch run writes its
+  parts into a staging directory that is published as a whole
+  (pipeline/publish.py), so a failed run's temporary files go with it.
 
 A part is sorted before its rows are unpacked: each row crosses the shuffle with its
 sort key (`sort_key`, the order Arrow's sort gives), the writer sorts the keys and

@@ -435,13 +435,15 @@ def render_html(s: dict) -> str:
     timing_html = (f"<h2>CPU time per page</h2>{_table(TIMING_HEADERS, _timing_rows(s), numeric=(1, 2, 3))}"
                    if s["timing"] else "")
     version = f" · schema version {_e(s['schema_version'])}" if s["schema_version"] else ""
+    warning = (f'<p style="background:#fff3bf;border:2px solid #c92a2a;padding:8px"><b>Warning:</b> '
+               f'{_e(s["warning"])}</p>') if s.get("warning") else ""
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>sitestrip report: {_e(s['run_dir'])}</title>
 <style>{_CSS}</style></head>
 <body><main>
-<h1>sitestrip run report</h1>
+<h1>sitestrip run report</h1>{warning}
 <p class="meta">{_e(s['run_dir'])} · generated {_e(s['generated'])}{version} · status: {_e(status)}</p>
 <div class="cards">{cards}</div>
 <h2>Method mix</h2>
@@ -492,6 +494,7 @@ def render_markdown(s: dict) -> str:
     version = f" · schema version {s['schema_version']}" if s["schema_version"] else ""
     out = [
         "# sitestrip run report", "",
+        *([f"**Warning: {s['warning']}**", ""] if s.get("warning") else []),
         f"`{s['run_dir']}` · generated {s['generated']}{version}", "",
         _md_table(("", ""), [(k, v) for k, v in _cards(s)]), "",
         "## Method mix", "",
@@ -524,11 +527,13 @@ def render_markdown(s: dict) -> str:
     return "\n".join(out)
 
 
-def write_report(run_dir: str, out: str, top: int = 15) -> tuple[str, str, dict]:
-    """Write the HTML report to `out` and its Markdown twin next to it; (html path, md path, summary)."""
+def write_report(run_dir: str, out: str, top: int = 15, warning: str | None = None) -> tuple[str, str, dict]:
+    """Write the HTML report to `out` and its Markdown twin next to it; (html path, md path, summary).
+    `warning` is shown at the top of both (an output that is not one complete run)."""
     if top < 1:
         raise ReportError("--top must be 1 or more")
     summary = summarize(run_dir, top)
+    summary["warning"] = warning
     md_path = os.path.splitext(out)[0] + ".md"
     directory = os.path.dirname(os.path.abspath(out))
     os.makedirs(directory, exist_ok=True)

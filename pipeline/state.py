@@ -5,12 +5,14 @@
 
 A run reads the version CURRENT names, writes its new state as a new version directory
 (pipeline/parts.py: every part written under a temporary name and renamed into place),
-and only when every part is written replaces CURRENT (a temporary file renamed over it:
-atomic on a local or POSIX filesystem; on object stores, a copy, so a reader racing the
-switch may miss CURRENT for a moment, never see a half-written state). A run that fails
-or is interrupted leaves CURRENT and the version it names untouched; its partial version
-directory is garbage a later run ignores. Older versions are kept (delete them at will:
-only the one CURRENT names is read). Any directory or bucket Beam's FileSystems reach.
+and once its output is published (pipeline/publish.py) the command line replaces CURRENT
+(a temporary file renamed over it: atomic on a local or POSIX filesystem; on object
+stores, a copy, so a reader racing the switch may miss CURRENT for a moment, never see a
+half-written state). A run that fails or is interrupted leaves CURRENT and the version it
+names untouched and removes its unfinished version directory (one killed outright leaves
+it: garbage a later run ignores). A watch job writes versions at its checkpoints
+(pipeline/watch.py). Older versions are kept (delete them at will: only the one CURRENT
+names is read). Any directory or bucket Beam's FileSystems reach.
 """
 from __future__ import annotations
 

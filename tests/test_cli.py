@@ -26,7 +26,7 @@ REPO = Path(__file__).resolve().parent.parent
 # The children find sitestrip through its install, as in a user's shell: a PYTHONPATH
 # to the checkout would also let a bare `import pipeline` pass.
 ENV = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-SUMMARY_LINES = 8      # finished, records, skipped, pages, errors, template clusters, compact pages, output
+SUMMARY_LINES = 9      # finished, input files, records, skipped, pages, errors, template clusters, compact pages, output
 
 
 def page(title, links=("/a.html", "/b.html", "/c.html")):
@@ -127,7 +127,7 @@ def test_html_read_but_no_pages_row_fails(tmp_path):
     code, out, err = cli("run", "--input", warc, "--output", tmp_path / "o", "--quiet", cwd=tmp_path)
     assert code == 1 and "pages: 0 " in out
     assert "run failed: 2 HTML page(s) were read but no pages row was written" in err
-    assert "First errors (2 of 2 in" in err
+    assert "First errors (2 of 2):" in err
     assert err.count(" read BadUrl in ") == 2
 
 

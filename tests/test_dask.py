@@ -133,7 +133,7 @@ def outputs(dask_cluster, corpus, tmp_path_factory):
     _run(files, root / "fn", "--config", preset)
     proc, _ = _run(files, root / "dask", "--config", preset, "--runner=DaskRunner",
                    f"--dask_client_address={dask_cluster}")
-    return root / "fn", root / "dask", proc.stdout
+    return root / "fn", root / "dask", proc.stdout, proc.stderr
 
 
 def _rows(output, name):
@@ -149,10 +149,13 @@ def test_the_cli_runs_on_the_cluster_and_writes_the_same_parts(outputs):
     Three input files → three parts per dataset (only part 0 is written when empty), named
     as on the FnApiRunner; menus and errors have no timing column, so their files are the
     same bytes on both runners (rows sorted within a part, pipeline/parts.py)."""
-    fn, dask, summary = outputs
+    fn, dask, summary, err = outputs
     # The DaskRunner reports no counters: the summary says so and counts the written rows.
     assert "this runner reports no counters" in summary
-    assert "rows written: pages 15, menus 3, errors 1" in summary
+    assert "rows written: pages 15, menus 3, errors 1, sites " in summary
+    assert "input files: 3, read 3" in summary
+    assert f"{dask}/sites" in summary
+    assert err == "", err[-2000:]       # --quiet: no distributed.* log lines
     for name in DATASETS:
         names = sorted(p.name for p in (dask / name).iterdir())
         assert names[0] == "part-00000-of-00003.parquet" and all(n.endswith("-of-00003.parquet")
@@ -166,7 +169,7 @@ def test_the_cli_runs_on_the_cluster_and_writes_the_same_parts(outputs):
 def test_rows_on_dask_equal_the_fnapi_runners(outputs):
     """The same pages, menus and errors rows on the cluster as on the FnApiRunner: 15 pages
     rows (10 + 3 + 2) and the one errors row, each once (a repeated row would show here)."""
-    fn, dask, _ = outputs
+    fn, dask, _, _ = outputs
     for name in DATASETS:
         assert _rows(dask, name) == _rows(fn, name), name
     assert len(_rows(fn, "pages")) == 15
@@ -180,7 +183,7 @@ def test_the_hot_site_is_split_on_both_runners(outputs):
     complete subdigraph of template_n = 2: method `linked`. With the whole site in one shard
     (no preset), the menu that links all 10 pages gives each /a/ page a subdigraph of the
     other /a/ page and /b/p0.html (`cs`), which this test would refuse."""
-    fn, dask, _ = outputs
+    fn, dask, _, _ = outputs
     for output in (fn, dask):
         pages = ds.dataset(str(output / "pages"), format="parquet").to_table().to_pylist()
         in_a = {row["url"]: row for row in pages if row["url"].startswith(f"{HOT}/a/")}
@@ -208,3 +211,45 @@ def test_the_cli_reads_one_warc_file_per_dask_partition():
     options = PipelineOptions([])
     _one_file_per_dask_partition(options, None)
     assert options.view_as(DaskOptions).partition_size is None
+
+
+def test_sigterm_stops_a_dask_run_and_its_local_cluster(tmp_path, corpus):
+    """Without --dask_client_address Beam starts a LocalCluster in child processes: SIGTERM ends
+    the run with 143 and one line, the cluster's processes stopped, the previous output kept.
+    The signal is sent once a cluster worker has opened the FIFO input (mid-run)."""
+    import errno
+    import hashlib
+    import signal
+
+    from sitestrip.pipeline.signals import descendants
+    files, preset = corpus
+    out = tmp_path / "out"
+    _run(files, out)
+    before = {p: hashlib.sha256(p.read_bytes()).hexdigest() for p in out.rglob("*") if p.is_file()}
+    fifo = tmp_path / "landing.warc.gz"
+    os.mkfifo(fifo)
+    proc = subprocess.Popen([sys.executable, "-m", "sitestrip.pipeline.cli", "run", "--input", str(fifo), *files,
+                             "--output", str(out), "--quiet", "--runner=DaskRunner"],
+                            env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+    while True:
+        try:
+            fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+            break
+        except OSError as exc:
+            if exc.errno != errno.ENXIO:
+                raise
+        if proc.poll() is not None:
+            pytest.fail(f"the run ended before reading its input: {proc.communicate()}")
+        time.sleep(0.05)
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(b"WARC/1.0\r\n")
+        fh.flush()
+        children = descendants(proc.pid)
+        proc.send_signal(signal.SIGTERM)
+        stdout, err = proc.communicate(timeout=120)
+    assert proc.returncode == 143, err[-2000:]
+    assert err == "sitestrip: interrupted; previous output kept\n" and stdout == ""
+    assert {p: hashlib.sha256(p.read_bytes()).hexdigest() for p in out.rglob("*") if p.is_file()} == before
+    assert children
+    from sitestrip.pipeline.signals import _running
+    assert not [pid for pid in children if _running(pid)]

@@ -635,3 +635,13 @@ def test_chromium_hover_shows_a_blocks_probability(tmp_path):
         info = etree.fromstring(dom.encode(), etree.HTMLParser()).find(".//*[@id='ss-hover-info']")
         assert info.get("data-ss-shown") == node
         assert line in [" ".join(div.itertext()) for div in info], list(info.itertext())
+
+
+def test_inspect_without_input_where_the_sample_is_not_installed(tmp_path, capsys, monkeypatch):
+    """An installed wheel has no sample/: one line saying to give --input, not a path error."""
+    from sitestrip.pipeline import cli
+    monkeypatch.setattr(cli, "SAMPLE_WARC", str(tmp_path / "sample" / "sitestrip-sample.warc.gz"))
+    assert main(["inspect", "--url", "https://www.sqlite.org/about.html", "--out", str(tmp_path / "p.html")]) == 2
+    err = capsys.readouterr().err
+    assert "the embedded sample is not installed" in err and "--input" in err
+    assert len(err.strip().splitlines()) == 1

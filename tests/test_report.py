@@ -100,3 +100,36 @@ def test_charts_escape_labels_and_handle_empty_data():
     etree.fromstring(svg.encode())                       # well-formed XML
     assert "nothing to show" in histogram_svg([0, 0], ["a", "b"], "empty")
     assert "nothing to show" in hbar_svg([], "none")
+
+
+def test_an_output_without_success_is_refused_or_reported_with_a_warning(run_dir, tmp_path, capsys):
+    """A run stopped before publishing (or a watch job's output) has no _SUCCESS: its files may
+    be part of a run, so the report refuses them unless asked, and then says so at its top."""
+    import shutil
+    partial = tmp_path / "partial"
+    shutil.copytree(run_dir, partial)
+    (partial / "_SUCCESS").unlink()
+    for name in ("report.html", "report.md"):
+        if (partial / name).exists():
+            (partial / name).unlink()
+    capsys.readouterr()
+    assert main(["report", "--output", str(partial)]) == 2
+    err = capsys.readouterr().err
+    assert "has no _SUCCESS" in err and "--allow-incomplete" in err and len(err.strip().splitlines()) == 1
+    assert not (partial / "report.html").exists()
+    assert main(["report", "--output", str(partial), "--allow-incomplete"]) == 0
+    assert "WARNING" in capsys.readouterr().err
+    assert "Warning:" in (partial / "report.html").read_text() and "Warning:" in (partial / "report.md").read_text()
+
+
+def test_an_output_whose_files_differ_from_its_success_is_refused(run_dir, tmp_path, capsys):
+    """_SUCCESS names every file with its rows: a part file missing (a copy cut short) is
+    refused as incomplete."""
+    import shutil
+    partial = tmp_path / "partial"
+    shutil.copytree(run_dir, partial)
+    next((partial / "pages").glob("part-*.parquet")).unlink()
+    capsys.readouterr()
+    assert main(["report", "--output", str(partial), "--out", str(tmp_path / "r.html")]) == 2
+    err = capsys.readouterr().err
+    assert "are not those its _SUCCESS lists (missing pages/part-" in err

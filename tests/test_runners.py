@@ -168,8 +168,8 @@ def _build_tools_missing():
         return "the 'build' package is not installed"
     import setuptools
     major, minor = (int(x) for x in setuptools.__version__.split(".")[:2])
-    if (major, minor) < (68, 0):
-        return f"setuptools {setuptools.__version__} is older than [build-system]'s >=68"
+    if (major, minor) < (77, 0):
+        return f"setuptools {setuptools.__version__} is older than [build-system]'s >=77"
     if importlib.util.find_spec("wheel") is None:
         return "the 'wheel' package named in [build-system] is not installed"
     return None
@@ -220,7 +220,7 @@ def _check_members(names, prefix=""):
 @pytest.mark.slow
 @pytest.mark.skipif(_build_tools_missing() is not None,
                     reason=f"packaging tools: {_build_tools_missing()}; "
-                           "pip install build 'setuptools>=70.1' wheel")
+                           "pip install build 'setuptools>=77' wheel")
 def test_setup_file_and_extra_package_stage_the_whole_project(tmp_path):
     """--setup_file ./pyproject.toml: Beam 2.77 builds an sdist of a
     pyproject-only project with `python -m build` and stages it as
@@ -264,7 +264,7 @@ def test_setup_file_and_extra_package_stage_the_whole_project(tmp_path):
 @pytest.mark.slow
 @pytest.mark.skipif(_build_tools_missing() is not None,
                     reason=f"packaging tools: {_build_tools_missing()}; "
-                           "pip install build 'setuptools>=70.1' wheel")
+                           "pip install build 'setuptools>=77' wheel")
 def test_the_wheel_installed_alone_runs_the_sample(tmp_path):
     """The wheel pip-installed into an empty directory (--target; the dependencies come
     from this environment), with that directory first on sys.path and the checkout
@@ -314,3 +314,21 @@ def test_the_wheel_installed_alone_runs_the_sample(tmp_path):
                          cwd=elsewhere, env=env, capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stderr
     assert "  pages: 59 " in run.stdout and "errors by stage: none" in run.stdout
+
+
+def test_pyproject_lists_every_importable_folder_and_an_spdx_license():
+    """setuptools warns when a folder under a package is importable (a name Python accepts,
+    holding files) but not in `packages` (transforms/models/ was), and when `project.license`
+    is a table (deprecated for an SPDX string): a build of the wheel prints neither."""
+    tomllib = pytest.importorskip("tomllib")
+    data = tomllib.loads((REPO / "pyproject.toml").read_text())
+    tool = data["tool"]["setuptools"]
+    assert isinstance(data["project"]["license"], str)
+    listed = set(tool["packages"])
+    for package, directory in tool["package-dir"].items():
+        for folder, subdirs, files in os.walk(REPO / directory):
+            subdirs[:] = [d for d in subdirs if d.isidentifier() and d != "__pycache__"]
+            rel = Path(folder).relative_to(REPO / directory)
+            name = ".".join((package, *rel.parts))
+            if files and all(part.isidentifier() for part in rel.parts):
+                assert name in listed, f"{name} ({folder}) is not in [tool.setuptools] packages"

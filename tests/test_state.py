@@ -154,3 +154,14 @@ def test_state_stays_within_its_bounds_on_a_5000_page_site():
     assert len(kept) == 64 * 4 and len({p.template_cluster for p in kept}) == 64
     assert sum(p.representative for p in kept) == 64
     assert merge_site_state("big.test", kept, params) == kept
+
+
+def test_state_candidate_urls_is_empty_not_null_while_the_state_is_empty(tmp_path):
+    """A run with --state over a new (empty) state: no candidate is a stored page, so every row
+    says [] (null is kept for runs without --state)."""
+    warc = _warc(tmp_path / "one.warc.gz", NAMES[:3])
+    code, out = _run(tmp_path, "out", warc, tmp_path / "state")
+    assert code == 0
+    assert [r["state_candidate_urls"] for r in _rows(out).values()] == [[], [], []]
+    assert main(["run", "--input", warc, "--output", str(tmp_path / "plain"), "--quiet"]) == 0
+    assert [r["state_candidate_urls"] for r in _rows(str(tmp_path / "plain")).values()] == [None, None, None]

@@ -371,3 +371,16 @@ def test_gzip_and_plain_files_hold_the_same_document(tmp_path):
     plain = _write(tmp_path / "same.json")
     packed = _write(tmp_path / "same.json.gz")
     assert gzip.decompress(open(packed, "rb").read()) == open(plain, "rb").read()
+
+
+def test_train_without_the_train_extra_says_which_extra_to_install(tmp_path, capsys, monkeypatch):
+    """No LightGBM installed: one line naming the extra, before any corpus is read."""
+    import importlib.util
+
+    from sitestrip.pipeline.cli import main as cli_main
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "lightgbm" else real(name, *a))
+    assert cli_main(["train", "--corpus", str(tmp_path / "nothing"), "--out", str(tmp_path / "m.json.gz")]) == 2
+    err = capsys.readouterr().err
+    assert "needs the train extra" in err and "missing lightgbm" in err and "[train]" in err
+    assert len(err.strip().splitlines()) == 1

@@ -2,11 +2,14 @@
 job runs are read once each, a site's stored pages carry over from file to file in Beam user
 state (and from --state), rows are written while the job runs, and --idle-timeout ends it."""
 import os
+import re
 import subprocess
 import sys
 import time
+from collections import Counter
 
 import pyarrow.dataset as ds
+import pyarrow.parquet as pq
 import pytest
 from apache_beam.utils.timestamp import Timestamp
 
@@ -112,7 +115,17 @@ def test_every_page_of_every_landed_file_has_one_row_and_state_carries_over(tmp_
     assert set(delta["candidate_urls"]) <= set(site[:3])
     assert _rows(out, "errors") == []
     assert {r["site"] for r in _rows(out, "sites")} == {"site.test", "other.test"}
-    assert "rows written: pages 6, errors 0, sites " in stdout, stderr
+    assert re.search(r"rows written: pages 6, menus \d+, errors 0, sites ", stdout), stdout
+    # Menus per batch of a site: summed over a (site, signature)'s rows, the pages carrying it.
+    carried = Counter((r["site"], r["menu_signature"]) for r in rows if r["menu_links"] and r["menu_signature"])
+    menus = Counter()
+    for m in _rows(out, "menus"):
+        menus[(m["site"], m["menu_signature"])] += m["pages"]
+    assert menus == carried and menus
+    # Every dataset has its empty part 0 from the job's start, so each reads with its schema.
+    for name in ("pages", "menus", "errors", "sites"):
+        assert any(pq.ParquetFile(path).metadata.num_rows == 0 and "-00000000-00000-of-" in path.name
+                   for path in (tmp_path / "out" / name).glob("part-*.parquet")), name
 
 
 def _watch_delta_with_state(tmp_path, state, out, idle):
@@ -136,8 +149,9 @@ def test_watch_seeds_a_site_from_the_state_of_a_batch_run(tmp_path):
     """A batch run with --state reads alpha, beta, gamma; a watch run with the same --state
     then gets delta alone: its stored pages come from the state directory (read on the
     site's first batch), so, as in the batch incremental run, delta's candidates are the
-    stored pages and its method is cs, not page_only. Watch mode reads the state, never
-    writes it: CURRENT is unchanged."""
+    stored pages and its method is cs, not page_only. When the job ends (idle timeout) it
+    writes the state back as the next version: the seed's pages and delta's, and a batch run
+    over a new page of the site then takes its candidates from it, delta among them."""
     state = tmp_path / "state"
     first = write_warc(tmp_path / "one.warc.gz",
                        [response(f"https://site.test/{n}.html", _page(n)) for n in NAMES[:3]])
@@ -151,7 +165,57 @@ def test_watch_seeds_a_site_from_the_state_of_a_batch_run(tmp_path):
     assert row["url"] == "https://site.test/delta.html" and row["method"] == "cs"
     assert set(row["state_candidate_urls"]) == set(row["candidate_urls"])
     assert set(row["candidate_urls"]) <= {f"https://site.test/{n}.html" for n in NAMES[:3]}
-    assert (state / "CURRENT").read_text() == current
+    assert (state / "CURRENT").read_text() != current
+    assert _stored_urls(state) == {f"https://site.test/{n}.html" for n in NAMES}
+    assert not [p for p in state.iterdir() if p.name.startswith("_watch-")]
+    _a_batch_run_continues_from(tmp_path, state)
+
+
+def _stored_urls(state):
+    return {r["url"] for path in state_files(str(state)) for r in pq.read_table(path, columns=["url"]).to_pylist()}
+
+
+def _a_batch_run_continues_from(tmp_path, state):
+    """A batch run over a page that links only delta: delta comes from the written-back state."""
+    epsilon = write_warc(tmp_path / "five.warc.gz", [response(
+        "https://site.test/epsilon.html",
+        b"<html><body><ul id=menu><li><a href='/delta.html'>Delta</a></li></ul><p>Epsilon words.</p></body></html>")])
+    assert main(["run", "--input", epsilon, "--output", str(tmp_path / "after"), "--state", str(state),
+                 "--quiet"]) == 0
+    (row,) = ds.dataset(str(tmp_path / "after" / "pages"), format="parquet").to_table().to_pylist()
+    assert "https://site.test/delta.html" in row["state_candidate_urls"]
+
+
+def test_a_stopped_watch_job_writes_its_state_back(tmp_path):
+    """No idle timeout: the job runs until a SIGTERM, sent once delta's row is on disk. It ends
+    with 143 and one line, its state written back (delta among the stored pages), no working
+    directory left, and its rows kept."""
+    import signal
+    state, _ = _batch_state(tmp_path)
+    current = (state / "CURRENT").read_text()
+    staging, landing, out = tmp_path / "staging", tmp_path / "landing", str(tmp_path / "out")
+    staging.mkdir()
+    landing.mkdir()
+    delta = write_warc(staging / "two.warc.gz", [response("https://site.test/delta.html", _page("delta"))])
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "sitestrip.pipeline.cli", "run", "--watch", "--input",
+         os.path.join(landing, "*.warc.gz"), "--output", out, "--poll-interval", "0.2", "--window", "1",
+         "--quiet", "--state", str(state)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        _land(delta, str(landing))
+        _wait_for_rows(out, {"https://site.test/delta.html"}, proc)
+        proc.send_signal(signal.SIGTERM)
+        _stdout, stderr = proc.communicate(timeout=JOB_LIMIT_S)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 143, stderr
+    assert stderr.startswith("sitestrip: watch stopped; the rows written so far are kept, the state written back")
+    assert len(stderr.strip().splitlines()) == 1
+    assert (state / "CURRENT").read_text() != current
+    assert "https://site.test/delta.html" in _stored_urls(state)
+    assert not [p for p in state.iterdir() if p.name.startswith("_watch-")]
+    assert [r["url"] for r in _rows(out)] == ["https://site.test/delta.html"]
 
 
 @pytest.mark.parametrize("argv, message", [
@@ -226,3 +290,58 @@ def test_a_damaged_stored_page_ends_the_watch_job_naming_it(tmp_path):
     proc, stderr = _watch_delta_with_state(tmp_path, state, str(tmp_path / "out"), idle="30")
     assert proc.returncode == 1
     assert "bad --state" in stderr and "damaged stored page" in stderr and "site.test" in stderr
+
+
+def test_the_state_is_checkpointed_while_the_job_runs(tmp_path):
+    """--checkpoint-interval: once delta's site has been processed, a new state version holding
+    delta appears while the job is still running (it ends only after its idle timeout)."""
+    state, _ = _batch_state(tmp_path)
+    current = (state / "CURRENT").read_text()
+    staging, landing, out = tmp_path / "staging", tmp_path / "landing", str(tmp_path / "out")
+    staging.mkdir()
+    landing.mkdir()
+    delta = write_warc(staging / "two.warc.gz", [response("https://site.test/delta.html", _page("delta"))])
+    proc = _watch(str(landing), out, "--state", str(state), "--checkpoint-interval", "0.5", idle="60")
+    try:
+        _land(delta, str(landing))
+        deadline = time.monotonic() + ROWS_LIMIT_S
+        while (state / "CURRENT").read_text() == current:
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline, "no checkpoint"
+            time.sleep(0.2)
+        assert proc.poll() is None
+        assert "https://site.test/delta.html" in _stored_urls(state)
+        proc.terminate()
+        proc.communicate(timeout=JOB_LIMIT_S)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 143
+
+
+def test_checkpoint_interval_needs_state(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(["run", "--watch", "--input", "a/*.warc.gz", "--checkpoint-interval", "5"])
+    assert exit_.value.code == 2 and "--checkpoint-interval needs --state" in capsys.readouterr().err
+
+
+def test_a_checkpoint_without_a_changed_site_writes_no_version(tmp_path):
+    """checkpoint_state: no site file → no version; a site file → a version with the seed's other
+    sites and the file's pages; the same files again → no new version; a changed file → one."""
+    from sitestrip.pipeline.state import current_version
+    from sitestrip.pipeline.watch import checkpoint_state, write_site_state
+    from sitestrip.pipeline.state import read_state_file
+    state, path = _batch_state(tmp_path)
+    working = str(state / "_watch-test")
+    os.makedirs(working)
+    seed = state_files(str(state))
+    assert checkpoint_state(str(state), working, seed)[0] is None
+    stored = [page for _site, page in read_state_file(path)]
+    write_site_state(working, "site.test", stored[:1])
+    version, signature = checkpoint_state(str(state), working, seed)
+    assert version is not None and current_version(str(state)) == version
+    assert len(_stored_urls(state)) == 1
+    assert checkpoint_state(str(state), working, seed, signature) == (None, signature)
+    write_site_state(working, "site.test", stored)
+    version2, _ = checkpoint_state(str(state), working, seed, signature)
+    assert version2 not in (None, version) and len(_stored_urls(state)) == len(stored)

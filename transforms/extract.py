@@ -697,7 +697,7 @@ def process_site(site: str, records: Iterable[PageRecord], config, model=None,
         if k not in replaced:
             _menu_columns(row, menu)
     for row in page_rows:
-        if stored:
+        if state is not None:      # a run with --state: [] while its state holds nothing yet
             row["state_candidate_urls"] = [u for u in row["candidate_urls"] or () if u in from_state]
         yield "pages", _released_row(row)
     clusters = links.clusters if links is not None else None
