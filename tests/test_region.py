@@ -11,10 +11,12 @@ from sitestrip.transforms.region import (LEVELS, OWN_COLUMNS, REGION_FEATURE_NAM
 COL = {name: i for i, name in enumerate(REGION_FEATURE_NAMES)}
 
 # Five blocks: an article of three paragraphs in container 10 (level 1) inside 20 (level 2),
-# then two teasers in container 11 inside 21; every level above is the body (0).
+# the first two lines of one paragraph (owner 5, level 0), then two teasers in container 11
+# inside 21; every level above is the body (0).
 P = np.array([0.9, 0.8, 0.7, 0.4, 0.2])
 WORDS = np.array([10, 20, 10, 5, 5])
-ANCESTORS = np.array([[10, 20, 0, 0], [10, 20, 0, 0], [10, 20, 0, 0], [11, 21, 0, 0], [11, 21, 0, 0]])
+ANCESTORS = np.array([[5, 10, 20, 0, 0], [5, 10, 20, 0, 0], [6, 10, 20, 0, 0], [7, 11, 21, 0, 0],
+                      [8, 11, 21, 0, 0]])
 
 
 def features():
@@ -49,6 +51,9 @@ def test_containers_hold_their_share_of_the_expected_main_words():
     assert share[:3] == pytest.approx([32 / 35] * 3)
     assert share[3:] == pytest.approx([3 / 35] * 2)
     assert column("anc1_mean_p")[3] == pytest.approx(3 / 10)
+    # Level 0: the owner. The first two blocks are lines of one paragraph: (9 + 16) / 30.
+    assert column("anc0_mean_p")[:2] == pytest.approx([25 / 30] * 2)
+    assert column("anc0_blocks_log") == pytest.approx([math.log1p(2)] * 2 + [math.log1p(1)] * 3)
     # Level 3 is the body for every block: all expected words, all blocks.
     assert column("anc3_main_share") == pytest.approx([1.0] * 5)
     assert column("anc3_blocks_log") == pytest.approx([math.log1p(5)] * 5)
@@ -80,5 +85,5 @@ def test_no_likely_block_and_no_block():
 def test_owner_ancestors_stop_at_the_root():
     # 0 body, 1 div, 2 p, 3 text: the p's ancestors are 1, then 0, 0, 0.
     parent = np.array([-1, 0, 1, 2])
-    assert owner_ancestors(parent, np.array([2])).tolist() == [[1, 0, 0, 0]]
-    assert owner_ancestors(parent, np.array([0])).tolist() == [[0, 0, 0, 0]]
+    assert owner_ancestors(parent, np.array([2])).tolist() == [[2, 1, 0, 0, 0]]
+    assert owner_ancestors(parent, np.array([0])).tolist() == [[0, 0, 0, 0, 0]]

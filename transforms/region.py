@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import numpy as np
 
-REGION_FEATURE_SET = "region-v1"
-LEVELS = (1, 2, 3, 4)
+REGION_FEATURE_SET = "region-v2"
+LEVELS = (0, 1, 2, 3, 4)
 _WINDOWS = (2, 5, 15)
 _OFFSETS = (1, 2, 3)
 # Block columns the region model reads as they are (transforms/features.py names).
@@ -129,9 +129,11 @@ def own_columns(X: np.ndarray, column: dict) -> np.ndarray:
 
 
 def owner_ancestors(parent: np.ndarray, owner: np.ndarray) -> np.ndarray:
-    """int64[blocks, len(LEVELS)]: each level's ancestor of the owners (the root stays the root)."""
+    """int64[blocks, len(LEVELS)]: each level's ancestor of the owners, level 0 the owner itself
+    (the root stays the root)."""
     out = np.empty((owner.size, len(LEVELS)), dtype=np.int64)
     at = owner.astype(np.int64)
+    out[:, 0] = at
     for k in range(max(LEVELS)):
         up = parent[at]
         at = np.where(up >= 0, up, at)
