@@ -22,6 +22,7 @@ which saw its site.
 """
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass
 
@@ -167,8 +168,7 @@ def _with_page_types(data: BlockDataset, proba: np.ndarray) -> BlockDataset:
     """`data` with each block's page-type columns set to its page's probabilities."""
     X = data.X.copy()
     X[:, _PAGE_TYPE_COLUMNS] = proba[data.page].astype(np.float32)
-    return BlockDataset(X, data.y, data.words, data.aligned, data.group, data.page, data.pages,
-                        data.ancestors, data.page_features)
+    return dataclasses.replace(data, X=X)
 
 
 # ---------------------------------------------------------------- region
@@ -221,8 +221,7 @@ class CrossValidation:
 
 
 def _relabelled(data: BlockDataset) -> BlockDataset:
-    return BlockDataset(data.X, product_labels(data), data.words, data.aligned, data.group, data.page,
-                        data.pages, data.ancestors, data.page_features)
+    return dataclasses.replace(data, y=product_labels(data))
 
 
 def cross_validate(data: BlockDataset, kind: str, params: MainContentParams, folds: int = 5, seed: int = SEED,

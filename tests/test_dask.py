@@ -18,6 +18,7 @@ from pathlib import Path
 import pyarrow.dataset as ds
 import pytest
 
+from fifos import opened_by_the_run
 from warcs import HTML_UTF8, response, write_warc
 
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("distributed") is None,
@@ -217,7 +218,6 @@ def test_sigterm_stops_a_dask_run_and_its_local_cluster(tmp_path, corpus):
     """Without --dask_client_address Beam starts a LocalCluster in child processes: SIGTERM ends
     the run with 143 and one line, the cluster's processes stopped, the previous output kept.
     The signal is sent once a cluster worker has opened the FIFO input (mid-run)."""
-    import errno
     import hashlib
     import signal
 
@@ -231,17 +231,7 @@ def test_sigterm_stops_a_dask_run_and_its_local_cluster(tmp_path, corpus):
     proc = subprocess.Popen([sys.executable, "-m", "sitestrip.pipeline.cli", "run", "--input", str(fifo), *files,
                              "--output", str(out), "--quiet", "--runner=DaskRunner"],
                             env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path)
-    while True:
-        try:
-            fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
-            break
-        except OSError as exc:
-            if exc.errno != errno.ENXIO:
-                raise
-        if proc.poll() is not None:
-            pytest.fail(f"the run ended before reading its input: {proc.communicate()}")
-        time.sleep(0.05)
-    with os.fdopen(fd, "wb") as fh:
+    with opened_by_the_run(fifo, proc) as fh:
         fh.write(b"WARC/1.0\r\n")
         fh.flush()
         children = descendants(proc.pid)

@@ -2,8 +2,6 @@
 describes exactly a complete run, and a refused, failed or interrupted re-run leaves the previous
 output (and --state) byte for byte as it was. Runs are child processes of the command line, the
 interrupted ones stopped by a real SIGINT/SIGTERM while their pipeline reads an input."""
-import contextlib
-import errno
 import hashlib
 import json
 import os
@@ -11,7 +9,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -20,6 +17,7 @@ import pytest
 from sitestrip.pipeline import publish
 from sitestrip.pipeline.cli import allowed, _allowance
 from sitestrip.pipeline.state import CURRENT
+from fifos import opened_by_the_run
 from warcs import response, write_warc
 
 REPO = Path(__file__).resolve().parent.parent
@@ -201,7 +199,7 @@ def test_a_signal_stops_the_run_and_keeps_the_previous_output_and_state(tmp_path
     proc = subprocess.Popen([sys.executable, "-m", "sitestrip.pipeline.cli", "run", "--input", fifo, *warcs,
                              "--output", str(out), "--state", str(state), "--workers", str(workers)],
                             cwd=tmp_path, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    with _opened_by_the_run(fifo, proc) as fh:
+    with opened_by_the_run(fifo, proc) as fh:
         fh.write(b"WARC/1.0\r\n")
         fh.flush()
         children = _children(proc.pid)
@@ -217,22 +215,6 @@ def test_a_signal_stops_the_run_and_keeps_the_previous_output_and_state(tmp_path
         assert not _alive(pid), f"child process {pid} outlived the run"
 
 
-@contextlib.contextmanager
-def _opened_by_the_run(fifo, proc):
-    """The FIFO opened for writing, which succeeds only once the run has it open for reading."""
-    while True:
-        try:
-            fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
-            break
-        except OSError as exc:
-            if exc.errno != errno.ENXIO:
-                raise
-        if proc.poll() is not None:
-            pytest.fail(f"the run ended before reading its input: {proc.communicate()}")
-        time.sleep(0.05)
-    os.set_blocking(fd, True)
-    with os.fdopen(fd, "wb") as fh:
-        yield fh
 
 
 def _children(pid):
@@ -388,7 +370,7 @@ def test_a_signal_before_the_pipeline_starts_is_one_line_too(tmp_path, rerun, si
     proc = subprocess.Popen([sys.executable, "-m", "sitestrip.pipeline.cli", "run", "--input", manifest,
                              "--output", str(out), "--state", str(state)],
                             cwd=tmp_path, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    with _opened_by_the_run(manifest, proc):
+    with opened_by_the_run(manifest, proc):
         proc.send_signal(getattr(signal, signame))
         stdout, err = proc.communicate(timeout=120)
     assert proc.returncode == 128 + getattr(signal, signame)

@@ -128,13 +128,18 @@ def test_every_page_of_every_landed_file_has_one_row_and_state_carries_over(tmp_
                    for path in (tmp_path / "out" / name).glob("part-*.parquet")), name
 
 
-def _watch_delta_with_state(tmp_path, state, out, idle):
-    """A watch job with --state over an empty landing folder; delta's WARC file lands; the
-    job runs to its end: (process, stderr)."""
+def _delta_to_land(tmp_path):
+    """(an empty landing folder, delta's WARC file written beside it, ready to land)."""
     staging, landing = tmp_path / "staging", tmp_path / "landing"
     staging.mkdir()
     landing.mkdir()
-    delta = write_warc(staging / "two.warc.gz", [response("https://site.test/delta.html", _page("delta"))])
+    return landing, write_warc(staging / "two.warc.gz", [response("https://site.test/delta.html", _page("delta"))])
+
+
+def _watch_delta_with_state(tmp_path, state, out, idle):
+    """A watch job with --state over an empty landing folder; delta's WARC file lands; the
+    job runs to its end: (process, stderr)."""
+    landing, delta = _delta_to_land(tmp_path)
     proc = _watch(str(landing), out, "--state", str(state), idle=idle)
     try:
         _land(delta, str(landing))
@@ -193,10 +198,8 @@ def test_a_stopped_watch_job_writes_its_state_back(tmp_path):
     import signal
     state, _ = _batch_state(tmp_path)
     current = (state / "CURRENT").read_text()
-    staging, landing, out = tmp_path / "staging", tmp_path / "landing", str(tmp_path / "out")
-    staging.mkdir()
-    landing.mkdir()
-    delta = write_warc(staging / "two.warc.gz", [response("https://site.test/delta.html", _page("delta"))])
+    landing, delta = _delta_to_land(tmp_path)
+    out = str(tmp_path / "out")
     proc = subprocess.Popen(
         [sys.executable, "-m", "sitestrip.pipeline.cli", "run", "--watch", "--input",
          os.path.join(landing, "*.warc.gz"), "--output", out, "--poll-interval", "0.2", "--window", "1",
@@ -297,10 +300,8 @@ def test_the_state_is_checkpointed_while_the_job_runs(tmp_path):
     delta appears while the job is still running (it ends only after its idle timeout)."""
     state, _ = _batch_state(tmp_path)
     current = (state / "CURRENT").read_text()
-    staging, landing, out = tmp_path / "staging", tmp_path / "landing", str(tmp_path / "out")
-    staging.mkdir()
-    landing.mkdir()
-    delta = write_warc(staging / "two.warc.gz", [response("https://site.test/delta.html", _page("delta"))])
+    landing, delta = _delta_to_land(tmp_path)
+    out = str(tmp_path / "out")
     proc = _watch(str(landing), out, "--state", str(state), "--checkpoint-interval", "0.5", idle="60")
     try:
         _land(delta, str(landing))

@@ -120,11 +120,18 @@ def instance_mask(page: CompactPage) -> np.ndarray:
     return has_tag(tag, _ALWAYS_INSTANCE) | leafish
 
 
+def hidden_elements(page: CompactPage) -> np.ndarray:
+    """Per node: an element the markup hides (page.F_HIDDEN), never BODY, whose display:none
+    is an anti-flicker style a script lifts."""
+    hidden = (page.flags & F_HIDDEN) != 0
+    hidden[0] = False
+    return hidden
+
+
 def hidden_text(page: CompactPage, nodes: np.ndarray) -> np.ndarray | None:
-    """Per node of `nodes`: inside an element with page.F_HIDDEN other than BODY (None: the page
-    hides nothing). Subtrees are preorder ranges: a running count of hidden starts minus ends."""
-    hidden = np.flatnonzero((page.flags & F_HIDDEN) != 0)
-    hidden = hidden[hidden > 0]
+    """Per node of `nodes`: inside a hidden element (hidden_elements; None: the page hides
+    nothing). Subtrees are preorder ranges: a running count of hidden starts minus ends."""
+    hidden = np.flatnonzero(hidden_elements(page))
     if hidden.size == 0:
         return None
     diff = np.zeros(page.size + 1, dtype=np.int64)

@@ -192,13 +192,3 @@ def classify_page(model: BlockModel, page, url: str, blocks: Blocks, texts: list
         proba = block_proba(model, features, blocks.group, blocks.words, params)
     proba = np.where(hidden_blocks(features), 0.0, proba)
     return PageClassification(proba, proba >= model.threshold, model.threshold, label, types)
-
-
-def classify_blocks(model: BlockModel, blocks: Blocks, features: np.ndarray,
-                    params: MainContentParams) -> tuple[np.ndarray, np.ndarray, float]:
-    """(content probability per block, main blocks, threshold) of one page, without the page
-    type and region stages (a model trained without them)."""
-    if blocks.count == 0:
-        return np.zeros(0), np.zeros(0, dtype=bool), model.threshold
-    proba = block_proba(model, features, blocks.group, blocks.words, params)
-    return proba, proba >= model.threshold, model.threshold

@@ -22,7 +22,7 @@ from sitestrip.transforms.conex_page import main_content, main_content_and_featu
 from sitestrip.transforms.classify import classify_page, load_main_content_model
 from sitestrip.transforms.clusters import ClusterCandidates, cluster_pages, cluster_rows, cluster_signatures, page_signature
 from sitestrip.transforms.conex_site import site_main_content
-from sitestrip.transforms.features import SiteSignals, block_features, text_keys
+from sitestrip.transforms.features import SiteSignals, block_features, text_keys, without_site
 from sitestrip.transforms.link_blocks import drop_link_blocks
 from sitestrip.transforms.menex import Menu, MenexParams, detect_menu, menu_scores
 from sitestrip.transforms.output import OutputParams, declared_columns, main_language, main_markdown
@@ -436,7 +436,7 @@ def analyse_page(record: PageRecord, pages: dict, links, config, site_blocks: Si
     UNPACKED.touch(page)
     budget = _Budget(config.site.page_budget_ms, spent_ms=own_ms)
     timing = dict(record.timing_ms)
-    dropped = []
+    dropped = []           # near-duplicate candidates left out of the template vote
     if links is not None:
         with _Stage(timing, "candidates", budget):
             for_template = _select(record, page, links, config.candidates.for_template())
@@ -456,9 +456,8 @@ def analyse_page(record: PageRecord, pages: dict, links, config, site_blocks: Si
             menu, menu_scores_of_page = _menu(record, config.menex, timing, budget)
             analysis = PageAnalysis(method=for_template.method, main=np.zeros(page.size, dtype=bool),
                                     menu=menu, timing=timing, template=template,
-                                    for_template=for_template, for_conex=for_conex or for_template)
-            if dropped:
-                analysis.notes.append(f"near-duplicate candidate pages left out: {len(dropped)}")
+                                    for_template=for_template, for_conex=for_conex or for_template,
+                                    notes=_dropped_notes(dropped))
             if config.site_menus.enabled:
                 with _Stage(timing, "menex", budget):
                     analysis.menu_proposal = propose_menus(page, template.template, config.menex,
@@ -482,9 +481,7 @@ def analyse_page(record: PageRecord, pages: dict, links, config, site_blocks: Si
     timing = dict(record.timing_ms)
     menu, _ = _menu(record, config.menex, timing, budget)
     analysis = PageAnalysis(method="page_only", main=np.zeros(page.size, dtype=bool), menu=menu,
-                            timing=timing)
-    if dropped:
-        analysis.notes.append(f"near-duplicate candidate pages left out: {len(dropped)}")
+                            timing=timing, notes=_dropped_notes(dropped))
     if blocks_wanted:
         with _Stage(timing, "blocks", budget):
             timing["blocks"] = own_ms
@@ -496,9 +493,14 @@ def analyse_page(record: PageRecord, pages: dict, links, config, site_blocks: Si
     return analysis
 
 
+def _dropped_notes(dropped: list) -> list:
+    return [f"near-duplicate candidate pages left out: {len(dropped)}"] if dropped else []
+
+
 def _without(selection: CandidateSelection, dropped: list) -> CandidateSelection:
     """The selection less the `dropped` candidates; page_only when none is left."""
-    keep = [i for i, url in enumerate(selection.candidates) if url not in set(dropped)]
+    dropped = set(dropped)
+    keep = [i for i, url in enumerate(selection.candidates) if url not in dropped]
     if not keep:
         return CandidateSelection("page_only", [], 0, selection.pages_loaded, [])
     sources = [selection.sources[i] for i in keep] if selection.sources else []
@@ -533,8 +535,7 @@ def _classify(record: PageRecord, analysis: PageAnalysis, own: PageBlocks, signa
         if fallback:
             # The site's signals said everything is template or nothing is content: the page is
             # judged as a page of its own, as a single-page site is.
-            features = block_features(page, own.blocks, own.texts, conex_main=conex_main, menu_node=menu_node,
-                                      site=None, conex_features=conex_features)
+            features = without_site(analysis.features)
             alone = classify_page(model, page, record.url, own.blocks, own.texts, features, config.main_content)
             if alone.selected.any():
                 analysis.features, result = features, alone

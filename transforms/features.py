@@ -24,9 +24,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sitestrip.transforms.blocks import GROUPS, Blocks, nearest_marked
+from sitestrip.transforms.blocks import GROUPS, Blocks, hidden_elements, nearest_marked
 from sitestrip.transforms.conex_page import ContentFeatures, content_features, standardize
-from sitestrip.transforms.page import (F_HIDDEN, F_IN_LINK, HINT_BIT, HINT_NAMES, KNOWN_TAGS, TAG_ID, TEXT, CompactPage,
+from sitestrip.transforms.page import (F_IN_LINK, HINT_BIT, HINT_NAMES, KNOWN_TAGS, TAG_ID, TEXT, CompactPage,
                                        has_tag, tag_table)
 from sitestrip.transforms.page_type import PAGE_TYPES
 from sitestrip.transforms.tree import elements_below, links_below, subtree_sum, words_below
@@ -395,12 +395,10 @@ def _role_columns(page: CompactPage, blocks: Blocks, owner: np.ndarray, texts: l
             reach = np.maximum.accumulate(end[starts])
             k_before = np.searchsorted(starts, first, side="right") - 1
             x[:, col[f"in_{name}"]] = (k_before >= 0) & (reach[np.maximum(k_before, 0)] > first)
-    # Inside an element that says it is not shown (page.F_HIDDEN), never BODY: an anti-flicker
-    # display:none on BODY is lifted by a script. How much that element holds tells a hidden
-    # heading or label (a few words) from a collapsed tab, accordion or a wrapper a script
-    # toggles (whole sections), which a reader can open.
-    hidden = (page.flags & F_HIDDEN) != 0
-    hidden[0] = False
+    # Inside an element the markup hides (blocks.hidden_elements). How much that element holds
+    # tells a hidden heading or label (a few words) from a collapsed tab, accordion or a wrapper
+    # a script toggles (whole sections), which a reader can open.
+    hidden = hidden_elements(page)
     if hidden.any():
         nearest = nearest_marked(page, hidden)[first]
         x[:, col["hidden_element"]] = nearest >= 0
@@ -639,16 +637,32 @@ def _group_size(keys: np.ndarray) -> np.ndarray:
     return counts[inverse.ravel()]
 
 
+_SITE_COLUMNS = slice(_COLUMN["has_site"], _COLUMN["text_site_share"] + 1)
+
+
+def _no_site(x: np.ndarray) -> None:
+    """The site columns of a page without another page of its site: missing, but has_site and
+    the page_only method."""
+    x[:, _SITE_COLUMNS] = np.nan
+    x[:, _COLUMN["has_site"]] = 0.0
+    x[:, _COLUMN["method_page_only"]] = 1.0
+
+
+def without_site(features: np.ndarray) -> np.ndarray:
+    """A copy of a page's block features as block_features computes them with site=None: only
+    the site columns depend on the site, so nothing else is computed again."""
+    out = features.copy()
+    _no_site(out)
+    return out
+
+
 def _site_columns(page: CompactPage, blocks: Blocks, owner: np.ndarray, site: SiteSignals | None,
                   x: np.ndarray, up) -> None:
     """`up`: the owners' ancestors by level (_ancestors, or _structure_compiled's rows), at
     least max(_REGION_LEVELS) levels."""
     col = _COLUMN
-    site_cols = list(range(col["has_site"], col["text_site_share"] + 1))
     if site is None:
-        x[:, site_cols] = np.nan
-        x[:, col["has_site"]] = 0.0
-        x[:, col["method_page_only"]] = 1.0
+        _no_site(x)
         return
     x[:, col["has_site"]] = 1.0
     x[:, col["site_pages_log"]] = np.log1p(site.site_pages)

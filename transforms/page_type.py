@@ -26,7 +26,6 @@ from sitestrip.transforms.page import TAG_ID, TEXT, CompactPage
 PAGE_TYPES = ("article", "documentation", "forum", "product", "listing", "collection", "service")
 # The column's value for a page without any text block: nothing to judge.
 OTHER = "other"
-ALL_PAGE_TYPES = PAGE_TYPES + (OTHER,)
 PAGE_FEATURE_SET = "page-type-v1"
 
 # URL path words per family: one feature each, word parts of the path's segments.

@@ -70,7 +70,6 @@ def region_features(p: np.ndarray, words: np.ndarray, own: np.ndarray, ancestors
         return out.astype(np.float32)
     p = np.asarray(p, dtype=np.float64)
     w = np.asarray(words, dtype=np.float64)
-    i = 0
     out[:, 0] = p
     clipped = np.clip(p, 1e-6, 1 - 1e-6)
     out[:, 1] = np.log(clipped / (1 - clipped))
