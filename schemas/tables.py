@@ -17,7 +17,9 @@ import pyarrow as pa
 # `language`, `language_score`, and what the page declares (`html_lang`, `canonical_url`,
 # `description`, `published_date`, `author`); timing_ms gained `markdown` and `language`.
 # 4: pages gained `page_type` and `page_type_score` (docs/algorithms.md "Page type").
-SCHEMA_VERSION = "4"
+# 5: pages gained `content_hash`, `near_signature`, `duplicate_of`, `duplicate_of_record` and
+# `duplicate_kind` (docs/algorithms.md "Duplicates"); timing_ms gained `duplicates`.
+SCHEMA_VERSION = "5"
 
 LINK = pa.struct([("url", pa.string()), ("text", pa.string())])
 
@@ -27,7 +29,7 @@ LINK = pa.struct([("url", pa.string()), ("text", pa.string())])
 # their features) and "classify" (the block model) are SPEC §10's main content;
 # "markdown" and "language" make main_markdown and language from it.
 TIMING_STAGES = ("read", "parse", "candidates", "etdm", "template", "site_conex",
-                 "page_conex", "menex", "blocks", "classify", "markdown", "language", "total")
+                 "page_conex", "menex", "blocks", "classify", "markdown", "language", "duplicates", "total")
 TIMING = pa.struct([(stage, pa.float32()) for stage in TIMING_STAGES])
 
 METHODS = ("cs", "partial_cs", "linked", "cluster", "site_sample", "page_only")
@@ -74,6 +76,13 @@ PAGES = pa.schema([
     ("template_cluster", pa.string()),     # SPEC §11 cluster id (sites dataset); null: not clustered
     # With --state: the candidate URLs that are stored pages of earlier runs (null without).
     ("state_candidate_urls", pa.list_(pa.string())),
+    # Duplicates (transforms/duplicates.py); all null when duplicates are off or main_text has
+    # no word. content_hash: BLAKE2b-64 (hex) of main_text's case-folded words.
+    ("content_hash", pa.string()),
+    ("near_signature", pa.binary()),       # MinHash of main_text's word shingles: uint32 LE values
+    ("duplicate_of", pa.string()),         # the canonical page's url; null: canonical or unique
+    ("duplicate_of_record", pa.string()),  # the canonical page's warc_record_id
+    ("duplicate_kind", pa.string()),       # capture | exact | near | exact_across_sites
     ("words_page", pa.int32()),
     ("words_main", pa.int32()),
     ("html_bytes", pa.int64()),
