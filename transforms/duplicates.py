@@ -40,9 +40,8 @@ from typing import Sequence
 import numpy as np
 
 KINDS = ("capture", "exact", "near", "exact_across_sites")
-# The MinHash family is fixed (seed), so signatures of any run, worker or state file
-# compare; a different num_perm makes signatures that do not.
-MINHASH_SEED = 0x5173
+# Signatures hold no randomness (the shingle hashes are the permutation), so signatures of
+# any run, worker or state file compare; a different num_perm makes signatures that do not.
 # LSH bands: num_perm values in bands of BAND_ROWS; two pages agreeing on a whole band are
 # checked. With 4 rows a pair at Jaccard 0.8 shares a band with probability 1 - (1 - 0.8^4)^16
 # > 0.999 (64 values), one at 0.3 with 0.12.

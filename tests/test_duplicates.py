@@ -1,0 +1,194 @@
+"""Duplicate pages (transforms/duplicates.py) and captures of one URL (transforms/extract.py)."""
+import random
+
+import numpy as np
+import pytest
+
+from sitestrip.configs import config_from_dict, load_config
+from sitestrip.transforms.duplicates import (DuplicateParams, Fingerprint, agreement, content_hash,
+                                             find_duplicates, minhash, near_signature, shingle_hashes,
+                                             signature_bytes, signature_from_bytes, word_hashes)
+from sitestrip.transforms.extract import PageRecord, process_site
+from sitestrip.transforms.page import parse_page
+
+from fruit import ARTICLES, PAGES
+
+PARAMS = DuplicateParams(enabled=True)
+
+
+def text(n, seed=0):
+    rng = random.Random(seed)
+    return " ".join(f"w{rng.randrange(5000)}" for _ in range(n))
+
+
+def test_words_set_case_spaces_and_punctuation_aside():
+    same = [word_hashes(t) for t in ("Hello, World!  It’s   here.", "hello world it s here",
+                                     "HELLO\nWORLD — it's here")]
+    assert all(np.array_equal(same[0], other) for other in same[1:])
+    assert same[0].size == 5
+    assert not np.array_equal(word_hashes("hello world"), word_hashes("world hello"))
+    # Non-ASCII words are words, whole: "naïve" is one, and differs from "naive".
+    assert word_hashes("naïve café").size == 2
+    assert word_hashes("naïve")[0] != word_hashes("naive")[0]
+    assert word_hashes("").size == 0 and word_hashes(None).size == 0 and word_hashes("— …").size == 0
+
+
+def test_content_hash_is_exact_on_the_words():
+    assert content_hash(word_hashes("Breaking: the river rose.")) == content_hash(word_hashes("breaking the river rose"))
+    assert content_hash(word_hashes("the river rose")) != content_hash(word_hashes("the river fell"))
+    assert content_hash(word_hashes("")) is None
+    assert len(content_hash(word_hashes("x"))) == 16
+
+
+def test_shingles_of_a_short_text_are_the_text():
+    words = word_hashes("one two three")
+    assert shingle_hashes(words, 5).size == 1
+    assert shingle_hashes(word_hashes("a b c d e f g"), 5).size == 3
+    # Order matters inside a shingle.
+    assert shingle_hashes(word_hashes("a b"), 2)[0] != shingle_hashes(word_hashes("b a"), 2)[0]
+
+
+def test_signature_agreement_estimates_jaccard():
+    base = text(600, seed=1).split()
+    errors = []
+    for changed in (0, 10, 30, 60, 120):
+        rng = random.Random(changed)
+        other = list(base)
+        for k in rng.sample(range(len(base)), changed):
+            other[k] = "x" + other[k]
+        a, b = word_hashes(" ".join(base)), word_hashes(" ".join(other))
+        sa, sb = set(shingle_hashes(a, 5).tolist()), set(shingle_hashes(b, 5).tolist())
+        jaccard = len(sa & sb) / len(sa | sb)
+        errors.append(abs(agreement(near_signature(a, PARAMS), near_signature(b, PARAMS)) - jaccard))
+    assert errors[0] == 0.0                 # the same text: the same signature
+    assert max(errors) < 0.2 and np.mean(errors) < 0.1
+
+
+def test_signature_of_few_shingles_fills_every_value():
+    sig = minhash(shingle_hashes(word_hashes("a b c d e f"), 5), 64)
+    assert sig.shape == (64,) and sig.dtype == np.uint32
+    assert np.array_equal(signature_from_bytes(signature_bytes(sig)), sig)
+    assert len(signature_bytes(sig)) == 256
+    unrelated = near_signature(word_hashes(text(300, seed=2)), PARAMS)
+    assert agreement(sig, unrelated) < 0.2
+
+
+def fp(url, words=None, fetch="2024-01-01", canonical=None, record=None):
+    hashes = word_hashes(words)
+    return Fingerprint(url=url, url_normalized=url, record_id=record or f"<{url}@{fetch}>", fetch_date=fetch,
+                       canonical_url=canonical, content_hash=content_hash(hashes),
+                       signature=near_signature(hashes, PARAMS))
+
+
+def test_clusters_canonical_pages_and_kinds():
+    article, notice, other = text(300, 3), text(200, 4), text(250, 5)
+    edited = article.split()
+    edited[150] = "changed"                 # one word of 300: Jaccard of 5-shingles 290/305
+    fps = [
+        fp("https://s.example/story", article),                              # 0 canonical: shortest URL
+        fp("https://s.example/story?utm_source=x", article),                 # 1 exact copy
+        fp("https://s.example/story/print", " ".join(edited)),               # 2 near copy
+        fp("https://s.example/a", notice, canonical="https://s.example/notice-page"),  # 3
+        fp("https://s.example/notice-page", notice),                          # 4 named as canonical
+        fp("https://s.example/old", other, fetch="2024-01-01"),               # 5 older capture
+        fp("https://s.example/old", other + " updated", fetch="2024-03-01"),  # 6 newest capture
+        fp("https://s.example/empty", ""),                                    # 7 no words: unique
+        fp("https://s.example/empty2", ""),                                   # 8 no words: unique
+    ]
+    found = find_duplicates(fps, PARAMS)
+    assert {i: (d.canonical, d.kind) for i, d in found.items()} == {
+        1: (0, "exact"), 2: (0, "near"), 3: (4, "exact"), 5: (6, "capture")}
+
+
+def test_canonical_ties_break_on_earliest_fetch_then_url():
+    a = text(100, 6)
+    fps = [fp("https://s.example/y", a, fetch="2024-05-01"), fp("https://s.example/x", a, fetch="2024-05-02"),
+           fp("https://s.example/z", a, fetch="2024-04-01")]
+    found = find_duplicates(fps, PARAMS)
+    assert {i: d.canonical for i, d in found.items()} == {0: 2, 1: 2}
+    # The result does not depend on the order of the pages.
+    again = find_duplicates(fps[::-1], PARAMS)
+    assert {2 - i: 2 - d.canonical for i, d in again.items()} == {0: 2, 1: 2}
+
+
+def test_pages_below_the_threshold_stay_apart():
+    a = text(200, 7).split()
+    half = a[:100] + text(100, 8).split()    # shares half its words with `a`
+    found = find_duplicates([fp("https://s.example/a", " ".join(a)), fp("https://s.example/b", " ".join(half))],
+                            PARAMS)
+    assert found == {}
+
+
+def test_params_are_validated_in_the_config():
+    with pytest.raises(Exception, match="near_threshold"):
+        config_from_dict({"duplicates": {"near_threshold": 0.2}})
+    with pytest.raises(Exception, match="num_perm"):
+        config_from_dict({"duplicates": {"num_perm": 2}})
+
+
+# Through the site step: fruit pages, one of them captured twice and one under a URL variant.
+
+def page_html(name, note=""):
+    title, first, second = ARTICLES[name]
+    menu = "".join(f"<li><a href='/{p}.html'>{p.upper()}</a></li>" for p in PAGES)
+    return (f"<html><head><title>{title}</title></head><body>"
+            f"<div id=header><h1>Fruit Site</h1><ul id=menu>{menu}</ul></div>"
+            f"<div id=content><h2>{title}</h2>{note}<p>{first}</p><p>{second}</p></div>"
+            f"<div id=footer><p>Copyright 2024 Fruit Site</p></div></body></html>")
+
+
+def capture(url, html, offset, fetch):
+    return PageRecord(url=url, site="fruit.example", warc_file="f.warc.gz", warc_offset=offset,
+                      warc_record_id=f"<urn:{offset}>", fetch_date=fetch, content_type="text/html",
+                      charset="utf-8", truncated=None, page=parse_page(html, url))
+
+
+CONFIG = load_config()     # the defaults: duplicates on, the shipped block model
+NOTE = ("<p>Editor's note: this article was updated to correct the harvest season and to add "
+        "the names of the orchards that grow the old varieties.</p>")
+
+
+def site_rows(records, config=CONFIG):
+    out = list(process_site("fruit.example", records, config))
+    assert [kind for kind, _ in out if kind == "errors"] == []
+    return [row for kind, row in out if kind == "pages"]
+
+
+def test_every_capture_of_a_url_gets_its_own_analysis_and_row():
+    records = [capture(f"https://fruit.example/{p}.html", page_html(p), k, "2024-01-01T00:00:00Z")
+               for k, p in enumerate(PAGES)]
+    records.append(capture("https://fruit.example/a.html", page_html("a", NOTE), 10, "2024-02-01T00:00:00Z"))
+    rows = site_rows(records)
+    assert len(rows) == 6
+    a_rows = sorted((r for r in rows if r["url"] == "https://fruit.example/a.html"), key=lambda r: r["fetch_date"])
+    old, new = a_rows
+    assert "Editor's note" in new["main_text"] and "Editor's note" not in old["main_text"]
+    assert "Apples grow on trees" in old["main_text"] and "Apples grow on trees" in new["main_text"]
+    # The older capture is a duplicate of the newer; the newer stands for the URL.
+    assert (old["duplicate_of"], old["duplicate_of_record"], old["duplicate_kind"]) == \
+        ("https://fruit.example/a.html", "<urn:10>", "capture")
+    assert new["duplicate_of"] is None and new["duplicate_kind"] is None
+    # The same rows whichever order the records come in.
+    again = site_rows(records[::-1])
+    key = lambda r: (r["url"], r["warc_offset"])
+    assert [(r["main_text"], r["duplicate_of_record"]) for r in sorted(rows, key=key)] == \
+        [(r["main_text"], r["duplicate_of_record"]) for r in sorted(again, key=key)]
+
+
+def test_a_url_variant_is_an_exact_duplicate_of_the_shorter_url():
+    records = [capture(f"https://fruit.example/{p}.html", page_html(p), k, "2024-01-01T00:00:00Z")
+               for k, p in enumerate(PAGES)]
+    records.append(capture("https://fruit.example/b.html?ref=feed", page_html("b"), 9, "2024-01-01T00:00:00Z"))
+    rows = {r["url"]: r for r in site_rows(records)}
+    variant, b = rows["https://fruit.example/b.html?ref=feed"], rows["https://fruit.example/b.html"]
+    assert variant["content_hash"] == b["content_hash"] is not None
+    assert (variant["duplicate_of"], variant["duplicate_kind"]) == ("https://fruit.example/b.html", "exact")
+    assert sum(r["duplicate_of"] is not None for r in rows.values()) == 1
+    assert len(variant["near_signature"]) == 4 * 64
+
+
+def test_duplicate_columns_are_null_when_off():
+    records = [capture(f"https://fruit.example/{p}.html", page_html(p), k, "2024-01-01T00:00:00Z")
+               for k, p in enumerate(PAGES)]
+    rows = site_rows(records, config_from_dict({"main_content": {"method": "conex"}}))
+    assert all(r.get("content_hash") is None and r.get("duplicate_of") is None for r in rows)
