@@ -192,3 +192,49 @@ def test_duplicate_columns_are_null_when_off():
                for k, p in enumerate(PAGES)]
     rows = site_rows(records, config_from_dict({"main_content": {"method": "conex"}}))
     assert all(r.get("content_hash") is None and r.get("duplicate_of") is None for r in rows)
+
+
+# Through the Beam pipeline: exact duplicates across sites, and captures of one URL.
+
+def test_duplicates_through_beam(tmp_path):
+    import glob
+    import pyarrow.parquet as pq
+    from apache_beam.runners.portability.fn_api_runner import FnApiRunner
+    from apache_beam.testing.test_pipeline import TestPipeline
+    from sitestrip.pipeline.graph import build_pipeline
+    from warcs import response, write_warc
+
+    def story(site, note=""):
+        menu = "".join(f"<li><a href='/{p}.html'>{p.upper()}</a></li>" for p in PAGES)
+        return (f"<html><head><title>River</title></head><body><ul id=menu>{menu}</ul><div id=content>"
+                f"<h2>The river rose</h2>{note}<p>{text(120, seed=11)}</p></div>"
+                f"<footer><p>Copyright {site}</p><p>Terms of use and privacy</p></footer></body></html>").encode()
+
+    records = []
+    for site in ("one.example", "two.example", "three.example"):
+        records += [response(f"https://{site}/{p}.html", page_html(p).encode()) for p in PAGES[1:]]
+        records.append(response(f"https://{site}/a.html", story(site)))
+    # A later capture of one.example's story with a note added: its own row, the older marked.
+    records.append(response("https://one.example/a.html", story("one.example", NOTE),
+                            warc_headers={"WARC-Date": "2030-01-01T00:00:00Z"}))
+    path = write_warc(tmp_path / "in.warc.gz", records)
+    out = str(tmp_path / "out")
+    with TestPipeline(runner=FnApiRunner()) as p:
+        build_pipeline(p, [path], out, load_config())
+    rows = pq.read_table(glob.glob(f"{out}/pages/*.parquet")).to_pylist()
+    assert len(rows) == len(records)
+    stories = sorted((r for r in rows if r["url"].endswith("/a.html")), key=lambda r: (r["site"], r["fetch_date"]))
+    by = {(r["site"], r["fetch_date"] > "2029"): r for r in stories}
+    newest_one = by[("one.example", True)]
+    older_one = by[("one.example", False)]
+    assert (older_one["duplicate_of_record"], older_one["duplicate_kind"]) == (newest_one["warc_record_id"], "capture")
+    assert "Editor's note" in newest_one["main_text"]
+    # The three sites' story pages: the older capture of one.example's is a capture duplicate;
+    # of the other two, with the same main text, the shortest normalized URL is canonical.
+    same = [by[("three.example", False)], by[("two.example", False)]]
+    assert same[0]["content_hash"] == same[1]["content_hash"] is not None
+    assert same[1]["duplicate_of"] is None
+    assert (same[0]["duplicate_of"], same[0]["duplicate_kind"]) == ("https://two.example/a.html", "exact_across_sites")
+    # The fruit pages, the same on every site, are exact duplicates across sites of one.example's.
+    b_rows = sorted((r for r in rows if r["url"].endswith("/b.html")), key=lambda r: r["site"])
+    assert [r["duplicate_of"] for r in b_rows] == [None, "https://one.example/b.html", "https://one.example/b.html"]

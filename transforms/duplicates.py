@@ -325,3 +325,50 @@ def duplicate_columns(fp: Fingerprint, duplicate: Duplicate | None, fingerprints
             "duplicate_of": target.url if target is not None else None,
             "duplicate_of_record": target.record_id if target is not None else None,
             "duplicate_kind": duplicate.kind if duplicate is not None else None}
+
+
+# Exact duplicates across sites (pipeline/graph.py joins them): the pages that are canonical
+# or unique within their site are counted per content hash in one combine, which keeps a
+# hash's canonical page and its count only (so a hash on a million pages costs what one on
+# two does); the rows then meet their hash's canonical page in groups keyed by (hash, salt),
+# ACROSS_SALTS of them per hash, so no group holds more than about 1/ACROSS_SALTS of a hot
+# hash's rows. Across sites the canonical page is the one with the shortest normalized URL,
+# then the earliest fetch (rel=canonical, which names a page, is honoured within a site).
+ACROSS_SALTS = 16
+
+
+def across_sites_eligible(row: dict) -> bool:
+    """A row that takes part: it has a content hash and is not already a duplicate."""
+    return row.get("content_hash") is not None and row.get("duplicate_of") is None
+
+
+def across_sites_salt(row: dict) -> int:
+    import zlib
+    return zlib.crc32(f"{row['url']}\n{row['warc_file']}\n{row['warc_offset']}".encode("utf-8", "surrogatepass")) \
+        % ACROSS_SALTS
+
+
+def across_sites_candidate(row: dict) -> tuple:
+    """(the ordering key, the page as a duplicate_of target) of a row for the combine."""
+    return ((len(row["url_normalized"]), row.get("fetch_date") or "", row["url_normalized"],
+             row.get("warc_record_id") or ""),
+            (row["site"], row["url"], row.get("warc_record_id") or ""))
+
+
+def fewer_across_sites(acc: tuple, other: tuple) -> tuple:
+    """The combine's merge: (pages counted, best key, best page)."""
+    count = acc[0] + other[0]
+    if acc[1] is None or (other[1] is not None and other[1] < acc[1]):
+        return count, other[1], other[2]
+    return count, acc[1], acc[2]
+
+
+def mark_across_sites(row: dict, canonical: tuple) -> dict:
+    """The row marked a duplicate of `canonical` (site, url, record id), unless it is that page."""
+    site, url, record_id = canonical
+    if record_id == (row.get("warc_record_id") or "") and url == row["url"]:
+        return row
+    row = dict(row)
+    row["duplicate_of"], row["duplicate_of_record"] = url, record_id
+    row["duplicate_kind"] = "exact" if site == row["site"] else "exact_across_sites"
+    return row
