@@ -28,7 +28,7 @@ from sitestrip.pipeline.progress import READ, SITES, ProgressFile
 from sitestrip.pipeline.state import (current_version, next_version, read_state_file, state_files, version_prefix,
                                       write_current)
 from sitestrip.pipeline.warc import HtmlResponse, ReadError, Skipped, iter_warc_records, open_warc, with_read_ms
-from sitestrip.schemas import DATASETS, STATE
+from sitestrip.schemas import DATASETS, STATE, STATE_KEYS
 from sitestrip.transforms.classify import load_main_content_model
 from sitestrip.transforms.duplicates import (ACROSS_SALTS, across_sites_candidate, across_sites_eligible,
                                              across_sites_salt, fewer_across_sites, mark_across_sites)
@@ -414,12 +414,15 @@ def _carried(item):
             yield site, page
 
 
-def _merged_state(item, params):
+def _merged_state(item, config):
     site, stored = item
-    for page in merge_site_state(site, stored, params):
-        _count("state_pages")
+    for page in merge_site_state(site, stored, config.state, config.duplicates.max_fingerprints_per_site):
         row = stored_row(page)
-        _count("state_bytes", len(row["page_blob"]) + len(row["page_fields"]))
+        if row["kind"] == "page":
+            _count("state_pages")
+            _count("state_bytes", len(row["page_blob"]) + len(row["page_fields"]))
+        else:
+            _count("state_fingerprints")
         yield row
 
 
@@ -487,10 +490,10 @@ def build_pipeline(p: beam.Pipeline, warc_paths: list[str], output: str, config:
         merged_state = ((new_state, carried)
                         | "AllState" >> beam.Flatten()
                         | "GroupState" >> beam.GroupByKey()
-                        | "MergeState" >> beam.FlatMap(_merged_state, config.state))
+                        | "MergeState" >> beam.FlatMap(_merged_state, config))
         state_written = ({"state": merged_state}
                          | "WriteState" >> WriteParts(
-                             {"state": PartDataset(version_prefix(state_dir, version), STATE, ("site", "url"))},
+                             {"state": PartDataset(version_prefix(state_dir, version), STATE, STATE_KEYS)},
                              parts))
         if state_version:
             written = written + [state_written]

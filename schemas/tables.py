@@ -127,14 +127,31 @@ SITES = pa.schema([
 
 # The per-site state of incremental runs (transforms/state.py, pipeline/state.py): not an
 # output dataset, a versioned directory under --state.
-STATE = pa.schema([
+# Two kinds of rows: "page", a stored compact page (a candidate of later runs), and
+# "fingerprint", what duplicate detection needs of a page of an earlier run
+# (transforms/duplicates.py); the other kind's columns are null.
+STATE_COLUMNS = [
     ("site", pa.string()),
+    ("kind", pa.string()),                 # page | fingerprint
     ("template_cluster", pa.string()),
     ("representative", pa.bool_()),
     ("url", pa.string()),                  # normalized
     ("cluster_pages", pa.int64()),         # pages the cluster has seen over all runs
     ("page_fields", pa.string()),          # the compact page's scalar fields, JSON
-    ("page_blob", pa.binary()),            # the compact page's packed arrays (zlib)
-], metadata={"sitestrip.state_version": "1", "sitestrip.dataset": "state"})
+    ("page_blob", pa.binary()),            # the compact page's packed arrays (zstd)
+    ("target_uri", pa.string()),           # fingerprint: the page's url column
+    ("warc_record_id", pa.string()),
+    ("fetch_date", pa.string()),
+    ("canonical_url", pa.string()),
+    ("content_hash", pa.string()),
+    ("near_signature", pa.binary()),
+]
+STATE = pa.schema(STATE_COLUMNS, metadata={"sitestrip.state_version": "2", "sitestrip.dataset": "state"})
+# Version 1 (stored pages only) is still read.
+STATE_V1 = pa.schema([c for c in STATE_COLUMNS if c[0] in ("site", "template_cluster", "representative", "url",
+                                                           "cluster_pages", "page_fields", "page_blob")],
+                     metadata={"sitestrip.state_version": "1", "sitestrip.dataset": "state"})
+# The order rows of a state part are sorted in.
+STATE_KEYS = ("site", "url", "kind", "warc_record_id")
 
 DATASETS = {"pages": PAGES, "menus": MENUS, "errors": ERRORS, "sites": SITES}

@@ -30,7 +30,7 @@ from sitestrip.transforms.output import OutputParams, declared_columns, main_lan
 from sitestrip.transforms.page_type import PAGE_TYPES
 from sitestrip.transforms.sitemenus import MenuProposal, choose_menu_keys, propose_menus, site_menu
 from sitestrip.transforms.page import PRODUCT_RULES, TEXT, UNPACKED, CompactPage, ParseRules, parse_page
-from sitestrip.transforms.state import StateParams, StoredPage, shard_state
+from sitestrip.transforms.state import StateParams, StoredFingerprint, StoredPage, shard_state
 from sitestrip.transforms.status import WARC_TRUNCATED, page_status
 from sitestrip.transforms.template import TemplateResult, detect_template
 from sitestrip.transforms.tree import subtree_mask, subtree_sum, text_nodes_below, text_of, words_in
@@ -698,6 +698,8 @@ def process_site(site: str, records: Iterable[PageRecord], config, model=None,
     earlier runs are candidates only: rows are written for `records` alone.
     """
     records = list(records)
+    stored_fingerprints = [s for s in stored if isinstance(s, StoredFingerprint)]
+    stored = [s for s in stored if not isinstance(s, StoredFingerprint)]
     ordered, pages = shard_pages(records, stored)
     from_state = {s.url for s in stored} - {r.url for r in records}
     site_blocks = None
@@ -742,7 +744,7 @@ def process_site(site: str, records: Iterable[PageRecord], config, model=None,
         if k not in replaced:
             _menu_columns(row, menu)
     if duplicates is not None:
-        _mark_duplicates(page_rows, fingerprints, duplicates)
+        _mark_duplicates(page_rows, fingerprints, duplicates, [s.fingerprint for s in stored_fingerprints])
     for row in page_rows:
         if state is not None:      # a run with --state: [] while its state holds nothing yet
             row["state_candidate_urls"] = [u for u in row["candidate_urls"] or () if u in from_state]
@@ -757,6 +759,12 @@ def process_site(site: str, records: Iterable[PageRecord], config, model=None,
             clusters = cluster_pages(site, pages, config.clusters)
         for page in shard_state(site, clusters, pages, [r.url for r in records], stored, state):
             yield "state", page
+        # The site's fingerprints: this run's pages and those of earlier runs (the site's step
+        # merges the shards' copies and keeps the newest, transforms/state.py).
+        for fp in fingerprints:
+            yield "state", StoredFingerprint(site, dataclasses.replace(fp, stored=True))
+        for stored_fp in stored_fingerprints:
+            yield "state", stored_fp
 
 
 # A shard's rows wait for its site menus (SPEC §12) until its last page is analysed. Their
@@ -789,14 +797,16 @@ def _released_row(row: dict) -> dict:
     return out
 
 
-def _mark_duplicates(page_rows: list, fingerprints: list, params) -> None:
-    """The duplicate columns of a shard's rows (transforms/duplicates.py); its clustering
-    time is shared out over the rows."""
+def _mark_duplicates(page_rows: list, fingerprints: list, params, earlier: Sequence = ()) -> None:
+    """The duplicate columns of a shard's rows (transforms/duplicates.py), with the
+    fingerprints of earlier runs (`earlier`, --state) as pages they can duplicate; its
+    clustering time is shared out over the rows."""
     start = time.thread_time()
-    found = find_duplicates(fingerprints, params)
+    every = list(fingerprints) + list(earlier)
+    found = find_duplicates(every, params)
     share = _ms_since(start) / max(len(page_rows), 1)
     for k, (row, fp) in enumerate(zip(page_rows, fingerprints)):
-        row.update(duplicate_columns(fp, found.get(k), fingerprints))
+        row.update(duplicate_columns(fp, found.get(k), every))
         timing = row["timing_ms"]
         timing["duplicates"] += share
         timing["total"] += share
