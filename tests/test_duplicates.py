@@ -238,3 +238,16 @@ def test_duplicates_through_beam(tmp_path):
     # The fruit pages, the same on every site, are exact duplicates across sites of one.example's.
     b_rows = sorted((r for r in rows if r["url"].endswith("/b.html")), key=lambda r: r["site"])
     assert [r["duplicate_of"] for r in b_rows] == [None, "https://one.example/b.html", "https://one.example/b.html"]
+
+
+def test_compiled_word_hashes_equal_the_reference():
+    from sitestrip.transforms import duplicates
+    assert duplicates._compiled is not None, "transforms/_text.c is not built: pip install -e ."
+    rng = random.Random(3)
+    alphabet = ["a", "Z", "9", "_", " ", "\n", ",", "'", "é", "É", "ß", "\u00a0", "\u00bf", "\u00c0", "\u2014",
+                "\u2019", "\u206f", "\u2070", "\u2122", "\u3001", "\u3040", "\uff01", "\uff10", "\uff20", "\uff21",
+                "中", "文", "\U0001f600", "\ud800", "İ"]
+    texts = ["", "word", " lead and trail ", "ÉCOLE école", "«quoted» — dash…", "a\u00a0b", "x\u2122y"]
+    texts += ["".join(rng.choice(alphabet) for _ in range(rng.randrange(1, 60))) for _ in range(400)]
+    for t in texts:
+        assert np.array_equal(word_hashes(t, compiled=True), word_hashes(t, compiled=False)), repr(t)

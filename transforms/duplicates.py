@@ -33,6 +33,7 @@ row: the run's pages that duplicate it name it.
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 from dataclasses import dataclass
 from typing import Sequence
@@ -72,16 +73,22 @@ class DuplicateParams:
 
 
 # Word characters: ASCII letters, digits and "_", and every byte of a non-ASCII character
-# (so words of any script hash as runs of their UTF-8); the punctuation and spaces outside
-# ASCII that join or split words in running text are mapped to a space first.
+# (so words of any script hash as runs of their UTF-8), except the punctuation and spaces
+# outside ASCII that join or split words in running text: U+00A0-U+00BF (no-break space,
+# guillemets, middle dot, signs), General Punctuation U+2000-U+206F (spaces, dashes, quotes,
+# bullets, ellipsis), the trade mark sign, CJK punctuation U+3000-U+303F and the fullwidth
+# punctuation of U+FF01-U+FF0F and U+FF1A-U+FF20. transforms/_text.c `word_hashes` does the
+# same in one pass; this numpy expression is its reference (tests/test_duplicates.py).
 _WORD_BYTE = np.zeros(256, dtype=bool)
 for _c in b"abcdefghijklmnopqrstuvwxyz0123456789_":
     _WORD_BYTE[_c] = True
 _WORD_BYTE[0x80:] = True
-_NOT_WORDS = re.compile(
-    "[\u00a0\u00ab\u00bb\u00b7\u2002\u2003\u2009\u200a\u200b\u2010\u2011\u2012\u2013\u2014\u2015"
-    "\u2018\u2019\u201a\u201c\u201d\u201e\u2022\u2026\u2032\u2033\u202f\u205f\u3000\u3001\u3002"
-    "\uff0c\uff0e\uff1a\uff1b\uff01\uff1f\u00a9\u00ae\u2122]")
+_NOT_WORDS = re.compile("[\u00a0-\u00bf\u2000-\u206f\u2122\u3000-\u303f\uff01-\uff0f\uff1a-\uff20]")
+try:
+    from sitestrip.transforms import _text as _compiled
+except ImportError:  # pragma: no cover - a source tree used without installing
+    _compiled = None
+_COMPILED = os.environ.get("SITESTRIP_TEXT", "compiled") != "python"
 _powers = np.ones(1, dtype=_U64)
 _inverse_powers = np.ones(1, dtype=_U64)
 
@@ -107,15 +114,18 @@ def _mix(h: np.ndarray) -> np.ndarray:
         return h ^ (h >> _U64(33))
 
 
-def word_hashes(text: str | None) -> np.ndarray:
-    """uint64 hash of every word of `text`, case-folded, in order.
+def word_hashes(text: str | None, compiled: bool | None = None) -> np.ndarray:
+    """uint64 hash of every word of `text`, lower-cased, in order.
 
-    Vectorized over the text's UTF-8 bytes: a word's polynomial hash is the difference of
-    two prefix sums, scaled back by the inverse power of its start, so no Python loop runs
-    per word (a word-by-word tokenizer and hash cost about 0.5 ms for 2,000 words)."""
+    Compiled (transforms/_text.c) unless SITESTRIP_TEXT=python or `compiled` is False; the
+    reference is vectorized over the text's UTF-8 bytes: a word's polynomial hash is the
+    difference of two prefix sums, scaled back by the inverse power of its start."""
     if not text:
         return np.zeros(0, dtype=_U64)
-    data = np.frombuffer(_NOT_WORDS.sub(" ", text.casefold()).encode("utf-8", "surrogatepass"), dtype=np.uint8)
+    lowered = text if text.isascii() else text.lower()
+    if (_COMPILED if compiled is None else compiled) and _compiled is not None:
+        return np.frombuffer(_compiled.word_hashes(lowered.encode("utf-8", "surrogatepass")), dtype=_U64)
+    data = np.frombuffer(_NOT_WORDS.sub(" ", lowered.lower()).encode("utf-8", "surrogatepass"), dtype=np.uint8)
     inside = _WORD_BYTE[data]
     edges = np.flatnonzero(np.diff(inside.astype(np.int8), prepend=0, append=0))
     starts, ends = edges[0::2], edges[1::2]
@@ -155,7 +165,7 @@ _ROTATION = np.uint32(0x9E3779B1)
 
 
 def minhash(shingles: np.ndarray, num_perm: int) -> np.ndarray:
-    """uint32[num_perm]: a one-permutation MinHash of the distinct shingles.
+    """uint32[num_perm]: a one-permutation MinHash of the set of shingles.
 
     The shingle hashes are already a random permutation of the 64-bit space (_mix): the top
     32 bits pick one of num_perm bins, and a bin's value is the least low 32 bits among its
@@ -163,7 +173,7 @@ def minhash(shingles: np.ndarray, num_perm: int) -> np.ndarray:
     the Jaccard similarity of their shingle sets, as with num_perm independent hash
     functions (Li, Owen and Zhang, NIPS 2012; Shrivastava and Li, ICML 2014), for one sort
     instead of num_perm passes over the shingles."""
-    keys = np.unique(shingles)                          # sorted: each bin's least key first
+    keys = np.sort(shingles)                            # each bin's least key first
     bins = ((keys >> _U64(32)) * _U64(num_perm)) >> _U64(32)
     first = np.searchsorted(bins, np.arange(num_perm, dtype=_U64))
     filled = first < keys.size
