@@ -57,7 +57,7 @@ class DuplicateParams:
     enabled: bool = False         # off: the thesis marks no duplicates; on in default.yaml
     shingle_words: int = 5        # words per shingle
     num_perm: int = 64            # MinHash values per signature
-    near_threshold: float = 0.8   # signature agreement (estimated Jaccard) for a near duplicate
+    near_threshold: float = 0.75  # signature agreement (estimated Jaccard) for a near duplicate
     across_sites: bool = False    # exact duplicates across sites, by content hash (pipeline/graph.py)
     max_fingerprints_per_site: int = 100_000  # --state: fingerprints kept per site, newest first
 

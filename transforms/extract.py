@@ -220,6 +220,7 @@ class SiteBlocks:
         self._blocks: dict = {}
         self._failed: dict = {}
         self._site_counts = None
+        self._distinct_pages = 0
         self._distinct: dict = {}
         self._prepared = False
         self.own_ms: dict = {}
@@ -263,10 +264,20 @@ class SiteBlocks:
             self.own_ms[url] = _ms_since(start)
 
     def site_counts(self) -> tuple[np.ndarray, np.ndarray]:
-        """(sorted distinct text keys, pages of the shard showing each)."""
+        """(sorted distinct text keys, pages of the shard showing each).
+
+        Pages that show exactly the same block texts (one page under two URLs: tracking
+        parameters, session ids, a print view of the same blocks) count as one page, so a
+        copy never makes its original's text look repeated across the site."""
         if self._site_counts is None:
             self.prepare()
-            per_page = [self._distinct_keys(url) for url in sorted(self.pages) if url not in self._failed]
+            distinct: dict = {}
+            for url in sorted(self.pages):
+                if url not in self._failed:
+                    keys = self._distinct_keys(url)
+                    distinct.setdefault(keys.tobytes(), keys)
+            per_page = list(distinct.values())
+            self._distinct_pages = len(per_page)
             keys = np.concatenate(per_page) if per_page else np.zeros(0, dtype=np.int64)
             self._site_counts = np.unique(keys, return_counts=True)
         return self._site_counts
@@ -331,7 +342,7 @@ class SiteBlocks:
         if distinct.size:
             where = np.minimum(np.searchsorted(distinct, own), distinct.size - 1)
             shown = np.where(distinct[where] == own, counts[where], 0)
-        others = max(len(self.pages) - 1, 1)
+        others = max(self._distinct_pages - 1, 1)
         return SiteSignals(occurrences=template.occurrences, candidates=len(candidates),
                            method=selection.method, cs_size=int(selection.cs_size or 0),
                            site_pages=len(self.pages),
