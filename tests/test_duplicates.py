@@ -251,3 +251,25 @@ def test_compiled_word_hashes_equal_the_reference():
     texts += ["".join(rng.choice(alphabet) for _ in range(rng.randrange(1, 60))) for _ in range(400)]
     for t in texts:
         assert np.array_equal(word_hashes(t, compiled=True), word_hashes(t, compiled=False)), repr(t)
+
+
+def test_a_page_with_a_near_duplicate_is_judged_again_without_it():
+    """a.html and a-print.html show the article, the copy with an editor's note: they are near
+    duplicates (main texts of 5-word shingles mostly shared), so each is judged again with the
+    other left out of its candidates and of the site's counts, and the rows say so."""
+    records = [capture(f"https://fruit.example/{p}.html", page_html(p), k, "2024-01-01T00:00:00Z")
+               for k, p in enumerate(PAGES)]
+    long_a = page_html("a").replace("<p>They are harvested in autumn.</p>",
+                                    "<p>They are harvested in autumn.</p><p>" + text(80, seed=21) + "</p>")
+    records[0] = capture("https://fruit.example/a.html", long_a, 0, "2024-01-01T00:00:00Z")
+    records.append(capture("https://fruit.example/a-print.html",
+                           long_a.replace("<h2>Apples</h2>", "<h2>Apples</h2><p>Updated.</p>"), 9,
+                           "2024-01-01T00:00:00Z"))
+    rows = {r["url"]: r for r in site_rows(records)}
+    a, copy = rows["https://fruit.example/a.html"], rows["https://fruit.example/a-print.html"]
+    note = "judged again with its duplicates left out of the site: 1"
+    assert note in a["notes"] and note in copy["notes"]
+    assert "https://fruit.example/a-print.html" not in (a["template_candidate_urls"] or [])
+    assert "Apples grow on trees in orchards." in a["main_text"]
+    assert (copy["duplicate_of"], copy["duplicate_kind"]) == ("https://fruit.example/a.html", "near")
+    assert all(note not in rows[f"https://fruit.example/{p}.html"]["notes"] for p in PAGES[1:])

@@ -328,6 +328,25 @@ def find_duplicates(fingerprints: Sequence[Fingerprint], params: DuplicateParams
     return out
 
 
+def duplicate_mates(found: dict, fingerprints: Sequence[Fingerprint], first: int) -> dict:
+    """{index < `first`: the normalized URLs of the other pages of its exact or near
+    duplicate cluster} for the pages that have any (captures of one URL are not mates: the
+    site step never compares a capture with its URL's other captures)."""
+    clusters: dict = {}
+    for i, duplicate in found.items():
+        if duplicate.kind in ("exact", "near"):
+            clusters.setdefault(duplicate.canonical, {duplicate.canonical}).add(i)
+    out = {}
+    for members in clusters.values():
+        urls = {fingerprints[i].url_normalized for i in members}
+        for i in members:
+            if i < first:
+                others = urls - {fingerprints[i].url_normalized}
+                if others:
+                    out[i] = frozenset(others)
+    return out
+
+
 def duplicate_columns(fp: Fingerprint, duplicate: Duplicate | None, fingerprints: Sequence[Fingerprint]) -> dict:
     """The pages row's duplicate columns."""
     target = fingerprints[duplicate.canonical] if duplicate is not None else None

@@ -22,7 +22,7 @@ from sitestrip.transforms.conex_page import main_content, main_content_and_featu
 from sitestrip.transforms.classify import classify_page, load_main_content_model
 from sitestrip.transforms.clusters import ClusterCandidates, cluster_pages, cluster_rows, cluster_signatures, page_signature
 from sitestrip.transforms.conex_site import site_main_content
-from sitestrip.transforms.duplicates import duplicate_columns, find_duplicates, fingerprint
+from sitestrip.transforms.duplicates import duplicate_columns, duplicate_mates, find_duplicates, fingerprint
 from sitestrip.transforms.features import SiteSignals, block_features, text_keys, without_site
 from sitestrip.transforms.link_blocks import drop_link_blocks
 from sitestrip.transforms.menex import Menu, MenexParams, detect_menu, menu_scores
@@ -327,7 +327,10 @@ class SiteBlocks:
                 out.append(other)
         return out
 
-    def signals(self, url: str, template: TemplateResult, selection: CandidateSelection) -> SiteSignals:
+    def signals(self, url, template: TemplateResult, selection: CandidateSelection,
+                exclude: frozenset = frozenset()) -> SiteSignals:
+        """The site signals of a key page's blocks; the pages in `exclude` (its duplicates,
+        process_site) are left out of the site's counts as if the shard did not hold them."""
         own = self.of(url).keys
         candidates = list(selection.candidates)
         # A candidate whose blocks failed (its own row says so) shows nothing known.
@@ -342,12 +345,32 @@ class SiteBlocks:
         if distinct.size:
             where = np.minimum(np.searchsorted(distinct, own), distinct.size - 1)
             shown = np.where(distinct[where] == own, counts[where], 0)
-        others = max(self._distinct_pages - 1, 1)
+        left_out = self._left_out(url, exclude)
+        if left_out:
+            pool = np.sort(np.concatenate(left_out))
+            shown = np.maximum(shown - (np.searchsorted(pool, own, "right") - np.searchsorted(pool, own, "left")), 0)
+        others = max(self._distinct_pages - 1 - len(left_out), 1)
         return SiteSignals(occurrences=template.occurrences, candidates=len(candidates),
                            method=selection.method, cs_size=int(selection.cs_size or 0),
                            site_pages=len(self.pages),
                            text_on_candidates=on_candidates / max(len(known), 1),
                            text_site_share=np.maximum(shown - 1, 0) / others)
+
+
+    def _left_out(self, url, exclude) -> list:
+        """The distinct key sets the site counts hold for the pages in `exclude`: each once,
+        and none that is the key page's own (copies count once, site_counts)."""
+        if not exclude:
+            return []
+        seen = {self._distinct_keys(url).tobytes()}
+        out = []
+        for other in sorted(exclude):
+            if other in self.pages and other not in self._failed:
+                keys = self._distinct_keys(other)
+                if keys.tobytes() not in seen:
+                    seen.add(keys.tobytes())
+                    out.append(keys)
+        return out
 
 
 @dataclass
@@ -457,7 +480,7 @@ def capture_key(record: PageRecord, pages: dict):
 
 
 def analyse_page(record: PageRecord, pages: dict, links, config, site_blocks: SiteBlocks | None = None,
-                 model=None) -> PageAnalysis:
+                 model=None, duplicates: frozenset = frozenset()) -> PageAnalysis:
     """Candidates, TemEx/HybEx, main content and MenEx of one key page (SPEC §4–§8, §10).
 
     With no other page of the site (`links` None) or no comparison page found,
@@ -487,9 +510,11 @@ def analyse_page(record: PageRecord, pages: dict, links, config, site_blocks: Si
             for_template = _select(record, page, links, config.candidates.for_template())
             for_conex = None if blocks_wanted else \
                 _select(record, page, links, config.candidates.for_conex())
-            if blocks_wanted and config.main_content.near_duplicate_share > 0 and for_template.candidates:
-                dropped = site_blocks.near_duplicates(key, for_template.candidates,
-                                                      config.main_content.near_duplicate_share)
+            if blocks_wanted and for_template.candidates:
+                if config.main_content.near_duplicate_share > 0:
+                    dropped = site_blocks.near_duplicates(key, for_template.candidates,
+                                                          config.main_content.near_duplicate_share)
+                dropped += [url for url in for_template.candidates if url in duplicates and url not in dropped]
                 if dropped:
                     for_template = _without(for_template, dropped)
         if for_template.method != "page_only":
@@ -511,7 +536,7 @@ def analyse_page(record: PageRecord, pages: dict, links, config, site_blocks: Si
             if blocks_wanted:
                 with _Stage(timing, "blocks", budget):
                     timing["blocks"] = own_ms
-                    signals = site_blocks.signals(key, template, for_template)
+                    signals = site_blocks.signals(key, template, for_template, duplicates)
                 _classify(record, analysis, site_blocks.of(key), signals, config, model, budget)
                 return analysis
             with _Stage(timing, "site_conex", budget) as check:
@@ -721,27 +746,35 @@ def process_site(site: str, records: Iterable[PageRecord], config, model=None,
     # Per row, its page-level menu while its menu columns wait for the site-level menus
     # (which replace them on most pages of a site: their links are then never read). A lone
     # page (`links` None) is analysed page-only by the same calls.
-    page_rows, page_menus, row_pages, proposals = [], [], [], {}
+    page_rows, page_menus, row_pages, row_records, proposals = [], [], [], [], {}
     duplicates = config.duplicates if config.duplicates.enabled else None
     fingerprints = []
+
+    def analysed(record, left_out=frozenset()):
+        key = capture_key(record, pages)
+        analysis = analyse_page(record, pages, links, config, site_blocks, model, left_out)
+        row = _site_row(record, links, analysis, config.output, menu_columns=False)
+        fp = None
+        if duplicates is not None:
+            with _Stage(row["timing_ms"], "duplicates"):
+                fp = fingerprint(row, duplicates)
+            row["timing_ms"]["total"] += row["timing_ms"]["duplicates"]
+        if site_blocks is not None:
+            site_blocks.forget(key)
+        # Its subtree totals served its own stages; as a candidate it needs none of them.
+        record.page.forget_derived()
+        if analysis.menu_proposal is not None:
+            proposals[key] = analysis.menu_proposal
+        return _held_row(row), analysis.menu, (key, record.page), fp
+
     for record in ordered:
         try:
-            key = capture_key(record, pages)
-            analysis = analyse_page(record, pages, links, config, site_blocks, model)
-            row = _site_row(record, links, analysis, config.output, menu_columns=False)
-            if duplicates is not None:
-                with _Stage(row["timing_ms"], "duplicates"):
-                    fingerprints.append(fingerprint(row, duplicates))
-                row["timing_ms"]["total"] += row["timing_ms"]["duplicates"]
-            page_rows.append(_held_row(row))
-            if site_blocks is not None:
-                site_blocks.forget(key)
-            # Its subtree totals served its own stages; as a candidate it needs none of them.
-            record.page.forget_derived()
-            page_menus.append(analysis.menu)
-            row_pages.append((key, record.page))
-            if analysis.menu_proposal is not None:
-                proposals[key] = analysis.menu_proposal
+            row, menu, key_page, fp = analysed(record)
+            page_rows.append(row)
+            page_menus.append(menu)
+            row_pages.append(key_page)
+            row_records.append(record)
+            fingerprints.append(fp)
         except StageError as exc:
             yield "errors", error_row(url=_row_url(record), warc_file=record.warc_file,
                                       warc_offset=record.warc_offset, stage=exc.stage,
@@ -750,6 +783,22 @@ def process_site(site: str, records: Iterable[PageRecord], config, model=None,
             yield "errors", error_row(url=_row_url(record), warc_file=record.warc_file,
                                       warc_offset=record.warc_offset, stage="site",
                                       error_class=type(exc).__name__, message=str(exc)[:500])
+    if duplicates is not None and site_blocks is not None and links is not None:
+        # A page with duplicates in the shard is judged again with them left out of its
+        # candidates and of the site's counts: a copy shows all of its text, which made that
+        # text look like the site's (docs/algorithms.md "Duplicates").
+        earlier = [s.fingerprint for s in stored_fingerprints]
+        for k, left_out in duplicate_mates(find_duplicates(fingerprints + earlier, duplicates),
+                                           fingerprints + earlier, len(fingerprints)).items():
+            left_out = frozenset(url for url in left_out if url in pages)
+            if not left_out:
+                continue
+            try:
+                row, menu, key_page, fp = analysed(row_records[k], left_out)
+            except Exception:       # judged once already: that row stands
+                continue
+            row["notes"] = row["notes"] + [f"judged again with its duplicates left out of the site: {len(left_out)}"]
+            page_rows[k], page_menus[k], row_pages[k], fingerprints[k] = row, menu, key_page, fp
     replaced = _apply_site_menus(page_rows, row_pages, links, proposals, config) if proposals else set()
     for k, (row, menu) in enumerate(zip(page_rows, page_menus)):
         if k not in replaced:
