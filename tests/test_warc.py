@@ -12,10 +12,10 @@ from warcio.archiveiterator import ArchiveIterator
 from warcio.statusandheaders import StatusAndHeaders
 
 from warcs import HTML_UTF8, PAGE, response, write_warc
+from sitestrip.configs import ReadLimits
 from sitestrip.pipeline.warc import (
     HtmlResponse,
     ReadError,
-    ReadLimits,
     Skipped,
     expand_inputs,
     iter_warc_records,
