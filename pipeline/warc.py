@@ -31,7 +31,6 @@ import codecs
 import io
 import os
 import re
-import time
 import zlib
 from dataclasses import dataclass
 from typing import BinaryIO, Callable, Iterator, Sequence
@@ -816,17 +815,6 @@ def _http_head(content: _Content) -> _HttpHead:
     if not complete:
         raise _BadHead(f"HTTP header block longer than {_MAX_HEAD_BYTES} bytes")
     return _parse_http_head(block)
-
-
-def with_read_ms(items: Iterator) -> Iterator[tuple[object, float]]:
-    """(item, thread CPU ms spent producing it) for each item of a record iterator: the
-    read stage's cost of each page, as the pipeline reports it in timing_ms."""
-    while True:
-        clock = time.thread_time()
-        item = next(items, None)
-        if item is None:
-            return
-        yield item, (time.thread_time() - clock) * 1000.0
 
 
 def iter_payloads(
