@@ -39,7 +39,7 @@ from sitestrip.bench.core import extract_rows, load_corpus
 from sitestrip.bench.corpora import read_shared_corpus
 from sitestrip.bench.scoring import score_texts
 from sitestrip.configs import load_config
-from sitestrip.pipeline.warc import ReadLimits
+from sitestrip.configs import ReadLimits
 from sitestrip.transforms.duplicates import Fingerprint, find_duplicates, signature_from_bytes
 from sitestrip.transforms.extract import PageRecord, build_page_record
 

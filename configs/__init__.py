@@ -15,7 +15,6 @@ from typing import get_type_hints
 
 import yaml
 
-from sitestrip.pipeline.warc import ReadLimits
 from sitestrip.transforms.candidates import CandidateParams
 from sitestrip.transforms.clusters import FILL_ORDERS, PATH_IDS, ClusterParams
 from sitestrip.transforms.classify import METHODS as MAIN_CONTENT_METHODS, MainContentParams
@@ -25,7 +24,7 @@ from sitestrip.transforms.etdm import EtdmParams
 from sitestrip.transforms.link_blocks import LinkBlockParams
 from sitestrip.transforms.menex import MenexParams
 from sitestrip.transforms.output import KEEP_DROP, OutputParams
-from sitestrip.transforms.page import NAV_RULE_FLAGS
+from sitestrip.transforms.page import NAV_RULE_FLAGS, ParseRules
 from sitestrip.transforms.sitemenus import SiteMenuParams
 from sitestrip.transforms.duplicates import DuplicateParams
 from sitestrip.transforms.state import StateParams
@@ -37,6 +36,27 @@ DEFAULT_CONFIG = os.path.join(CONFIG_DIR, "default.yaml")
 
 class ConfigError(ValueError):
     pass
+
+
+@dataclass(frozen=True)
+class ReadLimits:
+    """What the WARC reader (pipeline/warc.py) and the page parse may take of one record."""
+    # Cap on the decoded HTTP entity body; larger pages become PayloadTooLarge errors.
+    max_payload_bytes: int = 20 * 1024 * 1024
+    # Cap on the nodes of a parsed page: parsing and every later stage cost CPU per
+    # node (the Python flattening alone ~4 µs a node, the compiled one a fraction of
+    # that) and the parse most of a kB of peak memory per node, so larger pages become
+    # TooManyNodes errors rather than seconds to minutes and GBs per page.
+    max_nodes: int = 500_000
+    # How a page is flattened where the product departs from SPEC §1
+    # (transforms.page.ParseRules; all off in configs/published.yaml).
+    keep_noscript: bool = True
+    widget_leaves: bool = True
+    browser_text: bool = True
+
+    def parse_rules(self) -> ParseRules:
+        return ParseRules(keep_noscript=self.keep_noscript, widget_leaves=self.widget_leaves,
+                          browser_text=self.browser_text)
 
 
 @dataclass(frozen=True)

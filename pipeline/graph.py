@@ -27,12 +27,13 @@ from sitestrip.pipeline.parts import PART_KEYS, PartDataset, WriteParts
 from sitestrip.pipeline.progress import READ, SITES, ProgressFile
 from sitestrip.pipeline.state import (current_version, next_version, read_state_file, state_files, version_prefix,
                                       write_current)
-from sitestrip.pipeline.warc import HtmlResponse, ReadError, Skipped, iter_warc_records, open_warc, with_read_ms
+from sitestrip.pipeline.page_source import PageError, read_pages
+from sitestrip.pipeline.warc import Skipped, open_warc
 from sitestrip.schemas import DATASETS, STATE, STATE_KEYS
 from sitestrip.transforms.classify import load_main_content_model
 from sitestrip.transforms.duplicates import (ACROSS_SALTS, across_sites_candidate, across_sites_eligible,
                                              across_sites_salt, fewer_across_sites, mark_across_sites)
-from sitestrip.transforms.extract import StageError, error_row, process_site, record_from_response
+from sitestrip.transforms.extract import error_row, process_site
 from sitestrip.transforms.shards import page_cell, plan_shards
 from sitestrip.transforms.state import merge_site_state, stored_row
 
@@ -109,7 +110,7 @@ class ReadWarcFile(_Reporting):
                          error_class=type(exc).__name__, message=str(exc)[:500])
             return
         with stream:
-            for item, read_ms in with_read_ms(iter_warc_records(stream, path, self.limits)):
+            for item in read_pages(stream, path, self.limits, rules=self.rules):
                 self.report(records=1)
                 if isinstance(item, Skipped) and item.reason == "empty_file":
                     # A 0-byte input is an input lost (a failed copy, a truncated upload), not
@@ -119,23 +120,19 @@ class ReadWarcFile(_Reporting):
                 elif isinstance(item, Skipped):
                     _count(f"records_{item.record_type or 'none'}")
                     _count(f"skipped_{item.reason}")
-                elif isinstance(item, ReadError):
-                    yield _error(url=item.url, warc_file=item.warc_file, warc_offset=item.warc_offset,
-                                 stage=item.stage, error_class=item.error_class, message=item.message)
-                elif isinstance(item, HtmlResponse):
+                elif isinstance(item, PageError):
+                    if item.response is not None:
+                        _count("records_response")
+                        _count("html_200")
+                    yield _error(**item.row)
+                else:
                     _count("records_response")
                     _count("html_200")
-                    try:
-                        record = record_from_response(item, max_nodes=self.limits.max_nodes,
-                                                      read_ms=read_ms, rules=self.rules)
-                    except StageError as exc:
-                        yield _error(url=item.url, warc_file=item.warc_file, warc_offset=item.warc_offset,
-                                     stage=exc.stage, error_class=exc.error_class, message=exc.message)
-                        continue
+                    record = item.record
                     pages += 1
                     self.report(pages=1)
                     _count("compact_bytes", record.page.wire_bytes())
-                    _count("html_bytes", len(item.body))
+                    _count("html_bytes", len(item.response.body))
                     yield MAIN, (record.site, record)
         self.report(files=1)
         log.info("read %s: %d pages in %.1fs", path, pages, time.monotonic() - started)

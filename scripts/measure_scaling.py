@@ -49,7 +49,6 @@ from __future__ import annotations
 import argparse
 import gc
 import glob
-import io
 import json
 import math
 import os
@@ -221,8 +220,7 @@ def write_synthetic(out: str, pages: int, seed: int = 7, pages_per_file: int = P
     """The synthetic site as gzipped WARC files in `out` (reused if already written with the
     same parameters); returns their paths. Responses are in a seeded shuffled order, as a
     crawl interleaves a site's sections."""
-    from warcio.statusandheaders import StatusAndHeaders
-    from warcio.warcwriter import WARCWriter
+    from sitestrip.pipeline.warc_writer import WarcWriter
 
     marker = os.path.join(out, "synthetic.json")
     params = {"pages": pages, "seed": seed, "pages_per_file": pages_per_file, "host": HOST,
@@ -241,16 +239,13 @@ def write_synthetic(out: str, pages: int, seed: int = 7, pages_per_file: int = P
     for f, start in enumerate(range(0, pages, pages_per_file)):
         path = os.path.join(out, f"synthetic-{f:05d}.warc.gz")
         with open(path, "wb") as fh:
-            writer = WARCWriter(fh, gzip=True)
+            writer = WarcWriter(fh)
             for i in order[start:start + pages_per_file]:
                 url, body = site.url(i), site.html(i)
-                http = StatusAndHeaders("200 OK", [("Content-Type", "text/html; charset=utf-8"),
-                                                   ("Content-Length", str(len(body)))], protocol="HTTP/1.1")
-                record = writer.create_warc_record(
-                    url, "response", payload=io.BytesIO(body), length=len(body), http_headers=http,
-                    warc_headers_dict={"WARC-Date": "2026-01-01T00:00:00Z",
-                                       "WARC-Record-ID": f"<urn:uuid:{uuid.uuid5(uuid.NAMESPACE_URL, url)}>"})
-                writer.write_record(record)
+                writer.response(url, body, headers=[("Content-Type", "text/html; charset=utf-8"),
+                                                    ("Content-Length", str(len(body)))],
+                                warc_headers={"WARC-Date": "2026-01-01T00:00:00Z",
+                                              "WARC-Record-ID": f"<urn:uuid:{uuid.uuid5(uuid.NAMESPACE_URL, url)}>"})
         paths.append(path)
     with open(marker, "w") as fh:
         json.dump(params, fh)

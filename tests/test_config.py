@@ -8,7 +8,7 @@ from sitestrip.transforms.menex import MenexParams
 def test_published_preset_is_the_spec_as_printed():
     import dataclasses
 
-    from sitestrip.pipeline.warc import ReadLimits
+    from sitestrip.configs import ReadLimits
     from sitestrip.transforms.classify import MainContentParams
     from sitestrip.transforms.conex_site import SITE_CONEX_ETDM, SiteConexParams
     from sitestrip.transforms.etdm import EtdmParams
@@ -123,3 +123,14 @@ def test_a_partial_preset_keeps_the_shipped_defaults_elsewhere(tmp_path):
     preset.write_text("sit:\n  max_site_pages: 10\n")
     with pytest.raises(ConfigError, match="sit: unknown section"):
         load_config(str(preset))
+
+
+def test_loading_a_config_does_not_import_the_reader():
+    """The configuration sits below the reader: the reader imports its limits from configs,
+    and configs (with the page model's parse rules) never imports pipeline.warc or warcio."""
+    import subprocess
+    import sys
+    code = ("import sys; from sitestrip.configs import load_config; load_config('published'); "
+            "print(sorted(m for m in sys.modules if m.startswith(('sitestrip.pipeline', 'warcio'))))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"

@@ -329,16 +329,17 @@ def test_aligned_nodes_match_the_compact_page_on_tag_soup(tokens, rules):
 
 def test_aligned_nodes_match_the_compact_page_on_the_sample():
     from sitestrip.pipeline.cli import SAMPLE_WARC
-    from sitestrip.pipeline.warc import HtmlResponse, iter_warc_records, open_warc
+    from sitestrip.pipeline.page_source import Page, read_pages
+    from sitestrip.pipeline.warc import open_warc
     from sitestrip.transforms.charset import decode_html
 
     checked = 0
     with open_warc(SAMPLE_WARC) as stream:
-        for item in iter_warc_records(stream, SAMPLE_WARC):
-            if isinstance(item, HtmlResponse):
-                html, _ = decode_html(item.body, item.http_charset)
-                check_alignment(html, item.url)
-                check_alignment(html, item.url, SPEC_RULES)
+        for item in read_pages(stream, SAMPLE_WARC, parse=False):
+            if isinstance(item, Page):
+                html, _ = decode_html(item.response.body, item.response.http_charset)
+                check_alignment(html, item.response.url)
+                check_alignment(html, item.response.url, SPEC_RULES)
                 checked += 1
     assert checked >= 50
 

@@ -300,7 +300,7 @@ def test_gold_nodes_follow_the_runs_parse_rules(suite, tmp_path):
     same scores as test_teco_node_metrics_end_to_end when <noscript> is dropped."""
     import dataclasses
 
-    from sitestrip.pipeline.warc import ReadLimits
+    from sitestrip.configs import ReadLimits
     from sitestrip.transforms.page import SPEC_RULES
     key = suite / "Media" / HOST / "index.html"
     key.write_text(key.read_text().replace("Weather: sunny spells</p>",

@@ -9,13 +9,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from warcio.archiveiterator import ArchiveIterator
-from warcio.statusandheaders import StatusAndHeaders
 
 from warcs import HTML_UTF8, PAGE, response, write_warc
+from sitestrip.configs import ReadLimits
+from sitestrip.pipeline.warc_writer import http_request, http_response
 from sitestrip.pipeline.warc import (
     HtmlResponse,
     ReadError,
-    ReadLimits,
     Skipped,
     expand_inputs,
     iter_warc_records,
@@ -63,9 +63,9 @@ def test_records_that_are_not_html_200_pages_are_skipped_with_their_reason(tmp_p
         response("http://ex.com/logo.png", body=b"\x89PNG", headers=[("Content-Type", "image/png")]),
         response("http://ex.com/missing", status="404 Not Found"),
         response("http://ex.com/old", status="301 Moved Permanently", headers=[("Location", "/new")]),
-        ("revisit", "http://ex.com/again", b"", StatusAndHeaders("200 OK", HTML_UTF8, protocol="HTTP/1.1"), None),
+        ("revisit", "http://ex.com/again", b"", http_response("200 OK", HTML_UTF8), None),
         ("request", "http://ex.com/", b"",
-         StatusAndHeaders("GET / HTTP/1.1", [("Host", "ex.com")], is_http_request=True), None),
+         http_request("GET / HTTP/1.1", [("Host", "ex.com")]), None),
         ("metadata", "http://ex.com/", b"via: x\r\n", None, None),
         ("resource", "http://ex.com/file.html", PAGE, None, None),
     ])

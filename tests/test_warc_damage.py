@@ -11,6 +11,7 @@ import zlib
 
 import pytest
 
+from sitestrip.configs import ReadLimits
 from sitestrip.pipeline.warc import HtmlResponse, ReadError, Skipped, iter_payloads, iter_warc_records
 from warcs import HTTP_OK, flip_bytes, gzip_members, plain_records, raw_record
 
@@ -258,6 +259,44 @@ def test_a_cut_payload_is_kept_and_named():
             assert outcome.body == body, outcome.url
     half = outcomes[4].body
     assert 0 < len(half) < len(html) and html.startswith(half)
+
+
+def test_chunked_framing_never_reaches_the_body():
+    """Trailer fields after the last chunk, a last chunk without its closing CRLF, and a body
+    cut right after a chunk's data (before its CRLF): the body is the chunks' data and nothing
+    else (a reader that falls back to unchunked reading there keeps "0", the trailers or the
+    size line as text), and only the cut one is named."""
+    html = page(0)
+    head = b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nTransfer-Encoding: chunked\r\n\r\n"
+    whole = chunked(html, size=50)
+    cases = [
+        (whole[:-2] + b"X-Checksum: abc\r\n\r\n", None),
+        (whole[:-2], None),
+        (whole[:whole.rindex(b"\r\n0\r\n")], "payload cut: chunked body ends without its last (empty) chunk"),
+    ]
+    data = b"".join(gzip.compress(raw_record(url(k), http=head + body)) for k, (body, _) in enumerate(cases))
+    outcomes = read(data)
+    assert [(o.body, o.notes) for o in outcomes] == [(html, (note,) if note else ()) for _, note in cases]
+
+
+def test_a_bomb_in_one_chunk_is_stopped_at_the_cap():
+    """A gzip bomb sent as one chunk: decoding stops at the payload cap, within a bounded
+    amount of memory (warcio's own gzip decompressor inflates each 16 kB block whole, a
+    thousandfold, and its chunked reader each chunk whole: 200 MB here)."""
+    import tracemalloc
+    bomb = gzip.compress(b"<html>" + b" " * 200_000_000, compresslevel=9)
+    http = (b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Encoding: gzip\r\n"
+            b"Transfer-Encoding: chunked\r\n\r\n" + b"%x\r\n" % len(bomb) + bomb + b"\r\n0\r\n\r\n")
+    data = gzip.compress(raw_record(url(0), http=http), compresslevel=1)
+    limit = 1_000_000
+    tracemalloc.start()
+    try:
+        (error,) = list(iter_warc_records(io.BytesIO(data), "w.warc", ReadLimits(max_payload_bytes=limit)))
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert (error.stage, error.error_class) == ("decode", "PayloadTooLarge")
+    assert peak < 4 * limit + len(data)
 
 
 def test_a_cut_brotli_payload_is_named():
