@@ -5,7 +5,7 @@ each, one copy of a kind an indexer meets:
 - `url_variant`: the same bytes under the URL with tracking parameters added (exact);
 - `session_path`: the same bytes under the URL with a `;jsessionid=` path parameter (exact);
 - `near_edit`: under another URL, the page with a short editor's note put in front of its
-  longest paragraph and its years changed (a near duplicate);
+  longest paragraph and the years in that paragraph changed (a near duplicate);
 - `recapture`: the same URL fetched a year later with the same edit (a capture).
 The product's site step (the pipeline's own process_site) then runs over the corpus with
 its injections, and over the corpus alone. Measured:
@@ -51,16 +51,18 @@ _YEAR = re.compile(r"\b(19[5-9]\d|20[0-4]\d)\b")
 
 
 def _with_note(html: str) -> str:
-    """The page with NOTE in front of its longest paragraph and every year moved by one."""
-    best, best_len = None, -1
+    """The page with NOTE in front of its longest paragraph and the years in that paragraph
+    moved by one: an edit of the content, the template untouched."""
+    best, best_len, best_end = None, -1, -1
     for m in _P_OPEN.finditer(html):
         end = html.find("</p", m.end())
-        length = (end if end >= 0 else len(html)) - m.end()
-        if length > best_len:
-            best, best_len = m, length
-    if best is not None:
-        html = html[:best.end()] + NOTE + " " + html[best.end():]
-    return _YEAR.sub(lambda m: str(int(m.group(1)) + 1), html)
+        end = end if end >= 0 else len(html)
+        if end - m.end() > best_len:
+            best, best_len, best_end = m, end - m.end(), end
+    if best is None:
+        return html
+    paragraph = _YEAR.sub(lambda m: str(int(m.group(1)) + 1), html[best.end():best_end])
+    return html[:best.end()] + NOTE + " " + paragraph + html[best_end:]
 
 
 def _variant_url(url: str, kind: str) -> str:
