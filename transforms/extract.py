@@ -798,6 +798,10 @@ def process_site(site: str, records: Iterable[PageRecord], config, model=None,
             except Exception:       # judged once already: that row stands
                 continue
             row["notes"] = row["notes"] + [f"judged again with its duplicates left out of the site: {len(left_out)}"]
+            # The first judgement is CPU the duplicates cost this page.
+            first = page_rows[k]["timing_ms"]["total"]
+            row["timing_ms"]["duplicates"] += first
+            row["timing_ms"]["total"] += first
             page_rows[k], page_menus[k], row_pages[k], fingerprints[k] = row, menu, key_page, fp
     replaced = _apply_site_menus(page_rows, row_pages, links, proposals, config) if proposals else set()
     for k, (row, menu) in enumerate(zip(page_rows, page_menus)):
