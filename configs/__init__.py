@@ -26,6 +26,7 @@ from sitestrip.transforms.menex import MenexParams
 from sitestrip.transforms.output import KEEP_DROP, OutputParams
 from sitestrip.transforms.page import NAV_RULE_FLAGS, ParseRules
 from sitestrip.transforms.sitemenus import SiteMenuParams
+from sitestrip.transforms.duplicates import DuplicateParams
 from sitestrip.transforms.state import StateParams
 from sitestrip.transforms.template import TemplateParams
 
@@ -104,6 +105,7 @@ class Config:
     clusters: ClusterParams = field(default_factory=ClusterParams)
     site_menus: SiteMenuParams = field(default_factory=SiteMenuParams)
     state: StateParams = field(default_factory=StateParams)
+    duplicates: DuplicateParams = field(default_factory=DuplicateParams)
     output: OutputParams = field(default_factory=OutputParams)
 
 
@@ -155,6 +157,10 @@ _CHECKS["site_menus.min_anchor_share"] = _UNIT
 _CHECKS["output.markdown_links"] = (lambda v: v in KEEP_DROP, "keep or drop")
 _CHECKS["output.markdown_images"] = (lambda v: v in KEEP_DROP, "keep or drop")
 _CHECKS["output.language_chars"] = (lambda v: v >= 20, "20 or more")
+_CHECKS["duplicates.shingle_words"] = _POSITIVE
+_CHECKS["duplicates.num_perm"] = (lambda v: 8 <= v <= 1024, "8 to 1024")
+_CHECKS["duplicates.near_threshold"] = (lambda v: 0.5 <= v <= 1.0, "0.5 to 1")
+_CHECKS["duplicates.max_fingerprints_per_site"] = _POSITIVE
 _CHECKS["state.max_pages_per_cluster"] = _POSITIVE
 _CHECKS["state.max_clusters_per_site"] = _POSITIVE
 _CHECKS["site_conex.merge"] = (lambda v: v in ("always", "content"), "always or content")

@@ -1172,8 +1172,13 @@ def train(argv: list[str], prog: str = "sitestrip train") -> int:
     return 0
 
 
+def bench_duplicates(argv: list[str]) -> int:
+    from sitestrip.bench.duplicates import main as duplicates_main
+    return duplicates_main(argv)
+
+
 COMMANDS = {"run": run, "inspect": inspect, "report": report, "bench": bench, "tune": tune,
-            "train": train}
+            "train": train, "bench-duplicates": bench_duplicates}
 
 
 def use_system_allocator_for_arrow() -> None:
@@ -1248,6 +1253,8 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("tune", help="settle the SPEC's open choices on dev corpora (coarse grid)",
                    add_help=False)
     sub.add_parser("train", help="train a block classifier (SPEC §10) on gold corpora", add_help=False)
+    sub.add_parser("bench-duplicates", help="duplicate detection on dev corpora with injected duplicates",
+                   add_help=False)
     if argv and argv[0] == "--version":
         print(f"sitestrip {version()}")
         return 0

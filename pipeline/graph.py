@@ -29,8 +29,10 @@ from sitestrip.pipeline.state import (current_version, next_version, read_state_
                                       write_current)
 from sitestrip.pipeline.page_source import PageError, read_pages
 from sitestrip.pipeline.warc import Skipped, open_warc
-from sitestrip.schemas import DATASETS, STATE
+from sitestrip.schemas import DATASETS, STATE, STATE_KEYS
 from sitestrip.transforms.classify import load_main_content_model
+from sitestrip.transforms.duplicates import (ACROSS_SALTS, across_sites_candidate, across_sites_eligible,
+                                             across_sites_salt, fewer_across_sites, mark_across_sites)
 from sitestrip.transforms.extract import error_row, process_site
 from sitestrip.transforms.shards import page_cell, plan_shards
 from sitestrip.transforms.state import merge_site_state, stored_row
@@ -295,6 +297,69 @@ def _menu_row(item):
             "pages": count, "example_url": example_url}
 
 
+class CanonicalAcrossSites(beam.CombineFn):
+    """Per content hash: (pages, the best page's key, the page) — transforms/duplicates.py."""
+
+    def create_accumulator(self):
+        return 0, None, None
+
+    def add_input(self, acc, candidate):
+        key, page = candidate
+        return fewer_across_sites(acc, (1, key, page))
+
+    def merge_accumulators(self, accumulators):
+        merged = (0, None, None)
+        for acc in accumulators:
+            merged = fewer_across_sites(merged, acc)
+        return merged
+
+    def extract_output(self, acc):
+        return acc
+
+
+def _canonical_per_salt(item):
+    content_hash, (count, _key, page) = item
+    if count > 1:
+        for salt in range(ACROSS_SALTS):
+            yield (content_hash, salt), page
+
+
+def _marked_across_sites(item):
+    _key, joined = item
+    canonical = list(joined["canonical"])
+    for row in joined["rows"]:
+        if canonical:
+            marked = mark_across_sites(row, canonical[0])
+            if marked is not row:
+                _count(f"duplicates_{marked['duplicate_kind']}")
+            row = marked
+        yield row
+
+
+def _counted_duplicate(row):
+    if row.get("duplicate_kind"):
+        _count(f"duplicates_{row['duplicate_kind']}")
+    return row
+
+
+def exact_duplicates_across_sites(pages):
+    """Pages rows with exact duplicates across sites (and across a hot site's shards) marked:
+    one combine per content hash finds each hash's canonical page, then the rows that take
+    part meet it in groups keyed by (hash, salt) (transforms/duplicates.py). Rows without a
+    content hash, or already a duplicate within their site, pass by."""
+    taking_part = (pages | "AcrossSitesRows" >> beam.Filter(across_sites_eligible))
+    passing = (pages | "AcrossSitesOthers" >> beam.Filter(lambda row: not across_sites_eligible(row)))
+    canonical = (taking_part
+                 | "ByContentHash" >> beam.Map(lambda row: (row["content_hash"], across_sites_candidate(row)))
+                 | "CanonicalPerHash" >> beam.CombinePerKey(CanonicalAcrossSites())
+                 | "CanonicalPerSalt" >> beam.FlatMap(_canonical_per_salt))
+    rows = taking_part | "BySaltedHash" >> beam.Map(lambda row: ((row["content_hash"], across_sites_salt(row)), row))
+    marked = ({"rows": rows, "canonical": canonical}
+              | "JoinCanonical" >> beam.CoGroupByKey()
+              | "MarkAcrossSites" >> beam.FlatMap(_marked_across_sites))
+    return (marked, passing) | "AllPages" >> beam.Flatten()
+
+
 def dataset_prefix(output: str, name: str) -> str:
     return FileSystems.join(output, name, "part")
 
@@ -346,12 +411,15 @@ def _carried(item):
             yield site, page
 
 
-def _merged_state(item, params):
+def _merged_state(item, config):
     site, stored = item
-    for page in merge_site_state(site, stored, params):
-        _count("state_pages")
+    for page in merge_site_state(site, stored, config.state, config.duplicates.max_fingerprints_per_site):
         row = stored_row(page)
-        _count("state_bytes", len(row["page_blob"]) + len(row["page_fields"]))
+        if row["kind"] == "page":
+            _count("state_pages")
+            _count("state_bytes", len(row["page_blob"]) + len(row["page_fields"]))
+        else:
+            _count("state_fingerprints")
         yield row
 
 
@@ -397,6 +465,10 @@ def build_pipeline(p: beam.Pipeline, warc_paths: list[str], output: str, config:
         carried = per_site | "CarriedState" >> beam.FlatMap(_carried)
     sites = grouped | "ProcessSite" >> beam.ParDo(ProcessSite(config, progress_dir, keep_state=state_dir is not None))
     pages, site_errors = split_kinds(sites, "Site")
+    if config.duplicates.enabled:
+        pages = pages | "CountDuplicates" >> beam.Map(_counted_duplicate)
+        if config.duplicates.across_sites:
+            pages = exact_duplicates_across_sites(pages)
     clusters = sites | "SiteClusters" >> beam.FlatMap(_of_kind, CLUSTER_ROWS)
     errors = (read_errors, site_errors) | "AllErrors" >> beam.Flatten()
     menus = (pages
@@ -415,10 +487,10 @@ def build_pipeline(p: beam.Pipeline, warc_paths: list[str], output: str, config:
         merged_state = ((new_state, carried)
                         | "AllState" >> beam.Flatten()
                         | "GroupState" >> beam.GroupByKey()
-                        | "MergeState" >> beam.FlatMap(_merged_state, config.state))
+                        | "MergeState" >> beam.FlatMap(_merged_state, config))
         state_written = ({"state": merged_state}
                          | "WriteState" >> WriteParts(
-                             {"state": PartDataset(version_prefix(state_dir, version), STATE, ("site", "url"))},
+                             {"state": PartDataset(version_prefix(state_dir, version), STATE, STATE_KEYS)},
                              parts))
         if state_version:
             written = written + [state_written]

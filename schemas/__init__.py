@@ -1,1 +1,1 @@
-from sitestrip.schemas.tables import DATASETS, ERRORS, MENUS, PAGES, SCHEMA_VERSION, SITES, STATE, TIMING_STAGES  # noqa: F401
+from sitestrip.schemas.tables import DATASETS, ERRORS, MENUS, PAGES, SCHEMA_VERSION, SITES, STATE, STATE_KEYS, STATE_V1, TIMING_STAGES  # noqa: F401

@@ -85,7 +85,7 @@ def rows(out, name, drop=("timing_ms",)):
     """The dataset's rows as sorted JSON strings, without the columns in `drop`."""
     table = ds.dataset(os.path.join(str(out), name), format="parquet").to_table()
     keep = [c for c in table.column_names if c not in drop]
-    return sorted(json.dumps(r, sort_keys=True) for r in table.select(keep).to_pylist())
+    return sorted(json.dumps(r, sort_keys=True, default=bytes.hex) for r in table.select(keep).to_pylist())
 
 
 def all_rows(out, drop=("timing_ms",)):

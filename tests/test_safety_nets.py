@@ -29,9 +29,10 @@ def record(url_name, body, offset):
                       content_type="text/html", charset="utf-8", truncated=None, page=parse_page(body, url))
 
 
-def rows(records, **main_content):
+def rows(records, duplicates=True, **main_content):
     config = load_config(None)
-    config = dataclasses.replace(config, main_content=dataclasses.replace(config.main_content, **main_content))
+    config = dataclasses.replace(config, main_content=dataclasses.replace(config.main_content, **main_content),
+                                 duplicates=dataclasses.replace(config.duplicates, enabled=duplicates))
     return {r["url"]: r for kind, r in process_site(SITE, records, config) if kind == "pages"}
 
 
@@ -60,7 +61,7 @@ def test_a_near_duplicate_is_no_candidate_and_the_row_says_so():
     assert "Apples grow on trees in orchards." in with_net["main_text"]
     assert with_net["template_share"] < 0.8
     assert "Apples grow on trees in orchards." in with_net["nontemplate_text"]
-    bare = rows(records, near_duplicate_share=0.0, site_fallback=False)["https://fruit.example/a.html"]
+    bare = rows(records, duplicates=False, near_duplicate_share=0.0, site_fallback=False)["https://fruit.example/a.html"]
     assert "https://fruit.example/a2.html" in bare["template_candidate_urls"]
     assert bare["template_share"] == 1.0 and bare["nontemplate_text"] == ""
 
@@ -70,11 +71,11 @@ def test_a_page_that_is_all_template_is_judged_without_its_site():
     template (share 1). Without the near-duplicate net, the fallback judges it alone and its
     notes say so; with both nets off nothing is main."""
     records = [record("a", html("a"), 0), record("a2", html("a"), 1)]
-    fallback = rows(records, near_duplicate_share=0.0)["https://fruit.example/a.html"]
+    fallback = rows(records, duplicates=False, near_duplicate_share=0.0)["https://fruit.example/a.html"]
     assert fallback["template_share"] >= 0.95
     assert "Apples grow on trees in orchards." in fallback["main_text"]
     assert any(n.startswith("main content judged without site features") for n in fallback["notes"])
-    bare = rows(records, near_duplicate_share=0.0, site_fallback=False)["https://fruit.example/a.html"]
+    bare = rows(records, duplicates=False, near_duplicate_share=0.0, site_fallback=False)["https://fruit.example/a.html"]
     assert not any(n.startswith("main content judged without site features") for n in bare["notes"])
     near = rows(records)["https://fruit.example/a.html"]
     assert near["method"] == "page_only"

@@ -165,3 +165,40 @@ def test_state_candidate_urls_is_empty_not_null_while_the_state_is_empty(tmp_pat
     assert [r["state_candidate_urls"] for r in _rows(out).values()] == [[], [], []]
     assert main(["run", "--input", warc, "--output", str(tmp_path / "plain"), "--quiet"]) == 0
     assert [r["state_candidate_urls"] for r in _rows(str(tmp_path / "plain")).values()] == [None, None, None]
+
+
+def test_a_later_run_finds_the_duplicate_of_a_page_of_an_earlier_run(tmp_path):
+    """Run 1 reads alpha, beta, gamma; the state keeps their fingerprints. Run 2 reads delta and
+    beta under a tracking-parameter URL (the same bytes): its row names run 1's beta as the page
+    it duplicates, and the new state keeps the fingerprints of both runs."""
+    state = tmp_path / "state"
+    code, _ = _run(tmp_path, "out1", _warc(tmp_path / "one.warc.gz", NAMES[:3]), state)
+    assert code == 0
+    kinds = [r["kind"] for path in state_files(str(state)) for r in pq.read_table(path, columns=["kind"]).to_pylist()]
+    assert kinds.count("fingerprint") == 3
+    second = str(write_warc(tmp_path / "two.warc.gz", [
+        response("https://site.test/delta.html", _page("delta")),
+        response("https://site.test/beta.html?utm_source=mail", _page("beta"))]))
+    code, out2 = _run(tmp_path, "out2", second, state)
+    rows = _rows(out2)
+    assert code == 0 and set(rows) == {"https://site.test/delta.html", "https://site.test/beta.html?utm_source=mail"}
+    variant = rows["https://site.test/beta.html?utm_source=mail"]
+    assert (variant["duplicate_of"], variant["duplicate_kind"]) == ("https://site.test/beta.html", "exact")
+    assert variant["duplicate_of_record"] and variant["duplicate_of_record"].startswith("<urn:uuid:")
+    assert rows["https://site.test/delta.html"]["duplicate_of"] is None
+    fingerprints = [r for path in state_files(str(state)) for r in pq.read_table(path).to_pylist()
+                    if r["kind"] == "fingerprint"]
+    assert len(fingerprints) == 5 and all(len(r["near_signature"]) == 256 for r in fingerprints)
+
+
+def test_a_version_1_state_is_read(tmp_path):
+    """A state written before fingerprints (version 1: stored pages only) is read as it is."""
+    from sitestrip.schemas import STATE_V1
+    state = tmp_path / "state"
+    assert _run(tmp_path, "out1", _warc(tmp_path / "one.warc.gz", NAMES[:3]), state)[0] == 0
+    path, = state_files(str(state))
+    table = pq.read_table(path)
+    pages = table.filter(ds.field("kind") == "page").select(STATE_V1.names).replace_schema_metadata(STATE_V1.metadata)
+    pq.write_table(pages, path)
+    code, out2 = _run(tmp_path, "out2", _warc(tmp_path / "two.warc.gz", NAMES[3:]), state)
+    assert code == 0 and _rows(out2)["https://site.test/delta.html"]["method"] != "page_only"
