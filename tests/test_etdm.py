@@ -14,12 +14,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import sitestrip.transforms.etdm as etdm
-from sitestrip.transforms import _text
 from sitestrip.transforms.etdm import (NO_MATCH, VIRTUAL_PARTNER, EtdmParams, certain_floor, equality_score,
                                        is_match, map_pages, position_score)
 from sitestrip.transforms.page import TAG_ID, parse_page
 from sitestrip.transforms.template import occurrences
 from sitestrip.transforms.tree import children
+from helpers.compiled import require_built
 
 URL = "http://ex.com/"
 
@@ -35,6 +35,8 @@ def opts(option: int, **kw) -> EtdmParams:
 @contextmanager
 def engine(**knobs):
     """Force one of the module's internal paths (they must all give the same mapping)."""
+    if knobs.get("_COMPILED"):
+        require_built("_etdm")
     saved = {k: getattr(etdm, k) for k in knobs}
     try:
         for k, v in knobs.items():
@@ -845,6 +847,7 @@ def test_compiled_collapsed_spans_are_pythons_split_and_join():
     whitespace to str.split), [3, 5) (" \\t": nothing left, ""), [2, 3) ("a") and [5, 5)
     (empty): "a b c" + "" + "a" + "" = "a b ca", lengths 5, 0, 1, 0. U+200B (zero width space)
     is not whitespace to str.split, so it stays; U+0085 and U+001F are."""
+    _text = require_built("_text")
     text = "  a \t b\u3000\u3000c  "
     lengths = np.empty(4, dtype=np.int64)
     got = _text.collapsed_spans(text, np.array([0, 3, 2, 5]), np.array([12, 5, 3, 5]), lengths)
@@ -871,6 +874,7 @@ def test_compiled_collapsed_spans_are_pythons_split_and_join():
 
 
 def test_compiled_collapsed_spans_refuses_spans_outside_the_text():
+    _text = require_built("_text")
     lengths = np.empty(1, dtype=np.int64)
     with pytest.raises(ValueError, match="outside the text"):
         _text.collapsed_spans("abc", np.array([2]), np.array([4]), lengths)

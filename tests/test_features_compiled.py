@@ -22,8 +22,13 @@ from sitestrip.transforms.conex_page import main_content
 from sitestrip.transforms.features import _COLUMN, FEATURE_NAMES, _TEXT_PATTERNS
 from sitestrip.transforms.page import parse_page
 from sitestrip.transforms.tree import elements_below, links_below, nearest_in_mask, words_below
+from helpers.compiled import require_built
 
-BUILT = "sitestrip.transforms._features is not built: reinstall with pip install -e ."
+
+@pytest.fixture(autouse=True)
+def built():
+    """Every test here compares transforms/_features.c with its reference (or calls it directly)."""
+    require_built("_features")
 
 
 # The text columns come first in FEATURE_NAMES; the matrices here stop after them.
@@ -43,7 +48,6 @@ def columns(texts, compiled):
 
 
 def assert_same(texts):
-    assert F._compiled is not None, BUILT
     got_x, got_keys = columns(texts, True)
     ref_x, ref_keys = columns(texts, False)
     for b in np.flatnonzero((got_x != ref_x).any(axis=1))[:5].tolist():
@@ -67,7 +71,6 @@ def test_the_compiled_text_columns_are_built_and_used_by_default(monkeypatch):
     close a sentence; "read more" (more) and, after it, "»" (more again) → contains_more.
     "" — every count 0, nothing matches.
     Keys: crc32 of the lowered, single-spaced UTF-8 texts."""
-    assert F._compiled is not None, BUILT
     assert F._COMPILED
 
     def no_reference(*args, **kwargs):
@@ -155,7 +158,6 @@ def test_word_boundaries_lowercasing_and_predicates_on_every_code_point():
     str.isdigit of c, the \\b before "more", str.split's whitespace, lowercasings that make
     or break the word) and after one ("like" + c + "\\nby": the \\b after "like", and a
     line start after c for the byline); surrogates included."""
-    assert F._compiled is not None, BUILT
     step = 0x8000
     for start in range(0, 0x110000, step):
         chunk = [chr(c) for c in range(start, start + step)]
@@ -164,7 +166,6 @@ def test_word_boundaries_lowercasing_and_predicates_on_every_code_point():
 
 def test_the_crc_table_is_zlibs():
     """Keys of texts whose folded UTF-8 bytes cover every byte value: zlib.crc32's."""
-    assert F._compiled is not None, BUILT
     texts = ["".join(chr(c) for c in range(start, start + 64)) for start in range(0, 0x800, 64)]
     expected = [zlib.crc32(" ".join(t.lower().split()).encode("utf-8", "surrogatepass")) for t in texts]
     assert F.text_keys(texts).tolist() == expected
@@ -213,7 +214,6 @@ def test_the_reference_regex_is_what_the_compiled_scan_follows():
 def test_text_keys_of_no_texts_and_non_str_texts():
     """No texts: an empty int64 array by both paths. A text that is not a str is refused
     (block texts are always str; the error names the type)."""
-    assert F._compiled is not None, BUILT
     assert columns([], True)[1].tolist() == columns([], False)[1].tolist() == []
     assert columns([], True)[1].dtype == np.int64
     with pytest.raises(TypeError, match="bytes"):
@@ -251,7 +251,6 @@ def page_by_path(page, compiled, site_seed=None):
 
 
 def assert_same_page(page, site_seed=None):
-    assert F._compiled is not None and B._compiled is not None, BUILT
     blocks, texts, keys, x = page_by_path(page, True, site_seed)
     ref_blocks, ref_texts, ref_keys, ref_x = page_by_path(page, False, site_seed)
     for field in ("ptr", "text_nodes", "owner", "group", "is_instance", "words"):
@@ -290,7 +289,6 @@ def test_the_compiled_blocks_loops_are_built_and_used_by_default(monkeypatch):
       under the div, not the li's; has_children where the owner holds an element (the li
       with its <b>, the p with its <br>); siblings_log log1p(2) under the ul's three li,
       log1p(1) under the div's two p."""
-    assert F._compiled is not None and B._compiled is not None, BUILT
     assert F._COMPILED and B._COMPILED
 
     def no_reference(*args, **kwargs):
@@ -357,7 +355,6 @@ def test_nearest_in_mask_compiled_is_the_pointer_doubling_one():
 def test_compiled_loops_refuse_malformed_arrays():
     """A parent after its child (not preorder), a mask of another length and an owner outside
     the page are errors, not reads out of bounds."""
-    assert F._compiled is not None, BUILT
     c = F._compiled
     with pytest.raises(ValueError, match="preorder"):
         c.nearest_in_mask(np.array([-1, 2, 0], np.int32), np.zeros(3, bool), np.empty(3, np.int64))

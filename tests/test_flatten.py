@@ -13,10 +13,17 @@ from sitestrip.transforms import page as P
 from sitestrip.transforms.tokens import count_words
 from sitestrip.transforms.page import (F_IN_LINK, F_LINK, F_PRE, F_SPACE_BEFORE, PRODUCT_RULES, SPEC_RULES,
                                        TAG_ID, TEXT, ParseRules, parse_page, parse_tree)
+from helpers.compiled import require_built
 
 URL = "http://ex.com/dir/page.html"
 MIXED_RULES = ParseRules(keep_noscript=False, widget_leaves=True, browser_text=True)
 ALL_RULES = [PRODUCT_RULES, SPEC_RULES, MIXED_RULES, ParseRules(widget_leaves=False)]
+
+
+@pytest.fixture(autouse=True)
+def built():
+    """Every test here compares transforms/_flatten.c with its reference (or calls it directly)."""
+    require_built("_flatten")
 
 
 def both(body, rules=PRODUCT_RULES, url=URL):

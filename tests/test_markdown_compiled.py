@@ -19,9 +19,16 @@ import pytest
 from sitestrip.transforms import markdown as M
 from sitestrip.transforms.markdown import MarkdownOptions, page_markdown
 from sitestrip.transforms.page import TEXT, parse_page
+from helpers.compiled import require_built
 
 URL = "https://docs.example/guide/page.html"
 ALL_OPTIONS = [MarkdownOptions(), MarkdownOptions(links=False), MarkdownOptions(images=False)]
+
+
+@pytest.fixture(autouse=True)
+def built():
+    """Every test here compares transforms/_markdown.c with its reference (or calls it directly)."""
+    require_built("_markdown")
 
 
 def rendered(page, mask, options=MarkdownOptions(), line_starts=None, compiled=True):

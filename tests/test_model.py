@@ -14,6 +14,7 @@ from sitestrip.bench.train_models import (as_model, choose_threshold, collapse_a
                                  page_word_f1, pruned_answer, write_model, CEML_TREE)
 from sitestrip.transforms.model import (ModelError, compute_model_id, encode_model, load_model,
                                         model_document)
+from helpers.compiled import require_built
 
 NAMES = ["f0", "f1"]
 
@@ -105,7 +106,7 @@ def test_compiled_tree_walk_reaches_the_numpy_walks_leaves(name, monkeypatch):
     bit (the same leaves, summed the same way)."""
     from sitestrip.transforms import model as model_module
     from sitestrip.transforms.classify import SHIPPED_MODELS
-    assert model_module._compiled is not None, "sitestrip.transforms._model is not built: reinstall with pip"
+    require_built("_model")
     with open(SHIPPED_MODELS[name], "rb") as f:
         model = load_model(f.read())
     n_features = len(model.feature_names)

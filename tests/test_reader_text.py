@@ -12,8 +12,15 @@ from sitestrip.transforms.page import (F_RAISED, HINT_BIT, PRODUCT_RULES, SPEC_R
 from sitestrip.transforms.tokens import words
 from sitestrip.transforms.tree import text_of
 from tests.test_page import check_alignment
+from helpers.compiled import require_built
 
 URL = "https://docs.example/guide/page.html"
+
+
+@pytest.fixture(autouse=True)
+def built():
+    """Every page here is flattened by transforms/_flatten.c and by its reference."""
+    require_built("_flatten")
 
 
 def page_of(body: str, rules=PRODUCT_RULES):

@@ -11,6 +11,7 @@ from sitestrip.transforms.menex import links_in
 from sitestrip.transforms.page import F_PRE, F_SPACE_BEFORE, SPEC_RULES, TAG_ID, TEXT, parse_page, tag_name
 from sitestrip.transforms.tokens import count_words
 from sitestrip.transforms.tree import subtree_text, text_of
+from helpers.compiled import require_built
 
 
 def page_of(body, rules=None):
@@ -218,6 +219,7 @@ def test_the_compiled_joiner_is_built_and_used_by_default():
 
 def both_ways(fn, *args):
     import sitestrip.transforms.text as T
+    require_built("_text")
     saved = T._COMPILED
     try:
         T._COMPILED = False
@@ -233,7 +235,7 @@ def test_joined_spans_by_hand():
     """Text "ab\\U0001F600cd", spans [0,2) "ab", [2,3) the emoji, [3,5) "cd", codes none,
     space, newline; runs [0,3) and [1,1) and [2,3): "ab" + " \\U0001F600" + "\\ncd", "" (an empty
     run), "\\ncd". A run [2, 1) (end before start) is "" too, as a Python slice is."""
-    from sitestrip.transforms import _text
+    _text = require_built("_text")
     starts, ends = np.array([0, 2, 3]), np.array([2, 3, 5])
     codes = np.array([0, 1, 2], dtype=np.int8)
     assert _text.joined_spans("ab\U0001F600cd", starts, ends, codes, np.array([0, 3])) == ["ab \U0001F600\ncd"]
@@ -248,7 +250,7 @@ def test_joined_spans_by_hand():
 
 
 def test_joined_spans_refuses_what_is_not_a_span():
-    from sitestrip.transforms import _text
+    _text = require_built("_text")
     one = np.zeros(1, dtype=np.int8)
     with pytest.raises(ValueError, match="outside the text"):
         _text.joined_spans("abc", np.array([1]), np.array([4]), one, np.array([0, 1]))
