@@ -500,8 +500,11 @@ def test_subtree_totals_by_hand_computed_once_and_read_only():
             total(page)[0] = 0
     ptr, kids = children(page)
     assert children(page)[0] is ptr and kids[ptr[0]:ptr[1]].tolist() == [1, 6]
+    before = links_below(page)
     page.forget_derived()
-    assert links_below(page) is not None and "children" not in vars(page)["_derived"]
+    again = links_below(page)          # computed anew, and nothing else with it
+    assert again is not before and again.tolist() == before.tolist()
+    assert set(vars(page)["_derived"]) == {"links_below"}
 
 
 def test_subtree_totals_go_with_the_unpacked_arrays(monkeypatch):

@@ -261,11 +261,31 @@ def test_any_cut_of_a_gzip_warc_is_reported_and_keeps_the_records_before_it(thre
         assert len(pages) >= complete
 
 
+# Noise alone, and noise behind a WARC record's first line or a gzip member's magic, so that
+# header parsing and inflation meet it too.
+_noise = st.one_of(st.binary(max_size=2000), st.binary(max_size=2000).map(lambda b: b"WARC/1.0\r\n" + b),
+                   st.binary(max_size=2000).map(lambda b: b"\x1f\x8b\x08" + b))
+_DAMAGE = {"NotAWarc", "BadWarcRecord", "BadGzipMember", "TruncatedRecord", "TruncatedFile"}
+
+
 @settings(max_examples=200, deadline=None)
-@given(data=st.binary(max_size=2000))
+@given(data=_noise)
 def test_arbitrary_bytes_never_raise(data):
-    for outcome in iter_warc_records(io.BytesIO(data), "noise"):
-        assert isinstance(outcome, (HtmlResponse, Skipped, ReadError))
+    """Bytes that hold no record are no page and no skip: an empty file is one
+    Skipped("empty_file"), anything else read errors of the damage classes, each placed in
+    the file (after the one before), or one NotAWarc for the whole file."""
+    outcomes = list(iter_warc_records(io.BytesIO(data), "noise"))
+    if not data:
+        assert outcomes == [Skipped("empty_file", None, "")]
+        return
+    assert outcomes and all(type(o) is ReadError for o in outcomes), outcomes
+    assert {(o.warc_file, o.stage, o.url) for o in outcomes} == {("noise", "read", None)}
+    assert {o.error_class for o in outcomes} <= _DAMAGE and all(o.message for o in outcomes)
+    if outcomes[0].warc_offset is None:
+        assert [o.error_class for o in outcomes] == ["NotAWarc"]
+    else:
+        offsets = [o.warc_offset for o in outcomes]
+        assert None not in offsets and offsets == sorted(set(offsets)) and offsets[-1] < len(data)
 
 
 def make_tree(root):
