@@ -114,6 +114,8 @@ def test_shared_corpus_reader(corpus_dir, tmp_path):
         read_shared_corpus(str(tmp_path))
 
 
+@pytest.mark.beam
+@pytest.mark.slow
 def test_core_rows_equal_the_pipeline_rows(corpus_dir, tmp_path):
     corpus = read_shared_corpus(corpus_dir)
     loaded = load_corpus(corpus.warc_paths, keep_html=True)
@@ -133,6 +135,8 @@ def test_core_rows_equal_the_pipeline_rows(corpus_dir, tmp_path):
 
 # --- the whole command ------------------------------------------------------------------
 
+@pytest.mark.beam
+@pytest.mark.slow
 def test_bench_command_scores_reports_and_draws(corpus_dir, tmp_path):
     pytest.importorskip("matplotlib")
     from sitestrip.pipeline.cli import main
@@ -165,6 +169,8 @@ def test_bench_command_scores_reports_and_draws(corpus_dir, tmp_path):
         assert f"({chart}.png)" in report
 
 
+@pytest.mark.beam
+@pytest.mark.slow
 def test_bench_runs_a_peer_on_the_same_pages(corpus_dir, tmp_path):
     pytest.importorskip("trafilatura")
     from sitestrip.bench.run import run_bench

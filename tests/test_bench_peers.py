@@ -194,6 +194,7 @@ def test_run_peer_counts_raised_pages_and_survives_a_worker_crash(tmp_path):
     assert "summary" in out_rows[-1]
 
 
+@pytest.mark.slow
 def test_run_peer_kills_a_worker_past_its_timeout(tmp_path):
     pages = [("http://s/1", "a"), ("http://s/2", "b")]
     pages_path = tmp_path / "pages.jsonl"

@@ -7,6 +7,7 @@ literal, one-node-at-a-time readings of SPEC §10 on random small trees; deep pa
 from types import SimpleNamespace
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from lxml import etree
@@ -265,6 +266,7 @@ def random_tree_and_mask(draw):
     return parent, mask
 
 
+@pytest.mark.slow
 @settings(max_examples=400, deadline=None)
 @given(random_tree_and_mask(), st.booleans())
 def test_nearest_in_mask_matches_a_parent_walk(tree, self_included):

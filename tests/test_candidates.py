@@ -421,6 +421,7 @@ def test_sort_links_matches_the_one_pick_at_a_time_definition(page):
     assert sort_links(page, links) == reference_sort(page, links)
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(random_pages(), st.sampled_from(["per_source", "whole_tree"]), st.integers(0, 2))
 def test_dispersion_internals_agree(page, distances, rounds):
@@ -594,6 +595,7 @@ def test_fully_connected_site_of_250_pages():
     assert (got.method, got.candidates, got.pages_loaded) == ("cs", names[:4], 4)
 
 
+@pytest.mark.slow
 def test_key_page_with_100000_links():
     """(7) 100,000 links in one list plus a nav and a footer link, all in the key
     page's directory except /about/. Only four targets are in the input:

@@ -108,6 +108,7 @@ def test_binary_garbage_does_not_raise():
     assert "\x00" not in text
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(body=st.binary(max_size=3000), label=st.one_of(st.none(), st.text(max_size=20)))
 def test_any_bytes_and_label_decode(body, label):

@@ -58,6 +58,7 @@ def cli(*args, cwd, entry="module"):
 
 # ------------------------------------------------------------------ options
 
+@pytest.mark.beam
 def test_unknown_options_are_errors_and_never_fall_back_to_the_sample(tmp_path):
     code, out, err = cli("--ouput", "X", "--inptu", "DIR", cwd=tmp_path, entry="run.py")
     assert code == 2 and out == ""
@@ -66,6 +67,7 @@ def test_unknown_options_are_errors_and_never_fall_back_to_the_sample(tmp_path):
     assert not (tmp_path / "X").exists() and not (tmp_path / "out").exists()
 
 
+@pytest.mark.beam
 def test_stray_arguments_and_unknown_flags_with_values_are_errors(tmp_path, tiny):
     code, _, err = cli("run", "--input", tiny, "--output", tmp_path / "o", "--colour=red", "leftover",
                        cwd=tmp_path)
@@ -84,6 +86,8 @@ def test_beams_own_options_pass(tmp_path):
     assert unknown_options(["--projekt=p", "--runner=DataflowRunner"]) == ["--projekt"]
 
 
+@pytest.mark.beam
+@pytest.mark.slow
 def test_a_beam_option_reaches_beam_and_the_run_succeeds(tmp_path, tiny):
     code, out, err = cli("run", "--input", tiny, "--output", tmp_path / "o", "--quiet",
                          "--job_name=sitestrip-test", cwd=tmp_path)
@@ -91,6 +95,7 @@ def test_a_beam_option_reaches_beam_and_the_run_succeeds(tmp_path, tiny):
     assert "pages: 5 " in out
 
 
+@pytest.mark.slow
 def test_version(tmp_path):
     expected = f"sitestrip {version('sitestrip')}"
     for args, entry in ((["--version"], "module"), (["run", "--version"], "module"), (["--version"], "run.py")):
@@ -100,6 +105,8 @@ def test_version(tmp_path):
 
 # ------------------------------------------------------------------ failed runs
 
+@pytest.mark.beam
+@pytest.mark.slow
 def test_a_run_that_reads_no_record_fails_with_its_first_errors(tmp_path):
     not_warc = tmp_path / "notes.warc.gz"
     not_warc.write_bytes(b"these are notes, not a WARC file\n")
@@ -110,6 +117,8 @@ def test_a_run_that_reads_no_record_fails_with_its_first_errors(tmp_path):
     assert re.search(rf"read NotAWarc in {re.escape(str(not_warc))}: \S", err)
 
 
+@pytest.mark.beam
+@pytest.mark.slow
 def test_a_manifest_without_prefix_fails_with_a_hint(tmp_path):
     manifest = tmp_path / "warc.paths"
     manifest.write_text("crawl-data/CC/segments/1/warc/one.warc.gz\n")
@@ -119,6 +128,8 @@ def test_a_manifest_without_prefix_fails_with_a_hint(tmp_path):
     assert "give --input-prefix" in err
 
 
+@pytest.mark.beam
+@pytest.mark.slow
 def test_html_read_but_no_pages_row_fails(tmp_path):
     """Two HTML 200 records whose target URI is not a URL: both are read (html_200 = 2) and
     both end as errors rows (read, BadUrl); no pages row."""
@@ -131,6 +142,8 @@ def test_html_read_but_no_pages_row_fails(tmp_path):
     assert err.count(" read BadUrl in ") == 2
 
 
+@pytest.mark.beam
+@pytest.mark.slow
 @pytest.mark.parametrize("layout", ["file", "under_a_file", "dataset_is_a_file"])
 def test_an_unusable_output_is_one_line(tmp_path, tiny, layout):
     blocker = tmp_path / "blocker"
@@ -147,6 +160,8 @@ def test_an_unusable_output_is_one_line(tmp_path, tiny, layout):
 
 # ------------------------------------------------------------------ quiet, noise
 
+@pytest.mark.beam
+@pytest.mark.slow
 def test_quiet_prints_the_summary_only_even_with_worker_processes(tmp_path, tiny):
     code, out, err = cli("run", "--input", tiny, "--output", tmp_path / "o", "--quiet", "--workers", "2",
                          cwd=tmp_path)
@@ -157,6 +172,8 @@ def test_quiet_prints_the_summary_only_even_with_worker_processes(tmp_path, tiny
     assert "pages: 5 " in out
 
 
+@pytest.mark.beam
+@pytest.mark.slow
 def test_no_beam_noise_in_any_command(tmp_path, tiny):
     """Beam's import-time warning ("apitools not found") and its harness's INFO lines are not
     shown; a normal run's stderr holds sitestrip's own lines only."""
@@ -172,6 +189,8 @@ def test_no_beam_noise_in_any_command(tmp_path, tiny):
 
 # ------------------------------------------------------------------ progress
 
+@pytest.mark.beam
+@pytest.mark.slow
 @pytest.mark.parametrize("workers", ["1", "2"])
 def test_progress_lines_count_every_page_when_not_on_a_terminal(tmp_path, tiny, workers):
     """stderr is a pipe here: progress comes as log lines. The workers (in-process, or two
@@ -212,6 +231,8 @@ def _on_a_terminal(args, cwd):
     return proc.returncode, out, screen.decode("utf-8", "replace")
 
 
+@pytest.mark.beam
+@pytest.mark.slow
 def test_progress_bar_on_a_terminal(tmp_path, tiny):
     code, out, screen = _on_a_terminal(["run", "--input", tiny, "--output", tmp_path / "o", "--workers", "2"],
                                        tmp_path)

@@ -21,8 +21,10 @@ import pytest
 from fifos import opened_by_the_run
 from warcs import HTML_UTF8, response, write_warc
 
-pytestmark = pytest.mark.skipif(importlib.util.find_spec("distributed") is None,
-                                reason="needs apache-beam[dask] (the test extra installs it)")
+# The module fixtures run the CLI on the cluster; every test here reads their outputs.
+pytestmark = [pytest.mark.dask, pytest.mark.beam,
+              pytest.mark.skipif(importlib.util.find_spec("distributed") is None,
+                                 reason="needs apache-beam[dask] (the test extra installs it)")]
 
 REPO = Path(__file__).resolve().parent.parent
 START_TIMEOUT = 90      # seconds for the scheduler and both workers to register

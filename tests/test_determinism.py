@@ -100,6 +100,8 @@ def baseline(tmp_path_factory):
     return folder, paths, run(paths, folder / "out")
 
 
+@pytest.mark.beam
+@pytest.mark.slow
 def test_baseline_covers_every_page(baseline):
     _, _, out = baseline
     pages = [json.loads(r) for r in rows(out, "pages")]
@@ -109,6 +111,8 @@ def test_baseline_covers_every_page(baseline):
     assert methods["cs"] + methods["partial_cs"] > 0   # complete subdigraph searches found pages
 
 
+@pytest.mark.beam
+@pytest.mark.slow
 def test_rows_do_not_depend_on_record_or_file_order(baseline, tmp_path):
     """Records shuffled inside every file, files listed in another order: the pages reach the
     per-site step in another order. Offsets move with the records, so they are left out."""
@@ -123,6 +127,8 @@ def test_rows_do_not_depend_on_record_or_file_order(baseline, tmp_path):
     assert names(shuffled) == names(out)
 
 
+@pytest.mark.beam
+@pytest.mark.slow
 def test_rows_do_not_depend_on_the_number_of_local_workers(baseline, tmp_path):
     _, paths, out = baseline
     folder = os.path.dirname(paths[0])
@@ -131,6 +137,7 @@ def test_rows_do_not_depend_on_the_number_of_local_workers(baseline, tmp_path):
     assert all_rows(two) == all_rows(out)
 
 
+@pytest.mark.beam
 @pytest.mark.parametrize("limit", [32, 33, 500])
 def test_sites_within_max_site_pages_give_the_same_rows(baseline, tmp_path, limit):
     _, paths, out = baseline
@@ -138,6 +145,8 @@ def test_sites_within_max_site_pages_give_the_same_rows(baseline, tmp_path, limi
     assert all_rows(limited) == all_rows(out)
 
 
+@pytest.mark.beam
+@pytest.mark.slow
 def test_site_over_the_limit_is_cut_into_bounded_shards(baseline, tmp_path, capsys):
     _, paths, out = baseline
     limit = 10

@@ -704,6 +704,7 @@ def _check_invariants(key, other, got):
             assert got[key.parent[a]] == other.parent[b], "top-down"
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(_body, _body, st.sampled_from([1, 2, 3, 4]), st.booleans())
 def test_random_trees_match_the_literal_reference(kb, ob, option, text_eq):
@@ -722,6 +723,7 @@ _wide_tree = st.recursive(_leaf | _element(st.just([])), lambda t: _element(st.l
 _wide_body = st.lists(_wide_tree, max_size=9).map(lambda ns: "".join(_render(n) for n in ns))
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(_wide_body, _wide_body, st.sampled_from([1, 2, 3, 4]), st.booleans(),
        st.sampled_from([(2, 2), (3, 2), (4, 3)]), st.booleans())
@@ -765,6 +767,7 @@ ITEMS = [A, B, C, C2, "<i></i>", "<i class=x></i>", "<i data-v=a data-w=1></i>",
          "<i id=n data-v=q></i>", "<i id=n></i>", "<i data-v=a><b></b><b></b></i>", "<i data-v=a><b></b></i>"]
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.sampled_from(ITEMS), min_size=1, max_size=9),
        st.lists(st.sampled_from(ITEMS), min_size=1, max_size=9),

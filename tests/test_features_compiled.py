@@ -153,6 +153,7 @@ def test_edge_texts_one_per_page():
         assert_same([text])
 
 
+@pytest.mark.slow
 def test_word_boundaries_lowercasing_and_predicates_on_every_code_point():
     """Every code point c first in a text and before a keyword (c + "more": str.isupper and
     str.isdigit of c, the \\b before "more", str.split's whitespace, lowercasings that make
@@ -412,6 +413,7 @@ def generated_page(rng):
     return parse_page("<html><body>" + "".join(parts) + "</body></html>", "http://ex.com/")
 
 
+@pytest.mark.slow
 def test_seeded_generated_pages_by_both_paths():
     """300 seeded random pages, each without a site and with seeded site signals."""
     rng = random.Random(12)

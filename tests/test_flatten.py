@@ -241,6 +241,7 @@ def _element(children):
 _HTML = st.recursive(_TEXT, lambda kids: _element(st.lists(kids, max_size=5)), max_leaves=40)
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(st.lists(_HTML, max_size=4).map("".join), st.sampled_from(ALL_RULES), st.booleans())
 def test_generated_pages_flatten_the_same(html, rules, wrapped):

@@ -99,6 +99,8 @@ def hostile_run(tmp_path_factory):
             "before": before, "pages": _rows(out, "pages"), "errors": _rows(out, "errors")}
 
 
+@pytest.mark.beam
+@pytest.mark.slow
 def test_pipeline_finishes_on_the_hostile_corpus(hostile_run):
     # Two of its files cannot be read (one is not a WARC, one is empty): the other files' rows
     # are published, and the exit status says that inputs were lost (README, "Exit status").
@@ -108,6 +110,8 @@ def test_pipeline_finishes_on_the_hostile_corpus(hostile_run):
     assert hostile_run["elapsed"] < 240
 
 
+@pytest.mark.beam
+@pytest.mark.slow
 def test_every_html_200_record_ends_in_exactly_one_row(hostile_run):
     def key(url):
         return normalize_url(url) or url if url is not None else None
@@ -118,6 +122,8 @@ def test_every_html_200_record_ends_in_exactly_one_row(hostile_run):
     assert rows == expected
 
 
+@pytest.mark.beam
+@pytest.mark.slow
 def test_each_hostile_case_ends_as_documented(hostile_run):
     corpus = hostile_run["corpus"]
     assert set(EXPECTED) == set(corpus.cases), "every generated case has a documented outcome"
@@ -137,6 +143,8 @@ def test_each_hostile_case_ends_as_documented(hostile_run):
     assert len(clique) == CLIQUE_PAGES and all(EXPECTED["clique"][1](r) for r in clique)
 
 
+@pytest.mark.beam
+@pytest.mark.slow
 def test_file_level_failures_are_rows_without_a_url(hostile_run):
     file_errors = [r for r in hostile_run["errors"] if r["url"] is None]
     assert sorted((os.path.basename(r["warc_file"]), r["stage"], r["error_class"]) for r in file_errors) == [
@@ -145,6 +153,8 @@ def test_file_level_failures_are_rows_without_a_url(hostile_run):
     assert os.path.basename(cut[0]["warc_file"]) == "cut.warc.gz"
 
 
+@pytest.mark.beam
+@pytest.mark.slow
 def test_costly_pages_stay_within_the_page_budget(hostile_run):
     """The 100,000-link page, the 60,000-children pages and the clique are processed, not cut
     off: their site-level CPU time is well inside the default budget."""
@@ -157,6 +167,8 @@ def test_costly_pages_stay_within_the_page_budget(hostile_run):
             assert spent < budget / 2, (row["url"], row["timing_ms"])
 
 
+@pytest.mark.beam
+@pytest.mark.slow
 def test_ordinary_pages_are_unaffected(hostile_run, tmp_path):
     alone = write_ordinary_only(str(tmp_path / "warcs"))
     out = str(tmp_path / "out")
@@ -170,6 +182,8 @@ def test_ordinary_pages_are_unaffected(hostile_run, tmp_path):
         assert "report explains" in row["main_text"] and "rights reserved" not in row["main_text"]
 
 
+@pytest.mark.beam
+@pytest.mark.slow
 def test_output_paths_come_only_from_output(hostile_run):
     """URLs and site keys like '../../etc' never become paths: the run adds files only
     as part files of the four datasets under --output, and its _SUCCESS."""

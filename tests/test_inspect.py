@@ -1,8 +1,6 @@
 """`sitestrip inspect`: explanation = the pipeline's row, a self-contained and inert page, and
 (in headless Chromium) marks that show and toggles that work."""
-import os
 import re
-import shutil
 import struct
 import subprocess
 import zlib
@@ -289,16 +287,6 @@ def test_css_cleaning_and_serializer_edge_cases():
 # ---------------------------------------------------------------------------
 # Headless Chromium: the page as a browser shows it
 
-def _chromium():
-    for name in ("chromium", "chromium-browser"):
-        path = shutil.which(name)
-        if path:
-            return path
-    if os.environ.get("CI", "").lower() == "true":
-        pytest.fail("chromium is not installed; .ci/run installs it")
-    pytest.skip("chromium is not installed (apt-get install chromium); required in CI")
-
-
 WINDOW = (1200, 800)
 PANEL = 360            # the side panel's width: its legend uses the marker colours too
 
@@ -397,13 +385,12 @@ def test_png_reader_on_a_hand_made_png(tmp_path):
         assert read_png(path).tolist() == pixels.tolist(), kinds
 
 
-def test_chromium_runs_only_our_script_and_applies_modes(fruit_warc, tmp_path):
-    binary = _chromium()
+def test_chromium_runs_only_our_script_and_applies_modes(chromium, fruit_warc, tmp_path):
     out, doc = _inspected(fruit_warc, tmp_path)
     tree = etree.fromstring(doc.encode(), etree.HTMLParser())
     menu_node = tree.find(".//ul[@id='menu']").get("data-ss-node")
     for mode in ("marked", "original", "template", "main", "nontemplate"):
-        dom = _browse(binary, tmp_path, f"{out.as_uri()}#mode={mode}&node={menu_node}", "--dump-dom")
+        dom = _browse(chromium, tmp_path, f"{out.as_uri()}#mode={mode}&node={menu_node}", "--dump-dom")
         root = etree.fromstring(dom.encode(), etree.HTMLParser())
         classes = root.get("class").split()
         assert root.get("data-ss-mode") == mode
@@ -422,15 +409,14 @@ def test_chromium_runs_only_our_script_and_applies_modes(fruit_warc, tmp_path):
         assert "template" in shown and "in the menu" in shown
 
 
-def test_chromium_screenshots_show_the_marks_and_the_toggles(fruit_warc, tmp_path):
+def test_chromium_screenshots_show_the_marks_and_the_toggles(chromium, fruit_warc, tmp_path):
     """Marker colours counted in the page area (left of the panel), per mode. The quote only page
     a has is magenta by the archived stylesheet: main content, not template."""
-    binary = _chromium()
     out, _ = _inspected(fruit_warc, tmp_path)
     seen = {}
     for mode in ("marked", "original", "template", "main", "nontemplate"):
         png = tmp_path / f"{mode}.png"
-        _browse(binary, tmp_path, f"{out.as_uri()}#mode={mode}", f"--screenshot={png}")
+        _browse(chromium, tmp_path, f"{out.as_uri()}#mode={mode}", f"--screenshot={png}")
         pixels = read_png(png)
         assert pixels.shape[:2] == (WINDOW[1], WINDOW[0])
         page_area = pixels[:, : WINDOW[0] - PANEL - 10]
@@ -612,10 +598,9 @@ def test_conex_has_no_block_probabilities():
     assert "var blocks = null;" in tree.find(".//script").text
 
 
-def test_chromium_hover_shows_a_blocks_probability(tmp_path):
+def test_chromium_hover_shows_a_blocks_probability(chromium, tmp_path):
     """The pinned node (`#node=N`, shown as on hover) of each story paragraph's text, of the
     copyright line and of the menu list, with the learned model above."""
-    binary = _chromium()
     path, _ = write_block_model(tmp_path)
     config_file = tmp_path / "blocks.yaml"
     config_file.write_text(f"main_content:\n  method: learned\n  model: {path}\n", encoding="utf-8")
@@ -631,7 +616,7 @@ def test_chromium_hover_shows_a_blocks_probability(tmp_path):
                 spans[5]: "block 5 \u00b7 content probability 0.52 (threshold 0.60) \u2192 not main",
                 tree.find(".//ul").get("data-ss-node"): "blocks 0\u20132: 0 of 3 main"}
     for node, line in expected.items():
-        dom = _browse(binary, tmp_path, f"{out.as_uri()}#node={node}", "--dump-dom")
+        dom = _browse(chromium, tmp_path, f"{out.as_uri()}#node={node}", "--dump-dom")
         info = etree.fromstring(dom.encode(), etree.HTMLParser()).find(".//*[@id='ss-hover-info']")
         assert info.get("data-ss-shown") == node
         assert line in [" ".join(div.itertext()) for div in info], list(info.itertext())

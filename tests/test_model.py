@@ -365,6 +365,7 @@ def test_lightgbm_zero_as_missing_is_refused():
         export_lightgbm(booster, X.shape[1])
 
 
+@pytest.mark.slow
 def test_sklearn_hgb_export_matches_sklearn():
     pytest.importorskip("sklearn")
     from sklearn.ensemble import HistGradientBoostingClassifier
@@ -471,6 +472,7 @@ def test_model_file_json_is_canonical():
     assert data == json.dumps(doc, sort_keys=True, separators=(",", ":")).encode() + b"\n"
 
 
+@pytest.mark.slow
 def test_library_comparison_scores_out_of_fold_pages():
     """Label = f0 > 0 exactly: each library, scored out of fold on held-out sites, puts the
     split near 0 and reaches mean page F1 near 1; a shuffled label cannot be learned and

@@ -92,6 +92,7 @@ def test_switches_change_only_their_columns():
     assert "[the second page](https://docs.example/two.html)" in on["one"]["main_markdown"]
 
 
+@pytest.mark.beam
 def test_markdown_language_and_metadata_through_beam(tmp_path):
     """Three pages of one site (a menu and a footer they share: template) through the Beam
     pipeline. Every row's main_markdown has main_text's words in order; page one's Markdown has

@@ -32,6 +32,7 @@ def test_part_is_crc32_of_the_row_identity():
     assert part_path("out/pages/part", 2, 4) == "out/pages/part-00002-of-00004.parquet"
 
 
+@pytest.mark.slow
 def test_part_is_the_same_in_processes_with_other_string_hashes():
     """Python's hash() of a str changes with PYTHONHASHSEED; the part must not."""
     code = ("from sitestrip.pipeline.parts import part_of, PART_KEYS\n"
@@ -102,6 +103,7 @@ def test_a_part_is_renamed_into_place_with_the_schema_and_beams_list_layout(tmp_
     assert pq.read_schema(empty).equals(ERRORS, check_metadata=True)
 
 
+@pytest.mark.beam
 def test_write_parts_through_beam_writes_every_part_once(tmp_path):
     """Four rows into five parts: at least one part gets no row and is not written (part 0 is
     written even when empty, so the dataset has a file); each row is in the part part_of names,
@@ -124,6 +126,7 @@ def test_write_parts_through_beam_writes_every_part_once(tmp_path):
     assert sorted(map(repr, seen)) == sorted(map(repr, rows))
 
 
+@pytest.mark.beam
 def test_an_empty_dataset_is_one_empty_part_0(tmp_path):
     prefix = dataset_prefix(str(tmp_path), "errors")
     with BeamTestPipeline(runner=FnApiRunner()) as p:
@@ -141,6 +144,8 @@ def test_clear_outputs_removes_parts_and_left_temporary_files_only(tmp_path):
     assert os.listdir(pages) == ["notes.txt"]
 
 
+@pytest.mark.beam
+@pytest.mark.slow
 def test_part_files_option(tmp_path, capsys):
     """--part-files 2 on the embedded sample: two files for the pages, the sample's 59 pages
     rows between them; the errors dataset (no errors) is one empty part 0; 0 is a usage error."""
@@ -274,6 +279,7 @@ def test_the_run_bounds_the_c_heap_unless_the_user_tuned_it(how, expected):
     assert out.stdout.strip() == expected
 
 
+@pytest.mark.beam
 def test_datasets_share_one_group_by_key_and_keep_their_own_files(tmp_path):
     """Two datasets through one WriteParts: the errors rows of the first test's four rows land
     in errors/ parts exactly as alone (part_of, sorted), the menus dataset gets no row and so

@@ -70,6 +70,8 @@ EXPECTED_PAGES = {
 }
 
 
+@pytest.mark.beam
+@pytest.mark.slow
 def test_pipeline_rows_through_beam(corpus):
     tmp_path, files = corpus
     out = str(tmp_path / "out")
@@ -118,6 +120,7 @@ def test_pipeline_rows_through_beam(corpus):
     assert gamma["warc_file"] == files[0] and gamma["charset"] == "utf-8"
 
 
+@pytest.mark.beam
 def test_every_html_200_record_ends_in_exactly_one_row(corpus):
     """Each HTML 200 response written by the fixture, broken or not, is one pages row or one
     errors row; nothing else (CSS, 404, 301, warcinfo) leaves a row."""
@@ -131,6 +134,8 @@ def test_every_html_200_record_ends_in_exactly_one_row(corpus):
     assert rows == Counter(html_200)
 
 
+@pytest.mark.beam
+@pytest.mark.slow
 def test_cli_runs_the_embedded_sample(tmp_path, capsys):
     out = str(tmp_path / "sample-out")
     assert main(["run", "--output", out, "--quiet"]) == 0
@@ -173,6 +178,7 @@ def test_cli_rejects_missing_input(tmp_path, capsys):
     assert "nothing-" in capsys.readouterr().err
 
 
+@pytest.mark.beam
 def test_damaged_files_and_partial_pages_through_the_pipeline(tmp_path):
     """End to end through Beam, files built here:
 
@@ -240,6 +246,8 @@ def test_damaged_files_and_partial_pages_through_the_pipeline(tmp_path):
                                                                    "site-d.example", "ok")
 
 
+@pytest.mark.beam
+@pytest.mark.slow
 def test_shipped_block_model_through_the_pipeline(tmp_path):
     """The default preset runs the shipped learned model (SPEC §10) end to end on the embedded sample.
 
@@ -285,6 +293,7 @@ def _docs_page(name):
             f"<p id=footer>Copyright 2024 Docs Example</p></body></html>").encode()
 
 
+@pytest.mark.beam
 def test_text_as_a_browser_shows_it_through_beam(tmp_path):
     """Rows through Beam keep the text's own spacing (transforms/text.py) and judge template
     text by block line (template.block_granularity).

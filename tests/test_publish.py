@@ -83,6 +83,8 @@ def rerun(tmp_path, complete):
 
 # ------------------------------------------------------------------ _SUCCESS
 
+@pytest.mark.beam
+@pytest.mark.slow
 def test_success_names_every_file_with_its_rows_and_describes_the_run(complete, warcs):
     out, state = complete
     marker = json.loads((out / "_SUCCESS").read_text())
@@ -106,6 +108,7 @@ def test_success_names_every_file_with_its_rows_and_describes_the_run(complete, 
     assert not [p for p in out.iterdir() if p.name.startswith(publish.STAGING_PREFIX)]
 
 
+@pytest.mark.beam
 def test_only_part_0_of_an_empty_dataset_is_written(complete):
     """Three parts: a dataset with rows in fewer parts has only those files (part 0 always)."""
     out, _ = complete
@@ -114,6 +117,8 @@ def test_only_part_0_of_an_empty_dataset_is_written(complete):
     assert pq.ParquetFile(out / "errors" / errors[0]).metadata.num_rows == 0
 
 
+@pytest.mark.beam
+@pytest.mark.slow
 def test_a_first_run_that_fails_leaves_no_output_and_no_success(tmp_path):
     notes = tmp_path / "notes.warc.gz"
     notes.write_bytes(b"not a WARC at all\n")
@@ -138,6 +143,8 @@ def _refusals(tmp_path, out, state):
     }
 
 
+@pytest.mark.beam
+@pytest.mark.slow
 @pytest.mark.parametrize("case", ["runner", "config", "state_is_output", "state_in_output", "state_is_a_file",
                                   "state_under_a_file", "missing_input"])
 def test_a_refused_rerun_is_one_line_exit_2_and_changes_nothing(tmp_path, rerun, warcs, case):
@@ -154,6 +161,7 @@ def test_a_refused_rerun_is_one_line_exit_2_and_changes_nothing(tmp_path, rerun,
     assert snapshot(out) == before_out and snapshot(state) == before_state
 
 
+@pytest.mark.beam
 def test_a_state_pointing_at_another_runs_output_is_refused(tmp_path, rerun, warcs):
     out, state, before_out, _ = rerun
     other = tmp_path / "other"
@@ -163,6 +171,7 @@ def test_a_state_pointing_at_another_runs_output_is_refused(tmp_path, rerun, war
     assert snapshot(other) == before_out
 
 
+@pytest.mark.beam
 @pytest.mark.skipif(os.geteuid() == 0, reason="root writes into read-only directories")
 def test_a_read_only_state_is_refused_before_the_run(tmp_path, rerun, warcs):
     out, state, before_out, before_state = rerun
@@ -175,6 +184,8 @@ def test_a_read_only_state_is_refused_before_the_run(tmp_path, rerun, warcs):
     assert snapshot(out) == before_out and snapshot(state) == before_state
 
 
+@pytest.mark.beam
+@pytest.mark.slow
 @pytest.mark.parametrize("content", [b"these are notes, not a WARC file\n", b""])
 def test_a_failed_rerun_keeps_the_previous_output(tmp_path, rerun, content):
     """Nothing readable (not a WARC; an empty file): exit 1, nothing published."""
@@ -188,6 +199,8 @@ def test_a_failed_rerun_keeps_the_previous_output(tmp_path, rerun, content):
 
 # ------------------------------------------------------------------ signals
 
+@pytest.mark.beam
+@pytest.mark.slow
 @pytest.mark.parametrize("signame,workers", [("SIGTERM", 1), ("SIGINT", 1), ("SIGTERM", 2), ("SIGINT", 2)])
 def test_a_signal_stops_the_run_and_keeps_the_previous_output_and_state(tmp_path, rerun, warcs, signame,
                                                                        workers):
@@ -229,6 +242,8 @@ def _alive(pid):
 
 # ------------------------------------------------------------------ every input counts
 
+@pytest.mark.beam
+@pytest.mark.slow
 def test_repeated_input_flags_add_up(tmp_path, warcs):
     runs = {}
     for name, args in {"flags": ["--input", warcs[0], "--input", warcs[1]], "list": ["--input", *warcs]}.items():
@@ -242,6 +257,8 @@ def test_repeated_input_flags_add_up(tmp_path, warcs):
 
 # ------------------------------------------------------------------ unread inputs
 
+@pytest.mark.beam
+@pytest.mark.slow
 def test_an_empty_or_missing_input_is_published_then_exit_1_naming_it(tmp_path, warcs):
     empty = tmp_path / "empty.warc.gz"
     empty.write_bytes(b"")
@@ -260,6 +277,8 @@ def test_an_empty_or_missing_input_is_published_then_exit_1_naming_it(tmp_path, 
     assert marker["datasets"]["pages"]["rows"] == 5
 
 
+@pytest.mark.beam
+@pytest.mark.slow
 @pytest.mark.parametrize("allowance,code", [("2", 0), ("1", 1), ("50%", 0), ("49%", 1)])
 def test_allow_missing_inputs(tmp_path, warcs, allowance, code):
     empty = tmp_path / "empty.warc.gz"
@@ -332,6 +351,8 @@ def test_no_success_reads_as_no_complete_run(tmp_path):
         publish.read_success(str(tmp_path))
 
 
+@pytest.mark.beam
+@pytest.mark.slow
 def test_a_staging_directory_left_by_a_killed_run_goes_with_the_next_run(tmp_path, warcs):
     out = tmp_path / "o"
     left = out / (publish.STAGING_PREFIX + "killed") / "pages"
@@ -342,6 +363,8 @@ def test_a_staging_directory_left_by_a_killed_run_goes_with_the_next_run(tmp_pat
     assert sorted(p.name for p in out.iterdir()) == ["_SUCCESS", *sorted(DATASETS)]
 
 
+@pytest.mark.beam
+@pytest.mark.slow
 @pytest.mark.parametrize("workers", [1, 2])
 def test_a_damaged_stored_page_fails_the_rerun_in_one_line_and_changes_nothing(tmp_path, rerun, warcs, workers):
     """Found by a worker mid-run: exit 1, one line naming the state file and the page (no
@@ -360,6 +383,8 @@ def test_a_damaged_stored_page_fails_the_rerun_in_one_line_and_changes_nothing(t
     assert snapshot(out) == before_out and snapshot(state) == before_state
 
 
+@pytest.mark.beam
+@pytest.mark.slow
 @pytest.mark.parametrize("signame", ["SIGINT", "SIGTERM"])
 def test_a_signal_before_the_pipeline_starts_is_one_line_too(tmp_path, rerun, signame):
     """The input is a manifest that is a FIFO: the run is still listing its inputs (no

@@ -5,6 +5,7 @@ import dataclasses
 import os
 
 import pyarrow.dataset as ds
+import pytest
 
 from sitestrip.configs import load_config
 from sitestrip.pipeline.cli import main
@@ -78,6 +79,8 @@ def test_default_preset_keeps_noscript_text():
     assert "Comments on a need JavaScript" in row["nontemplate_text"]
 
 
+@pytest.mark.beam
+@pytest.mark.slow
 def test_a_published_run_drops_noscript_when_reading(tmp_path):
     """Through the pipeline: `--config published` reaches the read stage (the compact page is
     built there). The site's pages are the four shop pages; a's note is in no output."""

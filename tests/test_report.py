@@ -38,6 +38,7 @@ def run_dir(tmp_path_factory):
     return out
 
 
+@pytest.mark.beam
 def test_summary_numbers(run_dir):
     s = summarize(str(run_dir))
     assert s["pages"] == 8 and s["sites"] == 3 and s["errors"] == 2
@@ -63,6 +64,7 @@ def test_summary_numbers(run_dir):
     assert {t["stage"] for t in s["timing"]} >= {"parse", "total"}
 
 
+@pytest.mark.beam
 def test_report_command_writes_html_with_charts_and_a_markdown_twin(run_dir, capsys):
     assert main(["report", "--output", str(run_dir)]) == 0
     assert "8 pages, 3 sites, 2 errors" in capsys.readouterr().out
@@ -86,6 +88,7 @@ def test_report_command_writes_html_with_charts_and_a_markdown_twin(run_dir, cap
     assert "| big.example | 5 | cs 5 |" in md
 
 
+@pytest.mark.beam
 def test_report_out_path_and_bad_run_dir(run_dir, tmp_path, capsys):
     out = tmp_path / "reports" / "run-1.html"
     assert main(["report", "--output", str(run_dir), "--out", str(out)]) == 0
@@ -102,6 +105,7 @@ def test_charts_escape_labels_and_handle_empty_data():
     assert "nothing to show" in hbar_svg([], "none")
 
 
+@pytest.mark.beam
 def test_an_output_without_success_is_refused_or_reported_with_a_warning(run_dir, tmp_path, capsys):
     """A run stopped before publishing (or a watch job's output) has no _SUCCESS: its files may
     be part of a run, so the report refuses them unless asked, and then says so at its top."""
@@ -122,6 +126,7 @@ def test_an_output_without_success_is_refused_or_reported_with_a_warning(run_dir
     assert "Warning:" in (partial / "report.html").read_text() and "Warning:" in (partial / "report.md").read_text()
 
 
+@pytest.mark.beam
 def test_an_output_whose_files_differ_from_its_success_is_refused(run_dir, tmp_path, capsys):
     """_SUCCESS names every file with its rows: a part file missing (a copy cut short) is
     refused as incomplete."""

@@ -261,6 +261,7 @@ def test_setup_file_and_extra_package_stage_the_whole_project(tmp_path):
     assert Path(staged["extra_packages.txt"]).read_text().split() == [wheel.name]
 
 
+@pytest.mark.beam
 @pytest.mark.slow
 @pytest.mark.skipif(_build_tools_missing() is not None,
                     reason=f"packaging tools: {_build_tools_missing()}; "

@@ -236,6 +236,7 @@ def test_a_page_whose_blocks_fail_costs_its_own_row_only(monkeypatch):
     assert rows["https://fruit.example/a.html"]["main_text"].startswith("Apples")
 
 
+@pytest.mark.slow
 def test_each_page_is_charged_its_own_blocks_not_the_shards(monkeypatch):
     """Each page's own blocks cost 300 ms of CPU here (a busy loop inside _own_blocks); the
     page budget is 1,000 ms. Charged to the first key page, five pages' blocks (1,500 ms)

@@ -42,6 +42,8 @@ def _run(tmp_path, name, warc, state):
     return code, out
 
 
+@pytest.mark.beam
+@pytest.mark.slow
 def test_stored_pages_are_candidates_of_a_later_run(tmp_path):
     """Run 1 reads alpha, beta, gamma: they link each other, so they get site methods, and the
     state stores them. Run 2 reads delta alone: without a state it is a one-page site
@@ -72,6 +74,8 @@ def test_stored_pages_are_candidates_of_a_later_run(tmp_path):
     assert {r["url"] for r in stored} == {f"https://site.test/{n}.html" for n in NAMES}
 
 
+@pytest.mark.beam
+@pytest.mark.slow
 def test_same_state_and_same_input_give_the_same_rows(tmp_path):
     state = tmp_path / "state"
     code, _ = _run(tmp_path, "out1", _warc(tmp_path / "one.warc.gz", NAMES[:3]), state)
@@ -84,6 +88,7 @@ def test_same_state_and_same_input_give_the_same_rows(tmp_path):
     assert strip[0] == strip[1]
 
 
+@pytest.mark.beam
 def test_a_damaged_state_file_is_refused_naming_it_and_the_state_is_untouched(tmp_path, capsys):
     """A state file cut in half: refused before any worker starts (its footer is unreadable),
     exit 2, the message names the file; CURRENT and the file itself are as they were."""
@@ -102,6 +107,8 @@ def test_a_damaged_state_file_is_refused_naming_it_and_the_state_is_untouched(tm
     assert ((state / CURRENT).read_bytes(), open(path, "rb").read()) == before
 
 
+@pytest.mark.beam
+@pytest.mark.slow
 def test_a_damaged_stored_page_fails_the_run_and_leaves_the_state(tmp_path, capsys):
     """A readable state file whose stored page bytes are damaged (valid Parquet): the worker
     that reads it stops the run (exit 1), naming the file and the URL; CURRENT unchanged."""
@@ -156,6 +163,8 @@ def test_state_stays_within_its_bounds_on_a_5000_page_site():
     assert merge_site_state("big.test", kept, params) == kept
 
 
+@pytest.mark.beam
+@pytest.mark.slow
 def test_state_candidate_urls_is_empty_not_null_while_the_state_is_empty(tmp_path):
     """A run with --state over a new (empty) state: no candidate is a stored page, so every row
     says [] (null is kept for runs without --state)."""

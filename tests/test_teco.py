@@ -360,6 +360,8 @@ def test_absolute_links_restores_what_the_site_served():
         "<a href='//cdn.example.org/x'>F</a>")
 
 
+@pytest.mark.beam
+@pytest.mark.slow
 def test_bench_command_on_a_teco_suite(suite, tmp_path):
     from sitestrip.bench.run import run_bench
     summary = run_bench([str(suite)], str(tmp_path / "r"), peers=[], charts=False, log=lambda m: None)

@@ -222,6 +222,7 @@ def _check_fresh_pages(pages, rows, forbidden, headline=True):
         assert not [w for w in forbidden if w in text], (url, text)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("method", ["learned", "ceml"])
 def test_train_learns_the_template_content_split(dataset, small_gbdt, tmp_path, method):
     """3-fold CV grouped by site: every fold is scored by a model that never saw its site.
@@ -252,6 +253,7 @@ def test_train_learns_the_template_content_split(dataset, small_gbdt, tmp_path, 
     _check_fresh_pages(pages, rows, forbidden, headline=method != "learned")
 
 
+@pytest.mark.slow
 def test_sitestrip_train_cli_end_to_end(corpus_dir, tmp_path):
     """`python -m sitestrip.pipeline.cli train --corpus DIR --out M.json.gz --folds 3` exits 0 and
     writes a model file the pipeline's loader accepts; too many folds for 3 sites is a

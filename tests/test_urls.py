@@ -267,6 +267,7 @@ _any_url = st.one_of(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=1500, deadline=None)
 @given(_any_url)
 def test_normalize_is_idempotent(url):
@@ -275,6 +276,7 @@ def test_normalize_is_idempotent(url):
         assert normalize_url(once) == once
 
 
+@pytest.mark.slow
 @settings(max_examples=1000, deadline=None)
 @given(_any_url)
 def test_normalized_url_shape(url):
@@ -455,6 +457,7 @@ _base = st.one_of(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=1500, deadline=None)
 @given(_base, _href)
 def test_resolve_link_agrees_with_urljoin(base, href):
@@ -548,6 +551,7 @@ def test_site_key_and_host_invalid(url):
     assert url_host(url) is None
 
 
+@pytest.mark.slow
 @settings(max_examples=500, deadline=None)
 @given(_url)
 def test_site_key_consistent_with_host(url):

@@ -67,6 +67,8 @@ def _wait_for_rows(out, urls, proc):
     pytest.fail(f"no rows for {sorted(urls)} within {ROWS_LIMIT_S} s")
 
 
+@pytest.mark.beam
+@pytest.mark.slow
 def test_every_page_of_every_landed_file_has_one_row_and_state_carries_over(tmp_path):
     """Three WARC files are moved into the watched folder one by one, each only after the rows
     of the one before are on disk, so the rows appear while the job runs (the job is still
@@ -150,6 +152,8 @@ def _watch_delta_with_state(tmp_path, state, out, idle):
     return proc, stderr
 
 
+@pytest.mark.beam
+@pytest.mark.slow
 def test_watch_seeds_a_site_from_the_state_of_a_batch_run(tmp_path):
     """A batch run with --state reads alpha, beta, gamma; a watch run with the same --state
     then gets delta alone: its stored pages come from the state directory (read on the
@@ -191,6 +195,8 @@ def _a_batch_run_continues_from(tmp_path, state):
     assert "https://site.test/delta.html" in row["state_candidate_urls"]
 
 
+@pytest.mark.beam
+@pytest.mark.slow
 def test_a_stopped_watch_job_writes_its_state_back(tmp_path):
     """No idle timeout: the job runs until a SIGTERM, sent once delta's row is on disk. It ends
     with 143 and one line, its state written back (delta among the stored pages), no working
@@ -270,6 +276,8 @@ def _batch_state(tmp_path):
     return state, path
 
 
+@pytest.mark.beam
+@pytest.mark.slow
 def test_a_damaged_state_file_is_refused_before_the_watch_starts(tmp_path, capsys):
     """A state file cut in half: its footer is unreadable, so the watch job is not started
     (exit 2) and the message names the file."""
@@ -284,6 +292,8 @@ def test_a_damaged_state_file_is_refused_before_the_watch_starts(tmp_path, capsy
     assert code == 2 and "bad --state" in err and path in err
 
 
+@pytest.mark.beam
+@pytest.mark.slow
 def test_a_damaged_stored_page_ends_the_watch_job_naming_it(tmp_path):
     """A readable state file whose first stored page's bytes are cut: it is read when its
     site's first file lands (delta of site.test), and the job ends with exit 1 and a message
@@ -295,6 +305,8 @@ def test_a_damaged_stored_page_ends_the_watch_job_naming_it(tmp_path):
     assert "bad --state" in stderr and "damaged stored page" in stderr and "site.test" in stderr
 
 
+@pytest.mark.beam
+@pytest.mark.slow
 def test_the_state_is_checkpointed_while_the_job_runs(tmp_path):
     """--checkpoint-interval: once delta's site has been processed, a new state version holding
     delta appears while the job is still running (it ends only after its idle timeout)."""
@@ -326,6 +338,8 @@ def test_checkpoint_interval_needs_state(capsys):
     assert exit_.value.code == 2 and "--checkpoint-interval needs --state" in capsys.readouterr().err
 
 
+@pytest.mark.beam
+@pytest.mark.slow
 def test_a_checkpoint_without_a_changed_site_writes_no_version(tmp_path):
     """checkpoint_state: no site file → no version; a site file → a version with the seed's other
     sites and the file's pages; the same files again → no new version; a changed file → one."""
