@@ -133,8 +133,8 @@ def load_gold() -> list[GoldPage]:
 
 
 def write_gold_warc(path: str, pages: list[GoldPage]) -> str:
-    sys.path.insert(0, os.path.dirname(HERE))          # tests/warcs.py
-    from warcs import response, write_warc
+    sys.path.insert(0, os.path.dirname(HERE))          # tests/helpers/warcs.py
+    from helpers.warcs import response, write_warc
     return write_warc(path, [response(p.url, p.html.encode("utf-8")) for p in pages])
 
 

@@ -7,7 +7,7 @@ unaffected. It returns a `Corpus` saying which URL is which case and which
 rows the pipeline must end with; `write_ordinary_only` writes the ordinary
 pages alone, for comparison.
 
-    python tests/hostile.py DIR     # write the corpus into DIR
+    python tests/helpers/hostile.py DIR     # write the corpus into DIR
 
 The WARC records are written here byte by byte rather than with warcio so
 that the cases that break the format (cut files, declared lengths that lie,
@@ -279,7 +279,7 @@ def write_corpus(directory: str) -> Corpus:
 
 if __name__ == "__main__":
     if len(sys.argv) != 2:
-        sys.exit("usage: python tests/hostile.py DIR")
+        sys.exit("usage: python tests/helpers/hostile.py DIR")
     result = write_corpus(sys.argv[1])
     for name, url in sorted(result.cases.items()):
         print(f"{name:18} {url[:100]}")

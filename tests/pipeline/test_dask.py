@@ -18,15 +18,15 @@ from pathlib import Path
 import pyarrow.dataset as ds
 import pytest
 
-from fifos import opened_by_the_run
-from warcs import HTML_UTF8, response, write_warc
+from helpers.fifos import opened_by_the_run
+from helpers.warcs import HTML_UTF8, response, write_warc
 
 # The module fixtures run the CLI on the cluster; every test here reads their outputs.
 pytestmark = [pytest.mark.dask, pytest.mark.beam,
               pytest.mark.skipif(importlib.util.find_spec("distributed") is None,
                                  reason="needs apache-beam[dask] (the test extra installs it)")]
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 START_TIMEOUT = 90      # seconds for the scheduler and both workers to register
 RUN_TIMEOUT = 600       # seconds for one sitestrip run on the cluster
 ENV = dict(os.environ, PYTHONPATH=str(REPO))

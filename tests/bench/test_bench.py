@@ -13,12 +13,12 @@ from sitestrip.bench.report import text_diff
 from sitestrip.bench.scoring import aggregate, group_scores, score_menus, score_texts, worst_pages
 from sitestrip.bench.tune import Stage, markdown_table, run_grid
 from sitestrip.configs import load_config
-from fruit import ARTICLES, PAGES
+from helpers.fruit import ARTICLES, PAGES
 from sitestrip.transforms.metrics import PRF
-from warcs import response, write_warc
+from helpers.warcs import response, write_warc
 
 SITE = "https://fruit.example"
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def site_page(name):

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from warcio.archiveiterator import ArchiveIterator
 
-from warcs import HTML_UTF8, PAGE, response, write_warc
+from helpers.warcs import HTML_UTF8, PAGE, response, write_warc
 from sitestrip.configs import ReadLimits
 from sitestrip.pipeline.warc_writer import http_request, http_response
 from sitestrip.pipeline.warc import (

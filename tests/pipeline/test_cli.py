@@ -20,9 +20,9 @@ import pytest
 from sitestrip.pipeline.cli import unknown_options
 from sitestrip.pipeline.progress import READ, SITES, ProgressFile, describe, read_totals
 from test_runners import DATAFLOW, FLINK, FLINK_LOOPBACK, SPARK
-from warcs import response, write_warc
+from helpers.warcs import response, write_warc
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 # The children find sitestrip through its install, as in a user's shell: a PYTHONPATH
 # to the checkout would also let a bare `import pipeline` pass.
 ENV = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}

@@ -17,10 +17,10 @@ import pytest
 from sitestrip.pipeline import publish
 from sitestrip.pipeline.cli import allowed, _allowance
 from sitestrip.pipeline.state import CURRENT
-from fifos import opened_by_the_run
-from warcs import response, write_warc
+from helpers.fifos import opened_by_the_run
+from helpers.warcs import response, write_warc
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 ENV = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
 DATASETS = ("pages", "menus", "errors", "sites")
 
@@ -370,7 +370,7 @@ def test_a_damaged_stored_page_fails_the_rerun_in_one_line_and_changes_nothing(t
     """Found by a worker mid-run: exit 1, one line naming the state file and the page (no
     traceback from Beam or its worker processes), output and state byte for byte as before."""
     from sitestrip.pipeline.state import state_files
-    from warcs import damage_first_stored_page
+    from helpers.warcs import damage_first_stored_page
     out, state, before_out, _ = rerun
     for path in state_files(str(state)):
         damage_first_stored_page(path)

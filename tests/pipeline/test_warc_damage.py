@@ -13,7 +13,7 @@ import pytest
 
 from sitestrip.configs import ReadLimits
 from sitestrip.pipeline.warc import HtmlResponse, ReadError, iter_payloads, iter_warc_records
-from warcs import HTTP_OK, flip_bytes, gzip_members, plain_records, raw_record
+from helpers.warcs import HTTP_OK, flip_bytes, gzip_members, plain_records, raw_record
 
 
 def page(i: int, words: int = 40) -> bytes:

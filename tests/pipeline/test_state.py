@@ -14,7 +14,7 @@ from sitestrip.transforms.clusters import ClusterParams, cluster_signatures
 from sitestrip.transforms.page import parse_page
 from sitestrip.transforms.state import (StateError, StateParams, StoredPage, merge_site_state, page_columns,
                                         page_from_columns, shard_state, stored_from_row, stored_row)
-from warcs import damage_first_stored_page, response, write_warc
+from helpers.warcs import damage_first_stored_page, response, write_warc
 
 NAMES = ("alpha", "beta", "gamma", "delta")
 

@@ -11,7 +11,7 @@ from sitestrip.transforms.extract import PageRecord, process_site
 from sitestrip.transforms.page import parse_page, tag_name
 from sitestrip.transforms.template import TemplateParams, detect_template
 from sitestrip.transforms.tree import text_of
-from fruit import ARTICLES, PAGES
+from helpers.fruit import ARTICLES, PAGES
 
 
 

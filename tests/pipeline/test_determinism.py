@@ -17,7 +17,7 @@ from sitestrip.pipeline.cli import main
 from sitestrip.pipeline.graph import build_pipeline
 from sitestrip.schemas import DATASETS
 from sitestrip.transforms.shards import shard_urls
-from warcs import response, write_warc
+from helpers.warcs import response, write_warc
 
 BIG = "docs.example"
 SMALL = "tiny.example"

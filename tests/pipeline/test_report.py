@@ -7,7 +7,7 @@ from lxml import etree
 from sitestrip.pipeline.cli import main
 from sitestrip.pipeline.report import hbar_svg, histogram_svg, summarize
 from sitestrip.schemas import SCHEMA_VERSION
-from warcs import HTML_UTF8, response, write_warc
+from helpers.warcs import HTML_UTF8, response, write_warc
 
 
 def page_html(site, name, pages, body):

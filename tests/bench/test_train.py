@@ -22,7 +22,7 @@ import sys
 import numpy as np
 import pytest
 
-from warcs import response, write_warc
+from helpers.warcs import response, write_warc
 
 pytest.importorskip("lightgbm")
 pytest.importorskip("sklearn")
@@ -38,7 +38,7 @@ from sitestrip.transforms.extract import build_page_record, process_site  # noqa
 from sitestrip.transforms.features import FEATURE_NAMES, FEATURE_SET_VERSION  # noqa: E402
 from sitestrip.transforms.model import ModelError, load_model  # noqa: E402
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 # The product's parameters scaled down to a corpus of a few hundred blocks.
 SMALL_GBDT = {"num_leaves": 7, "learning_rate": 0.1, "min_data_in_leaf": 10, "feature_fraction": 0.5,
               "bagging_fraction": 0.7, "bagging_freq": 1, "max_bin": 31, "n_trees": 60, "num_threads": 1}

@@ -31,7 +31,7 @@ from apache_beam.runners.portability.stager import Stager
 from sitestrip.configs import load_config
 from sitestrip.pipeline.graph import build_pipeline
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 SAMPLE = str(REPO / "sample" / "sitestrip-sample.warc.gz")
 IMAGE = "registry.example/sitestrip:0.1.0"
 # The checkout's folders, installed as sitestrip.<folder> (pyproject.toml's package-dir).

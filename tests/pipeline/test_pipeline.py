@@ -16,7 +16,7 @@ from sitestrip.configs import Config
 from sitestrip.pipeline.cli import SAMPLE_WARC, main
 from sitestrip.pipeline.graph import build_pipeline
 from sitestrip.schemas import DATASETS
-from warcs import HTML_UTF8, flip_bytes, gzip_members, plain_records, raw_record, response, write_warc
+from helpers.warcs import HTML_UTF8, flip_bytes, gzip_members, plain_records, raw_record, response, write_warc
 
 
 def page_html(title, body, menu=("/a.html", "/b.html", "/c.html")):

@@ -8,18 +8,16 @@ import dataclasses
 import json
 import os
 import re
-import sys
 from collections import Counter
 
 import pytest
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "quality"))
-import gate  # noqa: E402
+import gate
 
-from sitestrip.bench.core import extract_rows, load_corpus  # noqa: E402
-from sitestrip.configs import load_config  # noqa: E402
+from sitestrip.bench.core import extract_rows, load_corpus
+from sitestrip.configs import load_config
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SAMPLE = os.path.join(REPO, "sample", "sitestrip-sample.warc.gz")
 with open(os.path.join(gate.HERE, "sample_expectations.json"), encoding="utf-8") as _f:
     EXPECT = json.load(_f)

@@ -18,7 +18,7 @@ from sitestrip.transforms.extract import build_page_record, process_site
 from sitestrip.bench.output_columns import rendered_words
 from sitestrip.transforms.output import OutputParams
 from sitestrip.transforms.tokens import words
-from warcs import response, write_warc
+from helpers.warcs import response, write_warc
 
 MENU = "".join(f"<li><a href='/{n}.html'>{n.title()} page</a></li>" for n in ("one", "two", "three"))
 HEAD = {

@@ -8,7 +8,7 @@ import numpy as np
 from sitestrip.configs import load_config
 from sitestrip.transforms.extract import PageRecord, SiteBlocks, process_site
 from sitestrip.transforms.page import parse_page
-from fruit import ARTICLES, PAGES
+from helpers.fruit import ARTICLES, PAGES
 
 SITE = "fruit.example"
 

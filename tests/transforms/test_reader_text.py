@@ -11,7 +11,7 @@ from sitestrip.transforms.page import (F_RAISED, HINT_BIT, PRODUCT_RULES, SPEC_R
                                        parse_page, parse_tree)
 from sitestrip.transforms.tokens import words
 from sitestrip.transforms.tree import text_of
-from tests.test_page import check_alignment
+from test_page import check_alignment
 from helpers.compiled import require_built
 
 URL = "https://docs.example/guide/page.html"

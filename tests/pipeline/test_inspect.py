@@ -17,8 +17,8 @@ from sitestrip.transforms.extract import PageRecord, process_site
 from sitestrip.transforms.blocks import render_blocks
 from sitestrip.transforms.page import TEXT, parse_page
 from sitestrip.transforms.tree import text_of
-from warcs import response, write_warc
-from fruit import ARTICLES, PAGES
+from helpers.warcs import response, write_warc
+from helpers.fruit import ARTICLES, PAGES
 
 SITE = "https://fruit.example"
 MAGENTA = (255, 0, 255)

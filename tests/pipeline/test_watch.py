@@ -16,7 +16,7 @@ from apache_beam.utils.timestamp import Timestamp
 from sitestrip.pipeline.cli import main
 from sitestrip.pipeline.state import state_files
 from sitestrip.pipeline.watch import IdleFor, window_part_path
-from warcs import damage_first_stored_page, response, write_warc
+from helpers.warcs import damage_first_stored_page, response, write_warc
 
 NAMES = ("alpha", "beta", "gamma", "delta")
 # Bounds of the loops below: a hung job fails the test instead of hanging it.

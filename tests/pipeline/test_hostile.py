@@ -11,8 +11,8 @@ import pytest
 
 import sitestrip.transforms.extract as extract
 from sitestrip.configs import Config, ConfigError, ReadLimits, SiteLimits, config_from_dict
-from hostile import (BIG_PAGE_BYTES, CLIQUE_PAGES, LONG_URL_CHARS, _bomb_page, _wide_page,
-                     write_corpus, write_ordinary_only)
+from helpers.hostile import (BIG_PAGE_BYTES, CLIQUE_PAGES, LONG_URL_CHARS, _bomb_page, _wide_page,
+                             write_corpus, write_ordinary_only)
 from sitestrip.pipeline.cli import main
 from sitestrip.transforms.extract import StageError, build_page_record, process_site
 from sitestrip.transforms.page import parse_page
