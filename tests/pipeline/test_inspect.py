@@ -512,7 +512,7 @@ def write_block_model(tmp_path, kind="gbdt", threshold=0.6) -> tuple[str, str]:
                    "trees": [_leaf({"p": 0.9, "li": 0.3}.get(g, 0.5)) for g in GROUPS]}
     path = str(tmp_path / f"{kind}.json.gz")
     model_id = write_model(path, kind, payload, FEATURE_NAMES, FEATURE_SET_VERSION, threshold,
-                           {"note": "hand-built for tests/test_inspect.py"})
+                           {"note": "hand-built for tests/pipeline/test_inspect.py"})
     return path, model_id
 
 

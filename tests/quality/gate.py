@@ -1,5 +1,5 @@
 """The main-content quality gate: a small gold set of hand-written pages, scored with the
-product's word F1 against floors (tests/test_quality_gate.py asserts them in CI).
+product's word F1 against floors (tests/quality/test_quality_gate.py asserts them in CI).
 
 Every page under pages/ was written for this gate (no text of a real site or corpus). The
 gold is marked in the HTML itself with a `data-gold` attribute, the way TeCo labels its key

@@ -257,7 +257,7 @@ def test_generated_pages_flatten_the_same(html, rules, wrapped):
 
 @pytest.mark.parametrize("rules", [PRODUCT_RULES, SPEC_RULES, MIXED_RULES])
 def test_the_soup_of_test_page_flattens_the_same(rules):
-    """Every token of tests/test_page.py's tag soup, alone and all together."""
+    """Every token of tests/transforms/test_page.py's tag soup, alone and all together."""
     from test_page import _SOUP
 
     for token in _SOUP:
