@@ -78,7 +78,7 @@ class SiteLimits:
     """Cost bounds of the per-site step (DESIGN "Bad input")."""
     # CPU milliseconds one page's site-level work (candidates, ETDM, ConEx, MenEx)
     # may take; past it the page becomes a TimeBudgetExceeded errors row. The
-    # costliest pages of tests/hostile.py (100,000 links; 60,000 siblings) need
+    # costliest pages of tests/helpers/hostile.py (100,000 links; 60,000 siblings) need
     # about 2.5 s: the default stops only pathological pages, with room for
     # slower worker CPUs. Typical pages take 5 to 60 ms.
     page_budget_ms: float = 10000.0

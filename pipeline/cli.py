@@ -471,7 +471,7 @@ def _local_runner(options, workers: int, worker_level: str):
     Beam's construction-time type check is off (as `--no_pipeline_type_check` sets it): it
     checks and infers the type hints of every transform as the graph is built, ~0.2-0.3
     CPU s of every local run's start-up, for a graph that is the same in every run; the
-    test suite builds that graph with the check on (tests/test_pipeline.py). Without
+    test suite builds that graph with the check on (tests/pipeline/test_pipeline.py). Without
     inferred types Beam uses its generic coders, which pages and rows crossing the
     shuffles pickled use anyway (docs/performance.md, "Start-up")."""
     import shlex

@@ -10,7 +10,7 @@ process (CPU time: the machine is shared), and prints the median round of each.
     python scripts/compare_flatten.py ../shared/corpora/news-ctf2015-dev/warc
     python scripts/compare_flatten.py DIR... --rounds 7 --no-compare
 
-Not part of the test suite (tests/test_flatten.py checks the same on generated HTML).
+Not part of the test suite (tests/transforms/test_flatten.py checks the same on generated HTML).
 """
 from __future__ import annotations
 

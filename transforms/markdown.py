@@ -26,14 +26,14 @@ Text is escaped where Markdown would read it as syntax (`*`, `` ` ``, `\\`, `<`,
 word edges, entities, and block markers at a line's start), so every word of main_text is
 in main_markdown as a CommonMark reader reads it, in the same order, and nothing else
 (link and image targets, alt texts, list numbers and code languages are markup, not text;
-tests/test_markdown.py and bench/output_columns.py check it).
+tests/transforms/test_markdown.py and bench/output_columns.py check it).
 
 Everything is a loop over the selected nodes and their ancestors (memoized per element);
 no recursion over the DOM.
 
 transforms/_markdown.c does the same per page in a few calls (the climbs from the nodes,
 the block contexts, every unit's inline Markdown, the layout with its tables and code
-blocks); the Python code here is its reference (tests/test_markdown_compiled.py,
+blocks); the Python code here is its reference (tests/transforms/test_markdown_compiled.py,
 scripts/compare_markdown.py) and runs where the extension is missing or with
 SITESTRIP_MARKDOWN=python: change the two together.
 """

@@ -222,7 +222,7 @@ def _word_parts(value: str) -> list[str]:
     """The lower-cased word parts of an id or class token: split on '-', '_', whitespace and
     camelCase. _CAMEL matches none of the separators and its lookahead sees a separator as it
     sees the end of a chunk, so one findall over the whole token gives the parts of its
-    chunks in order (tests/test_page.py checks it against splitting first)."""
+    chunks in order (tests/transforms/test_page.py checks it against splitting first)."""
     return [part.lower() for part in _CAMEL.findall(value)]
 
 
@@ -363,7 +363,7 @@ class CompactPage:
     def differing_fields(self, other: "CompactPage") -> list[str]:
         """Names of the fields whose values differ from `other`'s, arrays compared with their
         dtypes and other values with their types (the compiled and Python flattenings must
-        agree to the type: tests/test_flatten.py, scripts/compare_flatten.py)."""
+        agree to the type: tests/transforms/test_flatten.py, scripts/compare_flatten.py)."""
         out = []
         for name in self.__dataclass_fields__:
             x, y = getattr(self, name), getattr(other, name)
@@ -827,7 +827,7 @@ def _flatten(body, url: str, title: str, base_url: str, html_len: int, notes: tu
     # text, words. Attributes are sparse (node, value) pairs. One loop over
     # lxml's start/end events; locals are bound because this is the hottest
     # Python loop of the product. parse_page runs transforms/_flatten.c instead when it
-    # is built; this stays its reference (tests/test_flatten.py): change the two together.
+    # is built; this stays its reference (tests/transforms/test_flatten.py): change the two together.
     parent, depth, tag, end, flags, line, hints = [], [], [], [], [], [], []
     text_node, texts, text_words, text_chars = [], [], [], []
     id_node, id_value = [], []
@@ -1141,7 +1141,7 @@ def aligned_nodes(body, rules: ParseRules = PRODUCT_RULES) -> Iterator[tuple[int
     view puts compact-page results back onto the HTML: it must follow
     `_flatten`'s walk step for step (same events, same dropped and leaf
     rules, same whitespace-only text skipping), so change the two together;
-    tests/test_page.py checks them against each other. Collect the items
+    tests/transforms/test_page.py checks them against each other. Collect the items
     before changing the tree: lxml's walker must not see its tree move.
     """
     if body is None:
