@@ -124,6 +124,22 @@ def product_table(summary) -> list[str]:
     return lines
 
 
+def menu_site_table(summary) -> list[str]:
+    """Menu link P / R / F1 per site (links as pages), the mean over sites and the weakest."""
+    rows = [c for c in summary["corpora"] if (c.get("menu_sites") or {}).get("sites")]
+    if not rows:
+        return []
+    lines = ["| corpus | site | pages | menu links P / R / F1 |", "|---|---|---|---|"]
+    for c in rows:
+        m = c["menu_sites"]
+        for site, v in m["sites"].items():
+            lines.append(f"| {c['name']} | {site} | {v['pages']} | {_f(v['mean_precision'])} / "
+                         f"{_f(v['mean_recall'])} / {_f(v['mean_f1'])} |")
+        lines.append(f"| {c['name']} | **mean over {len(m['sites'])} sites** | | **{_f(m['mean_f1_over_sites'])}** "
+                     f"(weakest: {m['min_site']} {_f(m['min_site_f1'])}) |")
+    return lines
+
+
 def speed_table(summary) -> list[str]:
     systems = _systems(summary)
     lines = ["| corpus | " + " | ".join(f"{s} pages/s" for s in systems)
@@ -232,6 +248,11 @@ def write_report(summary, out_dir: str, *, charts: bool = True) -> str:
         lines += [f"![F1 per genre]({images['f1_by_genre']})", ""]
     lines += [*page_type_section(summary), *error_class_section(summary)]
     lines += ["## sitestrip in detail", "", *product_table(summary), ""]
+    menu_sites = menu_site_table(summary)
+    if menu_sites:
+        lines += ["### Site menus: link F1 per site", "",
+                  "Menu links compared as pages (fragment dropped, duplicates removed); per site the "
+                  "mean of per-page values, then the mean over the sites.", "", *menu_sites, ""]
     nodes = node_table(summary)
     if nodes:
         lines += ["### DOM-node metrics (TeCo gold)", "", *nodes, ""]

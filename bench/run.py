@@ -29,7 +29,8 @@ from sitestrip.bench.core import load_corpus
 from sitestrip.bench.measure import ChildRun, run_child, tail
 from sitestrip.bench.corpora import Corpus, read_corpus
 from sitestrip.bench.errors import error_table
-from sitestrip.bench.scoring import PageScore, aggregate, group_scores, score_menus, score_texts, worst_pages
+from sitestrip.bench.scoring import (PageScore, aggregate, group_scores, menu_sites, score_menus, score_texts,
+                                     worst_pages)
 from sitestrip.transforms.urls import normalize_url
 
 PRODUCT = "sitestrip"
@@ -115,6 +116,7 @@ class CorpusResult:
     peers: dict = field(default_factory=dict)
     quality: dict = field(default_factory=dict)      # by system: corpus / genre / site aggregates
     menus: dict = field(default_factory=dict)
+    menu_sites: dict = field(default_factory=dict)    # per site, mean over sites, the weakest site
     nodes: dict = field(default_factory=dict)        # TeCo only
     worst: list = field(default_factory=list)
     methods: dict = field(default_factory=dict)
@@ -180,6 +182,7 @@ def bench_corpus(corpus: Corpus, out_dir: str, *, peers, workers: int = 1, confi
     menu_scores = score_menus(PRODUCT, corpus.gold, _menus(rows))
     if menu_scores:
         result.menus = group_scores(menu_scores, "corpus", menu=True)[(PRODUCT, corpus.name)].as_dict()
+        result.menu_sites = menu_sites(menu_scores)
 
     # Peers: the same gold pages, decoded the same way, in the same run.
     pages_path = os.path.join(work, "pages.jsonl")

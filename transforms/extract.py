@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import time
+from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Iterable, Iterator, Sequence
 
@@ -28,7 +29,8 @@ from sitestrip.transforms.link_blocks import drop_link_blocks
 from sitestrip.transforms.menex import Menu, MenexParams, detect_menu, menu_scores
 from sitestrip.transforms.output import OutputParams, declared_columns, main_language, main_markdown
 from sitestrip.transforms.page_type import PAGE_TYPES
-from sitestrip.transforms.sitemenus import MenuProposal, choose_menu_keys, propose_menus, site_menu
+from sitestrip.transforms.sitemenus import (MenuProposal, choose_menu_keys, menu_links, menu_node_by_key,
+                                            own_links, propose_menus, site_menu)
 from sitestrip.transforms.page import PRODUCT_RULES, TEXT, UNPACKED, CompactPage, ParseRules, parse_page
 from sitestrip.transforms.state import StateParams, StoredFingerprint, StoredPage, shard_state
 from sitestrip.transforms.status import WARC_TRUNCATED, page_status
@@ -880,28 +882,55 @@ def _apply_site_menus(page_rows: list, row_pages: list, links, proposals: dict, 
     """SPEC §12: each cluster's (or the shard's) menu key, then every page's menu from it.
 
     `row_pages` holds each row's (capture key, page); `proposals` is keyed by capture key,
-    and only the capture that stands for its URL votes (capture_key). Rows whose page proposed
-    no template menu keep page-level MenEx. Returns the indexes (in page_rows) of the rows
-    whose menu columns it set."""
+    and only the capture that stands for its URL votes (capture_key). Rows whose page
+    proposed no template menu keep page-level MenEx (with `own_links`, unless
+    the page has its group's block; and then the menu rows hold each block's own links,
+    sitemenus.own_links). Returns the indexes (in page_rows) of the rows whose menu columns
+    it set."""
+    own = config.site_menus.own_links
     voting = {key: proposal for key, proposal in proposals.items() if type(key) is str}
     if config.site_menus.scope == "cluster" and links.clusters is not None:
         group_of = links.clusters.cluster_of
     else:
-        group_of = {url: 0 for url in voting}
+        group_of = {row["url_normalized"]: 0 for row in page_rows} if own else {url: 0 for url in voting}
     chosen = choose_menu_keys(voting, group_of)
     replaced = set()
+    # With `own_links`, each menu is read with the tree of its link-holding elements, and the
+    # pages that carry one block (group, key) decide together which of its links are its own.
+    by_block: dict = defaultdict(list)
+    url_ids: dict = {}
     # Backwards: the pages analysed last are the ones still unpacked (page.UNPACKED).
     for k, row in reversed(list(enumerate(page_rows))):
         url = row["url_normalized"]
         capture, page = row_pages[k]
         proposal = proposals.get(capture)
+        group = group_of.get(url)
         if proposal is None or proposal.nodes.size == 0:
-            continue
+            # A page that proposed no template menu keeps page-level MenEx; with `own_links`,
+            # unless it has the block chosen for its group (its page-level menu may be a larger
+            # block around it, its neighbours included).
+            key = chosen.get(group) if own else None
+            node = menu_node_by_key(page, key) if key is not None else None
+            if node is None:
+                continue
+            menu = Menu(node, page)
+        else:
+            # The proposal carries its roots' menu keys, so a page's node keys (a hash per
+            # node) are computed again only for a chosen key none of its roots has.
+            menu, key = site_menu(page, proposal, chosen.get(group))
         replaced.add(k)
-        # The proposal carries its roots' menu keys, so a page's node keys (a hash per node)
-        # are computed again only for a chosen key none of its roots has.
-        menu, key = site_menu(page, proposal, chosen.get(group_of.get(url)))
-        row["menu_links"] = [{"url": u, "text": t} for u, t in menu.links]
+        if own:
+            read = menu_links(page, menu.node, url_ids)
+            by_block[(group, key)].append((k, read))
+            items = read.links
+        else:
+            items = menu.links
+        row["menu_links"] = [{"url": u, "text": t} for u, t in items]
         # A site menu is named by its block, not its links: a previous/next bar is one menu.
         row["menu_signature"] = f"{row['site']}:{key:016x}"
+    for members in by_block.values():
+        for (k, read), kept in zip(members, own_links([read for _, read in members])):
+            if kept is not None:
+                page_rows[k]["menu_links"] = [{"url": read.links[i][0], "text": read.links[i][1]}
+                                              for i in kept.tolist()]
     return replaced

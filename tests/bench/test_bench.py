@@ -9,8 +9,8 @@ import pytest
 
 from sitestrip.bench.core import extract_rows, load_corpus
 from sitestrip.bench.corpora import GoldPage, read_corpus, read_shared_corpus
-from sitestrip.bench.report import text_diff
-from sitestrip.bench.scoring import aggregate, group_scores, score_menus, score_texts, worst_pages
+from sitestrip.bench.report import menu_site_table, text_diff
+from sitestrip.bench.scoring import aggregate, as_pages, group_scores, menu_sites, score_menus, score_texts, worst_pages
 from sitestrip.bench.tune import Stage, markdown_table, run_grid
 from sitestrip.configs import load_config
 from helpers.fruit import ARTICLES, PAGES
@@ -96,6 +96,25 @@ def test_menu_scores_only_where_gold_has_menu_links():
     assert len(scores) == 1 and scores[0].menu == PRF(1, 2, 3)
 
 
+def test_menu_links_compare_as_pages_and_score_per_site():
+    """Links compared as pages: m1#a and m1#b are the page m1, twice; the gold's m3#top is m3.
+    u1: predicted {m1, m2}, expected {m1, m3}: PRF(1, 2, 2). u2 (site t): predicted {m9},
+    expected {m9}: F1 1. u3 (site s): nothing predicted: F1 0. Site s: mean F1 (0.5 + 0) / 2 =
+    0.25; site t: 1; mean over sites 0.625, the weakest site s."""
+    assert as_pages(["m1#a", "m1#b", "m2"]) == {"m1", "m2"}
+    pages = [gold("u1", "t", menu=("m1", "m3#top")), gold("u2", "t", site="t", menu=("m9",)),
+             gold("u3", "t", menu=("m4",))]
+    scores = score_menus("sys", pages, {"u1": ("m1#a", "m1#b", "m2"), "u2": ("m9",)})
+    assert [s.menu for s in scores] == [PRF(1, 2, 2), PRF(1, 1, 1), PRF(0, 0, 1)]
+    sites = menu_sites(scores)
+    assert sites["sites"]["s"]["mean_f1"] == 0.25 and sites["sites"]["t"]["mean_f1"] == 1.0
+    assert (sites["mean_f1_over_sites"], sites["min_site"], sites["min_site_f1"]) == (0.625, "s", 0.25)
+    assert menu_sites([]) == {}
+    table = menu_site_table({"corpora": [{"name": "c", "menu_sites": sites}, {"name": "d", "menu_sites": {}}]})
+    assert "| c | s | 2 | 0.250 / 0.250 / 0.250 |" in table     # u3's P is 0: nothing predicted
+    assert table[-1] == "| c | **mean over 2 sites** | | **0.625** (weakest: s 0.250) |"
+
+
 def test_text_diff_marks_gold_and_output_lines():
     diff = text_diff("kept\nmissed line", "kept\nleaked menu")
     assert "-missed line" in diff and "+leaked menu" in diff and "kept" not in diff.replace("--- gold", "")
@@ -156,6 +175,7 @@ def test_bench_command_scores_reports_and_draws(corpus_dir, tmp_path):
     assert c["quality"]["sitestrip"]["genre"]["news"]["mean_f1"] == 0.0
     # The tuned conex_n is 5 and each page has 4 others: the subdigraph is partial.
     assert c["menus"]["mean_f1"] == 1.0 and c["methods"] == {"partial_cs": 5}
+    assert c["menu_sites"]["sites"]["fruit"]["pages"] == 5 and c["menu_sites"]["mean_f1_over_sites"] == 1.0
     assert c["product"]["pages"] == 5 and c["product"]["max_rss_mb"] > 20
     assert c["product"]["stages_ms"]["etdm"]["pages"] == 5
     assert c["product"]["stages_ms"]["group"]["p50"] > 0
@@ -164,6 +184,7 @@ def test_bench_command_scores_reports_and_draws(corpus_dir, tmp_path):
     report = (out / "report.md").read_text()
     assert "| fruit-dev | 6 | **0.833** | – |" in report     # no peer: no gap
     assert "-Four words are here." in report          # the worst page's diff
+    assert "| fruit-dev | **mean over 1 sites** | | **1.000** (weakest: fruit 1.000) |" in report
     for chart in ("f1_by_corpus", "f1_by_genre", "speed", "methods", "template_share"):
         assert (out / f"{chart}.png").read_bytes()[:4] == b"\x89PNG"
         assert f"({chart}.png)" in report

@@ -51,6 +51,8 @@ def test_default_preset_keeps_the_extensions_on():
     assert cfg.template_etdm.grouping == cfg.site_conex_etdm.grouping == "pair"
     assert (cfg.site_conex_etdm.group_over, cfg.template_etdm.group_over) == (200, 200)
     assert "h6" in cfg.page_conex.excluded_tags
+    assert cfg.site_menus.enabled and cfg.site_menus.own_links
+    assert not load_config("published").site_menus.own_links
 
 
 def test_default_preset_is_the_tuned_parameters():
@@ -97,6 +99,7 @@ def test_partial_section_keeps_other_defaults():
     ({"menex": {"representative": "fuzzy"}}, "menex.representative: must be exact, word_part or prefix"),
     ({"template_etdm": {"grouping": "tree"}}, "template_etdm.grouping: must be pair or node"),
     ({"site_conex_etdm": {"group_over": 50}}, "site_conex_etdm: need 2 <= group_size <= group_over"),
+    ({"site_menus": {"own_links": "yes"}}, "site_menus.own_links: expected true or false"),
 ])
 def test_bad_values_are_rejected_with_the_key_named(data, message):
     with pytest.raises(ConfigError, match=message):
