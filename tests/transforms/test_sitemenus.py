@@ -1,6 +1,6 @@
-import pytest
 """Site-level menus (SPEC §12) on hand-built pages; expected results derived by hand."""
 import numpy as np
+import pytest
 
 from sitestrip.configs import Config, config_from_dict
 from sitestrip.transforms.extract import PageRecord, process_site
