@@ -23,7 +23,7 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.metrics import Metrics
 
 from sitestrip.configs import Config
-from sitestrip.pipeline.parts import PART_KEYS, PartDataset, WriteParts
+from sitestrip.pipeline.parts import PART_KEYS, PartDataset, WriteParts, pack_row, unpack_row
 from sitestrip.pipeline.progress import READ, SITES, ProgressFile
 from sitestrip.pipeline.state import (current_version, next_version, read_state_file, state_files, version_prefix,
                                       write_current)
@@ -327,7 +327,8 @@ def _canonical_per_salt(item):
 def _marked_across_sites(item):
     _key, joined = item
     canonical = list(joined["canonical"])
-    for row in joined["rows"]:
+    for packed in joined["rows"]:
+        row = unpack_row(packed)
         if canonical:
             marked = mark_across_sites(row, canonical[0])
             if marked is not row:
@@ -353,7 +354,10 @@ def exact_duplicates_across_sites(pages):
                  | "ByContentHash" >> beam.Map(lambda row: (row["content_hash"], across_sites_candidate(row)))
                  | "CanonicalPerHash" >> beam.CombinePerKey(CanonicalAcrossSites())
                  | "CanonicalPerSalt" >> beam.FlatMap(_canonical_per_salt))
-    rows = taking_part | "BySaltedHash" >> beam.Map(lambda row: ((row["content_hash"], across_sites_salt(row)), row))
+    # Packed as for the write shuffle (pipeline/parts.py): a pages row is mostly text, and as a
+    # plain dict it tripled the join's bytes and the local runner's memory.
+    rows = taking_part | "BySaltedHash" >> beam.Map(
+        lambda row: ((row["content_hash"], across_sites_salt(row)), pack_row(row)))
     marked = ({"rows": rows, "canonical": canonical}
               | "JoinCanonical" >> beam.CoGroupByKey()
               | "MarkAcrossSites" >> beam.FlatMap(_marked_across_sites))
