@@ -1,4 +1,5 @@
 """Duplicate pages (transforms/duplicates.py) and captures of one URL (transforms/extract.py)."""
+import dataclasses
 import random
 
 import numpy as np
@@ -220,8 +221,10 @@ def test_duplicates_through_beam(tmp_path):
                             warc_headers={"WARC-Date": "2030-01-01T00:00:00Z"}))
     path = write_warc(tmp_path / "in.warc.gz", records)
     out = str(tmp_path / "out")
+    config = load_config()
+    config = dataclasses.replace(config, duplicates=dataclasses.replace(config.duplicates, across_sites=True))
     with TestPipeline(runner=FnApiRunner()) as p:
-        build_pipeline(p, [path], out, load_config())
+        build_pipeline(p, [path], out, config)
     rows = pq.read_table(glob.glob(f"{out}/pages/*.parquet")).to_pylist()
     assert len(rows) == len(records)
     stories = sorted((r for r in rows if r["url"].endswith("/a.html")), key=lambda r: (r["site"], r["fetch_date"]))
