@@ -473,7 +473,7 @@ def _local_runner(options, workers: int, worker_level: str):
     CPU s of every local run's start-up, for a graph that is the same in every run; the
     test suite builds that graph with the check on (tests/pipeline/test_pipeline.py). Without
     inferred types Beam uses its generic coders, which pages and rows crossing the
-    shuffles pickled use anyway (docs/performance.md, "Start-up")."""
+    shuffles pickled use anyway (docs/performance.md, "Start-up and throughput past start-up")."""
     import shlex
 
     from apache_beam.options.pipeline_options import DirectOptions, TypeOptions
@@ -1188,7 +1188,7 @@ def use_system_allocator_for_arrow() -> None:
 
     The part writer runs after the per-site step has freed most of what it allocated; from
     the C heap Arrow reuses those pages, from mimalloc it maps new ones beside them. Peak RSS
-    on docsites-dev, 1 worker: 551 → 487 MB, CPU the same (docs/performance.md, session 6).
+    on docsites-dev, 1 worker: 551 → 487 MB, CPU the same (docs/performance.md, "Memory per worker").
     Arrow reads the variable once, when pyarrow is imported, so this runs before Beam imports
     it. `pa.set_memory_pool(pa.system_memory_pool())` at the same point was measured too and
     changed nothing (552 MB)."""
@@ -1207,7 +1207,7 @@ def bound_c_heap() -> None:
     By default glibc raises its mapping threshold each time a large block is freed, up to 32
     MiB, so a site shard's node arrays, decompressed pages and the runner's encoded buffers
     land in the heap, which the next stage cannot always reuse. Fixed, peak RSS on docsites-dev
-    (1 worker, three runs each, docs/performance.md session 7): 407-419 → 377-379 MB, for 0.4 s
+    (1 worker, three runs each; docs/performance.md, "Memory per worker"): 407-419 → 377-379 MB, for 0.4 s
     more system CPU and the same wall time within the runs' spread (+2 %). This process gets
     it through mallopt (libc's own variables are read once, at start); the local workers of
     --workers N, started later, through the environment they inherit. Not glibc: nothing."""

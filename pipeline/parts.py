@@ -39,7 +39,7 @@ Rows cross the shuffle to their part packed: one zstd-compressed pickle per row
 step's output in memory and decodes a group-by-key's values into Python objects
 before it groups them, so unpacked, every pages row of the run was held there
 as dicts at once: on docsites-dev that group-by-key raised the run's peak RSS
-from 560 to 760 MB (docs/performance.md, "Scaling"). Packed, the runner holds
+from 560 to 760 MB (docs/performance.md, "Memory per worker"). Packed, the runner holds
 bytes of a third of their size, and every runner shuffles fewer bytes.
 """
 from __future__ import annotations
@@ -231,7 +231,8 @@ class WriteParts(beam.PTransform):
     Every dataset goes through one group-by-key, keyed by (dataset, part), as the streaming
     writer's batching step does (pipeline/watch.py): one shuffle stage and one writing step
     where a group-by-key per dataset made four, and Beam's graph construction and local
-    runner pay per transform and per stage (docs/performance.md, session 7)."""
+    runner pay per transform and per stage (docs/performance.md, "Start-up and throughput
+    past start-up")."""
 
     def __init__(self, datasets: dict, parts: int):
         super().__init__()

@@ -24,7 +24,8 @@ synthetic sites are generated there once and reused (they are deterministic).
     # everything above, one after the other (about 40 minutes on 2 idle cores)
     python $S all --corpora $C --json docs/bench/scaling.json --chart docs/bench/scaling.png
     # and apart from `all`: the per-site step's instructions, which do not move with the
-    # machine's load (a corpus's count minus its --load-only count; docs/performance.md session 8)
+    # machine's load (a corpus's count minus its --load-only count; docs/performance.md,
+    # "Reproducing the numbers")
     valgrind --tool=callgrind python $S site-step --corpus $C/news-ctf2010-dev
     valgrind --tool=callgrind python $S site-step --corpus $C/news-ctf2010-dev --load-only
 
@@ -921,7 +922,7 @@ def cmd_synth(args) -> dict:
 
 
 def cmd_all(args) -> dict:
-    """b-e one after the other, as docs/performance.md "Scaling" reports them."""
+    """b-e one after the other (docs/performance.md, "Scaling with site size and page size")."""
     corpora = sorted(d for d in glob.glob(os.path.join(args.corpora, "*-dev")) if os.path.isdir(d))
     docs = [d for d in corpora if d.endswith("docsites-dev")]
     pair = docs + [d for d in corpora if d.endswith("news-ctf2015-dev")]

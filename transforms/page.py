@@ -537,7 +537,7 @@ class RecentPages:
 
     Pages are held weakly: a dead page's entry goes when it is the oldest, and entries count
     at least one node each, so there are never more than max_nodes of them. `added` counts
-    the pages registered (rebuilds included: tests, docs/performance.md)."""
+    the pages registered (rebuilds included; the tests read it)."""
 
     def __init__(self, max_nodes: int, drop, keep: int = 1):
         self.max_nodes, self.drop, self.keep = max_nodes, drop, keep
@@ -584,7 +584,7 @@ class RecentPages:
 # in docsites-dev: 200 pages, 670k nodes, 46 MB of arrays and text). Pages read while a key
 # page is analysed are few (it and its candidates), so the bound costs a page rebuilt now
 # and then. Pages that never had a blob (parsed in this process) are not registered. 300k
-# nodes is about 21 MB at docsites-dev's 70 bytes a node (performance.md, session 7).
+# nodes is about 21 MB at docsites-dev's 70 bytes a node (docs/performance.md, "Memory per worker").
 UNPACKED = RecentPages(300_000, lambda page: page._drop_unpacked())
 
 
