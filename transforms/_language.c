@@ -39,6 +39,12 @@
 #define LOSS_HS 1
 #define MODEL_SUP 3
 #define KSUB 256
+/* Bounds a file must keep (lid.176: 16 dimensions, 2 M buckets, 176 labels): the hidden vector
+ * lives on the stack, the bucket bitmap is allocated whole, and the tree search recurses as
+ * deep as the tree, at most a level per label. */
+#define MAX_DIM 1024
+#define MAX_BUCKETS (1 << 28)
+#define MAX_LABELS 4096
 /* Buckets per bitmap block: a block is a 32-bit rank and seven 64-bit words, one cache line. */
 #define BLOCK_WORDS 7
 #define BLOCK_BITS (64 * BLOCK_WORDS)
@@ -240,7 +246,7 @@ static int parse(Model *m, Reader *r) {
     m->maxn = args[10];
     if (args[7] != MODEL_SUP || args[6] != LOSS_HS) return bad("not a supervised model with hierarchical softmax");
     if (args[5] != 1) return bad("word n-grams are not supported");
-    if (m->dim <= 0 || m->dim > 1024 || m->bucket <= 0 || m->minn < 1 || m->maxn < m->minn || m->maxn > 64)
+    if (m->dim <= 0 || m->dim > MAX_DIM || m->bucket <= 0 || m->bucket > MAX_BUCKETS || m->minn < 1 || m->maxn < m->minn || m->maxn > 64)
         return bad("arguments out of range");
 
     int32_t counts3[3];
@@ -249,7 +255,7 @@ static int parse(Model *m, Reader *r) {
     m->size = counts3[0];
     m->nwords = counts3[1];
     m->nlabels = counts3[2];
-    if (m->size <= 0 || m->nwords < 0 || m->nlabels < 2 || m->nwords + m->nlabels != m->size || m->size > 50000000)
+    if (m->size <= 0 || m->nwords < 0 || m->nlabels < 2 || m->nlabels > MAX_LABELS || m->nwords + m->nlabels != m->size)
         return bad("dictionary sizes");
     if (pruned <= 0) return bad("an unpruned (or emptied) n-gram table is not supported");
     /* Words: NUL-terminated strings, each followed by a count (int64) and a type (int8). */
@@ -305,6 +311,7 @@ static int parse(Model *m, Reader *r) {
 
     /* The kept n-gram buckets: (bucket, row among the n-grams) pairs. */
     if (pruned > m->bucket) return bad("more kept n-grams than buckets");
+    if (r->n - r->at < pruned * 8) return bad("the kept n-grams end early");
     int32_t *pairs = PyMem_Malloc((size_t)pruned * 2 * sizeof(int32_t));
     if (!pairs) {
         PyErr_NoMemory();
@@ -418,13 +425,13 @@ static int parse(Model *m, Reader *r) {
     uint8_t qout;
     if (take(r, &qout, 1) < 0 || take(r, &rows, 8) < 0 || take(r, &cols, 8) < 0) return -1;
     if (qout || rows != m->nlabels || cols != m->dim) return bad("the output matrix is not dense and of the labels");
+    if (r->n - r->at != rows * cols * 4) return bad("the output matrix is not the rest of the file");
     m->wo = PyMem_Malloc((size_t)rows * (size_t)cols * sizeof(float));
     if (!m->wo) {
         PyErr_NoMemory();
         return -1;
     }
     if (take(r, m->wo, (Py_ssize_t)(rows * cols * 4)) < 0) return -1;
-    if (r->at != r->n) return bad("bytes after the output matrix");
 
     m->labels = PyMem_Calloc((size_t)m->nlabels, sizeof(PyObject *));
     if (!m->labels) {
@@ -561,7 +568,7 @@ static void dfs(Search *s, int32_t node, float score) {
 /* The prediction for UTF-8 text (fastText's getLine then predict, k = 1, threshold 0):
  * the label's leaf, or -1 when no row was read; the probability in *prob. */
 static int32_t predict(const Model *m, const uint8_t *text, Py_ssize_t len, float *prob) {
-    float hidden[1024];
+    float hidden[MAX_DIM];
     memset(hidden, 0, sizeof(float) * (size_t)m->dim);
     Sum s = {m, hidden, 0};
     Py_ssize_t i = 0;

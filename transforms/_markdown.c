@@ -144,37 +144,43 @@ static int is_punct(Py_UCS4 c) {
 /* markdown.py escape_text(text, brackets): a backslash before each character the escape
  * regex matches (every match is one character, decided on the original text). */
 static int escape_into(Buf *out, const Py_UCS4 *p, Py_ssize_t n, int brackets) {
-    if (grow(out, n) < 0) return -1;
+    /* At most a backslash per character: room for all of them once, then no checks. */
+    if (grow(out, 2 * n) < 0) return -1;
+    Py_UCS4 *o = out->p + out->n;
     for (Py_ssize_t i = 0; i < n; i++) {
         Py_UCS4 c = p[i];
         int esc = 0;
-        switch (c) {
-        case '\\': case '`': case '*': case '<':
-            esc = 1;
-            break;
-        case '[':
-            esc = brackets;
-            break;
-        case ']':
-            esc = brackets || (i + 1 < n && p[i + 1] == '(');
-            break;
-        case '_':
-            esc = i == 0 || !is_alnum_ascii(p[i - 1]) || i + 1 == n || !is_alnum_ascii(p[i + 1]);
-            break;
-        case '&': {
-            Py_ssize_t j = i + 1;
-            if (j < n && p[j] == '#') j++;
-            Py_ssize_t m = j;
-            while (j < n && is_alnum_ascii(p[j])) j++;
-            esc = j > m && j < n && p[j] == ';';
-            break;
+        /* Every character the rules escape is ASCII up to '`' (0x60). */
+        if (c <= '`') {
+            switch (c) {
+            case '\\': case '`': case '*': case '<':
+                esc = 1;
+                break;
+            case '[':
+                esc = brackets;
+                break;
+            case ']':
+                esc = brackets || (i + 1 < n && p[i + 1] == '(');
+                break;
+            case '_':
+                esc = i == 0 || !is_alnum_ascii(p[i - 1]) || i + 1 == n || !is_alnum_ascii(p[i + 1]);
+                break;
+            case '&': {
+                Py_ssize_t j = i + 1;
+                if (j < n && p[j] == '#') j++;
+                Py_ssize_t m = j;
+                while (j < n && is_alnum_ascii(p[j])) j++;
+                esc = j > m && j < n && p[j] == ';';
+                break;
+            }
+            default:
+                break;
+            }
         }
-        default:
-            break;
-        }
-        if (esc && put(out, '\\') < 0) return -1;
-        if (put(out, c) < 0) return -1;
+        if (esc) *o++ = '\\';
+        *o++ = c;
     }
+    out->n = o - out->p;
     return 0;
 }
 
@@ -1359,12 +1365,6 @@ static PyObject *render(PyObject *self, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "render: page arrays of different lengths");
         goto done;
     }
-    /* A page is in document order: a node's parent comes before it, its subtree right after. */
-    for (Py_ssize_t i = 0; i < size; i++)
-        if (pg.parent[i] < -1 || pg.parent[i] >= i || pg.end[i] <= i || pg.end[i] > size) {
-            PyErr_SetString(PyExc_ValueError, "render: the page's parent or end array is not a tree in order");
-            goto done;
-        }
     const int32_t *link_node = v[V_LINK].buf, *frag_node = v[V_FRAG].buf, *img_node = v[V_IMG].buf,
                   *code_node = v[V_CODE].buf;
     n_links = v[V_LINK].len / 4;
@@ -1387,6 +1387,12 @@ static PyObject *render(PyObject *self, PyObject *args) {
     Py_ssize_t n_idx = 0, n_sups = 0;
     int pending = 0;
     for (Py_ssize_t i = 0; i < size; i++) {
+        /* A page is in document order: a node's parent comes before it, its subtree right
+         * after it. The climbs below rely on it. */
+        if (pg.parent[i] < -1 || pg.parent[i] >= i || pg.end[i] <= i || pg.end[i] > size) {
+            PyErr_SetString(PyExc_ValueError, "render: the page's parent or end array is not a tree in order");
+            goto done;
+        }
         int32_t t = pg.tag[i];
         if (t == cfg.text) {
             if (mask[i]) {
