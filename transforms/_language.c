@@ -25,8 +25,12 @@
  * setup.py), and expf/log are the C library's, as fastText's.
  *
  * Why: fasttext-predict's n-gram lookups go through a node-based hash map and a matrix spread
- * over a few MB, and cold caches between pages double its cost; here an n-gram is one 64-byte
- * block of a bitmap (its rank is its row) and one 9-byte row, about 0.6 MB in all.
+ * over a few MB, and between pages the pipeline's other stages push the model out of the
+ * caches. Here an n-gram is one 64-byte block of a bitmap (its bucket's rank there is its row)
+ * and one 9-byte row (codes and norm code together), about 0.9 MB in all; and a line's rows
+ * are collected before they are added, each token's dictionary slot, bitmap block and row
+ * asked for ahead of its use, so that the misses of a cold model overlap instead of queueing
+ * (docs/benchmarks.md "Markdown and language").
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -55,6 +59,11 @@ typedef struct {
 } Block;
 
 typedef struct {
+    uint32_t hash;
+    int32_t id;
+} Slot;
+
+typedef struct {
     int32_t dim, minn, maxn, bucket;
     int32_t size, nwords, nlabels;
     /* dictionary: entry i is blob[off[i]:off[i + 1]], of type kind[i] (0 word, 1 label) */
@@ -62,18 +71,18 @@ typedef struct {
     int32_t *off;
     uint8_t *kind;
     int32_t eos;                  /* the entry "</s>", or -1 */
-    /* open addressing by FNV hash: slot_id -1 is empty */
-    uint32_t *slot_hash;
-    int32_t *slot_id;
+    /* open addressing by FNV hash: a slot of id -1 is empty */
+    Slot *slots;
     uint32_t slot_mask;
-    /* the kept n-gram buckets: a bitmap whose rank of a bucket is its row among ngram_codes */
+    /* the kept n-gram buckets: a bitmap whose rank of a bucket is its row among the n-grams' */
     Block *blocks;
     void *blocks_mem;
     Py_ssize_t n_blocks;
-    /* input rows: product-quantizer codes (nsubq bytes) and a norm code each */
-    int32_t nsubq, dsub, lastdsub;
+    /* input rows, the words' then the kept n-grams' by rank: row_bytes each, the product
+     * quantizer's codes (nsubq bytes) then the norm's code */
+    int32_t nsubq, dsub, lastdsub, row_bytes;
     int qnorm;
-    uint8_t *word_codes, *word_norm, *ngram_codes, *ngram_norm;
+    uint8_t *rows;
     float *centroids;             /* dim * KSUB */
     float norm_centroids[KSUB];
     /* output (hierarchical softmax): one row per inner node, the tree */
@@ -118,13 +127,9 @@ static void model_free(Model *m) {
     PyMem_Free(m->blob);
     PyMem_Free(m->off);
     PyMem_Free(m->kind);
-    PyMem_Free(m->slot_hash);
-    PyMem_Free(m->slot_id);
+    PyMem_Free(m->slots);
     PyMem_Free(m->blocks_mem);
-    PyMem_Free(m->word_codes);
-    PyMem_Free(m->word_norm);
-    PyMem_Free(m->ngram_codes);
-    PyMem_Free(m->ngram_norm);
+    PyMem_Free(m->rows);
     PyMem_Free(m->centroids);
     PyMem_Free(m->wo);
     PyMem_Free(m->left);
@@ -144,35 +149,34 @@ static int index_words(Model *m) {
     uint32_t slots = 1;
     while (slots < 2u * (uint32_t)m->size) slots <<= 1;
     m->slot_mask = slots - 1;
-    m->slot_hash = PyMem_Malloc(slots * sizeof(uint32_t));
-    m->slot_id = PyMem_Malloc(slots * sizeof(int32_t));
-    if (!m->slot_hash || !m->slot_id) {
+    m->slots = PyMem_Malloc(slots * sizeof(Slot));
+    if (!m->slots) {
         PyErr_NoMemory();
         return -1;
     }
-    for (uint32_t s = 0; s < slots; s++) m->slot_id[s] = -1;
+    for (uint32_t s = 0; s < slots; s++) m->slots[s].id = -1;
     for (int32_t i = 0; i < m->size; i++) {
         const uint8_t *w = (const uint8_t *)m->blob + m->off[i];
         Py_ssize_t len = m->off[i + 1] - m->off[i];
         uint32_t h = fnv(w, len), s = h & m->slot_mask;
         int dup = 0;
-        while (m->slot_id[s] >= 0 && !dup) {
-            int32_t j = m->slot_id[s];
-            dup = m->slot_hash[s] == h && m->off[j + 1] - m->off[j] == len && !memcmp(m->blob + m->off[j], w, (size_t)len);
+        while (m->slots[s].id >= 0 && !dup) {
+            int32_t j = m->slots[s].id;
+            dup = m->slots[s].hash == h && m->off[j + 1] - m->off[j] == len && !memcmp(m->blob + m->off[j], w, (size_t)len);
             s = (s + 1) & m->slot_mask;
         }
         if (dup) return bad("a word twice in the dictionary");
-        m->slot_hash[s] = h;
-        m->slot_id[s] = i;
+        m->slots[s].hash = h;
+        m->slots[s].id = i;
     }
     return 0;
 }
 
 static int32_t find_word(const Model *m, const uint8_t *w, Py_ssize_t len, uint32_t h) {
     for (uint32_t s = h & m->slot_mask;; s = (s + 1) & m->slot_mask) {
-        int32_t j = m->slot_id[s];
+        int32_t j = m->slots[s].id;
         if (j < 0) return -1;
-        if (m->slot_hash[s] == h && m->off[j + 1] - m->off[j] == len && !memcmp(m->blob + m->off[j], w, (size_t)len))
+        if (m->slots[s].hash == h && m->off[j + 1] - m->off[j] == len && !memcmp(m->blob + m->off[j], w, (size_t)len))
             return j;
     }
 }
@@ -376,12 +380,10 @@ static int parse(Model *m, Reader *r) {
         PyMem_Free(pairs);
         return bad("the product quantizer does not fit the matrix");
     }
+    m->row_bytes = m->nsubq + 1;
     m->centroids = PyMem_Malloc((size_t)m->dim * KSUB * sizeof(float));
-    m->word_codes = PyMem_Malloc((size_t)(m->nwords ? m->nwords : 1) * (size_t)m->nsubq);
-    m->ngram_codes = PyMem_Malloc((size_t)pruned * (size_t)m->nsubq);
-    m->word_norm = PyMem_Malloc((size_t)(m->nwords ? m->nwords : 1));
-    m->ngram_norm = PyMem_Malloc((size_t)pruned);
-    if (!m->centroids || !m->word_codes || !m->ngram_codes || !m->word_norm || !m->ngram_norm) {
+    m->rows = PyMem_Calloc((size_t)rows, (size_t)m->row_bytes);
+    if (!m->centroids || !m->rows) {
         PyMem_Free(pairs);
         PyErr_NoMemory();
         return -1;
@@ -390,36 +392,37 @@ static int parse(Model *m, Reader *r) {
         PyMem_Free(pairs);
         return -1;
     }
-    memcpy(m->word_codes, codes, (size_t)m->nwords * (size_t)m->nsubq);
-    memset(m->word_norm, 0, (size_t)(m->nwords ? m->nwords : 1));
-    memset(m->ngram_norm, 0, (size_t)pruned);
-    /* Row i of the n-grams is the one whose bucket has rank i. */
-    for (int64_t i = 0; i < pruned; i++) {
-        int32_t b = pairs[2 * i], row = pairs[2 * i + 1];
-        int32_t k = ngram_row(m, (uint32_t)b);
-        memcpy(m->ngram_codes + (size_t)k * m->nsubq, codes + ((size_t)m->nwords + row) * m->nsubq, (size_t)m->nsubq);
+    /* The file's row of each of our rows: a word's is its id, the n-gram of rank k's is the
+     * nwords + row its bucket's pair names. */
+    int32_t *file_row = PyMem_Malloc((size_t)rows * sizeof(int32_t));
+    if (!file_row) {
+        PyMem_Free(pairs);
+        PyErr_NoMemory();
+        return -1;
     }
+    for (int32_t w = 0; w < m->nwords; w++) file_row[w] = w;
+    for (int64_t i = 0; i < pruned; i++)
+        file_row[m->nwords + ngram_row(m, (uint32_t)pairs[2 * i])] = m->nwords + pairs[2 * i + 1];
+    PyMem_Free(pairs);
+    for (int64_t k = 0; k < rows; k++)
+        memcpy(m->rows + (size_t)k * m->row_bytes, codes + (size_t)file_row[k] * m->nsubq, (size_t)m->nsubq);
     if (m->qnorm) {
         const uint8_t *norms = r->p + r->at;
         if (take(r, NULL, rows) < 0 || take(r, pq, 16) < 0) {
-            PyMem_Free(pairs);
+            PyMem_Free(file_row);
             return -1;
         }
         if (pq[0] != 1 || pq[1] != 1 || pq[2] != 1 || pq[3] != 1) {
-            PyMem_Free(pairs);
+            PyMem_Free(file_row);
             return bad("the norms' quantizer is not one-dimensional");
         }
         if (take(r, m->norm_centroids, KSUB * 4) < 0) {
-            PyMem_Free(pairs);
+            PyMem_Free(file_row);
             return -1;
         }
-        memcpy(m->word_norm, norms, (size_t)m->nwords);
-        for (int64_t i = 0; i < pruned; i++) {
-            int32_t k = ngram_row(m, (uint32_t)pairs[2 * i]);
-            m->ngram_norm[k] = norms[m->nwords + pairs[2 * i + 1]];
-        }
+        for (int64_t k = 0; k < rows; k++) m->rows[(size_t)k * m->row_bytes + m->nsubq] = norms[file_row[k]];
     }
-    PyMem_Free(pairs);
+    PyMem_Free(file_row);
 
     /* The output matrix, dense: one row per label (the tree's inner nodes read the first n-1). */
     uint8_t qout;
@@ -486,34 +489,37 @@ static PyObject *load(PyObject *self, PyObject *arg) {
 
 /* ---- prediction ---- */
 
+/* The rows a line adds, in fastText's order; first the n-grams' buckets, then their rows
+ * (-1: not kept), so that the memory each needs is asked for ahead of its use. */
 typedef struct {
-    const Model *m;
-    float *hidden;
-    Py_ssize_t rows;
-} Sum;
+    int64_t *p;
+    Py_ssize_t n, cap;
+    int64_t stack[4096];
+} Rows;
 
-static inline void add_row(Sum *s, const uint8_t *code, uint8_t norm_code) {
-    const Model *m = s->m;
-    float alpha = m->qnorm ? m->norm_centroids[norm_code] : 1.0f;
-    float *x = s->hidden;
-    for (int32_t k = 0; k < m->nsubq; k++) {
-        const float *c;
-        int32_t d;
-        if (k == m->nsubq - 1) {
-            c = m->centroids + (size_t)k * KSUB * m->dsub + (size_t)code[k] * m->lastdsub;
-            d = m->lastdsub;
-        } else {
-            c = m->centroids + ((size_t)k * KSUB + code[k]) * m->dsub;
-            d = m->dsub;
-        }
-        for (int32_t j = 0; j < d; j++) x[k * m->dsub + j] += alpha * c[j];
+static int rows_push(Rows *r, int64_t v) {
+    if (r->n == r->cap) {
+        Py_ssize_t cap = 2 * r->cap;
+        int64_t *p = r->p == r->stack ? PyMem_Malloc((size_t)cap * sizeof(int64_t))
+                                       : PyMem_Realloc(r->p, (size_t)cap * sizeof(int64_t));
+        if (!p) return -1;
+        if (r->p == r->stack) memcpy(p, r->stack, sizeof r->stack);
+        r->p = p;
+        r->cap = cap;
     }
-    s->rows++;
+    r->p[r->n++] = v;
+    return 0;
 }
 
-/* The kept character n-grams of "<token>" (fastText's computeSubwords), added in its order. */
-static void add_subwords(Sum *s, const uint8_t *tok, Py_ssize_t len) {
-    const Model *m = s->m;
+#if defined(__GNUC__) || defined(__clang__)
+#define PREFETCH(a) __builtin_prefetch(a)
+#else
+#define PREFETCH(a) ((void)0)
+#endif
+
+/* The character n-grams of "<token>" (fastText's computeSubwords), in its order: each as
+ * -1 - bucket. */
+static int push_subwords(const Model *m, Rows *r, const uint8_t *tok, Py_ssize_t len) {
     Py_ssize_t n = len + 2;
 #define AT(i) ((i) == 0 ? (uint8_t)'<' : (i) == n - 1 ? (uint8_t)'>' : tok[(i) - 1])
     for (Py_ssize_t i = 0; i < n; i++) {
@@ -527,12 +533,31 @@ static void add_subwords(Sum *s, const uint8_t *tok, Py_ssize_t len) {
                 j++;
             } while (j < n && (AT(j) & 0xC0) == 0x80);
             if (chars >= m->minn && !(chars == 1 && (i == 0 || j == n))) {
-                int32_t row = ngram_row(m, h % (uint32_t)m->bucket);
-                if (row >= 0) add_row(s, m->ngram_codes + (size_t)row * m->nsubq, m->ngram_norm[row]);
+                uint32_t bucket = h % (uint32_t)m->bucket;
+                PREFETCH(&m->blocks[bucket / BLOCK_BITS]);
+                if (rows_push(r, -1 - (int64_t)bucket) < 0) return -1;
             }
         }
     }
 #undef AT
+    return 0;
+}
+
+/* hidden += the row's vector: its product-quantizer codes decoded, scaled by its norm. */
+static inline void add_row(const Model *m, float *x, const uint8_t *row) {
+    float alpha = m->qnorm ? m->norm_centroids[row[m->nsubq]] : 1.0f;
+    for (int32_t k = 0; k < m->nsubq; k++) {
+        const float *c;
+        int32_t d;
+        if (k == m->nsubq - 1) {
+            c = m->centroids + (size_t)k * KSUB * m->dsub + (size_t)row[k] * m->lastdsub;
+            d = m->lastdsub;
+        } else {
+            c = m->centroids + ((size_t)k * KSUB + row[k]) * m->dsub;
+            d = m->dsub;
+        }
+        for (int32_t j = 0; j < d; j++) x[k * m->dsub + j] += alpha * c[j];
+    }
 }
 
 typedef struct {
@@ -565,47 +590,99 @@ static void dfs(Search *s, int32_t node, float score) {
     dfs(s, m->right[node], score + std_log(f));
 }
 
+typedef struct {
+    const uint8_t *p;
+    Py_ssize_t n;
+    uint32_t hash;
+} Token;
+
+#define IS_SEPARATOR(c) ((c) == ' ' || (c) == '\n' || (c) == '\r' || (c) == '\t' || (c) == '\v' || (c) == '\f' || (c) == '\0')
+
 /* The prediction for UTF-8 text (fastText's getLine then predict, k = 1, threshold 0):
- * the label's leaf, or -1 when no row was read; the probability in *prob. */
+ * the label's leaf, or -1 when no row was read, -2 when the output is not a number, -3 when
+ * memory ran out; the probability in *prob. */
 static int32_t predict(const Model *m, const uint8_t *text, Py_ssize_t len, float *prob) {
-    float hidden[MAX_DIM];
-    memset(hidden, 0, sizeof(float) * (size_t)m->dim);
-    Sum s = {m, hidden, 0};
-    Py_ssize_t i = 0;
-    for (;;) {
-        /* readWord: the line's end (after the text) is the token "</s>". */
-        while (i < len && (text[i] == ' ' || text[i] == '\n' || text[i] == '\r' || text[i] == '\t' || text[i] == '\v'
-                           || text[i] == '\f' || text[i] == '\0')) i++;
-        const uint8_t *tok;
-        Py_ssize_t n;
+    Rows r;
+    r.p = r.stack;
+    r.n = 0;
+    r.cap = (Py_ssize_t)(sizeof r.stack / sizeof r.stack[0]);
+    int32_t leaf = -3;
+    /* readWord: tokens are the runs between separators, then the line's end (after the text)
+     * is the token "</s>". First each token's hash, its dictionary slot asked for ahead. */
+    Py_ssize_t n_tokens = 0, cap = 256;
+    Token stack[256], *tokens = stack;
+    for (Py_ssize_t i = 0;;) {
+        while (i < len && IS_SEPARATOR(text[i])) i++;
+        Token t;
         if (i >= len) {
-            tok = (const uint8_t *)"</s>";
-            n = 4;
+            t.p = (const uint8_t *)"</s>";
+            t.n = 4;
         } else {
             Py_ssize_t a = i;
-            while (i < len && !(text[i] == ' ' || text[i] == '\n' || text[i] == '\r' || text[i] == '\t'
-                                || text[i] == '\v' || text[i] == '\f' || text[i] == '\0')) i++;
-            tok = text + a;
-            n = i - a;
+            while (i < len && !IS_SEPARATOR(text[i])) i++;
+            t.p = text + a;
+            t.n = i - a;
         }
-        int eos = n == 4 && !memcmp(tok, "</s>", 4);
-        int32_t wid = find_word(m, tok, n, fnv(tok, n));
-        int label = wid >= 0 ? m->kind[wid] == 1 : n >= 9 && !memcmp(tok, "__label__", 9);
-        if (!label) {
-            if (wid >= 0) add_row(&s, m->word_codes + (size_t)wid * m->nsubq, m->word_norm[wid]);
-            if (!eos) add_subwords(&s, tok, n);
+        t.hash = fnv(t.p, t.n);
+        PREFETCH(&m->slots[t.hash & m->slot_mask]);
+        if (n_tokens == cap) {
+            Token *more = PyMem_Malloc((size_t)cap * 2 * sizeof(Token));
+            if (!more) goto done;
+            memcpy(more, tokens, (size_t)cap * sizeof(Token));
+            if (tokens != stack) PyMem_Free(tokens);
+            tokens = more;
+            cap *= 2;
         }
-        if (eos) break;
+        tokens[n_tokens++] = t;
+        if (t.n == 4 && !memcmp(t.p, "</s>", 4)) break;
     }
-    if (!s.rows) return -1;
-    float scale = (float)(1.0 / (double)s.rows);
+    /* Each token's rows: its own if the dictionary has it, then its n-grams' buckets (a
+     * token "</s>" in the text ends the line; labels add nothing). */
+    for (Py_ssize_t k = 0; k < n_tokens; k++) {
+        const Token *t = &tokens[k];
+        int eos = k == n_tokens - 1;
+        int32_t wid = find_word(m, t->p, t->n, t->hash);
+        int label = wid >= 0 ? m->kind[wid] == 1 : t->n >= 9 && !memcmp(t->p, "__label__", 9);
+        if (!label) {
+            if (wid >= 0 && rows_push(&r, wid) < 0) goto done;
+            if (!eos && push_subwords(m, &r, t->p, t->n) < 0) goto done;
+        }
+    }
+    /* The n-grams' rows (their bitmap blocks were asked for above), then the sum in order. */
+    Py_ssize_t kept = 0;
+    for (Py_ssize_t k = 0; k < r.n; k++) {
+        int64_t v = r.p[k];
+        if (v < 0) {
+            int32_t row = ngram_row(m, (uint32_t)(-1 - v));
+            if (row < 0) continue;
+            v = (int64_t)m->nwords + row;
+        }
+        PREFETCH(m->rows + (size_t)v * m->row_bytes);
+        r.p[kept++] = v;
+    }
+    if (!kept) {
+        leaf = -1;
+        goto done;
+    }
+    float hidden[MAX_DIM];
+    memset(hidden, 0, sizeof(float) * (size_t)m->dim);
+    for (Py_ssize_t k = 0; k < kept; k++) add_row(m, hidden, m->rows + (size_t)r.p[k] * m->row_bytes);
+    float scale = (float)(1.0 / (double)kept);
     for (int32_t j = 0; j < m->dim; j++) hidden[j] *= scale;
     Search search = {m, hidden, 0.0f, -1, 0};
     dfs(&search, 2 * m->nlabels - 2, 0.0f);
-    if (search.nan) return -2;
-    if (search.leaf < 0) return -1;
-    *prob = expf(search.best);
-    return search.leaf;
+    if (search.nan) {
+        leaf = -2;
+    } else if (search.leaf < 0) {
+        leaf = -1;
+    } else {
+        *prob = expf(search.best);
+        leaf = search.leaf;
+    }
+done:
+    if (r.p != r.stack) PyMem_Free(r.p);
+    if (tokens != stack) PyMem_Free(tokens);
+    return leaf;
 }
 
 /* ---- the text: language.py's preparation ---- */
@@ -730,7 +807,9 @@ static PyObject *identify(PyObject *self, PyObject *args) {
     } else {
         leaf = predict(m, out.p, out.n, &prob);
     }
-    if (leaf == -2) {
+    if (leaf == -3) {
+        PyErr_NoMemory();
+    } else if (leaf == -2) {
         PyErr_SetString(PyExc_ValueError, "identify: the model's output is not a number");
     } else if (leaf < 0) {
         result = Py_BuildValue("(OO)", Py_None, Py_None);
