@@ -48,8 +48,8 @@ from functools import cached_property
 
 import numpy as np
 
-from sitestrip.transforms.page import (BLOCK_LEVEL, F_PRE, F_RAISED, F_SPACE_BEFORE, KNOWN_TAGS, TAG_ID, TEXT, CompactPage,
-                                       has_tag, tag_ids, tag_table)
+from sitestrip.transforms.page import (BLOCK_LEVEL, F_PRE, F_RAISED, F_SPACE_BEFORE, KNOWN_TAGS, TAG_ID, TEXT,
+                                       CompactPage, has_tag, tag_ids, tag_table)
 from sitestrip.transforms.text import _NEWLINE, _NONE, gaps, separators
 
 try:

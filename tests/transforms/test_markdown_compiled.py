@@ -354,12 +354,13 @@ def test_node_extras_read_as_the_reference_reads_them():
     a, b = page.link_node.tolist()
     img = np.flatnonzero(page.tag == M._ID["img"]).astype(np.int32)
     pre = np.flatnonzero(page.tag == M._ID["pre"]).astype(np.int32)
-    extras = NodeExtras(image_node=img[::-1].copy(), image_src=("https://x.example/2.png", "https://x.example/1 (b).png"),
-                        image_alt=("two", "one [1]"), code_node=np.repeat(pre, 2), code_lang=("go", "rust"),
+    extras = NodeExtras(image_node=img[::-1].copy(),
+                        image_src=("https://x.example/2.png", "https://x.example/1 (b).png"), image_alt=("two", "one [1]"),
+                        code_node=np.repeat(pre, 2), code_lang=("go", "rust"),
                         fragment_node=np.array([a, a, a + 1], dtype=np.int32), fragment=("f", "g", "h"))
     odd = dataclasses.replace(page, side=extras)
     for options in ALL_OPTIONS:
-        got = assert_same(odd, options=options)
+        assert_same(odd, options=options)
     got = assert_same(odd)
     assert "[one](https://docs.example/a#f#g)" in got and "[three](https://docs.example/b#h)" in got
     assert "```rust\n" in got
