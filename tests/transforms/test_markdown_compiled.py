@@ -355,8 +355,8 @@ def test_node_extras_read_as_the_reference_reads_them():
     img = np.flatnonzero(page.tag == M._ID["img"]).astype(np.int32)
     pre = np.flatnonzero(page.tag == M._ID["pre"]).astype(np.int32)
     extras = NodeExtras(image_node=img[::-1].copy(),
-                        image_src=("https://x.example/2.png", "https://x.example/1 (b).png"), image_alt=("two", "one [1]"),
-                        code_node=np.repeat(pre, 2), code_lang=("go", "rust"),
+                        image_src=("https://x.example/2.png", "https://x.example/1 (b).png"),
+                        image_alt=("two", "one [1]"), code_node=np.repeat(pre, 2), code_lang=("go", "rust"),
                         fragment_node=np.array([a, a, a + 1], dtype=np.int32), fragment=("f", "g", "h"))
     odd = dataclasses.replace(page, side=extras)
     for options in ALL_OPTIONS:
