@@ -62,11 +62,16 @@ def test_line_breaks_are_word_breaks():
     assert identify_language("Das Wetter\nist heute\nschön.") == identify_language("Das Wetter ist heute schön.")
 
 
-def test_the_packaged_model_loads_and_runs_without_network(monkeypatch):
-    """A fresh load with every socket connection refused: the model comes from the wheel."""
+@pytest.mark.parametrize("compiled", [True, False])
+def test_the_packaged_model_loads_and_runs_without_network(monkeypatch, compiled):
+    """A fresh load with every socket connection refused, compiled and through the libraries
+    (the reference): the model comes from the wheel."""
     def refuse(*args, **kwargs):
         raise AssertionError("language identification tried the network")
     monkeypatch.setattr(socket.socket, "connect", refuse)
     monkeypatch.setattr(socket, "create_connection", refuse)
     monkeypatch.setattr(language, "_detector", None)
+    monkeypatch.setattr(language, "_model", None)
+    monkeypatch.setattr(language, "_COMPILED", compiled)
     assert identify_language("Il pleut encore à Paris ce matin.")[0] == "fr"
+    assert (language._model is None) != compiled and (language._detector is None) == compiled

@@ -1,10 +1,12 @@
-"""main_markdown's inline rendering compiled (transforms/_markdown.c) against its reference,
-markdown.py's _inline_markdown / _Lines.markdown / _Lines.raw.
+"""main_markdown compiled (transforms/_markdown.c, all of page_markdown in one call) against
+its reference, markdown.py's Python code (_Lines, _Structure, _inline_markdown, _Writer).
 
-The compiled units must give the reference's Markdown string for string: on hand-built pages
-with every construct, on the flanking rules' cases for every ASCII character and some
+The compiled rendering must give the reference's Markdown string for string: on hand-built
+pages with every construct, on the flanking rules' cases for every ASCII character and some
 non-ASCII punctuation and spaces, on page text holding non-BMP characters and lone
-surrogates, and on seeded generated pages.
+surrogates, on link fragments and images as NodeExtras holds them, and on seeded generated
+pages; its block contexts and climbs element by element. Every comparison fails when the
+extension is not built.
 """
 import dataclasses
 import html
@@ -70,6 +72,8 @@ def test_the_compiled_rendering_is_built_and_used_by_default(monkeypatch):
     monkeypatch.setattr(M, "escape_line_start", no_reference)
     monkeypatch.setattr(M._Writer, "write", no_reference)
     monkeypatch.setattr(M._Structure, "context", no_reference)
+    monkeypatch.setattr(M, "_Lines", no_reference)
+    monkeypatch.setattr(M, "_Structure", no_reference)
     page = page_of('<p>Hi <b>there</b>, <a href="/x">a_b [1]</a> and <code>x`y</code>.</p>'
                    '<pre>raw *code*</pre>')
     assert page_markdown(page, page.tag == TEXT) == (
@@ -338,6 +342,52 @@ def test_contexts_of_every_element_as_the_reference():
         check(page_of("".join(random_block(rng, 0) for _ in range(rng.randint(1, 5)))))
 
 
+def test_node_extras_read_as_the_reference_reads_them():
+    """Links, images and code languages as NodeExtras holds them, in the cases the parser
+    never makes: two fragments for one link (both appended), a fragment whose node is no link
+    (the next link takes it, as searchsorted places it), images out of document order and one
+    twice, a <pre> with two languages (the last wins, as in a dict). By hand: the first link
+    keeps both fragments; a fragment past the last link is an IndexError both ways."""
+    from sitestrip.transforms.meta import NodeExtras
+    page = page_of("<p><a href='/a'>one</a> two <a href='/b'>three</a> <img src='/i.png' alt='i'> "
+                   "<img src='/j.png' alt='j'></p><pre class='language-go'>x := 1</pre>")
+    a, b = page.link_node.tolist()
+    img = np.flatnonzero(page.tag == M._ID["img"]).astype(np.int32)
+    pre = np.flatnonzero(page.tag == M._ID["pre"]).astype(np.int32)
+    extras = NodeExtras(image_node=img[::-1].copy(),
+                        image_src=("https://x.example/2.png", "https://x.example/1 (b).png"),
+                        image_alt=("two", "one [1]"), code_node=np.repeat(pre, 2), code_lang=("go", "rust"),
+                        fragment_node=np.array([a, a, a + 1], dtype=np.int32), fragment=("f", "g", "h"))
+    odd = dataclasses.replace(page, side=extras)
+    for options in ALL_OPTIONS:
+        assert_same(odd, options=options)
+    got = assert_same(odd)
+    assert "[one](https://docs.example/a#f#g)" in got and "[three](https://docs.example/b#h)" in got
+    assert "```rust\n" in got
+    past = dataclasses.replace(page, side=dataclasses.replace(extras, fragment_node=np.array([b + 1], dtype=np.int32),
+                                                              fragment=("z",)))
+    for compiled in (False, True):
+        with pytest.raises(IndexError):
+            rendered(past, past.tag == TEXT, compiled=compiled)
+
+
+def test_a_page_that_is_no_tree_in_order_is_refused():
+    """The compiled rendering reads the page's arrays unchecked only after checking that each
+    node's parent comes before it and its subtree ends after it, within the page, and that the
+    arrays have the page's length."""
+    page = page_of("<p>a <b>b</b></p><p>c</p>")
+    parent = page.parent.copy()
+    parent[3] = 5
+    with pytest.raises(ValueError):
+        rendered(dataclasses.replace(page, parent=parent), page.tag == TEXT)
+    end = page.end.copy()
+    end[2] = page.size + 1
+    with pytest.raises(ValueError):
+        rendered(dataclasses.replace(page, end=end), page.tag == TEXT)
+    with pytest.raises(ValueError):
+        rendered(dataclasses.replace(page, line=page.line[:-1]), page.tag == TEXT)
+
+
 def test_a_data_table_inside_code_by_hand():
     """A tree the HTML parser never makes (it closes <pre> before <table>), flattened from
     elements built by hand: the first <pre> starts with code, so the table's units after it
@@ -353,26 +403,25 @@ def test_a_data_table_inside_code_by_hand():
 
 
 def test_walks_up_from_nodes_as_the_reference():
-    """_Structure.around (container and nearest link, strong, emphasis, code) and
-    structural_anchor, compiled against the numpy climbs, for every node of the hand-built
-    pages and 150 seeded generated ones, under links kept and dropped. By hand, on
+    """The compiled climbs (around: container and nearest link, strong, emphasis, code;
+    anchors: the structural anchor) against _Structure's numpy climbs, for every node of the
+    hand-built pages and 150 seeded generated ones, under links kept and dropped. By hand, on
     <p><a><b>x</b></a></p>: x's container is the <p>, its link the <a>, its strong the <b>,
     no emphasis or code; x's structural anchor is -1 (no heading, list, quote, table or code
     around it)."""
     def both(page, options):
-        saved = M._COMPILED
-        try:
-            got = []
-            for compiled in (False, True):
-                M._COMPILED = compiled
-                s = M._Structure(page, options)
-                nodes = np.arange(page.size, dtype=np.int64)
-                got.append((*s.around(nodes), s.structural_anchor(nodes)))
-        finally:
-            M._COMPILED = saved
-        (c0, i0, a0), (c1, i1, a1) = got
-        assert c0.tolist() == c1.tolist() and i0.tolist() == i1.tolist() and a0.tolist() == a1.tolist()
-        return got[1]
+        s = M._Structure(page, options)
+        nodes = np.arange(page.size, dtype=np.int64)
+        parent, tag = page.parent.astype(np.int32), page.tag.astype(np.int32)
+        container, inline = np.empty(page.size, dtype=np.int64), np.full((4, page.size), -1, dtype=np.int64)
+        M._compiled.around(nodes, parent, tag, M.BLOCK_LEVEL.view(np.uint8), M._KIND_OF.view(np.uint8),
+                           s.linked.view(np.uint8), container, inline)
+        anchor = np.empty(page.size, dtype=np.int64)
+        M._compiled.anchors(nodes, parent, tag, M._STRUCTURAL.view(np.uint8), anchor)
+        ref_container, ref_inline = s.around(nodes)
+        assert container.tolist() == ref_container.tolist() and inline.tolist() == ref_inline.tolist()
+        assert anchor.tolist() == s.structural_anchor(nodes).tolist()
+        return container, inline, anchor
 
     page = page_of("<p><a href='/l'><b>x</b></a></p>")
     x = int(np.flatnonzero(page.tag == TEXT)[0])
