@@ -51,6 +51,7 @@ import zlib
 from dataclasses import dataclass
 
 import apache_beam as beam
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 from apache_beam.io.filesystem import CompressionTypes
@@ -181,23 +182,39 @@ def _record_batches(keyed_rows: list, order: list, schema: pa.Schema):
             if columns is None:
                 columns = {name: [] for name in names}
             for name in names:
-                columns[name].extend(got[name])
+                columns[name].append(got[name])
             held += len(got[names[0]])
             if held >= BATCH_ROWS:
-                yield pa.RecordBatch.from_pydict(columns, schema=schema)
+                yield _joined_columns(columns, schema)
                 columns, held = None, 0
             continue
         if columns is not None:
-            yield pa.RecordBatch.from_pydict(columns, schema=schema)
+            yield _joined_columns(columns, schema)
             columns, held = None, 0
         rows.append(value)
         if len(rows) == BATCH_ROWS:
             yield pa.RecordBatch.from_pylist(rows, schema=schema)
             rows = []
     if columns is not None and held:
-        yield pa.RecordBatch.from_pydict(columns, schema=schema)
+        yield _joined_columns(columns, schema)
     if rows:
         yield pa.RecordBatch.from_pylist(rows, schema=schema)
+
+
+def _joined_columns(pieces: dict, schema: pa.Schema) -> pa.RecordBatch:
+    """One record batch of column batches' pieces ({column: [piece, ...]}, a piece a list or
+    a numpy array): a column of numpy pieces converted as one array, any other as one list."""
+    arrays = []
+    for field in schema:
+        parts = pieces[field.name]
+        if all(isinstance(part, np.ndarray) for part in parts):
+            arrays.append(pa.array(np.concatenate(parts), type=field.type))
+        else:
+            values = []
+            for part in parts:
+                values.extend(part.tolist() if isinstance(part, np.ndarray) else part)
+            arrays.append(pa.array(values, type=field.type))
+    return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
 
 def write_sorted_part(keyed_rows: list, schema: pa.Schema, path: str) -> None:

@@ -36,8 +36,9 @@ import numpy as np
 
 from sitestrip.transforms import codecs
 from sitestrip.transforms.meta import REL_NOFOLLOW, REL_SPONSORED, REL_UGC
-from sitestrip.transforms.page import CompactPage
-from sitestrip.transforms.tree import subtree_texts, text_nodes_below
+from sitestrip.transforms.page import TEXT, CompactPage
+from sitestrip.transforms.text import joined, separators
+from sitestrip.transforms.tree import text_nodes_below
 
 REGIONS = ("main", "menu", "template", "other")
 _REGION_NAMES = np.array(REGIONS, dtype=object)
@@ -108,7 +109,9 @@ class PageLinks:
                 "position": 0}
 
     def columns(self) -> dict:
-        """The links rows as columns: {column of schemas.LINKS: list of values, in link order}."""
+        """The links rows as columns: {column of schemas.LINKS: its values in link order}, a
+        list, or a numpy array for the numbers and flags (the writer converts those without
+        a Python object per value: pipeline/parts.py)."""
         urls, texts = self.strings()
         n = len(urls)
         fragments = [None] * n
@@ -117,12 +120,12 @@ class PageLinks:
         rel, flags = self.rel, self.flags
         return {
             "source_url": [self.source_url] * n, "site": [self.site] * n, "warc_file": [self.warc_file] * n,
-            "warc_offset": [self.warc_offset] * n, "position": list(range(n)), "target_url": urls,
-            "fragment": fragments, "anchor_text": texts,
-            "rel_nofollow": ((rel & REL_NOFOLLOW) != 0).tolist(), "rel_ugc": ((rel & REL_UGC) != 0).tolist(),
-            "rel_sponsored": ((rel & REL_SPONSORED) != 0).tolist(), "in_site": ((flags & _IN_SITE) != 0).tolist(),
+            "warc_offset": np.full(n, self.warc_offset, dtype=np.int64) if self.warc_offset is not None else [None] * n,
+            "position": np.arange(n, dtype=np.int32), "target_url": urls, "fragment": fragments, "anchor_text": texts,
+            "rel_nofollow": (rel & REL_NOFOLLOW) != 0, "rel_ugc": (rel & REL_UGC) != 0,
+            "rel_sponsored": (rel & REL_SPONSORED) != 0, "in_site": (flags & _IN_SITE) != 0,
             "region": _REGION_NAMES[self.regions()].tolist(),
-            "target_in_input": [None] * n if self.in_input is None else self.in_input.tolist(),
+            "target_in_input": [None] * n if self.in_input is None else self.in_input.copy(),
         }
 
     def rows(self, present: Container | None = None) -> Iterator[dict]:
@@ -130,7 +133,8 @@ class PageLinks:
         run (set_present), None to keep what the links know (a null column before the join)."""
         if present is not None:
             self.set_present(present)
-        columns = self.columns()
+        columns = {name: values.tolist() if isinstance(values, np.ndarray) else values
+                   for name, values in self.columns().items()}
         names = list(columns)
         for values in zip(*columns.values()):
             yield dict(zip(names, values))
@@ -212,10 +216,11 @@ def page_links(page: CompactPage, main: np.ndarray | None, template: np.ndarray 
             ok = nodes[at] == side.rel_node
             rel[at[ok]] = np.array(side.rel, dtype=np.uint8)[ok]
         if frag_nodes.size:
-            at = np.searchsorted(nodes, frag_nodes)
-            order = np.argsort(at, kind="stable")
-            out.fragment_at = at[order].astype(np.int32)
-            out.fragments = tuple(frag_values[k] for k in order.tolist())
+            at = np.searchsorted(nodes, frag_nodes).astype(np.int32)
+            if side.area_node.size:         # the areas' fragments came after the links'
+                order = np.argsort(at, kind="stable")
+                at, frag_values = at[order], tuple(frag_values[k] for k in order.tolist())
+            out.fragment_at, out.fragments = at, tuple(frag_values)
     out.flags, out.rel = flags, rel
     strings = "\x00".join(texts)
     if "\x00" in strings:           # not from a parsed page (module docstring of PageLinks)
@@ -227,8 +232,28 @@ def page_links(page: CompactPage, main: np.ndarray | None, template: np.ndarray 
 
 
 def _anchor_texts(page: CompactPage, nodes: np.ndarray) -> list[str]:
-    """The text of each link's subtree, as the text joiner gives it (transforms/text.py)."""
-    return subtree_texts(page, nodes) if nodes.size else []
+    """The text of each link's subtree, as the text joiner gives it (transforms/text.py):
+    tree.subtree_texts with the joiner's own separators and joining, for the one case it has
+    to be fast for: most links hold one text node, whose text is its own, and when every link
+    does no separator is computed."""
+    if not nodes.size:
+        return []
+    text_nodes = np.flatnonzero(page.tag == TEXT)
+    first = np.searchsorted(text_nodes, nodes)
+    counts = np.searchsorted(text_nodes, page.end[nodes]) - first
+    bounds = np.zeros(nodes.size + 1, dtype=np.int64)
+    np.cumsum(counts, out=bounds[1:])
+    total = int(bounds[-1])
+    if total == nodes.size and (counts == 1).all():
+        idx = text_nodes[first]
+        codes = np.zeros(total, dtype=np.int8)
+    else:
+        # Each link's text nodes, one run after the other (subtree_texts, run_texts).
+        starts = bounds[:-1]
+        idx = text_nodes[np.repeat(first - starts, counts) + np.arange(total)]
+        codes = separators(page, idx)
+        codes[starts[counts > 0]] = 0           # a run starts with nothing before it
+    return joined(page, idx, codes, bounds.tolist())
 
 
 def _in_main(page: CompactPage, nodes: np.ndarray, main: np.ndarray) -> np.ndarray:

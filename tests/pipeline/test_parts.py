@@ -136,12 +136,15 @@ def test_an_empty_dataset_is_one_empty_part_0(tmp_path):
 
 
 def test_clear_outputs_removes_parts_and_left_temporary_files_only(tmp_path):
-    pages = tmp_path / "pages"
-    pages.mkdir()
-    for name in ("part-00000-of-00002.parquet", "_part-00001-of-00002.parquet.0a1b.tmp", "notes.txt"):
-        (pages / name).write_bytes(b"x")
+    """Every dataset's parts go, the links dataset's too (a watch job, which writes none,
+    clears an earlier batch run's)."""
+    for dataset in ("pages", "links"):
+        folder = tmp_path / dataset
+        folder.mkdir()
+        for name in ("part-00000-of-00002.parquet", "_part-00001-of-00002.parquet.0a1b.tmp", "notes.txt"):
+            (folder / name).write_bytes(b"x")
     clear_outputs(str(tmp_path))
-    assert os.listdir(pages) == ["notes.txt"]
+    assert os.listdir(tmp_path / "pages") == os.listdir(tmp_path / "links") == ["notes.txt"]
 
 
 @pytest.mark.beam

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from sitestrip.configs import ConfigError, config_from_dict
+from sitestrip.schemas import LINKS
 from sitestrip.transforms.extract import process_site
 from sitestrip.transforms.outlinks import PageLinks, page_links
 from sitestrip.transforms.page import parse_page, tag_name
@@ -117,7 +118,10 @@ def test_page_links_pickle_without_their_nodes():
     back = pickle.loads(pickle.dumps(held))
     assert isinstance(back, PageLinks) and back.nodes is None
     assert list(back.rows()) == list(held.rows())
-    assert back.columns() == held.columns()
+    mine, theirs = held.columns(), back.columns()
+    assert list(mine) == list(theirs) == LINKS.names
+    assert all(np.array_equal(mine[k], theirs[k]) if isinstance(mine[k], np.ndarray) else mine[k] == theirs[k]
+               for k in mine)
     assert back.key == held.key and back.targets() == sorted(set(back.strings()[0]))
     empty = page_links(parse_page("<body><p>no links</p></body>", URL), None, None, None, source_url=URL,
                        row_url=URL, site="docs.test", warc_file="f", warc_offset=0)
