@@ -189,6 +189,40 @@ def stage_table(summary) -> list[str]:
     return lines
 
 
+def links_section(summary) -> list[str]:
+    """The links dataset per corpus (bench/links.py): size, cost, and region accuracy against
+    the gold columns (all links of each set / without the ambiguous ones) and against the
+    corpus' selectors."""
+    rows = [c for c in summary["corpora"] if c.get("links")]
+    if not rows:
+        return []
+    lines = ["## Links dataset", "",
+             "Regions of the links rows (README \"links\"). Gold columns: links to a page's gold menu "
+             "targets marked `menu` or `template`, links whose anchor text stands in its gold main text "
+             "marked `main` (every such link / without the ambiguous ones: in-page links, and menu "
+             "targets whose anchor stands in the main text). Selectors: each link's region cut from the "
+             "HTML by the selectors the gold was made with (docsites' manifest). Cost: CPU ms per page of "
+             "the `links` stage plus making its rows; bytes: the links Parquet files per pages row.", "",
+             "| corpus | links / page | bytes / page | cost ms / page (stage + rows) | menu targets → menu/template "
+             "| main anchors → main | selectors: menu → menu/template | selectors: main → main (precision) |",
+             "|---|---|---|---|---|---|---|---|"]
+    for c in rows:
+        k = c["links"]
+        gold = k.get("gold_columns") or {}
+        menu, main = gold.get("menu") or {}, gold.get("main") or {}
+        sel = k.get("selectors") or {}
+        stage = (k.get("stage_ms_per_page") or {}).get("mean")
+        made = (sel.get("rows_ms_per_page") or {}).get("mean")
+        cost = f"{_f(k.get('cost_ms_per_page'))} ({_f(stage)} + {_f(made)})" if made is not None else _f(stage)
+        lines.append(
+            f"| {c['name']} | {_f(k.get('links_per_page'), 1)} | {_f(k.get('links_bytes_per_page'), 0)} | {cost} "
+            f"| {_f(menu.get('accuracy'))} / {_f(menu.get('accuracy_clean'))} ({menu.get('links', 0):,}) "
+            f"| {_f(main.get('accuracy'))} / {_f(main.get('accuracy_clean'))} ({main.get('links', 0):,}) "
+            f"| {_f(sel.get('menu'))} ({sel.get('menu_links', 0):,}) "
+            f"| {_f(sel.get('main'))} ({_f(sel.get('main_precision'))}) |")
+    return lines + [""]
+
+
 def node_table(summary) -> list[str]:
     rows = [c for c in summary["corpora"] if c.get("nodes")]
     if not rows:
@@ -259,6 +293,7 @@ def write_report(summary, out_dir: str, *, charts: bool = True) -> str:
     for key, title in (("methods", "Method mix"), ("template_share", "Template share")):
         if key in images:
             lines += [f"![{title}]({images[key]})", ""]
+    lines += links_section(summary)
     lines += [
         "## Speed",
         "",

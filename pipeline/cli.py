@@ -242,8 +242,14 @@ def _group(counters: dict, prefix: str) -> str:
     return ", ".join(f"{k} {v}" for k, v in items) or "none"
 
 
+def _output_line(output: str, links: bool) -> str:
+    names = ("pages", "menus", "errors", "sites") + (("links",) if links else ())
+    return "  output: " + ", ".join(f"{output}/{name}" for name in names)
+
+
 def summary(counters: dict, elapsed: float, output: str | None, state: str | None = None,
-            inputs: tuple[int, int] | None = None) -> str:
+            inputs: tuple[int, int] | None = None, links: bool = False) -> str:
+    """The run's summary from its counters; `links`: the run writes the links dataset."""
     pages = counters.get("pages", 0)
     html = counters.get("html_bytes", 0)
     compact = counters.get("compact_bytes", 0)
@@ -266,8 +272,10 @@ def summary(counters: dict, elapsed: float, output: str | None, state: str | Non
         lines.append(f"  template clusters: {counters['template_clusters']}")
     if html:
         lines.append(f"  compact pages: {compact / html:.1%} of HTML bytes ({compact:,} / {html:,})")
+    if links:
+        lines.append(f"  links: {counters.get('link_rows', 0)} rows")
     if output is not None:
-        lines.append(f"  output: {output}/pages, {output}/menus, {output}/errors, {output}/sites")
+        lines.append(_output_line(output, links))
     if state and output is not None:
         lines.append(f"  state: {counters.get('state_pages', 0)} stored pages, "
                      f"{counters.get('state_bytes', 0) / 1e6:.1f} MB in {state}")
@@ -287,7 +295,7 @@ def summary_without_counters(rows: dict, elapsed: float, output: str,
         f"no record, skip or method counts)",
         *([_inputs_line(inputs)] if inputs else []),
         "  rows written: " + ", ".join(f"{name} {n}" for name, n in rows.items()),
-        f"  output: {output}/pages, {output}/menus, {output}/errors, {output}/sites",
+        _output_line(output, "links" in rows),
     ])
 
 
@@ -297,14 +305,17 @@ def written_rows(output: str) -> dict:
     from apache_beam.io.filesystems import FileSystems
 
     from sitestrip.pipeline.graph import dataset_prefix
-    from sitestrip.schemas import DATASETS
+    from sitestrip.schemas import DATASETS, OPTIONAL_DATASETS
     rows = {}
     for name in DATASETS:
+        found = [meta for match in FileSystems.match([dataset_prefix(output, name) + "-*"])
+                 for meta in match.metadata_list]
+        if not found and name in OPTIONAL_DATASETS:
+            continue            # not written by this run (output.links off)
         rows[name] = 0
-        for match in FileSystems.match([dataset_prefix(output, name) + "-*"]):
-            for meta in match.metadata_list:
-                with FileSystems.open(meta.path) as fh:
-                    rows[name] += pq.ParquetFile(fh).metadata.num_rows
+        for meta in found:
+            with FileSystems.open(meta.path) as fh:
+                rows[name] += pq.ParquetFile(fh).metadata.num_rows
     return rows
 
 
@@ -852,7 +863,7 @@ def _run(args, beam_args: list[str], terminal: bool) -> int:
             else:
                 # A failed run publishes nothing: no output line.
                 print(summary(counters, elapsed, None if reason else args.output, args.state,
-                              None if reason else read), flush=True)
+                              None if reason else read, links=config.output.links), flush=True)
             if reason:
                 _report_failure(reason, staging, args)
                 return FAILED_RUN

@@ -23,7 +23,7 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.metrics import Metrics
 
 from sitestrip.configs import Config
-from sitestrip.pipeline.parts import PART_KEYS, PartDataset, WriteParts, pack_row, unpack_row
+from sitestrip.pipeline.parts import PART_BY, PART_KEYS, PartDataset, WriteParts, pack_row, unpack_row
 from sitestrip.pipeline.progress import READ, SITES, ProgressFile
 from sitestrip.pipeline.state import (current_version, next_version, read_state_file, state_files, version_prefix,
                                       write_current)
@@ -42,6 +42,7 @@ ERRORS = "errors"
 MAIN = "main"
 CLUSTER_ROWS = "cluster_rows"
 STATE_PAGES = "state_pages"
+PAGE_LINKS = "page_links"
 log = logging.getLogger("sitestrip")
 
 
@@ -225,7 +226,8 @@ def shard_sites(pages, max_site_pages: int):
 
 class ProcessSite(_Reporting):
     """One site shard (its records, and with --state its stored pages) → (MAIN, pages row),
-    (ERRORS, errors row), (CLUSTER_ROWS, sites row) and (STATE_PAGES, StoredPage) outputs."""
+    (ERRORS, errors row), (CLUSTER_ROWS, sites row), (STATE_PAGES, StoredPage) and, with
+    output.links, (PAGE_LINKS, PageLinks) outputs."""
 
     def __init__(self, config: Config, progress_dir: str | None = None, keep_state: bool = False):
         super().__init__(progress_dir, SITES)
@@ -252,6 +254,9 @@ class ProcessSite(_Reporting):
                 continue
             if kind == "state":
                 yield STATE_PAGES, row
+                continue
+            if kind == "links":
+                yield PAGE_LINKS, row
                 continue
             self.report(pages=1)
             if kind == "pages":
@@ -364,6 +369,72 @@ def exact_duplicates_across_sites(pages):
     return (marked, passing) | "AllPages" >> beam.Flatten()
 
 
+def _link_targets(links):
+    """A page's distinct link targets, each with the page's source key."""
+    key = links.key
+    for target in links.targets():
+        yield target, key
+
+
+def _present_targets(item):
+    """(target, its pages' source keys and one None per pages row at that URL) → (source key,
+    target) for each page linking to it, when some pages row is at the target.
+
+    The group is read twice and never listed: first up to its first None (a pages row there),
+    then, only if there was one, for the source keys. A hot target (a URL every page links
+    to) costs its group's values one after the other, never at once: runners that page large
+    groups in from the shuffle (Dataflow, Flink, Spark) hold a page of them; the local runner
+    and Dask hold their groups in memory anyway."""
+    target, values = item
+    if any(value is None for value in values):
+        for value in values:
+            if value is not None:
+                yield value, target
+
+
+def _link_rows(item):
+    """A page's PageLinks with target_in_input set: its rows, which the writer makes as columns
+    (pipeline/parts.py, is_column_batch)."""
+    _key, joined = item
+    present = set(joined["present"])
+    for links in joined["links"]:
+        if len(links):
+            links.set_present(present)
+            _count("link_rows", len(links))
+            yield links
+
+
+def join_link_targets(page_links, pages):
+    """PageLinks of every pages row (transforms/outlinks.py) → the same with target_in_input
+    (whether each target URL has a pages row in this run), for the writer.
+
+    Without side inputs (the DaskRunner passes none, module docstring), by two shuffles of
+    small values:
+
+    1. Each page's distinct targets, as (target, 16-byte source key), join the pages rows'
+       url_normalized by target URL; for each target some pages row is at, its (source key,
+       target) pairs come out (`_present_targets`: a hot target's group streams).
+    2. Those pairs join the PageLinks (one compact value per page: arrays and an LZ4-packed
+       string) by source key, which sets each link's target_in_input. The writer takes the
+       PageLinks as they are, a batch of rows made as Arrow columns (pipeline/parts.py): no
+       link is ever a dict in the graph. A group here is one page: its PageLinks and at most
+       its distinct targets.
+
+    Memory is bounded by one target's group in step 1 (streamed) and one page's in step 2;
+    what crosses the shuffles is the pages' PageLinks once and their (target, key) pairs
+    twice at most."""
+    wanted = page_links | "LinkTargets" >> beam.FlatMap(_link_targets)
+    at_pages = pages | "PageUrls" >> beam.Map(lambda row: (row["url_normalized"], None))
+    present = ((wanted, at_pages)
+               | "TargetsAndPages" >> beam.Flatten()
+               | "GroupTargets" >> beam.GroupByKey()
+               | "PresentTargets" >> beam.FlatMap(_present_targets))
+    by_source = page_links | "LinksBySource" >> beam.Map(lambda links: (links.key, links))
+    return ({"links": by_source, "present": present}
+            | "JoinPresent" >> beam.CoGroupByKey()
+            | "LinkRows" >> beam.FlatMap(_link_rows))
+
+
 def dataset_prefix(output: str, name: str) -> str:
     return FileSystems.join(output, name, "part")
 
@@ -431,7 +502,7 @@ def build_pipeline(p: beam.Pipeline, warc_paths: list[str], output: str, config:
                    progress_dir: str | None = None, part_files: int | None = None,
                    state_dir: str | None = None, state_version: str | None = None):
     """Add the sitestrip graph to `p`; returns the pages, menus and errors PCollections of rows
-    (the sites rows, SPEC §11, are written alongside).
+    (the sites rows, SPEC §11, and with output.links the links rows are written alongside).
 
     Each dataset is written as `part_files` Parquet files (pipeline/parts.py);
     by default one per input WARC file, so a part holds about the rows of one
@@ -481,7 +552,10 @@ def build_pipeline(p: beam.Pipeline, warc_paths: list[str], output: str, config:
              | "MenuRows" >> beam.Map(_menu_row))
     schemas = dict(DATASETS, pages=pages_schema(config))
     rows_by_name = {"pages": pages, "menus": menus, "errors": errors, "sites": clusters}
-    datasets = {name: PartDataset(dataset_prefix(output, name), schemas[name], PART_KEYS[name])
+    if config.output.links:
+        page_links = sites | "SiteLinks" >> beam.FlatMap(_of_kind, PAGE_LINKS)
+        rows_by_name["links"] = join_link_targets(page_links, pages)
+    datasets = {name: PartDataset(dataset_prefix(output, name), schemas[name], PART_KEYS[name], PART_BY.get(name))
                 for name in rows_by_name}
     written = [rows_by_name | "Write" >> WriteParts(datasets, parts)]
     if state_dir is not None:

@@ -50,6 +50,7 @@ dataset's schema before the first file lands.
 """
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import typing
 import zlib
@@ -149,7 +150,9 @@ class ProcessWatchedSite(ProcessSite):
     STORED = userstate.ReadModifyWriteStateSpec("stored_pages", coders.PickleCoder())
 
     def __init__(self, config: Config, state_files_: list[str], working_dir: str | None = None):
-        super().__init__(config, None, keep_state=True)
+        # No links dataset here: its target_in_input joins every link with the whole run's
+        # pages, which an unbounded run never has (README "links"; a batch run writes it).
+        super().__init__(without_links(config), None, keep_state=True)
         self.state_files = state_files_
         self.working_dir = working_dir
 
@@ -290,6 +293,11 @@ class WriteWindowParts(beam.PTransform):
                     typing.Tuple[typing.Tuple[str, int], typing.Any])
                 | "Batches" >> beam.GroupIntoBatches(self.batch_rows)
                 | "Write" >> beam.ParDo(_WriteWindowBatch(self.output, self.schemas, self.parts)))
+
+
+def without_links(config: Config) -> Config:
+    """`config` with output.links off."""
+    return dataclasses.replace(config, output=dataclasses.replace(config.output, links=False))
 
 
 def _named(item, names):

@@ -11,6 +11,7 @@ import hashlib
 import time
 from collections import defaultdict
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Iterable, Iterator, Sequence
 
 import numpy as np
@@ -27,6 +28,7 @@ from sitestrip.transforms.duplicates import duplicate_columns, duplicate_mates, 
 from sitestrip.transforms.features import SiteSignals, block_features, text_keys, without_site
 from sitestrip.transforms.link_blocks import drop_link_blocks
 from sitestrip.transforms.menex import Menu, MenexParams, detect_menu, menu_scores
+from sitestrip.transforms.outlinks import page_links
 from sitestrip.transforms.output import OutputParams, declared_columns, main_language, main_markdown
 from sitestrip.transforms.page_type import PAGE_TYPES
 from sitestrip.transforms.sitemenus import (MenuProposal, choose_menu_keys, menu_links, menu_node_by_key,
@@ -726,9 +728,10 @@ def error_row(*, url, warc_file, warc_offset, stage, error_class, message) -> di
 def process_site(site: str, records: Iterable[PageRecord], config, model=None,
                  shard: int = 0, stored: Sequence[StoredPage] = (),
                  state: StateParams | None = None) -> Iterator[tuple[str, dict]]:
-    """Rows for one site shard: ("pages", row) or ("errors", row), one per record, then one
-    ("sites", row) per template cluster of the shard (SPEC §11) when clusters are enabled,
-    and with `state` bounds, ("state", StoredPage) for the shard's new state.
+    """Rows for one site shard: ("pages", row) or ("errors", row), one per record, each pages
+    row followed, with output.links, by ("links", PageLinks): its links (transforms/outlinks.py);
+    then one ("sites", row) per template cluster of the shard (SPEC §11) when clusters are
+    enabled, and with `state` bounds, ("state", StoredPage) for the shard's new state.
 
     Records are handled in (url, file, offset) order so output never depends
     on shuffle order. A URL captured twice is looked up as its first capture.
@@ -751,10 +754,12 @@ def process_site(site: str, records: Iterable[PageRecord], config, model=None,
     page_rows, page_menus, row_pages, row_records, proposals = [], [], [], [], {}
     duplicates = config.duplicates if config.duplicates.enabled else None
     fingerprints = []
+    page_outlinks = [] if config.output.links else None    # per row: its links (transforms/outlinks.py)
 
     def analysed(record, left_out=frozenset()):
         key = capture_key(record, pages)
         analysis = analyse_page(record, pages, links, config, site_blocks, model, left_out)
+        held_links = _page_outlinks(record, analysis) if page_outlinks is not None else None
         row = _site_row(record, links, analysis, config.output, menu_columns=False)
         fp = None
         if duplicates is not None:
@@ -767,16 +772,18 @@ def process_site(site: str, records: Iterable[PageRecord], config, model=None,
         record.page.forget_derived()
         if analysis.menu_proposal is not None:
             proposals[key] = analysis.menu_proposal
-        return _held_row(row), analysis.menu, (key, record.page), fp
+        return _held_row(row), analysis.menu, (key, record.page), fp, held_links
 
     for record in ordered:
         try:
-            row, menu, key_page, fp = analysed(record)
+            row, menu, key_page, fp, held_links = analysed(record)
             page_rows.append(row)
             page_menus.append(menu)
             row_pages.append(key_page)
             row_records.append(record)
             fingerprints.append(fp)
+            if page_outlinks is not None:
+                page_outlinks.append(held_links)
         except StageError as exc:
             yield "errors", error_row(url=_row_url(record), warc_file=record.warc_file,
                                       warc_offset=record.warc_offset, stage=exc.stage,
@@ -796,25 +803,34 @@ def process_site(site: str, records: Iterable[PageRecord], config, model=None,
             if not left_out:
                 continue
             try:
-                row, menu, key_page, fp = analysed(row_records[k], left_out)
+                row, menu, key_page, fp, held_links = analysed(row_records[k], left_out)
             except Exception:       # judged once already: that row stands
                 continue
+            if page_outlinks is not None:
+                page_outlinks[k] = held_links
             row["notes"] = row["notes"] + [f"judged again with its duplicates left out of the site: {len(left_out)}"]
             # The first judgement is CPU the duplicates cost this page.
             first = page_rows[k]["timing_ms"]["total"]
             row["timing_ms"]["duplicates"] += first
             row["timing_ms"]["total"] += first
             page_rows[k], page_menus[k], row_pages[k], fingerprints[k] = row, menu, key_page, fp
-    replaced = _apply_site_menus(page_rows, row_pages, links, proposals, config) if proposals else set()
+    on_menu = None if page_outlinks is None else partial(_site_menu_outlinks, page_rows, page_outlinks)
+    replaced = _apply_site_menus(page_rows, row_pages, links, proposals, config, on_menu) if proposals else set()
     for k, (row, menu) in enumerate(zip(page_rows, page_menus)):
         if k not in replaced:
             _menu_columns(row, menu)
     if duplicates is not None:
         _mark_duplicates(page_rows, fingerprints, duplicates, [s.fingerprint for s in stored_fingerprints])
-    for row in page_rows:
+    for k, row in enumerate(page_rows):
         if state is not None:      # a run with --state: [] while its state holds nothing yet
             row["state_candidate_urls"] = [u for u in row["candidate_urls"] or () if u in from_state]
         yield "pages", _released_row(row)
+        if page_outlinks is not None:
+            # One ("links", PageLinks) per pages row: its links, whose rows are made once the
+            # run's URLs are known (pipeline/graph.py joins the targets; PageLinks.rows in one
+            # process).
+            page_outlinks[k].seal()
+            yield "links", page_outlinks[k]
     clusters = links.clusters if links is not None else None
     if clusters is not None:
         for row in cluster_rows(clusters, shard, page_rows,
@@ -878,7 +894,7 @@ def _mark_duplicates(page_rows: list, fingerprints: list, params, earlier: Seque
         timing["total"] += share
 
 
-def _apply_site_menus(page_rows: list, row_pages: list, links, proposals: dict, config) -> set:
+def _apply_site_menus(page_rows: list, row_pages: list, links, proposals: dict, config, on_menu=None) -> set:
     """SPEC §12: each cluster's (or the shard's) menu key, then every page's menu from it.
 
     `row_pages` holds each row's (capture key, page); `proposals` is keyed by capture key,
@@ -886,7 +902,8 @@ def _apply_site_menus(page_rows: list, row_pages: list, links, proposals: dict, 
     proposed no template menu keep page-level MenEx (with `own_links`, unless
     the page has its group's block; and then the menu rows hold each block's own links,
     sitemenus.own_links). Returns the indexes (in page_rows) of the rows whose menu columns
-    it set."""
+    it set. `on_menu(k, page, menu)`: told each such row's menu while its page is unpacked (the
+    links dataset's menu region)."""
     own = config.site_menus.own_links
     voting = {key: proposal for key, proposal in proposals.items() if type(key) is str}
     if config.site_menus.scope == "cluster" and links.clusters is not None:
@@ -928,9 +945,31 @@ def _apply_site_menus(page_rows: list, row_pages: list, links, proposals: dict, 
         row["menu_links"] = [{"url": u, "text": t} for u, t in items]
         # A site menu is named by its block, not its links: a previous/next bar is one menu.
         row["menu_signature"] = f"{row['site']}:{key:016x}"
+        if on_menu is not None:
+            on_menu(k, page, menu)
     for members in by_block.values():
         for (k, read), kept in zip(members, own_links([read for _, read in members])):
             if kept is not None:
                 page_rows[k]["menu_links"] = [{"url": read.links[i][0], "text": read.links[i][1]}
                                               for i in kept.tolist()]
     return replaced
+
+
+def _page_outlinks(record: PageRecord, analysis: PageAnalysis):
+    """The page's links for the links dataset (transforms/outlinks.py), its menu region from
+    its page-level menu until a site menu replaces it; timed as the row's "links" stage."""
+    template = analysis.template.template if analysis.template is not None else None
+    with _Stage(analysis.timing, "links"):
+        return page_links(record.page, analysis.main, template, analysis.menu.node if analysis.menu else None,
+                          source_url=record.url, row_url=_row_url(record), site=record.site,
+                          warc_file=record.warc_file, warc_offset=record.warc_offset)
+
+
+def _site_menu_outlinks(page_rows: list, page_outlinks: list, k: int, page: CompactPage, menu) -> None:
+    """_apply_site_menus' on_menu: row k's links in its site menu are its menu links."""
+    start = time.thread_time()
+    page_outlinks[k].set_menu(page, menu.node)
+    spent = _ms_since(start)
+    timing = page_rows[k]["timing_ms"]
+    timing["links"] = timing.get("links", 0.0) + spent
+    timing["total"] = timing.get("total", 0.0) + spent

@@ -336,7 +336,9 @@ class CompactPage:
     notes: tuple = field(default_factory=tuple)
     # What the output columns need from the raw document (transforms/meta.py): the page's
     # declared metadata (meta.COLUMNS order, empty = none), and per node the images' URL and
-    # alt text and the code blocks' language (sparse, parallel to their node arrays).
+    # alt text and the code blocks' language, and for the links dataset the <area> links, the
+    # links' rel flags and the alt text of links without text (sparse, parallel to their node
+    # arrays: meta.NodeExtras).
     meta: tuple = ()
     side: NodeExtras = field(default_factory=lambda: NO_EXTRAS)
 
@@ -834,7 +836,7 @@ def _flatten(body, url: str, title: str, base_url: str, html_len: int, notes: tu
     class_node, class_hash = [], []
     attr_node, attr_hash = [], []
     link_node, link_url = [], []
-    extra = []               # (node, element) of EXTRA_TAGS, read after the walk
+    extra = []               # (node, element) of EXTRA_TAGS and of <a> links with a rel, read after the walk
     fragment_hrefs = []      # (node, href) of the links whose href holds a "#"
     stack = []
     in_link = 0
@@ -936,7 +938,7 @@ def _flatten(body, url: str, title: str, base_url: str, html_len: int, notes: tu
                 role = tag_hint.get(name, 0)
                 attrib = el.attrib
                 if attrib:
-                    href = None
+                    href = rel = None
                     for k, v in attrib.items():
                         if k == "class":
                             hashes, bits, roles = _class_info(v)
@@ -956,6 +958,8 @@ def _flatten(body, url: str, title: str, base_url: str, html_len: int, notes: tu
                             attr_hash.append(_hash32(f"{k}={v}"))
                             if k == "href":
                                 href = v
+                            elif k == "rel":
+                                rel = v
                             elif k == "role" and v.strip().lower() == "navigation":
                                 flag |= F_NAV_HINT | F_NAV_WORD
                                 role |= HINT_BIT["nav"]
@@ -971,6 +975,8 @@ def _flatten(body, url: str, title: str, base_url: str, html_len: int, notes: tu
                             link_url.append(target)
                             if "#" in href:
                                 fragment_hrefs.append((i, href))
+                            if rel is not None:
+                                extra.append((i, el))       # its rel flags (meta.node_extras)
                 if name == "nav":
                     flag |= F_NAV_ALL
                 if name in EXTRA_TAGS:
@@ -1048,7 +1054,7 @@ def _flatten(body, url: str, title: str, base_url: str, html_len: int, notes: tu
         counts = np.bincount(np.array(owner, dtype=np.int64), minlength=n)
         return np.concatenate(([0], np.cumsum(counts))).astype(i32)
 
-    return CompactPage(
+    page = CompactPage(
         url=url, title=title, base_url=base_url,
         parent=parent_arr, depth=np.array(depth, dtype=i32),
         tag=np.array(tag, dtype=i32), end=np.array(end, dtype=i32),
@@ -1060,8 +1066,10 @@ def _flatten(body, url: str, title: str, base_url: str, html_len: int, notes: tu
         text_ptr=np.concatenate(([0], np.cumsum(lengths))).astype(i32), text="".join(texts),
         words=words, chars=chars,
         link_node=np.array(link_node, dtype=i32), link_url=tuple(link_url),
-        html_bytes=html_len, notes=notes, side=node_extras(extra, base_url, fragment_hrefs),
+        html_bytes=html_len, notes=notes,
     )
+    page.side = node_extras(extra, base_url, fragment_hrefs, page)
+    return page
 
 
 # Tag property bits of _tag_props, as transforms/_flatten.c reads them.
@@ -1120,7 +1128,7 @@ def _flatten_compiled(body, url: str, title: str, base_url: str, html_len: int, 
         return np.frombuffer(buf, dtype=dtype) if buf else np.zeros(0, dtype=dtype)
 
     i32, u32 = np.int32, np.uint32
-    return CompactPage(
+    page = CompactPage(
         url=url, title=title, base_url=base_url,
         parent=arr(parent, i32), depth=arr(depth, i32), tag=arr(tag, i32), end=arr(end, i32),
         child_count=arr(child_count, i32), flags=arr(flags, np.uint16), hints=arr(hints, u32),
@@ -1129,8 +1137,10 @@ def _flatten_compiled(body, url: str, title: str, base_url: str, html_len: int, 
         attr_ptr=arr(attr_ptr, i32), attr_hash=arr(attr_hash, u32),
         text_ptr=arr(text_ptr, i32), text=text, words=arr(words, i32), chars=arr(chars, i32),
         link_node=arr(link_node, i32), link_url=tuple(link_url),
-        html_bytes=html_len, notes=notes, side=node_extras(extra, base_url, fragment_hrefs),
+        html_bytes=html_len, notes=notes,
     )
+    page.side = node_extras(extra, base_url, fragment_hrefs, page)
+    return page
 
 
 def aligned_nodes(body, rules: ParseRules = PRODUCT_RULES) -> Iterator[tuple[int, object, str]]:

@@ -119,6 +119,7 @@ def _check(page: CompactPage) -> None:
           and (page.link_node < n).all())
     if not ok:
         raise ValueError("node arrays are not a tree in preorder")
+    page.side.check(n)
 
 
 @dataclass

@@ -181,7 +181,17 @@ def test_bench_command_scores_reports_and_draws(corpus_dir, tmp_path):
     assert c["product"]["stages_ms"]["group"]["p50"] > 0
     assert 0 < c["product"]["compact_wire_bytes"] < 10 * c["product"]["html_bytes"]
     assert c["worst"][0]["url"] == f"{SITE}/missing.html" and c["worst"][0]["f1"] == 0.0
+    # The links dataset (bench/links.py): each page's five menu links, all to gold menu targets,
+    # all in the menu (one of them the page itself, left out of the clean measure); no anchor
+    # ("A".."E") stands in a gold main text; no manifest, so no selector measure.
+    links = c["links"]
+    assert (links["links"], links["links_per_page"], links["regions"]) == (25, 5.0, {"menu": 25})
+    assert links["gold_columns"]["menu"] == {"links": 25, "accuracy": 1.0, "clean_links": 20, "accuracy_clean": 1.0}
+    assert links["gold_columns"]["main"]["links"] == 0 and "selectors" not in links
+    assert links["links_bytes_per_page"] > 0 and links["stage_ms_per_page"]["pages"] == 5
+    assert c["product"]["stages_ms"]["links"]["pages"] == 5
     report = (out / "report.md").read_text()
+    assert "## Links dataset" in report and "| fruit-dev | 5.0 |" in report
     assert "| fruit-dev | 6 | **0.833** | – |" in report     # no peer: no gap
     assert "-Four words are here." in report          # the worst page's diff
     assert "| fruit-dev | **mean over 1 sites** | | **1.000** (weakest: fruit 1.000) |" in report
@@ -246,3 +256,44 @@ def test_tune_command_runs_named_stages_only(corpus_dir, tmp_path, capsys):
     assert "### link_blocks" in (tmp_path / "t" / "tune.md").read_text()
     assert "link_blocks.enabled: True" in capsys.readouterr().out
     assert main(["tune", "--corpus", corpus_dir, "--out", str(tmp_path / "t"), "--stage", "nope"]) == 2
+
+
+@pytest.mark.slow
+def test_link_regions_against_the_gold_columns_and_the_selectors(tmp_path):
+    """bench/links.py on tests/test_outlinks.py's site (conex, site menus: the sidebar is the
+    menu, the inline reference main, the related list other, logo and footer template), with a
+    manifest whose selectors say the same: menu ul.side, main div.body without ul.related.
+    Gold columns, by hand: the menu targets are the four sidebar pages, each page links them
+    once from the sidebar (16 links, all menu), 12 of them neither the page itself nor an
+    anchor in the page's main text ("Alpha" on alpha's page is both); the main set is each
+    page's "X reference" (its words stand in the gold main text), 4 links, all main.
+    Selectors: the 16 sidebar links are gold menu and marked menu, the 4 references gold main
+    and marked main, and nothing else is marked main."""
+    from sitestrip.bench.corpora import Corpus
+    from sitestrip.bench.links import gold_column_scores, selector_scores
+    from sitestrip.configs import config_from_dict
+    from sitestrip.transforms.page import PRODUCT_RULES
+    from helpers.linksite import NAMES, site_html, site_rows
+
+    (tmp_path / "manifest.json").write_text(json.dumps({"sites": {"docs": {"selectors": {
+        "main": ["div.body"], "exclude": ["ul.related"], "menu": "ul.side"}}}}))
+    sidebar = tuple(f"https://docs.test/{n}.html" for n in NAMES)
+    golds = [GoldPage(url=f"https://docs.test/{n}.html", site="docs", corpus="docs-dev", genre="docs",
+                      main_text=f"{n}\nAbout {n} and more words here, and the {n} reference with many more words "
+                                f"about {n} to read.\n{n} closing words of the page, a long sentence of plain text.",
+                      menu_links=sidebar) for n in NAMES]
+    corpus = Corpus(name="docs-dev", warc_paths=[], gold=golds, source=str(tmp_path))
+    _pages, rows = site_rows(config_from_dict({"main_content": {"method": "conex"}, "site_menus": {"enabled": True},
+                                               "output": {"links": True}}))
+    by_page = {}
+    for row in rows:
+        by_page.setdefault(row["source_url"], []).append(row)
+    columns = gold_column_scores(corpus, by_page)
+    assert columns["menu"] == {"links": 16, "accuracy": 1.0, "clean_links": 12, "accuracy_clean": 1.0}
+    assert columns["main"] == {"links": 4, "accuracy": 1.0, "clean_links": 4, "accuracy_clean": 1.0}
+    html = {g.url: site_html(g.url.rsplit("/", 1)[-1][:-5]) for g in golds}
+    sel = selector_scores(corpus, by_page, html, PRODUCT_RULES)
+    assert (sel["pages"], sel["pages_not_matched"], sel["menu_links"], sel["menu"], sel["main_links"], sel["main"],
+            sel["main_precision"]) == (4, 0, 16, 1.0, 4, 1.0, 1.0)
+    assert sel["regions_by_gold"]["other"] == {"template": 8, "other": 24}
+    assert sel["rows_ms_per_page"]["pages"] == 4

@@ -26,7 +26,8 @@ REPO = Path(__file__).resolve().parents[2]
 # The children find sitestrip through its install, as in a user's shell: a PYTHONPATH
 # to the checkout would also let a bare `import pipeline` pass.
 ENV = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-SUMMARY_LINES = 9      # finished, input files, records, skipped, pages, errors, template clusters, compact pages, output
+SUMMARY_LINES = 10     # finished, input files, records, skipped, pages, errors, template clusters, compact pages,
+                       # links (output.links, on in the default preset), output
 
 
 def page(title, links=("/a.html", "/b.html", "/c.html")):

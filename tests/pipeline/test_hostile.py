@@ -186,14 +186,14 @@ def test_ordinary_pages_are_unaffected(hostile_run, tmp_path):
 @pytest.mark.slow
 def test_output_paths_come_only_from_output(hostile_run):
     """URLs and site keys like '../../etc' never become paths: the run adds files only
-    as part files of the four datasets under --output, and its _SUCCESS."""
+    as part files of the five datasets under --output, and its _SUCCESS."""
     root = hostile_run["root"]
     added = _files_under(str(root)) - hostile_run["before"]
     assert added, "the run wrote its datasets"
     assert os.path.join("out", "_SUCCESS") in added
     for path in added - {os.path.join("out", "_SUCCESS")}:
         parts = path.split(os.sep)
-        assert parts[0] == "out" and parts[1] in ("pages", "menus", "errors", "sites") and len(parts) == 3, path
+        assert parts[0] == "out" and parts[1] in ("pages", "menus", "errors", "sites", "links") and len(parts) == 3, path
         assert parts[2].startswith("part-") and parts[2].endswith(".parquet"), path
     assert not os.path.exists("/tmp/sitestrip-escape") and not os.path.exists("/etc/sitestrip-escape")
 

@@ -136,12 +136,15 @@ def test_an_empty_dataset_is_one_empty_part_0(tmp_path):
 
 
 def test_clear_outputs_removes_parts_and_left_temporary_files_only(tmp_path):
-    pages = tmp_path / "pages"
-    pages.mkdir()
-    for name in ("part-00000-of-00002.parquet", "_part-00001-of-00002.parquet.0a1b.tmp", "notes.txt"):
-        (pages / name).write_bytes(b"x")
+    """Every dataset's parts go, the links dataset's too (a watch job, which writes none,
+    clears an earlier batch run's)."""
+    for dataset in ("pages", "links"):
+        folder = tmp_path / dataset
+        folder.mkdir()
+        for name in ("part-00000-of-00002.parquet", "_part-00001-of-00002.parquet.0a1b.tmp", "notes.txt"):
+            (folder / name).write_bytes(b"x")
     clear_outputs(str(tmp_path))
-    assert os.listdir(pages) == ["notes.txt"]
+    assert os.listdir(tmp_path / "pages") == os.listdir(tmp_path / "links") == ["notes.txt"]
 
 
 @pytest.mark.beam
@@ -303,3 +306,60 @@ def test_datasets_share_one_group_by_key_and_keep_their_own_files(tmp_path):
         assert all(part_of(r, PART_KEYS["errors"], 2) == index for r in part)
         assert part == sorted_table(part, ERRORS, PART_KEYS["errors"]).to_pylist()
     assert sorted(map(repr, sum(written.values(), []))) == sorted(map(repr, rows))
+
+
+class Batch:
+    """A column batch (parts.is_column_batch) of `n` links rows of one page, positions `start`.."""
+
+    def __init__(self, url, n, start=0):
+        self.url, self.n, self.start = url, n, start
+
+    def key_row(self):
+        return {"source_url": self.url, "warc_file": "f", "warc_offset": 1, "position": self.start}
+
+    def columns(self):
+        n, positions = self.n, list(range(self.start, self.start + self.n))
+        return {"source_url": [self.url] * n, "site": ["s"] * n, "warc_file": ["f"] * n, "warc_offset": [1] * n,
+                "position": positions, "target_url": [f"{self.url}/{k}" for k in positions], "fragment": [None] * n,
+                "anchor_text": ["t"] * n, "rel_nofollow": [False] * n, "rel_ugc": [False] * n,
+                "rel_sponsored": [True] * n, "in_site": [True] * n, "region": ["main"] * n,
+                "target_in_input": [k % 2 == 0 for k in positions]}
+
+
+def _link_row(url, position):
+    return {k: v[0] for k, v in Batch(url, 1, position).columns().items()}
+
+
+def test_column_batches_are_written_as_their_rows(tmp_path, monkeypatch):
+    """A column batch packs as the object it is and is written as its rows, in its place among
+    plain rows (its key is its first row's): batches of 3, 2 and 4 rows and two plain rows,
+    given out of order, written BATCH_ROWS = 4 at a time, are the rows sorted_table gives."""
+    from sitestrip.pipeline import parts
+    from sitestrip.pipeline.parts import is_column_batch, pack_row, sort_key, unpack_row, write_sorted_part
+    from sitestrip.schemas import LINKS
+
+    monkeypatch.setattr(parts, "BATCH_ROWS", 4)
+    fields = PART_KEYS["links"]
+    values = [Batch("https://c", 3), _link_row("https://a", 0), Batch("https://b", 2), _link_row("https://d", 0),
+              Batch("https://a", 4, start=1)]
+    assert is_column_batch(values[0]) and not is_column_batch(values[1])
+    assert is_column_batch(unpack_row(pack_row(values[0])))
+    keyed = [(sort_key(v.key_row() if is_column_batch(v) else v, fields), pack_row(v)) for v in values]
+    path = str(tmp_path / "part-00000-of-00001.parquet")
+    write_sorted_part(keyed, LINKS, path)
+    rows = [r for v in values for r in ([{k: c[i] for k, c in v.columns().items()} for i in range(v.n)]
+                                        if is_column_batch(v) else [v])]
+    got = pq.read_table(path).to_pylist()
+    assert [(r["source_url"], r["position"]) for r in got] == [("https://a", k) for k in range(5)] + [
+        ("https://b", 0), ("https://b", 1), ("https://c", 0), ("https://c", 1), ("https://c", 2), ("https://d", 0)]
+    assert got == sorted_table(iter(rows), LINKS, fields).to_pylist()
+
+
+def test_a_pages_links_go_to_one_part():
+    """PART_BY: a links row's part is picked by its page (source_url, warc_file, warc_offset),
+    so every link of a page is in one part, whatever its position."""
+    from sitestrip.pipeline.parts import PART_BY, _keyed_row
+    parts = {_keyed_row(_link_row("https://a", k), "links", PART_KEYS["links"], 7, PART_BY["links"])[0]
+             for k in range(50)}
+    assert len(parts) == 1
+    assert parts == {_keyed_row(Batch("https://a", 3), "links", PART_KEYS["links"], 7, PART_BY["links"])[0]}

@@ -12,7 +12,7 @@ from apache_beam.runners.portability.fn_api_runner import FnApiRunner
 from apache_beam.testing.test_pipeline import TestPipeline as BeamTestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
-from sitestrip.configs import Config
+from sitestrip.configs import Config, config_from_dict
 from sitestrip.pipeline.cli import SAMPLE_WARC, main
 from sitestrip.pipeline.graph import build_pipeline
 from sitestrip.schemas import DATASETS
@@ -99,6 +99,9 @@ def test_pipeline_rows_through_beam(corpus):
                               ("other.example", 2, "https://other.example/x.html", 2)]), label="menus")
 
     for name, schema in DATASETS.items():
+        if name == "links":             # output.links is off in Config(): no links/
+            assert not os.path.exists(os.path.join(out, name))
+            continue
         table = ds.dataset(os.path.join(out, name), format="parquet").to_table()
         assert table.schema.remove_metadata() == schema.remove_metadata(), name
     pages = ds.dataset(os.path.join(out, "pages"), format="parquet").to_table().to_pylist()
@@ -118,6 +121,42 @@ def test_pipeline_rows_through_beam(corpus):
     assert gamma["words_page"] > gamma["words_main"] > 0
     assert gamma["timing_ms"]["parse"] >= 0 and gamma["timing_ms"]["etdm"] > 0
     assert gamma["warc_file"] == files[0] and gamma["charset"] == "utf-8"
+
+
+@pytest.mark.beam
+@pytest.mark.slow
+def test_links_and_their_targets_in_input_through_beam(corpus):
+    """The links dataset through Beam (the target join, pipeline/graph.py): every pages row's
+    menu links, each marked whether its target has a pages row in the run. By hand: the site-a
+    pages link /a.html, /b.html, /c.html of their own host: site-a.org/a.html is not in the
+    input (www.site-a.org/a.html is), b and c are; the www page's links stay on www.site-a.org,
+    where only a.html (itself) is in the input. The other.example pages link x and y, both in
+    the input. All are in their page's site (www. is the same site) and in its menu (MenEx's
+    menu: a ul#menu, no main content or template around it). Broken records (errors rows) are
+    no targets. A page's links lie in one part file, in position order."""
+    tmp_path, files = corpus
+    out = str(tmp_path / "links-out")
+    with BeamTestPipeline(runner=FnApiRunner()) as p:
+        build_pipeline(p, files, out, config_from_dict({"output": {"links": True}}))
+    parts = sorted(glob.glob(os.path.join(out, "links", "*.parquet")))
+    assert len(parts) == 2
+    table = ds.dataset(os.path.join(out, "links"), format="parquet").to_table()
+    assert table.schema.remove_metadata() == DATASETS["links"].remove_metadata()
+    rows = []
+    for part in parts:
+        got = ds.dataset(part, format="parquet").to_table().to_pylist()
+        assert [(r["source_url"], r["warc_file"], r["warc_offset"], r["position"]) for r in got] == sorted(
+            (r["source_url"], r["warc_file"], r["warc_offset"], r["position"]) for r in got)
+        rows += [dict(r, part=part) for r in got]
+    found = {(r["source_url"], r["target_url"].rsplit("/", 1)[-1]): r["target_in_input"] for r in rows}
+    site_a = {"a.html": False, "b.html": True, "c.html": True}
+    expected = {**{(f"https://site-a.org/{p}.html", t): v for p in "bcd" for t, v in site_a.items()},
+                **{("https://www.site-a.org/a.html", t): t == "a.html" for t in site_a},
+                **{(f"https://other.example/{p}.html", t): True for p in "xy" for t in ("x.html", "y.html")}}
+    assert found == expected and len(rows) == 16
+    assert {(r["region"], r["in_site"], r["fragment"], r["rel_nofollow"]) for r in rows} == {("menu", True, None, False)}
+    assert {r["anchor_text"] for r in rows} == {"A page", "B page", "C page", "X page", "Y page"}
+    assert all(len({r["part"] for r in rows if r["source_url"] == u}) == 1 for u in {r["source_url"] for r in rows})
 
 
 @pytest.mark.beam

@@ -22,7 +22,7 @@ from helpers.warcs import response, write_warc
 
 REPO = Path(__file__).resolve().parents[2]
 ENV = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-DATASETS = ("pages", "menus", "errors", "sites")
+DATASETS = ("pages", "menus", "errors", "sites", "links")     # links: output.links, on by default
 
 
 def page(title, links=("/a.html", "/b.html", "/c.html")):
@@ -340,6 +340,48 @@ def test_commit_into_a_new_output(tmp_path):
     staging = _stage(out / (publish.STAGING_PREFIX + "x"), {n: 1 for n in DATASETS})
     publish.commit(str(staging), str(out), _marker(staging))
     assert sorted(p.name for p in out.iterdir()) == ["_SUCCESS", *sorted(DATASETS)]
+
+
+@pytest.mark.parametrize("swap", ["exchange", "two_renames", "object_store"])
+def test_a_run_without_the_links_dataset_removes_the_previous_ones(tmp_path, monkeypatch, swap):
+    """The links dataset is optional (output.links): a run that did not write it publishes the
+    other four, its _SUCCESS does not list it, and the previous run's links files go, so the
+    output never holds links of another run. The four others stay required."""
+    out = tmp_path / "out"
+    _stage(out, {n: 2 for n in DATASETS})
+    (out / "_SUCCESS").write_text("{}")
+    staging = _stage(out / (publish.STAGING_PREFIX + "x"), {n: 3 for n in DATASETS if n != "links"})
+    if swap == "two_renames":
+        monkeypatch.setattr(publish, "exchange", lambda a, b: False)
+    marker = _marker(staging)
+    assert sorted(marker["datasets"]) == sorted(n for n in DATASETS if n != "links")
+    publish.commit(str(staging), str(out), marker, local=swap != "object_store")
+    assert not list(out.glob("links/*.parquet"))
+    if swap != "object_store":
+        assert sorted(p.name for p in out.iterdir()) == ["_SUCCESS", *sorted(n for n in DATASETS if n != "links")]
+    assert "links" not in publish.read_success(str(out))["datasets"]
+    staging = _stage(out / (publish.STAGING_PREFIX + "y"), {"pages": 1, "errors": 1, "sites": 1, "links": 1})
+    with pytest.raises(publish.PublishError, match="menus"):
+        publish.commit(str(staging), str(out), _marker(staging))
+
+
+@pytest.mark.beam
+@pytest.mark.slow
+def test_the_links_dataset_is_published_with_the_run_and_goes_when_turned_off(tmp_path, rerun, warcs):
+    """A run with the default config publishes links/ beside the other datasets, listed in
+    _SUCCESS with its rows (the five pages' menu links: 3 + 3 + 3 + 2 + 2); a re-run with
+    output.links false into the same output publishes the four others and no links/."""
+    out, state, _, _ = rerun
+    marker = json.loads((out / "_SUCCESS").read_text())
+    assert marker["datasets"]["links"]["rows"] == 13
+    assert sum(pq.ParquetFile(out / f["path"]).metadata.num_rows for f in marker["datasets"]["links"]["files"]) == 13
+    off = tmp_path / "off.yaml"
+    off.write_text("output:\n  links: false\n")
+    code, stdout, err = cli("run", "--input", *warcs, "--output", out, "--config", off, "--quiet", cwd=tmp_path)
+    assert code == 0, err
+    assert sorted(p.name for p in out.iterdir()) == ["_SUCCESS", *sorted(n for n in DATASETS if n != "links")]
+    assert "links" not in json.loads((out / "_SUCCESS").read_text())["datasets"]
+    assert "/links" not in stdout and "links:" not in stdout
 
 
 def test_no_success_reads_as_no_complete_run(tmp_path):

@@ -11,9 +11,12 @@ from lxml import etree
 
 from sitestrip.transforms import page as P
 from sitestrip.transforms.tokens import count_words
+from sitestrip.transforms.meta import REL_NOFOLLOW, REL_SPONSORED, REL_UGC
 from sitestrip.transforms.page import (F_IN_LINK, F_LINK, F_PRE, F_SPACE_BEFORE, PRODUCT_RULES, SPEC_RULES,
                                        TAG_ID, TEXT, ParseRules, parse_page, parse_tree)
 from helpers.compiled import require_built
+
+P_REL = {"nofollow": REL_NOFOLLOW, "ugc": REL_UGC, "sponsored": REL_SPONSORED}
 
 URL = "http://ex.com/dir/page.html"
 MIXED_RULES = ParseRules(keep_noscript=False, widget_leaves=True, browser_text=True)
@@ -206,7 +209,7 @@ _TAGS = ["div", "p", "span", "a", "b", "pre", "li", "ul", "br", "hr", "nav", "se
          "x-card", "fb:like", "MyTag", "DIV", "Pre", "textarea", "listing", "select", "option",
          "script", "style", "noscript", "template", "title", "head", "meta", "img", "svg",
          "iframe", "video", "picture", "canvas", "math", "object", "code", "h2", "table", "tr",
-         "a", "sup", "sub", "dt", "caption", "H3", "button"]
+         "a", "sup", "sub", "dt", "caption", "H3", "button", "area", "map", "AREA"]
 _WORDS = ["nav", "menu-top", "mainNav", "comment-list", "ad-slot", "post_content", "sidebar",
           "x", "card123", "Navigation", "footer", "language-python", "highlight-js", "headerlink",
           "sr-only", "d-none", "d-md-block", "hidden-xs"]
@@ -222,6 +225,8 @@ _ATTR = st.one_of(
                                "", " //cdn.example/i.jpg 2x", "1", "mailto:x@y", "../up", "é ü",
                                "#intro", "api.html#x y", "#ü("])),
     st.tuples(st.sampled_from(["data-x", "title", "lang"]), st.text(max_size=5)),
+    st.tuples(st.sampled_from(["rel", "REL"]), st.sampled_from(["nofollow", "UGC sponsored", "noopener", "",
+                                                                 " nofollow\tugc "])),
 )
 _TEXT = st.lists(st.sampled_from(
     list("ab Z09 \n\t.,!¶§#") + ["\u00a0", "\u2003", "\u3000", "\u200b", "\x1c", "\x85", "é", "ß", "Ж",
@@ -263,3 +268,71 @@ def test_the_soup_of_test_page_flattens_the_same(rules):
     for token in _SOUP:
         assert_same_parse(f"x{token}y", rules)
     assert_same_parse("".join(_SOUP), rules)
+
+
+# --- what the links dataset reads (meta.NodeExtras: areas, rel flags, the alt of links without text) ---
+
+LINKS_HTML = """<html><head><base href="http://ex.com/base/"></head><body>
+<nav><a href="/a" rel="nofollow UGC">A</a> <a href="b#top" rel="noopener"><img src="/i.png" alt=" Logo  image "></a></nav>
+<map name="m"><area href="/area#x" alt="Area one" rel="sponsored"><area nohref alt="none">
+<area href="mailto:x@y" alt="mail"><area href="/bare"></map>
+<p>Text <a href="javascript:void(0)" rel="nofollow">js</a> <a href="http://o.org/" rel="ugc">o</a>
+<a href="/c"><picture><img alt="pic"></picture></a> <a href="/d"><img alt="icon"> and text</a>
+<a href="/e"><img src="/pixel.gif" width="1" alt="tracked"></a></p></body></html>"""
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+def test_link_extras_by_hand(compiled):
+    """By hand: body(0) nav(1) a(2) "A"(3) a(4) img(5) map(6) area(7) area(8) area(9) area(10)
+    p(11) "Text"(12) a(13) "js"(14) a(15) "o"(16) a(17) picture(18) a(19) img(20) "and
+    text"(21) a(22) img(23). The <a> links with an http(s) target are 2, 4, 15, 17, 19, 22
+    (13 is javascript:); rel flags: 2 nofollow|ugc (case does not matter), 15 ugc, and the
+    area 7 sponsored ("noopener" is no flag; 13 is no link). Areas with an http(s) href: 7
+    and 10 (8 has none, 9 is mailto:), 7 with its fragment "x", resolved against <base>. The
+    alt of links without text: 4's image (whitespace collapsed), 17's picture's image, 22's
+    1x1 pixel too (it is no Markdown image, but it is what the link shows), the area 7's own;
+    19 has text, so its icon's alt is not its anchor; the area 10 has no alt."""
+    saved = P._COMPILED
+    try:
+        P._COMPILED = compiled
+        page = parse_page(LINKS_HTML, "http://ex.com/dir/page.html")
+    finally:
+        P._COMPILED = saved
+    side = page.side
+    assert page.link_node.tolist() == [2, 4, 15, 17, 19, 22]
+    assert page.link_url[:2] == ("http://ex.com/a", "http://ex.com/base/b")
+    assert side.area_node.tolist() == [7, 10]
+    assert side.area_url == ("http://ex.com/area", "http://ex.com/bare") and side.area_fragment == ("x", "")
+    assert side.rel_node.tolist() == [2, 7, 15] and side.rel == (P_REL["nofollow"] | P_REL["ugc"],
+                                                                 P_REL["sponsored"], P_REL["ugc"])
+    assert side.alt_node.tolist() == [4, 7, 17, 22]
+    assert side.alt == ("Logo image", "Area one", "pic", "tracked")
+    assert side.fragment_node.tolist() == [4] and side.fragment == ("top",)
+    # the algorithms' links are the <a> links as before: no area is an F_LINK node
+    assert not (page.flags[side.area_node] & F_LINK).any()
+
+
+def test_link_extras_flatten_the_same():
+    assert_same_parse(LINKS_HTML)
+    for rules in ALL_RULES:
+        assert_same_parse(LINKS_HTML, rules)
+    # Nested links (libxml2 keeps an <a> inside an open <a>): body(0) a(1) "x"(2) div(3) a(4)
+    # img(5) img(6) a(7) span(8) img(9) img(10). The image after the inner link 4 belongs to
+    # the outer link 1, which has text; link 7 shows its first image with an alt.
+    got = assert_same_parse('<body><a href="/o">x<div><a href="/i"><img alt="in"></a><img alt="out"></div></a>'
+                            '<a href="/p"><span><img alt=""><img alt="second"></span></a></body>')
+    assert got.side.alt_node.tolist() == [4, 7] and got.side.alt == ("in", "second")
+
+
+def test_link_extras_survive_the_shuffle_and_the_state():
+    """A pickled page (Beam's coder) and a stored one (transforms/state.py) keep them; a page
+    without any packs its side as before they were kept (b"")."""
+    import pickle
+
+    from sitestrip.transforms.state import page_columns, page_from_columns
+    page = parse_page(LINKS_HTML, "http://ex.com/dir/page.html")
+    back = pickle.loads(pickle.dumps(page))
+    assert back.side == page.side and back.side.alt == page.side.alt and back.side.area_url == page.side.area_url
+    stored = page_from_columns(*page_columns(page), "test")
+    assert stored.side == page.side and stored.side.rel == page.side.rel
+    assert parse_page("<body><p>no links</p></body>", "http://ex.com/").side.packed() == b""
