@@ -12,7 +12,7 @@ from sitestrip.transforms.duplicates import (DuplicateParams, Fingerprint, agree
 from sitestrip.transforms.extract import PageRecord, process_site
 from sitestrip.transforms.page import parse_page
 
-from helpers.fruit import ARTICLES, PAGES
+from helpers.fruit import PAGES, site_page
 
 PARAMS = DuplicateParams(enabled=True)
 
@@ -130,12 +130,7 @@ def test_params_are_validated_in_the_config():
 # Through the site step: fruit pages, one of them captured twice and one under a URL variant.
 
 def page_html(name, note=""):
-    title, first, second = ARTICLES[name]
-    menu = "".join(f"<li><a href='/{p}.html'>{p.upper()}</a></li>" for p in PAGES)
-    return (f"<html><head><title>{title}</title></head><body>"
-            f"<div id=header><h1>Fruit Site</h1><ul id=menu>{menu}</ul></div>"
-            f"<div id=content><h2>{title}</h2>{note}<p>{first}</p><p>{second}</p></div>"
-            f"<div id=footer><p>Copyright 2024 Fruit Site</p></div></body></html>")
+    return site_page(name, note=note)
 
 
 def capture(url, html, offset, fetch):

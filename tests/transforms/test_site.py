@@ -11,17 +11,8 @@ from sitestrip.transforms.extract import PageRecord, process_site
 from sitestrip.transforms.page import parse_page, tag_name
 from sitestrip.transforms.template import TemplateParams, detect_template
 from sitestrip.transforms.tree import text_of
-from helpers.fruit import ARTICLES, PAGES
+from helpers.fruit import PAGES, site_page
 
-
-
-def site_page(name, links=PAGES):
-    title, first, second = ARTICLES[name]
-    menu = "".join(f"<li><a href='/{p}.html'>{p.upper()}</a></li>" for p in links)
-    return (f"<html><head><title>{title}</title></head><body>"
-            f"<div id=header><h1>Fruit Site</h1><ul id=menu>{menu}</ul></div>"
-            f"<div id=content><h2>{title}</h2><p>{first}</p><p>{second}</p></div>"
-            f"<div id=footer><p>Copyright 2024 Fruit Site</p></div></body></html>")
 
 
 def parsed(name, **kw):
