@@ -24,14 +24,15 @@ def site_html(name):
             f"</body></html>")
 
 
-def site_records():
+def site_records(html=site_html):
+    """The site's four pages as records, each page `html(name)`."""
     out = []
     for i, name in enumerate(NAMES):
         url = f"https://docs.test/{name}.html"
         out.append(PageRecord(url=url, site="docs.test", warc_file="f.warc.gz", warc_offset=i,
                               warc_record_id=f"<urn:{i}>", fetch_date="2024-01-01T00:00:00Z",
                               content_type="text/html", charset="utf-8", truncated=None,
-                              page=parse_page(site_html(name), url)))
+                              page=parse_page(html(name), url)))
     return out
 
 

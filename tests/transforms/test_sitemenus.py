@@ -7,6 +7,8 @@ from sitestrip.transforms.extract import PageRecord, process_site
 from sitestrip.transforms.page import parse_page
 from sitestrip.transforms.sitemenus import MenuProposal, choose_menu_keys, menu_node_by_key, node_keys, own_links
 
+from helpers.linksite import site_records
+
 NAMES = ("alpha", "beta", "gamma", "delta")
 
 
@@ -21,14 +23,7 @@ def _html(name):
 
 
 def _records():
-    out = []
-    for i, name in enumerate(NAMES):
-        url = f"https://docs.test/{name}.html"
-        out.append(PageRecord(url=url, site="docs.test", warc_file="f.warc.gz", warc_offset=i,
-                              warc_record_id=f"<urn:{i}>", fetch_date="2024-01-01T00:00:00Z",
-                              content_type="text/html", charset="utf-8", truncated=None,
-                              page=parse_page(_html(name), url)))
-    return out
+    return site_records(_html)
 
 
 def _menus(config):
