@@ -33,7 +33,7 @@ from sitestrip.transforms.output import OutputParams, declared_columns, main_lan
 from sitestrip.transforms.page_type import PAGE_TYPES
 from sitestrip.transforms.sitemenus import (MenuProposal, choose_menu_keys, menu_links, menu_node_by_key,
                                             own_links, propose_menus, site_menu)
-from sitestrip.transforms.page import PRODUCT_RULES, TEXT, UNPACKED, CompactPage, ParseRules, parse_page
+from sitestrip.transforms.page import PRODUCT_RULES, UNPACKED, CompactPage, ParseRules, parse_page
 from sitestrip.transforms.state import StateParams, StoredFingerprint, StoredPage, shard_state
 from sitestrip.transforms.status import WARC_TRUNCATED, page_status
 from sitestrip.transforms.template import TemplateResult, detect_template
