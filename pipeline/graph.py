@@ -413,7 +413,9 @@ def join_link_targets(page_links, pages):
 
     1. Each page's distinct targets, as (target, 16-byte source key), join the pages rows'
        url_normalized by target URL; for each target some pages row is at, its (source key,
-       target) pairs come out (`_present_targets`: a hot target's group streams).
+       target) pairs come out (`_present_targets`: a hot target's group streams). Targets
+       that are pages rows of the page's own shard are known there (PageLinks.set_local) and
+       skip the join: on docsites-dev about half of a page's distinct targets.
     2. Those pairs join the PageLinks (one compact value per page: arrays and an LZ4-packed
        string) by source key, which sets each link's target_in_input. The writer takes the
        PageLinks as they are, a batch of rows made as Arrow columns (pipeline/parts.py): no

@@ -821,15 +821,22 @@ def process_site(site: str, records: Iterable[PageRecord], config, model=None,
             _menu_columns(row, menu)
     if duplicates is not None:
         _mark_duplicates(page_rows, fingerprints, duplicates, [s.fingerprint for s in stored_fingerprints])
+    # The shard's pages rows: a link to one of them is a link to a page of the input, known
+    # here (the target join looks up the others: pipeline/graph.py).
+    shard_urls = {row["url_normalized"] for row in page_rows} if page_outlinks is not None else None
     for k, row in enumerate(page_rows):
         if state is not None:      # a run with --state: [] while its state holds nothing yet
             row["state_candidate_urls"] = [u for u in row["candidate_urls"] or () if u in from_state]
+        if page_outlinks is not None:
+            start = time.thread_time()
+            page_outlinks[k].seal()
+            page_outlinks[k].set_local(shard_urls)
+            _add_links_ms(row["timing_ms"], _ms_since(start))
         yield "pages", _released_row(row)
         if page_outlinks is not None:
             # One ("links", PageLinks) per pages row: its links, whose rows are made once the
             # run's URLs are known (pipeline/graph.py joins the targets; PageLinks.rows in one
             # process).
-            page_outlinks[k].seal()
             yield "links", page_outlinks[k]
     clusters = links.clusters if links is not None else None
     if clusters is not None:
@@ -969,7 +976,10 @@ def _site_menu_outlinks(page_rows: list, page_outlinks: list, k: int, page: Comp
     """_apply_site_menus' on_menu: row k's links in its site menu are its menu links."""
     start = time.thread_time()
     page_outlinks[k].set_menu(page, menu.node)
-    spent = _ms_since(start)
-    timing = page_rows[k]["timing_ms"]
-    timing["links"] = timing.get("links", 0.0) + spent
-    timing["total"] = timing.get("total", 0.0) + spent
+    _add_links_ms(page_rows[k]["timing_ms"], _ms_since(start))
+
+
+def _add_links_ms(timing: dict, spent: float) -> None:
+    """CPU of the links dataset spent on a row after its stages were summed."""
+    timing["links"] = (timing.get("links") or 0.0) + spent
+    timing["total"] = (timing.get("total") or 0.0) + spent

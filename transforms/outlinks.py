@@ -53,15 +53,16 @@ class PageLinks:
     `key` identifies the pages row (source_key); `nodes` are the links' node indexes in the
     page (kept only until the menu is known); `flags` the _MAIN/_TEMPLATE/_MENU/_IN_SITE bits
     per link, `rel` the REL_* bits, `fragment_at`/`fragments` the links whose href has a
-    fragment, `in_input` whether each target has a pages row in this run (None until the
-    target join says: set_present). Target URLs and anchor texts are one LZ4-packed UTF-8
+    fragment, `local` the links whose target is a pages row of the page's own shard (known
+    there: set_local; None before), `in_input` whether each target has a pages row in this
+    run (None until the target join says: set_present). Target URLs and anchor texts are one LZ4-packed UTF-8
     string (`_strings`): the URLs, then the texts, each ended by a NUL (which neither holds:
     a normalized URL percent-encodes it, and parsing turns it into U+FFFD).
 
     The Parquet writer (pipeline/parts.py) takes a PageLinks as a batch of rows: `key_row`
     places it (its first row's identifying fields), `columns` gives its rows as columns."""
     __slots__ = ("source_url", "site", "warc_file", "warc_offset", "key", "nodes", "page_id", "flags", "rel",
-                 "fragment_at", "fragments", "in_input", "_strings")
+                 "fragment_at", "fragments", "local", "in_input", "_strings")
 
     def __len__(self) -> int:
         return int(self.flags.size)
@@ -90,13 +91,25 @@ class PageLinks:
         parts = codecs.unpack(self._strings, "lz4").decode("utf-8", "surrogatepass").split("\x00")
         return parts[:n], parts[n:2 * n]
 
+    def set_local(self, shard_urls: Container) -> None:
+        """Mark the links whose target is one of `shard_urls`, the normalized URLs of the pages
+        rows of the page's own shard: their target_in_input is True whatever the join says,
+        and they need not go through it (targets)."""
+        self.local = np.fromiter((url in shard_urls for url in self.strings()[0]), dtype=bool, count=len(self))
+
     def targets(self) -> list[str]:
-        """The distinct target URLs, sorted."""
-        return sorted(set(self.strings()[0]))
+        """The distinct target URLs the target join must look up (those not known in the
+        page's shard: set_local), sorted."""
+        urls = self.strings()[0]
+        if self.local is not None:
+            urls = [url for url, known in zip(urls, self.local.tolist()) if not known]
+        return sorted(set(urls))
 
     def set_present(self, present: Container) -> None:
-        """target_in_input from `present`, the normalized URLs that have a pages row in this run."""
-        self.in_input = np.fromiter((url in present for url in self.strings()[0]), dtype=bool, count=len(self))
+        """target_in_input from `present`, the normalized URLs that have a pages row in this run
+        (those of the page's shard aside, set_local: they need not be in it)."""
+        found = np.fromiter((url in present for url in self.strings()[0]), dtype=bool, count=len(self))
+        self.in_input = found if self.local is None else found | self.local
 
     def regions(self) -> np.ndarray:
         """Index into REGIONS per link: main > menu > template > other."""
@@ -143,14 +156,16 @@ class PageLinks:
     def __getstate__(self):
         return (self.source_url, self.site, self.warc_file, self.warc_offset, self.key, self.flags.tobytes(),
                 self.rel.tobytes(), self.fragment_at.tobytes(), self.fragments,
+                None if self.local is None else self.local.tobytes(),
                 None if self.in_input is None else self.in_input.tobytes(), self._strings)
 
     def __setstate__(self, state):
         (self.source_url, self.site, self.warc_file, self.warc_offset, self.key, flags, rel, fragment_at,
-         self.fragments, in_input, self._strings) = state
+         self.fragments, local, in_input, self._strings) = state
         self.flags = np.frombuffer(flags, dtype=np.uint8).copy()
         self.rel = np.frombuffer(rel, dtype=np.uint8).copy()
         self.fragment_at = np.frombuffer(fragment_at, dtype=np.int32)
+        self.local = None if local is None else np.frombuffer(local, dtype=bool)
         self.in_input = None if in_input is None else np.frombuffer(in_input, dtype=bool)
         self.nodes = self.page_id = None
 
@@ -196,7 +211,7 @@ def page_links(page: CompactPage, main: np.ndarray | None, template: np.ndarray 
     out = PageLinks()
     out.source_url, out.site, out.warc_file, out.warc_offset = source_url, site, warc_file, warc_offset
     out.key = source_key(row_url, warc_file, warc_offset)
-    out.nodes, out.page_id, out.in_input = nodes, id(page), None
+    out.nodes, out.page_id, out.local, out.in_input = nodes, id(page), None, None
     # Alt text of the links without text (meta.node_extras): the image's, or the area's own.
     if side.alt_node.size and n:
         for k, node, alt in zip(np.searchsorted(nodes, side.alt_node).tolist(), side.alt_node.tolist(), side.alt):

@@ -270,3 +270,17 @@ def test_a_stored_page_whose_link_extras_do_not_fit_is_refused():
     state["side"] = {"base64": base64.b64encode(bad).decode("ascii")}
     with pytest.raises(StateError, match="damaged stored page"):
         page_from_columns(json.dumps(state), blob, "test")
+
+
+def test_links_to_their_shards_own_pages_skip_the_target_join():
+    """process_site marks the links whose target is a pages row of the shard (set_local): the
+    join looks up only the others (targets), and they are in the input whatever it says."""
+    held = [v for kind, v in process_site("docs.test", site_records(), config_from_dict(CONEX_LINKS))
+            if kind == "links"]
+    alpha = held[0]
+    sidebar = {f"https://docs.test/{n}.html" for n in NAMES}
+    assert set(alpha.targets()) == set(alpha.strings()[0]) - sidebar and len(alpha.targets()) == 9
+    alpha.set_present(frozenset())
+    assert [r["target_in_input"] for r in alpha.rows()] == [False] * 8 + [True] * 4 + [False]
+    back = pickle.loads(pickle.dumps(held[1]))
+    assert back.targets() == held[1].targets()
