@@ -785,7 +785,216 @@ done:
     return result;
 }
 
+/* role_nodes(parent int32[n], tag int32[n], end int32[n], context int64[K], contains int64[K],
+ *            first int64[nb], owner int64[nb], context_out int64[nb], contains_out int64[nb, 2]):
+ * features._role_columns's element columns. context_out[b]: the OR of context[tag] (one bit
+ * per _CONTEXT_TAGS entry) over the block's first text node and its ancestors, the elements
+ * whose preorder range [s, end[s]) holds it; contains_out[b, j]: the nodes of the owner's
+ * range [owner, end[owner]) whose tag has bit j in `contains` (bit 0 <time>, bit 1 an image).
+ * Tags are looked up as page.has_tag does (clipped to the table). */
+static PyObject *role_nodes(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *o[9];
+    if (!PyArg_ParseTuple(args, "OOOOOOOOO", &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], &o[6], &o[7], &o[8]))
+        return NULL;
+    Py_buffer v[9];
+    int held = 0;
+    PyObject *result = NULL;
+    int64_t *acc = NULL, *below = NULL;
+    Py_ssize_t n = 0, k = 0, nb = 0;
+    if (get_array(o[0], &v[held], 4, -1, 0, "parent") < 0) goto done;
+    n = v[held++].len / 4;
+    if (get_array(o[1], &v[held], 4, n, 0, "tag") < 0) goto done;
+    held++;
+    if (get_array(o[2], &v[held], 4, n, 0, "end") < 0) goto done;
+    held++;
+    if (get_array(o[3], &v[held], 8, -1, 0, "context") < 0) goto done;
+    k = v[held++].len / 8;
+    if (get_array(o[4], &v[held], 8, k, 0, "contains") < 0) goto done;
+    held++;
+    if (get_array(o[5], &v[held], 8, -1, 0, "first") < 0) goto done;
+    nb = v[held++].len / 8;
+    if (get_array(o[6], &v[held], 8, nb, 0, "owner") < 0) goto done;
+    held++;
+    if (get_array(o[7], &v[held], 8, nb, 1, "context_out") < 0) goto done;
+    held++;
+    if (get_array(o[8], &v[held], 8, 2 * nb, 1, "contains_out") < 0) goto done;
+    held++;
+    if (k == 0) {
+        PyErr_SetString(PyExc_ValueError, "role_nodes: empty tag tables");
+        goto done;
+    }
+    const int32_t *parent = v[0].buf, *tag = v[1].buf, *end = v[2].buf;
+    const int64_t *context = v[3].buf, *contains = v[4].buf, *first = v[5].buf, *owner = v[6].buf;
+    int64_t *context_out = v[7].buf, *contains_out = v[8].buf;
+    acc = PyMem_Malloc((size_t)(n > 0 ? n : 1) * sizeof(int64_t));
+    /* per contains bit, the marked nodes before each preorder position (n + 1 entries) */
+    below = PyMem_Malloc((size_t)(2 * (n + 1)) * sizeof(int64_t));
+    if (acc == NULL || below == NULL) { PyErr_NoMemory(); goto done; }
+    below[0] = below[n + 1] = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int32_t p = parent[i];
+        if (p >= i || (p < 0 && i > 0) || end[i] <= i || end[i] > n) {
+            PyErr_SetString(PyExc_ValueError, "role_nodes: parent/end are not a preorder tree");
+            goto done;
+        }
+        int64_t t = contains[clip_tag(tag[i], k)];
+        acc[i] = context[clip_tag(tag[i], k)] | (p >= 0 ? acc[p] : 0);
+        below[i + 1] = below[i] + (t & 1);
+        below[n + 1 + i + 1] = below[n + 1 + i] + ((t >> 1) & 1);
+    }
+    for (Py_ssize_t b = 0; b < nb; b++) {
+        int64_t f = first[b], w = owner[b];
+        if (f < 0 || f >= n || w < 0 || w >= n) {
+            PyErr_SetString(PyExc_ValueError, "role_nodes: a block's node is outside the page");
+            goto done;
+        }
+        context_out[b] = acc[f];
+        contains_out[2 * b] = below[end[w]] - below[w];
+        contains_out[2 * b + 1] = below[n + 1 + end[w]] - below[n + 1 + w];
+    }
+    result = Py_None;
+    Py_INCREF(result);
+done:
+    PyMem_Free(acc);
+    PyMem_Free(below);
+    for (int i = 0; i < held; i++) PyBuffer_Release(&v[i]);
+    return result;
+}
+
+static int in_sorted(const int64_t *keys, Py_ssize_t n, int64_t key) {
+    Py_ssize_t lo = 0, hi = n;
+    while (lo < hi) {
+        Py_ssize_t mid = lo + (hi - lo) / 2;
+        if (keys[mid] < key) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo < n && keys[lo] == key;
+}
+
+/* role_text(texts, heads3 int64 sorted, heads2 int64 sorted, out int64[nb, 3]): per block text,
+ * its ASCII upper-case letters, its ASCII letters, and whether its start could begin one of
+ * features._ROLE_START_CUES (its first three code points, A-Z lowered, form a key of heads3,
+ * or the first two one of heads2, or it starts with an ASCII digit, ©, a space or a tab).
+ * The reference reads the first three code points of the newline-joined page text, so past a
+ * text's end it sees '\n' (or the padding 0 past the last text, then the next text's first
+ * characters): no head holds '\n' or 0 (features.py checks), so reading '\n' there decides the
+ * same. */
+static PyObject *role_text(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *texts, *h3_o, *h2_o, *out_o;
+    if (!PyArg_ParseTuple(args, "O!OOO", &PyList_Type, &texts, &h3_o, &h2_o, &out_o)) return NULL;
+    Py_ssize_t nb = PyList_GET_SIZE(texts);
+    Py_buffer h3, h2, view;
+    if (get_array(h3_o, &h3, 8, -1, 0, "heads3") < 0) return NULL;
+    if (get_array(h2_o, &h2, 8, -1, 0, "heads2") < 0) { PyBuffer_Release(&h3); return NULL; }
+    if (writable_int64(out_o, &view, nb * 3, "out") < 0) {
+        PyBuffer_Release(&h3);
+        PyBuffer_Release(&h2);
+        return NULL;
+    }
+    const int64_t *k3 = h3.buf, *k2 = h2.buf;
+    Py_ssize_t n3 = h3.len / 8, n2 = h2.len / 8;
+    int64_t *row = view.buf;
+    Text t = {0};
+    PyObject *result = NULL;
+    for (Py_ssize_t b = 0; b < nb; b++, row += 3) {
+        if (as_text(PyList_GET_ITEM(texts, b), &t) < 0) goto done;
+        int64_t upper = 0, letters = 0;
+        for (Py_ssize_t i = 0; i < t.n; i++) {
+            Py_UCS4 c = at(&t, i);
+            int up = c >= 'A' && c <= 'Z';
+            upper += up;
+            letters += up || (c >= 'a' && c <= 'z');
+        }
+        int64_t c3[3];
+        for (int j = 0; j < 3; j++) {
+            Py_UCS4 c = j < t.n ? at(&t, j) : '\n';
+            c3[j] = (int64_t)(c >= 'A' && c <= 'Z' ? c + 32 : c);
+        }
+        int64_t head = (c3[0] << 42) | (c3[1] << 21) | c3[2];
+        int64_t c0 = c3[0];
+        row[0] = upper;
+        row[1] = letters;
+        row[2] = in_sorted(k3, n3, head) || in_sorted(k2, n2, head >> 21) || (c0 >= '0' && c0 <= '9')
+                 || c0 == 0xA9 || c0 == ' ' || c0 == '\t';
+    }
+    result = Py_None;
+    Py_INCREF(result);
+done:
+    PyMem_Free(t.own);
+    PyBuffer_Release(&h3);
+    PyBuffer_Release(&h2);
+    PyBuffer_Release(&view);
+    return result;
+}
+
+/* count_strings(text, strings, out int64[len(strings)]): text.count(s) of every s, as
+ * str.count counts: occurrences found left to right, each search resuming after the one
+ * found, so occurrences of one string never overlap (an empty string counts len(text) + 1).
+ * One pass over the text for all the strings: at each position, the strings starting with
+ * its character whose previous occurrence has ended are tried there. */
+static PyObject *count_strings(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *text, *strings, *out_o;
+    if (!PyArg_ParseTuple(args, "UO!O", &text, &PyTuple_Type, &strings, &out_o)) return NULL;
+    Py_ssize_t m = PyTuple_GET_SIZE(strings);
+    Py_buffer view;
+    if (writable_int64(out_o, &view, m, "out") < 0) return NULL;
+    int64_t *out = view.buf;
+    PyObject *result = NULL;
+    Text t = {0};
+    Text *pat = PyMem_Calloc((size_t)(m > 0 ? m : 1), sizeof(Text));
+    Py_ssize_t *next = PyMem_Calloc((size_t)(m > 0 ? m : 1), sizeof(Py_ssize_t));
+    /* the strings by their first character's low 6 bits, each bucket a chain in string order */
+    Py_ssize_t bucket[64], *chain = PyMem_Malloc((size_t)(m > 0 ? m : 1) * sizeof(Py_ssize_t));
+    if (pat == NULL || next == NULL || chain == NULL) { PyErr_NoMemory(); goto done; }
+    for (int j = 0; j < 64; j++) bucket[j] = -1;
+    for (Py_ssize_t j = 0; j < m; j++)
+        if (as_text(PyTuple_GET_ITEM(strings, j), &pat[j]) < 0) goto done;
+    for (Py_ssize_t j = m - 1; j >= 0; j--) {
+        chain[j] = -1;
+        if (pat[j].n == 0) continue;
+        Py_UCS4 c0 = pat[j].s[0];
+        chain[j] = bucket[c0 & 63];
+        bucket[c0 & 63] = j;
+    }
+    if (as_text(text, &t) < 0) goto done;
+    for (Py_ssize_t j = 0; j < m; j++) out[j] = pat[j].n == 0 ? t.n + 1 : 0;
+    for (Py_ssize_t i = 0; i < t.n; i++) {
+        Py_UCS4 c = at(&t, i);
+        for (Py_ssize_t j = bucket[c & 63]; j >= 0; j = chain[j]) {
+            const Text *q = &pat[j];
+            if (i < next[j] || q->s[0] != c || i + q->n > t.n) continue;
+            Py_ssize_t r = 1;
+            while (r < q->n && q->s[r] == at(&t, i + r)) r++;
+            if (r == q->n) {
+                out[j]++;
+                next[j] = i + q->n;
+            }
+        }
+    }
+    result = Py_None;
+    Py_INCREF(result);
+done:
+    if (pat != NULL)
+        for (Py_ssize_t j = 0; j < m; j++) PyMem_Free(pat[j].own);
+    PyMem_Free(pat);
+    PyMem_Free(next);
+    PyMem_Free(chain);
+    PyMem_Free(t.own);
+    PyBuffer_Release(&view);
+    return result;
+}
+
 static PyMethodDef methods[] = {
+    {"role_nodes", role_nodes, METH_VARARGS,
+     "role_nodes(parent, tag, end, context, contains, first, owner, context_out, contains_out): "
+     "features._role_columns's element columns."},
+    {"role_text", role_text, METH_VARARGS,
+     "role_text(texts, heads3, heads2, out): per block text, ASCII upper case and letters, and a possible role start."},
+    {"count_strings", count_strings, METH_VARARGS,
+     "count_strings(text, strings, out): text.count(s) of every string."},
     {"text_columns", text_columns, METH_VARARGS,
      "text_columns(texts, counts): per block text, the counts and pattern bits of features.py's text columns."},
     {"text_keys", text_keys, METH_VARARGS, "text_keys(texts, keys): features.text_key of every text."},

@@ -76,6 +76,8 @@ for _k, _t in enumerate(_CONTEXT_TAGS):
     _CONTEXT_BITS[TAG_ID[_t]] |= 1 << _k
 ROLE_BLOCK_WORDS = 25
 _TIME_TABLE, _IMG_TABLE = tag_table("time"), tag_table("img", "picture", "video", "iframe", "figure")
+# The same for transforms/_features.c role_nodes: bit 0 <time>, bit 1 an image.
+_CONTAINS_BITS = _TIME_TABLE.astype(np.int64) | (_IMG_TABLE.astype(np.int64) << 1)
 # ... and how its own line reads: a credit, a dateline, a promo line that sends the reader
 # elsewhere, a call to subscribe or share, a reading time. Several languages; each pattern
 # anchored where such a line starts, so a sentence that merely mentions "photo" is not one.
@@ -118,6 +120,10 @@ def _head_key(head: str, n: int) -> int:
 
 _ROLE_HEAD_KEYS = np.array(sorted(_head_key(h, 3) for h in _ROLE_HEADS if len(h) == 3), dtype=np.int64)
 _ROLE_HEAD2_KEYS = np.array(sorted(_head_key(h, 2) for h in _ROLE_HEADS if len(h) == 2), dtype=np.int64)
+# transforms/_features.c role_text reads '\n' past a short text's end where the reference reads
+# the next characters of the joined page text: the same decision only while no head holds
+# '\n' or the padding 0.
+assert not any(c in h for h in _ROLE_HEADS for c in "\n\0")
 _ROLE_START = re.compile(r"[ \t]*(?:" + "|".join(f"(?P<{name}>{p})" for name, p in _ROLE_START_CUES) + ")")
 # Each alternative of the anywhere cues with the literal it starts with: the scan runs only over
 # the alternatives whose literal the text holds (a substring test, far cheaper than the scan).
@@ -164,6 +170,9 @@ _COLUMN = {name: i for i, name in enumerate(FEATURE_NAMES)}
 _NEAR_COLUMNS = [_COLUMN[f"near_{h}"] for h in HINT_NAMES]
 _PATTERN_COLUMNS = [_COLUMN[f"contains_{name}"] for name, _ in _TEXT_PATTERNS]
 _FAR_COLUMNS = [_COLUMN[f"far_{h}"] for h in HINT_NAMES]
+_CONTEXT_COLUMNS = [_COLUMN[f"in_{t}"] for t in _CONTEXT_TAGS]
+_CONTEXT_SHIFTS = np.arange(len(_CONTEXT_TAGS), dtype=np.int64)
+_CONTAINS_COLUMNS = [_COLUMN["contains_time"], _COLUMN["contains_img"]]
 assert [_COLUMN[f"group_{g}"] for g in GROUPS] == list(range(_COLUMN[f"group_{GROUPS[0]}"],
                                                               _COLUMN[f"group_{GROUPS[-1]}"] + 1))
 _GROUP_CODES = np.arange(len(GROUPS))
@@ -385,16 +394,16 @@ def _role_columns(page: CompactPage, blocks: Blocks, owner: np.ndarray, texts: l
     line, and scanning only those keeps the cost down)."""
     col = _COLUMN
     first = blocks.text_nodes[blocks.ptr[:-1]]
-    end = page.end.astype(np.int64)
-    context = np.take(_CONTEXT_BITS, page.tag, mode="clip")
-    for k, name in enumerate(_CONTEXT_TAGS):
-        # Subtrees are preorder ranges [s, end[s]): a node lies inside one of these elements iff
-        # the furthest end among the elements starting at or before it reaches past it.
-        starts = np.flatnonzero(context & (1 << k))
-        if starts.size:
-            reach = np.maximum.accumulate(end[starts])
-            k_before = np.searchsorted(starts, first, side="right") - 1
-            x[:, col[f"in_{name}"]] = (k_before >= 0) & (reach[np.maximum(k_before, 0)] > first)
+    compiled = _compiled is not None and _COMPILED
+    if compiled:
+        context = np.empty(first.size, dtype=np.int64)
+        contains = np.empty((first.size, 2), dtype=np.int64)
+        _compiled.role_nodes(page.parent, page.tag, page.end, _CONTEXT_BITS, _CONTAINS_BITS,
+                             np.ascontiguousarray(first, dtype=np.int64), owner, context, contains)
+        x[:, _CONTEXT_COLUMNS] = (context[:, None] >> _CONTEXT_SHIFTS) & 1
+        x[:, _CONTAINS_COLUMNS] = contains > 0
+    else:
+        _role_elements_python(page, first, owner, x)
     # Inside an element the markup hides (blocks.hidden_elements). How much that element holds
     # tells a hidden heading or label (a few words) from a collapsed tab, accordion or a wrapper
     # a script toggles (whole sections), which a reader can open.
@@ -403,25 +412,14 @@ def _role_columns(page: CompactPage, blocks: Blocks, owner: np.ndarray, texts: l
         nearest = nearest_marked(page, hidden)[first]
         x[:, col["hidden_element"]] = nearest >= 0
         x[:, col["hidden_words_log"]] = np.where(nearest >= 0, np.log1p(words_below(page)[np.maximum(nearest, 0)]), 0.0)
-    for name, table in (("contains_time", _TIME_TABLE), ("contains_img", _IMG_TABLE)):
-        hits = np.concatenate(([0], np.cumsum(has_tag(page.tag, table))))
-        x[:, col[name]] = (hits[end[owner]] - hits[owner]) > 0
     if not texts:
         return
-    lengths = np.fromiter((len(t) + 1 for t in texts), dtype=np.int64, count=len(texts))
-    starts = np.concatenate(([0], np.cumsum(lengths)[:-1]))
-    code = np.frombuffer("\n".join(texts).encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
-    upper = (code >= 65) & (code <= 90)
-    letter = upper | ((code >= 97) & (code <= 122))
-    per_block = lambda flags: np.add.reduceat(np.append(flags, False).astype(np.int64), starts)[:len(texts)]
-    # Start cues: only blocks whose first characters could begin one reach the regular
-    # expression (the first three code points, ASCII lower-cased, looked up at once).
-    padded = np.concatenate((code + np.where(upper, 32, 0).astype(np.uint32), np.zeros(3, dtype=np.uint32)))
-    heads = (padded[starts].astype(np.int64) << 42) | (padded[starts + 1].astype(np.int64) << 21) \
-        | padded[starts + 2].astype(np.int64)
-    first = padded[starts]
-    candidate = (np.isin(heads, _ROLE_HEAD_KEYS) | np.isin(heads >> 21, _ROLE_HEAD2_KEYS)
-                 | ((first >= 48) & (first <= 57)) | (first == 0xA9) | (first == 32) | (first == 9))
+    if compiled:
+        counts = np.empty((len(texts), 3), dtype=np.int64)
+        _compiled.role_text(list(texts), _ROLE_HEAD_KEYS, _ROLE_HEAD2_KEYS, counts)
+        upper, letters, candidate = counts[:, 0], counts[:, 1], counts[:, 2] != 0
+    else:
+        upper, letters, candidate = _role_text_python(texts)
     short = blocks.words <= ROLE_BLOCK_WORDS
     rows, columns = [], []
     for i in np.flatnonzero(short & candidate).tolist():
@@ -442,8 +440,47 @@ def _role_columns(page: CompactPage, blocks: Blocks, owner: np.ndarray, texts: l
             columns.append(col["role_" + m.lastgroup])
     if rows:
         x[rows, columns] = 1.0
-    x[:, col["caps_share"]] = per_block(upper) / np.maximum(per_block(letter), 1)
+    x[:, col["caps_share"]] = upper / np.maximum(letters, 1)
     x[:, col["short_line"]] = blocks.words <= 12
+
+
+def _role_elements_python(page: CompactPage, first: np.ndarray, owner: np.ndarray, x: np.ndarray) -> None:
+    """_role_columns's element columns (in_*, contains_time, contains_img) with numpy: the
+    reference of transforms/_features.c role_nodes."""
+    col = _COLUMN
+    end = page.end.astype(np.int64)
+    context = np.take(_CONTEXT_BITS, page.tag, mode="clip")
+    for k, name in enumerate(_CONTEXT_TAGS):
+        # Subtrees are preorder ranges [s, end[s]): a node lies inside one of these elements iff
+        # the furthest end among the elements starting at or before it reaches past it.
+        starts = np.flatnonzero(context & (1 << k))
+        if starts.size:
+            reach = np.maximum.accumulate(end[starts])
+            k_before = np.searchsorted(starts, first, side="right") - 1
+            x[:, col[f"in_{name}"]] = (k_before >= 0) & (reach[np.maximum(k_before, 0)] > first)
+    for name, table in (("contains_time", _TIME_TABLE), ("contains_img", _IMG_TABLE)):
+        hits = np.concatenate(([0], np.cumsum(has_tag(page.tag, table))))
+        x[:, col[name]] = (hits[end[owner]] - hits[owner]) > 0
+
+
+def _role_text_python(texts: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(ASCII upper-case letters, ASCII letters, could start a role cue) per block text, over
+    the page's newline-joined code points: the reference of transforms/_features.c role_text."""
+    lengths = np.fromiter((len(t) + 1 for t in texts), dtype=np.int64, count=len(texts))
+    starts = np.concatenate(([0], np.cumsum(lengths)[:-1]))
+    code = np.frombuffer("\n".join(texts).encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+    upper = (code >= 65) & (code <= 90)
+    letter = upper | ((code >= 97) & (code <= 122))
+    per_block = lambda flags: np.add.reduceat(np.append(flags, False).astype(np.int64), starts)[:len(texts)]
+    # Start cues: only blocks whose first characters could begin one reach the regular
+    # expression (the first three code points, ASCII lower-cased, looked up at once).
+    padded = np.concatenate((code + np.where(upper, 32, 0).astype(np.uint32), np.zeros(3, dtype=np.uint32)))
+    heads = (padded[starts].astype(np.int64) << 42) | (padded[starts + 1].astype(np.int64) << 21) \
+        | padded[starts + 2].astype(np.int64)
+    first = padded[starts]
+    candidate = (np.isin(heads, _ROLE_HEAD_KEYS) | np.isin(heads >> 21, _ROLE_HEAD2_KEYS)
+                 | ((first >= 48) & (first <= 57)) | (first == 0xA9) | (first == 32) | (first == 9))
+    return per_block(upper), per_block(letter), candidate
 
 
 # The columns structure_columns (transforms/_features.c) fills, in its order: S_WORDS_LOG ...
