@@ -16,12 +16,22 @@ probability per type (each type's logistic probability, normalized to sum to 1).
 """
 from __future__ import annotations
 
+import os
 import re
 from urllib.parse import urlsplit
 
 import numpy as np
 
 from sitestrip.transforms.page import TAG_ID, TEXT, CompactPage
+
+try:
+    # The text cues' counts in one pass over the text (transforms/_features.c count_strings, built
+    # by `pip install`); str.count per cue string is the reference and runs where it is missing.
+    from sitestrip.transforms import _features as _compiled
+except ImportError:  # pragma: no cover - a source tree used without installing
+    _compiled = None
+# The switch of the block features' extension (SITESTRIP_FEATURES=python runs every reference).
+_COMPILED = os.environ.get("SITESTRIP_FEATURES", "compiled") != "python"
 
 PAGE_TYPES = ("article", "documentation", "forum", "product", "listing", "collection", "service")
 # The column's value for a page without any text block: nothing to judge.
@@ -82,6 +92,18 @@ _CUES = (
     ("listing", ("sort by", "filter", "showing ", "results", "view all", "load more", "next page", "sortieren",
                  "ergebnisse", "items")),
 )
+_CUE_STRINGS = tuple(s for _, strings in _CUES for s in strings)
+_CUE_STARTS = np.cumsum([0] + [len(strings) for _, strings in _CUES][:-1])
+
+
+def _cue_counts(short: str) -> list:
+    """Occurrences of each _CUES family's strings in `short` (str.count's, summed per family)."""
+    if _compiled is not None and _COMPILED:
+        counts = np.empty(len(_CUE_STRINGS), dtype=np.int64)
+        _compiled.count_strings(short, _CUE_STRINGS, counts)
+        return [int(v) for v in np.add.reduceat(counts, _CUE_STARTS).tolist()]
+    return [sum(short.count(s) for s in strings) for _, strings in _CUES]
+
 
 # Element counts per page (tag names), log-scaled.
 _COUNTED_TAGS = ("article", "time", "form", "input", "img", "table", "pre", "code", "dl", "h1", "h2",
@@ -150,7 +172,7 @@ def page_type_features(page: CompactPage, url: str, texts: list, words: np.ndarr
     row += _url_columns(url)
     row += _declared_columns(page)
     short = "\n".join([t for t, k in zip(texts, words) if k <= SHORT_BLOCK_WORDS]).lower()
-    row += [np.log1p(sum(short.count(s) for s in strings)) for _, strings in _CUES]
+    row += [np.log1p(count) for count in _cue_counts(short)]
     tag_counts = np.bincount(np.minimum(page.tag[page.tag != TEXT], _COUNTED_IDS.max() + 1),
                              minlength=int(_COUNTED_IDS.max()) + 2)
     row += list(np.log1p(tag_counts[_COUNTED_IDS]))
