@@ -44,6 +44,7 @@
 #include <Python.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "_crc32.h"
 
@@ -424,26 +425,54 @@ static PyObject *nearest_in_mask(PyObject *self, PyObject *args) {
     return result;
 }
 
+/* One group of siblings in sibling_shapes's open-addressing tables: (parent, tag) and, for
+ * the shape table, the class sum, with how many nodes it holds. used == 0: an empty slot. */
 typedef struct {
     int32_t parent, tag;
     double class_sum;
-    Py_ssize_t node;
-} Shape;
+    int64_t count;
+    int used;
+} Group;
 
-/* (parent, tag, class sum), then the node: a total order, so the runs do not depend on qsort. */
-static int shape_order(const void *a, const void *b) {
-    const Shape *x = a, *y = b;
-    if (x->parent != y->parent) return x->parent < y->parent ? -1 : 1;
-    if (x->tag != y->tag) return x->tag < y->tag ? -1 : 1;
-    if (x->class_sum != y->class_sum) return x->class_sum < y->class_sum ? -1 : 1;
-    return x->node < y->node ? -1 : x->node > y->node;
+static inline uint64_t mix64(uint64_t h) {
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdULL;
+    h ^= h >> 33;
+    h *= 0xc4ceb9fe1a85ec53ULL;
+    return h ^ (h >> 33);
+}
+
+/* The slot of the group (parent, tag[, class_sum]) in `table` (a power of two `mask + 1` of
+ * slots, never full), claimed if the group is new. */
+static Py_ssize_t group_slot(Group *table, Py_ssize_t mask, int32_t parent, int32_t tag, double class_sum,
+                             int with_sum) {
+    uint64_t bits = 0;
+    if (with_sum) memcpy(&bits, &class_sum, sizeof bits);
+    uint64_t h = mix64(((uint64_t)(uint32_t)parent << 32 | (uint32_t)tag) ^ mix64(bits));
+    Py_ssize_t at = (Py_ssize_t)(h & (uint64_t)mask);
+    for (;;) {
+        Group *g = &table[at];
+        if (!g->used) {
+            g->used = 1;
+            g->parent = parent;
+            g->tag = tag;
+            g->class_sum = class_sum;
+            g->count = 0;
+            return at;
+        }
+        if (g->parent == parent && g->tag == tag && (!with_sum || g->class_sum == class_sum)) return at;
+        at = (at + 1) & mask;
+    }
 }
 
 /* sibling_shapes(parent int32[n], tag int32[n], class_ptr int32[n+1], class_hash uint32[],
  *                text_tag, same_shape float64[n], same_tag float64[n]): features._sibling_shapes.
- * Nodes sorted by (parent, tag, class sum): a run of equal keys is a group of same-shaped
- * siblings, a run of equal (parent, tag) one of same-tagged siblings; each member counts the
- * others. The root and text nodes get 0, as in the reference. */
+ * Every element but the root is counted into its group of same-shaped siblings (parent, tag,
+ * class sum) and of same-tagged ones (parent, tag) in two hash tables, then gets its groups'
+ * sizes less itself. The root and text nodes get 0, as in the reference; leaving them out of
+ * the tables changes no element's group (a text node's tag is no element's, the root is the
+ * one node without a parent). Class sums are sums of 32-bit hashes in a double, exact, and
+ * never -0.0 or NaN, so equal sums have equal bits. */
 static PyObject *sibling_shapes(PyObject *self, PyObject *args) {
     (void)self;
     PyObject *parent_o, *tag_o, *ptr_o, *hash_o, *shape_o, *same_tag_o;
@@ -453,7 +482,8 @@ static PyObject *sibling_shapes(PyObject *self, PyObject *args) {
     Py_buffer v[6];
     int held = 0;
     PyObject *result = NULL;
-    Shape *nodes = NULL;
+    Group *shapes = NULL, *tags = NULL;
+    Py_ssize_t *slot = NULL;
     Py_ssize_t n = 0, n_hash = 0;
     if (get_array(parent_o, &v[held], 4, -1, 0, "parent") < 0) goto done;
     n = v[held++].len / 4;
@@ -470,40 +500,35 @@ static PyObject *sibling_shapes(PyObject *self, PyObject *args) {
     const int32_t *parent = v[0].buf, *tag = v[1].buf, *ptr = v[2].buf;
     const uint32_t *hash = v[3].buf;
     double *same_shape = v[4].buf, *same_tag = v[5].buf;
-    nodes = PyMem_Malloc((size_t)(n > 0 ? n : 1) * sizeof(Shape));
-    if (nodes == NULL) { PyErr_NoMemory(); goto done; }
+    Py_ssize_t size = 16;
+    while (size < 2 * n) size *= 2;
+    shapes = PyMem_Calloc((size_t)size, sizeof(Group));
+    tags = PyMem_Calloc((size_t)size, sizeof(Group));
+    slot = PyMem_Malloc((size_t)(2 * (n > 0 ? n : 1)) * sizeof(Py_ssize_t));
+    if (shapes == NULL || tags == NULL || slot == NULL) { PyErr_NoMemory(); goto done; }
     for (Py_ssize_t i = 0; i < n; i++) {
         if (ptr[i] < 0 || ptr[i] > ptr[i + 1] || ptr[i + 1] > n_hash) {
             PyErr_Format(PyExc_ValueError, "class_ptr[%zd:%zd] is not a range of class_hash", i, i + 2);
             goto done;
         }
+        if (i == 0 || tag[i] == text_tag) continue;
         double sum = 0.0;
         for (int32_t k = ptr[i]; k < ptr[i + 1]; k++) sum += (double)hash[k];
-        nodes[i].parent = parent[i];
-        nodes[i].tag = tag[i];
-        nodes[i].class_sum = sum;
-        nodes[i].node = i;
+        slot[2 * i] = group_slot(shapes, size - 1, parent[i], tag[i], sum, 1);
+        slot[2 * i + 1] = group_slot(tags, size - 1, parent[i], tag[i], 0.0, 0);
+        shapes[slot[2 * i]].count++;
+        tags[slot[2 * i + 1]].count++;
     }
-    qsort(nodes, (size_t)n, sizeof(Shape), shape_order);
-    for (Py_ssize_t lo = 0; lo < n;) {          /* runs of (parent, tag) */
-        Py_ssize_t hi = lo + 1;
-        while (hi < n && nodes[hi].parent == nodes[lo].parent && nodes[hi].tag == nodes[lo].tag) hi++;
-        for (Py_ssize_t k = lo; k < hi;) {      /* ... and within them of the class sum */
-            Py_ssize_t e = k + 1;
-            while (e < hi && nodes[e].class_sum == nodes[k].class_sum) e++;
-            for (Py_ssize_t j = k; j < e; j++) {
-                Py_ssize_t i = nodes[j].node;
-                int counted = i != 0 && tag[i] != text_tag;
-                same_shape[i] = counted ? (double)(e - k - 1) : 0.0;
-                same_tag[i] = counted ? (double)(hi - lo - 1) : 0.0;
-            }
-            k = e;
-        }
-        lo = hi;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int counted = i != 0 && tag[i] != text_tag;
+        same_shape[i] = counted ? (double)(shapes[slot[2 * i]].count - 1) : 0.0;
+        same_tag[i] = counted ? (double)(tags[slot[2 * i + 1]].count - 1) : 0.0;
     }
     result = Py_None;
 done:
-    PyMem_Free(nodes);
+    PyMem_Free(shapes);
+    PyMem_Free(tags);
+    PyMem_Free(slot);
     for (int k = 0; k < held; k++) PyBuffer_Release(&v[k]);
     Py_XINCREF(result);
     return result;
