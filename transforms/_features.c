@@ -1012,12 +1012,88 @@ done:
     return result;
 }
 
+/* features._ROLE_ANY_CUES, alternative by alternative in the order of the regular expression
+ * features._role_any builds from them: the credit names, then the calls to subscribe or
+ * share, then the reading times; "(?:a|b)" written out as two alternatives in that order,
+ * `right` marking a trailing \b. */
+typedef struct { const char *text; int group, right; } Cue;
+static const Cue role_cues[] = {
+    {"getty images", 0, 0}, {"reuters", 0, 0}, {"afp", 0, 1}, {"ap photo", 0, 0}, {"dpa", 0, 1},
+    {"shutterstock", 0, 0}, {"istock", 0, 0}, {"imago", 0, 1},
+    {"newsletter", 1, 0}, {"subscribe", 1, 0}, {"sign up", 1, 0}, {"abonnieren", 1, 0}, {"follow us", 1, 0},
+    {"share this", 1, 0}, {"share on", 1, 0}, {"teilen", 1, 1}, {"download the app", 1, 0},
+    {"download our app", 1, 0},
+    {"min read", 2, 0}, {"mins read", 2, 0}, {"minute read", 2, 0}, {"minutes read", 2, 0}, {"min. read", 2, 0},
+    {"minuten lesezeit", 2, 0}, {"lesezeit", 2, 0}, {"reading time", 2, 0},
+};
+
+/* role_any(texts, blocks int64[m], out int64[m]): for each listed block, bit g set when the
+ * scan of features._role_any over its lower-cased text (str.lower, called) finds a match of
+ * group g (0 credit, 1 subscribe, 2 reading_time). The scan is re's: the leftmost match
+ * first, the alternatives tried in order at a position, resuming after a match; no cue holds
+ * a '\n', so each block scanned alone finds what the reference's scan of the newline-joined
+ * short blocks finds in it, a trailing \b at a block's end included. */
+static PyObject *role_any(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *texts, *blocks_o, *out_o;
+    if (!PyArg_ParseTuple(args, "O!OO", &PyList_Type, &texts, &blocks_o, &out_o)) return NULL;
+    Py_buffer bv, view;
+    if (get_array(blocks_o, &bv, 8, -1, 0, "blocks") < 0) return NULL;
+    Py_ssize_t m = bv.len / 8, nb = PyList_GET_SIZE(texts);
+    if (writable_int64(out_o, &view, m, "out") < 0) { PyBuffer_Release(&bv); return NULL; }
+    const int64_t *blocks = bv.buf;
+    int64_t *out = view.buf;
+    PyObject *result = NULL;
+    Text l = {0};
+    const Py_ssize_t n_cues = (Py_ssize_t)(sizeof role_cues / sizeof role_cues[0]);
+    for (Py_ssize_t i = 0; i < m; i++) {
+        if (blocks[i] < 0 || blocks[i] >= nb) {
+            PyErr_SetString(PyExc_ValueError, "role_any: a block outside the texts");
+            goto done;
+        }
+        PyObject *low = PyObject_CallMethodNoArgs(PyList_GET_ITEM(texts, blocks[i]), lower_name);
+        if (low == NULL) goto done;
+        if (as_text(low, &l) < 0) { Py_DECREF(low); goto done; }
+        int64_t bits = 0;
+        for (Py_ssize_t p = 0; p < l.n;) {
+            Py_UCS4 c = at(&l, p);
+            Py_ssize_t e = -1;
+            int group = 0;
+            if (c == 'g' || c == 'r' || c == 'a' || c == 'd' || c == 's' || c == 'i' || c == 'n' || c == 'f'
+                || c == 't' || c == 'm' || c == 'l') {
+                for (Py_ssize_t k = 0; k < n_cues && e < 0; k++) {
+                    if ((Py_UCS4)(unsigned char)role_cues[k].text[0] != c) continue;
+                    e = lit(&l, p, role_cues[k].text, 0, role_cues[k].right);
+                    group = role_cues[k].group;
+                }
+            }
+            if (e > p) {
+                bits |= (int64_t)1 << group;
+                p = e;
+            } else {
+                p++;
+            }
+        }
+        Py_DECREF(low);
+        out[i] = bits;
+    }
+    result = Py_None;
+    Py_INCREF(result);
+done:
+    PyMem_Free(l.own);
+    PyBuffer_Release(&bv);
+    PyBuffer_Release(&view);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"role_nodes", role_nodes, METH_VARARGS,
      "role_nodes(parent, tag, end, context, contains, first, owner, context_out, contains_out): "
      "features._role_columns's element columns."},
     {"role_text", role_text, METH_VARARGS,
      "role_text(texts, heads3, heads2, out): per block text, ASCII upper case and letters, and a possible role start."},
+    {"role_any", role_any, METH_VARARGS,
+     "role_any(texts, blocks, out): per listed block, the groups of features._role_any's scan that match it."},
     {"count_strings", count_strings, METH_VARARGS,
      "count_strings(text, strings, out): text.count(s) of every string."},
     {"text_columns", text_columns, METH_VARARGS,

@@ -130,6 +130,10 @@ _ROLE_START = re.compile(r"[ \t]*(?:" + "|".join(f"(?P<{name}>{p})" for name, p 
 _ROLE_ANY_PARTS = tuple((name, part, re.match(r"[a-z ]+", part).group(0))
                         for name, parts in _ROLE_ANY_CUES for part in parts)
 
+# The groups of the anywhere cues, in _ROLE_ANY_CUES's order: bit k of _features.c role_any's
+# result is group k.
+_ROLE_ANY_NAMES = tuple(name for name, _ in _ROLE_ANY_CUES)
+
 
 @lru_cache(maxsize=256)
 def _role_any(parts: tuple):
@@ -428,20 +432,33 @@ def _role_columns(page: CompactPage, blocks: Blocks, owner: np.ndarray, texts: l
             rows.append(i)
             columns.append(col["role_" + m.lastgroup])
     # Anywhere cues: one scan over the short blocks' text.
-    short_ids = np.flatnonzero(short).tolist()
-    if short_ids:
-        lowered = [texts[i].lower() for i in short_ids]
-        offsets = np.concatenate(([0], np.cumsum(np.fromiter((len(t) + 1 for t in lowered), dtype=np.int64,
-                                                             count=len(lowered)))[:-1]))
-        joined = "\n".join(lowered)
-        present = tuple((name, part) for name, part, literal in _ROLE_ANY_PARTS if literal in joined)
-        for m in (_role_any(present).finditer(joined) if present else ()):
-            rows.append(short_ids[int(np.searchsorted(offsets, m.start(), side="right")) - 1])
-            columns.append(col["role_" + m.lastgroup])
+    short_ids = np.flatnonzero(short)
+    if short_ids.size and compiled:
+        bits = np.empty(short_ids.size, dtype=np.int64)
+        _compiled.role_any(texts, short_ids, bits)
+        for k, name in enumerate(_ROLE_ANY_NAMES):
+            hit = short_ids[(bits & (1 << k)) != 0].tolist()
+            rows += hit
+            columns += [col["role_" + name]] * len(hit)
+    elif short_ids.size:
+        _role_any_python(texts, short_ids.tolist(), rows, columns)
     if rows:
         x[rows, columns] = 1.0
     x[:, col["caps_share"]] = upper / np.maximum(letters, 1)
     x[:, col["short_line"]] = blocks.words <= 12
+
+
+def _role_any_python(texts: list[str], short_ids: list, rows: list, columns: list) -> None:
+    """The anywhere cues' (block, column) pairs of the blocks `short_ids`: one scan of _role_any
+    over their lower-cased texts joined by newlines, the reference of _features.c role_any."""
+    lowered = [texts[i].lower() for i in short_ids]
+    offsets = np.concatenate(([0], np.cumsum(np.fromiter((len(t) + 1 for t in lowered), dtype=np.int64,
+                                                         count=len(lowered)))[:-1]))
+    joined = "\n".join(lowered)
+    present = tuple((name, part) for name, part, literal in _ROLE_ANY_PARTS if literal in joined)
+    for m in (_role_any(present).finditer(joined) if present else ()):
+        rows.append(short_ids[int(np.searchsorted(offsets, m.start(), side="right")) - 1])
+        columns.append(_COLUMN["role_" + m.lastgroup])
 
 
 def _role_elements_python(page: CompactPage, first: np.ndarray, owner: np.ndarray, x: np.ndarray) -> None:

@@ -570,3 +570,44 @@ def test_role_nodes_refuses_malformed_arrays():
     with pytest.raises(ValueError, match="preorder"):
         c.role_nodes(page.parent[::-1].copy(), *args[1:], np.array([2], np.int64), np.array([1], np.int64),
                      out, contains)
+
+
+def _role_any_both(texts):
+    ids = list(range(len(texts)))
+    rows, columns = [], []
+    F._role_any_python(texts, ids, rows, columns)
+    reference = {(r, F.FEATURE_NAMES[c]) for r, c in zip(rows, columns)}
+    bits = np.empty(len(ids), np.int64)
+    F._compiled.role_any(texts, np.array(ids, np.int64), bits)
+    compiled = {(r, "role_" + name) for r in ids for k, name in enumerate(F._ROLE_ANY_NAMES) if bits[r] >> k & 1}
+    return compiled, reference
+
+
+def test_role_any_cues_by_hand():
+    """By hand: "Photo: Getty Images" a credit; "AFP" at the end of a text a credit (\\b at the
+    end), "afpx" and "afp_x" none (a word character follows), "afp." one; "Share this" and
+    "share on" subscribe, "share it" none; "5 minutes read" and "3 min. read" reading times;
+    "Newsletter: 4 min read" both groups; "İmago" lower-cases to "i̇mago" (two code points,
+    no cue); "" none."""
+    texts = ["Photo: Getty Images", "AFP", "afpx", "afp_x", "afp.", "Share this", "share on", "share it",
+             "5 minutes read", "3 min. read", "Newsletter: 4 min read", "İmago", ""]
+    compiled, reference = _role_any_both(texts)
+    assert compiled == reference
+    assert reference == {(0, "role_credit"), (1, "role_credit"), (4, "role_credit"), (5, "role_subscribe"),
+                         (6, "role_subscribe"), (8, "role_reading_time"), (9, "role_reading_time"),
+                         (10, "role_subscribe"), (10, "role_reading_time")}
+
+
+def test_role_any_cues_on_seeded_texts():
+    """3,000 seeded texts built from every cue's pieces, prefixes and word characters around
+    them, upper case and non-ASCII: the compiled scan finds the reference regex's groups."""
+    rng = random.Random(8)
+    pieces = [part.replace("(?:", "").replace(")", "").replace("\\b", "").replace("\\.", ".")
+              for _, parts in F._ROLE_ANY_CUES for part in parts]
+    pieces = [q for p in pieces for q in (p.split("|") if "|" in p else [p])]
+    pieces += ["share ", "this", "on", "the", "our", "app", "download ", "min", "s", " ", "_", "x", "1", ".",
+               "\n", "É", "İ", "ß", "GETTY", "Reuters", "AFP", "min read"]
+    texts = ["".join(rng.choice(pieces) for _ in range(rng.randint(0, 6))) for _ in range(3000)]
+    compiled, reference = _role_any_both(texts)
+    assert compiled == reference
+    assert len({name for _, name in reference}) == 3
