@@ -167,27 +167,32 @@ def page_type_features(page: CompactPage, url: str, texts: list, words: np.ndarr
     w = np.asarray(words, dtype=np.float64)
     total = float(w.sum())
     n = len(texts)
-    row = [np.log1p(total), np.log1p(n), np.log1p(total / max(n, 1)), np.log1p(float(w.max()) if n else 0.0),
-           float(w[w >= 40].sum()) / total if total else 0.0, len(page.title.split())]
-    row += _url_columns(url)
-    row += _declared_columns(page)
+    # The scalar head as a list, the array parts assigned as arrays: each value is the one the
+    # list of Python and numpy scalars held, rounded to float32 once at the end as before.
+    head = [np.log1p(total), np.log1p(n), np.log1p(total / max(n, 1)), np.log1p(float(w.max()) if n else 0.0),
+            float(w[w >= 40].sum()) / total if total else 0.0, len(page.title.split())]
+    head += _url_columns(url)
+    head += _declared_columns(page)
     short = "\n".join([t for t, k in zip(texts, words) if k <= SHORT_BLOCK_WORDS]).lower()
-    row += [np.log1p(count) for count in _cue_counts(short)]
+    head += [np.log1p(count) for count in _cue_counts(short)]
+    row = np.zeros(len(PAGE_FEATURE_NAMES))
+    i = len(head)
+    row[:i] = head
     tag_counts = np.bincount(np.minimum(page.tag[page.tag != TEXT], _COUNTED_IDS.max() + 1),
                              minlength=int(_COUNTED_IDS.max()) + 2)
-    row += list(np.log1p(tag_counts[_COUNTED_IDS]))
-    weights = w / total if total else np.zeros(n)
+    row[i:i + _COUNTED_IDS.size] = np.log1p(tag_counts[_COUNTED_IDS])
+    i += _COUNTED_IDS.size
     if n:
+        weights = w / total if total else np.zeros(n)
         cols = [column[c] for c in _WEIGHTED]
-        values = np.nan_to_num(X[:, cols].astype(np.float64), nan=0.0)
-        row += list(weights @ values)
+        values = np.nan_to_num(X[:, cols].astype(np.float64), copy=False, nan=0.0)
+        row[i:i + len(_WEIGHTED)] = weights @ values
+        i += len(_WEIGHTED)
         repeated = X[:, column["same_shape_max_log"]] >= np.log1p(2)     # three or more alike
-        row += [float(weights[repeated].sum()), float(weights[w < 8].sum()),
-                float(np.nanmax(X[:, column["region_share_1"]]))]
-        row += [float(X[0, column["has_site"]]), float(np.nan_to_num(X[0, column["site_pages_log"]]))]
-    else:
-        row += [0.0] * (len(_WEIGHTED) + 5)
-    return np.asarray(row, dtype=np.float32)
+        row[i:] = [float(weights[repeated].sum()), float(weights[w < 8].sum()),
+                   float(np.nanmax(X[:, column["region_share_1"]])),
+                   float(X[0, column["has_site"]]), float(np.nan_to_num(X[0, column["site_pages_log"]]))]
+    return row.astype(np.float32)
 
 
 class PageTypeModel:
