@@ -22,6 +22,7 @@ from urllib.parse import urlsplit
 
 import numpy as np
 
+from sitestrip.transforms.model import EnsembleSet
 from sitestrip.transforms.page import TAG_ID, TEXT, CompactPage
 
 try:
@@ -203,13 +204,14 @@ class PageTypeModel:
         if len(models) != len(PAGE_TYPES):
             raise ValueError(f"page type model: {len(models)} ensembles for {len(PAGE_TYPES)} types")
         self.models = models
+        self._set = EnsembleSet(models)
 
     def proba(self, features: np.ndarray) -> np.ndarray:
         """float64[pages, len(PAGE_TYPES)], rows summing to 1, for float32[pages, F] features."""
         features = np.atleast_2d(features)
         if features.shape[0] == 0:
             return np.zeros((0, len(PAGE_TYPES)))
-        p = np.stack([m.predict_proba(features) for m in self.models], axis=1)
+        p = np.stack(self._set.predict_proba(features), axis=1)
         return p / np.maximum(p.sum(axis=1, keepdims=True), 1e-12)
 
 
