@@ -1086,12 +1086,140 @@ done:
     return result;
 }
 
+/* page_blocks(parent int32[n], tag int32[n], end int32[n], line int32[n], words int32[n],
+ *             flags uint16[n], id_hash uint32[n], class_ptr int32[n+1], tag_bits int64[K],
+ *             hidden_flag, text_nodes int64[n], ptr int64[n+1], owner int32[n], group int8[n],
+ *             is_instance bool[n], block_words int64[n]) -> (text nodes, blocks):
+ * blocks.page_blocks, the outputs written into the first entries of arrays of the page's
+ * length. tag_bits per tag id (clipped as page.has_tag clips): bit 0 a content element, bit 1
+ * an always-instance tag, bit 2 div/td/th, bit 3 block level, bits 8-15 the instance group.
+ * - instances (blocks.instance_mask): the always-instance tags, and div/td/th with no content
+ *   element inside their preorder range and no element three levels below them;
+ * - each text node's owner: its parent's nearest instance, itself included (nearest_in_mask),
+ *   else its nearest holder (a block-level element, or one with an id or a class; BODY);
+ * - a block is a run of text nodes with one owner, one line and one hiddenness (inside the
+ *   range [h, end[h]) of an element the markup hides, never BODY). */
+static PyObject *page_blocks(PyObject *self, PyObject *args) {
+    (void)self;
+    enum { N = 15 };
+    PyObject *o[N];
+    int hidden_flag;
+    if (!PyArg_ParseTuple(args, "OOOOOOOOOiOOOOOO", &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], &o[6], &o[7],
+                          &o[8], &hidden_flag, &o[9], &o[10], &o[11], &o[12], &o[13], &o[14]))
+        return NULL;
+    Py_buffer v[N];
+    int held = 0;
+    PyObject *result = NULL;
+    int64_t *work = NULL;
+    Py_ssize_t n = 0, k = 0;
+    if (get_array(o[0], &v[held], 4, -1, 0, "parent") < 0) goto done;
+    n = v[held++].len / 4;
+    static const struct { Py_ssize_t size; int plus; int writable; const char *name; } spec[N] = {
+        {4, -2, 0, "parent"}, {4, 0, 0, "tag"}, {4, 0, 0, "end"}, {4, 0, 0, "line"}, {4, 0, 0, "words"},
+        {2, 0, 0, "flags"}, {4, 0, 0, "id_hash"}, {4, 1, 0, "class_ptr"}, {8, -1, 0, "tag_bits"},
+        {8, 0, 1, "text_nodes"}, {8, 1, 1, "ptr"}, {4, 0, 1, "owner"}, {1, 0, 1, "group"},
+        {1, 0, 1, "is_instance"}, {8, 0, 1, "block_words"}};
+    for (; held < N; held++) {
+        Py_ssize_t items = spec[held].plus == -1 ? -1 : n + spec[held].plus;
+        if (get_array(o[held], &v[held], spec[held].size, items, spec[held].writable, spec[held].name) < 0)
+            goto done;
+    }
+    k = v[8].len / 8;
+    if (k == 0) {
+        PyErr_SetString(PyExc_ValueError, "page_blocks: empty tag table");
+        goto done;
+    }
+    const int32_t *parent = v[0].buf, *tag = v[1].buf, *end = v[2].buf, *line = v[3].buf, *words = v[4].buf;
+    const uint16_t *flags = v[5].buf;
+    const uint32_t *id_hash = v[6].buf;
+    const int32_t *class_ptr = v[7].buf;
+    const int64_t *tag_bits = v[8].buf;
+    int64_t *text_nodes = v[9].buf, *ptr = v[10].buf, *block_words = v[14].buf;
+    int32_t *owner = v[11].buf;
+    int8_t *group = v[12].buf;
+    uint8_t *is_instance = v[13].buf;
+    /* work: content prefix (n + 1), hidden running count (n + 1), nearest instance (n),
+     * nearest holder (n), instance flags (n) */
+    work = PyMem_Calloc((size_t)(5 * n + 2), sizeof(int64_t));
+    if (work == NULL) { PyErr_NoMemory(); goto done; }
+    int64_t *content = work, *hidden = work + n + 1, *near_inst = work + 2 * n + 2,
+            *near_holder = work + 3 * n + 2, *inst = work + 4 * n + 2;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int32_t p = parent[i];
+        if (p >= i || (p < 0 && i > 0) || end[i] <= i || end[i] > n) {
+            PyErr_SetString(PyExc_ValueError, "page_blocks: parent/end are not a preorder tree");
+            goto done;
+        }
+        content[i + 1] = content[i] + (tag_bits[clip_tag(tag[i], k)] & 1);
+        if (i > 0 && (flags[i] & hidden_flag)) {   /* a hidden range starts here and ends at end[i] */
+            hidden[i]++;
+            hidden[end[i]]--;
+        }
+    }
+    for (Py_ssize_t i = 0; i < n; i++) hidden[i + 1] += hidden[i];   /* running count, as cumsum */
+    /* elements with an element three levels below: the third ancestor of every element */
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (tag[i] == 0) continue;
+        int32_t a = parent[i];
+        if (a >= 0) a = parent[a];
+        if (a >= 0) a = parent[a];
+        if (a >= 0) inst[a] = 2;                 /* too deep, decided below */
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int64_t bits = tag_bits[clip_tag(tag[i], k)];
+        int too_deep = inst[i] == 2;
+        int leafish = (bits & 4) && content[end[i]] - content[i] - (bits & 1) == 0 && !too_deep;
+        inst[i] = (bits & 2) || leafish;
+        int32_t p = parent[i];
+        near_inst[i] = inst[i] ? i : (p >= 0 ? near_inst[p] : -1);
+        int element = tag[i] != 0;
+        int named = id_hash[i] != 0 || class_ptr[i + 1] > class_ptr[i];
+        int holder = i == 0 || (element && ((bits & 8) || named));
+        near_holder[i] = holder ? i : (p >= 0 ? near_holder[p] : -1);
+    }
+    Py_ssize_t nt = 0, nb = 0;
+    int32_t last_owner = 0, last_line = 0;
+    int64_t last_hidden = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (tag[i] != 0) continue;
+        int32_t p = parent[i];
+        if (p < 0) {
+            PyErr_SetString(PyExc_ValueError, "page_blocks: a text node without a parent");
+            goto done;
+        }
+        int64_t w = near_inst[p] >= 0 ? near_inst[p] : near_holder[p];
+        int64_t h = hidden[i] > 0;
+        if (nt == 0 || w != last_owner || line[i] != last_line || h != last_hidden) {
+            ptr[nb] = nt;
+            owner[nb] = (int32_t)w;
+            int64_t bits = tag_bits[clip_tag(tag[w], k)];
+            is_instance[nb] = inst[w] != 0;
+            group[nb] = (int8_t)(inst[w] ? (bits >> 8) & 0xFF : (tag_bits[k - 1] >> 8) & 0xFF);
+            block_words[nb] = 0;
+            nb++;
+        }
+        block_words[nb - 1] += words[i];
+        last_owner = (int32_t)w;
+        last_line = line[i];
+        last_hidden = h;
+        text_nodes[nt++] = i;
+    }
+    ptr[nb] = nt;
+    result = Py_BuildValue("nn", nt, nb);
+done:
+    PyMem_Free(work);
+    for (int i = 0; i < held; i++) PyBuffer_Release(&v[i]);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"role_nodes", role_nodes, METH_VARARGS,
      "role_nodes(parent, tag, end, context, contains, first, owner, context_out, contains_out): "
      "features._role_columns's element columns."},
     {"role_text", role_text, METH_VARARGS,
      "role_text(texts, heads3, heads2, out): per block text, ASCII upper case and letters, and a possible role start."},
+    {"page_blocks", page_blocks, METH_VARARGS,
+     "page_blocks(...): blocks.page_blocks's arrays written into arrays of the page's length; (text nodes, blocks)."},
     {"role_any", role_any, METH_VARARGS,
      "role_any(texts, blocks, out): per listed block, the groups of features._role_any's scan that match it."},
     {"count_strings", count_strings, METH_VARARGS,

@@ -611,3 +611,66 @@ def test_role_any_cues_on_seeded_texts():
     compiled, reference = _role_any_both(texts)
     assert compiled == reference
     assert len({name for _, name in reference}) == 3
+
+
+# ---------------------------------------------------------------- blocks
+# transforms/_features.c page_blocks against blocks._page_blocks_python.
+
+_BLOCK_PAGES = [
+    "<div>alpha beta</div><div><p>gamma</p>delta</div><div><span><b><i>deep</i></b></span></div>"
+    "<table><tr><td>cell</td><td><ul><li>item</li></ul></td><td><div><div><div><span>x</span></div></div>"
+    "</div></td></tr></table><pre>code</pre><figcaption>cap</figcaption><h3>sub</h3><unknown-tag>u</unknown-tag>",
+    "<section>top text<br>second <span class='author'>By Ann</span> after <b>bold</b> tail<span>plain</span>"
+    " end <a href='/x' class='more'>link</a> fin</section>",
+    "loose words<p>para</p>more loose<span id='x'>named</span>",
+    "<p>Seen <span style='display:none'>hidden</span> seen again <b hidden>gone</b><br>next</p>"
+    "<div aria-hidden='true'><p>a</p><p>b</p></div>",
+]
+
+
+@pytest.mark.parametrize("body", _BLOCK_PAGES)
+def test_hand_built_blocks_by_both_paths(body):
+    """Instances and their limits, orphan text and its holders (block-level, classed or named
+    inline elements, BODY), <br> cuts and hidden text, unknown tags: the same blocks, texts,
+    keys and features by both paths."""
+    page = parse_page(f"<html><body>{body}</body></html>", "http://ex.com/")
+    blocks, texts, _ = assert_same_page(page)
+    assert blocks.count >= 3 and texts
+
+
+def test_the_compiled_page_blocks_is_used_by_default(monkeypatch):
+    """With the reference made to fail, a page still gets its blocks: "Seen", the hidden span's
+    "hidden" (a block of its own though inline), "seen again", the hidden <b>'s "gone", "next"
+    after the <br>; then "a" and "b" (each p its own block under the hidden div)."""
+    assert B._COMPILED
+
+    def no_reference(*args, **kwargs):
+        raise AssertionError("the reference ran")
+
+    monkeypatch.setattr(B, "_page_blocks_python", no_reference)
+    page = parse_page(f"<html><body>{_BLOCK_PAGES[3]}</body></html>", "http://ex.com/")
+    blocks = B.page_blocks(page)
+    assert B.block_texts(page, blocks) == ["Seen", "hidden", "seen again", "gone", "next", "a", "b"]
+    assert blocks.words.tolist() == [1, 1, 2, 1, 1, 1, 1]
+    assert blocks.ptr.dtype == blocks.text_nodes.dtype == blocks.words.dtype == np.int64
+    assert blocks.owner.dtype == np.int32 and blocks.group.dtype == np.int8 and blocks.is_instance.dtype == bool
+
+
+def test_page_blocks_refuses_malformed_arrays():
+    page = parse_page("<html><body><p>a <b>b</b></p></body></html>", "http://ex.com/")
+    n = page.size
+
+    def call(parent=page.parent, end=page.end):
+        return F._compiled.page_blocks(
+            parent, page.tag, end, page.line.astype(np.int32), page.words.astype(np.int32),
+            page.flags.astype(np.uint16), page.id_hash.astype(np.uint32), page.class_ptr.astype(np.int32),
+            B._BLOCK_TAG_BITS, B.F_HIDDEN, np.empty(n, np.int64), np.empty(n + 1, np.int64),
+            np.empty(n, np.int32), np.empty(n, np.int8), np.empty(n, bool), np.empty(n, np.int64))
+
+    assert call() == (2, 1)                           # "a ", "b": two text nodes, one block
+    with pytest.raises(ValueError, match="preorder"):
+        call(parent=page.parent[::-1].copy())
+    with pytest.raises(ValueError, match="preorder"):
+        call(end=np.full(n, n + 1, np.int32))
+    with pytest.raises(ValueError, match="length"):
+        call(parent=page.parent[:-1].copy())
