@@ -42,6 +42,7 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1212,6 +1213,141 @@ done:
     return result;
 }
 
+/* region_columns(p float64[n], w float64[n], ancestors int64[n, L], total, out float64[n, R]):
+ * region.region_features's columns 0..R-1 (everything but the own columns), raw where the
+ * reference takes a logarithm: column 1 holds clip(p)/(1 - clip(p)) (region.py takes np.log),
+ * the anc*_blocks_log and gap_*_log columns the counts and gaps (np.log1p), page_main_words_log
+ * nothing (region.py writes np.log1p(total)). `total` is the reference's sum of p·w, numpy's
+ * pairwise sum, passed in. Every other value is the reference's IEEE operations in its order:
+ * running sums (np.cumsum's, and np.bincount's per container in block order) added one
+ * block at a time, each product rounded on its own (-ffp-contract=off). */
+static PyObject *region_columns(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *p_o, *w_o, *anc_o, *out_o;
+    double total;
+    if (!PyArg_ParseTuple(args, "OOOdO", &p_o, &w_o, &anc_o, &total, &out_o)) return NULL;
+    Py_buffer v[4];
+    int held = 0;
+    PyObject *result = NULL;
+    double *acc = NULL;
+    Py_ssize_t n = 0, levels = 0, width = 0;
+    if (get_array(p_o, &v[held], 8, -1, 0, "p") < 0) goto done;
+    n = v[held++].len / 8;
+    if (get_array(w_o, &v[held], 8, n, 0, "w") < 0) goto done;
+    held++;
+    if (get_array(anc_o, &v[held], 8, -1, 0, "ancestors") < 0) goto done;
+    levels = n > 0 ? v[held].len / 8 / n : 0;
+    held++;
+    if (get_array(out_o, &v[held], 8, -1, 1, "out") < 0) goto done;
+    width = n > 0 ? v[held].len / 8 / n : 0;
+    held++;
+    if (n == 0 || v[2].len != n * levels * 8 || v[3].len != n * width * 8 || width != 8 + 3 + 3 * levels + 9) {
+        PyErr_SetString(PyExc_ValueError, "region_columns: arrays of different lengths or an output of another width");
+        goto done;
+    }
+    const double *p = v[0].buf, *w = v[1].buf;
+    const int64_t *anc = v[2].buf;
+    double *out = v[3].buf;
+    int64_t top = 0;
+    for (Py_ssize_t i = 0; i < n * levels; i++) {
+        if (anc[i] < 0) {
+            PyErr_SetString(PyExc_ValueError, "region_columns: a negative container id");
+            goto done;
+        }
+        if (anc[i] > top) top = anc[i];
+    }
+    /* prefix sums of p·w and w (n + 1 each), per container its expected words, words and
+     * blocks, per block the next likely block */
+    acc = PyMem_Malloc((size_t)(2 * (n + 1) + 3 * (top + 1) + n) * sizeof(double));
+    if (acc == NULL) { PyErr_NoMemory(); goto done; }
+    double *pw = acc, *cw = acc + n + 1, *g_exp = acc + 2 * (n + 1), *g_words = g_exp + top + 1,
+           *g_count = g_words + top + 1, *next_likely = g_count + top + 1;
+    pw[0] = cw[0] = 0.0;
+    double pmax = p[0];
+    Py_ssize_t likely = 0, first_likely = -1, last_likely = -1;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        pw[i + 1] = pw[i] + p[i] * w[i];
+        cw[i + 1] = cw[i] + w[i];
+        if (p[i] > pmax) pmax = p[i];
+        if (p[i] >= 0.5) {
+            likely++;
+            if (first_likely < 0) first_likely = i;
+            last_likely = i;
+        }
+    }
+    static const Py_ssize_t windows[3] = {2, 5, 15};
+    for (Py_ssize_t i = 0; i < n; i++) {
+        double *row = out + i * width;
+        double c = p[i] < 1e-6 ? 1e-6 : p[i];
+        c = c > 1 - 1e-6 ? 1 - 1e-6 : c;
+        row[0] = p[i];
+        row[1] = c / (1 - c);
+        for (Py_ssize_t k = 1; k <= 3; k++) {
+            row[1 + k] = i - k >= 0 ? p[i - k] : NAN;          /* p_prev{k} */
+            row[4 + k] = i + k < n ? p[i + k] : NAN;           /* p_next{k} */
+        }
+        for (int j = 0; j < 3; j++) {
+            Py_ssize_t lo = i - windows[j] > 0 ? i - windows[j] : 0;
+            Py_ssize_t hi = i + windows[j] + 1 < n ? i + windows[j] + 1 : n;
+            double cws = cw[hi] - cw[lo];
+            row[8 + j] = (pw[hi] - pw[lo]) / (cws > 1.0 ? cws : 1.0);
+        }
+    }
+    for (Py_ssize_t k = 0; k < levels; k++) {
+        for (int64_t g = 0; g <= top; g++) g_exp[g] = g_words[g] = g_count[g] = 0.0;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            int64_t g = anc[i * levels + k];
+            g_exp[g] += p[i] * w[i];
+            g_words[g] += w[i];
+            g_count[g] += 1.0;
+        }
+        for (Py_ssize_t i = 0; i < n; i++) {
+            double *row = out + i * width + 11 + 3 * k;
+            int64_t g = anc[i * levels + k];
+            row[0] = g_exp[g] / (g_words[g] > 1.0 ? g_words[g] : 1.0);
+            row[1] = total > 0 ? g_exp[g] / total : 0.0;
+            row[2] = g_count[g];
+        }
+    }
+    /* the first likely block after each block (-1: none), from the end */
+    for (Py_ssize_t i = n - 1, seen = -1; i >= 0; i--) {
+        next_likely[i] = (double)seen;
+        if (p[i] >= 0.5) seen = i;
+    }
+    Py_ssize_t prev_likely = -1;
+    double before = 0.0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        double *row = out + i * width + 11 + 3 * levels;
+        double expected = p[i] * w[i];
+        double after = total - before - expected;
+        row[0] = total > 0 ? before / total : 0.0;
+        row[1] = total > 0 ? after / total : 0.0;
+        if (likely) {
+            /* the nearest likely block strictly before and strictly after, the ones region.py's
+             * searchsorted finds */
+            Py_ssize_t next = (Py_ssize_t)next_likely[i];
+            row[2] = (double)(prev_likely >= 0 ? i - prev_likely : n);
+            row[3] = (double)(next >= 0 ? next - i : n);
+            row[4] = i > last_likely;
+            row[5] = i < first_likely;
+        } else {
+            row[2] = row[3] = (double)n;
+            row[4] = row[5] = 0.0;
+        }
+        row[6] = pmax;
+        row[7] = 0.0;                                   /* page_main_words_log: region.py's */
+        row[8] = (double)likely / (double)n;
+        before += expected;
+        if (p[i] >= 0.5) prev_likely = i;
+    }
+    result = Py_None;
+    Py_INCREF(result);
+done:
+    PyMem_Free(acc);
+    for (int i = 0; i < held; i++) PyBuffer_Release(&v[i]);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"role_nodes", role_nodes, METH_VARARGS,
      "role_nodes(parent, tag, end, context, contains, first, owner, context_out, contains_out): "
@@ -1220,6 +1356,8 @@ static PyMethodDef methods[] = {
      "role_text(texts, heads3, heads2, out): per block text, ASCII upper case and letters, and a possible role start."},
     {"page_blocks", page_blocks, METH_VARARGS,
      "page_blocks(...): blocks.page_blocks's arrays written into arrays of the page's length; (text nodes, blocks)."},
+    {"region_columns", region_columns, METH_VARARGS,
+     "region_columns(p, w, ancestors, total, out): region.region_features's columns but the own ones (raw; see above)."},
     {"role_any", role_any, METH_VARARGS,
      "role_any(texts, blocks, out): per listed block, the groups of features._role_any's scan that match it."},
     {"count_strings", count_strings, METH_VARARGS,
