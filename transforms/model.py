@@ -432,6 +432,7 @@ class BlockModel:
         # The compiled walk reads 8-byte indexes: the same arrays where intp is 64-bit.
         self._feature64 = np.asarray(self._feature, dtype=np.int64)
         self._left64 = np.asarray(self._left, dtype=np.int64)
+        self._roots64 = np.asarray(self._roots, dtype=np.int64)
         self._tree_depth = depths[tree_order].astype(np.int64)       # levels per tree, in table order
         self.max_depth = int(depths.max())
         # Rows of the [trees, blocks] node matrix that level d must move: gbdt, the
@@ -509,6 +510,13 @@ class BlockModel:
 
     def _evaluate(self, X, groups) -> np.ndarray:
         n = X.shape[0]
+        if self.kind == "gbdt" and n > 1 and _compiled is not None and _COMPILED:
+            # The leaves' sums per block in C, no [trees, blocks] matrices: the same additions
+            # in the same order as numpy's sum over the trees axis below (_model.c leaf_sums).
+            sums = np.empty(n)
+            _compiled.leaf_sums(_both(X), self._tree_depth, self._feature64, self._threshold, self._left64,
+                                self._value, self._roots64, sums)
+            return np.exp(-np.logaddexp(0.0, -(self.base_score + sums)))
         rows = self._roots.size if self.kind == "gbdt" else 1
         node = np.empty((rows, n), dtype=np.intp)                  # [trees, blocks] or [1, blocks]
         node[:] = self._roots[:, None] if self.kind == "gbdt" else self._roots[groups]
