@@ -955,11 +955,13 @@ done:
     return result;
 }
 
+static inline Py_ssize_t pair_key(Py_UCS4 a, Py_UCS4 b) { return (Py_ssize_t)(((a << 5) ^ b) & 255); }
+
 /* count_strings(text, strings, out int64[len(strings)]): text.count(s) of every s, as
  * str.count counts: occurrences found left to right, each search resuming after the one
  * found, so occurrences of one string never overlap (an empty string counts len(text) + 1).
  * One pass over the text for all the strings: at each position, the strings starting with
- * its character whose previous occurrence has ended are tried there. */
+ * its characters whose previous occurrence has ended are tried there. */
 static PyObject *count_strings(PyObject *self, PyObject *args) {
     (void)self;
     PyObject *text, *strings, *out_o;
@@ -972,31 +974,36 @@ static PyObject *count_strings(PyObject *self, PyObject *args) {
     Text t = {0};
     Text *pat = PyMem_Calloc((size_t)(m > 0 ? m : 1), sizeof(Text));
     Py_ssize_t *next = PyMem_Calloc((size_t)(m > 0 ? m : 1), sizeof(Py_ssize_t));
-    /* the strings by their first character's low 6 bits, each bucket a chain in string order */
-    Py_ssize_t bucket[64], *chain = PyMem_Malloc((size_t)(m > 0 ? m : 1) * sizeof(Py_ssize_t));
+    /* the strings by their first two characters (one character: by that one), each bucket a
+     * chain; each string's count is its own, so the order they are tried in does not matter */
+    Py_ssize_t bucket[256 + 64], *chain = PyMem_Malloc((size_t)(m > 0 ? m : 1) * sizeof(Py_ssize_t));
     if (pat == NULL || next == NULL || chain == NULL) { PyErr_NoMemory(); goto done; }
-    for (int j = 0; j < 64; j++) bucket[j] = -1;
+    for (int j = 0; j < 256 + 64; j++) bucket[j] = -1;
     for (Py_ssize_t j = 0; j < m; j++)
         if (as_text(PyTuple_GET_ITEM(strings, j), &pat[j]) < 0) goto done;
-    for (Py_ssize_t j = m - 1; j >= 0; j--) {
+    for (Py_ssize_t j = 0; j < m; j++) {
         chain[j] = -1;
         if (pat[j].n == 0) continue;
-        Py_UCS4 c0 = pat[j].s[0];
-        chain[j] = bucket[c0 & 63];
-        bucket[c0 & 63] = j;
+        Py_ssize_t key = pat[j].n == 1 ? 256 + (pat[j].s[0] & 63) : pair_key(pat[j].s[0], pat[j].s[1]);
+        chain[j] = bucket[key];
+        bucket[key] = j;
     }
     if (as_text(text, &t) < 0) goto done;
     for (Py_ssize_t j = 0; j < m; j++) out[j] = pat[j].n == 0 ? t.n + 1 : 0;
     for (Py_ssize_t i = 0; i < t.n; i++) {
         Py_UCS4 c = at(&t, i);
-        for (Py_ssize_t j = bucket[c & 63]; j >= 0; j = chain[j]) {
-            const Text *q = &pat[j];
-            if (i < next[j] || q->s[0] != c || i + q->n > t.n) continue;
-            Py_ssize_t r = 1;
-            while (r < q->n && q->s[r] == at(&t, i + r)) r++;
-            if (r == q->n) {
-                out[j]++;
-                next[j] = i + q->n;
+        Py_ssize_t first = bucket[256 + (c & 63)];
+        Py_ssize_t second = i + 1 < t.n ? bucket[pair_key(c, at(&t, i + 1))] : -1;
+        for (int pass = 0; pass < 2; pass++) {
+            for (Py_ssize_t j = pass ? second : first; j >= 0; j = chain[j]) {
+                const Text *q = &pat[j];
+                if (i < next[j] || q->s[0] != c || i + q->n > t.n) continue;
+                Py_ssize_t r = 1;
+                while (r < q->n && q->s[r] == at(&t, i + r)) r++;
+                if (r == q->n) {
+                    out[j]++;
+                    next[j] = i + q->n;
+                }
             }
         }
     }
