@@ -1035,6 +1035,20 @@ static const Cue role_cues[] = {
     {"minuten lesezeit", 2, 0}, {"lesezeit", 2, 0}, {"reading time", 2, 0},
 };
 
+#define N_ROLE_CUES ((int)(sizeof role_cues / sizeof role_cues[0]))
+/* Per ASCII character, the cues starting with it in role_cues's order, -1 ending the list
+ * (filled once, at import). */
+static int8_t role_cues_by_start[128][N_ROLE_CUES + 1];
+
+static void role_cues_init(void) {
+    for (int c = 0; c < 128; c++) {
+        int used = 0;
+        for (int k = 0; k < N_ROLE_CUES; k++)
+            if ((unsigned char)role_cues[k].text[0] == c) role_cues_by_start[c][used++] = (int8_t)k;
+        role_cues_by_start[c][used] = -1;
+    }
+}
+
 /* role_any(texts, blocks int64[m], out int64[m]): for each listed block, bit g set when the
  * scan of features._role_any over its lower-cased text (str.lower, called) finds a match of
  * group g (0 credit, 1 subscribe, 2 reading_time). The scan is re's: the leftmost match
@@ -1053,7 +1067,6 @@ static PyObject *role_any(PyObject *self, PyObject *args) {
     int64_t *out = view.buf;
     PyObject *result = NULL;
     Text l = {0};
-    const Py_ssize_t n_cues = (Py_ssize_t)(sizeof role_cues / sizeof role_cues[0]);
     for (Py_ssize_t i = 0; i < m; i++) {
         if (blocks[i] < 0 || blocks[i] >= nb) {
             PyErr_SetString(PyExc_ValueError, "role_any: a block outside the texts");
@@ -1067,14 +1080,11 @@ static PyObject *role_any(PyObject *self, PyObject *args) {
             Py_UCS4 c = at(&l, p);
             Py_ssize_t e = -1;
             int group = 0;
-            if (c == 'g' || c == 'r' || c == 'a' || c == 'd' || c == 's' || c == 'i' || c == 'n' || c == 'f'
-                || c == 't' || c == 'm' || c == 'l') {
-                for (Py_ssize_t k = 0; k < n_cues && e < 0; k++) {
-                    if ((Py_UCS4)(unsigned char)role_cues[k].text[0] != c) continue;
-                    e = lit(&l, p, role_cues[k].text, 0, role_cues[k].right);
-                    group = role_cues[k].group;
+            if (c < 128)
+                for (const int8_t *k = role_cues_by_start[c]; *k >= 0 && e < 0; k++) {
+                    e = lit(&l, p, role_cues[*k].text, 0, role_cues[*k].right);
+                    group = role_cues[*k].group;
                 }
-            }
             if (e > p) {
                 bits |= (int64_t)1 << group;
                 p = e;
@@ -1389,6 +1399,7 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_features",
 
 PyMODINIT_FUNC PyInit__features(void) {
     crc_init();
+    role_cues_init();
     lower_name = PyUnicode_InternFromString("lower");
     if (lower_name == NULL) return NULL;
     PyObject *m = PyModule_Create(&module);
