@@ -160,6 +160,17 @@ def _declared_columns(page: CompactPage) -> list:
     return out + [published is not None, author is not None, description is not None]
 
 
+_WEIGHTED_COLUMNS: dict = {}
+
+
+def _weighted_columns(column: dict) -> np.ndarray:
+    """The _WEIGHTED columns' indices in `column`, looked up once per column table."""
+    got = _WEIGHTED_COLUMNS.get(id(column))
+    if got is None or got[0] is not column:
+        got = _WEIGHTED_COLUMNS[id(column)] = (column, np.array([column[c] for c in _WEIGHTED], dtype=np.intp))
+    return got[1]
+
+
 def page_type_features(page: CompactPage, url: str, texts: list, words: np.ndarray, X: np.ndarray,
                        column: dict) -> np.ndarray:
     """float32[len(PAGE_FEATURE_NAMES)]: one page's features. `texts`, `words`: its blocks' texts
@@ -185,8 +196,7 @@ def page_type_features(page: CompactPage, url: str, texts: list, words: np.ndarr
     i += _COUNTED_IDS.size
     if n:
         weights = w / total if total else np.zeros(n)
-        cols = [column[c] for c in _WEIGHTED]
-        values = np.nan_to_num(X[:, cols].astype(np.float64), copy=False, nan=0.0)
+        values = np.nan_to_num(X.take(_weighted_columns(column), axis=1).astype(np.float64), copy=False, nan=0.0)
         row[i:i + len(_WEIGHTED)] = weights @ values
         i += len(_WEIGHTED)
         repeated = X[:, column["same_shape_max_log"]] >= np.log1p(2)     # three or more alike
