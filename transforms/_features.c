@@ -36,7 +36,15 @@
  *   sibling_shapes: features._sibling_shapes_python's same-shape and same-tag sibling counts;
  *   owner_hints: block_features's near/far class/id hint bits of each block's owner;
  *   structure_columns: block_features's owner, position and neighbour columns
- *     (features._structure_python), raw: the *_log ones before numpy's log1p.
+ *     (features._structure_python), raw: the *_log ones before numpy's log1p;
+ *   page_blocks: blocks.page_blocks (blocks._page_blocks_python), one pass over the nodes;
+ *   role_nodes, role_text, role_any: features._role_columns's element columns, ASCII case
+ *     counts and cue heads, and anywhere cues (_role_elements_python, _role_text_python,
+ *     _role_any_python).
+ * and two of classify's per-page steps outside the model:
+ *   count_strings: str.count of many strings in one pass (page_type._cue_counts);
+ *   region_columns: region.region_features's arithmetic (region._region_features_python),
+ *     its logarithms and pairwise total left to numpy.
  *
  * Only the Python C API and the buffer protocol are used (no numpy headers).
  */

@@ -33,8 +33,9 @@ from sitestrip.transforms.tokens import folded_words
 from sitestrip.transforms.tree import nearest_in_mask
 
 try:
-    # The per-node loops of blocks and block features, compiled (transforms/_features.c, built
-    # by `pip install`); tree.nearest_in_mask is the reference and runs where it is missing.
+    # A page's blocks and the per-node loops of block features, compiled (transforms/_features.c,
+    # built by `pip install`); _page_blocks_python and tree.nearest_in_mask are the reference and
+    # run where it is missing.
     from sitestrip.transforms import _features as _compiled
 except ImportError:  # pragma: no cover - a source tree used without installing
     _compiled = None

@@ -7,7 +7,8 @@ columns and text keys in one pass per text in C (`transforms/_features.c`), with
 the Python code here as its reference (a few regular expressions and numpy over
 the page's code points). The per-node loops where numpy would spend dozens of calls on
 small arrays (siblings of the same shape, the owners' class/id hints, nearest marked
-ancestors) are compiled there too, the numpy code here (and tree.nearest_in_mask) their
+ancestors, the block roles' context elements) and the role cues' text scans are compiled
+there too, the numpy and regular-expression code here (and tree.nearest_in_mask) their
 reference.
 
 Site features take NaN ("missing") when the page has no other page of its site:
@@ -34,8 +35,8 @@ from sitestrip.transforms.tree import elements_below, links_below, subtree_sum, 
 try:
     # Block texts' character and pattern columns, text keys and per-node loops, compiled
     # (transforms/_features.c, built by `pip install`); _text_columns_python, text_key,
-    # _sibling_shapes_python, _structure_python and _owner_hints's numpy loop are its reference
-    # and run where the extension is missing.
+    # _sibling_shapes_python, _structure_python, _owner_hints's numpy loop and the _role_*_python
+    # functions are its reference and run where the extension is missing.
     from sitestrip.transforms import _features as _compiled
 except ImportError:  # pragma: no cover - a source tree used without installing
     _compiled = None
