@@ -165,8 +165,15 @@ def _region_features_python(p: np.ndarray, words: np.ndarray, own: np.ndarray, a
     return out.astype(np.float32)
 
 
+_OWN_INDEX: dict = {}
+
+
 def own_columns(X: np.ndarray, column: dict) -> np.ndarray:
-    return X[:, [column[c] for c in OWN_COLUMNS]]
+    """X's OWN_COLUMNS (`column`: X's index by name, its indices looked up once per table)."""
+    got = _OWN_INDEX.get(id(column))
+    if got is None or got[0] is not column:
+        got = _OWN_INDEX[id(column)] = (column, np.array([column[c] for c in OWN_COLUMNS], dtype=np.intp))
+    return X.take(got[1], axis=1)
 
 
 def owner_ancestors(parent: np.ndarray, owner: np.ndarray) -> np.ndarray:
