@@ -436,7 +436,7 @@ def _role_columns(page: CompactPage, blocks: Blocks, owner: np.ndarray, texts: l
     short_ids = np.flatnonzero(short)
     if short_ids.size and compiled:
         bits = np.empty(short_ids.size, dtype=np.int64)
-        _compiled.role_any(texts, short_ids, bits)
+        _compiled.role_any(texts if type(texts) is list else list(texts), short_ids, bits)
         for k, name in enumerate(_ROLE_ANY_NAMES):
             hit = short_ids[(bits & (1 << k)) != 0].tolist()
             rows += hit
