@@ -262,7 +262,7 @@ def write_report(summary, out_dir: str, *, charts: bool = True) -> str:
         f"Peers: {peers}." + (f" Not installed: {', '.join(summary['peers_missing'])} "
                               "(`pip install '.[bench]'`)." if summary.get("peers_missing") else ""),
         "",
-        "Every system is scored on the same gold pages with the same scorer (SPEC §9: bag of "
+        "Every system is scored on the same gold pages with the same scorer (design §9: bag of "
         "case-folded words; mean of per-page F1, micro totals in results.json). A page a system "
         "produced nothing for scores as empty output.",
         "",

@@ -1,4 +1,4 @@
-"""Arrow schemas of the output datasets (DESIGN "Outputs").
+"""Arrow schemas of the output datasets (design "Outputs").
 
 Column names are a contract with the indexers that load the output; add
 columns, never rename or retype them without bumping SCHEMA_VERSION.
@@ -9,9 +9,9 @@ import pyarrow as pa
 
 # 2: `url` is the record's WARC-Target-URI as written (it was the normalized URL, now
 # `url_normalized`); `status` gained `partial` and `parse_failed`; timing_ms gained
-# `blocks` and `classify` (SPEC §10 main content).
-# 3: pages gained `template_cluster` (SPEC §11), `candidate_sources` and `menu_signature`
-# (menus rows are per site menu block, SPEC §12); method gained `cluster`; the `sites`
+# `blocks` and `classify` (design §10 main content).
+# 3: pages gained `template_cluster` (design §11), `candidate_sources` and `menu_signature`
+# (menus rows are per site menu block, design §12); method gained `cluster`; the `sites`
 # dataset (one row per site shard and template cluster); `state_candidate_urls` (--state).
 # Pages also gained `main_markdown`,
 # `language`, `language_score`, and what the page declares (`html_lang`, `canonical_url`,
@@ -28,7 +28,7 @@ LINK = pa.struct([("url", pa.string()), ("text", pa.string())])
 # Stages whose CPU time each pages row reports, in pipeline order. Stages the
 # row's method did not run are null. "etdm" is the share of "template" and
 # "site_conex" spent mapping trees; "total" counts it once. "blocks" (blocks and
-# their features) and "classify" (the block model) are SPEC §10's main content;
+# their features) and "classify" (the block model) are design §10's main content;
 # "markdown" and "language" make main_markdown and language from it; "links" the page's
 # links for the links dataset (null with output.links off).
 TIMING_STAGES = ("read", "parse", "candidates", "etdm", "template", "site_conex",
@@ -66,18 +66,18 @@ PAGES = pa.schema([
     ("page_type_score", pa.float32()),     # the page type model's probability of `page_type`
     ("nontemplate_text", pa.string()),
     ("menu_links", pa.list_(LINK)),
-    # The menu's id in the menus dataset: "SITE:KEY" for a site menu (SPEC §12, named by its
+    # The menu's id in the menus dataset: "SITE:KEY" for a site menu (design §12, named by its
     # block, so a previous/next bar is one menu), else a hash of its link URLs (page MenEx).
     ("menu_signature", pa.string()),
     ("method", pa.string()),
     ("candidate_urls", pa.list_(pa.string())),
-    # Per candidate URL, where it came from: cs | linked | cluster | site (SPEC §4, §11).
+    # Per candidate URL, where it came from: cs | linked | cluster | site (design §4, §11).
     ("candidate_sources", pa.list_(pa.string())),
     ("cs_size", pa.int32()),
     ("pages_loaded", pa.int32()),
     ("template_share", pa.float32()),
     ("template_candidate_urls", pa.list_(pa.string())),  # TemEx/HybEx candidates (n = 3)
-    ("template_cluster", pa.string()),     # SPEC §11 cluster id (sites dataset); null: not clustered
+    ("template_cluster", pa.string()),     # design §11 cluster id (sites dataset); null: not clustered
     # With --state: the candidate URLs that are stored pages of earlier runs (null without).
     ("state_candidate_urls", pa.list_(pa.string())),
     # Duplicates (transforms/duplicates.py); all null when duplicates are off or main_text has
@@ -97,7 +97,7 @@ PAGES = pa.schema([
 
 MENUS = pa.schema([
     ("site", pa.string()),
-    ("menu_signature", pa.string()),       # pages rows' menu_signature (SPEC §12 block or link hash)
+    ("menu_signature", pa.string()),       # pages rows' menu_signature (design §12 block or link hash)
     ("menu_links", pa.list_(LINK)),        # the links of the menu on example_url
     ("pages", pa.int64()),                 # pages of the site carrying this menu
     ("example_url", pa.string()),          # the smallest such page URL
@@ -114,7 +114,7 @@ ERRORS = pa.schema([
 
 SITES = pa.schema([
     ("site", pa.string()),
-    ("shard", pa.int32()),                 # site shard (DESIGN "Hot sites"); 0 for most sites
+    ("shard", pa.int32()),                 # site shard (design "Hot sites"); 0 for most sites
     ("template_cluster", pa.string()),     # id: hash of the site and the representative's URL
     ("representative_url", pa.string()),   # the page that founded the cluster (URL order)
     ("example_urls", pa.list_(pa.string())),  # up to 8 members most similar to the representative

@@ -1,4 +1,4 @@
-"""Hostile input end to end (DESIGN "Bad input"): every case of tests/helpers/hostile.py ends as
+"""Hostile input end to end (design "Bad input"): every case of tests/helpers/hostile.py ends as
 documented here, within bounded time and memory, and leaves the other records alone."""
 import os
 import resource
