@@ -1,4 +1,4 @@
-"""The links dataset on a gold corpus: region accuracy, cost and size (README "links",
+"""The links dataset on a gold corpus: region accuracy, cost and size (docs/output.md "Links",
 docs/algorithms.md "Link regions").
 
 Region accuracy is measured two ways.

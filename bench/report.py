@@ -197,7 +197,7 @@ def links_section(summary) -> list[str]:
     if not rows:
         return []
     lines = ["## Links dataset", "",
-             "Regions of the links rows (README \"links\"). Gold columns: links to a page's gold menu "
+             "Regions of the links rows (docs/output.md \"Links\"). Gold columns: links to a page's gold menu "
              "targets marked `menu` or `template`, links whose anchor text stands in its gold main text "
              "marked `main` (every such link / without the ambiguous ones: in-page links, and menu "
              "targets whose anchor stands in the main text). Selectors: each link's region cut from the "

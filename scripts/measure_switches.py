@@ -5,7 +5,7 @@ to its published value alone, and the product is scored in-process (bench/core.p
 the code `sitestrip tune` uses) on the given corpora in the shared format: main_text
 and nontemplate_text word F1 (mean of per-page F1, and micro) per corpus, and
 menu-link F1 where the gold has menus. Parse switches (read.*) re-read the corpora.
-Prints a Markdown table; README "Presets" quotes it.
+Prints a Markdown table; docs/configuration.md quotes it.
 
     # $CORPORA: a directory of corpus directories, each warc/*.warc.gz + gold.jsonl
     python scripts/measure_switches.py --corpus $CORPORA/docsites-dev \\

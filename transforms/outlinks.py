@@ -1,5 +1,5 @@
 """The links dataset: one row per (source page, link), with the region of the page the link
-sits in (README "links", docs/algorithms.md "Link regions").
+sits in (docs/output.md "Links", docs/algorithms.md "Link regions").
 
 A search engine's link analysis weighs a link by where it sits: links of the site template
 repeat on every page and distort it (Bar-Yossef & Rajagopalan, WWW 2002), and a page-level
