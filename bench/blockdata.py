@@ -1,5 +1,5 @@
 """Labelled blocks of gold corpora: what `sitestrip train` learns from and what the
-cross-validated benchmark of the block classifiers scores (SPEC §10).
+cross-validated benchmark of the block classifiers scores (design §10).
 
 Every page goes through the pipeline's own code path (`extract.analyse_page`
 with no model: candidates, TemEx, MenEx, page ConEx, blocks, features), so a
@@ -49,7 +49,7 @@ GENRE_PAGE_TYPE = {"docs": "documentation", "news": "article"}
 class BlockDataset:
     """One row per block of every gold page; `page` indexes `pages`."""
     X: np.ndarray          # float32[n, len(FEATURE_NAMES)]
-    y: np.ndarray          # bool: main (SPEC §10 alignment rule)
+    y: np.ndarray          # bool: main (design §10 alignment rule)
     words: np.ndarray      # int64: tokens of the block
     aligned: np.ndarray    # int64: of those, tokens aligned with the gold
     group: np.ndarray      # int8: instance group (blocks.GROUPS)

@@ -2,7 +2,7 @@
 
 Two on-disk formats are read:
 
-- the shared-corpus format: `DIR/warc/*.warc[.gz]` plus `DIR/gold.jsonl`, one
+- the corpus-directory format: `DIR/warc/*.warc[.gz]` plus `DIR/gold.jsonl`, one
   object per HTML 200 page (`url`, `site`, `corpus`, `genre`, `main_text`,
   `menu_links`);
 - the TeCo format (`bench/teco.py`): a folder per site, the key page labelled
@@ -29,7 +29,7 @@ class GoldPage:
     main_text: str
     menu_links: tuple | None = None    # absolute, normalized URLs; None = gold has no menu
     # TeCo only: the key page's text outside the template, and per-node labels
-    # (see bench/teco.py) for the DOM-node metrics of SPEC §9.
+    # (see bench/teco.py) for the DOM-node metrics of design §9.
     nontemplate_text: str | None = None
     nodes: dict | None = None
 
@@ -39,7 +39,7 @@ class Corpus:
     name: str
     warc_paths: list[str]
     gold: list[GoldPage]
-    kind: str = "warc"                 # "warc" (shared format) or "teco"
+    kind: str = "warc"                 # "warc" (warc/ + gold.jsonl) or "teco"
     source: str = ""                   # the folder it was read from
     notes: list[str] = field(default_factory=list)
 
@@ -53,7 +53,7 @@ def _norm(url: str) -> str:
 
 
 def read_shared_corpus(directory: str) -> Corpus:
-    """A corpus in the ../shared/corpora format."""
+    """A corpus directory: DIR/warc/*.warc[.gz] plus DIR/gold.jsonl (the module doc)."""
     directory = os.path.abspath(directory)
     gold_path = os.path.join(directory, "gold.jsonl")
     warcs = sorted(glob.glob(os.path.join(directory, "warc", "*.warc.gz"))

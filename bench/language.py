@@ -96,7 +96,7 @@ def _html_lang(html: str) -> str | None:
 
 
 def corpus_pages(directory: str) -> tuple[list[KnownPage], list[tuple]]:
-    """(labelled pages, unlabelled (url, text, declared lang) pages) of a shared corpus."""
+    """(labelled pages, unlabelled (url, text, declared lang) pages) of a corpus directory (warc/ + gold.jsonl)."""
     corpus = read_shared_corpus(directory)
     known, unknown = [], []
     if corpus.name == "docsites-dev":

@@ -1,9 +1,9 @@
-"""The links dataset on a gold corpus: region accuracy, cost and size (README "links",
+"""The links dataset on a gold corpus: region accuracy, cost and size (docs/output.md "Links",
 docs/algorithms.md "Link regions").
 
 Region accuracy is measured two ways.
 
-- **Against the gold columns** (every shared-format corpus; the issue's targets): a link of a
+- **Against the gold columns** (every corpus directory with gold.jsonl): a link of a
   gold page whose target is one of the page's gold `menu_links` should be `menu` or
   `template`; a link whose anchor text stands in the page's gold `main_text` (its folded
   words a contiguous run of the gold's: bench/scoring's tokenizer) should be `main`. The
@@ -50,7 +50,7 @@ def _words_in(anchor: str, gold_words: str) -> bool:
 
 
 def gold_column_scores(corpus: Corpus, rows_by_page: dict) -> dict:
-    """The issue's two measures against the gold columns (module docstring), per corpus and
+    """The two measures against the gold columns (module docstring), per corpus and
     per site: `accuracy` over every link of the set, `accuracy_clean` over those that are not
     ambiguous (menu: not an in-page link and an anchor not in the gold main text; main: not
     an in-page link)."""

@@ -4,7 +4,8 @@ language is known (labels and how they are known: sitestrip.bench.language), and
 rows' main_markdown, as a CommonMark reader reads it, has other words than their main_text
 (should be none; needs markdown-it-py, in the bench and test extras).
 
-    .venv/bin/python -m sitestrip.bench.output_columns --corpus ../shared/corpora/docsites-dev ... \
+    # $CORPORA: a directory of corpus directories, each warc/*.warc.gz + gold.jsonl
+    .venv/bin/python -m sitestrip.bench.output_columns --corpus $CORPORA/docsites-dev ... \
         [--processes 2] [--out results.json]
 
 Rows come from `process_site`, the function the pipeline's per-site step calls, with the
@@ -32,7 +33,7 @@ _PARSER = None
 
 
 def rendered_words(markdown: str) -> list[str]:
-    """The words (SPEC §1 tokens) a CommonMark reader is shown of a Markdown text: rendered to
+    """The words (design §1 tokens) a CommonMark reader is shown of a Markdown text: rendered to
     HTML by markdown-it-py (CommonMark with pipe tables), tags dropped, entities decoded. Link
     targets, image alt texts, code languages and list numbers are attributes or list structure,
     not text; blocks are apart by the line breaks the renderer writes between them."""

@@ -197,7 +197,7 @@ def links_section(summary) -> list[str]:
     if not rows:
         return []
     lines = ["## Links dataset", "",
-             "Regions of the links rows (README \"links\"). Gold columns: links to a page's gold menu "
+             "Regions of the links rows (docs/output.md \"Links\"). Gold columns: links to a page's gold menu "
              "targets marked `menu` or `template`, links whose anchor text stands in its gold main text "
              "marked `main` (every such link / without the ambiguous ones: in-page links, and menu "
              "targets whose anchor stands in the main text). Selectors: each link's region cut from the "
@@ -262,7 +262,7 @@ def write_report(summary, out_dir: str, *, charts: bool = True) -> str:
         f"Peers: {peers}." + (f" Not installed: {', '.join(summary['peers_missing'])} "
                               "(`pip install '.[bench]'`)." if summary.get("peers_missing") else ""),
         "",
-        "Every system is scored on the same gold pages with the same scorer (SPEC §9: bag of "
+        "Every system is scored on the same gold pages with the same scorer (design §9: bag of "
         "case-folded words; mean of per-page F1, micro totals in results.json). A page a system "
         "produced nothing for scores as empty output.",
         "",

@@ -1,4 +1,4 @@
-"""SPEC §9 scores of extracted text against gold, and their aggregates.
+"""design §9 scores of extracted text against gold, and their aggregates.
 
 Every extractor (the product's fields and each peer) is scored by the same
 function on the same gold pages. A gold page an extractor produced nothing for

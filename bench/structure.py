@@ -1,7 +1,8 @@
-"""Site structure on the dev corpora: template clusters (SPEC §11) per path_ids variant,
+"""Site structure on the dev corpora: template clusters (design §11) per path_ids variant,
 and the candidate-method mix and site menus of a configuration.
 
-    python -m sitestrip.bench.structure --corpus ../shared/corpora/docsites-dev [...] \
+    # $CORPORA: a directory of corpus directories, each warc/*.warc.gz + gold.jsonl
+    python -m sitestrip.bench.structure --corpus $CORPORA/docsites-dev [...] \
         [--config NAME] [--rows] --out docs/bench/structure.json
 
 Clusters are computed per site exactly as the pipeline does (one shard per site: no dev

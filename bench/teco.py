@@ -1,4 +1,4 @@
-"""The TeCo benchmark suite (thesis ch. 13) as a corpus, and its DOM-node metrics (SPEC §9).
+"""The TeCo benchmark suite (thesis ch. 13) as a corpus, and its DOM-node metrics (design §9).
 
 A TeCo benchmark is a `wget -r -l 2 --convert-links -E` download of one site:
 a folder named after the key page's host, the pages stored under their URL
@@ -9,7 +9,7 @@ numbered variants (`TECO_notTemplate2`, ...: not template) and `TECO_mainMenu`
 covers the labelled node's whole subtree.
 
 `read_teco` turns a folder of benchmarks into one WARC file plus gold pages,
-so TeCo goes through the very pipeline the shared corpora go through. The
+so TeCo goes through the very pipeline the corpus directories go through. The
 labels are removed from the pages put in the WARC: the product and the peers
 must not see the gold, and a key page whose classes differ from its siblings'
 would be compared unfairly with them. They are removed by editing the class
@@ -480,7 +480,7 @@ def _mask_prf(predicted: np.ndarray, expected: np.ndarray) -> PRF:
 
 
 def node_scores(gold: GoldPage, analysis) -> dict:
-    """Node-set P/R/F1 (SPEC §9 "DOM nodes") of a PageAnalysis against a TeCo key page.
+    """Node-set P/R/F1 (design §9 "DOM nodes") of a PageAnalysis against a TeCo key page.
 
     "main": main-content nodes. "template": template nodes, None when the
     product ran page-only (it then claims no template). "menu": the subtree of

@@ -1,4 +1,4 @@
-"""Training side of the block classifiers (SPEC §10): fit, export, choose the threshold.
+"""Training side of the block classifiers (design §10): fit, export, choose the threshold.
 
 The product's workers only read model files (`transforms.model`, numpy only).
 This module fits them with the training libraries, imported lazily so nothing
@@ -450,7 +450,7 @@ def page_word_f1(proba, label, words, page, grid, aligned=None, gold_words=None)
 
     Per page: predicted = words of blocks called main, gold = words of gold-main
     blocks, overlap = words of blocks both; F1 = 2·overlap / (predicted + gold),
-    and 1 when a page has neither (SPEC §9's convention, transforms.metrics.PRF)."""
+    and 1 when a page has neither (design §9's convention, transforms.metrics.PRF)."""
     proba = np.asarray(proba, dtype=np.float64)
     label = np.asarray(label).astype(bool)
     words = np.asarray(words, dtype=np.float64)
@@ -467,7 +467,7 @@ def page_word_f1(proba, label, words, page, grid, aligned=None, gold_words=None)
     np.add.at(predicted, (page_index, passes), words)
     # With `aligned` (tokens of each block aligned with the gold) and `gold_words` (per page,
     # in order of the sorted page ids) the overlap and the gold are the page's own token
-    # counts, closer to SPEC §9's word F1 than whole-block labels.
+    # counts, closer to design §9's word F1 than whole-block labels.
     hit = words * label if aligned is None else np.asarray(aligned, dtype=np.float64)
     np.add.at(overlap, (page_index, passes), hit)
     predicted = np.cumsum(predicted[:, ::-1], axis=1)[:, ::-1][:, 1:]

@@ -1,4 +1,4 @@
-"""Settle SPEC's open choices on the dev corpora: a staged, coarse grid.
+"""Settle the tuned parameters (docs/design.md) on the dev corpora: a staged, coarse grid.
 
 Each stage varies one group of parameters with everything else at the best
 values found so far (coordinate descent from the shipped defaults); the stage's
@@ -9,7 +9,7 @@ template that is not main content costs precision), each as the mean over
 corpora of the per-page mean F1 (every corpus weighs the same; micro F1 breaks
 ties). Results are cached per configuration, so an interrupted run resumes.
 
-Only the shared dev corpora are used: the choices are not fitted to anything
+Only the dev corpora are used: the choices are not fitted to anything
 the benchmark later reports as held out.
 """
 from __future__ import annotations

@@ -103,7 +103,7 @@ def _run_parser(prog: str) -> argparse.ArgumentParser:
                         "and sites/ only when it has finished; _SUCCESS is written last. Default: ./out")
     p.add_argument("--config", default=None, metavar="NAME|FILE",
                    help="YAML preset: a file path or the name of one in configs/ "
-                        "(default: configs/default.yaml; `published` for SPEC's published "
+                        "(default: configs/default.yaml; `published` for the published "
                         "algorithm). Validated on load.")
     p.add_argument("--workers", type=int, default=1, metavar="N",
                    help="local worker processes for the FnApiRunner (default 1); "
@@ -1083,7 +1083,7 @@ def bench(argv: list[str], prog: str = "sitestrip bench") -> int:
 
 def _tune_parser(prog: str) -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
-        prog=prog, description="Settle SPEC's open choices: a staged coarse grid over the given "
+        prog=prog, description="Settle the tuned parameters: a staged coarse grid over the given "
                                "dev corpora (shared format), cached in --out; writes tune.json and "
                                "tune.md (the comparison table) and prints the winning settings.")
     p.add_argument("--corpus", action="append", required=True, metavar="DIR")
@@ -1121,7 +1121,7 @@ def tune(argv: list[str], prog: str = "sitestrip tune") -> int:
 
 def _train_parser(prog: str) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog=prog, description="Train a block classifier of SPEC §10 on gold corpora, with its "
+        prog=prog, description="Train a block classifier of design §10 on gold corpora, with its "
                                "cross-validated scores (folds grouped by site).")
     parser.add_argument("--corpus", action="append", required=True, metavar="DIR",
                         help="a corpus in the shared format (DIR/warc/*.warc.gz + DIR/gold.jsonl); repeatable")
@@ -1261,9 +1261,9 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("report", help="HTML and Markdown summary of a finished run", add_help=False)
     sub.add_parser("bench", help="quality and speed against gold corpora and peer extractors",
                    add_help=False)
-    sub.add_parser("tune", help="settle the SPEC's open choices on dev corpora (coarse grid)",
+    sub.add_parser("tune", help="settle the tuned parameters on dev corpora (coarse grid)",
                    add_help=False)
-    sub.add_parser("train", help="train a block classifier (SPEC §10) on gold corpora", add_help=False)
+    sub.add_parser("train", help="train a block classifier (design §10) on gold corpora", add_help=False)
     sub.add_parser("bench-duplicates", help="duplicate detection on dev corpora with injected duplicates",
                    add_help=False)
     if argv and argv[0] == "--version":

@@ -5,7 +5,8 @@ the best round: records per second and compressed MB per second, with what was
 read (records by kind, HTML payload bytes). The read stage's share of a run is
 small (see docs/benchmarks.md, "read"); this isolates it, to compare readers.
 
-    python scripts/bench_reader.py ../shared/corpora/docsites-dev/warc
+    # $CORPORA: a directory of corpus directories, each warc/*.warc.gz + gold.jsonl
+    python scripts/bench_reader.py $CORPORA/docsites-dev/warc
     python scripts/bench_reader.py DIR --rounds 9
 
 Not part of the test suite.

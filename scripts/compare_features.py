@@ -14,7 +14,8 @@ after checking their dtypes, texts as strings. Then prints, per corpus, the page
 and those that differ, and the CPU ms per page of the two paths (measured in this one
 process).
 
-    python scripts/compare_features.py ../shared/corpora/*-dev
+    # $CORPORA: a directory of corpus directories, each warc/*.warc.gz + gold.jsonl
+    python scripts/compare_features.py $CORPORA/*-dev
 
 Not part of the test suite (tests/transforms/test_features_compiled.py checks the same on hand-built
 and generated pages).

@@ -2,12 +2,13 @@
 
 For every HTML page of the WARC files under each folder, parses once and flattens twice,
 with transforms/_flatten.c and with page._flatten (the reference), under the product's
-rules, SPEC §1's rules and a mix (noscript dropped, widget leaves, browser text), and
+rules, design §1's rules and a mix (noscript dropped, widget leaves, browser text), and
 compares every field (every array with its dtype, the text, link URLs, node extras, notes,
 title, base URL). Then times parse_page per page both ways, alternating rounds in this one
 process (CPU time: the machine is shared), and prints the median round of each.
 
-    python scripts/compare_flatten.py ../shared/corpora/news-ctf2015-dev/warc
+    # $CORPORA: a directory of corpus directories, each warc/*.warc.gz + gold.jsonl
+    python scripts/compare_flatten.py $CORPORA/news-ctf2015-dev/warc
     python scripts/compare_flatten.py DIR... --rounds 7 --no-compare
 
 Not part of the test suite (tests/transforms/test_flatten.py checks the same on generated HTML).

@@ -7,7 +7,8 @@ Markdown options) twice: with transforms/_markdown.c and with the Python referen
 (markdown.py `_COMPILED` off). Prints per corpus the pages rendered, how many differ (each
 differing URL to stderr), and both ways' CPU ms per page (mean and p99, one call each).
 
-    python scripts/compare_markdown.py ../shared/corpora/docsites-dev ../shared/corpora/news-ctf2010-dev
+    # $CORPORA: a directory of corpus directories, each warc/*.warc.gz + gold.jsonl
+    python scripts/compare_markdown.py $CORPORA/docsites-dev $CORPORA/news-ctf2010-dev
 
 Not part of the test suite (tests/transforms/test_markdown_compiled.py checks the same on hand-built
 and generated pages).

@@ -1,9 +1,10 @@
-"""Incremental runs against one batch run (issue 15's target): per corpus, the WARC files
+"""Incremental runs against one batch run: per corpus, the WARC files
 split in halves; run 1 reads the first half with a fresh --state, run 2 the second half
 with that state; their pages rows together are scored against the gold (main_text mean
 word F1) beside one batch run over all files. Also the state's size.
 
-    python scripts/measure_incremental.py --corpus ../shared/corpora/docsites-dev [...] --work /tmp/inc
+    # $CORPORA: a directory of corpus directories, each warc/*.warc.gz + gold.jsonl
+    python scripts/measure_incremental.py --corpus $CORPORA/docsites-dev [...] --work /tmp/inc
 """
 from __future__ import annotations
 

@@ -1,10 +1,11 @@
-"""How sitestrip scales (issue 12, item 4): site size, page size, workers, and memory.
+"""How sitestrip scales: site size, page size, workers, and memory.
 
 One subcommand per measurement. Each prints Markdown tables; `--json FILE` (before the
 subcommand, like `--work`) also writes the numbers. Inputs and run outputs go under `--work` (default /tmp/sitestrip-scaling); the
 synthetic sites are generated there once and reused (they are deterministic).
 
-    S=scripts/measure_scaling.py; C=../shared/corpora
+    # $CORPORA: a directory of corpus directories, each warc/*.warc.gz + gold.jsonl
+    S=scripts/measure_scaling.py; C=$CORPORA
     # a. a synthetic site of N pages (one host, a docs-like template), as WARC files
     python $S synth --pages 2000 --out /tmp/synth-2000
     # b. cost per page as a site grows: the site step in process (CPU ms per page) for

@@ -5,10 +5,11 @@ to its published value alone, and the product is scored in-process (bench/core.p
 the code `sitestrip tune` uses) on the given corpora in the shared format: main_text
 and nontemplate_text word F1 (mean of per-page F1, and micro) per corpus, and
 menu-link F1 where the gold has menus. Parse switches (read.*) re-read the corpora.
-Prints a Markdown table; README "Presets" quotes it.
+Prints a Markdown table; docs/configuration.md quotes it.
 
-    python scripts/measure_switches.py --corpus ../shared/corpora/docsites-dev \\
-        --corpus ../shared/corpora/news-ctf2015-dev ... [--processes 2]
+    # $CORPORA: a directory of corpus directories, each warc/*.warc.gz + gold.jsonl
+    python scripts/measure_switches.py --corpus $CORPORA/docsites-dev \\
+        --corpus $CORPORA/news-ctf2015-dev ... [--processes 2]
 
 Not part of the test suite: each variant maps every page of every corpus (minutes).
 """
@@ -36,7 +37,7 @@ VARIANTS = (
     ("read.widget_leaves: false", {"read.widget_leaves": False}),
     ("read.browser_text: false", {"read.browser_text": False}),
     ("template.block_granularity: false", {"template.block_granularity": False}),
-    ("menex.representative: word_part (SPEC §2)", {"menex.representative": "word_part"}),
+    ("menex.representative: word_part (design §2)", {"menex.representative": "word_part"}),
     ("menex.representative: exact (thesis)", {"menex.representative": "exact"}),
     ("page_conex.excluded_tags up to h5", {"page_conex.excluded_tags": list(PUBLISHED.page_conex.excluded_tags)}),
     ("ETDM grouping: node (200 TemEx, 300 site ConEx)",

@@ -1,9 +1,10 @@
-"""Watch mode against one batch run (issue 15's target): per corpus, a `--watch` job over an
+"""Watch mode against one batch run: per corpus, a `--watch` job over an
 empty landing folder; the first half of the corpus' WARC files is renamed in, then (once
 their rows are on disk) the second half; the job ends by its --idle-timeout. Its pages rows
 are scored against the gold (main_text mean word F1) beside a batch run over all files.
 
-    python scripts/measure_watch_f1.py --corpus ../shared/corpora/news-ctf2015-dev [...] --work /tmp/watchf1
+    # $CORPORA: a directory of corpus directories, each warc/*.warc.gz + gold.jsonl
+    python scripts/measure_watch_f1.py --corpus $CORPORA/news-ctf2015-dev [...] --work /tmp/watchf1
 """
 from __future__ import annotations
 

@@ -5,7 +5,8 @@ Reads and parses each corpus once (bench/core.py `load_corpus`, not profiled), t
 the process CPU seconds of the site step, pages per CPU second, per-stage CPU ms p50/p99
 from the rows' `timing_ms`, and the top functions by cumulative and by self time.
 
-    python scripts/profile_sites.py ../shared/corpora/docsites-dev ../shared/corpora/news-ctf2015-dev
+    # $CORPORA: a directory of corpus directories, each warc/*.warc.gz + gold.jsonl
+    python scripts/profile_sites.py $CORPORA/docsites-dev $CORPORA/news-ctf2015-dev
     python scripts/profile_sites.py --no-profile DIR ...        # CPU time only (cProfile adds ~2x)
     python scripts/profile_sites.py --rows OUT.jsonl DIR ...    # also the rows, to diff two commits
     python scripts/profile_sites.py --stats /tmp/p DIR ...       # and pstats files, for callers/callees

@@ -1,4 +1,4 @@
-"""Blocks of a page (SPEC §10; seed 002 §3.5, §4.3) and their gold labels.
+"""Blocks of a page (design §10; seed 002 §3.5, §4.3) and their gold labels.
 
 A block is the unit main content is decided on: a run of text nodes that a
 reader sees as one paragraph, list item, heading, cell or line. Seed 002's
@@ -9,7 +9,7 @@ counted twice). Text under no instance belongs to its nearest block-level
 element, or to a nearer inline element that carries its own class or id
 (a byline `<span class="author">` inside a story `div` is its own block).
 
-SPEC §10's refinement, measured (docs/model.md, block oracle): a block is also
+design §10's refinement, measured (docs/model.md, block oracle): a block is also
 cut wherever a block boundary (`<br>`, a nested block element) falls between
 two of its text nodes, so a `div` of text and `<br>`s holding the byline,
 the share links and the story becomes one block per line.
@@ -141,7 +141,7 @@ def hidden_text(page: CompactPage, nodes: np.ndarray) -> np.ndarray | None:
 
 
 def page_blocks(page: CompactPage) -> Blocks:
-    """Every text node in exactly one block (SPEC §10)."""
+    """Every text node in exactly one block (design §10)."""
     text = np.flatnonzero(page.tag == TEXT)
     if text.size == 0:
         empty = np.zeros(0, dtype=np.int64)
@@ -192,7 +192,7 @@ def render_blocks(texts: list[str], selected: np.ndarray) -> str:
 def gold_labels(texts: list[str], gold_text: str, share: float = MAIN_SHARE) -> tuple[np.ndarray, np.ndarray]:
     """(main label per block, aligned tokens per block) from a gold main text.
 
-    The page's token sequence (blocks in order, SPEC §1 tokenizer, case-folded)
+    The page's token sequence (blocks in order, design §1 tokenizer, case-folded)
     is aligned with the gold's, order preserved and each gold token used once
     (the longest-common-subsequence blocks of difflib, junk heuristics off);
     a block is main iff at least `share` of its tokens align.

@@ -1,4 +1,4 @@
-"""Evaluation metrics (SPEC §9): bag-of-words and set precision/recall/F1."""
+"""Evaluation metrics (design §9): bag-of-words and set precision/recall/F1."""
 from __future__ import annotations
 
 from collections import Counter

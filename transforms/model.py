@@ -1,4 +1,4 @@
-"""Shipped block-classifier models (SPEC §10): the file format, its validation, prediction.
+"""Shipped block-classifier models (design §10): the file format, its validation, prediction.
 
 A model file is one JSON document (gzip-compressed when its name ends in `.gz`),
 so loading it never executes code and workers need numpy only: the training

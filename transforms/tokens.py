@@ -1,4 +1,4 @@
-"""Word tokenizer shared by the algorithms and the evaluation (SPEC §1).
+"""Word tokenizer shared by the algorithms and the evaluation (design §1).
 
 A token is a maximal run of letters and digits; each CJK ideograph, kana or
 hangul syllable is a token of its own (those scripts do not separate words
@@ -98,7 +98,7 @@ def count_words(text: str) -> int:
 
 
 def folded_words(text: str) -> list[str]:
-    """Case-folded tokens, as the evaluation compares them (SPEC §9).
+    """Case-folded tokens, as the evaluation compares them (design §9).
 
     Tokens are folded one by one rather than the text as a whole: folding
     can turn a non-word character into a letter (U+0345, a combining mark,

@@ -61,7 +61,7 @@ def gold(url, text, genre="g", corpus="c", site="s", menu=None):
     return GoldPage(url=url, site=site, corpus=corpus, genre=genre, main_text=text, menu_links=menu)
 
 
-# --- scoring (SPEC §9) -----------------------------------------------------------------
+# --- scoring (design §9) -----------------------------------------------------------------
 
 def test_word_scores_mean_and_micro_by_hand():
     pages = [gold("u1", "a b c d"), gold("u2", "x y")]

@@ -270,7 +270,7 @@ def test_node_scores_by_hand(suite, tmp_path):
 
 def test_teco_node_metrics_end_to_end(suite, tmp_path):
     corpus = read_teco(str(suite), str(tmp_path / "work"))
-    # Config(): SPEC's published parameters with the product's site-ConEx refinements,
+    # Config(): the published parameters with the product's site-ConEx refinements,
     # the values the comments below derive from.
     rows = teco_node_metrics(corpus, Config())
     assert len(rows) == 1
@@ -295,7 +295,7 @@ def test_teco_node_metrics_end_to_end(suite, tmp_path):
 
 def test_gold_nodes_follow_the_runs_parse_rules(suite, tmp_path):
     """A <noscript> note in the key page's sidebar: under the product's rules it is two more
-    nodes (element and text) than under SPEC §1's, which drop it. The gold masks are numbered
+    nodes (element and text) than under design §1's, which drop it. The gold masks are numbered
     like the run's pages, so the node metrics compare like with like under either preset: the
     same scores as test_teco_node_metrics_end_to_end when <noscript> is dropped."""
     import dataclasses

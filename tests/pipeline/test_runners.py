@@ -273,7 +273,7 @@ def test_the_wheel_installed_alone_runs_the_sample(tmp_path):
     script), the modules, the default preset and the shipped model load from it, and a run
     of the sample with `--workers 2` works, so the worker processes
     (`python -m sitestrip.pipeline.worker`) unpickle the DoFns by their sitestrip.* module
-    paths. 59 pages and no error: the sample's counts (README, Quick start)."""
+    paths. 59 pages and no error: the sample's counts (README, "Try it")."""
     src = _project_copy(tmp_path)
     wheels = tmp_path / "wheels"
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}

@@ -37,7 +37,7 @@ MANIFEST = os.path.join(HERE, "pages.json")
 FLOORS = os.path.join(HERE, "floors.json")
 TYPES = ("article", "documentation", "forum", "product", "listing", "collection", "service")
 
-# The gold convention (README "Quality gate"): the headline repeats `title` and is left out of
+# The gold convention (docs/development.md "Quality gate"): the headline repeats `title` and is left out of
 # main_text; the standfirst and headings inside the content are in. One switch, so the
 # convention can be changed in one place (then regenerate the floors).
 HEADLINE_IN_MAIN = False

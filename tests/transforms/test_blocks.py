@@ -1,8 +1,8 @@
-"""Blocks of a page and their gold labels (SPEC §10, transforms/blocks.py), and the
+"""Blocks of a page and their gold labels (design §10, transforms/blocks.py), and the
 nearest-ancestor query they stand on (transforms/tree.py nearest_in_mask).
 
 Hand-built pages whose blocks are derived in the docstrings; property tests against
-literal, one-node-at-a-time readings of SPEC §10 on random small trees; deep pages.
+literal, one-node-at-a-time readings of design §10 on random small trees; deep pages.
 """
 from types import SimpleNamespace
 
@@ -103,7 +103,7 @@ def test_orphan_text_splits_at_br_and_at_classed_inline_elements():
 
 def test_an_instance_keeps_a_classed_span_but_is_cut_at_br():
     """Inside an instance the nearest-instance rule wins: the span's class does not make it
-    a block; the <br> still cuts the line (SPEC §10 refinement)."""
+    a block; the <br> still cuts the line (design §10 refinement)."""
     page, blocks, texts = blocks_of("<body><p>Story <span class='author'>By Ann</span> text<br>"
                                     "next line</p></body>")
     assert texts == ["Story By Ann text", "next line"]
@@ -155,7 +155,7 @@ def random_html(draw):
 
 
 def reference_blocks(page):
-    """SPEC §10 read one node at a time: instances by walking each div/td/th's subtree,
+    """design §10 read one node at a time: instances by walking each div/td/th's subtree,
     each text node's owner by walking its ancestors, line breaks by looking for a block
     element between two consecutive text nodes. Returns [(owner, [text nodes])]."""
     n = page.size

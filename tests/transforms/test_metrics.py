@@ -1,4 +1,4 @@
-"""SPEC §9 metrics on hand-counted examples."""
+"""design §9 metrics on hand-counted examples."""
 import pytest
 
 from sitestrip.transforms.metrics import PRF, micro, set_prf, word_prf
