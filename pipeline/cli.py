@@ -1090,6 +1090,11 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["run"]:
         return run(argv[1:])        # it imports Beam itself, under its signal handler
+    if argv[:1] and argv[0] in BENCH_COMMANDS:
+        print(f"sitestrip {argv[0]}: the evaluation is the sitestrip-bench distribution "
+              f"(pip install -e ./bench in a checkout): sitestrip-bench {BENCH_COMMANDS[argv[0]]} ...",
+              file=sys.stderr)
+        return 2
     from sitestrip.pipeline.console import import_beam_quietly
     import_beam_quietly()
     parser = argparse.ArgumentParser(
@@ -1109,11 +1114,6 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 0 if argv else 2
     command = COMMANDS.get(argv[0])
-    if argv[0] in BENCH_COMMANDS:
-        print(f"sitestrip {argv[0]}: the evaluation is the sitestrip-bench distribution "
-              f"(pip install -e ./bench in a checkout): sitestrip-bench {BENCH_COMMANDS[argv[0]]} ...",
-              file=sys.stderr)
-        return 2
     if command is None:
         parser.error(f"unknown command {argv[0]!r}; available: {', '.join(COMMANDS)}")
         return 2

@@ -267,6 +267,9 @@ def main(argv: list[str] | None = None) -> int:
     entry = COMMANDS.get(argv[0])
     if entry is None:
         parser.error(f"unknown command {argv[0]!r}; available: {', '.join(COMMANDS)}")
+    # Most commands reach Beam through the product; its import-time warnings are noise here.
+    from sitestrip.pipeline.console import import_beam_quietly
+    import_beam_quietly()
     handler = entry[1]
     if isinstance(handler, str):
         module = importlib.import_module(f"sitestrip_bench.{handler}")
