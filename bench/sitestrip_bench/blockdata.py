@@ -1,4 +1,4 @@
-"""Labelled blocks of gold corpora: what `sitestrip train` learns from and what the
+"""Labelled blocks of gold corpora: what `sitestrip-bench train` learns from and what the
 cross-validated benchmark of the block classifiers scores (SPEC §10).
 
 Every page goes through the pipeline's own code path (`extract.analyse_page`

@@ -1,6 +1,6 @@
 """Compiled vs reference blocks, block texts, text keys and block features on real pages.
 
-For every page of each corpus (read and parsed as the pipeline does, bench/core.py
+For every page of each corpus (read and parsed as the pipeline does, bench/sitestrip_bench/core.py
 `load_corpus`), runs the blocks stage twice, once with transforms/_features.c and once with
 the Python references (blocks.py's and features.py's, SITESTRIP_FEATURES=python's path):
 the page's blocks (page_blocks: ptr, text nodes, owners, groups, instances, words), their

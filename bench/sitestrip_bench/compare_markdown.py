@@ -1,6 +1,6 @@
 """Compiled vs reference main_markdown on real pages: the same string, and the time.
 
-Runs the product's site step (bench/core.py `extract_rows`, one process) over each corpus
+Runs the product's site step (bench/sitestrip_bench/core.py `extract_rows`, one process) over each corpus
 with transforms/output.py's `page_markdown` wrapped, so that every page's main_markdown is
 rendered from exactly the product's inputs (the page, its main-content mask, line starts and
 Markdown options) twice: with transforms/_markdown.c and with the Python reference

@@ -5,7 +5,7 @@ Two on-disk formats are read:
 - the shared-corpus format: `DIR/warc/*.warc[.gz]` plus `DIR/gold.jsonl`, one
   object per HTML 200 page (`url`, `site`, `corpus`, `genre`, `main_text`,
   `menu_links`);
-- the TeCo format (`bench/teco.py`): a folder per site, the key page labelled
+- the TeCo format (`bench/sitestrip_bench/teco.py`): a folder per site, the key page labelled
   with `TECO_*` classes, its sibling pages beside it. It is converted to a
   WARC plus gold pages once, so both formats go through the same pipeline.
 """
@@ -29,7 +29,7 @@ class GoldPage:
     main_text: str
     menu_links: tuple | None = None    # absolute, normalized URLs; None = gold has no menu
     # TeCo only: the key page's text outside the template, and per-node labels
-    # (see bench/teco.py) for the DOM-node metrics of SPEC §9.
+    # (see bench/sitestrip_bench/teco.py) for the DOM-node metrics of SPEC §9.
     nontemplate_text: str | None = None
     nodes: dict | None = None
 

@@ -1,10 +1,10 @@
-"""Cross-validated quality of the product's main-content methods, for `sitestrip bench`.
+"""Cross-validated quality of the product's main-content methods, for `sitestrip-bench bench`.
 
 The shipped block models were trained on the dev corpora, so scoring the
 benchmark's end-to-end run on those corpora would be in-sample. Here every
 page's main text comes from a model that never saw its site: `learned` and
 `ceml` are trained fold by fold (folds grouped by site over all the benched
-corpora, bench/train.py) and `conex` (site and page ConEx, no model) runs
+corpora, bench/sitestrip_bench/train.py) and `conex` (site and page ConEx, no model) runs
 in-process on the same pages.
 """
 from __future__ import annotations

@@ -20,7 +20,7 @@ its injections, and over the corpus alone. Measured:
 - a threshold sweep: the same measures for other near_threshold values, recomputed from
   the rows' signatures (no second run).
 
-    sitestrip bench-duplicates --corpus DIR [--corpus DIR ...] --out DIR
+    sitestrip-bench duplicates --corpus DIR [--corpus DIR ...] --out DIR
 """
 from __future__ import annotations
 

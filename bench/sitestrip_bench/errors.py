@@ -1,7 +1,7 @@
 """What the main-content model gets wrong, by kind: each page's wrongly kept and missed words
 put in classes by the roles of the blocks they sit in (block features, transforms/features.py).
 
-The input is a cross-validated decision per block (bench/train.py `cross_validate`), so the
+The input is a cross-validated decision per block (bench/sitestrip_bench/train.py `cross_validate`), so the
 classes describe errors on sites the model never saw. A page's class is the class of most of
 its error words; `losing` restricts the table to pages where a peer did better.
 

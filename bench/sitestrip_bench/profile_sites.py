@@ -1,6 +1,6 @@
 """Where the per-site step spends its time: cProfile of `process_site` over whole corpora.
 
-Reads and parses each corpus once (bench/core.py `load_corpus`, not profiled), then runs
+Reads and parses each corpus once (bench/sitestrip_bench/core.py `load_corpus`, not profiled), then runs
 `extract_rows` in this process (processes=1) under cProfile and prints, per corpus:
 the process CPU seconds of the site step, pages per CPU second, per-stage CPU ms p50/p99
 from the rows' `timing_ms`, and the top functions by cumulative and by self time.

@@ -1,6 +1,6 @@
 """The benchmark's report: report.md plus PNG charts, from results.json alone.
 
-Everything here reads the summary dict `bench/run.py` writes, so a report can
+Everything here reads the summary dict `bench/sitestrip_bench/run.py` writes, so a report can
 be redrawn from an old results.json (`redraw(RESULTS_DIR)`).
 """
 from __future__ import annotations
@@ -81,7 +81,7 @@ def page_type_section(summary) -> list[str]:
 
 def error_class_section(summary) -> list[str]:
     """Pages where the best peer beats the product, by the product's main error there
-    (bench/errors.py)."""
+    (bench/sitestrip_bench/errors.py)."""
     classes = summary.get("error_classes")
     if not classes:
         return []
@@ -191,7 +191,7 @@ def stage_table(summary) -> list[str]:
 
 
 def links_section(summary) -> list[str]:
-    """The links dataset per corpus (bench/links.py): size, cost, and region accuracy against
+    """The links dataset per corpus (bench/sitestrip_bench/links.py): size, cost, and region accuracy against
     the gold columns (all links of each set / without the ambiguous ones) and against the
     corpus' selectors."""
     rows = [c for c in summary["corpora"] if c.get("links")]

@@ -1,4 +1,4 @@
-"""`sitestrip bench`: quality and speed of the product and of peer extractors, per corpus.
+"""`sitestrip-bench bench`: quality and speed of the product and of peer extractors, per corpus.
 
 For every corpus:
 1. the product runs end to end as users run it (`sitestrip run` in a child
@@ -9,8 +9,8 @@ For every corpus:
    pipeline's rows do not carry (the shuffle coder, "group"; the Parquet
    writer, "write") and to size compact pages against HTML;
 3. each installed peer runs in its own child process on those pages;
-4. every output is scored by bench/scoring.py against the gold, and the links dataset's
-   regions, cost and size by bench/links.py.
+4. every output is scored by bench/sitestrip_bench/scoring.py against the gold, and the links dataset's
+   regions, cost and size by bench/sitestrip_bench/links.py.
 Results land in RESULTS_DIR as results.json, report.md and PNG charts.
 """
 from __future__ import annotations
@@ -114,10 +114,10 @@ class CorpusResult:
     worst: list = field(default_factory=list)
     methods: dict = field(default_factory=dict)
     template_shares: list = field(default_factory=list)
-    links: dict = field(default_factory=dict)        # the links dataset (bench/links.py); {} without it
+    links: dict = field(default_factory=dict)        # the links dataset (bench/sitestrip_bench/links.py); {} without it
 
 
-# Gold pages are keyed by normalized URL (bench/corpora.py), rows join them by theirs.
+# Gold pages are keyed by normalized URL (bench/sitestrip_bench/corpora.py), rows join them by theirs.
 def _texts(rows, field_name):
     return {r["url_normalized"]: r[field_name] or "" for r in rows}
 
@@ -169,7 +169,7 @@ def bench_corpus(corpus: Corpus, out_dir: str, *, peers, workers: int = 1, confi
         log(f"[{corpus.name}] links: {links['links']} rows, {links['links_bytes_per_page']} bytes/page")
 
     # With a block model trained on these very corpora, the run's own main text is in-sample:
-    # it is kept apart, and the product's column comes from cross-validation (bench/crossval.py).
+    # it is kept apart, and the product's column comes from cross-validation (bench/sitestrip_bench/crossval.py).
     run_system = PRODUCT if product_config.main_content.method == "conex" else f"{PRODUCT}:run"
     scores = score_texts(run_system, corpus.gold, _texts(rows, "main_text"))
     scores += score_texts(f"{PRODUCT}:nontemplate", corpus.gold, _texts(rows, "nontemplate_text"))

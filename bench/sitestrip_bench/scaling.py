@@ -4,7 +4,7 @@ One subcommand per measurement. Each prints Markdown tables; `--json FILE` (befo
 subcommand, like `--work`) also writes the numbers. Inputs and run outputs go under `--work` (default /tmp/sitestrip-scaling); the
 synthetic sites are generated there once and reused (they are deterministic).
 
-    S=scripts/measure_scaling.py; C=../shared/corpora
+    S="-m sitestrip_bench.scaling"; C=../shared/corpora     # or: sitestrip-bench scaling ...
     # a. a synthetic site of N pages (one host, a docs-like template), as WARC files
     python $S synth --pages 2000 --out /tmp/synth-2000
     # b. cost per page as a site grows: the site step in process (CPU ms per page) for
@@ -521,7 +521,7 @@ def _count(values) -> dict:
 
 
 def site_step(specs: list) -> list[dict]:
-    proc = subprocess.run([sys.executable, os.path.abspath(__file__), "_site-step", json.dumps(specs)],
+    proc = subprocess.run([sys.executable, "-m", "sitestrip_bench.scaling", "_site-step", json.dumps(specs)],
                           capture_output=True, text=True)
     if proc.returncode != 0:
         raise SystemExit(f"site step failed:\n{proc.stderr[-4000:]}")

@@ -3,7 +3,7 @@
     py-spy record -r 200 --format raw -o OUT.txt -- sitestrip-bench profile --no-profile DIR ...
     sitestrip-bench spy-table OUT.txt [TOP]
 
-Counts the samples under bench/core.py `extract_rows` (the per-site step). py-spy samples
+Counts the samples under bench/sitestrip_bench/core.py `extract_rows` (the per-site step). py-spy samples
 wall-clock stacks, and on a machine shared with other processes a thread waiting for a CPU
 was mostly preempted on return from its one frequent system call, the thread CPU clock read
 by the per-stage timers (extract.py `_ms_since`): those samples are waiting, not work, and

@@ -6,7 +6,7 @@ and the candidate-method mix and site menus of a configuration.
 
 Clusters are computed per site exactly as the pipeline does (one shard per site: no dev
 site exceeds site.max_site_pages). With --rows the pipeline's own per-site step runs
-(bench/core.py) and the report adds the method mix and menu link F1 per site.
+(bench/sitestrip_bench/core.py) and the report adds the method mix and menu link F1 per site.
 """
 from __future__ import annotations
 

@@ -1,8 +1,8 @@
 """What each product extension of configs/default.yaml is worth, one switch at a time.
 
 From default.yaml, every switch that configs/published.yaml sets otherwise is put
-to its published value alone, and the product is scored in-process (bench/core.py,
-the code `sitestrip tune` uses) on the given corpora in the shared format: main_text
+to its published value alone, and the product is scored in-process (bench/sitestrip_bench/core.py,
+the code `sitestrip-bench tune` uses) on the given corpora in the shared format: main_text
 and nontemplate_text word F1 (mean of per-page F1, and micro) per corpus, and
 menu-link F1 where the gold has menus. Parse switches (read.*) re-read the corpora.
 Prints a Markdown table; README "Presets" quotes it.

@@ -432,7 +432,7 @@ def read_teco(root: str, work_dir: str, rules: ParseRules | None = None) -> Corp
     with open(partial, "wb") as out:
         writer = WarcWriter(out)
         writer.warcinfo(os.path.basename(warc_path), {
-            "software": "sitestrip bench/teco.py",
+            "software": "sitestrip-bench (teco.py)",
             "description": f"TeCo benchmarks converted from {root}, labels removed",
         })
         for bench in benchmarks:

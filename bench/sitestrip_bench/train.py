@@ -1,4 +1,4 @@
-"""`sitestrip train`: the block classifiers of SPEC §10, trained and cross-validated.
+"""`sitestrip-bench train`: the block classifiers of SPEC §10, trained and cross-validated.
 
 Folds are grouped by site (a site's pages are never split between training and
 scoring) and fixed by sorted site names, so a run is deterministic. Per fold:

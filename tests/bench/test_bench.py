@@ -182,7 +182,7 @@ def test_bench_command_scores_reports_and_draws(corpus_dir, tmp_path):
     assert c["product"]["stages_ms"]["group"]["p50"] > 0
     assert 0 < c["product"]["compact_wire_bytes"] < 10 * c["product"]["html_bytes"]
     assert c["worst"][0]["url"] == f"{SITE}/missing.html" and c["worst"][0]["f1"] == 0.0
-    # The links dataset (bench/links.py): each page's five menu links, all to gold menu targets,
+    # The links dataset (bench/sitestrip_bench/links.py): each page's five menu links, all to gold menu targets,
     # all in the menu (one of them the page itself, left out of the clean measure); no anchor
     # ("A".."E") stands in a gold main text; no manifest, so no selector measure.
     links = c["links"]
@@ -261,7 +261,7 @@ def test_tune_command_runs_named_stages_only(corpus_dir, tmp_path, capsys):
 
 @pytest.mark.slow
 def test_link_regions_against_the_gold_columns_and_the_selectors(tmp_path):
-    """bench/links.py on tests/test_outlinks.py's site (conex, site menus: the sidebar is the
+    """bench/sitestrip_bench/links.py on tests/test_outlinks.py's site (conex, site menus: the sidebar is the
     menu, the inline reference main, the related list other, logo and footer template), with a
     manifest whose selectors say the same: menu ul.side, main div.body without ul.related.
     Gold columns, by hand: the menu targets are the four sidebar pages, each page links them

@@ -1,4 +1,4 @@
-"""The duplicate-detection bench's generator and measures (bench/duplicates.py)."""
+"""The duplicate-detection bench's generator and measures (bench/sitestrip_bench/duplicates.py)."""
 from types import SimpleNamespace
 
 from sitestrip_bench.duplicates import NOTE, _variant_url, _with_note, measure

@@ -1,4 +1,4 @@
-"""Peer extractors for the benchmark (bench/peers.py): the adapters on a hand-written
+"""Peer extractors for the benchmark (bench/sitestrip_bench/peers.py): the adapters on a hand-written
 article page, and the subprocess runner's accounting of time, memory, failures,
 crashes and timeouts."""
 import importlib.metadata

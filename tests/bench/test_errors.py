@@ -1,4 +1,4 @@
-"""The error classes of bench/errors.py on a hand-made page of five blocks."""
+"""The error classes of bench/sitestrip_bench/errors.py on a hand-made page of five blocks."""
 import numpy as np
 
 from sitestrip_bench.blockdata import BlockDataset, LabelledPage

@@ -1,4 +1,4 @@
-"""TeCo benchmarks (bench/teco.py): finding key pages, the WARC conversion with the labels
+"""TeCo benchmarks (bench/sitestrip_bench/teco.py): finding key pages, the WARC conversion with the labels
 removed, the gold derived from the labels, and the DOM-node metrics, on a tiny suite built
 here by hand."""
 import gzip

@@ -1,4 +1,4 @@
-"""`sitestrip train` (bench/blockdata.py, bench/train.py) on a tiny synthetic corpus, and the
+"""`sitestrip-bench train` (bench/sitestrip_bench/blockdata.py, bench/sitestrip_bench/train.py) on a tiny synthetic corpus, and the
 pipeline's loader refusing model files it must not use (transforms/classify.py).
 
 The corpus: 3 sites of 8 pages, each site with its own template (a menu, a sidebar of

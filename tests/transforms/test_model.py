@@ -1,4 +1,4 @@
-"""Block-classifier model files (transforms/model.py) and their training side (bench/train_models.py).
+"""Block-classifier model files (transforms/model.py) and their training side (bench/sitestrip_bench/train_models.py).
 
 The file format and the evaluator are tested on hand-built trees; each exporter
 against its own library's predictions (skipped when the `train` extra is missing).
