@@ -156,6 +156,10 @@ def _f(value, digits: int = 1) -> str:
     return "–" if value is None else f"{value:,.{digits}f}"
 
 
+def _times(ratio) -> str:
+    return "–" if ratio is None else f"{ratio:.2f}×"
+
+
 def markdown(results: dict) -> str:
     """The throughput table, then CPU ms per page and stage (p50 / p99) per corpus."""
     peer = results.get("peer") or "peer"
@@ -169,7 +173,7 @@ def markdown(results: dict) -> str:
         lines.append(f"| {c['corpus']} | {s['pages']:,} | {_f(start['wall_s'], 2)} / {_f(start['cpu_s'], 2)} "
                      f"| {_f(s['wall_s'], 2)} / {_f(s['cpu_s'], 2)} "
                      f"| {_f(s['pages_per_s_wall'])} / {_f(s['pages_per_s_cpu'])} | {peer_cell} "
-                     f"| {_f(ratio.get('wall'), 2)}× / {_f(ratio.get('cpu'), 2)}× |")
+                     f"| {_times(ratio.get('wall'))} / {_times(ratio.get('cpu'))} |")
     stages = []
     for c in results["corpora"]:
         stages += [s for s in c["stages"] if s not in stages]
