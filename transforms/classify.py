@@ -42,7 +42,7 @@ class MainContentParams:
     # learned | ceml (design §10) | conex (site ConEx §7, page ConEx §3). The dataclass holds the
     # thesis's choice, like every other section; configs/default.yaml selects learned.
     method: str = "conex"
-    model: str = ""            # a model file trained by `sitestrip train`; "" = the shipped one
+    model: str = ""            # a model file trained by `sitestrip-bench train`; "" = the shipped one
     # learned: each block's probability mixed with its neighbours' (this weight for each of the
     # previous and the next block of the page) before the threshold. Main content is a run of
     # blocks; a lone teaser or a lone caption between them is decided with its context.

@@ -365,7 +365,7 @@ class CompactPage:
     def differing_fields(self, other: "CompactPage") -> list[str]:
         """Names of the fields whose values differ from `other`'s, arrays compared with their
         dtypes and other values with their types (the compiled and Python flattenings must
-        agree to the type: tests/transforms/test_flatten.py, scripts/compare_flatten.py)."""
+        agree to the type: tests/transforms/test_flatten.py, sitestrip-bench compare-flatten)."""
         out = []
         for name in self.__dataclass_fields__:
             x, y = getattr(self, name), getattr(other, name)

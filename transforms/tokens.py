@@ -57,7 +57,7 @@ def _mark_ranges():
 
 def _known_mark_ranges():
     """The ranges of this Unicode version from transforms/unicode_marks.json (written by
-    scripts/unicode_marks.py with each Python's own unicodedata; tests/transforms/test_tokens.py
+    `sitestrip-bench unicode-marks` with each Python's own unicodedata; tests/transforms/test_tokens.py
     compares the entry with _mark_ranges()), else computed: every process start would
     otherwise pay the scan, every run and every Beam worker."""
     try:

@@ -58,7 +58,7 @@ def test_default_preset_keeps_the_extensions_on():
 
 
 def test_default_preset_is_the_tuned_parameters():
-    # docs/benchmarks.md: the winners of `sitestrip tune` on the dev corpora.
+    # docs/benchmarks.md: the winners of `sitestrip-bench tune` on the dev corpora.
     cfg = load_config()
     assert load_config("default") == cfg
     assert (cfg.candidates.template_n, cfg.template.votes) == (2, 1)

@@ -501,7 +501,7 @@ def write_block_model(tmp_path, kind="gbdt", threshold=0.6) -> tuple[str, str]:
     `contains_rights <= 0.5` -> 0 | -1. So a menu item (all link text) scores
     sigmoid(-1), a story paragraph sigmoid(1), the copyright line sigmoid(0) = 0.5.
     ceml: one leaf per instance group, P 0.9 for p, 0.3 for li, 0.5 elsewhere."""
-    from sitestrip.bench.train_models import write_model
+    from sitestrip_bench.train_models import write_model
     from sitestrip.transforms.blocks import GROUPS
     from sitestrip.transforms.features import FEATURE_NAMES, FEATURE_SET_VERSION
     if kind == "gbdt":

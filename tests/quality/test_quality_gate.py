@@ -14,7 +14,7 @@ import pytest
 
 import gate
 
-from sitestrip.bench.core import extract_rows, load_corpus
+from sitestrip_bench.core import extract_rows, load_corpus
 from sitestrip.configs import load_config
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
