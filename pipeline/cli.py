@@ -575,7 +575,7 @@ def _run_watch(args, beam_args: list[str]) -> int:
 
     from sitestrip.pipeline import publish
     from sitestrip.pipeline.signals import Guard
-    from sitestrip.pipeline.state import state_files
+    from sitestrip.pipeline.state_store import state_files
     from sitestrip.pipeline.watch import (WATCH_DATASETS, build_watch_pipeline, checkpoint_state, watch_schemas,
                                           write_empty_parts)
     from sitestrip.transforms.state import StateError
@@ -769,7 +769,7 @@ def _run(args, beam_args: list[str], terminal: bool) -> int:
     from sitestrip.pipeline.graph import build_pipeline
     from sitestrip.pipeline.progress import ProgressMonitor
     from sitestrip.pipeline.signals import Guard
-    from sitestrip.pipeline.state import current_version, next_version, write_current
+    from sitestrip.pipeline.state_store import current_version, next_version, write_current
     from sitestrip.pipeline.warc import expand_inputs
     from sitestrip.schemas import SCHEMA_VERSION
     from sitestrip.transforms.state import StateError
@@ -996,7 +996,7 @@ def _report_parser(prog: str) -> argparse.ArgumentParser:
 
 def report(argv: list[str], prog: str = "sitestrip report") -> int:
     args = _report_parser(prog).parse_args(argv)
-    from sitestrip.pipeline.report import ReportError, write_report
+    from sitestrip.pipeline.run_report import ReportError, write_report
 
     from sitestrip.pipeline.publish import SUCCESS, read_success
 

@@ -30,7 +30,7 @@ from sitestrip.pipeline.page_source import Page, PageError, read_pages
 from sitestrip.pipeline.warc import iter_payloads, open_warc
 from sitestrip.transforms.charset import decode_html
 from sitestrip.transforms.explain import Explanation, explain_page
-from sitestrip.transforms.extract import PageRecord, StageError
+from sitestrip.transforms.site_step import PageRecord, StageError
 from sitestrip.transforms.page import PRODUCT_RULES, TEXT, ParseRules, aligned_nodes, parse_tree, tag_id, tag_name
 from sitestrip.transforms.shards import shard_urls
 from sitestrip.transforms.tree import subtree_sum

@@ -225,7 +225,7 @@ LINKS = pa.schema([
     column("target_in_input", pa.bool_(), "the target has a `pages/` row in this run"),
 ], metadata={"sitestrip.schema_version": SCHEMA_VERSION, "sitestrip.dataset": "links"})
 
-# The per-site state of incremental runs (transforms/state.py, pipeline/state.py): not an
+# The per-site state of incremental runs (transforms/state.py, pipeline/state_store.py): not an
 # output dataset, a versioned directory under --state.
 # Two kinds of rows: "page", a stored compact page (a candidate of later runs), and
 # "fingerprint", what duplicate detection needs of a page of an earlier run

@@ -23,7 +23,7 @@ from typing import Iterator
 import numpy as np
 from lxml import etree
 
-from sitestrip.transforms import codecs
+from sitestrip.transforms import compression
 from sitestrip.transforms.meta import EXTRA_TAGS, NO_EXTRAS, NodeExtras, node_extras, page_metadata
 from sitestrip.transforms.status import PARSE_FAILURE
 from sitestrip.transforms.tokens import count_words
@@ -600,7 +600,7 @@ _MAX_PACKED = 1 << 31          # the node arrays are int32-indexed: a larger len
 
 
 def _pack_blob(raw: bytes) -> bytes:
-    return codecs.pack(raw, "zstd")
+    return compression.pack(raw, "zstd")
 
 
 def _unpack_blob(blob: bytes, version: int) -> bytes:
@@ -608,7 +608,7 @@ def _unpack_blob(blob: bytes, version: int) -> bytes:
         return zlib.decompress(blob)
     if version != _BLOB_VERSION:
         raise ValueError(f"unknown compact page version {version!r}")
-    return codecs.unpack(blob, "zstd", limit=_MAX_PACKED)
+    return compression.unpack(blob, "zstd", limit=_MAX_PACKED)
 
 
 # The fields a pickled page carries in its blob, rebuilt by CompactPage._unpack.

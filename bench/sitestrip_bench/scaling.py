@@ -438,7 +438,7 @@ def _site_step_child(spec_json: str) -> None:
     from sitestrip_bench.core import load_corpus
     from sitestrip.configs import load_config
     from sitestrip.transforms.classify import load_main_content_model
-    from sitestrip.transforms.extract import process_site
+    from sitestrip.transforms.site_step import process_site
 
     config = load_config(None)
     model = load_main_content_model(config.main_content)
@@ -490,7 +490,7 @@ def cmd_site_step(args) -> dict:
     from sitestrip_bench.core import load_corpus
     from sitestrip.configs import load_config
     from sitestrip.transforms.classify import load_main_content_model
-    from sitestrip.transforms.extract import process_site
+    from sitestrip.transforms.site_step import process_site
 
     config = load_config(None)
     model = load_main_content_model(config.main_content)

@@ -516,7 +516,7 @@ def teco_node_metrics(corpus: Corpus, config) -> list[dict]:
     the pipeline analyses it (same candidates, same site shard)."""
     from sitestrip_bench.core import load_corpus
     from sitestrip.transforms.classify import load_main_content_model
-    from sitestrip.transforms.extract import SiteBlocks, StageError, analyse_page, site_context
+    from sitestrip.transforms.site_step import SiteBlocks, StageError, analyse_page, site_context
     from sitestrip.transforms.shards import shard_urls
 
     golds = [g for g in corpus.gold if g.nodes is not None]

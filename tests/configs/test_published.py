@@ -9,7 +9,7 @@ import pytest
 
 from sitestrip.configs import load_config
 from sitestrip.pipeline.cli import main
-from sitestrip.transforms.extract import build_page_record, process_site
+from sitestrip.transforms.site_step import build_page_record, process_site
 from helpers.warcs import response, write_warc
 
 ARTICLES = {"a": "Apples grow on trees.", "b": "Bananas are yellow fruit.",

@@ -9,12 +9,12 @@ from collections import Counter
 import pyarrow.dataset as ds
 import pytest
 
-import sitestrip.transforms.extract as extract
+import sitestrip.transforms.site_step as site_step
 from sitestrip.configs import Config, ConfigError, ReadLimits, SiteLimits, config_from_dict
 from helpers.hostile import (BIG_PAGE_BYTES, CLIQUE_PAGES, LONG_URL_CHARS, _bomb_page, _wide_page,
                              write_corpus, write_ordinary_only)
 from sitestrip.pipeline.cli import main
-from sitestrip.transforms.extract import StageError, build_page_record, process_site
+from sitestrip.transforms.site_step import StageError, build_page_record, process_site
 from sitestrip.transforms.page import parse_page
 from sitestrip.transforms.urls import normalize_url
 
@@ -227,15 +227,15 @@ def test_a_page_over_its_time_budget_is_an_error_row_and_the_site_goes_on(monkey
     links = ["/a", "/b", "/c"]
     records = _site([(f"https://w.test{p}", _wide_page(50, p, links)) for p in links])
     clock = [0.0]
-    monkeypatch.setattr(extract, "time", type("FakeTime", (), {"thread_time": staticmethod(lambda: clock[0])}))
-    real = extract.detect_template
+    monkeypatch.setattr(site_step, "time", type("FakeTime", (), {"thread_time": staticmethod(lambda: clock[0])}))
+    real = site_step.detect_template
 
     def slow_for_b(key, *args, **kwargs):
         if key.url.endswith("/b"):
             clock[0] += 10.0
         return real(key, *args, **kwargs)
 
-    monkeypatch.setattr(extract, "detect_template", slow_for_b)
+    monkeypatch.setattr(site_step, "detect_template", slow_for_b)
     config = config_from_dict({"site": {"page_budget_ms": 2000}})
     rows = {row["url"]: (kind, row) for kind, row in process_site("w.test", records, config)
             if kind != "sites"}

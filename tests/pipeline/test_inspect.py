@@ -13,7 +13,7 @@ from sitestrip.configs import Config, load_config
 from sitestrip.pipeline.cli import main
 from sitestrip.pipeline.inspect_view import MAIN_COLOR, MENU_COLOR, TEMPLATE_COLOR, clean_css, render
 from sitestrip.transforms.explain import explain_page
-from sitestrip.transforms.extract import PageRecord, process_site
+from sitestrip.transforms.site_step import PageRecord, process_site
 from sitestrip.transforms.blocks import render_blocks
 from sitestrip.transforms.page import TEXT, parse_page
 from sitestrip.transforms.tree import text_of

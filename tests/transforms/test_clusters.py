@@ -10,7 +10,7 @@ from sitestrip.configs import Config, ConfigError, config_from_dict
 from sitestrip.transforms.candidates import select_candidates, site_links
 from sitestrip.transforms.clusters import (ClusterCandidates, ClusterParams, cluster_id, cluster_pages,
                                            cluster_signatures, page_signature, similarity)
-from sitestrip.transforms.extract import PageRecord, process_site
+from sitestrip.transforms.site_step import PageRecord, process_site
 from sitestrip.transforms.page import parse_page
 
 

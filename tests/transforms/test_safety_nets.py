@@ -6,7 +6,7 @@ import dataclasses
 import numpy as np
 
 from sitestrip.configs import load_config
-from sitestrip.transforms.extract import PageRecord, SiteBlocks, process_site
+from sitestrip.transforms.site_step import PageRecord, SiteBlocks, process_site
 from sitestrip.transforms.page import parse_page
 from helpers.fruit import ARTICLES, PAGES
 

@@ -16,7 +16,7 @@ from typing import Iterable, Iterator, Sequence
 
 import numpy as np
 
-from sitestrip.transforms import codecs
+from sitestrip.transforms import compression
 from sitestrip.transforms.blocks import Blocks, block_texts, page_blocks, render_blocks
 from sitestrip.transforms.candidates import CandidateSelection, in_site, page_key_links, select_candidates, site_links
 from sitestrip.transforms.charset import decode_html
@@ -873,7 +873,7 @@ def _held_row(row: dict) -> dict:
     for name in _HELD_TEXTS:
         text = row.get(name)
         if isinstance(text, str) and text:
-            row[name] = _HeldText(codecs.pack(text.encode("utf-8", "surrogatepass"), "lz4"))
+            row[name] = _HeldText(compression.pack(text.encode("utf-8", "surrogatepass"), "lz4"))
     return row
 
 
@@ -882,7 +882,7 @@ def _released_row(row: dict) -> dict:
     for name in _HELD_TEXTS:
         value = out.get(name)
         if isinstance(value, _HeldText):
-            out[name] = codecs.unpack(value, "lz4").decode("utf-8", "surrogatepass")
+            out[name] = compression.unpack(value, "lz4").decode("utf-8", "surrogatepass")
     return out
 
 

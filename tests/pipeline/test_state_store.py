@@ -9,7 +9,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from sitestrip.pipeline.cli import main
-from sitestrip.pipeline.state import CURRENT, state_files
+from sitestrip.pipeline.state_store import CURRENT, state_files
 from sitestrip.transforms.clusters import ClusterParams, cluster_signatures
 from sitestrip.transforms.page import parse_page
 from sitestrip.transforms.state import (StateError, StateParams, StoredPage, merge_site_state, page_columns,

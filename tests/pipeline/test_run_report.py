@@ -5,7 +5,7 @@ import pytest
 from lxml import etree
 
 from sitestrip.pipeline.cli import main
-from sitestrip.pipeline.report import hbar_svg, histogram_svg, summarize
+from sitestrip.pipeline.run_report import hbar_svg, histogram_svg, summarize
 from sitestrip.schemas import SCHEMA_VERSION
 from helpers.warcs import HTML_UTF8, response, write_warc
 
