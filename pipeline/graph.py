@@ -261,7 +261,7 @@ class ProcessSite(_Reporting):
             self.report(pages=1)
             if kind == "pages":
                 _count("pages")
-                _count(f"method_{row['method']}")
+                _count(f"candidate_method_{row['candidate_method']}")
                 yield MAIN, row
             else:
                 _count(f"errors_{row['stage']}")

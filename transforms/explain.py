@@ -39,8 +39,8 @@ class Explanation:
         return self.record.page
 
     @property
-    def method(self) -> str:
-        return self.analysis.method
+    def candidate_method(self) -> str:
+        return self.analysis.candidate_method
 
     @property
     def menu(self) -> Menu | None:

@@ -473,7 +473,7 @@ def _site_step_child(spec_json: str) -> None:
                           "site_step_cpu_s": round(cpu, 3), "site_step_wall_s": round(wall, 3),
                           "cpu_ms_per_page": round(1000 * cpu / max(1, len(records)), 2),
                           "nodes_mean": round(float(np.mean(nodes)), 1),
-                          "methods": dict(sorted(_count(r["method"] for r in rows).items())),
+                          "methods": dict(sorted(_count(r["candidate_method"] for r in rows).items())),
                           "stages": stages,
                           "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)}),
               flush=True)
@@ -646,7 +646,7 @@ def _node_counts(corpus: str) -> dict[tuple[str, int], int]:
 def _run_rows(output: str) -> list[dict]:
     import pyarrow.dataset as ds
     table = ds.dataset(os.path.join(output, "pages"), format="parquet").to_table(
-        columns=["url", "warc_file", "warc_offset", "timing_ms", "method"])
+        columns=["url", "warc_file", "warc_offset", "timing_ms", "candidate_method"])
     return table.to_pylist()
 
 

@@ -148,9 +148,9 @@ def test_core_rows_equal_the_pipeline_rows(corpus_dir, tmp_path):
                     "--output", str(out), "--quiet"], check=True, cwd=REPO, capture_output=True)
     import pyarrow.dataset as ds
     piped = ds.dataset(str(out / "pages"), format="parquet").to_table(
-        columns=["url", "main_text", "nontemplate_text", "method"]).to_pylist()
-    assert {r["url"]: (r["main_text"], r["nontemplate_text"], r["method"]) for r in piped} == \
-        {u: (r["main_text"], r["nontemplate_text"], r["method"]) for u, r in rows.items()}
+        columns=["url", "main_text", "nontemplate_text", "candidate_method"]).to_pylist()
+    assert {r["url"]: (r["main_text"], r["nontemplate_text"], r["candidate_method"]) for r in piped} == \
+        {u: (r["main_text"], r["nontemplate_text"], r["candidate_method"]) for u, r in rows.items()}
 
 
 # --- the whole command ------------------------------------------------------------------

@@ -60,7 +60,7 @@ def test_published_preset_behaves_as_the_thesis():
     against 100) and no item text ever meets a text, so every item stays non-template."""
     published = load_config("published")
     row = rows_of(published)["a"]
-    assert row["method"] == "site_sample" and row["words_page"] == 406
+    assert row["candidate_method"] == "site_sample" and row["words_page"] == 406
     assert row["nontemplate_text"] == "Apples grow on trees."
     assert "JavaScript" not in row["main_text"]
 

@@ -54,8 +54,8 @@ EXPECTED = {
     "long_url": ("pages", lambda r: len(r["url"]) == LONG_URL_CHARS and r["site"] == "longurl.hostile.test"),
     # `url` is the WARC-Target-URI as written; `url_normalized` what links are matched by.
     "idn": ("pages", lambda r: r["url"] == "https://bücher.example/"
-            and r["url_normalized"] == "https://xn--bcher-kva.example/" and r["method"] == "linked"),
-    "idn_punycode": ("pages", lambda r: r["site"] == "xn--bcher-kva.example" and r["method"] == "linked"),
+            and r["url_normalized"] == "https://xn--bcher-kva.example/" and r["candidate_method"] == "linked"),
+    "idn_punycode": ("pages", lambda r: r["site"] == "xn--bcher-kva.example" and r["candidate_method"] == "linked"),
     "idn_cyrillic": ("pages", lambda r: r["site"] == "xn--e1afmkfd.xn--80akhbyknj4f"
                      and _text(r) == "Пример страницы."),
     # libxml2's HTML parser ignores the internal subset: entity references stay literal text.
@@ -65,7 +65,7 @@ EXPECTED = {
     "path_dotdot_path": ("pages", lambda r: r["url"] == "https://escape.hostile.test/../../../../tmp/sitestrip-escape"
                          and r["url_normalized"] == "https://escape.hostile.test/tmp/sitestrip-escape"),
     "path_slash_site": ("errors", "read", "BadUrl"),
-    "clique": ("pages", lambda r: r["method"] == "cs" and r["cs_size"] == 2),   # tuned template_n (the block model's search)
+    "clique": ("pages", lambda r: r["candidate_method"] == "cs" and r["cs_size"] == 2),   # tuned template_n (the block model's search)
 }
 
 
@@ -177,7 +177,7 @@ def test_ordinary_pages_are_unaffected(hostile_run, tmp_path):
     got = {r["url"]: r for r in hostile_run["pages"] if r["site"] == "ordinary.test"}
     assert set(got) == set(expected) == set(hostile_run["corpus"].ordinary)
     for url, row in got.items():
-        for column in ("main_text", "nontemplate_text", "method", "template_share", "menu_links"):
+        for column in ("main_text", "nontemplate_text", "candidate_method", "template_share", "menu_links"):
             assert row[column] == expected[url][column], (url, column)
         assert "report explains" in row["main_text"] and "rights reserved" not in row["main_text"]
 

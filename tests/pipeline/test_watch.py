@@ -112,7 +112,7 @@ def test_every_page_of_every_landed_file_has_one_row_and_state_carries_over(tmp_
     for path, urls in zip(landed, expected):
         assert {u for u, r in by_url.items() if r["warc_file"] == path} == urls
     delta = by_url[site[3]]
-    assert delta["method"] == "cs"
+    assert delta["candidate_method"] == "cs"
     assert delta["state_candidate_urls"] and set(delta["state_candidate_urls"]) == set(delta["candidate_urls"])
     assert set(delta["candidate_urls"]) <= set(site[:3])
     assert _rows(out, "errors") == []
@@ -171,7 +171,7 @@ def test_watch_seeds_a_site_from_the_state_of_a_batch_run(tmp_path):
     proc, stderr = _watch_delta_with_state(tmp_path, state, out, idle="3")
     assert proc.returncode == 0, stderr
     (row,) = _rows(out)
-    assert row["url"] == "https://site.test/delta.html" and row["method"] == "cs"
+    assert row["url"] == "https://site.test/delta.html" and row["candidate_method"] == "cs"
     assert set(row["state_candidate_urls"]) == set(row["candidate_urls"])
     assert set(row["candidate_urls"]) <= {f"https://site.test/{n}.html" for n in NAMES[:3]}
     assert (state / "CURRENT").read_text() != current

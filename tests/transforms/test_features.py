@@ -380,7 +380,7 @@ def test_text_site_share_through_site_blocks():
     site_blocks = SiteBlocks(pages)
     key = ordered[0]
     analysis = analyse_page(key, pages, links, config, site_blocks, model=None)
-    assert analysis.method != "page_only" and analysis.template is not None
+    assert analysis.candidate_method != "page_only" and analysis.template is not None
     texts = analysis.blocks.texts
     x = analysis.features
     share = dict(zip(texts, col(x, "text_site_share")))

@@ -108,7 +108,7 @@ def test_markdown_language_and_metadata_through_beam(tmp_path):
         build_pipeline(p, [warc], out, Config())
     for part in os.listdir(os.path.join(out, "pages")):
         meta = pq.read_schema(os.path.join(out, "pages", part)).metadata
-        assert meta[b"sitestrip.schema_version"] == SCHEMA_VERSION.encode() == b"6"
+        assert meta[b"sitestrip.schema_version"] == SCHEMA_VERSION.encode() == b"7"
     rows = {r["url"].rsplit("/", 1)[1][:-5]: r
             for r in ds.dataset(os.path.join(out, "pages"), format="parquet").to_table().to_pylist()}
     assert set(rows) == set(BODY)

@@ -134,7 +134,7 @@ def rows_for(records, config=None):
 def test_mutually_linked_site_gets_cs_and_the_article():
     rows = {r["url"]: r for kind, r in rows_for([record(x) for x in PAGES]) if kind == "pages"}
     a = rows["https://fruit.example/a.html"]
-    assert a["method"] == "cs" and a["cs_size"] == 4
+    assert a["candidate_method"] == "cs" and a["cs_size"] == 4
     assert sorted(a["candidate_urls"]) == [f"https://fruit.example/{x}.html" for x in "bcde"]
     assert len(a["template_candidate_urls"]) == 3
     assert a["main_text"] == "Apples\nApples grow on trees in orchards.\nThey are harvested in autumn."
@@ -147,13 +147,13 @@ def test_mutually_linked_site_gets_cs_and_the_article():
 def test_unlinked_site_pages_are_a_site_sample():
     records = [record(x, site_page(x, links=())) for x in PAGES]
     rows = [r for kind, r in rows_for(records) if kind == "pages"]
-    assert {r["method"] for r in rows} == {"site_sample"}
+    assert {r["candidate_method"] for r in rows} == {"site_sample"}
     assert rows[0]["main_text"].startswith("Apples")
 
 
 def test_single_page_is_page_only():
     (kind, row), = rows_for([record("a")])
-    assert kind == "pages" and row["method"] == "page_only" and row["candidate_urls"] is None
+    assert kind == "pages" and row["candidate_method"] == "page_only" and row["candidate_urls"] is None
 
 
 def test_linked_pages_without_a_complete_subdigraph():
@@ -161,7 +161,7 @@ def test_linked_pages_without_a_complete_subdigraph():
     records = [record("a", site_page("a", links=("b", "c"))),
                record("b", site_page("b", links=())), record("c", site_page("c", links=()))]
     rows = {r["url"]: r for kind, r in rows_for(records) if kind == "pages"}
-    assert rows["https://fruit.example/a.html"]["method"] == "linked"
+    assert rows["https://fruit.example/a.html"]["candidate_method"] == "linked"
 
 
 def test_partial_cs_is_filled_up():
@@ -171,7 +171,7 @@ def test_partial_cs_is_filled_up():
                record("d", site_page("d", links=()))]
     rows = {r["url"]: r for kind, r in rows_for(records) if kind == "pages"}
     a = rows["https://fruit.example/a.html"]
-    assert a["method"] == "partial_cs" and a["cs_size"] == 2
+    assert a["candidate_method"] == "partial_cs" and a["cs_size"] == 2
     assert "https://fruit.example/d.html" in a["candidate_urls"]
 
 
