@@ -106,7 +106,7 @@ PAGES = pa.schema([
            "the page type model's probability of `page_type`; null with `page_type` null or `other`"),
     column("nontemplate_text", pa.string(),
            "the page's text without its site template (a page alone on its site: without its "
-           "menu), one line per block line"),
+           "menu), one line per text line (a run of text with no block boundary in it)"),
     column("menu_links", pa.list_(LINK),
            "the main menu's links: the site menu (the template link block that recurs over the "
            "site's pages), else the page's own menu (MenEx)"),
