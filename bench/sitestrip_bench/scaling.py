@@ -67,14 +67,17 @@ from collections import defaultdict
 
 import numpy as np
 
+from sitestrip.schemas.tables import TIMING_STAGES
+
 WORK = os.path.join(tempfile.gettempdir(), "sitestrip-scaling")
 HOST = "docs.synthdoc.example"
 SECTION_PAGES = 100          # pages per first-level directory of the synthetic site
 PAGES_PER_FILE = 500         # WARC responses per synthetic file (the dev corpora have 80-420)
 CURVE_SIZES = (10, 50, 200, 500, 1000, 2000)
 REAL_SIZES = (10, 50, 100, 200, 300)
-STAGES = ("parse", "candidates", "etdm", "template", "menex", "page_conex", "blocks", "classify",
-          "markdown", "language", "total")
+# The row's stages (schemas TIMING_STAGES) the scaling tables show, as in docs/performance.md:
+# all but read, site_conex, duplicates and links.
+STAGES = tuple(s for s in TIMING_STAGES if s not in ("read", "site_conex", "duplicates", "links"))
 CLI = [sys.executable, "-m", "sitestrip.pipeline.cli", "run", "--quiet"]
 
 
