@@ -68,7 +68,7 @@ from sitestrip.configs import Config
 from sitestrip.pipeline.graph import (CLUSTER_ROWS, ERRORS, MAIN, STATE_PAGES, CountMenus, ProcessSite,
                                       ReadWarcFile, _count, _menu_key, _menu_row, dataset_prefix, pages_schema)
 from sitestrip.pipeline.parts import PART_KEYS, part_of, part_path, sorted_table, write_table
-from sitestrip.pipeline.state import (current_version, next_version, read_site_state, state_files, version_prefix,
+from sitestrip.pipeline.state_store import (current_version, next_version, read_site_state, state_files, version_prefix,
                                       write_current)
 from sitestrip.schemas import DATASETS, STATE, STATE_KEYS
 from sitestrip.transforms.state import merge_site_state, stored_row
@@ -151,7 +151,7 @@ class ProcessWatchedSite(ProcessSite):
 
     def __init__(self, config: Config, state_files_: list[str], working_dir: str | None = None):
         # No links dataset here: its target_in_input joins every link with the whole run's
-        # pages, which an unbounded run never has (README "links"; a batch run writes it).
+        # pages, which an unbounded run never has (docs/output.md "Links"; a batch run writes it).
         super().__init__(without_links(config), None, keep_state=True)
         self.state_files = state_files_
         self.working_dir = working_dir
@@ -201,7 +201,7 @@ def write_site_state(working_dir: str, site: str, stored) -> None:
 def _read_state_table(path: str, exclude_sites=None):
     import pyarrow.compute as pc
     from apache_beam.io.filesystem import CompressionTypes
-    from sitestrip.pipeline.state import state_table
+    from sitestrip.pipeline.state_store import state_table
     with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as fh:
         table = state_table(fh)
     if exclude_sites:

@@ -1,4 +1,4 @@
-"""Blocks of a page (SPEC §10; seed 002 §3.5, §4.3) and their gold labels.
+"""Blocks of a page (design §10; seed 002 §3.5, §4.3).
 
 A block is the unit main content is decided on: a run of text nodes that a
 reader sees as one paragraph, list item, heading, cell or line. Seed 002's
@@ -9,7 +9,7 @@ counted twice). Text under no instance belongs to its nearest block-level
 element, or to a nearer inline element that carries its own class or id
 (a byline `<span class="author">` inside a story `div` is its own block).
 
-SPEC §10's refinement, measured (docs/model.md, block oracle): a block is also
+design §10's refinement, measured (docs/model.md, block oracle): a block is also
 cut wherever a block boundary (`<br>`, a nested block element) falls between
 two of its text nodes, so a `div` of text and `<br>`s holding the byline,
 the share links and the story becomes one block per line.
@@ -22,20 +22,17 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from difflib import SequenceMatcher
 
 import numpy as np
 
 from sitestrip.transforms.page import (BLOCK_LEVEL, F_HIDDEN, KNOWN_TAGS, TAG_ID, TEXT, CompactPage, has_tag,
                                        tag_table)
 from sitestrip.transforms.text import run_texts
-from sitestrip.transforms.tokens import folded_words
 from sitestrip.transforms.tree import nearest_in_mask
 
 try:
-    # A page's blocks and the per-node loops of block features, compiled (transforms/_features.c,
-    # built by `pip install`); _page_blocks_python and tree.nearest_in_mask are the reference and
-    # run where it is missing.
+    # A page's blocks in one pass, compiled (transforms/_features.c, built by `pip install`);
+    # _page_blocks_python is the reference and runs where it is missing.
     from sitestrip.transforms import _features as _compiled
 except ImportError:  # pragma: no cover - a source tree used without installing
     _compiled = None
@@ -62,8 +59,6 @@ _BLOCK_TAG_BITS = (_CONTENT_TAGS.astype(np.int64) | (_ALWAYS_INSTANCE.astype(np.
                    | (_LEAF_INSTANCE.astype(np.int64) << 2) | (BLOCK_LEVEL.astype(np.int64) << 3)
                    | (_GROUP_TABLE.astype(np.int64) << 8))
 assert TEXT == 0                       # page_blocks's text nodes are the nodes of tag 0
-# Labelling rule of web2text (seed 000 §12.4): main iff this share of own tokens aligns.
-MAIN_SHARE = 2 / 3
 
 
 @dataclass
@@ -95,17 +90,6 @@ class Blocks:
         mask = np.zeros(page.size, dtype=bool)
         mask[self.text_nodes[np.repeat(selected, np.diff(self.ptr))]] = True
         return mask
-
-
-def nearest_marked(page: CompactPage, mask: np.ndarray) -> np.ndarray:
-    """tree.nearest_in_mask(page, mask): for every node, itself or its nearest ancestor in
-    `mask`, -1 if none (int64). Compiled, one forward pass over the preorder parents instead of
-    pointer doubling's few vector rounds."""
-    if _compiled is not None and _COMPILED:
-        out = np.empty(page.size, dtype=np.int64)
-        _compiled.nearest_in_mask(page.parent, np.ascontiguousarray(mask, dtype=bool), out)
-        return out
-    return nearest_in_mask(page, mask)
 
 
 def instance_mask(page: CompactPage) -> np.ndarray:
@@ -149,7 +133,7 @@ def hidden_text(page: CompactPage, nodes: np.ndarray) -> np.ndarray | None:
 
 
 def page_blocks(page: CompactPage) -> Blocks:
-    """Every text node in exactly one block (SPEC §10)."""
+    """Every text node in exactly one block (design §10)."""
     if _compiled is not None and _COMPILED:
         return _page_blocks_compiled(page)
     return _page_blocks_python(page)
@@ -182,14 +166,14 @@ def _page_blocks_python(page: CompactPage) -> Blocks:
                       text_nodes=empty, words=empty)
     inst = instance_mask(page)
     parent = page.parent[text]
-    owner = nearest_marked(page, inst)[parent]
+    owner = nearest_in_mask(page, inst)[parent]
     orphan = owner < 0
     if orphan.any():
         element = page.tag != TEXT
         has_name = (page.id_hash != 0) | (np.diff(page.class_ptr) > 0)
         holder = (has_tag(page.tag, BLOCK_LEVEL) | (has_name & element)) & element
         holder[0] = True                       # BODY holds whatever nothing else does
-        owner[orphan] = nearest_marked(page, holder)[parent[orphan]]
+        owner[orphan] = nearest_in_mask(page, holder)[parent[orphan]]
     line = page.line[text]
     cut = np.ones(text.size, dtype=bool)
     cut[1:] = (owner[1:] != owner[:-1]) | (line[1:] != line[:-1])
@@ -219,31 +203,3 @@ def block_texts(page: CompactPage, blocks: Blocks) -> list[str]:
 def render_blocks(texts: list[str], selected: np.ndarray) -> str:
     """main_text: the own text of the selected blocks in document order, one line per block."""
     return "\n".join(t for t, keep in zip(texts, selected.tolist()) if keep and t)
-
-
-def gold_labels(texts: list[str], gold_text: str, share: float = MAIN_SHARE) -> tuple[np.ndarray, np.ndarray]:
-    """(main label per block, aligned tokens per block) from a gold main text.
-
-    The page's token sequence (blocks in order, SPEC §1 tokenizer, case-folded)
-    is aligned with the gold's, order preserved and each gold token used once
-    (the longest-common-subsequence blocks of difflib, junk heuristics off);
-    a block is main iff at least `share` of its tokens align.
-    """
-    tokens, owner = [], []
-    for b, t in enumerate(texts):
-        w = folded_words(t)
-        tokens.extend(w)
-        owner.extend([b] * len(w))
-    gold = folded_words(gold_text)
-    aligned = np.zeros(len(texts), dtype=np.int64)
-    if tokens and gold:
-        vocab: dict = {}
-        a = [vocab.setdefault(w, len(vocab)) for w in tokens]
-        g = [vocab.setdefault(w, len(vocab)) for w in gold]
-        hit = np.zeros(len(a), dtype=bool)
-        for m in SequenceMatcher(None, a, g, autojunk=False).get_matching_blocks():
-            hit[m.a:m.a + m.size] = True
-        aligned = np.bincount(np.array(owner, dtype=np.int64), weights=hit, minlength=len(texts)).astype(np.int64)
-    own = np.array([len(folded_words(t)) for t in texts], dtype=np.int64)
-    labels = (own > 0) & (aligned >= share * own)
-    return labels, aligned

@@ -1,4 +1,4 @@
-"""Block features (SPEC §10): seed 002's, their DOM-only substitutes, and the product's
+"""Block features (design §10): seed 002's, their DOM-only substitutes, and the product's
 page and site features, one float32 row per block.
 
 Everything is computed per page with vector operations over the compact page
@@ -8,7 +8,7 @@ the Python code here as its reference (a few regular expressions and numpy over
 the page's code points). The per-node loops where numpy would spend dozens of calls on
 small arrays (siblings of the same shape, the owners' class/id hints, nearest marked
 ancestors, the block roles' context elements) and the role cues' text scans are compiled
-there too, the numpy and regular-expression code here (and tree.nearest_in_mask) their
+there too, the numpy and regular-expression code here (and tree.nearest_in_mask_doubling) their
 reference.
 
 Site features take NaN ("missing") when the page has no other page of its site:
@@ -25,12 +25,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sitestrip.transforms.blocks import GROUPS, Blocks, hidden_elements, nearest_marked
+from sitestrip.transforms.blocks import GROUPS, Blocks, hidden_elements
 from sitestrip.transforms.conex_page import ContentFeatures, content_features, standardize
 from sitestrip.transforms.page import (F_IN_LINK, HINT_BIT, HINT_NAMES, KNOWN_TAGS, TAG_ID, TEXT, CompactPage,
                                        has_tag, tag_table)
 from sitestrip.transforms.page_type import PAGE_TYPES
-from sitestrip.transforms.tree import elements_below, links_below, subtree_sum, words_below
+from sitestrip.transforms.tree import elements_below, links_below, nearest_in_mask, subtree_sum, words_below
 
 try:
     # Block texts' character and pattern columns, text keys and per-node loops, compiled
@@ -189,7 +189,7 @@ _HEADING_LEVEL[[TAG_ID[f"h{level}"] for level in range(1, 7)]] = np.arange(1, 7)
 
 @dataclass
 class SiteSignals:
-    """What the site says about one key page (SPEC §6, §4): None fields = no site."""
+    """What the site says about one key page (design §6, §4): None fields = no site."""
     occurrences: np.ndarray          # per node: candidate pages it maps into (TemEx)
     candidates: int                  # TemEx candidate pages
     method: str
@@ -289,7 +289,7 @@ def _text_columns_python(texts: list[str], x: np.ndarray) -> None:
     block ends right before its newline; a preformatted block's own line breaks count as
     spaces here (transforms/text.py keeps them), and where markup touches a word or comma
     without whitespace there is none in the text ("word,"). The shipped model was trained
-    on SPEC §1's single-space texts and scores the same on these (docs/model.md)."""
+    on design §1's single-space texts and scores the same on these (docs/model.md)."""
     if not texts:
         return
     joined = "\n".join(texts)
@@ -368,11 +368,11 @@ def block_features(page: CompactPage, blocks: Blocks, texts: list[str], *,
     x[:, _NEAR_COLUMNS] = (near[:, None] >> hint_bit) & 1
     x[:, _FAR_COLUMNS] = (far[:, None] >> hint_bit) & 1
 
-    # Page ConEx's four ratios (SPEC §3) of the block's nearest non-leaf element, standardized
+    # Page ConEx's four ratios (design §3) of the block's nearest non-leaf element, standardized
     # over every non-leaf element (not only ConEx's rated tags: the shipped models were
     # trained so), and the page-level results.
     rated = (page.tag != TEXT) & (page.child_count > 0)
-    rated_owner = nearest_marked(page, rated)[owner]
+    rated_owner = nearest_in_mask(page, rated)[owner]
     if rated.any():
         feats = content_features(page, rated, conex_features)
         z = np.zeros((page.size, 4))
@@ -414,7 +414,7 @@ def _role_columns(page: CompactPage, blocks: Blocks, owner: np.ndarray, texts: l
     # a script toggles (whole sections), which a reader can open.
     hidden = hidden_elements(page)
     if hidden.any():
-        nearest = nearest_marked(page, hidden)[first]
+        nearest = nearest_in_mask(page, hidden)[first]
         x[:, col["hidden_element"]] = nearest >= 0
         x[:, col["hidden_words_log"]] = np.where(nearest >= 0, np.log1p(words_below(page)[np.maximum(nearest, 0)]), 0.0)
     if not texts:
@@ -599,7 +599,7 @@ def _structure_python(page: CompactPage, blocks: Blocks, owner: np.ndarray, x: n
     # display:none that a script lifts made every block of the page invisible.
     hidden_el[0] = False
     if hidden_el.any():     # else no block is under a hidden element (nearest_in_mask: all -1)
-        x[:, col["invisible"]] = nearest_marked(page, hidden_el)[owner] >= 0
+        x[:, col["invisible"]] = nearest_in_mask(page, hidden_el)[owner] >= 0
 
     # Neighbouring blocks.
     link_share = link_chars / np.maximum(chars, 1)

@@ -1,5 +1,5 @@
 """The links dataset: one row per (source page, link), with the region of the page the link
-sits in (README "links", docs/algorithms.md "Link regions").
+sits in (docs/output.md "Links", docs/algorithms.md "Link regions").
 
 A search engine's link analysis weighs a link by where it sits: links of the site template
 repeat on every page and distort it (Bar-Yossef & Rajagopalan, WWW 2002), and a page-level
@@ -11,9 +11,9 @@ with an http(s) target gets a `region`:
   set (`PageAnalysis.main`: the text nodes of the kept blocks and every element whose text is
   all in them, or ConEx's subtrees); a link without text (an image, an `<area>`) is judged by
   its nearest ancestor that has text;
-- `menu`: it lies in the page's final menu: the site menu when one applies (SPEC §12), else
-  its page-level MenEx menu (SPEC §2);
-- `template`: its element is a TemEx/HybEx template node (SPEC §6);
+- `menu`: it lies in the page's final menu: the site menu when one applies (design §12), else
+  its page-level MenEx menu (design §2);
+- `template`: its element is a TemEx/HybEx template node (design §6);
 - `other`: none of these.
 
 The first that holds wins (main > menu > template > other): a link the main content kept is
@@ -34,7 +34,7 @@ from typing import Container, Iterator
 
 import numpy as np
 
-from sitestrip.transforms import codecs
+from sitestrip.transforms import compression
 from sitestrip.transforms.meta import REL_NOFOLLOW, REL_SPONSORED, REL_UGC
 from sitestrip.transforms.page import TEXT, CompactPage
 from sitestrip.transforms.text import joined, separators
@@ -88,7 +88,7 @@ class PageLinks:
         n = len(self)
         if not n:
             return [], []
-        parts = codecs.unpack(self._strings, "lz4").decode("utf-8", "surrogatepass").split("\x00")
+        parts = compression.unpack(self._strings, "lz4").decode("utf-8", "surrogatepass").split("\x00")
         return parts[:n], parts[n:2 * n]
 
     def set_local(self, shard_urls: Container) -> None:
@@ -240,7 +240,7 @@ def page_links(page: CompactPage, main: np.ndarray | None, template: np.ndarray 
     strings = "\x00".join(texts)
     if "\x00" in strings:           # not from a parsed page (module docstring of PageLinks)
         strings = "\x00".join(t.replace("\x00", "\ufffd") for t in texts)
-    out._strings = codecs.pack(("\x00".join(urls) + "\x00" + strings + "\x00").encode("utf-8", "surrogatepass"),
+    out._strings = compression.pack(("\x00".join(urls) + "\x00" + strings + "\x00").encode("utf-8", "surrogatepass"),
                                "lz4")
     out.set_menu(page, menu_node)
     return out
