@@ -559,9 +559,14 @@ class BlockModel:
 
 
 def _both(X: np.ndarray) -> np.ndarray:
-    """_model.c leaves's matrix: X with NaN as +inf, then X with NaN as -inf, side by side."""
-    nan = np.isnan(X)
-    return np.concatenate((np.where(nan, np.float32(np.inf), X), np.where(nan, np.float32(-np.inf), X)), axis=1)
+    """_model.c's matrix: X with NaN as +inf, then X with NaN as -inf, side by side. fmin and
+    fmax return the other operand for a NaN and x itself against ±inf (X holds no infinity:
+    predict_proba refuses them), one pass each into the halves."""
+    n, width = X.shape
+    both = np.empty((n, 2 * width), dtype=np.float32)
+    np.fmin(X, np.float32(np.inf), out=both[:, :width])
+    np.fmax(X, np.float32(-np.inf), out=both[:, width:])
+    return both
 
 
 class EnsembleSet:
