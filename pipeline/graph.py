@@ -29,6 +29,7 @@ from sitestrip.pipeline.state import (current_version, next_version, read_state_
                                       write_current)
 from sitestrip.pipeline.page_source import PageError, read_pages
 from sitestrip.pipeline.warc import Skipped, open_warc
+from sitestrip.pipeline.wire import pack_record, record_url, unpacked_records
 from sitestrip.schemas import DATASETS, STATE, STATE_KEYS
 from sitestrip.transforms.classify import load_main_content_model
 from sitestrip.transforms.duplicates import (ACROSS_SALTS, across_sites_candidate, across_sites_eligible,
@@ -92,8 +93,8 @@ class _Reporting(beam.DoFn):
 
 
 class ReadWarcFile(_Reporting):
-    """One WARC file → (MAIN, (site key, PageRecord)) for each HTML 200 page, (ERRORS, row)
-    for each error."""
+    """One WARC file → (MAIN, (site key, packed PageRecord)) for each HTML 200 page (the bytes
+    of pipeline/wire.py: what crosses the shuffles), (ERRORS, row) for each error."""
 
     def __init__(self, config: Config, progress_dir: str | None = None):
         super().__init__(progress_dir, READ)
@@ -132,17 +133,18 @@ class ReadWarcFile(_Reporting):
                     record = item.record
                     pages += 1
                     self.report(pages=1)
-                    _count("compact_bytes", record.page.wire_bytes())
+                    packed = pack_record(record)
+                    _count("compact_bytes", len(packed))
                     _count("html_bytes", len(item.response.body))
-                    yield MAIN, (record.site, record)
+                    yield MAIN, (record.site, packed)
         self.report(files=1)
         log.info("read %s: %d pages in %.1fs", path, pages, time.monotonic() - started)
 
 
 def _by_cell(item):
-    site, record = item
-    directory, slot = page_cell(record.url)
-    return (site, directory, slot), record
+    site, packed = item
+    directory, slot = page_cell(record_url(packed))
+    return (site, directory, slot), packed
 
 
 class CellCounts(beam.CombineFn):
@@ -193,7 +195,8 @@ def _shard_records(item):
 
 
 def shard_sites(pages, max_site_pages: int):
-    """(site, record) → ((site, shard), record), every shard at most `max_site_pages` pages.
+    """(site, packed record) → ((site, shard), packed record), every shard at most
+    `max_site_pages` pages.
 
     The shard of a page depends on its site's pages counted per cell
     (transforms/shards.py: first directory, hash slot), so it is found by two
@@ -225,9 +228,9 @@ def shard_sites(pages, max_site_pages: int):
 
 
 class ProcessSite(_Reporting):
-    """One site shard (its records, and with --state its stored pages) → (MAIN, pages row),
-    (ERRORS, errors row), (CLUSTER_ROWS, sites row), (STATE_PAGES, StoredPage) and, with
-    output.links, (PAGE_LINKS, PageLinks) outputs."""
+    """One site shard (its records, packed (pipeline/wire.py) or PageRecords, and with --state
+    its stored pages) → (MAIN, pages row), (ERRORS, errors row), (CLUSTER_ROWS, sites row),
+    (STATE_PAGES, StoredPage) and, with output.links, (PAGE_LINKS, PageLinks) outputs."""
 
     def __init__(self, config: Config, progress_dir: str | None = None, keep_state: bool = False):
         super().__init__(progress_dir, SITES)
@@ -243,9 +246,10 @@ class ProcessSite(_Reporting):
         (site, shard), records = element
         stored = ()
         if isinstance(records, dict):     # joined with the state (build_pipeline, --state)
-            records, stored = list(records["records"]), list(records["stored"])
-            if not records:
-                return
+            records, stored = records["records"], list(records["stored"])
+        records = unpacked_records(records)
+        if not records:
+            return
         for kind, row in process_site(site, records, self.config, self.model, shard=shard,
                                       stored=stored, state=self.state):
             if kind == "sites":
