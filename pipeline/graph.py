@@ -48,8 +48,16 @@ LINK_TARGETS = "link_targets"
 log = logging.getLogger("sitestrip")
 
 
+_COUNTERS: dict = {}
+
+
 def _count(name: str, n: int = 1) -> None:
-    Metrics.counter(NAMESPACE, name).inc(n)
+    # One counter object per name and process: Beam's counters find the current bundle's
+    # metrics when incremented, and making one took as long as counting with it.
+    counter = _COUNTERS.get(name)
+    if counter is None:
+        counter = _COUNTERS[name] = Metrics.counter(NAMESPACE, name)
+    counter.inc(n)
 
 
 def _error(**fields) -> tuple[str, dict]:
@@ -61,6 +69,11 @@ def _error(**fields) -> tuple[str, dict]:
 def _of_kind(item, kind):
     if item[0] == kind:
         yield item[1]
+
+
+def _each_of_kind(item, kind):
+    if item[0] == kind:
+        yield from item[1]
 
 
 def split_kinds(outputs, label: str):
@@ -238,8 +251,9 @@ class ProcessSite(_Reporting):
     """One site shard (its records, packed (pipeline/wire.py) or PageRecords, and with --state
     its stored pages) → (MAIN, pages row), (ERRORS, errors row), (CLUSTER_ROWS, sites row),
     (STATE_PAGES, StoredPage) and, with output.links, (PAGE_LINKS, PageLinks) outputs and, after
-    them, (LINK_TARGETS, (target URL, the source keys of the shard's pages linking to it)) for
-    each distinct target the target join looks up (`join_link_targets`)."""
+    them, one (LINK_TARGETS, [(target URL, the source keys of the shard's pages linking to it)])
+    of the distinct targets the target join looks up (`join_link_targets`): one element, not
+    one per target, through the steps that pick each kind of output (`_of_kind`)."""
 
     def __init__(self, config: Config, progress_dir: str | None = None, keep_state: bool = False):
         super().__init__(progress_dir, SITES)
@@ -282,8 +296,8 @@ class ProcessSite(_Reporting):
             else:
                 _count(f"errors_{row['stage']}")
                 yield ERRORS, row
-        for target, keys in wanted.items():
-            yield LINK_TARGETS, (target, tuple(keys))
+        if wanted:
+            yield LINK_TARGETS, [(target, tuple(keys)) for target, keys in wanted.items()]
         self.report(sites=1)
 
 
@@ -587,7 +601,7 @@ def build_pipeline(p: beam.Pipeline, warc_paths: list[str], output: str, config:
     rows_by_name = {"pages": pages, "menus": menus, "errors": errors, "sites": clusters}
     if config.output.links:
         page_links = sites | "SiteLinks" >> beam.FlatMap(_of_kind, PAGE_LINKS)
-        shard_targets = sites | "SiteTargets" >> beam.FlatMap(_of_kind, LINK_TARGETS)
+        shard_targets = sites | "SiteTargets" >> beam.FlatMap(_each_of_kind, LINK_TARGETS)
         rows_by_name["links"] = join_link_targets(page_links, pages, shard_targets)
     datasets = {name: PartDataset(dataset_prefix(output, name), schemas[name], PART_KEYS[name], PART_BY.get(name))
                 for name in rows_by_name}

@@ -17,7 +17,7 @@ def test_a_shard_sends_each_target_once_with_every_page_linking_to_it():
     dofn.setup()
     outputs = list(dofn.process((("docs.test", 0), site_records())))
     links = [value for kind, value in outputs if kind == PAGE_LINKS]
-    batches = [value for kind, value in outputs if kind == LINK_TARGETS]
+    (batches,) = [value for kind, value in outputs if kind == LINK_TARGETS]
     assert len(links) == len(NAMES)
     # The batches come after every PageLinks of the shard: they hold all its pages.
     assert max(i for i, (kind, _) in enumerate(outputs) if kind == PAGE_LINKS) < \
