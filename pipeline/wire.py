@@ -18,7 +18,7 @@ from __future__ import annotations
 import dataclasses
 import pickle
 
-from sitestrip.transforms.extract import PageRecord
+from sitestrip.pipeline.page_source import PageRecord
 from sitestrip.transforms.page import CompactPage
 
 _FIELDS = tuple(f.name for f in dataclasses.fields(PageRecord) if f.name not in ("url", "page"))
