@@ -29,7 +29,7 @@ from sitestrip.pipeline.state import (current_version, next_version, read_state_
                                       write_current)
 from sitestrip.pipeline.page_source import PageError, read_pages
 from sitestrip.pipeline.warc import Skipped, open_warc
-from sitestrip.pipeline.wire import pack_record, record_url, unpacked_records
+from sitestrip.pipeline.wire import pack_record, unpacked_records
 from sitestrip.schemas import DATASETS, STATE, STATE_KEYS
 from sitestrip.transforms.classify import load_main_content_model
 from sitestrip.transforms.duplicates import (ACROSS_SALTS, across_sites_candidate, across_sites_eligible,
@@ -107,8 +107,8 @@ class _Reporting(beam.DoFn):
 
 
 class ReadWarcFile(_Reporting):
-    """One WARC file → (MAIN, (site key, packed PageRecord)) for each HTML 200 page (the bytes
-    of pipeline/wire.py: what crosses the shuffles), (ERRORS, row) for each error."""
+    """One WARC file → (MAIN, (site key, PageRecord)) for each HTML 200 page, (ERRORS, row)
+    for each error."""
 
     def __init__(self, config: Config, progress_dir: str | None = None):
         super().__init__(progress_dir, READ)
@@ -147,17 +147,20 @@ class ReadWarcFile(_Reporting):
                     record = item.record
                     pages += 1
                     self.report(pages=1)
-                    packed = pack_record(record)
-                    _count("compact_bytes", len(packed))
                     _count("html_bytes", len(item.response.body))
-                    yield MAIN, (record.site, packed)
+                    yield MAIN, (record.site, record)
         self.report(files=1)
         log.info("read %s: %d pages in %.1fs", path, pages, time.monotonic() - started)
 
 
 def _by_cell(item):
-    site, packed = item
-    directory, slot = page_cell(record_url(packed))
+    """(site, PageRecord) → (its cell key, the record packed): what crosses the shard join and
+    the group by shard (pipeline/wire.py). The step runs fused with the read, which hands it
+    the record as an object; `compact_bytes` counts what the shuffles carry."""
+    site, record = item
+    directory, slot = page_cell(record.url)
+    packed = pack_record(record)
+    _count("compact_bytes", len(packed))
     return (site, directory, slot), packed
 
 
@@ -212,7 +215,7 @@ def _shard_records(item):
 
 
 def shard_sites(pages, max_site_pages: int):
-    """(site, packed record) → ((site, shard), packed record), every shard at most
+    """(site, PageRecord) → ((site, shard), packed record), every shard at most
     `max_site_pages` pages.
 
     The shard of a page depends on its site's pages counted per cell

@@ -1,5 +1,6 @@
-"""A page record as it crosses the shuffles: one bytes value, packed once by the read step and
-unpacked once by the per-site step (pipeline/graph.py).
+"""A page record as it crosses the shuffles: one bytes value, packed once when it is keyed
+for the shard join (pipeline/graph.py, fused with the read step) and unpacked once by the
+per-site step.
 
 A PageRecord crosses two group-by-keys between those steps (the shard join, then the group by
 shard). Given to the runner as an object, it was pickled and unpickled at each crossing, and
@@ -8,11 +9,10 @@ the groups on: four pickles and four unpickles of the record and its compact pag
 each re-packing the page's node extras (transforms/meta.py, JSON). As bytes, every crossing is
 a copy, on every runner, and the record is packed and unpacked once.
 
-Layout: the normalized URL's UTF-8 length (4 bytes, little-endian) and the URL, which the shard
-join reads without unpacking the rest (`record_url`), then one pickle of the other PageRecord
-fields in their declared order and the compact page's state (CompactPage.__getstate__: its
-node arrays as one compressed blob). Pickle keeps every value and type exactly; the page's
-blob is compressed already, so nothing is compressed twice."""
+Layout: one pickle of the PageRecord fields in their declared order, the compact page's state
+in place of the page (CompactPage.__getstate__: its node arrays as one compressed blob).
+Pickle keeps every value and type exactly; the page's blob is compressed already, so nothing
+is compressed twice."""
 from __future__ import annotations
 
 import dataclasses
@@ -21,29 +21,19 @@ import pickle
 from sitestrip.pipeline.page_source import PageRecord
 from sitestrip.transforms.page import CompactPage
 
-_FIELDS = tuple(f.name for f in dataclasses.fields(PageRecord) if f.name not in ("url", "page"))
+_FIELDS = tuple(f.name for f in dataclasses.fields(PageRecord) if f.name != "page")
 
 
 def pack_record(record: PageRecord) -> bytes:
-    url = record.url.encode("utf-8", "surrogatepass")
-    rest = pickle.dumps((tuple(getattr(record, name) for name in _FIELDS), record.page.__getstate__()),
+    return pickle.dumps((tuple(getattr(record, name) for name in _FIELDS), record.page.__getstate__()),
                         protocol=pickle.HIGHEST_PROTOCOL)
-    return len(url).to_bytes(4, "little") + url + rest
-
-
-def record_url(packed: bytes) -> str:
-    """The record's normalized URL, read without unpacking the record."""
-    size = int.from_bytes(packed[:4], "little")
-    return bytes(packed[4:4 + size]).decode("utf-8", "surrogatepass")
 
 
 def unpack_record(packed: bytes) -> PageRecord:
-    size = int.from_bytes(packed[:4], "little")
-    url = bytes(packed[4:4 + size]).decode("utf-8", "surrogatepass")
-    values, state = pickle.loads(memoryview(packed)[4 + size:])
+    values, state = pickle.loads(packed)
     page = CompactPage.__new__(CompactPage)
     page.__setstate__(state)
-    return PageRecord(url=url, page=page, **dict(zip(_FIELDS, values)))
+    return PageRecord(page=page, **dict(zip(_FIELDS, values)))
 
 
 def unpacked_records(records):
