@@ -126,6 +126,8 @@ def _site_of_normalized(url: str) -> str:
     return _host_word(url[start:] if slash < 0 else url[start:slash])
 
 
+# Per link of every key page (_tiers): a site's pages link to the same URLs (menus, footers).
+@lru_cache(maxsize=1 << 16)
 def _directories_of_normalized(url: str) -> tuple[str, ...]:
     start = url.find("//") + 2
     slash = url.find("/", start)

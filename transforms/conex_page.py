@@ -6,7 +6,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from sitestrip.transforms.page import TAG_ID, TEXT, CompactPage, has_tag, tag_id, tag_table
+from sitestrip.transforms.page import KNOWN_TAGS, TAG_ID, TEXT, CompactPage, has_tag, tag_id, tag_table
 from sitestrip.transforms.tree import (children, elements_below, links_below, subtree_mask, text_nodes_below,
                                       words_below)
 
@@ -40,20 +40,24 @@ class ContentFeatures:
 
 
 def _excluded_mask(page: CompactPage, excluded_tags) -> np.ndarray:
-    table = _excluded_table(tuple(excluded_tags))
-    if table is not None:
-        return has_tag(page.tag, table)
-    ids = np.array([tag_id(t) for t in excluded_tags], dtype=np.int32)
-    return np.isin(page.tag, ids)
+    table, unknown = _excluded_table(tuple(excluded_tags))
+    mask = has_tag(page.tag, table)
+    # Unknown tags' ids lie past the table (has_tag clips them to its False entry); only a
+    # page holding one needs the search among the unknown excluded ids ("script", which the
+    # parse drops, is one of them in the default list).
+    if unknown.size and page.size and int(page.tag.max()) >= len(KNOWN_TAGS):
+        mask |= np.isin(page.tag, unknown)
+    return mask
 
 
 @lru_cache(maxsize=64)
-def _excluded_table(excluded_tags: tuple):
-    """The tag table of `excluded_tags` when every one is a known tag (one lookup per node
-    instead of np.isin's sort); None when one is not, whose id only tag_id knows."""
-    if not all(t in TAG_ID and t != "#text" for t in excluded_tags):
-        return None
-    return tag_table(*excluded_tags)
+def _excluded_table(excluded_tags: tuple) -> tuple[np.ndarray, np.ndarray]:
+    """(the tag table of the known tags of `excluded_tags`, the ids of the others, which only
+    tag_id knows): one lookup per node instead of np.isin's sort."""
+    table = tag_table(*(t for t in excluded_tags if t in TAG_ID and t != "#text"))
+    table[TAG_ID["#text"]] = "#text" in excluded_tags
+    unknown = sorted({tag_id(t) for t in excluded_tags if t not in TAG_ID})
+    return table, np.array(unknown, dtype=np.int32)
 
 
 def word_ratio(page: CompactPage) -> np.ndarray:

@@ -122,3 +122,17 @@ def test_excluded_mask_by_table_and_for_tags_only_tag_id_knows():
     assert _excluded_mask(page, ("nav", "body")).tolist() == [True, True, False, False, False, False]
     assert _excluded_mask(page, ("nav", "my-widget")).tolist() == [False, True, False, False, True, False]
     assert _excluded_mask(page, ()).tolist() == [False] * 6
+
+
+def test_excluded_mask_mixes_table_and_unknown_ids():
+    """A list with known and unknown names takes the table for the known ones and the ids
+    for the others, on a page with or without an unknown tag; "#text" excludes text nodes.
+    Same page as above: body 0, nav 1, p 2, "a" 3, my-widget 4, "b" 5."""
+    from sitestrip.transforms.conex_page import _excluded_mask
+    from sitestrip.transforms.page import parse_page
+    page = parse_page("<html><body><nav><p>a</p></nav><my-widget>b</my-widget></body></html>", "http://ex.com/")
+    assert _excluded_mask(page, ("p", "script", "my-widget")).tolist() == [False, False, True, False, True, False]
+    assert _excluded_mask(page, ("p", "script")).tolist() == [False, False, True, False, False, False]
+    assert _excluded_mask(page, ("#text", "nav")).tolist() == [False, True, False, True, False, True]
+    plain = parse_page("<html><body><nav><p>a</p></nav></body></html>", "http://ex.com/")
+    assert _excluded_mask(plain, ("p", "my-widget")).tolist() == [False, False, True, False]
