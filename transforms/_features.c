@@ -33,6 +33,7 @@
  * of calls on a page's small arrays; every output is an integer or an integer count,
  * so the matrices are the reference's bit for bit:
  *   nearest_in_mask: tree.nearest_in_mask (the node itself included), one preorder pass;
+ *   subtree_totals: tree.py's subtree totals and conex_page.word_ratio, one backward pass;
  *   sibling_shapes: features._sibling_shapes_python's same-shape and same-tag sibling counts;
  *   owner_hints: block_features's near/far class/id hint bits of each block's owner;
  *   structure_columns: block_features's owner, position and neighbour columns
@@ -432,6 +433,120 @@ static PyObject *nearest_in_mask(PyObject *self, PyObject *args) {
     PyBuffer_Release(&ov);
     Py_XINCREF(result);
     return result;
+}
+
+/* subtree_totals(parent int32[n], tag int32[n], flags uint16[n], words int32[n], chars int32[n],
+ *                link_flag, in_link_flag, a_tag, totals int64[5n], word_ratio float64[n]):
+ * the per-node subtree sums that page ConEx, MenEx and the block features read (tree.py's
+ * links_below, words_below, elements_below, text_nodes_below and MenEx's characters outside
+ * links, rows of `totals` in that order), summed child into parent in one backward pass over
+ * the preorder parents; and conex_page.word_ratio. Sums of integers are exact in any order;
+ * word_ratio's floats are summed as the reference sums them: per distance d, each node's
+ * words/d of its leaves in leaf order from 0.0 (np.bincount), that sum then added to the
+ * node's running total. */
+static PyObject *subtree_totals(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *parent_o, *tag_o, *flags_o, *words_o, *chars_o, *totals_o, *ratio_o;
+    int link_flag, in_link_flag, a_tag;
+    if (!PyArg_ParseTuple(args, "OOOOOiiiOO", &parent_o, &tag_o, &flags_o, &words_o, &chars_o,
+                          &link_flag, &in_link_flag, &a_tag, &totals_o, &ratio_o)) return NULL;
+    Py_buffer pv, tv, fv, wv, cv, ov, rv;
+    if (get_array(parent_o, &pv, 4, -1, 0, "parent") < 0) return NULL;
+    Py_ssize_t n = pv.len / 4;
+    int got = 1;
+    if (get_array(tag_o, &tv, 4, n, 0, "tag") < 0) { got = 0; goto release_p; }
+    if (get_array(flags_o, &fv, 2, n, 0, "flags") < 0) { got = 0; goto release_t; }
+    if (get_array(words_o, &wv, 4, n, 0, "words") < 0) { got = 0; goto release_f; }
+    if (get_array(chars_o, &cv, 4, n, 0, "chars") < 0) { got = 0; goto release_w; }
+    if (get_array(totals_o, &ov, 8, 5 * n, 1, "totals") < 0) { got = 0; goto release_c; }
+    if (get_array(ratio_o, &rv, 8, n, 1, "word_ratio") < 0) { got = 0; goto release_o; }
+
+    const int32_t *parent = pv.buf, *tag = tv.buf, *words = wv.buf, *chars = cv.buf;
+    const uint16_t *flags = fv.buf;
+    int64_t *links = (int64_t *)ov.buf, *wsum = links + n, *elements = links + 2 * n,
+            *texts = links + 3 * n, *outside = links + 4 * n;
+    double *ratio = rv.buf;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int32_t p = parent[i];
+        if (p >= i) {
+            PyErr_Format(PyExc_ValueError, "parent[%zd] = %d is not before the node (not preorder)", i, (int)p);
+            got = 0;
+            goto release_r;
+        }
+        int text = tag[i] == 0;
+        links[i] = (flags[i] & link_flag) != 0;
+        wsum[i] = words[i];
+        elements[i] = !text;
+        texts[i] = text;
+        outside[i] = text && (flags[i] & in_link_flag) == 0 ? chars[i] : 0;
+        ratio[i] = 0.0;
+    }
+    for (Py_ssize_t i = n - 1; i > 0; i--) {
+        int32_t p = parent[i];
+        if (p < 0) continue;
+        links[p] += links[i];
+        wsum[p] += wsum[i];
+        elements[p] += elements[i];
+        texts[p] += texts[i];
+        outside[p] += outside[i];
+    }
+
+    /* word_ratio: the counted leaves (text whose parent is no <a>, with words), walked up one
+     * level per round, as the reference's vector rounds. */
+    Py_ssize_t m = 0;
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (tag[i] == 0 && words[i] > 0 && parent[i] >= 0 && tag[parent[i]] != a_tag) m++;
+    if (m > 0) {
+        int32_t *current = PyMem_Malloc(m * sizeof(int32_t));
+        double *weight = PyMem_Malloc(m * sizeof(double));
+        double *round = PyMem_Calloc(n, sizeof(double));
+        int32_t *touched = PyMem_Malloc(m * sizeof(int32_t));
+        uint8_t *seen = PyMem_Calloc(n, 1);
+        if (!current || !weight || !round || !touched || !seen) {
+            PyMem_Free(current); PyMem_Free(weight); PyMem_Free(round); PyMem_Free(touched); PyMem_Free(seen);
+            PyErr_NoMemory();
+            got = 0;
+            goto release_r;
+        }
+        Py_ssize_t k = 0;
+        for (Py_ssize_t i = 0; i < n; i++)
+            if (tag[i] == 0 && words[i] > 0 && parent[i] >= 0 && tag[parent[i]] != a_tag) {
+                current[k] = parent[i];
+                weight[k] = (double)words[i];
+                k++;
+            }
+        for (int64_t distance = 1; m > 0; distance++) {
+            Py_ssize_t t = 0;
+            for (Py_ssize_t j = 0; j < m; j++) {
+                int32_t c = current[j];
+                round[c] += weight[j] / (double)distance;
+                if (!seen[c]) { seen[c] = 1; touched[t++] = c; }
+            }
+            for (Py_ssize_t j = 0; j < t; j++) {
+                int32_t c = touched[j];
+                ratio[c] += round[c];
+                round[c] = 0.0;
+                seen[c] = 0;
+            }
+            Py_ssize_t alive = 0;       /* the leaves still below the root, order kept */
+            for (Py_ssize_t j = 0; j < m; j++) {
+                int32_t up = parent[current[j]];
+                if (up >= 0) { current[alive] = up; weight[alive] = weight[j]; alive++; }
+            }
+            m = alive;
+        }
+        PyMem_Free(current); PyMem_Free(weight); PyMem_Free(round); PyMem_Free(touched); PyMem_Free(seen);
+    }
+
+release_r: PyBuffer_Release(&rv);
+release_o: PyBuffer_Release(&ov);
+release_c: PyBuffer_Release(&cv);
+release_w: PyBuffer_Release(&wv);
+release_f: PyBuffer_Release(&fv);
+release_t: PyBuffer_Release(&tv);
+release_p: PyBuffer_Release(&pv);
+    if (!got) return NULL;
+    Py_RETURN_NONE;
 }
 
 /* One group of siblings in sibling_shapes's open-addressing tables: (parent, tag) and, for
@@ -1390,6 +1505,9 @@ static PyMethodDef methods[] = {
     {"text_columns", text_columns, METH_VARARGS,
      "text_columns(texts, counts): per block text, the counts and pattern bits of features.py's text columns."},
     {"text_keys", text_keys, METH_VARARGS, "text_keys(texts, keys): features.text_key of every text."},
+    {"subtree_totals", subtree_totals, METH_VARARGS,
+     "subtree_totals(parent, tag, flags, words, chars, link_flag, in_link_flag, a_tag, totals, word_ratio): "
+     "tree.py's subtree totals and conex_page.word_ratio."},
     {"nearest_in_mask", nearest_in_mask, METH_VARARGS,
      "nearest_in_mask(parent, mask, out): tree.nearest_in_mask (the node itself included) of a preorder page."},
     {"sibling_shapes", sibling_shapes, METH_VARARGS,

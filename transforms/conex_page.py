@@ -8,7 +8,7 @@ import numpy as np
 
 from sitestrip.transforms.page import KNOWN_TAGS, TAG_ID, TEXT, CompactPage, has_tag, tag_id, tag_table
 from sitestrip.transforms.tree import (children, elements_below, links_below, subtree_mask, text_nodes_below,
-                                      words_below)
+                                      word_ratio, words_below)
 
 # Tags that are never rated (thesis §6.2.2 ii plus design §3's inline additions).
 # One list, configurable through PageConexParams.
@@ -60,12 +60,13 @@ def _excluded_table(excluded_tags: tuple) -> tuple[np.ndarray, np.ndarray]:
     return table, np.array(unknown, dtype=np.int32)
 
 
-def word_ratio(page: CompactPage) -> np.ndarray:
+def word_ratio_reference(page: CompactPage) -> np.ndarray:
     """Σ over text leaves k below n, whose parent is not <a>, of words(k)/distance(k, n).
 
     Walks up from all text leaves one level per step, so the cost is the sum
     of the leaves' depths in vector operations and the loop count is the
-    page depth: no recursion, no per-node Python work.
+    page depth: no recursion, no per-node Python work. The reference of the compiled
+    pass (tree.word_ratio, which the stages call).
     """
     n = page.size
     out = np.zeros(n)

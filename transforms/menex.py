@@ -5,9 +5,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sitestrip.transforms.page import F_IN_LINK, NAV_RULE_FLAGS, TAG_ID, TEXT, CompactPage
-from sitestrip.transforms.tree import (children, descendants_count, links_below, subtree_sum, subtree_text,
-                                      subtree_texts)
+from sitestrip.transforms.page import NAV_RULE_FLAGS, TAG_ID, TEXT, CompactPage
+from sitestrip.transforms.tree import (children, descendants_count, links_below, outside_link_chars_below,
+                                      subtree_text, subtree_texts)
 
 
 @dataclass(frozen=True)
@@ -77,8 +77,7 @@ def menu_features(page: CompactPage, representative: str = "prefix") -> MenuFeat
     desc = np.maximum(descendants_count(page), 1).astype(np.float64)
     link = np.where(rated & (hyperlinks >= 2), (hyperlinks + desc) / (2.0 * desc), 0.0)
 
-    outside_link = (page.tag == TEXT) & ((page.flags & F_IN_LINK) == 0)
-    chars = subtree_sum(page, np.where(outside_link, page.chars, 0))
+    chars = outside_link_chars_below(page)
     total = float(chars[0]) if n else 0.0
     if total > 0:
         text = np.clip(1.0 - chars / np.sqrt(total), 0.0, 1.0)
