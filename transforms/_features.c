@@ -34,6 +34,7 @@
  * so the matrices are the reference's bit for bit:
  *   nearest_in_mask: tree.nearest_in_mask (the node itself included), one preorder pass;
  *   subtree_totals: tree.py's subtree totals and conex_page.word_ratio, one backward pass;
+ *   menu_scores: menex.menu_features and menu_weights, one pass;
  *   sibling_shapes: features._sibling_shapes_python's same-shape and same-tag sibling counts;
  *   owner_hints: block_features's near/far class/id hint bits of each block's owner;
  *   structure_columns: block_features's owner, position and neighbour columns
@@ -546,6 +547,72 @@ release_f: PyBuffer_Release(&fv);
 release_t: PyBuffer_Release(&tv);
 release_p: PyBuffer_Release(&pv);
     if (!got) return NULL;
+    Py_RETURN_NONE;
+}
+
+/* menu_scores(tag int32[n], child_count int32[n], flags uint16[n], end int32[n],
+ *             hyperlinks int64[n], chars int64[n], ul_tag, representative_flag,
+ *             w (6 float64: amplitude, link, text, ul, representative, position weights),
+ *             rated bool[n], out float64[7n]): menex.menu_features and menu_weights in one pass,
+ * `out` rows amplitude, link, text, ul, representative, position, weight. Each value is the
+ * reference's expression with its operations in numpy's order (each term a product, the
+ * terms added left to right), so every float is the same. `chars`: the characters outside
+ * links below each node (tree.outside_link_chars_below). */
+static PyObject *menu_scores(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *tag_o, *cc_o, *flags_o, *end_o, *links_o, *chars_o, *w_o, *rated_o, *out_o;
+    int ul_tag, rep_flag;
+    if (!PyArg_ParseTuple(args, "OOOOOOiiOOO", &tag_o, &cc_o, &flags_o, &end_o, &links_o, &chars_o,
+                          &ul_tag, &rep_flag, &w_o, &rated_o, &out_o)) return NULL;
+    Py_buffer views[9];
+    PyObject *objs[9] = {tag_o, cc_o, flags_o, end_o, links_o, chars_o, w_o, rated_o, out_o};
+    static const Py_ssize_t sizes[9] = {4, 4, 2, 4, 8, 8, 8, 1, 8};
+    static const char *names[9] = {"tag", "child_count", "flags", "end", "hyperlinks", "chars", "w", "rated", "out"};
+    Py_ssize_t n = -1;
+    int got = 0;
+    for (; got < 9; got++) {
+        Py_ssize_t items = got == 0 ? -1 : got == 6 ? 6 : got == 8 ? 7 * n : n;
+        if (get_array(objs[got], &views[got], sizes[got], items, got >= 7, names[got]) < 0) break;
+        if (got == 0) n = views[0].len / 4;
+    }
+    if (got == 9) {
+        const int32_t *tag = views[0].buf, *cc = views[1].buf, *end = views[3].buf;
+        const uint16_t *flags = views[2].buf;
+        const int64_t *links = views[4].buf, *chars = views[5].buf;
+        const double *w = views[6].buf;
+        uint8_t *rated = views[7].buf;
+        double *amplitude = views[8].buf, *link = amplitude + n, *text = amplitude + 2 * n, *ul = amplitude + 3 * n,
+               *rep = amplitude + 4 * n, *position = amplitude + 5 * n, *weight = amplitude + 6 * n;
+        double total = n ? (double)chars[0] : 0.0;
+        double root = sqrt(total);
+        double count = (double)(n > 1 ? n : 1);
+        for (Py_ssize_t i = 0; i < n; i++) {
+            int r = tag[i] != 0 && cc[i] > 0;
+            rated[i] = (uint8_t)r;
+            if (!r) {
+                amplitude[i] = link[i] = text[i] = ul[i] = rep[i] = position[i] = weight[i] = 0.0;
+                continue;
+            }
+            amplitude[i] = 1.0 - 1.0 / (double)cc[i];
+            int64_t descendants = (int64_t)end[i] - (int64_t)i - 1;
+            double desc = (double)(descendants > 1 ? descendants : 1);
+            link[i] = links[i] >= 2 ? ((double)links[i] + desc) / (2.0 * desc) : 0.0;
+            if (total > 0) {
+                double t = 1.0 - (double)chars[i] / root;
+                text[i] = t < 0.0 ? 0.0 : t > 1.0 ? 1.0 : t;
+            } else {
+                text[i] = 1.0;
+            }
+            ul[i] = tag[i] == ul_tag ? 1.0 : 0.0;
+            rep[i] = (flags[i] & rep_flag) != 0 ? 1.0 : 0.0;
+            position[i] = 1.0 - (double)i / count;
+            double a = w[0] * amplitude[i], b = w[1] * link[i], c = w[2] * text[i], d = w[3] * ul[i],
+                   e = w[4] * rep[i], f = w[5] * position[i];
+            weight[i] = ((((a + b) + c) + d) + e) + f;
+        }
+    }
+    for (int k = 0; k < got; k++) PyBuffer_Release(&views[k]);
+    if (got < 9) return NULL;
     Py_RETURN_NONE;
 }
 
@@ -1508,6 +1575,9 @@ static PyMethodDef methods[] = {
     {"subtree_totals", subtree_totals, METH_VARARGS,
      "subtree_totals(parent, tag, flags, words, chars, link_flag, in_link_flag, a_tag, totals, word_ratio): "
      "tree.py's subtree totals and conex_page.word_ratio."},
+    {"menu_scores", menu_scores, METH_VARARGS,
+     "menu_scores(tag, child_count, flags, end, hyperlinks, chars, ul_tag, representative_flag, w, rated, out): "
+     "menex.menu_features and menu_weights."},
     {"nearest_in_mask", nearest_in_mask, METH_VARARGS,
      "nearest_in_mask(parent, mask, out): tree.nearest_in_mask (the node itself included) of a preorder page."},
     {"sibling_shapes", sibling_shapes, METH_VARARGS,

@@ -5,9 +5,17 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from sitestrip.transforms import tree
 from sitestrip.transforms.page import NAV_RULE_FLAGS, TAG_ID, TEXT, CompactPage
 from sitestrip.transforms.tree import (children, descendants_count, links_below, outside_link_chars_below,
                                       subtree_text, subtree_texts)
+
+try:
+    # menu_scores's per-node arithmetic, compiled with the block loops (transforms/_features.c);
+    # tree._COMPILED (SITESTRIP_FEATURES) is the switch.
+    from sitestrip.transforms import _features as _compiled
+except ImportError:  # pragma: no cover - a source tree used without installing
+    _compiled = None
 
 
 @dataclass(frozen=True)
@@ -137,9 +145,26 @@ def select_menu(page: CompactPage, weights: np.ndarray, roots: list[int], thresh
 
 def menu_scores(page: CompactPage, params: MenexParams = MenexParams()) -> tuple[MenuFeatures, np.ndarray]:
     """(features, weights) of every node: what detect_menu and the site-menu proposal
-    (transforms/sitemenus.py) both start from, computed once per page."""
+    (transforms/sitemenus.py) both start from, computed once per page. Compiled, one pass
+    (transforms/_features.c); menu_features and menu_weights are the reference."""
+    if tree._COMPILED and _compiled is not None:
+        return _menu_scores_compiled(page, params)
     f = menu_features(page, params.representative)
     return f, menu_weights(page, params, f)
+
+
+def _menu_scores_compiled(page: CompactPage, params: MenexParams) -> tuple[MenuFeatures, np.ndarray]:
+    n = page.size
+    hyperlinks = links_below(page)
+    rated = np.empty(n, dtype=bool)
+    out = np.empty((7, n), dtype=np.float64)
+    w = np.array([params.w_amplitude, params.w_link, params.w_text, params.w_ul, params.w_representative,
+                  params.w_position], dtype=np.float64)
+    _compiled.menu_scores(page.tag, page.child_count, page.flags, page.end, hyperlinks,
+                          outside_link_chars_below(page), TAG_ID["ul"], NAV_RULE_FLAGS[params.representative],
+                          w, rated, out)
+    amplitude, link, text, ul, representative, position, weights = out
+    return MenuFeatures(rated, amplitude, link, text, ul, representative, position, hyperlinks), weights
 
 
 def detect_menu(page: CompactPage, params: MenexParams = MenexParams(),

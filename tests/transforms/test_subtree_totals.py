@@ -1,6 +1,7 @@
 """The per-page subtree totals and word ratio compiled (transforms/_features.c
 `subtree_totals`) against their references (tree.py's subtree_sum expressions,
-conex_page.word_ratio_reference), and MenEx and page ConEx on either path.
+conex_page.word_ratio_reference), MenEx's scores (`menu_scores` against menex.menu_features
+and menu_weights), and MenEx and page ConEx on either path.
 
 Integer totals must be equal, the word ratio equal bit for bit: the compiled pass sums
 each node's words/distance in the order np.bincount does. Every test here fails when the
@@ -70,6 +71,7 @@ def random_page(rng: random.Random):
             return " ".join("w" * rng.randint(1, 4) for _ in range(rng.randint(0, 4))) or " "
         tag = rng.choice(["div", "p", "span", "ul", "li", "a", "nav", "b", "section"])
         attrs = " href='/x'" if tag == "a" and rng.random() < 0.8 else ""
+        attrs += rng.choice(["", "", " class='navbar'", " id='menu'", " class='main-nav x'"])
         inner = "".join(element(depth + 1) for _ in range(rng.randint(0, 4)))
         return f"<{tag}{attrs}>{inner}</{tag}>"
     body = "".join(element(0) for _ in range(rng.randint(1, 6)))
@@ -102,6 +104,27 @@ def test_menex_and_page_conex_the_same_on_both_paths():
                 arrays.append(features.matrix())
             return [a.tobytes() for a in arrays], (menu.node if menu else None)
         assert by_path(page, True, stages) == by_path(page, False, stages)
+
+
+def test_compiled_menu_scores_are_the_reference_bit_for_bit():
+    """Every feature array and the weights, for each representative-tag rule and for weights
+    that are not the defaults; a page with no text outside links (text ratio 1 everywhere)."""
+    from sitestrip.transforms.menex import MenexParams
+    rng = random.Random(3)
+    pages = [random_page(rng) for _ in range(80)]
+    pages.append(parse_page("<html><body><ul><li><a href=/a>a</a></li><li><a href=/b>b</a></li></ul></body></html>",
+                            "http://e.com/"))
+    params = [MenexParams(representative=r) for r in ("prefix", "word_part", "exact")]
+    params.append(MenexParams(w_amplitude=0.1, w_link=0.7, w_text=0.3, w_ul=0.01, w_representative=0.9, w_position=0.33))
+    fields = ("rated", "amplitude", "link", "text", "ul", "representative", "position", "hyperlinks")
+    for page in pages:
+        for p in params:
+            def read(pg):
+                f, w = menu_scores(pg, p)
+                return [(getattr(f, k).dtype.str, getattr(f, k).tobytes()) for k in fields] + [w.tobytes()]
+            got, ref = by_path(page, True, read), by_path(page, False, read)
+            for name, a, b in zip(fields + ("weights",), got, ref):
+                assert a == b, name
 
 
 def test_subtree_totals_refuses_a_parent_after_its_child():
