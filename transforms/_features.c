@@ -35,6 +35,7 @@
  *   nearest_in_mask: tree.nearest_in_mask (the node itself included), one preorder pass;
  *   subtree_totals: tree.py's subtree totals and conex_page.word_ratio, one backward pass;
  *   menu_scores: menex.menu_features and menu_weights, one pass;
+ *   children: tree.children's CSR arrays, a counting sort;
  *   sibling_shapes: features._sibling_shapes_python's same-shape and same-tag sibling counts;
  *   owner_hints: block_features's near/far class/id hint bits of each block's owner;
  *   structure_columns: block_features's owner, position and neighbour columns
@@ -613,6 +614,51 @@ static PyObject *menu_scores(PyObject *self, PyObject *args) {
     }
     for (int k = 0; k < got; k++) PyBuffer_Release(&views[k]);
     if (got < 9) return NULL;
+    Py_RETURN_NONE;
+}
+
+/* children(parent int32[n], ptr int64[n+1], idx int32[n-1]): tree.children's CSR arrays,
+ * a counting sort of the nodes by parent; nodes go in in index order, so each parent's
+ * children are in document order, as the reference's stable argsort puts them. */
+static PyObject *children_csr(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *parent_o, *ptr_o, *idx_o;
+    if (!PyArg_ParseTuple(args, "OOO", &parent_o, &ptr_o, &idx_o)) return NULL;
+    Py_buffer pv, rv, iv;
+    if (get_array(parent_o, &pv, 4, -1, 0, "parent") < 0) return NULL;
+    Py_ssize_t n = pv.len / 4;
+    if (get_array(ptr_o, &rv, 8, n + 1, 1, "ptr") < 0) { PyBuffer_Release(&pv); return NULL; }
+    if (get_array(idx_o, &iv, 4, n > 0 ? n - 1 : 0, 1, "idx") < 0) {
+        PyBuffer_Release(&pv); PyBuffer_Release(&rv); return NULL;
+    }
+    const int32_t *parent = pv.buf;
+    int64_t *ptr = rv.buf;
+    int32_t *idx = iv.buf;
+    int ok = 1;
+    memset(ptr, 0, (size_t)(n + 1) * sizeof(int64_t));
+    for (Py_ssize_t i = 1; i < n; i++) {
+        int32_t p = parent[i];
+        if (p < 0 || p >= i) {
+            PyErr_Format(PyExc_ValueError, "parent[%zd] = %d: not a preorder tree with one root", i, (int)p);
+            ok = 0;
+            break;
+        }
+        ptr[p + 1]++;
+    }
+    if (ok) {
+        for (Py_ssize_t i = 0; i < n; i++) ptr[i + 1] += ptr[i];
+        int64_t *next = PyMem_Malloc((size_t)(n > 0 ? n : 1) * sizeof(int64_t));
+        if (!next) { PyErr_NoMemory(); ok = 0; }
+        else {
+            memcpy(next, ptr, (size_t)n * sizeof(int64_t));
+            for (Py_ssize_t i = 1; i < n; i++) idx[next[parent[i]]++] = (int32_t)i;
+            PyMem_Free(next);
+        }
+    }
+    PyBuffer_Release(&pv);
+    PyBuffer_Release(&rv);
+    PyBuffer_Release(&iv);
+    if (!ok) return NULL;
     Py_RETURN_NONE;
 }
 
@@ -1578,6 +1624,8 @@ static PyMethodDef methods[] = {
     {"menu_scores", menu_scores, METH_VARARGS,
      "menu_scores(tag, child_count, flags, end, hyperlinks, chars, ul_tag, representative_flag, w, rated, out): "
      "menex.menu_features and menu_weights."},
+    {"children", children_csr, METH_VARARGS,
+     "children(parent, ptr, idx): tree.children's CSR arrays of a preorder page."},
     {"nearest_in_mask", nearest_in_mask, METH_VARARGS,
      "nearest_in_mask(parent, mask, out): tree.nearest_in_mask (the node itself included) of a preorder page."},
     {"sibling_shapes", sibling_shapes, METH_VARARGS,

@@ -111,7 +111,9 @@ def standardize(x: np.ndarray) -> np.ndarray:
 
 def c_set(page: CompactPage, rated_idx: np.ndarray, features: ContentFeatures, c: int) -> np.ndarray:
     """The c rated nodes farthest from the centroid of the standardized features."""
-    z = standardize(features.matrix()[rated_idx])
+    # features.matrix()[rated_idx], without stacking the columns of the unrated nodes
+    z = standardize(np.stack([features.word[rated_idx], features.hyperlink[rated_idx],
+                              features.children[rated_idx], features.position[rated_idx]], axis=1))
     # The centroid of z-scores is the origin.
     dist = np.sqrt((z * z).sum(axis=1))
     order = np.lexsort((rated_idx, -dist))     # farthest first, ties by document order
@@ -145,27 +147,23 @@ def select_main(page: CompactPage, cset: np.ndarray) -> np.ndarray:
 def remove_link_lists(page: CompactPage, mask: np.ndarray, max_words: int) -> np.ndarray:
     """Alg. 7: drop groups of same-tag wrappers that each hold a single short <a>."""
     a_tag = TAG_ID["a"]
-    subtree_words = words_below(page)
+    # Wrappers: nodes in the selection whose only child is an <a> (the node after it in
+    # preorder). Few nodes have one child: the other tests run on those alone.
+    wrappers = np.flatnonzero(mask & (page.child_count == 1))
+    wrappers = wrappers[page.tag[wrappers] != TEXT]
+    wrappers = wrappers[page.tag[np.minimum(wrappers + 1, page.size - 1)] == a_tag]
     mask = mask.copy()
-    # Wrappers: nodes in the selection whose only child is an <a>.
-    wrapper = mask & (page.child_count == 1) & (page.tag != TEXT)
-    first_child = np.where(wrapper, np.arange(page.size) + 1, 0)
-    wrapper &= page.tag[np.minimum(first_child, page.size - 1)] == a_tag
-    wrappers = np.flatnonzero(wrapper)
-    short = subtree_words[wrappers + 1] < max_words
-    removed = []
-    # Group wrappers by (grandparent, tag): a group with a short link and at
-    # least two members is a link list.
-    groups: dict = {}
-    for w, s in zip(wrappers.tolist(), short.tolist()):
-        key = (int(page.parent[w]), int(page.tag[w]))
-        members, any_short = groups.get(key, ([], False))
-        members.append(w)
-        groups[key] = (members, any_short or s)
-    for members, any_short in groups.values():
-        if any_short and len(members) >= 2:
-            removed.extend(members)
-    if removed:
+    if wrappers.size < 2:
+        return mask
+    short = words_below(page)[wrappers + 1] < max_words
+    # Group wrappers by (grandparent, tag): a group with a short link and at least two
+    # members is a link list. Tag ids are below 2**31, so the key is one per pair.
+    keys = page.parent[wrappers].astype(np.int64) * (1 << 32) + page.tag[wrappers]
+    _, group, members = np.unique(keys, return_inverse=True, return_counts=True)
+    group = group.ravel()
+    any_short = np.bincount(group, weights=short, minlength=members.size) > 0
+    removed = wrappers[(members >= 2)[group] & any_short[group]]
+    if removed.size:
         mask &= ~subtree_mask(page, removed)
     return mask
 

@@ -118,6 +118,15 @@ def children(page: CompactPage):
 
 
 def _children(page: CompactPage):
+    if _COMPILED and _compiled is not None and page.size > 0 and page.parent[0] < 0:
+        ptr = np.empty(page.size + 1, dtype=np.int64)
+        order = np.empty(page.size - 1, dtype=np.int32)
+        _compiled.children(page.parent, ptr, order)
+        return ptr, order
+    return _children_reference(page)
+
+
+def _children_reference(page: CompactPage):
     nonroot = np.arange(1, page.size, dtype=np.int32)
     order = nonroot[np.argsort(page.parent[1:], kind="stable")]
     counts = np.bincount(page.parent[1:], minlength=page.size) if page.size > 1 else np.zeros(page.size, np.int64)

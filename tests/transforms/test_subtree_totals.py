@@ -127,7 +127,22 @@ def test_compiled_menu_scores_are_the_reference_bit_for_bit():
                 assert a == b, name
 
 
-def test_subtree_totals_refuses_a_parent_after_its_child():
+def test_compiled_children_are_the_stable_argsort():
+    """body 0 > [div 1 > [p 2 > ["a" 3, b 4 > "c" 5], "x" 6], ul 7 > li 8 > "y" 9] by hand, then
+    generated pages against the reference."""
+    page = parse_page("<html><body><div><p>a<b>c</b></p>x</div><ul><li>y</li></ul></body></html>", "http://e.com/")
+    ptr, idx = T._children(page)
+    assert ptr.tolist() == [0, 2, 4, 6, 6, 7, 7, 7, 8, 9, 9]
+    assert idx.tolist() == [1, 7, 2, 6, 3, 4, 5, 8, 9]
+    rng = random.Random(2)
+    for page in [page, parse_page("<html><body></body></html>", "http://e.com/")] + \
+            [random_page(rng) for _ in range(60)]:
+        got, ref = T._children(page), T._children_reference(page)
+        for a, b in zip(got, ref):
+            assert a.dtype == b.dtype and a.tolist() == b.tolist()
+
+
+def test_compiled_passes_refuse_a_parent_after_its_child():
     from sitestrip.transforms import _features
     n = 3
     parent = np.array([-1, 2, 0], dtype=np.int32)
@@ -135,6 +150,8 @@ def test_subtree_totals_refuses_a_parent_after_its_child():
     with pytest.raises(ValueError, match="preorder"):
         _features.subtree_totals(parent, zeros, np.zeros(n, np.uint16), zeros, zeros, 1, 2, 2,
                                  np.empty((5, n), np.int64), np.empty(n))
+    with pytest.raises(ValueError, match="preorder"):
+        _features.children(parent, np.empty(n + 1, np.int64), np.empty(n - 1, np.int32))
     with pytest.raises(ValueError):
         _features.subtree_totals(parent, zeros, np.zeros(n, np.uint16), zeros, zeros, 1, 2, 2,
                                  np.empty((4, n), np.int64), np.empty(n))
