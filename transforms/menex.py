@@ -130,17 +130,16 @@ def select_menu(page: CompactPage, weights: np.ndarray, roots: list[int], thresh
     """Alg. 2 as design §2 decides: best average weight of heavy descendants; else the heaviest root."""
     heavy = np.flatnonzero(weights > threshold)
     heavy_prefix = np.concatenate(([0.0], np.cumsum(weights[heavy])))
-    best, best_avg = None, 0.0
-    for r in roots:                                   # roots are in document order
-        lo = np.searchsorted(heavy, r + 1)
-        hi = np.searchsorted(heavy, page.end[r])
-        if hi > lo:
-            avg = (heavy_prefix[hi] - heavy_prefix[lo]) / (hi - lo)
-            if best is None or avg > best_avg:
-                best, best_avg = r, avg
-    if best is None:
-        best = max(roots, key=lambda r: (weights[r], -r))
-    return best
+    nodes = np.asarray(roots, dtype=np.int64)            # roots are in document order
+    lo = np.searchsorted(heavy, nodes + 1)
+    hi = np.searchsorted(heavy, page.end[nodes])
+    has = hi > lo
+    if has.any():
+        avg = np.full(nodes.size, -np.inf)
+        avg[has] = (heavy_prefix[hi[has]] - heavy_prefix[lo[has]]) / (hi[has] - lo[has])
+        # the first root of the best average (a later one must beat it)
+        return int(nodes[int(np.argmax(avg))])
+    return max(roots, key=lambda r: (weights[r], -r))
 
 
 def menu_scores(page: CompactPage, params: MenexParams = MenexParams()) -> tuple[MenuFeatures, np.ndarray]:
