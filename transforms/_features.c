@@ -36,6 +36,7 @@
  *   subtree_totals: tree.py's subtree totals and conex_page.word_ratio, one backward pass;
  *   menu_scores: menex.menu_features and menu_weights, one pass;
  *   children: tree.children's CSR arrays, a counting sort;
+ *   template_votes: template.detect_template's votes, masks and word totals, two passes;
  *   sibling_shapes: features._sibling_shapes_python's same-shape and same-tag sibling counts;
  *   owner_hints: block_features's near/far class/id hint bits of each block's owner;
  *   structure_columns: block_features's owner, position and neighbour columns
@@ -660,6 +661,82 @@ static PyObject *children_csr(PyObject *self, PyObject *args) {
     PyBuffer_Release(&iv);
     if (!ok) return NULL;
     Py_RETURN_NONE;
+}
+
+/* template_votes(occ int32[n], votes, parent int32[n], tag int32[n], line int32[n], words int32[n],
+ *                a_tag, by_line, template bool[n], nontemplate bool[n]) -> (page words, kept words):
+ * template.detect_template's votes around the mappings in two passes. A node is template
+ * with `votes` mappings; text is non-template unless it is template or inside a template
+ * <a> (tree.subtree_mask of those, here each node's own flag or its parent's); with
+ * `by_line`, every text node of a text line (a run of text nodes of one `line` value,
+ * template.line_nontemplate) that holds a non-template one is non-template. */
+static PyObject *template_votes(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *occ_o, *parent_o, *tag_o, *line_o, *words_o, *tpl_o, *non_o;
+    int votes, a_tag, by_line;
+    if (!PyArg_ParseTuple(args, "OiOOOOipOO", &occ_o, &votes, &parent_o, &tag_o, &line_o, &words_o,
+                          &a_tag, &by_line, &tpl_o, &non_o)) return NULL;
+    Py_buffer views[7];
+    PyObject *objs[7] = {occ_o, parent_o, tag_o, line_o, words_o, tpl_o, non_o};
+    static const Py_ssize_t sizes[7] = {4, 4, 4, 4, 4, 1, 1};
+    static const char *names[7] = {"occ", "parent", "tag", "line", "words", "template", "nontemplate"};
+    Py_ssize_t n = -1;
+    int got = 0;
+    for (; got < 7; got++) {
+        if (get_array(objs[got], &views[got], sizes[got], got == 0 ? -1 : n, got >= 5, names[got]) < 0) break;
+        if (got == 0) n = views[0].len / 4;
+    }
+    PyObject *result = NULL;
+    uint8_t *in_link = NULL;
+    int32_t *unit = NULL;
+    if (got == 7) {
+        const int32_t *occ = views[0].buf, *parent = views[1].buf, *tag = views[2].buf, *line = views[3].buf,
+                      *words = views[4].buf;
+        uint8_t *tpl = views[5].buf, *non = views[6].buf;
+        in_link = PyMem_Malloc((size_t)(n > 0 ? n : 1));
+        unit = PyMem_Malloc((size_t)(n > 0 ? n : 1) * sizeof(int32_t));
+        if (!in_link || !unit) { PyErr_NoMemory(); goto done; }
+        long long total = 0, kept = 0;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            int32_t p = parent[i];
+            if (p >= i) {
+                PyErr_Format(PyExc_ValueError, "parent[%zd] = %d is not before the node (not preorder)", i, (int)p);
+                goto done;
+            }
+            int t = occ[i] >= votes;
+            tpl[i] = (uint8_t)t;
+            in_link[i] = (uint8_t)((t && tag[i] == a_tag) || (p >= 0 && in_link[p]));
+            non[i] = (uint8_t)(tag[i] == 0 && !t && !in_link[i]);
+        }
+        if (by_line) {
+            Py_ssize_t members = 0;
+            int any = 0;
+            int32_t current = 0;
+            for (Py_ssize_t i = 0; i <= n; i++) {
+                if (i < n && tag[i] != 0) continue;
+                if (members && (i == n || line[i] != current)) {
+                    if (any) for (Py_ssize_t k = 0; k < members; k++) non[unit[k]] = 1;
+                    members = 0;
+                    any = 0;
+                }
+                if (i == n) break;
+                current = line[i];
+                unit[members++] = (int32_t)i;
+                any |= non[i];
+            }
+        }
+        for (Py_ssize_t i = 0; i < n; i++) {
+            if (tag[i] != 0) continue;
+            total += words[i];
+            if (non[i]) kept += words[i];
+        }
+        result = Py_BuildValue("LL", total, kept);
+    }
+done:
+    PyMem_Free(in_link);
+    PyMem_Free(unit);
+    for (int k = 0; k < got; k++) PyBuffer_Release(&views[k]);
+    return result;
 }
 
 /* One group of siblings in sibling_shapes's open-addressing tables: (parent, tag) and, for
@@ -1626,6 +1703,9 @@ static PyMethodDef methods[] = {
      "menex.menu_features and menu_weights."},
     {"children", children_csr, METH_VARARGS,
      "children(parent, ptr, idx): tree.children's CSR arrays of a preorder page."},
+    {"template_votes", template_votes, METH_VARARGS,
+     "template_votes(occ, votes, parent, tag, line, words, a_tag, by_line, template, nontemplate): "
+     "template.detect_template's masks and word totals around the mappings."},
     {"nearest_in_mask", nearest_in_mask, METH_VARARGS,
      "nearest_in_mask(parent, mask, out): tree.nearest_in_mask (the node itself included) of a preorder page."},
     {"sibling_shapes", sibling_shapes, METH_VARARGS,

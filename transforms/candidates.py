@@ -475,20 +475,21 @@ def _links_at(page: CompactPage, positions: np.ndarray) -> list[tuple[str, int]]
     return [(urls[k], node) for k, node in zip(positions.tolist(), page.link_node[positions].tolist())]
 
 
-def _tiers(page: CompactPage, links: Sequence[tuple[str, int]]) -> list[list[tuple[str, int]]]:
+def _tiers(page: CompactPage, links: Sequence[tuple[str, int]], of_page: bool = False) -> list[list[tuple[str, int]]]:
     """Links grouped by link relevance w.r.t. the page URL, tiers in Def. 4.2.5 order,
-    each tier in document order (node index, then input position)."""
+    each tier in document order (node index, then input position). `of_page`: every link
+    URL is one of page.link_url (select_candidates's links are)."""
     size = page.size
     reference = directory_sequence(page.url)
     # The page's own link URLs are normalized already; re-normalizing 100,000
     # of them would cost more than sorting them.
-    normalized = set(page.link_url)
+    normalized = None if of_page else set(page.link_url)
     groups: dict[tuple[int, int], list[tuple[int, int, str]]] = {}
     for i, (url, node) in enumerate(links):
         node = int(node)
         if not 0 <= node < size:
             raise ValueError(f"link node {node} outside the page ({size} nodes)")
-        dirs = _directories_of_normalized(url) if url in normalized else directory_sequence(url)
+        dirs = _directories_of_normalized(url) if of_page or url in normalized else directory_sequence(url)
         rank = link_relevance_rank(_h_distance(reference, dirs))
         groups.setdefault(rank, []).append((node, i, url))
     tiers = []
@@ -511,7 +512,7 @@ def sort_links(page: CompactPage, links: list[tuple[str, int]]) -> list[tuple[st
 
 
 def _loadable_in_order(page: CompactPage, links: Sequence[tuple[str, int]],
-                       loadable: set[str]) -> Iterator[str]:
+                       loadable: set[str], of_page: bool = False) -> Iterator[str]:
     """The URLs of `links` that are in `loadable`, in sort_links order, computed lazily.
 
     Skipping the other links here is what the walk of Alg. 9 does anyway; not
@@ -519,7 +520,7 @@ def _loadable_in_order(page: CompactPage, links: Sequence[tuple[str, int]],
     a page with 100,000 links (most of them absent from the input) cheap.
     """
     tree = None
-    for tier in _tiers(page, links):
+    for tier in _tiers(page, links, of_page):
         wanted = np.array([url in loadable for url, _ in tier], dtype=bool)
         if not wanted.any():
             continue
@@ -628,7 +629,8 @@ def select_candidates(key_url: str, key_page: CompactPage, site: SiteLinks,
     mutual: list[int] = []        # bitmask over walk positions
     best: list[int] = []          # positions of the best CS so far
     if loadable and params.max_loads > 0:
-        for url in _loadable_in_order(key_page, links, loadable):
+        # links: key-page links, from its link_url (_links_at)
+        for url in _loadable_in_order(key_page, links, loadable, of_page=True):
             targets = site.outlinks[url]
             k = len(walked)
             bits = 0
