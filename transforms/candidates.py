@@ -313,7 +313,10 @@ class _Tree:
         if np.any(level_nodes[1:] == level_nodes[:-1]):
             return v <= 0
         lca_depth = np.minimum.reduceat(self._depth_ext, level_nodes + 1)[:-1] - 1
-        branch_top = np.maximum(np.append(lca_depth, -1), np.insert(lca_depth, 0, -1))
+        # Each node's deeper LCA with its neighbours: lca_depth followed, and preceded, by -1.
+        padded = np.full(lca_depth.size + 2, -1, dtype=lca_depth.dtype)
+        padded[1:-1] = lca_depth
+        branch_top = np.maximum(padded[1:], padded[:-1])
         own = self.depth[level_nodes] - branch_top
         shortest = np.partition(own, 1)[:2]
         return int(shortest.sum()) >= v
