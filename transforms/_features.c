@@ -35,6 +35,7 @@
  *   nearest_in_mask: tree.nearest_in_mask (the node itself included), one preorder pass;
  *   subtree_totals: tree.py's subtree totals and conex_page.word_ratio, one backward pass;
  *   menu_scores: menex.menu_features and menu_weights, one pass;
+ *   menu_roots: menex.select_root of every candidate node;
  *   children: tree.children's CSR arrays, a counting sort;
  *   template_votes: template.detect_template's votes, masks and word totals, two passes;
  *   sibling_shapes: features._sibling_shapes_python's same-shape and same-tag sibling counts;
@@ -737,6 +738,69 @@ done:
     PyMem_Free(unit);
     for (int k = 0; k < got; k++) PyBuffer_Release(&views[k]);
     return result;
+}
+
+/* menu_roots(parent int32[n], ptr int64[n+1], kids int32[n-1], weights float64[n],
+ *            candidates int64[m], t, out int64[m]): menex.select_root of every candidate (Alg. 1:
+ * climb while more than half of the parent's children weigh more than t times the
+ * candidate's weight; the menu moves up only past parents of more than one child). */
+static PyObject *menu_roots(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *parent_o, *ptr_o, *kids_o, *w_o, *cand_o, *out_o;
+    double t;
+    if (!PyArg_ParseTuple(args, "OOOOOdO", &parent_o, &ptr_o, &kids_o, &w_o, &cand_o, &t, &out_o)) return NULL;
+    Py_buffer views[6];
+    PyObject *objs[6] = {parent_o, ptr_o, kids_o, w_o, cand_o, out_o};
+    static const Py_ssize_t sizes[6] = {4, 8, 4, 8, 8, 8};
+    static const char *names[6] = {"parent", "ptr", "kids", "weights", "candidates", "out"};
+    Py_ssize_t n = -1, m = -1;
+    int got = 0;
+    for (; got < 6; got++) {
+        Py_ssize_t items = got == 0 ? -1 : got == 1 ? n + 1 : got == 2 ? (n > 0 ? n - 1 : 0) : got == 3 ? n
+                         : got == 4 ? -1 : m;
+        if (get_array(objs[got], &views[got], sizes[got], items, got == 5, names[got]) < 0) break;
+        if (got == 0) n = views[0].len / 4;
+        if (got == 4) m = views[4].len / 8;
+    }
+    int ok = got == 6;
+    if (ok) {
+        const int32_t *parent = views[0].buf, *kids = views[2].buf;
+        const int64_t *ptr = views[1].buf, *cand = views[4].buf;
+        const double *w = views[3].buf;
+        int64_t *out = views[5].buf;
+        for (Py_ssize_t j = 0; j < m && ok; j++) {
+            int64_t c = cand[j];
+            if (c < 0 || c >= n) {
+                PyErr_Format(PyExc_ValueError, "candidate %lld outside the page", (long long)c);
+                ok = 0;
+                break;
+            }
+            int64_t menu = c, current = c;
+            double base = w[c] * t;
+            for (Py_ssize_t steps = 0; parent[current] >= 0; steps++) {
+                int32_t p = parent[current];
+                if (p >= current || steps > n) {
+                    PyErr_SetString(PyExc_ValueError, "menu_roots: not a preorder tree");
+                    ok = 0;
+                    break;
+                }
+                int64_t lo = ptr[p], hi = ptr[p + 1], heavy = 0;
+                if (lo < 0 || hi > n - 1 || lo > hi) {
+                    PyErr_SetString(PyExc_ValueError, "menu_roots: children lists outside the page");
+                    ok = 0;
+                    break;
+                }
+                for (int64_t k = lo; k < hi; k++) heavy += w[kids[k]] > base;
+                if (2 * heavy <= hi - lo) break;
+                current = p;
+                if (hi - lo > 1) menu = p;
+            }
+            out[j] = menu;
+        }
+    }
+    for (int k = 0; k < got; k++) PyBuffer_Release(&views[k]);
+    if (!ok) return NULL;
+    Py_RETURN_NONE;
 }
 
 /* One group of siblings in sibling_shapes's open-addressing tables: (parent, tag) and, for
@@ -1706,6 +1770,8 @@ static PyMethodDef methods[] = {
     {"template_votes", template_votes, METH_VARARGS,
      "template_votes(occ, votes, parent, tag, line, words, a_tag, by_line, template, nontemplate): "
      "template.detect_template's masks and word totals around the mappings."},
+    {"menu_roots", menu_roots, METH_VARARGS,
+     "menu_roots(parent, ptr, kids, weights, candidates, t, out): menex.select_root of every candidate."},
     {"nearest_in_mask", nearest_in_mask, METH_VARARGS,
      "nearest_in_mask(parent, mask, out): tree.nearest_in_mask (the node itself included) of a preorder page."},
     {"sibling_shapes", sibling_shapes, METH_VARARGS,

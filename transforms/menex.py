@@ -181,8 +181,14 @@ def detect_menu(page: CompactPage, params: MenexParams = MenexParams(),
         return None
     candidates = np.flatnonzero(weights > params.candidate_threshold * top)
     ptr, kids = children(page)
-    roots = sorted({select_root(page, weights, ptr, kids, int(c), params.root_threshold)
-                    for c in candidates})
+    if tree._COMPILED and _compiled is not None:
+        found = np.empty(candidates.size, dtype=np.int64)
+        _compiled.menu_roots(page.parent, ptr, kids, np.ascontiguousarray(weights, dtype=np.float64),
+                             candidates.astype(np.int64), params.root_threshold, found)
+        roots = np.unique(found).tolist()
+    else:
+        roots = sorted({select_root(page, weights, ptr, kids, int(c), params.root_threshold)
+                        for c in candidates})
     node = select_menu(page, weights, roots, params.menu_threshold * top)
     return Menu(node, page)
 

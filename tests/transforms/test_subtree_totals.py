@@ -142,6 +142,23 @@ def test_compiled_children_are_the_stable_argsort():
             assert a.dtype == b.dtype and a.tolist() == b.tolist()
 
 
+def test_compiled_menu_roots_are_select_root():
+    """Alg. 1's climb from every node of generated pages, with weights drawn so that siblings
+    are often heavy (some equal to the bound: not heavy), against menex.select_root."""
+    from sitestrip.transforms import _features
+    from sitestrip.transforms.menex import select_root
+    rng = random.Random(9)
+    for _ in range(60):
+        page = random_page(rng)
+        ptr, kids = T._children_reference(page)
+        weights = np.array([rng.choice([0.0, 0.45, 0.5, 0.9, 1.0]) for _ in range(page.size)])
+        candidates = np.arange(page.size, dtype=np.int64)
+        for t in (0.9, 0.5):
+            out = np.empty(page.size, dtype=np.int64)
+            _features.menu_roots(page.parent, ptr, kids, weights, candidates, t, out)
+            assert out.tolist() == [select_root(page, weights, ptr, kids, c, t) for c in range(page.size)]
+
+
 def test_compiled_passes_refuse_a_parent_after_its_child():
     from sitestrip.transforms import _features
     n = 3
