@@ -225,6 +225,7 @@ class _Tree:
         self.depth = page.depth.astype(np.int64)
         self.max_depth = int(self.depth.max()) if self.size else 0
         self._lists = None
+        self._parent_list = None
         self._levels = None
         # depth plus a sentinel, so that a reduceat range may end at the last node
         self._depth_ext = np.append(self.depth, 0)
@@ -245,7 +246,10 @@ class _Tree:
 
     def ancestors(self, s: int) -> np.ndarray:
         """Root path of s, root first: entry j has depth j."""
-        parent = self.lists()[0]
+        # only the parents as a list: the sweep, which reads all three, seldom runs
+        if self._parent_list is None:
+            self._parent_list = self._lists[0] if self._lists is not None else self.parent.tolist()
+        parent = self._parent_list
         path = []
         while s != -1:
             path.append(s)
