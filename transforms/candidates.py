@@ -496,23 +496,14 @@ def _tiers(page: CompactPage, links: Sequence[tuple[str, int]], of_page: bool = 
         node = int(node)
         if not 0 <= node < size:
             raise ValueError(f"link node {node} outside the page ({size} nodes)")
-        if of_page or url in normalized:
-            rank = _normalized_link_rank(reference, url)
-        else:
-            rank = link_relevance_rank(_h_distance(reference, directory_sequence(url)))
+        dirs = _directories_of_normalized(url) if of_page or url in normalized else directory_sequence(url)
+        rank = link_relevance_rank(_h_distance(reference, dirs))
         groups.setdefault(rank, []).append((node, i, url))
     tiers = []
     for rank in sorted(groups):
         members = sorted(groups[rank])
         tiers.append([(url, node) for node, _, url in members])
     return tiers
-
-
-# A site's key pages share directories and link to the same URLs (menus, footers): the rank of
-# a normalized link URL seen from a page directory, once.
-@lru_cache(maxsize=1 << 16)
-def _normalized_link_rank(reference: tuple[str, ...], url: str) -> tuple[int, int]:
-    return link_relevance_rank(_h_distance(reference, _directories_of_normalized(url)))
 
 
 def sort_links(page: CompactPage, links: list[tuple[str, int]]) -> list[tuple[str, int]]:
