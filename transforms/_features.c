@@ -33,6 +33,11 @@
  * of calls on a page's small arrays; every output is an integer or an integer count,
  * so the matrices are the reference's bit for bit:
  *   nearest_in_mask: tree.nearest_in_mask (the node itself included), one preorder pass;
+ *   subtree_totals: tree.py's subtree totals and conex_page.word_ratio, one backward pass;
+ *   menu_scores: menex.menu_features and menu_weights, one pass;
+ *   menu_roots: menex.select_root of every candidate node;
+ *   children: tree.children's CSR arrays, a counting sort;
+ *   template_votes: template.detect_template's votes, masks and word totals, two passes;
  *   sibling_shapes: features._sibling_shapes_python's same-shape and same-tag sibling counts;
  *   owner_hints: block_features's near/far class/id hint bits of each block's owner;
  *   structure_columns: block_features's owner, position and neighbour columns
@@ -432,6 +437,370 @@ static PyObject *nearest_in_mask(PyObject *self, PyObject *args) {
     PyBuffer_Release(&ov);
     Py_XINCREF(result);
     return result;
+}
+
+/* subtree_totals(parent int32[n], tag int32[n], flags uint16[n], words int32[n], chars int32[n],
+ *                link_flag, in_link_flag, a_tag, totals int64[5n], word_ratio float64[n]):
+ * the per-node subtree sums that page ConEx, MenEx and the block features read (tree.py's
+ * links_below, words_below, elements_below, text_nodes_below and MenEx's characters outside
+ * links, rows of `totals` in that order), summed child into parent in one backward pass over
+ * the preorder parents; and conex_page.word_ratio. Sums of integers are exact in any order;
+ * word_ratio's floats are summed as the reference sums them: per distance d, each node's
+ * words/d of its leaves in leaf order from 0.0 (np.bincount), that sum then added to the
+ * node's running total. */
+static PyObject *subtree_totals(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *parent_o, *tag_o, *flags_o, *words_o, *chars_o, *totals_o, *ratio_o;
+    int link_flag, in_link_flag, a_tag;
+    if (!PyArg_ParseTuple(args, "OOOOOiiiOO", &parent_o, &tag_o, &flags_o, &words_o, &chars_o,
+                          &link_flag, &in_link_flag, &a_tag, &totals_o, &ratio_o)) return NULL;
+    Py_buffer pv, tv, fv, wv, cv, ov, rv;
+    if (get_array(parent_o, &pv, 4, -1, 0, "parent") < 0) return NULL;
+    Py_ssize_t n = pv.len / 4;
+    int got = 1;
+    if (get_array(tag_o, &tv, 4, n, 0, "tag") < 0) { got = 0; goto release_p; }
+    if (get_array(flags_o, &fv, 2, n, 0, "flags") < 0) { got = 0; goto release_t; }
+    if (get_array(words_o, &wv, 4, n, 0, "words") < 0) { got = 0; goto release_f; }
+    if (get_array(chars_o, &cv, 4, n, 0, "chars") < 0) { got = 0; goto release_w; }
+    if (get_array(totals_o, &ov, 8, 5 * n, 1, "totals") < 0) { got = 0; goto release_c; }
+    if (get_array(ratio_o, &rv, 8, n, 1, "word_ratio") < 0) { got = 0; goto release_o; }
+
+    const int32_t *parent = pv.buf, *tag = tv.buf, *words = wv.buf, *chars = cv.buf;
+    const uint16_t *flags = fv.buf;
+    int64_t *links = (int64_t *)ov.buf, *wsum = links + n, *elements = links + 2 * n,
+            *texts = links + 3 * n, *outside = links + 4 * n;
+    double *ratio = rv.buf;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int32_t p = parent[i];
+        if (p >= i) {
+            PyErr_Format(PyExc_ValueError, "parent[%zd] = %d is not before the node (not preorder)", i, (int)p);
+            got = 0;
+            goto release_r;
+        }
+        int text = tag[i] == 0;
+        links[i] = (flags[i] & link_flag) != 0;
+        wsum[i] = words[i];
+        elements[i] = !text;
+        texts[i] = text;
+        outside[i] = text && (flags[i] & in_link_flag) == 0 ? chars[i] : 0;
+        ratio[i] = 0.0;
+    }
+    for (Py_ssize_t i = n - 1; i > 0; i--) {
+        int32_t p = parent[i];
+        if (p < 0) continue;
+        links[p] += links[i];
+        wsum[p] += wsum[i];
+        elements[p] += elements[i];
+        texts[p] += texts[i];
+        outside[p] += outside[i];
+    }
+
+    /* word_ratio: the counted leaves (text whose parent is no <a>, with words), walked up one
+     * level per round, as the reference's vector rounds. */
+    Py_ssize_t m = 0;
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (tag[i] == 0 && words[i] > 0 && parent[i] >= 0 && tag[parent[i]] != a_tag) m++;
+    if (m > 0) {
+        int32_t *current = PyMem_Malloc(m * sizeof(int32_t));
+        double *weight = PyMem_Malloc(m * sizeof(double));
+        double *round = PyMem_Calloc(n, sizeof(double));
+        int32_t *touched = PyMem_Malloc(m * sizeof(int32_t));
+        uint8_t *seen = PyMem_Calloc(n, 1);
+        if (!current || !weight || !round || !touched || !seen) {
+            PyMem_Free(current); PyMem_Free(weight); PyMem_Free(round); PyMem_Free(touched); PyMem_Free(seen);
+            PyErr_NoMemory();
+            got = 0;
+            goto release_r;
+        }
+        Py_ssize_t k = 0;
+        for (Py_ssize_t i = 0; i < n; i++)
+            if (tag[i] == 0 && words[i] > 0 && parent[i] >= 0 && tag[parent[i]] != a_tag) {
+                current[k] = parent[i];
+                weight[k] = (double)words[i];
+                k++;
+            }
+        for (int64_t distance = 1; m > 0; distance++) {
+            Py_ssize_t t = 0;
+            for (Py_ssize_t j = 0; j < m; j++) {
+                int32_t c = current[j];
+                round[c] += weight[j] / (double)distance;
+                if (!seen[c]) { seen[c] = 1; touched[t++] = c; }
+            }
+            for (Py_ssize_t j = 0; j < t; j++) {
+                int32_t c = touched[j];
+                ratio[c] += round[c];
+                round[c] = 0.0;
+                seen[c] = 0;
+            }
+            Py_ssize_t alive = 0;       /* the leaves still below the root, order kept */
+            for (Py_ssize_t j = 0; j < m; j++) {
+                int32_t up = parent[current[j]];
+                if (up >= 0) { current[alive] = up; weight[alive] = weight[j]; alive++; }
+            }
+            m = alive;
+        }
+        PyMem_Free(current); PyMem_Free(weight); PyMem_Free(round); PyMem_Free(touched); PyMem_Free(seen);
+    }
+
+release_r: PyBuffer_Release(&rv);
+release_o: PyBuffer_Release(&ov);
+release_c: PyBuffer_Release(&cv);
+release_w: PyBuffer_Release(&wv);
+release_f: PyBuffer_Release(&fv);
+release_t: PyBuffer_Release(&tv);
+release_p: PyBuffer_Release(&pv);
+    if (!got) return NULL;
+    Py_RETURN_NONE;
+}
+
+/* menu_scores(tag int32[n], child_count int32[n], flags uint16[n], end int32[n],
+ *             hyperlinks int64[n], chars int64[n], ul_tag, representative_flag,
+ *             w (6 float64: amplitude, link, text, ul, representative, position weights),
+ *             rated bool[n], out float64[7n]): menex.menu_features and menu_weights in one pass,
+ * `out` rows amplitude, link, text, ul, representative, position, weight. Each value is the
+ * reference's expression with its operations in numpy's order (each term a product, the
+ * terms added left to right), so every float is the same. `chars`: the characters outside
+ * links below each node (tree.outside_link_chars_below). */
+static PyObject *menu_scores(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *tag_o, *cc_o, *flags_o, *end_o, *links_o, *chars_o, *w_o, *rated_o, *out_o;
+    int ul_tag, rep_flag;
+    if (!PyArg_ParseTuple(args, "OOOOOOiiOOO", &tag_o, &cc_o, &flags_o, &end_o, &links_o, &chars_o,
+                          &ul_tag, &rep_flag, &w_o, &rated_o, &out_o)) return NULL;
+    Py_buffer views[9];
+    PyObject *objs[9] = {tag_o, cc_o, flags_o, end_o, links_o, chars_o, w_o, rated_o, out_o};
+    static const Py_ssize_t sizes[9] = {4, 4, 2, 4, 8, 8, 8, 1, 8};
+    static const char *names[9] = {"tag", "child_count", "flags", "end", "hyperlinks", "chars", "w", "rated", "out"};
+    Py_ssize_t n = -1;
+    int got = 0;
+    for (; got < 9; got++) {
+        Py_ssize_t items = got == 0 ? -1 : got == 6 ? 6 : got == 8 ? 7 * n : n;
+        if (get_array(objs[got], &views[got], sizes[got], items, got >= 7, names[got]) < 0) break;
+        if (got == 0) n = views[0].len / 4;
+    }
+    if (got == 9) {
+        const int32_t *tag = views[0].buf, *cc = views[1].buf, *end = views[3].buf;
+        const uint16_t *flags = views[2].buf;
+        const int64_t *links = views[4].buf, *chars = views[5].buf;
+        const double *w = views[6].buf;
+        uint8_t *rated = views[7].buf;
+        double *amplitude = views[8].buf, *link = amplitude + n, *text = amplitude + 2 * n, *ul = amplitude + 3 * n,
+               *rep = amplitude + 4 * n, *position = amplitude + 5 * n, *weight = amplitude + 6 * n;
+        double total = n ? (double)chars[0] : 0.0;
+        double root = sqrt(total);
+        double count = (double)(n > 1 ? n : 1);
+        for (Py_ssize_t i = 0; i < n; i++) {
+            int r = tag[i] != 0 && cc[i] > 0;
+            rated[i] = (uint8_t)r;
+            if (!r) {
+                amplitude[i] = link[i] = text[i] = ul[i] = rep[i] = position[i] = weight[i] = 0.0;
+                continue;
+            }
+            amplitude[i] = 1.0 - 1.0 / (double)cc[i];
+            int64_t descendants = (int64_t)end[i] - (int64_t)i - 1;
+            double desc = (double)(descendants > 1 ? descendants : 1);
+            link[i] = links[i] >= 2 ? ((double)links[i] + desc) / (2.0 * desc) : 0.0;
+            if (total > 0) {
+                double t = 1.0 - (double)chars[i] / root;
+                text[i] = t < 0.0 ? 0.0 : t > 1.0 ? 1.0 : t;
+            } else {
+                text[i] = 1.0;
+            }
+            ul[i] = tag[i] == ul_tag ? 1.0 : 0.0;
+            rep[i] = (flags[i] & rep_flag) != 0 ? 1.0 : 0.0;
+            position[i] = 1.0 - (double)i / count;
+            double a = w[0] * amplitude[i], b = w[1] * link[i], c = w[2] * text[i], d = w[3] * ul[i],
+                   e = w[4] * rep[i], f = w[5] * position[i];
+            weight[i] = ((((a + b) + c) + d) + e) + f;
+        }
+    }
+    for (int k = 0; k < got; k++) PyBuffer_Release(&views[k]);
+    if (got < 9) return NULL;
+    Py_RETURN_NONE;
+}
+
+/* children(parent int32[n], ptr int64[n+1], idx int32[n-1]): tree.children's CSR arrays,
+ * a counting sort of the nodes by parent; nodes go in in index order, so each parent's
+ * children are in document order, as the reference's stable argsort puts them. */
+static PyObject *children_csr(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *parent_o, *ptr_o, *idx_o;
+    if (!PyArg_ParseTuple(args, "OOO", &parent_o, &ptr_o, &idx_o)) return NULL;
+    Py_buffer pv, rv, iv;
+    if (get_array(parent_o, &pv, 4, -1, 0, "parent") < 0) return NULL;
+    Py_ssize_t n = pv.len / 4;
+    if (get_array(ptr_o, &rv, 8, n + 1, 1, "ptr") < 0) { PyBuffer_Release(&pv); return NULL; }
+    if (get_array(idx_o, &iv, 4, n > 0 ? n - 1 : 0, 1, "idx") < 0) {
+        PyBuffer_Release(&pv); PyBuffer_Release(&rv); return NULL;
+    }
+    const int32_t *parent = pv.buf;
+    int64_t *ptr = rv.buf;
+    int32_t *idx = iv.buf;
+    int ok = 1;
+    memset(ptr, 0, (size_t)(n + 1) * sizeof(int64_t));
+    for (Py_ssize_t i = 1; i < n; i++) {
+        int32_t p = parent[i];
+        if (p < 0 || p >= i) {
+            PyErr_Format(PyExc_ValueError, "parent[%zd] = %d: not a preorder tree with one root", i, (int)p);
+            ok = 0;
+            break;
+        }
+        ptr[p + 1]++;
+    }
+    if (ok) {
+        for (Py_ssize_t i = 0; i < n; i++) ptr[i + 1] += ptr[i];
+        int64_t *next = PyMem_Malloc((size_t)(n > 0 ? n : 1) * sizeof(int64_t));
+        if (!next) { PyErr_NoMemory(); ok = 0; }
+        else {
+            memcpy(next, ptr, (size_t)n * sizeof(int64_t));
+            for (Py_ssize_t i = 1; i < n; i++) idx[next[parent[i]]++] = (int32_t)i;
+            PyMem_Free(next);
+        }
+    }
+    PyBuffer_Release(&pv);
+    PyBuffer_Release(&rv);
+    PyBuffer_Release(&iv);
+    if (!ok) return NULL;
+    Py_RETURN_NONE;
+}
+
+/* template_votes(occ int32[n], votes, parent int32[n], tag int32[n], line int32[n], words int32[n],
+ *                a_tag, by_line, template bool[n], nontemplate bool[n]) -> (page words, kept words):
+ * template.detect_template's votes around the mappings in two passes. A node is template
+ * with `votes` mappings; text is non-template unless it is template or inside a template
+ * <a> (tree.subtree_mask of those, here each node's own flag or its parent's); with
+ * `by_line`, every text node of a text line (a run of text nodes of one `line` value,
+ * template.line_nontemplate) that holds a non-template one is non-template. */
+static PyObject *template_votes(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *occ_o, *parent_o, *tag_o, *line_o, *words_o, *tpl_o, *non_o;
+    int votes, a_tag, by_line;
+    if (!PyArg_ParseTuple(args, "OiOOOOipOO", &occ_o, &votes, &parent_o, &tag_o, &line_o, &words_o,
+                          &a_tag, &by_line, &tpl_o, &non_o)) return NULL;
+    Py_buffer views[7];
+    PyObject *objs[7] = {occ_o, parent_o, tag_o, line_o, words_o, tpl_o, non_o};
+    static const Py_ssize_t sizes[7] = {4, 4, 4, 4, 4, 1, 1};
+    static const char *names[7] = {"occ", "parent", "tag", "line", "words", "template", "nontemplate"};
+    Py_ssize_t n = -1;
+    int got = 0;
+    for (; got < 7; got++) {
+        if (get_array(objs[got], &views[got], sizes[got], got == 0 ? -1 : n, got >= 5, names[got]) < 0) break;
+        if (got == 0) n = views[0].len / 4;
+    }
+    PyObject *result = NULL;
+    uint8_t *in_link = NULL;
+    int32_t *unit = NULL;
+    if (got == 7) {
+        const int32_t *occ = views[0].buf, *parent = views[1].buf, *tag = views[2].buf, *line = views[3].buf,
+                      *words = views[4].buf;
+        uint8_t *tpl = views[5].buf, *non = views[6].buf;
+        in_link = PyMem_Malloc((size_t)(n > 0 ? n : 1));
+        unit = PyMem_Malloc((size_t)(n > 0 ? n : 1) * sizeof(int32_t));
+        if (!in_link || !unit) { PyErr_NoMemory(); goto done; }
+        long long total = 0, kept = 0;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            int32_t p = parent[i];
+            if (p >= i) {
+                PyErr_Format(PyExc_ValueError, "parent[%zd] = %d is not before the node (not preorder)", i, (int)p);
+                goto done;
+            }
+            int t = occ[i] >= votes;
+            tpl[i] = (uint8_t)t;
+            in_link[i] = (uint8_t)((t && tag[i] == a_tag) || (p >= 0 && in_link[p]));
+            non[i] = (uint8_t)(tag[i] == 0 && !t && !in_link[i]);
+        }
+        if (by_line) {
+            Py_ssize_t members = 0;
+            int any = 0;
+            int32_t current = 0;
+            for (Py_ssize_t i = 0; i <= n; i++) {
+                if (i < n && tag[i] != 0) continue;
+                if (members && (i == n || line[i] != current)) {
+                    if (any) for (Py_ssize_t k = 0; k < members; k++) non[unit[k]] = 1;
+                    members = 0;
+                    any = 0;
+                }
+                if (i == n) break;
+                current = line[i];
+                unit[members++] = (int32_t)i;
+                any |= non[i];
+            }
+        }
+        for (Py_ssize_t i = 0; i < n; i++) {
+            if (tag[i] != 0) continue;
+            total += words[i];
+            if (non[i]) kept += words[i];
+        }
+        result = Py_BuildValue("LL", total, kept);
+    }
+done:
+    PyMem_Free(in_link);
+    PyMem_Free(unit);
+    for (int k = 0; k < got; k++) PyBuffer_Release(&views[k]);
+    return result;
+}
+
+/* menu_roots(parent int32[n], ptr int64[n+1], kids int32[n-1], weights float64[n],
+ *            candidates int64[m], t, out int64[m]): menex.select_root of every candidate (Alg. 1:
+ * climb while more than half of the parent's children weigh more than t times the
+ * candidate's weight; the menu moves up only past parents of more than one child). */
+static PyObject *menu_roots(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *parent_o, *ptr_o, *kids_o, *w_o, *cand_o, *out_o;
+    double t;
+    if (!PyArg_ParseTuple(args, "OOOOOdO", &parent_o, &ptr_o, &kids_o, &w_o, &cand_o, &t, &out_o)) return NULL;
+    Py_buffer views[6];
+    PyObject *objs[6] = {parent_o, ptr_o, kids_o, w_o, cand_o, out_o};
+    static const Py_ssize_t sizes[6] = {4, 8, 4, 8, 8, 8};
+    static const char *names[6] = {"parent", "ptr", "kids", "weights", "candidates", "out"};
+    Py_ssize_t n = -1, m = -1;
+    int got = 0;
+    for (; got < 6; got++) {
+        Py_ssize_t items = got == 0 ? -1 : got == 1 ? n + 1 : got == 2 ? (n > 0 ? n - 1 : 0) : got == 3 ? n
+                         : got == 4 ? -1 : m;
+        if (get_array(objs[got], &views[got], sizes[got], items, got == 5, names[got]) < 0) break;
+        if (got == 0) n = views[0].len / 4;
+        if (got == 4) m = views[4].len / 8;
+    }
+    int ok = got == 6;
+    if (ok) {
+        const int32_t *parent = views[0].buf, *kids = views[2].buf;
+        const int64_t *ptr = views[1].buf, *cand = views[4].buf;
+        const double *w = views[3].buf;
+        int64_t *out = views[5].buf;
+        for (Py_ssize_t j = 0; j < m && ok; j++) {
+            int64_t c = cand[j];
+            if (c < 0 || c >= n) {
+                PyErr_Format(PyExc_ValueError, "candidate %lld outside the page", (long long)c);
+                ok = 0;
+                break;
+            }
+            int64_t menu = c, current = c;
+            double base = w[c] * t;
+            for (Py_ssize_t steps = 0; parent[current] >= 0; steps++) {
+                int32_t p = parent[current];
+                if (p >= current || steps > n) {
+                    PyErr_SetString(PyExc_ValueError, "menu_roots: not a preorder tree");
+                    ok = 0;
+                    break;
+                }
+                int64_t lo = ptr[p], hi = ptr[p + 1], heavy = 0;
+                if (lo < 0 || hi > n - 1 || lo > hi) {
+                    PyErr_SetString(PyExc_ValueError, "menu_roots: children lists outside the page");
+                    ok = 0;
+                    break;
+                }
+                for (int64_t k = lo; k < hi; k++) heavy += w[kids[k]] > base;
+                if (2 * heavy <= hi - lo) break;
+                current = p;
+                if (hi - lo > 1) menu = p;
+            }
+            out[j] = menu;
+        }
+    }
+    for (int k = 0; k < got; k++) PyBuffer_Release(&views[k]);
+    if (!ok) return NULL;
+    Py_RETURN_NONE;
 }
 
 /* One group of siblings in sibling_shapes's open-addressing tables: (parent, tag) and, for
@@ -1390,6 +1759,19 @@ static PyMethodDef methods[] = {
     {"text_columns", text_columns, METH_VARARGS,
      "text_columns(texts, counts): per block text, the counts and pattern bits of features.py's text columns."},
     {"text_keys", text_keys, METH_VARARGS, "text_keys(texts, keys): features.text_key of every text."},
+    {"subtree_totals", subtree_totals, METH_VARARGS,
+     "subtree_totals(parent, tag, flags, words, chars, link_flag, in_link_flag, a_tag, totals, word_ratio): "
+     "tree.py's subtree totals and conex_page.word_ratio."},
+    {"menu_scores", menu_scores, METH_VARARGS,
+     "menu_scores(tag, child_count, flags, end, hyperlinks, chars, ul_tag, representative_flag, w, rated, out): "
+     "menex.menu_features and menu_weights."},
+    {"children", children_csr, METH_VARARGS,
+     "children(parent, ptr, idx): tree.children's CSR arrays of a preorder page."},
+    {"template_votes", template_votes, METH_VARARGS,
+     "template_votes(occ, votes, parent, tag, line, words, a_tag, by_line, template, nontemplate): "
+     "template.detect_template's masks and word totals around the mappings."},
+    {"menu_roots", menu_roots, METH_VARARGS,
+     "menu_roots(parent, ptr, kids, weights, candidates, t, out): menex.select_root of every candidate."},
     {"nearest_in_mask", nearest_in_mask, METH_VARARGS,
      "nearest_in_mask(parent, mask, out): tree.nearest_in_mask (the node itself included) of a preorder page."},
     {"sibling_shapes", sibling_shapes, METH_VARARGS,

@@ -14,6 +14,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
+#include <string.h>
 
 static int get_int64(PyObject *obj, Py_buffer *view, int writable, const char *what) {
     int flags = PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0);
@@ -254,9 +255,60 @@ static PyObject *word_hashes(PyObject *self, PyObject *args) {
     return out;
 }
 
+/* near_signature(words uint64[n], k, num_perm) -> bytes of uint32[num_perm]: duplicates.py
+ * near_signature (shingle_hashes then minhash) for n >= 1. A shingle's hash is the k words
+ * folded by h * P + word, finalized by fmix64; a bin keeps its least shingle hash (what the
+ * reference's sort puts first), its value the low 32 bits; an empty bin takes the next filled
+ * bin's (circularly) plus the distance times the rotation constant. All modulo 2^64 / 2^32,
+ * so every value is the reference's. */
+#define ROTATION 0x9E3779B1U
+
+static PyObject *near_signature(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *words_o;
+    Py_ssize_t k, num_perm;
+    if (!PyArg_ParseTuple(args, "Onn", &words_o, &k, &num_perm)) return NULL;
+    Py_buffer wv;
+    if (get_int64(words_o, &wv, 0, "words") < 0) return NULL;
+    const uint64_t *words = wv.buf;
+    Py_ssize_t n = wv.len / 8;
+    if (n < 1 || k < 1 || num_perm < 1 || num_perm > 4096) {
+        PyBuffer_Release(&wv);
+        PyErr_SetString(PyExc_ValueError, "near_signature: needs words, k >= 1 and 1 <= num_perm <= 4096");
+        return NULL;
+    }
+    if (k > n) k = n;
+    uint64_t least[4096];
+    unsigned char filled[4096];
+    memset(filled, 0, (size_t)num_perm);
+    for (Py_ssize_t s = 0; s + k <= n; s++) {
+        uint64_t h = 0;
+        for (Py_ssize_t j = 0; j < k; j++) h = h * WORD_P + words[s + j];
+        h = fmix64(h);
+        uint64_t bin = ((h >> 32) * (uint64_t)num_perm) >> 32;
+        if (!filled[bin] || h < least[bin]) { least[bin] = h; filled[bin] = 1; }
+    }
+    PyBuffer_Release(&wv);
+    PyObject *out = PyBytes_FromStringAndSize(NULL, num_perm * 4);
+    if (out == NULL) return NULL;
+    uint32_t *values = (uint32_t *)PyBytes_AS_STRING(out);
+    /* donor of each bin: the first filled bin at or after it, else the first filled bin */
+    Py_ssize_t first_filled = 0;
+    while (!filled[first_filled]) first_filled++;
+    Py_ssize_t donor = first_filled;
+    for (Py_ssize_t at = num_perm - 1; at >= 0; at--) {
+        if (filled[at]) donor = at;
+        Py_ssize_t distance = ((donor - at) % num_perm + num_perm) % num_perm;
+        values[at] = (uint32_t)(least[donor] & 0xFFFFFFFFULL) + (uint32_t)distance * ROTATION;
+    }
+    return out;
+}
+
 static PyMethodDef methods[] = {
     {"word_hashes", word_hashes, METH_VARARGS,
      "word_hashes(utf8): the uint64 hash of every word, as bytes (duplicates.py word_hashes)."},
+    {"near_signature", near_signature, METH_VARARGS,
+     "near_signature(words, k, num_perm): duplicates.py near_signature's uint32 values, as bytes."},
     {"collapsed_spans", collapsed_spans, METH_VARARGS,
      "collapsed_spans(text, starts, ends, lengths): the spans whitespace-collapsed, concatenated; lengths written."},
     {"joined_spans", joined_spans, METH_VARARGS,

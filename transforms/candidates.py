@@ -126,6 +126,8 @@ def _site_of_normalized(url: str) -> str:
     return _host_word(url[start:] if slash < 0 else url[start:slash])
 
 
+# Per link of every key page (_tiers): a site's pages link to the same URLs (menus, footers).
+@lru_cache(maxsize=1 << 16)
 def _directories_of_normalized(url: str) -> tuple[str, ...]:
     start = url.find("//") + 2
     slash = url.find("/", start)
@@ -223,6 +225,7 @@ class _Tree:
         self.depth = page.depth.astype(np.int64)
         self.max_depth = int(self.depth.max()) if self.size else 0
         self._lists = None
+        self._parent_list = None
         self._levels = None
         # depth plus a sentinel, so that a reduceat range may end at the last node
         self._depth_ext = np.append(self.depth, 0)
@@ -243,7 +246,10 @@ class _Tree:
 
     def ancestors(self, s: int) -> np.ndarray:
         """Root path of s, root first: entry j has depth j."""
-        parent = self.lists()[0]
+        # only the parents as a list: the sweep, which reads all three, seldom runs
+        if self._parent_list is None:
+            self._parent_list = self._lists[0] if self._lists is not None else self.parent.tolist()
+        parent = self._parent_list
         path = []
         while s != -1:
             path.append(s)
@@ -311,7 +317,10 @@ class _Tree:
         if np.any(level_nodes[1:] == level_nodes[:-1]):
             return v <= 0
         lca_depth = np.minimum.reduceat(self._depth_ext, level_nodes + 1)[:-1] - 1
-        branch_top = np.maximum(np.append(lca_depth, -1), np.insert(lca_depth, 0, -1))
+        # Each node's deeper LCA with its neighbours: lca_depth followed, and preceded, by -1.
+        padded = np.full(lca_depth.size + 2, -1, dtype=lca_depth.dtype)
+        padded[1:-1] = lca_depth
+        branch_top = np.maximum(padded[1:], padded[:-1])
         own = self.depth[level_nodes] - branch_top
         shortest = np.partition(own, 1)[:2]
         return int(shortest.sum()) >= v
@@ -473,20 +482,21 @@ def _links_at(page: CompactPage, positions: np.ndarray) -> list[tuple[str, int]]
     return [(urls[k], node) for k, node in zip(positions.tolist(), page.link_node[positions].tolist())]
 
 
-def _tiers(page: CompactPage, links: Sequence[tuple[str, int]]) -> list[list[tuple[str, int]]]:
+def _tiers(page: CompactPage, links: Sequence[tuple[str, int]], of_page: bool = False) -> list[list[tuple[str, int]]]:
     """Links grouped by link relevance w.r.t. the page URL, tiers in Def. 4.2.5 order,
-    each tier in document order (node index, then input position)."""
+    each tier in document order (node index, then input position). `of_page`: every link
+    URL is one of page.link_url (select_candidates's links are)."""
     size = page.size
     reference = directory_sequence(page.url)
     # The page's own link URLs are normalized already; re-normalizing 100,000
     # of them would cost more than sorting them.
-    normalized = set(page.link_url)
+    normalized = None if of_page else set(page.link_url)
     groups: dict[tuple[int, int], list[tuple[int, int, str]]] = {}
     for i, (url, node) in enumerate(links):
         node = int(node)
         if not 0 <= node < size:
             raise ValueError(f"link node {node} outside the page ({size} nodes)")
-        dirs = _directories_of_normalized(url) if url in normalized else directory_sequence(url)
+        dirs = _directories_of_normalized(url) if of_page or url in normalized else directory_sequence(url)
         rank = link_relevance_rank(_h_distance(reference, dirs))
         groups.setdefault(rank, []).append((node, i, url))
     tiers = []
@@ -509,7 +519,7 @@ def sort_links(page: CompactPage, links: list[tuple[str, int]]) -> list[tuple[st
 
 
 def _loadable_in_order(page: CompactPage, links: Sequence[tuple[str, int]],
-                       loadable: set[str]) -> Iterator[str]:
+                       loadable: set[str], of_page: bool = False) -> Iterator[str]:
     """The URLs of `links` that are in `loadable`, in sort_links order, computed lazily.
 
     Skipping the other links here is what the walk of Alg. 9 does anyway; not
@@ -517,7 +527,7 @@ def _loadable_in_order(page: CompactPage, links: Sequence[tuple[str, int]],
     a page with 100,000 links (most of them absent from the input) cheap.
     """
     tree = None
-    for tier in _tiers(page, links):
+    for tier in _tiers(page, links, of_page):
         wanted = np.array([url in loadable for url, _ in tier], dtype=bool)
         if not wanted.any():
             continue
@@ -626,7 +636,8 @@ def select_candidates(key_url: str, key_page: CompactPage, site: SiteLinks,
     mutual: list[int] = []        # bitmask over walk positions
     best: list[int] = []          # positions of the best CS so far
     if loadable and params.max_loads > 0:
-        for url in _loadable_in_order(key_page, links, loadable):
+        # links: key-page links, from its link_url (_links_at)
+        for url in _loadable_in_order(key_page, links, loadable, of_page=True):
             targets = site.outlinks[url]
             k = len(walked)
             bits = 0

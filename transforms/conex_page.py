@@ -6,9 +6,9 @@ from functools import lru_cache
 
 import numpy as np
 
-from sitestrip.transforms.page import TAG_ID, TEXT, CompactPage, has_tag, tag_id, tag_table
+from sitestrip.transforms.page import KNOWN_TAGS, TAG_ID, TEXT, CompactPage, has_tag, tag_id, tag_table
 from sitestrip.transforms.tree import (children, elements_below, links_below, subtree_mask, text_nodes_below,
-                                      words_below)
+                                      word_ratio, words_below)
 
 # Tags that are never rated (thesis §6.2.2 ii plus design §3's inline additions).
 # One list, configurable through PageConexParams.
@@ -40,28 +40,33 @@ class ContentFeatures:
 
 
 def _excluded_mask(page: CompactPage, excluded_tags) -> np.ndarray:
-    table = _excluded_table(tuple(excluded_tags))
-    if table is not None:
-        return has_tag(page.tag, table)
-    ids = np.array([tag_id(t) for t in excluded_tags], dtype=np.int32)
-    return np.isin(page.tag, ids)
+    table, unknown = _excluded_table(tuple(excluded_tags))
+    mask = has_tag(page.tag, table)
+    # Unknown tags' ids lie past the table (has_tag clips them to its False entry); only a
+    # page holding one needs the search among the unknown excluded ids ("script", which the
+    # parse drops, is one of them in the default list).
+    if unknown.size and page.size and int(page.tag.max()) >= len(KNOWN_TAGS):
+        mask |= np.isin(page.tag, unknown)
+    return mask
 
 
 @lru_cache(maxsize=64)
-def _excluded_table(excluded_tags: tuple):
-    """The tag table of `excluded_tags` when every one is a known tag (one lookup per node
-    instead of np.isin's sort); None when one is not, whose id only tag_id knows."""
-    if not all(t in TAG_ID and t != "#text" for t in excluded_tags):
-        return None
-    return tag_table(*excluded_tags)
+def _excluded_table(excluded_tags: tuple) -> tuple[np.ndarray, np.ndarray]:
+    """(the tag table of the known tags of `excluded_tags`, the ids of the others, which only
+    tag_id knows): one lookup per node instead of np.isin's sort."""
+    table = tag_table(*(t for t in excluded_tags if t in TAG_ID and t != "#text"))
+    table[TAG_ID["#text"]] = "#text" in excluded_tags
+    unknown = sorted({tag_id(t) for t in excluded_tags if t not in TAG_ID})
+    return table, np.array(unknown, dtype=np.int32)
 
 
-def word_ratio(page: CompactPage) -> np.ndarray:
+def word_ratio_reference(page: CompactPage) -> np.ndarray:
     """Σ over text leaves k below n, whose parent is not <a>, of words(k)/distance(k, n).
 
     Walks up from all text leaves one level per step, so the cost is the sum
     of the leaves' depths in vector operations and the loop count is the
-    page depth: no recursion, no per-node Python work.
+    page depth: no recursion, no per-node Python work. The reference of the compiled
+    pass (tree.word_ratio, which the stages call).
     """
     n = page.size
     out = np.zeros(n)
@@ -106,7 +111,9 @@ def standardize(x: np.ndarray) -> np.ndarray:
 
 def c_set(page: CompactPage, rated_idx: np.ndarray, features: ContentFeatures, c: int) -> np.ndarray:
     """The c rated nodes farthest from the centroid of the standardized features."""
-    z = standardize(features.matrix()[rated_idx])
+    # features.matrix()[rated_idx], without stacking the columns of the unrated nodes
+    z = standardize(np.stack([features.word[rated_idx], features.hyperlink[rated_idx],
+                              features.children[rated_idx], features.position[rated_idx]], axis=1))
     # The centroid of z-scores is the origin.
     dist = np.sqrt((z * z).sum(axis=1))
     order = np.lexsort((rated_idx, -dist))     # farthest first, ties by document order
@@ -140,27 +147,23 @@ def select_main(page: CompactPage, cset: np.ndarray) -> np.ndarray:
 def remove_link_lists(page: CompactPage, mask: np.ndarray, max_words: int) -> np.ndarray:
     """Alg. 7: drop groups of same-tag wrappers that each hold a single short <a>."""
     a_tag = TAG_ID["a"]
-    subtree_words = words_below(page)
+    # Wrappers: nodes in the selection whose only child is an <a> (the node after it in
+    # preorder). Few nodes have one child: the other tests run on those alone.
+    wrappers = np.flatnonzero(mask & (page.child_count == 1))
+    wrappers = wrappers[page.tag[wrappers] != TEXT]
+    wrappers = wrappers[page.tag[np.minimum(wrappers + 1, page.size - 1)] == a_tag]
     mask = mask.copy()
-    # Wrappers: nodes in the selection whose only child is an <a>.
-    wrapper = mask & (page.child_count == 1) & (page.tag != TEXT)
-    first_child = np.where(wrapper, np.arange(page.size) + 1, 0)
-    wrapper &= page.tag[np.minimum(first_child, page.size - 1)] == a_tag
-    wrappers = np.flatnonzero(wrapper)
-    short = subtree_words[wrappers + 1] < max_words
-    removed = []
-    # Group wrappers by (grandparent, tag): a group with a short link and at
-    # least two members is a link list.
-    groups: dict = {}
-    for w, s in zip(wrappers.tolist(), short.tolist()):
-        key = (int(page.parent[w]), int(page.tag[w]))
-        members, any_short = groups.get(key, ([], False))
-        members.append(w)
-        groups[key] = (members, any_short or s)
-    for members, any_short in groups.values():
-        if any_short and len(members) >= 2:
-            removed.extend(members)
-    if removed:
+    if wrappers.size < 2:
+        return mask
+    short = words_below(page)[wrappers + 1] < max_words
+    # Group wrappers by (grandparent, tag): a group with a short link and at least two
+    # members is a link list. Tag ids are below 2**31, so the key is one per pair.
+    keys = page.parent[wrappers].astype(np.int64) * (1 << 32) + page.tag[wrappers]
+    _, group, members = np.unique(keys, return_inverse=True, return_counts=True)
+    group = group.ravel()
+    any_short = np.bincount(group, weights=short, minlength=members.size) > 0
+    removed = wrappers[(members >= 2)[group] & any_short[group]]
+    if removed.size:
         mask &= ~subtree_mask(page, removed)
     return mask
 

@@ -187,9 +187,14 @@ def minhash(shingles: np.ndarray, num_perm: int) -> np.ndarray:
         return values[donor] + distance * _ROTATION
 
 
-def near_signature(words: np.ndarray, params: DuplicateParams) -> np.ndarray | None:
+def near_signature(words: np.ndarray, params: DuplicateParams, compiled: bool | None = None) -> np.ndarray | None:
+    """minhash of the shingle hashes; compiled in one pass over the words (transforms/_text.c,
+    no sort: each bin keeps its least hash) unless SITESTRIP_TEXT=python or `compiled` is False."""
     if words.size == 0:
         return None
+    if (_COMPILED if compiled is None else compiled) and _compiled is not None:
+        raw = _compiled.near_signature(np.ascontiguousarray(words, dtype=_U64), params.shingle_words, params.num_perm)
+        return np.frombuffer(raw, dtype=np.uint32).copy()
     return minhash(shingle_hashes(words, params.shingle_words), params.num_perm)
 
 

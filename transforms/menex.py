@@ -5,9 +5,17 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sitestrip.transforms.page import F_IN_LINK, NAV_RULE_FLAGS, TAG_ID, TEXT, CompactPage
-from sitestrip.transforms.tree import (children, descendants_count, links_below, subtree_sum, subtree_text,
-                                      subtree_texts)
+from sitestrip.transforms import tree
+from sitestrip.transforms.page import NAV_RULE_FLAGS, TAG_ID, TEXT, CompactPage
+from sitestrip.transforms.tree import (children, descendants_count, links_below, outside_link_chars_below,
+                                      subtree_text, subtree_texts)
+
+try:
+    # menu_scores's per-node arithmetic, compiled with the block loops (transforms/_features.c);
+    # tree._COMPILED (SITESTRIP_FEATURES) is the switch.
+    from sitestrip.transforms import _features as _compiled
+except ImportError:  # pragma: no cover - a source tree used without installing
+    _compiled = None
 
 
 @dataclass(frozen=True)
@@ -77,8 +85,7 @@ def menu_features(page: CompactPage, representative: str = "prefix") -> MenuFeat
     desc = np.maximum(descendants_count(page), 1).astype(np.float64)
     link = np.where(rated & (hyperlinks >= 2), (hyperlinks + desc) / (2.0 * desc), 0.0)
 
-    outside_link = (page.tag == TEXT) & ((page.flags & F_IN_LINK) == 0)
-    chars = subtree_sum(page, np.where(outside_link, page.chars, 0))
+    chars = outside_link_chars_below(page)
     total = float(chars[0]) if n else 0.0
     if total > 0:
         text = np.clip(1.0 - chars / np.sqrt(total), 0.0, 1.0)
@@ -123,24 +130,40 @@ def select_menu(page: CompactPage, weights: np.ndarray, roots: list[int], thresh
     """Alg. 2 as design §2 decides: best average weight of heavy descendants; else the heaviest root."""
     heavy = np.flatnonzero(weights > threshold)
     heavy_prefix = np.concatenate(([0.0], np.cumsum(weights[heavy])))
-    best, best_avg = None, 0.0
-    for r in roots:                                   # roots are in document order
-        lo = np.searchsorted(heavy, r + 1)
-        hi = np.searchsorted(heavy, page.end[r])
-        if hi > lo:
-            avg = (heavy_prefix[hi] - heavy_prefix[lo]) / (hi - lo)
-            if best is None or avg > best_avg:
-                best, best_avg = r, avg
-    if best is None:
-        best = max(roots, key=lambda r: (weights[r], -r))
-    return best
+    nodes = np.asarray(roots, dtype=np.int64)            # roots are in document order
+    lo = np.searchsorted(heavy, nodes + 1)
+    hi = np.searchsorted(heavy, page.end[nodes])
+    has = hi > lo
+    if has.any():
+        avg = np.full(nodes.size, -np.inf)
+        avg[has] = (heavy_prefix[hi[has]] - heavy_prefix[lo[has]]) / (hi[has] - lo[has])
+        # the first root of the best average (a later one must beat it)
+        return int(nodes[int(np.argmax(avg))])
+    return max(roots, key=lambda r: (weights[r], -r))
 
 
 def menu_scores(page: CompactPage, params: MenexParams = MenexParams()) -> tuple[MenuFeatures, np.ndarray]:
     """(features, weights) of every node: what detect_menu and the site-menu proposal
-    (transforms/sitemenus.py) both start from, computed once per page."""
+    (transforms/sitemenus.py) both start from, computed once per page. Compiled, one pass
+    (transforms/_features.c); menu_features and menu_weights are the reference."""
+    if tree._COMPILED and _compiled is not None:
+        return _menu_scores_compiled(page, params)
     f = menu_features(page, params.representative)
     return f, menu_weights(page, params, f)
+
+
+def _menu_scores_compiled(page: CompactPage, params: MenexParams) -> tuple[MenuFeatures, np.ndarray]:
+    n = page.size
+    hyperlinks = links_below(page)
+    rated = np.empty(n, dtype=bool)
+    out = np.empty((7, n), dtype=np.float64)
+    w = np.array([params.w_amplitude, params.w_link, params.w_text, params.w_ul, params.w_representative,
+                  params.w_position], dtype=np.float64)
+    _compiled.menu_scores(page.tag, page.child_count, page.flags, page.end, hyperlinks,
+                          outside_link_chars_below(page), TAG_ID["ul"], NAV_RULE_FLAGS[params.representative],
+                          w, rated, out)
+    amplitude, link, text, ul, representative, position, weights = out
+    return MenuFeatures(rated, amplitude, link, text, ul, representative, position, hyperlinks), weights
 
 
 def detect_menu(page: CompactPage, params: MenexParams = MenexParams(),
@@ -158,8 +181,14 @@ def detect_menu(page: CompactPage, params: MenexParams = MenexParams(),
         return None
     candidates = np.flatnonzero(weights > params.candidate_threshold * top)
     ptr, kids = children(page)
-    roots = sorted({select_root(page, weights, ptr, kids, int(c), params.root_threshold)
-                    for c in candidates})
+    if tree._COMPILED and _compiled is not None:
+        found = np.empty(candidates.size, dtype=np.int64)
+        _compiled.menu_roots(page.parent, ptr, kids, np.ascontiguousarray(weights, dtype=np.float64),
+                             candidates.astype(np.int64), params.root_threshold, found)
+        roots = np.unique(found).tolist()
+    else:
+        roots = sorted({select_root(page, weights, ptr, kids, int(c), params.root_threshold)
+                        for c in candidates})
     node = select_menu(page, weights, roots, params.menu_threshold * top)
     return Menu(node, page)
 

@@ -318,7 +318,13 @@ class SiteBlocks:
         total = float(words.sum())
         if total == 0:
             return 0.0
-        return float(words[np.isin(keys, self._distinct_keys(other), assume_unique=True)].sum()) / total
+        # Both key arrays are sorted and distinct (np.unique): a binary search finds the shared
+        # ones, the mask np.isin gives.
+        theirs = self._distinct_keys(other)
+        if theirs.size == 0:
+            return 0.0
+        at = np.minimum(np.searchsorted(theirs, keys), theirs.size - 1)
+        return float(words[theirs[at] == keys].sum()) / total
 
     def near_duplicates(self, url: str, candidates, share: float) -> list:
         """The candidates that are near duplicates of `url`: each shows at least `share` of the

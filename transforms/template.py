@@ -9,7 +9,15 @@ import numpy as np
 from sitestrip.transforms.conex_page import PageConexParams, main_content
 from sitestrip.transforms.etdm import UNMAPPED, EtdmParams, map_pages
 from sitestrip.transforms.page import TAG_ID, TEXT, CompactPage
+from sitestrip.transforms import tree
 from sitestrip.transforms.tree import subtree_mask
+
+try:
+    # The votes around the mappings, compiled with the block loops (transforms/_features.c);
+    # tree._COMPILED (SITESTRIP_FEATURES) is the switch.
+    from sitestrip.transforms import _features as _compiled
+except ImportError:  # pragma: no cover - a source tree used without installing
+    _compiled = None
 
 
 @dataclass(frozen=True)
@@ -53,6 +61,27 @@ def detect_template(key: CompactPage, others: list, etdm: EtdmParams, params: Te
     start = time.thread_time()
     occ = occurrences(key, others, etdm, exclude, check)
     etdm_ms = (time.thread_time() - start) * 1000.0
+    template, nontemplate, total, kept = template_masks(key, occ, params)
+    share = (total - kept) / total if total else 0.0
+    return TemplateResult(template=template, nontemplate=nontemplate, share=share,
+                          occurrences=occ, etdm_ms=etdm_ms)
+
+
+def template_masks(key: CompactPage, occ: np.ndarray, params: TemplateParams) -> tuple:
+    """(template mask, non-template text mask, the page's words, the non-template words) of
+    the key page's mapping counts. Compiled in two passes (transforms/_features.c) unless
+    SITESTRIP_FEATURES=python; template_masks_reference is the reference."""
+    if tree._COMPILED and _compiled is not None:
+        template = np.empty(key.size, dtype=bool)
+        nontemplate = np.empty(key.size, dtype=bool)
+        total, kept = _compiled.template_votes(np.ascontiguousarray(occ, dtype=np.int32), params.votes, key.parent,
+                                               key.tag, key.line, key.words, TAG_ID["a"],
+                                               params.block_granularity, template, nontemplate)
+        return template, nontemplate, total, kept
+    return template_masks_reference(key, occ, params)
+
+
+def template_masks_reference(key: CompactPage, occ: np.ndarray, params: TemplateParams) -> tuple:
     template = occ >= params.votes
     # Text inside a template link is template even when the link text itself
     # differs between pages (e.g. a "current page" entry of a menu).
@@ -62,11 +91,7 @@ def detect_template(key: CompactPage, others: list, etdm: EtdmParams, params: Te
     nontemplate = text & ~template & ~in_template_link
     if params.block_granularity:
         nontemplate = line_nontemplate(key, nontemplate)
-    total = int(key.words[text].sum())
-    kept = int(key.words[nontemplate].sum())
-    share = (total - kept) / total if total else 0.0
-    return TemplateResult(template=template, nontemplate=nontemplate, share=share,
-                          occurrences=occ, etdm_ms=etdm_ms)
+    return template, nontemplate, int(key.words[text].sum()), int(key.words[nontemplate].sum())
 
 
 def line_nontemplate(page: CompactPage, nontemplate: np.ndarray) -> np.ndarray:

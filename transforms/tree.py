@@ -8,7 +8,7 @@ import os
 
 import numpy as np
 
-from sitestrip.transforms.page import F_LINK, TEXT, CompactPage
+from sitestrip.transforms.page import F_IN_LINK, F_LINK, TAG_ID, TEXT, CompactPage
 from sitestrip.transforms.text import gaps, join_text, run_texts
 
 try:
@@ -30,21 +30,64 @@ def subtree_sum(page: CompactPage, values: np.ndarray) -> np.ndarray:
 
 # Subtree totals that page ConEx, MenEx, the block features and the main-content mask each
 # read: computed once per page (CompactPage.derived), int64 as subtree_sum gives them.
+# Compiled, one pass computes them all with conex_page's word ratio (subtree_totals); the
+# subtree_sum expressions below are the reference.
 def links_below(page: CompactPage) -> np.ndarray:
     """Per node, the links (F_LINK elements) in its subtree."""
+    if _totals_compiled():
+        return _totals(page)[0]
     return page.derived("links_below", lambda p: subtree_sum(p, (p.flags & F_LINK) != 0))
 
 
 def words_below(page: CompactPage) -> np.ndarray:
+    if _totals_compiled():
+        return _totals(page)[1]
     return page.derived("words_below", lambda p: subtree_sum(p, p.words))
 
 
 def elements_below(page: CompactPage) -> np.ndarray:
+    if _totals_compiled():
+        return _totals(page)[2]
     return page.derived("elements_below", lambda p: subtree_sum(p, p.tag != TEXT))
 
 
 def text_nodes_below(page: CompactPage) -> np.ndarray:
+    if _totals_compiled():
+        return _totals(page)[3]
     return page.derived("text_nodes_below", lambda p: subtree_sum(p, p.tag == TEXT))
+
+
+def outside_link_chars_below(page: CompactPage) -> np.ndarray:
+    """Per node, the characters of the text nodes in its subtree that are in no link (MenEx)."""
+    if _totals_compiled():
+        return _totals(page)[4]
+    return page.derived("outside_link_chars_below", lambda p: subtree_sum(
+        p, np.where((p.tag == TEXT) & ((p.flags & F_IN_LINK) == 0), p.chars, 0)))
+
+
+def word_ratio(page: CompactPage) -> np.ndarray:
+    """conex_page.word_ratio, once per page."""
+    if _totals_compiled():
+        return _totals(page)[5]
+    from sitestrip.transforms.conex_page import word_ratio_reference
+    return page.derived("word_ratio", word_ratio_reference)
+
+
+def _totals_compiled() -> bool:
+    return _COMPILED and _compiled is not None
+
+
+def _totals(page: CompactPage) -> tuple:
+    return page.derived("subtree_totals", _compute_totals)
+
+
+def _compute_totals(page: CompactPage) -> tuple:
+    n = page.size
+    totals = np.empty((5, n), dtype=np.int64)
+    ratio = np.empty(n, dtype=np.float64)
+    _compiled.subtree_totals(page.parent, page.tag, page.flags, page.words, page.chars,
+                             F_LINK, F_IN_LINK, TAG_ID["a"], totals, ratio)
+    return (*totals, ratio)
 
 
 def descendants_count(page: CompactPage) -> np.ndarray:
@@ -54,10 +97,10 @@ def descendants_count(page: CompactPage) -> np.ndarray:
 def subtree_mask(page: CompactPage, roots) -> np.ndarray:
     """Boolean mask of the union of the subtrees of `roots`."""
     roots = np.asarray(roots, dtype=np.int64)
-    diff = np.zeros(page.size + 1, dtype=np.int32)
-    if roots.size:
-        np.add.at(diff, roots, 1)
-        np.add.at(diff, page.end[roots], -1)
+    if roots.size == 0:
+        return np.zeros(page.size, dtype=bool)
+    # +1 where a subtree opens, -1 where it ends (bincount: np.add.at's counts, faster)
+    diff = np.bincount(roots, minlength=page.size + 1) - np.bincount(page.end[roots], minlength=page.size + 1)
     return np.cumsum(diff[:-1]) > 0
 
 
@@ -75,6 +118,15 @@ def children(page: CompactPage):
 
 
 def _children(page: CompactPage):
+    if _COMPILED and _compiled is not None and page.size > 0 and page.parent[0] < 0:
+        ptr = np.empty(page.size + 1, dtype=np.int64)
+        order = np.empty(page.size - 1, dtype=np.int32)
+        _compiled.children(page.parent, ptr, order)
+        return ptr, order
+    return _children_reference(page)
+
+
+def _children_reference(page: CompactPage):
     nonroot = np.arange(1, page.size, dtype=np.int32)
     order = nonroot[np.argsort(page.parent[1:], kind="stable")]
     counts = np.bincount(page.parent[1:], minlength=page.size) if page.size > 1 else np.zeros(page.size, np.int64)

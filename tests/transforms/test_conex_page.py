@@ -122,3 +122,32 @@ def test_excluded_mask_by_table_and_for_tags_only_tag_id_knows():
     assert _excluded_mask(page, ("nav", "body")).tolist() == [True, True, False, False, False, False]
     assert _excluded_mask(page, ("nav", "my-widget")).tolist() == [False, True, False, False, True, False]
     assert _excluded_mask(page, ()).tolist() == [False] * 6
+
+
+def test_excluded_mask_mixes_table_and_unknown_ids():
+    """A list with known and unknown names takes the table for the known ones and the ids
+    for the others, on a page with or without an unknown tag; "#text" excludes text nodes.
+    Same page as above: body 0, nav 1, p 2, "a" 3, my-widget 4, "b" 5."""
+    from sitestrip.transforms.conex_page import _excluded_mask
+    from sitestrip.transforms.page import parse_page
+    page = parse_page("<html><body><nav><p>a</p></nav><my-widget>b</my-widget></body></html>", "http://ex.com/")
+    assert _excluded_mask(page, ("p", "script", "my-widget")).tolist() == [False, False, True, False, True, False]
+    assert _excluded_mask(page, ("p", "script")).tolist() == [False, False, True, False, False, False]
+    assert _excluded_mask(page, ("#text", "nav")).tolist() == [False, True, False, True, False, True]
+    plain = parse_page("<html><body><nav><p>a</p></nav></body></html>", "http://ex.com/")
+    assert _excluded_mask(plain, ("p", "my-widget")).tolist() == [False, False, True, False]
+
+
+def test_link_list_groups_are_per_parent_and_tag():
+    """Wrappers group by (parent, tag): the ul's li and p are groups of one each (kept); the
+    ol's two li are a group with no short link (3 words each, kept); the div's two spans a
+    group with short links (removed). The mask's unselected body is not a wrapper."""
+    page = parse_page("<body><ul><li><a href=/a>A</a></li><p><a href=/b>B</a></p></ul>"
+                      "<ol><li><a href=/c>C c c</a></li><li><a href=/d>D d d</a></li></ol>"
+                      "<div><span><a href=/e>E</a></span><span><a href=/f>F</a></span></div></body>", "http://e.com/")
+    mask = np.ones(page.size, dtype=bool)
+    mask[0] = False
+    kept = remove_link_lists(page, mask, max_words=3)
+    texts = {text_of(page, np.arange(page.size) == i): bool(kept[i]) for i in np.flatnonzero(page.tag == 0)}
+    assert texts == {"A": True, "B": True, "C c c": True, "D d d": True, "E": False, "F": False}
+    assert int((~kept[1:]).sum()) == 6          # each span with its <a> and text

@@ -12,6 +12,7 @@ from sitestrip.transforms.duplicates import (DuplicateParams, Fingerprint, agree
 from sitestrip.transforms.site_step import PageRecord, process_site
 from sitestrip.transforms.page import parse_page
 
+from helpers.compiled import require_built
 from helpers.fruit import PAGES, site_page
 
 PARAMS = DuplicateParams(enabled=True)
@@ -250,6 +251,36 @@ def test_compiled_word_hashes_equal_the_reference():
     texts += ["".join(rng.choice(alphabet) for _ in range(rng.randrange(1, 60))) for _ in range(400)]
     for t in texts:
         assert np.array_equal(word_hashes(t, compiled=True), word_hashes(t, compiled=False)), repr(t)
+
+
+def test_compiled_near_signature_of_one_shingle_by_hand():
+    """One word: one shingle, hash h = fmix64(word). With 8 bins it fills bin h's top 3 bits
+    with h's low 32 bits; every other bin takes that bin's value plus its distance to it
+    (circularly, forward) times 0x9E3779B1, modulo 2^32."""
+    from sitestrip.transforms import duplicates
+    require_built("_text")
+    word = np.array([0x0123456789ABCDEF], dtype=np.uint64)
+    h = int(duplicates._mix(word)[0])
+    b, low = h >> 61, h & 0xFFFFFFFF
+    expected = [(low + ((b - at) % 8) * 0x9E3779B1) % (1 << 32) for at in range(8)]
+    params = DuplicateParams(shingle_words=5, num_perm=8)
+    for compiled in (True, False):
+        assert near_signature(word, params, compiled=compiled).tolist() == expected
+
+
+def test_compiled_near_signature_equals_the_reference():
+    """Seeded word hashes: fewer words than a shingle, repeated words (shingles hashing alike),
+    few and many bins, against shingle_hashes then minhash."""
+    require_built("_text")
+    rng = np.random.default_rng(8)
+    cases = [rng.integers(0, 1 << 64, n, dtype=np.uint64, endpoint=False) for n in (1, 2, 4, 5, 6, 40, 3000)]
+    cases.append(np.repeat(rng.integers(0, 1 << 64, 3, dtype=np.uint64), 50))
+    for words in cases:
+        for k, num_perm in ((5, 64), (1, 8), (3, 1024), (7, 100)):
+            params = DuplicateParams(shingle_words=k, num_perm=num_perm)
+            got = near_signature(words, params, compiled=True)
+            ref = minhash(shingle_hashes(words, k), num_perm)
+            assert got.dtype == ref.dtype == np.uint32 and got.tolist() == ref.tolist(), (words.size, k, num_perm)
 
 
 def test_a_page_with_a_near_duplicate_is_judged_again_without_it():

@@ -119,6 +119,9 @@ def test_menu_selection_best_average_of_heavy_descendants():
     assert select_menu(page, _weights({1: .3, 11: .4}), [1, 11], 0.5) == 11
     # ties go to the first root in document order
     assert select_menu(page, _weights({1: .4, 11: .4}), [1, 11], 0.5) == 1
+    # equal averages (.75 each) too; a root without heavy descendants never beats one with
+    assert select_menu(page, _weights({2: .9, 5: .6, 13: .75}), [1, 11], 0.5) == 1
+    assert select_menu(page, _weights({11: .95, 2: .6}), [1, 11], 0.5) == 1
 
 
 def test_params_change_the_result():

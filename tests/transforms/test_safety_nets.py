@@ -49,6 +49,21 @@ def test_shared_word_share_both_ways():
     assert blocks.near_duplicates("a", ["a2"], 0.99) == []
 
 
+def test_shared_word_share_of_interleaved_and_empty_pages():
+    """Blocks "one two" (2 words), "three" (1), "four five six" (3) on p; q shows "three" and
+    blocks of its own, p none of them; e has no block. p's share on q: 1 of 6 words; q's on p:
+    1 of its 2 + 1 + 1 + 4 words; anything on e, and e's own share, 0."""
+    page = lambda body, name: parse_page(f"<html><body>{body}</body></html>", f"https://x.example/{name}")
+    blocks = SiteBlocks({"p": page("<p>one two</p><p>three</p><p>four five six</p>", "p"),
+                         "q": page("<p>alpha beta</p><p>three</p><p>zz</p><p>g h i j</p>", "q"),
+                         "e": page("", "e")})
+    assert blocks.shared_word_share("p", "q") == 1 / 6
+    assert blocks.shared_word_share("q", "p") == 1 / 8
+    assert blocks.shared_word_share("p", "e") == 0.0
+    assert blocks.shared_word_share("e", "p") == 0.0
+    assert blocks.shared_word_share("p", "p") == 1.0
+
+
 def test_a_near_duplicate_is_no_candidate_and_the_row_says_so():
     """Two captures of one article under two URLs (a, a2) and one more page (b): a's two
     template candidates would be a2 and b. With the net a2 is left out, the row says so and the
