@@ -298,8 +298,8 @@ def _menu_row(item):
             "pages": count, "example_url": example_url}
 
 
-def dataset_prefix(output: str, name: str) -> str:
-    return FileSystems.join(output, name, "part")
+def dataset_prefix(output: str, name: str, part: str = "part") -> str:
+    return FileSystems.join(output, name, part)
 
 
 def clear_outputs(output: str) -> None:
@@ -358,9 +358,20 @@ def _merged_state(item, params):
         yield row
 
 
+def read_warcs(p: beam.Pipeline, warc_paths: list[str], config: Config, progress_dir: str | None = None):
+    """The WARC files' (MAIN, (site, PageRecord)) and (ERRORS, row) outputs (ReadWarcFile)."""
+    return (p
+            # One file per element; the reshuffle spreads files over workers. (Create's own
+            # reshuffle is off: it would be a second one, a group-by-key stage for nothing.)
+            | "WarcPaths" >> beam.Create(sorted(warc_paths), reshuffle=False)
+            | "SpreadFiles" >> beam.Reshuffle()
+            | "ReadWarc" >> beam.ParDo(ReadWarcFile(config, progress_dir)))
+
+
 def build_pipeline(p: beam.Pipeline, warc_paths: list[str], output: str, config: Config,
                    progress_dir: str | None = None, part_files: int | None = None,
-                   state_dir: str | None = None, state_version: str | None = None):
+                   state_dir: str | None = None, state_version: str | None = None,
+                   source=None, part_name: str = "part"):
     """Add the sitestrip graph to `p`; returns the pages, menus and errors PCollections of rows
     (the sites rows, SPEC §11, are written alongside).
 
@@ -373,16 +384,18 @@ def build_pipeline(p: beam.Pipeline, warc_paths: list[str], output: str, config:
     written as the next version, switched to only after every part is written; its
     files are checked here, before any worker starts (StateError names a bad one). With
     `state_version` the new state is written as that version and CURRENT is left alone: the
-    caller moves it (pipeline/cli.py does, once the output is published)."""
+    caller moves it (pipeline/cli.py does, once the output is published).
+
+    With `source`, a function of `p` that returns ((site, shard), PageRecord) pairs and errors
+    rows, the graph starts from those instead of reading `warc_paths` and sharding the sites:
+    a partition of a local run (pipeline/partitions.py), whose part files are named
+    `{part_name}-XXXXX-of-YYYYY.parquet`."""
     parts = part_files if part_files is not None else max(1, len(warc_paths))
-    read = (p
-            # One file per element; the reshuffle spreads files over workers. (Create's own
-            # reshuffle is off: it would be a second one, a group-by-key stage for nothing.)
-            | "WarcPaths" >> beam.Create(sorted(warc_paths), reshuffle=False)
-            | "SpreadFiles" >> beam.Reshuffle()
-            | "ReadWarc" >> beam.ParDo(ReadWarcFile(config, progress_dir)))
-    site_pages, read_errors = split_kinds(read, "Read")
-    keyed = shard_sites(site_pages, config.site.max_site_pages)
+    if source is None:
+        site_pages, read_errors = split_kinds(read_warcs(p, warc_paths, config, progress_dir), "Read")
+        keyed = shard_sites(site_pages, config.site.max_site_pages)
+    else:
+        keyed, read_errors = source(p)
     if state_dir is None:
         grouped = keyed | "GroupBySite" >> beam.GroupByKey()
     else:
@@ -408,7 +421,7 @@ def build_pipeline(p: beam.Pipeline, warc_paths: list[str], output: str, config:
              | "MenuRows" >> beam.Map(_menu_row))
     schemas = dict(DATASETS, pages=pages_schema(config))
     rows_by_name = {"pages": pages, "menus": menus, "errors": errors, "sites": clusters}
-    datasets = {name: PartDataset(dataset_prefix(output, name), schemas[name], PART_KEYS[name])
+    datasets = {name: PartDataset(dataset_prefix(output, name, part_name), schemas[name], PART_KEYS[name])
                 for name in rows_by_name}
     written = [rows_by_name | "Write" >> WriteParts(datasets, parts)]
     if state_dir is not None:
