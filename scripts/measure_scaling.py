@@ -112,9 +112,9 @@ class SyntheticSite:
     sidebar's clipping at the site's end.
     """
 
-    def __init__(self, pages: int, seed: int = 7):
-        self.pages, self.seed = pages, seed
-        self.words = _vocabulary(seed)
+    def __init__(self, pages: int, seed: int | str = 7, host: str = HOST, words: list[str] | None = None):
+        self.pages, self.seed, self.host = pages, seed, host
+        self.words = words if words is not None else _vocabulary(seed)
 
     def _rng(self, *key: int) -> random.Random:
         # A str seed is hashed with SHA-512: the same numbers in every process and version.
@@ -133,8 +133,8 @@ class SyntheticSite:
     def url(self, i: int) -> str:
         s, k = divmod(i, SECTION_PAGES)
         if k == 0:
-            return f"https://{HOST}/{self.section_slug(s)}/"
-        return f"https://{HOST}/{self.section_slug(s)}/{self.title(i).lower().replace(' ', '-')}-{i}.html"
+            return f"https://{self.host}/{self.section_slug(s)}/"
+        return f"https://{self.host}/{self.section_slug(s)}/{self.title(i).lower().replace(' ', '-')}-{i}.html"
 
     def _paragraph(self, rng: random.Random, i: int) -> str:
         words = self._phrase(rng, rng.randint(15, 90)).split()
@@ -171,7 +171,7 @@ class SyntheticSite:
         rng = self._rng(3, i)
         s, _k = divmod(i, SECTION_PAGES)
         first, last = s * SECTION_PAGES, min(self.pages, (s + 1) * SECTION_PAGES) - 1
-        nav = "".join(f'<li><a href="https://{HOST}/{self.section_slug(t)}/">{self.title(t * SECTION_PAGES)}</a></li>'
+        nav = "".join(f'<li><a href="https://{self.host}/{self.section_slug(t)}/">{self.title(t * SECTION_PAGES)}</a></li>'
                       for t in range(8))
         sidebar = "".join(
             f'<li{" class=current" if j == i else ""}><a href="{self.url(j)}">{self.title(j)}</a></li>'
@@ -190,19 +190,19 @@ class SyntheticSite:
         return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>{title} &mdash; Synthdoc 4.2 Manual</title>
 <meta name="description" content="{self._phrase(rng, 12)}">
-<link rel="stylesheet" href="https://{HOST}/static/site.css"></head>
+<link rel="stylesheet" href="https://{self.host}/static/site.css"></head>
 <body>
 <header class="site-header"><div class="logo"><a href="{self.url(0)}">Synthdoc</a></div>
 <p class="tagline">The reference manual of the Synthdoc toolkit, version 4.2.</p>
-<nav class="main-nav"><ul><li><a href="https://{HOST}/">Home</a></li>{nav}</ul></nav>
-<form class="search" action="https://{HOST}/search"><input type="text" name="q"><button>Search</button></form>
+<nav class="main-nav"><ul><li><a href="https://{self.host}/">Home</a></li>{nav}</ul></nav>
+<form class="search" action="https://{self.host}/search"><input type="text" name="q"><button>Search</button></form>
 </header>
 <div class="container">
 <aside class="sidebar"><h3>In this section</h3><ul>{sidebar}</ul>
 <div class="sidebar-note"><p>This manual documents the current release. Older releases have their own manuals; see the download page.</p></div>
 </aside>
 <main class="content"><article>
-<div class="breadcrumbs"><a href="https://{HOST}/">Home</a> &rsaquo; <a href="{self.url(s * SECTION_PAGES)}">{self.title(s * SECTION_PAGES)}</a> &rsaquo; {title}</div>
+<div class="breadcrumbs"><a href="https://{self.host}/">Home</a> &rsaquo; <a href="{self.url(s * SECTION_PAGES)}">{self.title(s * SECTION_PAGES)}</a> &rsaquo; {title}</div>
 <h1>{title}</h1>
 {"".join(body)}
 <div class="pager">{prev} {nxt}</div>
@@ -210,23 +210,16 @@ class SyntheticSite:
 <footer class="site-footer">
 <p>Copyright &copy; 2026 The Synthdoc Project. Documentation licensed under CC BY 4.0.</p>
 <p>Found a mistake? Report it on the issue tracker; every page has an edit link.</p>
-<ul class="footer-links"><li><a href="https://{HOST}/about.html">About</a></li><li><a href="https://{HOST}/license.html">License</a></li><li><a href="https://{HOST}/contact.html">Contact</a></li></ul>
+<ul class="footer-links"><li><a href="https://{self.host}/about.html">About</a></li><li><a href="https://{self.host}/license.html">License</a></li><li><a href="https://{self.host}/contact.html">Contact</a></li></ul>
 <p class="updated">Page generated on 2026-01-{1 + i % 28:02d}.</p>
 </footer>
 </body></html>
 """.encode("utf-8")
 
 
-def write_synthetic(out: str, pages: int, seed: int = 7, pages_per_file: int = PAGES_PER_FILE) -> list[str]:
-    """The synthetic site as gzipped WARC files in `out` (reused if already written with the
-    same parameters); returns their paths. Responses are in a seeded shuffled order, as a
-    crawl interleaves a site's sections."""
-    from warcio.statusandheaders import StatusAndHeaders
-    from warcio.warcwriter import WARCWriter
-
+def _reuse_or_clear(out: str, params: dict) -> list[str] | None:
+    """The WARC files of `out` when they were written with `params`; else None, `out` emptied."""
     marker = os.path.join(out, "synthetic.json")
-    params = {"pages": pages, "seed": seed, "pages_per_file": pages_per_file, "host": HOST,
-              "section_pages": SECTION_PAGES, "version": 1}
     if os.path.exists(marker):
         with open(marker) as fh:
             if json.load(fh) == params:
@@ -234,31 +227,105 @@ def write_synthetic(out: str, pages: int, seed: int = 7, pages_per_file: int = P
     os.makedirs(out, exist_ok=True)
     for stale in glob.glob(os.path.join(out, "*.warc.gz")):
         os.remove(stale)
-    site = SyntheticSite(pages, seed)
-    order = list(range(pages))
-    random.Random(seed).shuffle(order)
-    paths = []
-    for f, start in enumerate(range(0, pages, pages_per_file)):
-        path = os.path.join(out, f"synthetic-{f:05d}.warc.gz")
-        with open(path, "wb") as fh:
+    return None
+
+
+def _write_warcs(out: str, responses, pages_per_file: int, params: dict) -> list[str]:
+    """(url, HTML bytes) responses, in order, as gzipped WARC files of `pages_per_file` each."""
+    from warcio.statusandheaders import StatusAndHeaders
+    from warcio.warcwriter import WARCWriter
+
+    paths, fh, writer = [], None, None
+    for n, (url, body) in enumerate(responses):
+        if n % pages_per_file == 0:
+            if fh is not None:
+                fh.close()
+            paths.append(os.path.join(out, f"synthetic-{len(paths):05d}.warc.gz"))
+            fh = open(paths[-1], "wb")
             writer = WARCWriter(fh, gzip=True)
-            for i in order[start:start + pages_per_file]:
-                url, body = site.url(i), site.html(i)
-                http = StatusAndHeaders("200 OK", [("Content-Type", "text/html; charset=utf-8"),
-                                                   ("Content-Length", str(len(body)))], protocol="HTTP/1.1")
-                record = writer.create_warc_record(
-                    url, "response", payload=io.BytesIO(body), length=len(body), http_headers=http,
-                    warc_headers_dict={"WARC-Date": "2026-01-01T00:00:00Z",
-                                       "WARC-Record-ID": f"<urn:uuid:{uuid.uuid5(uuid.NAMESPACE_URL, url)}>"})
-                writer.write_record(record)
-        paths.append(path)
-    with open(marker, "w") as fh:
+        http = StatusAndHeaders("200 OK", [("Content-Type", "text/html; charset=utf-8"),
+                                           ("Content-Length", str(len(body)))], protocol="HTTP/1.1")
+        record = writer.create_warc_record(
+            url, "response", payload=io.BytesIO(body), length=len(body), http_headers=http,
+            warc_headers_dict={"WARC-Date": "2026-01-01T00:00:00Z",
+                               "WARC-Record-ID": f"<urn:uuid:{uuid.uuid5(uuid.NAMESPACE_URL, url)}>"})
+        writer.write_record(record)
+    if fh is not None:
+        fh.close()
+    with open(os.path.join(out, "synthetic.json"), "w") as fh:
         json.dump(params, fh)
     return paths
 
 
+def write_synthetic(out: str, pages: int, seed: int = 7, pages_per_file: int = PAGES_PER_FILE) -> list[str]:
+    """The synthetic site as gzipped WARC files in `out` (reused if already written with the
+    same parameters); returns their paths. Responses are in a seeded shuffled order, as a
+    crawl interleaves a site's sections."""
+    params = {"pages": pages, "seed": seed, "pages_per_file": pages_per_file, "host": HOST,
+              "section_pages": SECTION_PAGES, "version": 1}
+    found = _reuse_or_clear(out, params)
+    if found is not None:
+        return found
+    site = SyntheticSite(pages, seed)
+    order = list(range(pages))
+    random.Random(seed).shuffle(order)
+    return _write_warcs(out, ((site.url(i), site.html(i)) for i in order), pages_per_file, params)
+
+
 def synthetic_dir(work: str, pages: int, seed: int = 7) -> str:
     return os.path.join(work, "synthetic", f"pages-{pages}-seed-{seed}")
+
+
+# Sites of the multi-site input, by share of the sites drawn: (share, smallest, largest pages).
+# Small sites are log-normal around 8 pages; a large site is over site.max_site_pages (2,000),
+# so it is split into shards.
+MULTI_SMALL, MULTI_MEDIUM, MULTI_LARGE = (0.84, 1, 150), (0.15, 150, 800), (0.01, 2500, 5000)
+
+
+def multisite_sizes(pages: int, seed: int = 7) -> list[int]:
+    """Pages per site of the multi-site input of `pages` pages: sites drawn one after the
+    other from one seeded sequence until the pages are used up (the last one cut short), so
+    a smaller input's sites are the first sites of a larger one's. 100,000 pages are 785
+    sites, 31 % of the pages in the large ones; 1,000 pages are 12 sites, none of them large."""
+    rng = random.Random(f"multisite:{seed}")
+    sizes, left = [], pages
+    while left > 0:
+        draw = rng.random()
+        if draw < MULTI_LARGE[0]:
+            size = rng.randint(MULTI_LARGE[1], MULTI_LARGE[2])
+        elif draw < MULTI_LARGE[0] + MULTI_MEDIUM[0]:
+            size = rng.randint(MULTI_MEDIUM[1], MULTI_MEDIUM[2])
+        else:
+            size = max(MULTI_SMALL[1], min(MULTI_SMALL[2], int(math.exp(rng.gauss(math.log(8), 1.0)))))
+        size = min(size, left)
+        sizes.append(size)
+        left -= size
+    return sizes
+
+
+def multisite_host(j: int) -> str:
+    return f"docs{j:05d}.synth{j % 97:02d}.example"
+
+
+def write_multisite(out: str, pages: int, seed: int = 7, pages_per_file: int = PAGES_PER_FILE) -> list[str]:
+    """`pages` pages of many synthetic sites (`multisite_sizes`; each a SyntheticSite of its own
+    host and seed, one shared vocabulary) as gzipped WARC files in `out`, the sites' pages
+    interleaved in a seeded shuffled order as in a crawl's files."""
+    params = {"pages": pages, "seed": seed, "pages_per_file": pages_per_file, "kind": "multisite",
+              "section_pages": SECTION_PAGES, "sizes": [MULTI_SMALL, MULTI_MEDIUM, MULTI_LARGE], "version": 1}
+    found = _reuse_or_clear(out, params)
+    if found is not None:
+        return found
+    words = _vocabulary(seed)
+    sites = [SyntheticSite(size, f"{seed}-{j}", multisite_host(j), words)
+             for j, size in enumerate(multisite_sizes(pages, seed))]
+    order = [(j, i) for j, site in enumerate(sites) for i in range(site.pages)]
+    random.Random(seed).shuffle(order)
+    return _write_warcs(out, ((sites[j].url(i), sites[j].html(i)) for j, i in order), pages_per_file, params)
+
+
+def multisite_dir(work: str, pages: int, seed: int = 7) -> str:
+    return os.path.join(work, "synthetic", f"multisite-{pages}-seed-{seed}")
 
 
 # --------------------------------------------------------------------------------------------
@@ -755,6 +822,12 @@ def cmd_rss(args) -> dict:
         run = run_pipeline(paths, os.path.join(args.work, "runs", f"rss-synthetic-{n}"), 1, tuple(args.extra))
         run["input"] = f"synthetic {int(n):,}"
         runs.append(run)
+    for n in args.multisite or ():
+        paths = write_multisite(multisite_dir(args.work, int(n), args.seed), int(n), args.seed)
+        run = run_pipeline(paths, os.path.join(args.work, "runs", f"rss-multisite-{n}"), 1, tuple(args.extra))
+        run["input"] = f"multisite {int(n):,}"
+        run["sites"] = len(multisite_sizes(int(n), args.seed))
+        runs.append(run)
     for corpus in args.corpus or ():
         name = os.path.basename(os.path.normpath(corpus))
         run = run_pipeline(warc_files(corpus), os.path.join(args.work, "runs", f"rss-{name}"), 1, tuple(args.extra))
@@ -985,6 +1058,7 @@ def main(argv=None) -> None:
     p.add_argument("--repeat", type=int, default=1)
     p = sub.add_parser("rss", help="peak RSS with 1 worker")
     p.add_argument("--synthetic", nargs="*", type=int, help="synthetic site sizes")
+    p.add_argument("--multisite", nargs="*", type=int, help="pages of multi-site synthetic inputs (write_multisite)")
     p.add_argument("--corpus", action="append")
     p.add_argument("--extra", action="append", default=[], help="an extra `sitestrip run` option, e.g. --extra=--part-files=50")
     p = sub.add_parser("memory", help="in-process run: RSS and runner buffers per stage")
