@@ -1,0 +1,533 @@
+"""Local runs bounded by memory: the input spilled to disk by site, then its sites processed
+one partition after another.
+
+Beam's local runner (the FnApiRunner) runs a graph one fused step after the other and keeps
+each step's whole output in memory until the next step has read it; a group-by-key's input is
+held as Python objects while it is grouped (docs/performance.md, "Scaling"). One graph over
+the whole input therefore holds every compact page and every row of the run at some point,
+and a local run's peak memory grows with its input. Other runners spill their shuffles and
+run the graph as it is. A local run (no --runner, no --state: pipeline/cli.py) runs in
+three steps instead:
+
+1. **Spill.** One pipeline reads the WARC files as every run does (graph.read_warcs: the same
+   records, counters, errors rows and progress) and appends each compact page to one of
+   BUCKETS files chosen by a stable hash of its site (crc32), so that a site lies in one
+   bucket. A page is written without pickle: its record's fields and its page's fields as
+   JSON, its packed node arrays as they are (transforms/state.py `page_columns`, the form of
+   the state files). Every writer also writes an index: per site its bucket, pages, bytes
+   and pages per cell (transforms/shards.py). The read's errors rows go to files of their
+   own. The spill directory is local (TMPDIR) and removed when the run ends.
+2. **Plan** (`plan_partitions`). From the indexes the launcher makes the shard plan of every
+   site over site.max_site_pages from the whole input's cell counts (the plan that
+   graph.shard_sites makes in one graph, so every page is in the shard it would be in
+   there), and packs the buckets, and the hot sites' shards one by one, into the fewest
+   partitions whose spilled bytes stay within `partition_bytes(run.memory_budget_mb)`.
+3. **Partitions.** For each partition, graph.build_pipeline's graph from its group by shard
+   on, over the partition's pages read back from the spill (`ReadSpill`, the `source` of
+   build_pipeline): it writes its datasets' parts into the run's staging directory under
+   names of its own (`pages/part-p00001-00000-of-00003.parquet`). The first partition
+   also writes the read's errors rows. The command line publishes the staging directory
+   once, after the last partition, as for any run; the counters are the sum of the
+   pipelines'.
+
+The rows are those of one graph over the whole input: a shard's rows depend only on its
+pages, and a shard has the same pages. Two things cross shards, and are made whole after the
+last partition (`finish`): the menus rows of a hot site whose shards went to different
+partitions (one row per site and menu: the partitions' rows are merged as CountMenus merges
+them), and the part files (a dataset's empty files are removed but one, so a dataset still
+has a file and a schema). A step that compares rows across sites (e.g. exact duplicates)
+sees only its partition's sites inside the graph; it belongs with `finish`, over the staged
+rows of every partition.
+"""
+from __future__ import annotations
+
+import gc
+import heapq
+import json
+import logging
+import math
+import os
+import struct
+import uuid
+import zlib
+from dataclasses import dataclass, field
+from typing import Callable, Iterator
+
+import apache_beam as beam
+from apache_beam.io.filesystem import CompressionTypes
+from apache_beam.io.filesystems import FileSystems
+
+from sitestrip.pipeline.graph import ERRORS, MAIN, build_pipeline, dataset_prefix, read_warcs, split_kinds
+from sitestrip.transforms.extract import PageRecord
+from sitestrip.transforms.shards import ShardPlan, page_cell, plan_shards
+from sitestrip.transforms.state import page_columns, page_from_columns
+
+log = logging.getLogger("sitestrip")
+
+# Files a spill writer spreads the sites over; the partitions are made of whole buckets (and of
+# hot sites' shards), so this bounds how evenly they can be filled: 1/256 of the input each.
+BUCKETS = 256
+# What a run holds besides its partition, and how much memory a spilled byte of a partition
+# costs while it is processed (docs/performance.md, "Partitions"): the runner's copies of the
+# partition's pages and of its rows, and the C heap's share of them.
+FIXED_MB = 250
+HELD_PER_SPILLED_BYTE = 4.0
+MIB = 1 << 20
+
+_LENGTH = struct.Struct("<I")
+_RECORD_FIELDS = ("url", "site", "warc_file", "warc_offset", "warc_record_id", "fetch_date", "content_type",
+                  "charset", "truncated", "timing_ms", "target_uri")
+
+
+def partition_bytes(memory_budget_mb: int) -> int:
+    """The spilled bytes of one partition that a run of `memory_budget_mb` plans for; 0 when the
+    budget does not cover the fixed cost (then every bucket is a partition of its own)."""
+    return max(0, int((memory_budget_mb - FIXED_MB) * MIB / HELD_PER_SPILLED_BYTE))
+
+
+def bucket_of(site: str) -> int:
+    return zlib.crc32(site.encode("utf-8", "surrogatepass")) % BUCKETS
+
+
+# ------------------------------------------------------------------ the spill files
+
+def _frame(*parts: bytes) -> bytes:
+    return b"".join(_LENGTH.pack(len(part)) + part for part in parts)
+
+
+def encode_page(record: PageRecord) -> bytes:
+    """One spilled page: [site, directory, slot, record fields] as JSON, the page's fields as
+    JSON, its packed arrays; each after its length (4 bytes, little-endian)."""
+    directory, slot = page_cell(record.url)
+    head = [record.site, directory, slot, [getattr(record, name) for name in _RECORD_FIELDS]]
+    fields, blob = page_columns(record.page)
+    # ASCII JSON keeps lone surrogates (a URL's or a title's) as escapes, which it reads back.
+    return _frame(json.dumps(head, ensure_ascii=True).encode("ascii"),
+                  fields.encode("utf-8", "surrogatepass"), blob)
+
+
+def iter_frames(fh) -> Iterator[tuple[str, tuple[str, int], bytes, bytes, bytes]]:
+    """(site, cell, head, page fields, blob) of every page in a spill file, in order."""
+    while True:
+        parts = []
+        for _ in range(3):
+            size = fh.read(4)
+            if not size and not parts:
+                return
+            if len(size) < 4:
+                raise ValueError(f"{fh.name}: spill file cut short")
+            (n,) = _LENGTH.unpack(size)
+            part = fh.read(n)
+            if len(part) < n:
+                raise ValueError(f"{fh.name}: spill file cut short")
+            parts.append(part)
+        head = parts[0]
+        # The site and the cell lead the head: a page of another partition is told apart by them.
+        site, directory, slot = json.loads(head)[:3]
+        yield site, (directory, slot), head, parts[1], parts[2]
+
+
+def decode_page(head: bytes, fields: bytes, blob: bytes, where: str) -> PageRecord:
+    values = json.loads(head)[3]
+    page = page_from_columns(fields.decode("utf-8", "surrogatepass"), blob, where, check=False)
+    return PageRecord(page=page, **dict(zip(_RECORD_FIELDS, values)))
+
+
+class SpillWriter:
+    """The spill of one bundle: pages appended to their bucket's file, errors rows to an errors
+    file, and on close the index that lists them (a bundle without an index wrote nothing the
+    plan reads)."""
+
+    def __init__(self, directory: str):
+        self.directory, self.token = directory, uuid.uuid4().hex[:16]
+        self.files: dict[int, object] = {}
+        self.errors = None
+        self.sites: dict[str, list] = {}          # site → [bucket, pages, bytes, {cell: pages}]
+
+    def _path(self, name: str) -> str:
+        return os.path.join(self.directory, name)
+
+    def add_page(self, record: PageRecord) -> None:
+        data = encode_page(record)
+        bucket = bucket_of(record.site)
+        fh = self.files.get(bucket)
+        if fh is None:
+            fh = self.files[bucket] = open(self._path(f"b{bucket:04d}-{self.token}.pages"), "wb",
+                                           buffering=32 * 1024)
+        fh.write(data)
+        entry = self.sites.get(record.site)
+        if entry is None:
+            entry = self.sites[record.site] = [bucket, 0, 0, {}]
+        entry[1] += 1
+        entry[2] += len(data)
+        cell = page_cell(record.url)
+        entry[3][cell] = entry[3].get(cell, 0) + 1
+
+    def add_error(self, row: dict) -> None:
+        if self.errors is None:
+            self.errors = open(self._path(f"errors-{self.token}.jsonl"), "w", encoding="ascii")
+        self.errors.write(json.dumps(row, ensure_ascii=True) + "\n")
+
+    def close(self) -> None:
+        for fh in self.files.values():
+            fh.close()
+        if self.errors is not None:
+            self.errors.close()
+        index = {"pages": {str(b): os.path.basename(fh.name) for b, fh in sorted(self.files.items())},
+                 "errors": os.path.basename(self.errors.name) if self.errors is not None else None,
+                 "sites": {site: [bucket, pages, size, [[d, s, n] for (d, s), n in sorted(cells.items())]]
+                           for site, (bucket, pages, size, cells) in self.sites.items()}}
+        temp = self._path(f"_index-{self.token}.json")
+        with open(temp, "w", encoding="ascii") as fh:
+            json.dump(index, fh, ensure_ascii=True)
+        os.replace(temp, self._path(f"index-{self.token}.json"))
+        self.files, self.errors, self.sites = {}, None, {}
+
+
+class SpillPages(beam.DoFn):
+    """The read's (MAIN, (site, record)) and (ERRORS, row) outputs → the spill directory."""
+
+    def __init__(self, directory: str):
+        self.directory = directory
+        self.writer = None
+
+    def start_bundle(self):
+        self.writer = SpillWriter(self.directory)
+
+    def process(self, item):
+        kind, value = item
+        if kind == MAIN:
+            self.writer.add_page(value[1])
+        else:
+            self.writer.add_error(value)
+
+    def finish_bundle(self):
+        self.writer.close()
+
+
+def spill_pipeline(p: beam.Pipeline, warc_paths: list[str], directory: str, config,
+                   progress_dir: str | None = None) -> None:
+    _ = read_warcs(p, warc_paths, config, progress_dir) | "Spill" >> beam.ParDo(SpillPages(directory))
+
+
+# ------------------------------------------------------------------ the plan
+
+@dataclass
+class SpillIndex:
+    """What the spill holds, from its writers' indexes."""
+    sites: dict[str, list]                       # site → [bucket, pages, bytes]
+    page_files: dict[int, list[str]]             # bucket → its files
+    error_files: list[str]
+    cells: dict[str, dict] = field(default_factory=dict)   # hot sites only: cell → pages
+
+    @property
+    def pages(self) -> int:
+        return sum(entry[1] for entry in self.sites.values())
+
+    @property
+    def bytes(self) -> int:
+        return sum(entry[2] for entry in self.sites.values())
+
+
+def read_index(directory: str, max_site_pages: int) -> SpillIndex:
+    """The spill's sites, files, and the cell counts of the sites over `max_site_pages` (read
+    in a second pass over the indexes, so only the hot sites' cells are ever held)."""
+    names = sorted(n for n in os.listdir(directory) if n.startswith("index-") and n.endswith(".json"))
+    sites: dict[str, list] = {}
+    page_files: dict[int, list[str]] = {}
+    error_files: list[str] = []
+    for name in names:
+        with open(os.path.join(directory, name), encoding="ascii") as fh:
+            index = json.load(fh)
+        for bucket, file_name in index["pages"].items():
+            page_files.setdefault(int(bucket), []).append(os.path.join(directory, file_name))
+        if index["errors"]:
+            error_files.append(os.path.join(directory, index["errors"]))
+        for site, (bucket, pages, size, _cells) in index["sites"].items():
+            entry = sites.setdefault(site, [bucket, 0, 0])
+            entry[1] += pages
+            entry[2] += size
+    hot = {site for site, entry in sites.items() if entry[1] > max_site_pages}
+    cells: dict[str, dict] = {site: {} for site in hot}
+    if hot:
+        for name in names:
+            with open(os.path.join(directory, name), encoding="ascii") as fh:
+                index = json.load(fh)
+            for site in hot.intersection(index["sites"]):
+                counts = cells[site]
+                for directory_name, slot, pages in index["sites"][site][3]:
+                    cell = (directory_name, slot)
+                    counts[cell] = counts.get(cell, 0) + pages
+    return SpillIndex(sites, {b: sorted(f) for b, f in page_files.items()}, sorted(error_files), cells)
+
+
+@dataclass(frozen=True)
+class PartitionPlan:
+    """Which partition every spilled page is processed in, and in which shard of its site."""
+    partitions: int
+    bucket_partition: tuple[int, ...]            # a bucket's sites, hot sites aside
+    hot: dict                                    # site → ShardPlan, every site over max_site_pages
+    shard_partition: dict                        # (hot site, shard) → partition
+    pages: tuple[int, ...]                       # per partition
+    bytes: tuple[int, ...]
+    page_files: dict                             # bucket → its spill files
+    error_files: tuple[str, ...]
+
+    def shard_of(self, site: str, cell) -> int:
+        plan = self.hot.get(site)
+        return 0 if plan is None else plan.shard_of_cell(cell)
+
+    def partition_of(self, site: str, shard: int, bucket: int) -> int:
+        if site in self.hot:
+            return self.shard_partition[(site, shard)]
+        return self.bucket_partition[bucket]
+
+    def inputs(self, partition: int) -> list[tuple[str, str, int]]:
+        """(kind, path, bucket) of the spill files partition `partition` reads: its buckets', the
+        buckets' of its hot-site shards, and (partition 0) the errors files."""
+        buckets = {b for b, p in enumerate(self.bucket_partition) if p == partition}
+        buckets |= {bucket_of(site) for (site, _), p in self.shard_partition.items() if p == partition}
+        out = [("pages", path, b) for b in sorted(buckets) for path in self.page_files.get(b, ())]
+        if partition == 0:
+            out += [("errors", path, -1) for path in self.error_files]
+        return out
+
+    def split_sites(self) -> set[str]:
+        """Hot sites whose shards are in more than one partition."""
+        seen: dict[str, set] = {}
+        for (site, _), p in self.shard_partition.items():
+            seen.setdefault(site, set()).add(p)
+        return {site for site, parts in seen.items() if len(parts) > 1}
+
+
+def _pack(items: list[tuple[int, tuple, int]], partitions: int) -> tuple[list[int], dict]:
+    """Largest first onto the lightest partition (ties: the lowest number): loads, item → partition."""
+    loads = [0] * partitions
+    heap = [(0, k) for k in range(partitions)]
+    where = {}
+    for size, key, _pages in sorted(items, key=lambda item: (-item[0], item[1])):
+        load, k = heapq.heappop(heap)
+        where[key] = k
+        loads[k] = load + size
+        heapq.heappush(heap, (loads[k], k))
+    return loads, where
+
+
+def plan_partitions(index: SpillIndex, max_site_pages: int, capacity: int) -> PartitionPlan:
+    """The fewest partitions (by packing largest first) whose spilled bytes are each within
+    `capacity`, or that hold one item each when an item alone is larger. Items: a bucket's
+    sites at or under `max_site_pages`, and each shard of the larger sites (planned as
+    graph.shard_sites plans them, from the whole input's cells)."""
+    hot = {site: plan_shards(site, sorted(cells.items()), max_site_pages) for site, cells in index.cells.items()}
+    bucket_bytes, bucket_pages = [0] * BUCKETS, [0] * BUCKETS
+    items = []
+    for site, (bucket, pages, size) in index.sites.items():
+        plan = hot.get(site)
+        if plan is None:
+            bucket_bytes[bucket] += size
+            bucket_pages[bucket] += pages
+            continue
+        for shard, shard_pages in enumerate(plan.sizes):
+            # A shard's bytes as its share of the site's pages: the index counts bytes per site.
+            items.append((size * shard_pages // max(1, pages), ("shard", site, shard), shard_pages))
+    items += [(bucket_bytes[b], ("bucket", b), bucket_pages[b]) for b in range(BUCKETS) if bucket_pages[b]]
+    total = sum(size for size, _, _ in items)
+    partitions = max(1, math.ceil(total / capacity)) if capacity else max(1, len(items))
+    while True:
+        loads, where = _pack(items, partitions)
+        counts = [0] * partitions
+        for k in where.values():
+            counts[k] += 1
+        if partitions >= len(items) or all(load <= capacity or counts[k] == 1 for k, load in enumerate(loads)):
+            break
+        partitions += 1
+    pages = [0] * partitions
+    for _size, key, item_pages in items:
+        pages[where[key]] += item_pages
+    return PartitionPlan(
+        partitions=partitions,
+        bucket_partition=tuple(where.get(("bucket", b), 0) for b in range(BUCKETS)),
+        hot=hot,
+        shard_partition={(key[1], key[2]): k for key, k in where.items() if key[0] == "shard"},
+        pages=tuple(pages), bytes=tuple(loads),
+        page_files=index.page_files, error_files=tuple(index.error_files))
+
+
+# ------------------------------------------------------------------ a partition's pipeline
+
+class ReadSpill(beam.DoFn):
+    """A spill file → (MAIN, ((site, shard), record)) for its pages of this partition, or
+    (ERRORS, row) for every row of an errors file (counted when the read made them)."""
+
+    def __init__(self, partition: int, plan: PartitionPlan):
+        self.partition = partition
+        self.hot, self.shard_partition = plan.hot, plan.shard_partition
+        self.bucket_partition = plan.bucket_partition
+
+    def process(self, element):
+        kind, path, bucket = element
+        if kind == "errors":
+            with open(path, encoding="ascii") as fh:
+                for line in fh:
+                    yield ERRORS, json.loads(line)
+            return
+        with open(path, "rb") as fh:
+            for site, cell, head, fields, blob in iter_frames(fh):
+                plan = self.hot.get(site)
+                if plan is None:
+                    shard, partition = 0, self.bucket_partition[bucket]
+                else:
+                    shard = plan.shard_of_cell(tuple(cell))
+                    partition = self.shard_partition[(site, shard)]
+                if partition == self.partition:
+                    yield MAIN, ((site, shard), decode_page(head, fields, blob, path))
+
+
+def partition_source(partition: int, plan: PartitionPlan):
+    """build_pipeline's `source` for one partition."""
+    def source(p):
+        read = (p
+                # The files of one partition, read by one worker: the group by shard after it
+                # spreads the shards over the workers.
+                | "SpillFiles" >> beam.Create(plan.inputs(partition), reshuffle=False)
+                | "ReadSpill" >> beam.ParDo(ReadSpill(partition, plan)))
+        return split_kinds(read, "Spill")
+    return source
+
+
+def part_name(partition: int) -> str:
+    return f"part-p{partition:05d}"
+
+
+def partition_parts(part_files: int, plan: PartitionPlan, partition: int) -> int:
+    """Part files of one partition: its share, by pages, of the run's `part_files`."""
+    pages = sum(plan.pages)
+    if not pages:
+        return 1
+    return max(1, math.ceil(part_files * plan.pages[partition] / pages))
+
+
+@dataclass
+class PartitionedRun:
+    """What run_partitioned did, for the summary."""
+    counters: dict
+    plan: PartitionPlan | None
+
+
+def run_partitioned(new_pipeline: Callable[[], beam.Pipeline], counters_of: Callable, warc_paths: list[str],
+                    staging: str, config, spill_dir: str, progress_dir: str | None = None,
+                    part_files: int | None = None) -> PartitionedRun:
+    """Spill, plan, run every partition into `staging`, then `finish`; the counters summed over
+    the pipelines, with the hot sites' counts (which graph.shard_sites counts in one graph)."""
+    p = new_pipeline()
+    spill_pipeline(p, warc_paths, spill_dir, config, progress_dir)
+    result = p.run()
+    result.wait_until_finish()
+    counters = dict(counters_of(result))
+    del p, result
+    index = read_index(spill_dir, config.site.max_site_pages)
+    capacity = partition_bytes(config.run.memory_budget_mb)
+    plan = plan_partitions(index, config.site.max_site_pages, capacity)
+    del index
+    for site, shards in sorted(plan.hot.items()):
+        pages = sum(shards.sizes)
+        counters["hot_sites"] = counters.get("hot_sites", 0) + 1
+        counters["hot_site_shards"] = counters.get("hot_site_shards", 0) + shards.shards
+        counters["pages_in_hot_sites"] = counters.get("pages_in_hot_sites", 0) + pages
+        log.info("hot site %s: %d pages in %d shards (largest %d)", site, pages, shards.shards, max(shards.sizes))
+    log.info("%d pages (%.1f MB spilled) in %d partition(s) of at most %.1f MB (run.memory_budget_mb %d)",
+             sum(plan.pages), sum(plan.bytes) / 1e6, plan.partitions, capacity / 1e6,
+             config.run.memory_budget_mb)
+    parts = part_files if part_files is not None else max(1, len(warc_paths))
+    for k in range(plan.partitions):
+        if plan.partitions > 1:
+            log.info("partition %d of %d: %d pages, %.1f MB", k + 1, plan.partitions, plan.pages[k],
+                     plan.bytes[k] / 1e6)
+        p = new_pipeline()
+        build_pipeline(p, warc_paths, staging, config, progress_dir, partition_parts(parts, plan, k),
+                       source=partition_source(k, plan), part_name=part_name(k))
+        result = p.run()
+        result.wait_until_finish()
+        for name, value in counters_of(result).items():
+            counters[name] = counters.get(name, 0) + value
+        del p, result
+        # The partition's objects go now, not at some later collection, so the next one starts
+        # from the memory the run had before it.
+        gc.collect()
+    finish(staging, plan, config)
+    counters["partitions"] = plan.partitions
+    return PartitionedRun(counters, plan)
+
+
+# ------------------------------------------------------------------ after the last partition
+
+def finish(staging: str, plan: PartitionPlan, config) -> None:
+    """What crosses partitions: the menus rows of hot sites split over partitions merged into
+    one row per (site, menu), and every dataset's empty part files removed but its first."""
+    split = plan.split_sites()
+    if split:
+        merge_menus(staging, split, config)
+    drop_empty_parts(staging)
+
+
+def _dataset_files(staging: str, name: str) -> list[str]:
+    pattern = dataset_prefix(staging, name) + "-*.parquet"
+    return sorted(m.path for r in FileSystems.match([pattern]) for m in r.metadata_list)
+
+
+def merge_menus(staging: str, sites: set[str], config) -> None:
+    """The menus rows of `sites` (each site's shards were in several partitions, each of which
+    counted its own pages) as one row per (site, menu_signature): pages summed, the smallest
+    example URL with its links (graph.CountMenus). They are taken out of the files they are in
+    and written as one part file of their own."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    from sitestrip.pipeline.graph import CountMenus
+    from sitestrip.pipeline.parts import PART_KEYS, part_path, sorted_table, write_table
+    from sitestrip.schemas import DATASETS
+
+    schema = DATASETS["menus"]
+    combine = CountMenus()
+    merged: dict = {}
+    wanted = pa.array(sorted(sites), pa.string())
+    for path in _dataset_files(staging, "menus"):
+        with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as fh:
+            table = pq.read_table(fh)
+        mask = pc.is_in(table["site"], value_set=wanted)
+        if not pc.any(mask).as_py():
+            continue
+        for row in table.filter(mask).to_pylist():
+            key = (row["site"], row["menu_signature"])
+            merged[key] = combine.merge_accumulators(
+                [merged.get(key, combine.create_accumulator()), (row["pages"], row["example_url"], row["menu_links"])])
+        write_table(table.filter(pc.invert(mask)), path)
+    rows = [{"site": site, "menu_signature": signature, "menu_links": links, "pages": count, "example_url": url}
+            for (site, signature), (count, url, links) in merged.items()]
+    prefix = dataset_prefix(staging, "menus", "part-merged")
+    write_table(sorted_table(rows, schema, PART_KEYS["menus"]), part_path(prefix, 0, 1))
+
+
+def drop_empty_parts(staging: str) -> None:
+    """Every dataset keeps its first part file and those with rows: each partition writes its
+    part 0 even when empty (parts.WriteParts), which K partitions would leave K times."""
+    import pyarrow.parquet as pq
+
+    from sitestrip.schemas import DATASETS
+    for name in DATASETS:
+        files = _dataset_files(staging, name)
+        empty = []
+        for path in files:
+            with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as fh:
+                if pq.ParquetFile(fh).metadata.num_rows == 0:
+                    empty.append(path)
+        if len(empty) == len(files):
+            empty = empty[1:]
+        if empty:
+            FileSystems.delete(empty)
+
+
+def remove_spill(directory: str) -> None:
+    import shutil
+    shutil.rmtree(directory, ignore_errors=True)
