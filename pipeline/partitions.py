@@ -14,19 +14,21 @@ three steps instead:
    BUCKETS files chosen by a stable hash of its site (crc32), so that a site lies in one
    bucket. A page is written without pickle: its record's fields and its page's fields as
    JSON, its packed node arrays as they are (transforms/state.py `page_columns`, the form of
-   the state files). Every writer also writes an index: per site its bucket, pages, bytes
-   and pages per cell (transforms/shards.py). The read's errors rows go to files of their
-   own. The spill directory is local (TMPDIR) and removed when the run ends.
-2. **Plan** (`plan_partitions`). From the indexes the launcher makes the shard plan of every
-   site over site.max_site_pages from the whole input's cell counts (the plan that
+   the state files). Every writer also writes an index: per site its bucket, pages and
+   bytes. The read's errors rows go to files of their own. The spill directory is local
+   (TMPDIR) and removed when the run ends.
+2. **Plan** (`plan_partitions`). From the indexes the launcher finds the sites over
+   site.max_site_pages, counts their pages per cell (transforms/shards.py) in their
+   buckets' files and makes their shard plans from the whole input's counts: the plans
    graph.shard_sites makes in one graph, so every page is in the shard it would be in
-   there), and packs the buckets, and the hot sites' shards one by one, into the fewest
+   there. It packs the buckets, and the hot sites' shards one by one, into the fewest
    partitions whose spilled bytes stay within `partition_bytes(run.memory_budget_mb)`.
 3. **Partitions.** For each partition, graph.build_pipeline's graph from its group by shard
    on, over the partition's pages read back from the spill (`ReadSpill`, the `source` of
    build_pipeline): it writes its datasets' parts into the run's staging directory under
-   names of its own (`pages/part-p00001-00000-of-00003.parquet`). The first partition
-   also writes the read's errors rows. The command line publishes the staging directory
+   names of its own (`pages/part-p00001-00000-of-00003.parquet`; a run of one partition
+   writes the files of the one graph, `pages/part-00000-of-00003.parquet`). The first
+   partition also writes the read's errors rows. The command line publishes the staging directory
    once, after the last partition, as for any run; the counters are the sum of the
    pipelines'.
 
@@ -142,7 +144,7 @@ class SpillWriter:
         self.directory, self.token = directory, uuid.uuid4().hex[:16]
         self.files: dict[int, object] = {}
         self.errors = None
-        self.sites: dict[str, list] = {}          # site → [bucket, pages, bytes, {cell: pages}]
+        self.sites: dict[str, list] = {}          # site → [bucket, pages, bytes]
 
     def _path(self, name: str) -> str:
         return os.path.join(self.directory, name)
@@ -157,11 +159,9 @@ class SpillWriter:
         fh.write(data)
         entry = self.sites.get(record.site)
         if entry is None:
-            entry = self.sites[record.site] = [bucket, 0, 0, {}]
+            entry = self.sites[record.site] = [bucket, 0, 0]
         entry[1] += 1
         entry[2] += len(data)
-        cell = page_cell(record.url)
-        entry[3][cell] = entry[3].get(cell, 0) + 1
 
     def add_error(self, row: dict) -> None:
         if self.errors is None:
@@ -175,8 +175,7 @@ class SpillWriter:
             self.errors.close()
         index = {"pages": {str(b): os.path.basename(fh.name) for b, fh in sorted(self.files.items())},
                  "errors": os.path.basename(self.errors.name) if self.errors is not None else None,
-                 "sites": {site: [bucket, pages, size, [[d, s, n] for (d, s), n in sorted(cells.items())]]
-                           for site, (bucket, pages, size, cells) in self.sites.items()}}
+                 "sites": self.sites}
         temp = self._path(f"_index-{self.token}.json")
         with open(temp, "w", encoding="ascii") as fh:
             json.dump(index, fh, ensure_ascii=True)
@@ -230,35 +229,33 @@ class SpillIndex:
 
 
 def read_index(directory: str, max_site_pages: int) -> SpillIndex:
-    """The spill's sites, files, and the cell counts of the sites over `max_site_pages` (read
-    in a second pass over the indexes, so only the hot sites' cells are ever held)."""
-    names = sorted(n for n in os.listdir(directory) if n.startswith("index-") and n.endswith(".json"))
+    """The spill's sites and files, from its writers' indexes, and the pages per cell of the
+    sites over `max_site_pages`, counted from the heads of their buckets' pages (so that no
+    count per cell is ever held but a hot site's)."""
     sites: dict[str, list] = {}
     page_files: dict[int, list[str]] = {}
     error_files: list[str] = []
-    for name in names:
+    for name in sorted(n for n in os.listdir(directory) if n.startswith("index-") and n.endswith(".json")):
         with open(os.path.join(directory, name), encoding="ascii") as fh:
             index = json.load(fh)
         for bucket, file_name in index["pages"].items():
             page_files.setdefault(int(bucket), []).append(os.path.join(directory, file_name))
         if index["errors"]:
             error_files.append(os.path.join(directory, index["errors"]))
-        for site, (bucket, pages, size, _cells) in index["sites"].items():
+        for site, (bucket, pages, size) in index["sites"].items():
             entry = sites.setdefault(site, [bucket, 0, 0])
             entry[1] += pages
             entry[2] += size
-    hot = {site for site, entry in sites.items() if entry[1] > max_site_pages}
-    cells: dict[str, dict] = {site: {} for site in hot}
-    if hot:
-        for name in names:
-            with open(os.path.join(directory, name), encoding="ascii") as fh:
-                index = json.load(fh)
-            for site in hot.intersection(index["sites"]):
-                counts = cells[site]
-                for directory_name, slot, pages in index["sites"][site][3]:
-                    cell = (directory_name, slot)
-                    counts[cell] = counts.get(cell, 0) + pages
-    return SpillIndex(sites, {b: sorted(f) for b, f in page_files.items()}, sorted(error_files), cells)
+    page_files = {b: sorted(files) for b, files in page_files.items()}
+    cells: dict[str, dict] = {site: {} for site, entry in sites.items() if entry[1] > max_site_pages}
+    for bucket in sorted({sites[site][0] for site in cells}):
+        for path in page_files[bucket]:
+            with open(path, "rb") as fh:
+                for site, cell, _head, _fields, _blob in iter_frames(fh):
+                    counts = cells.get(site)
+                    if counts is not None:
+                        counts[cell] = counts.get(cell, 0) + 1
+    return SpillIndex(sites, page_files, sorted(error_files), cells)
 
 
 @dataclass(frozen=True)
@@ -377,7 +374,7 @@ class ReadSpill(beam.DoFn):
                 if plan is None:
                     shard, partition = 0, self.bucket_partition[bucket]
                 else:
-                    shard = plan.shard_of_cell(tuple(cell))
+                    shard = plan.shard_of_cell(cell)
                     partition = self.shard_partition[(site, shard)]
                 if partition == self.partition:
                     yield MAIN, ((site, shard), decode_page(head, fields, blob, path))
@@ -395,8 +392,10 @@ def partition_source(partition: int, plan: PartitionPlan):
     return source
 
 
-def part_name(partition: int) -> str:
-    return f"part-p{partition:05d}"
+def part_name(plan: PartitionPlan, partition: int) -> str:
+    """The part files' names of a partition; a run of one partition names them as the one
+    graph does, so its files are the files of a run without partitions."""
+    return "part" if plan.partitions == 1 else f"part-p{partition:05d}"
 
 
 def partition_parts(part_files: int, plan: PartitionPlan, partition: int) -> int:
@@ -445,7 +444,7 @@ def run_partitioned(new_pipeline: Callable[[], beam.Pipeline], counters_of: Call
                      plan.bytes[k] / 1e6)
         p = new_pipeline()
         build_pipeline(p, warc_paths, staging, config, progress_dir, partition_parts(parts, plan, k),
-                       source=partition_source(k, plan), part_name=part_name(k))
+                       source=partition_source(k, plan), part_name=part_name(plan, k))
         result = p.run()
         result.wait_until_finish()
         for name, value in counters_of(result).items():
