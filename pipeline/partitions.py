@@ -138,25 +138,40 @@ def decode_page(head: bytes, fields: bytes, blob: bytes, where: str) -> PageReco
 class SpillWriter:
     """The spill of one bundle: pages appended to their bucket's file, errors rows to an errors
     file, and on close the index that lists them (a bundle without an index wrote nothing the
-    plan reads)."""
+    plan reads).
+
+    A bucket's pages wait in a buffer of up to FLUSH_BYTES, which is then appended to its file
+    and the file closed again: 256 files held open would pass the limit of open files of some
+    systems (macOS starts shells with 256), and the buffers stay within 256 × FLUSH_BYTES."""
+
+    FLUSH_BYTES = 32 * 1024
 
     def __init__(self, directory: str):
         self.directory, self.token = directory, uuid.uuid4().hex[:16]
-        self.files: dict[int, object] = {}
+        self.buffers: dict[int, bytearray] = {}
         self.errors = None
         self.sites: dict[str, list] = {}          # site → [bucket, pages, bytes]
 
     def _path(self, name: str) -> str:
         return os.path.join(self.directory, name)
 
+    def _bucket_file(self, bucket: int) -> str:
+        return f"b{bucket:04d}-{self.token}.pages"
+
+    def _flush(self, bucket: int) -> None:
+        with open(self._path(self._bucket_file(bucket)), "ab") as fh:
+            fh.write(self.buffers[bucket])
+        self.buffers[bucket] = bytearray()
+
     def add_page(self, record: PageRecord) -> None:
         data = encode_page(record)
         bucket = bucket_of(record.site)
-        fh = self.files.get(bucket)
-        if fh is None:
-            fh = self.files[bucket] = open(self._path(f"b{bucket:04d}-{self.token}.pages"), "wb",
-                                           buffering=32 * 1024)
-        fh.write(data)
+        buffer = self.buffers.get(bucket)
+        if buffer is None:
+            buffer = self.buffers[bucket] = bytearray()
+        buffer += data
+        if len(buffer) >= self.FLUSH_BYTES:
+            self._flush(bucket)
         entry = self.sites.get(record.site)
         if entry is None:
             entry = self.sites[record.site] = [bucket, 0, 0]
@@ -169,18 +184,19 @@ class SpillWriter:
         self.errors.write(json.dumps(row, ensure_ascii=True) + "\n")
 
     def close(self) -> None:
-        for fh in self.files.values():
-            fh.close()
+        for bucket, buffer in self.buffers.items():
+            if buffer:
+                self._flush(bucket)
         if self.errors is not None:
             self.errors.close()
-        index = {"pages": {str(b): os.path.basename(fh.name) for b, fh in sorted(self.files.items())},
+        index = {"pages": {str(b): self._bucket_file(b) for b in sorted(self.buffers)},
                  "errors": os.path.basename(self.errors.name) if self.errors is not None else None,
                  "sites": self.sites}
         temp = self._path(f"_index-{self.token}.json")
         with open(temp, "w", encoding="ascii") as fh:
             json.dump(index, fh, ensure_ascii=True)
         os.replace(temp, self._path(f"index-{self.token}.json"))
-        self.files, self.errors, self.sites = {}, None, {}
+        self.buffers, self.errors, self.sites = {}, None, {}
 
 
 class SpillPages(beam.DoFn):

@@ -167,6 +167,20 @@ def test_a_page_comes_back_from_the_spill_as_it_went_in(tmp_path):
     assert json.loads(line)["message"] == "the file is empty \udcff"
 
 
+def test_a_bucket_written_in_many_flushes_reads_back_in_order(tmp_path, monkeypatch):
+    monkeypatch.setattr(SpillWriter, "FLUSH_BYTES", 1)
+    urls = [f"https://example.org/{i}.html" for i in range(5)]
+    writer = SpillWriter(str(tmp_path))
+    for url in urls:
+        writer.add_page(build_page_record(url=url, body=page(url, ["/"]), http_charset=None, warc_file="f",
+                                          warc_offset=0, warc_record_id="r", fetch_date="d",
+                                          content_type="text/html", truncated=None))
+    writer.close()
+    (path,) = read_index(str(tmp_path), 10).page_files[bucket_of("example.org")]
+    with open(path, "rb") as fh:
+        assert [decode_page(h, f, b, path).url for _, _, h, f, b in iter_frames(fh)] == urls
+
+
 def test_a_cut_spill_file_is_an_error_not_fewer_pages(tmp_path):
     record = build_page_record(url="https://example.org/", body=page("P", ["/"]), http_charset=None,
                                warc_file="f", warc_offset=0, warc_record_id="r", fetch_date="d",
