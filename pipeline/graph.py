@@ -386,17 +386,19 @@ def build_pipeline(p: beam.Pipeline, warc_paths: list[str], output: str, config:
     `state_version` the new state is written as that version and CURRENT is left alone: the
     caller moves it (pipeline/cli.py does, once the output is published).
 
-    With `source`, a function of `p` that returns ((site, shard), PageRecord) pairs and errors
-    rows, the graph starts from those instead of reading `warc_paths` and sharding the sites:
-    a partition of a local run (pipeline/partitions.py), whose part files are named
-    `{part_name}-XXXXX-of-YYYYY.parquet`."""
+    With `source`, a function of `p` that returns site shards, ((site, shard), its
+    PageRecords), and errors rows, the graph starts from those instead of reading `warc_paths`
+    and grouping the pages by shard: a partition of a local run (pipeline/partitions.py, never
+    with `state_dir`), whose part files are named `{part_name}-XXXXX-of-YYYYY.parquet`."""
     parts = part_files if part_files is not None else max(1, len(warc_paths))
     if source is None:
         site_pages, read_errors = split_kinds(read_warcs(p, warc_paths, config, progress_dir), "Read")
         keyed = shard_sites(site_pages, config.site.max_site_pages)
-    else:
-        keyed, read_errors = source(p)
-    if state_dir is None:
+    if source is not None:
+        if state_dir is not None:
+            raise ValueError("build_pipeline: a source of site shards is not joined with a state")
+        grouped, read_errors = source(p)
+    elif state_dir is None:
         grouped = keyed | "GroupBySite" >> beam.GroupByKey()
     else:
         files = state_files(state_dir)

@@ -23,14 +23,15 @@ three steps instead:
    graph.shard_sites makes in one graph, so every page is in the shard it would be in
    there. It packs the buckets, and the hot sites' shards one by one, into the fewest
    partitions whose spilled bytes stay within `partition_bytes(run.memory_budget_mb)`.
-3. **Partitions.** For each partition, graph.build_pipeline's graph from its group by shard
-   on, over the partition's pages read back from the spill (`ReadSpill`, the `source` of
-   build_pipeline): it writes its datasets' parts into the run's staging directory under
-   names of its own (`pages/part-p00001-00000-of-00003.parquet`; a run of one partition
-   writes the files of the one graph, `pages/part-00000-of-00003.parquet`). The first
-   partition also writes the read's errors rows. The command line publishes the staging directory
-   once, after the last partition, as for any run; the counters are the sum of the
-   pipelines'.
+3. **Partitions.** For each partition, graph.build_pipeline's graph from its per-site step
+   on (`partition_source`): the partition's site shards are spread over the workers as the
+   places of their pages in the spill, and each shard is read from there by the worker that
+   processes it, so the runner never holds a partition's pages, only its rows. It writes
+   its datasets' parts into the run's staging directory under names of its own
+   (`pages/part-p00001-00000-of-00003.parquet`; a run of one partition writes the files of
+   the one graph, `pages/part-00000-of-00003.parquet`). The first partition also writes the
+   read's errors rows. The command line publishes the staging directory once, after the
+   last partition, as for any run; the counters are the sum of the pipelines'.
 
 The rows are those of one graph over the whole input: a shard's rows depend only on its
 pages, and a shard has the same pages. Two things cross shards, and are made whole after the
@@ -59,7 +60,7 @@ import apache_beam as beam
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
-from sitestrip.pipeline.graph import ERRORS, MAIN, build_pipeline, dataset_prefix, read_warcs, split_kinds
+from sitestrip.pipeline.graph import MAIN, build_pipeline, dataset_prefix, read_warcs
 from sitestrip.transforms.extract import PageRecord
 from sitestrip.transforms.shards import ShardPlan, page_cell, plan_shards
 from sitestrip.transforms.state import page_columns, page_from_columns
@@ -108,25 +109,61 @@ def encode_page(record: PageRecord) -> bytes:
                   fields.encode("utf-8", "surrogatepass"), blob)
 
 
+def _length(fh, at_frame_start: bool = False) -> int | None:
+    """The length before a part of a frame; None at the end of the file between two frames."""
+    size = fh.read(4)
+    if not size and at_frame_start:
+        return None
+    if len(size) < 4:
+        raise ValueError(f"{fh.name}: spill file cut short")
+    return _LENGTH.unpack(size)[0]
+
+
+def _part(fh, n: int) -> bytes:
+    data = fh.read(n)
+    if len(data) < n:
+        raise ValueError(f"{fh.name}: spill file cut short")
+    return data
+
+
+def _site_and_cell(head: bytes) -> tuple[str, tuple[str, int]]:
+    # The site and the cell lead the head: a page of another partition is told apart by them.
+    site, directory, slot = json.loads(head)[:3]
+    return site, (directory, slot)
+
+
 def iter_frames(fh) -> Iterator[tuple[str, tuple[str, int], bytes, bytes, bytes]]:
     """(site, cell, head, page fields, blob) of every page in a spill file, in order."""
     while True:
-        parts = []
-        for _ in range(3):
-            size = fh.read(4)
-            if not size and not parts:
-                return
-            if len(size) < 4:
-                raise ValueError(f"{fh.name}: spill file cut short")
-            (n,) = _LENGTH.unpack(size)
-            part = fh.read(n)
-            if len(part) < n:
-                raise ValueError(f"{fh.name}: spill file cut short")
-            parts.append(part)
-        head = parts[0]
-        # The site and the cell lead the head: a page of another partition is told apart by them.
-        site, directory, slot = json.loads(head)[:3]
-        yield site, (directory, slot), head, parts[1], parts[2]
+        n = _length(fh, at_frame_start=True)
+        if n is None:
+            return
+        head = _part(fh, n)
+        fields = _part(fh, _length(fh))
+        blob = _part(fh, _length(fh))
+        yield (*_site_and_cell(head), head, fields, blob)
+
+
+def iter_heads(fh) -> Iterator[tuple[int, str, tuple[str, int]]]:
+    """(offset, site, cell) of every page in a spill file, its fields and arrays skipped."""
+    size = os.fstat(fh.fileno()).st_size
+    while True:
+        offset = fh.tell()
+        n = _length(fh, at_frame_start=True)
+        if n is None:
+            return
+        head = _part(fh, n)
+        for _ in range(2):
+            fh.seek(_length(fh), os.SEEK_CUR)
+        if fh.tell() > size:
+            raise ValueError(f"{fh.name}: spill file cut short")
+        yield (offset, *_site_and_cell(head))
+
+
+def read_frame(fh, offset: int) -> tuple[bytes, bytes, bytes]:
+    """(head, page fields, blob) of the page at `offset`."""
+    fh.seek(offset)
+    return tuple(_part(fh, _length(fh)) for _ in range(3))
 
 
 def decode_page(head: bytes, fields: bytes, blob: bytes, where: str) -> PageRecord:
@@ -267,7 +304,7 @@ def read_index(directory: str, max_site_pages: int) -> SpillIndex:
     for bucket in sorted({sites[site][0] for site in cells}):
         for path in page_files[bucket]:
             with open(path, "rb") as fh:
-                for site, cell, _head, _fields, _blob in iter_frames(fh):
+                for _offset, site, cell in iter_heads(fh):
                     counts = cells.get(site)
                     if counts is not None:
                         counts[cell] = counts.get(cell, 0) + 1
@@ -368,43 +405,57 @@ def plan_partitions(index: SpillIndex, max_site_pages: int, capacity: int) -> Pa
 
 # ------------------------------------------------------------------ a partition's pipeline
 
-class ReadSpill(beam.DoFn):
-    """A spill file → (MAIN, ((site, shard), record)) for its pages of this partition, or
-    (ERRORS, row) for every row of an errors file (counted when the read made them)."""
-
-    def __init__(self, partition: int, plan: PartitionPlan):
-        self.partition = partition
-        self.hot, self.shard_partition = plan.hot, plan.shard_partition
-        self.bucket_partition = plan.bucket_partition
-
-    def process(self, element):
-        kind, path, bucket = element
-        if kind == "errors":
-            with open(path, encoding="ascii") as fh:
-                for line in fh:
-                    yield ERRORS, json.loads(line)
-            return
+def shard_files(plan: PartitionPlan, partition: int) -> list[tuple[tuple[str, int], list[tuple[str, list[int]]]]]:
+    """The site shards of a partition, each with its pages' places in the spill: ((site, shard),
+    [(file, [offset, ...]), ...]), in (site, shard) order. From the pages' heads alone."""
+    shards: dict[tuple[str, int], dict[str, list[int]]] = {}
+    for kind, path, bucket in plan.inputs(partition):
+        if kind != "pages":
+            continue
         with open(path, "rb") as fh:
-            for site, cell, head, fields, blob in iter_frames(fh):
-                plan = self.hot.get(site)
-                if plan is None:
-                    shard, partition = 0, self.bucket_partition[bucket]
-                else:
-                    shard = plan.shard_of_cell(cell)
-                    partition = self.shard_partition[(site, shard)]
-                if partition == self.partition:
-                    yield MAIN, ((site, shard), decode_page(head, fields, blob, path))
+            for offset, site, cell in iter_heads(fh):
+                shard = plan.shard_of(site, cell)
+                if plan.partition_of(site, shard, bucket) == partition:
+                    shards.setdefault((site, shard), {}).setdefault(path, []).append(offset)
+    return [(key, sorted(files.items())) for key, files in sorted(shards.items())]
+
+
+def read_shard(element):
+    """((site, shard), places in the spill) → ((site, shard), its PageRecords), as the group by
+    shard of the one graph hands them to ProcessSite."""
+    key, files = element
+    records = []
+    for path, offsets in files:
+        with open(path, "rb") as fh:
+            for offset in offsets:
+                records.append(decode_page(*read_frame(fh, offset), path))
+    return key, records
+
+
+def read_errors(path: str):
+    """The errors rows of the read in a spill's errors file (counted when the read made them)."""
+    with open(path, encoding="ascii") as fh:
+        for line in fh:
+            yield json.loads(line)
 
 
 def partition_source(partition: int, plan: PartitionPlan):
-    """build_pipeline's `source` for one partition."""
+    """build_pipeline's `source` for one partition: its site shards, each read from the spill
+    by the worker that processes it, so that a partition's pages are never all in memory (the
+    runner's group by shard would hold them, decoded and encoded again); only the places of
+    the pages cross the shuffle that spreads the shards over the workers."""
+    shards = shard_files(plan, partition)
+    errors = [path for kind, path, _ in plan.inputs(partition) if kind == "errors"]
+
     def source(p):
-        read = (p
-                # The files of one partition, read by one worker: the group by shard after it
-                # spreads the shards over the workers.
-                | "SpillFiles" >> beam.Create(plan.inputs(partition), reshuffle=False)
-                | "ReadSpill" >> beam.ParDo(ReadSpill(partition, plan)))
-        return split_kinds(read, "Spill")
+        grouped = (p
+                   | "Shards" >> beam.Create(shards, reshuffle=False)
+                   | "SpreadShards" >> beam.Reshuffle()
+                   | "ReadShard" >> beam.Map(read_shard))
+        error_rows = (p
+                      | "ErrorFiles" >> beam.Create(errors, reshuffle=False)
+                      | "ReadErrors" >> beam.FlatMap(read_errors))
+        return grouped, error_rows
     return source
 
 

@@ -968,23 +968,40 @@ def cmd_memory(args) -> dict:
 
 
 def cmd_chart_rss(args) -> dict:
-    """Peak RSS against pages of the synthetic site, one line per `rss --json` file (LABEL=FILE)."""
+    """Peak RSS against pages of the synthetic input, one line per `rss --json` file
+    (LABEL=FILE); `--kind multisite` plots the multi-site runs, `--speed` adds pages/s."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(6.5, 4.2))
+    panels = 2 if args.speed else 1
+    fig, axes = plt.subplots(1, panels, figsize=(6.5 * panels, 4.2), squeeze=False)
+    rss_ax = axes[0][0]
     for spec in args.runs:
         label, _, path = spec.rpartition("=")     # a label may hold "=", a path seldom does
         with open(path) as fh:
-            runs = [r for r in json.load(fh)["runs"] if r["input"].startswith("synthetic")]
-        ax.plot([r["pages"] for r in runs], [r["peak_tree_rss_mb"] for r in runs], "o-", label=label)
-    ax.set_xlabel("pages of the input (one synthetic site, shards of at most 2,000 pages)")
-    ax.set_ylabel("peak RSS MB, 1 worker")
-    ax.set_title("sitestrip run: peak memory against input size")
-    ax.set_ylim(bottom=0)
-    ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=8)
+            runs = [r for r in json.load(fh)["runs"] if r["input"].startswith(args.kind)]
+        runs.sort(key=lambda r: r["pages"])
+        pages = [r["pages"] for r in runs]
+        rss_ax.plot(pages, [r["peak_tree_rss_mb"] for r in runs], "o-", label=label)
+        if args.speed:
+            axes[0][1].plot(pages, [r["pages_per_s"] for r in runs], "o-", label=label)
+    what = ("pages of the input (multi-site synthetic input)" if args.kind == "multisite"
+            else "pages of the input (one synthetic site, shards of at most 2,000 pages)")
+    if args.budget:
+        rss_ax.axhline(args.budget, color="grey", linestyle=":", linewidth=1, label=f"{args.budget:g} MB")
+    rss_ax.set_ylabel("peak RSS MB, 1 worker (process tree)")
+    rss_ax.set_title("sitestrip run: peak memory against input size")
+    if args.speed:
+        axes[0][1].set_ylabel("pages per second (wall), 1 worker")
+        axes[0][1].set_title("sitestrip run: speed against input size")
+    for ax in axes[0]:
+        ax.set_xlabel(what)
+        if args.log_x:
+            ax.set_xscale("log")
+        ax.set_ylim(bottom=0)
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(args.out, dpi=110)
     print(f"chart: {args.out}")
@@ -1073,6 +1090,11 @@ def main(argv=None) -> None:
     p = sub.add_parser("chart-rss", help="PNG of peak RSS against input size from `rss --json` files")
     p.add_argument("runs", nargs="+", metavar="LABEL=FILE")
     p.add_argument("--out", required=True)
+    p.add_argument("--kind", choices=("synthetic", "multisite"), default="synthetic",
+                   help="which synthetic runs to plot (default: the one-site ones)")
+    p.add_argument("--speed", action="store_true", help="a second panel: pages/s against input size")
+    p.add_argument("--log-x", action="store_true", help="input size on a log scale")
+    p.add_argument("--budget", type=float, default=None, help="a horizontal line at this many MB")
     p = sub.add_parser("all", help="every measurement, one after the other")
     p.add_argument("--corpora", required=True, help="the folder of the dev corpora")
     p.add_argument("--chart", default=None)

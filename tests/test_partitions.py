@@ -22,7 +22,8 @@ from sitestrip.pipeline import partitions
 from sitestrip.pipeline.cli import _counters, main
 from sitestrip.pipeline.graph import build_pipeline
 from sitestrip.pipeline.partitions import (BUCKETS, SpillIndex, SpillWriter, bucket_of, decode_page, iter_frames,
-                                           partition_bytes, plan_partitions, read_index, run_partitioned)
+                                           iter_heads, partition_bytes, plan_partitions, read_frame, read_index,
+                                           run_partitioned)
 from sitestrip.schemas import DATASETS
 from sitestrip.transforms.extract import build_page_record
 from sitestrip.transforms.shards import shard_urls
@@ -179,6 +180,9 @@ def test_a_bucket_written_in_many_flushes_reads_back_in_order(tmp_path, monkeypa
     (path,) = read_index(str(tmp_path), 10).page_files[bucket_of("example.org")]
     with open(path, "rb") as fh:
         assert [decode_page(h, f, b, path).url for _, _, h, f, b in iter_frames(fh)] == urls
+    with open(path, "rb") as fh:
+        heads = list(iter_heads(fh))
+        assert [decode_page(*read_frame(fh, offset), path).url for offset, _, _ in reversed(heads)] == urls[::-1]
 
 
 def test_a_cut_spill_file_is_an_error_not_fewer_pages(tmp_path):
@@ -193,6 +197,10 @@ def test_a_cut_spill_file_is_an_error_not_fewer_pages(tmp_path):
     Path(path).write_bytes(data[:-5])
     with open(path, "rb") as fh, pytest.raises(ValueError, match="cut short"):
         list(iter_frames(fh))
+    with open(path, "rb") as fh, pytest.raises(ValueError, match="cut short"):
+        list(iter_heads(fh))
+    with open(path, "rb") as fh, pytest.raises(ValueError, match="cut short"):
+        read_frame(fh, 0)
 
 
 def _index(sites, cells=None):
