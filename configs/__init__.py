@@ -74,9 +74,9 @@ class RunLimits:
     (pipeline/partitions.py). Remote runners shuffle on their own and ignore it."""
     # The peak memory, in MB, a local run with one worker plans for: the input is spilled to
     # local disk by site and its sites processed in as many partitions as keep each one's
-    # share within this (docs/runners.md, "Memory"). Below the run's fixed cost (about
-    # 250 MB: the interpreter, Beam, the model, a site shard's working set) every bucket of
-    # sites is a partition of its own.
+    # rows within this (docs/runners.md, "Memory"; pipeline/partitions.py partition_bytes).
+    # At or below about 380 MB (a run's fixed cost: the interpreter, Beam, the models, the
+    # largest site shard's working set) every bucket of sites is a partition of its own.
     memory_budget_mb: int = 400
 
 

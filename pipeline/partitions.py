@@ -70,11 +70,17 @@ log = logging.getLogger("sitestrip")
 # Files a spill writer spreads the sites over; the partitions are made of whole buckets (and of
 # hot sites' shards), so this bounds how evenly they can be filled: 1/256 of the input each.
 BUCKETS = 256
-# What a run holds besides its partition, and how much memory a spilled byte of a partition
-# costs while it is processed (docs/performance.md, "Partitions"): the runner's copies of the
-# partition's pages and of its rows, and the C heap's share of them.
-FIXED_MB = 250
-HELD_PER_SPILLED_BYTE = 4.0
+# How a partition's size follows from run.memory_budget_mb (docs/performance.md, "Memory
+# bounded by partitions"), measured on the synthetic multi-site input with site shards of
+# 1,500-2,000 pages, 1 worker: peak RSS = FIXED_MB + HELD_PER_SPILLED_BYTE x a partition's
+# spilled bytes. FIXED_MB is what a run holds whatever its partitions (the interpreter, Beam,
+# the models, the largest shard's working set, a part being written); the partition adds its
+# rows, which the runner holds until they are written, and what the C heap keeps of them.
+# The plan aims at BUDGET_SHARE of the budget: the same run's peak moves by up to a tenth
+# with the machine's state (the heap's retention).
+FIXED_MB = 340
+HELD_PER_SPILLED_BYTE = 2.5
+BUDGET_SHARE = 0.9
 MIB = 1 << 20
 
 _LENGTH = struct.Struct("<I")
@@ -85,7 +91,7 @@ _RECORD_FIELDS = ("url", "site", "warc_file", "warc_offset", "warc_record_id", "
 def partition_bytes(memory_budget_mb: int) -> int:
     """The spilled bytes of one partition that a run of `memory_budget_mb` plans for; 0 when the
     budget does not cover the fixed cost (then every bucket is a partition of its own)."""
-    return max(0, int((memory_budget_mb - FIXED_MB) * MIB / HELD_PER_SPILLED_BYTE))
+    return max(0, int((memory_budget_mb * BUDGET_SHARE - FIXED_MB) * MIB / HELD_PER_SPILLED_BYTE))
 
 
 def bucket_of(site: str) -> int:
@@ -477,7 +483,7 @@ def partition_parts(part_files: int, plan: PartitionPlan, partition: int) -> int
 class PartitionedRun:
     """What run_partitioned did, for the summary."""
     counters: dict
-    plan: PartitionPlan | None
+    plan: PartitionPlan
 
 
 def run_partitioned(new_pipeline: Callable[[], beam.Pipeline], counters_of: Callable, warc_paths: list[str],
@@ -501,9 +507,9 @@ def run_partitioned(new_pipeline: Callable[[], beam.Pipeline], counters_of: Call
         counters["hot_site_shards"] = counters.get("hot_site_shards", 0) + shards.shards
         counters["pages_in_hot_sites"] = counters.get("pages_in_hot_sites", 0) + pages
         log.info("hot site %s: %d pages in %d shards (largest %d)", site, pages, shards.shards, max(shards.sizes))
-    log.info("%d pages (%.1f MB spilled) in %d partition(s) of at most %.1f MB (run.memory_budget_mb %d)",
+    log.info("%d pages (%.1f MB spilled) in %d partition(s) of at most %.1f MB each (run.memory_budget_mb %d%s)",
              sum(plan.pages), sum(plan.bytes) / 1e6, plan.partitions, capacity / 1e6,
-             config.run.memory_budget_mb)
+             config.run.memory_budget_mb, "" if capacity else ", under a run's fixed cost")
     parts = part_files if part_files is not None else max(1, len(warc_paths))
     for k in range(plan.partitions):
         if plan.partitions > 1:
@@ -520,19 +526,19 @@ def run_partitioned(new_pipeline: Callable[[], beam.Pipeline], counters_of: Call
         # The partition's objects go now, not at some later collection, so the next one starts
         # from the memory the run had before it.
         gc.collect()
-    finish(staging, plan, config)
+    finish(staging, plan)
     counters["partitions"] = plan.partitions
     return PartitionedRun(counters, plan)
 
 
 # ------------------------------------------------------------------ after the last partition
 
-def finish(staging: str, plan: PartitionPlan, config) -> None:
+def finish(staging: str, plan: PartitionPlan) -> None:
     """What crosses partitions: the menus rows of hot sites split over partitions merged into
     one row per (site, menu), and every dataset's empty part files removed but its first."""
     split = plan.split_sites()
     if split:
-        merge_menus(staging, split, config)
+        merge_menus(staging, split)
     drop_empty_parts(staging)
 
 
@@ -541,7 +547,7 @@ def _dataset_files(staging: str, name: str) -> list[str]:
     return sorted(m.path for r in FileSystems.match([pattern]) for m in r.metadata_list)
 
 
-def merge_menus(staging: str, sites: set[str], config) -> None:
+def merge_menus(staging: str, sites: set[str]) -> None:
     """The menus rows of `sites` (each site's shards were in several partitions, each of which
     counted its own pages) as one row per (site, menu_signature): pages summed, the smallest
     example URL with its links (graph.CountMenus). They are taken out of the files they are in
