@@ -2,8 +2,9 @@
 (transforms/_etdm.c), the block model's tree walk (transforms/_model.c), parse flattening
 (transforms/_flatten.c), main_markdown's inline rendering (transforms/_markdown.c), block
 texts' feature columns and text keys and the blocks stage's per-node loops (nearest marked
-ancestors, sibling shapes, class/id hints: transforms/_features.c) and the cutting and joining
-of text spans behind every output text (transforms/_text.c). The two that hash text share
+ancestors, sibling shapes, class/id hints: transforms/_features.c), the cutting and joining
+of text spans behind every output text (transforms/_text.c) and the language identifier's
+prediction over the packaged fastText model (transforms/_language.c). The two that hash text share
 transforms/_crc32.h, zlib's crc32 as a table, so zlib's headers are not needed.
 
 Everything else is declared in pyproject.toml; setuptools reads ext_modules from here. The
@@ -27,6 +28,7 @@ setup(ext_modules=[
     Extension("sitestrip.transforms._model", ["transforms/_model.c"], extra_compile_args=flags),
     Extension("sitestrip.transforms._markdown", ["transforms/_markdown.c"], extra_compile_args=flags),
     Extension("sitestrip.transforms._text", ["transforms/_text.c"], extra_compile_args=flags),
+    Extension("sitestrip.transforms._language", ["transforms/_language.c"], extra_compile_args=flags),
     Extension("sitestrip.transforms._features", ["transforms/_features.c"], extra_compile_args=flags,
               depends=["transforms/_crc32.h"]),
     Extension("sitestrip.transforms._flatten", ["transforms/_flatten.c"], extra_compile_args=flags,

@@ -13,9 +13,11 @@ import os
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from sitestrip.pipeline.warc import HtmlResponse, ReadError, ReadLimits, iter_warc_records, open_warc, with_read_ms
+from sitestrip.configs import ReadLimits
+from sitestrip.pipeline.page_source import Page, PageError, read_pages
+from sitestrip.pipeline.warc import open_warc
 from sitestrip.transforms.charset import decode_html
-from sitestrip.transforms.extract import StageError, process_site, record_from_response
+from sitestrip.transforms.extract import process_site
 from sitestrip.transforms.urls import normalize_url
 
 
@@ -37,26 +39,22 @@ def load_corpus(warc_paths, limits: ReadLimits = ReadLimits(), *, keep_html: boo
     by_site = defaultdict(list)
     for path in warc_paths:
         with open_warc(path) as stream:
-            for item, read_ms in with_read_ms(iter_warc_records(stream, path, limits)):
-                if isinstance(item, ReadError):
-                    if item.url:
-                        loaded.failures[normalize_url(item.url) or item.url] = \
-                            f"{item.stage}: {item.error_class}: {item.message}"
+            for item in read_pages(stream, path, limits):
+                if isinstance(item, PageError):
+                    row = item.row
+                    if row["url"] or item.response is not None:
+                        loaded.failures[normalize_url(row["url"]) or row["url"]] = \
+                            f"{row['stage']}: {row['error_class']}: {row['message']}"
                     continue
-                if not isinstance(item, HtmlResponse):
+                if not isinstance(item, Page):
                     continue
-                try:
-                    record = record_from_response(item, max_nodes=limits.max_nodes, read_ms=read_ms,
-                                                  rules=limits.parse_rules())
-                except StageError as exc:
-                    loaded.failures[normalize_url(item.url) or item.url] = str(exc)
-                    continue
+                record, response = item.record, item.response
                 if sites is not None and record.site not in sites:
                     continue
                 by_site[record.site].append(record)
-                loaded.html_bytes += len(item.body)
+                loaded.html_bytes += len(response.body)
                 if keep_html and (wanted is None or wanted(record.url)):
-                    loaded.html[record.url] = decode_html(item.body, item.http_charset)[0]
+                    loaded.html[record.url] = decode_html(response.body, response.http_charset)[0]
     loaded.records = dict(by_site)
     return loaded
 

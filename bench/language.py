@@ -71,17 +71,18 @@ def iso639_1(tag: str | None) -> str | None:
 
 def _declared_langs(warc_paths, hosts: set) -> dict:
     """url (normalized) → <html lang> of the pages of `hosts` in the WARC files."""
-    from sitestrip.pipeline.warc import HtmlResponse, ReadLimits, iter_warc_records, open_warc
+    from sitestrip.pipeline.page_source import Page, read_pages
+    from sitestrip.pipeline.warc import open_warc
     from sitestrip.transforms.charset import decode_html
     from sitestrip.transforms.urls import normalize_url, site_key
     found = {}
     for path in warc_paths:
         with open_warc(path) as stream:
-            for item in iter_warc_records(stream, path, ReadLimits()):
-                if isinstance(item, HtmlResponse):
-                    url = normalize_url(item.url)
+            for item in read_pages(stream, path, parse=False):
+                if isinstance(item, Page):
+                    url = normalize_url(item.response.url)
                     if url and site_key(url) in hosts:
-                        html = decode_html(item.body, item.http_charset)[0]
+                        html = decode_html(item.response.body, item.response.http_charset)[0]
                         found[url] = _html_lang(html)
     return found
 

@@ -1,8 +1,8 @@
 """main_markdown and language through the product on the dev corpora: CPU ms per page of the
-two stages (p50, p99), language accuracy on the pages whose language is known (labels and how
-they are known: sitestrip.bench.language), and how many rows' main_markdown, as a CommonMark
-reader reads it, has other words than their main_text (should be none; needs markdown-it-py,
-in the bench and test extras).
+two stages and of both together (mean, p50, p90, p99), language accuracy on the pages whose
+language is known (labels and how they are known: sitestrip.bench.language), and how many
+rows' main_markdown, as a CommonMark reader reads it, has other words than their main_text
+(should be none; needs markdown-it-py, in the bench and test extras).
 
     .venv/bin/python -m sitestrip.bench.output_columns --corpus ../shared/corpora/docsites-dev ... \
         [--processes 2] [--out results.json]
@@ -88,8 +88,9 @@ def measure_corpus(directory: str, config, processes: int | None, lengths=(200, 
             hits[f"{column} declared"] += row[column] is not None
     return {
         "pages": len(rows),
-        "ms": {k: {"p50": round(float(np.percentile(v, 50)), 3), "p99": round(float(np.percentile(v, 99)), 3),
-                   "mean": round(float(np.mean(v)), 3)} for k, v in ms.items() if v},
+        "ms": {k: {"mean": round(float(np.mean(v)), 3), **{f"p{q}": round(float(np.percentile(v, q)), 3)
+                                                           for q in (50, 90, 99)}}
+               for k, v in ms.items() if v},
         "language_known_pages": hits["known"],
         "language_accuracy": round(hits["right"] / hits["known"], 4) if hits["known"] else None,
         "language_wrong": wrong[:20],
@@ -112,9 +113,9 @@ def main(argv=None) -> int:
         name = directory.rstrip("/").rsplit("/", 1)[-1]
         results[name] = r = measure_corpus(directory, config, args.processes)
         acc = "-" if r["language_accuracy"] is None else f"{r['language_accuracy']:.4f} of {r['language_known_pages']}"
-        print(f"{name}: {r['pages']} pages; markdown p50 {r['ms']['markdown']['p50']} ms p99 "
-              f"{r['ms']['markdown']['p99']}; language p50 {r['ms']['language']['p50']} ms p99 "
-              f"{r['ms']['language']['p99']}; both p50 {r['ms']['both']['p50']}; language accuracy {acc}; "
+        stages = "; ".join(f"{stage} mean {r['ms'][stage]['mean']} ms p90 {r['ms'][stage]['p90']}"
+                           for stage in ("markdown", "language", "both"))
+        print(f"{name}: {r['pages']} pages; {stages}; language accuracy {acc}; "
               f"markdown words differ on {r['markdown_words_differ_count']}; by prefix "
               f"{r['language_by_prefix']}", flush=True)
     if args.out:

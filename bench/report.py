@@ -124,6 +124,22 @@ def product_table(summary) -> list[str]:
     return lines
 
 
+def menu_site_table(summary) -> list[str]:
+    """Menu link P / R / F1 per site (links as pages), the mean over sites and the weakest."""
+    rows = [c for c in summary["corpora"] if (c.get("menu_sites") or {}).get("sites")]
+    if not rows:
+        return []
+    lines = ["| corpus | site | pages | menu links P / R / F1 |", "|---|---|---|---|"]
+    for c in rows:
+        m = c["menu_sites"]
+        for site, v in m["sites"].items():
+            lines.append(f"| {c['name']} | {site} | {v['pages']} | {_f(v['mean_precision'])} / "
+                         f"{_f(v['mean_recall'])} / {_f(v['mean_f1'])} |")
+        lines.append(f"| {c['name']} | **mean over {len(m['sites'])} sites** | | **{_f(m['mean_f1_over_sites'])}** "
+                     f"(weakest: {m['min_site']} {_f(m['min_site_f1'])}) |")
+    return lines
+
+
 def speed_table(summary) -> list[str]:
     systems = _systems(summary)
     lines = ["| corpus | " + " | ".join(f"{s} pages/s" for s in systems)
@@ -171,6 +187,40 @@ def stage_table(summary) -> list[str]:
         t = c["product"]["page_total_ms"]
         lines.append(f"| {c['name']} | " + " | ".join(cells) + f" | {_f(t.get('p50'), 1)} / {_f(t.get('p99'), 0)} |")
     return lines
+
+
+def links_section(summary) -> list[str]:
+    """The links dataset per corpus (bench/links.py): size, cost, and region accuracy against
+    the gold columns (all links of each set / without the ambiguous ones) and against the
+    corpus' selectors."""
+    rows = [c for c in summary["corpora"] if c.get("links")]
+    if not rows:
+        return []
+    lines = ["## Links dataset", "",
+             "Regions of the links rows (README \"links\"). Gold columns: links to a page's gold menu "
+             "targets marked `menu` or `template`, links whose anchor text stands in its gold main text "
+             "marked `main` (every such link / without the ambiguous ones: in-page links, and menu "
+             "targets whose anchor stands in the main text). Selectors: each link's region cut from the "
+             "HTML by the selectors the gold was made with (docsites' manifest). Cost: CPU ms per page of "
+             "the `links` stage plus making its rows; bytes: the links Parquet files per pages row.", "",
+             "| corpus | links / page | bytes / page | cost ms / page (stage + rows) | menu targets → menu/template "
+             "| main anchors → main | selectors: menu → menu/template | selectors: main → main (precision) |",
+             "|---|---|---|---|---|---|---|---|"]
+    for c in rows:
+        k = c["links"]
+        gold = k.get("gold_columns") or {}
+        menu, main = gold.get("menu") or {}, gold.get("main") or {}
+        sel = k.get("selectors") or {}
+        stage = (k.get("stage_ms_per_page") or {}).get("mean")
+        made = (sel.get("rows_ms_per_page") or {}).get("mean")
+        cost = f"{_f(k.get('cost_ms_per_page'))} ({_f(stage)} + {_f(made)})" if made is not None else _f(stage)
+        lines.append(
+            f"| {c['name']} | {_f(k.get('links_per_page'), 1)} | {_f(k.get('links_bytes_per_page'), 0)} | {cost} "
+            f"| {_f(menu.get('accuracy'))} / {_f(menu.get('accuracy_clean'))} ({menu.get('links', 0):,}) "
+            f"| {_f(main.get('accuracy'))} / {_f(main.get('accuracy_clean'))} ({main.get('links', 0):,}) "
+            f"| {_f(sel.get('menu'))} ({sel.get('menu_links', 0):,}) "
+            f"| {_f(sel.get('main'))} ({_f(sel.get('main_precision'))}) |")
+    return lines + [""]
 
 
 def node_table(summary) -> list[str]:
@@ -232,12 +282,18 @@ def write_report(summary, out_dir: str, *, charts: bool = True) -> str:
         lines += [f"![F1 per genre]({images['f1_by_genre']})", ""]
     lines += [*page_type_section(summary), *error_class_section(summary)]
     lines += ["## sitestrip in detail", "", *product_table(summary), ""]
+    menu_sites = menu_site_table(summary)
+    if menu_sites:
+        lines += ["### Site menus: link F1 per site", "",
+                  "Menu links compared as pages (fragment dropped, duplicates removed); per site the "
+                  "mean of per-page values, then the mean over the sites.", "", *menu_sites, ""]
     nodes = node_table(summary)
     if nodes:
         lines += ["### DOM-node metrics (TeCo gold)", "", *nodes, ""]
     for key, title in (("methods", "Method mix"), ("template_share", "Template share")):
         if key in images:
             lines += [f"![{title}]({images[key]})", ""]
+    lines += links_section(summary)
     lines += [
         "## Speed",
         "",

@@ -9,7 +9,8 @@ For every corpus:
    pipeline's rows do not carry (the shuffle coder, "group"; the Parquet
    writer, "write") and to size compact pages against HTML;
 3. each installed peer runs in its own child process on those pages;
-4. every output is scored by bench/scoring.py against the gold.
+4. every output is scored by bench/scoring.py against the gold, and the links dataset's
+   regions, cost and size by bench/links.py.
 Results land in RESULTS_DIR as results.json, report.md and PNG charts.
 """
 from __future__ import annotations
@@ -29,12 +30,14 @@ from sitestrip.bench.core import load_corpus
 from sitestrip.bench.measure import ChildRun, run_child, tail
 from sitestrip.bench.corpora import Corpus, read_corpus
 from sitestrip.bench.errors import error_table
-from sitestrip.bench.scoring import PageScore, aggregate, group_scores, score_menus, score_texts, worst_pages
+from sitestrip.bench.links import links_bench
+from sitestrip.bench.scoring import (PageScore, aggregate, group_scores, menu_sites, score_menus, score_texts,
+                                     worst_pages)
 from sitestrip.transforms.urls import normalize_url
 
 PRODUCT = "sitestrip"
 STAGES = ("read", "parse", "group", "candidates", "etdm", "template", "site_conex", "page_conex",
-          "menex", "blocks", "classify", "write")
+          "menex", "blocks", "classify", "links", "write")
 
 
 def _percentiles(values) -> dict:
@@ -115,10 +118,12 @@ class CorpusResult:
     peers: dict = field(default_factory=dict)
     quality: dict = field(default_factory=dict)      # by system: corpus / genre / site aggregates
     menus: dict = field(default_factory=dict)
+    menu_sites: dict = field(default_factory=dict)    # per site, mean over sites, the weakest site
     nodes: dict = field(default_factory=dict)        # TeCo only
     worst: list = field(default_factory=list)
     methods: dict = field(default_factory=dict)
     template_shares: list = field(default_factory=list)
+    links: dict = field(default_factory=dict)        # the links dataset (bench/links.py); {} without it
 
 
 # Gold pages are keyed by normalized URL (bench/corpora.py), rows join them by theirs.
@@ -167,6 +172,10 @@ def bench_corpus(corpus: Corpus, out_dir: str, *, peers, workers: int = 1, confi
     }
     result.methods = dict(Counter(r["method"] for r in rows))
     result.template_shares = [r["template_share"] for r in rows if r["template_share"] is not None]
+    links = links_bench(corpus, os.path.join(work, PRODUCT), rows, loaded.html, product_config.read.parse_rules())
+    if links is not None:
+        result.links = links
+        log(f"[{corpus.name}] links: {links['links']} rows, {links['links_bytes_per_page']} bytes/page")
 
     # With a block model trained on these very corpora, the run's own main text is in-sample:
     # it is kept apart, and the product's column comes from cross-validation (bench/crossval.py).
@@ -180,6 +189,7 @@ def bench_corpus(corpus: Corpus, out_dir: str, *, peers, workers: int = 1, confi
     menu_scores = score_menus(PRODUCT, corpus.gold, _menus(rows))
     if menu_scores:
         result.menus = group_scores(menu_scores, "corpus", menu=True)[(PRODUCT, corpus.name)].as_dict()
+        result.menu_sites = menu_sites(menu_scores)
 
     # Peers: the same gold pages, decoded the same way, in the same run.
     pages_path = os.path.join(work, "pages.jsonl")

@@ -61,16 +61,40 @@ def score_texts(system: str, gold_pages, texts: dict, *, field: str = "main_text
     return out
 
 
+def as_pages(urls) -> set:
+    """Menu links compared as pages: each URL without its fragment, duplicates removed (the
+    corpora readers normalize URLs, which drops fragments already; a link that is not an
+    http(s) URL is compared as written, less its fragment)."""
+    return {u.partition("#")[0] for u in urls}
+
+
 def score_menus(system: str, gold_pages, menus: dict) -> list[PageScore]:
-    """Set P/R/F1 of the menu's link URLs, for gold pages that have menu links."""
+    """Set P/R/F1 of the menu's links compared as pages (as_pages), for gold pages that have
+    menu links."""
     out = []
     for g in gold_pages:
         if not g.menu_links:
             continue
         got = menus.get(g.url) or ()
         out.append(PageScore(system, g.corpus, g.genre, g.site, g.url, PRF(0, 0, 0),
-                             menu=set_prf(got, g.menu_links)))
+                             menu=set_prf(as_pages(got), as_pages(g.menu_links))))
     return out
+
+
+def menu_sites(scores: list[PageScore]) -> dict:
+    """Menu link scores per site (mean of per-page values within a site), their mean over the
+    sites and the weakest site: {"sites": {site: Aggregate.as_dict()}, "mean_f1_over_sites",
+    "min_site", "min_site_f1"} (empty when no page has menu gold)."""
+    by_site = defaultdict(list)
+    for s in scores:
+        if s.menu is not None:
+            by_site[s.site].append(s.menu)
+    if not by_site:
+        return {}
+    sites = {site: aggregate(prfs).as_dict() for site, prfs in sorted(by_site.items())}
+    weakest = min(sites, key=lambda site: (sites[site]["mean_f1"], site))
+    return {"sites": sites, "mean_f1_over_sites": round(mean(v["mean_f1"] for v in sites.values()), 4),
+            "min_site": weakest, "min_site_f1": sites[weakest]["mean_f1"]}
 
 
 def group_scores(scores: list[PageScore], by: str, *, menu: bool = False) -> dict:

@@ -20,7 +20,7 @@ import numpy as np
 
 from sitestrip.bench.core import extract_rows, load_corpus
 from sitestrip.bench.corpora import read_corpus
-from sitestrip.bench.scoring import aggregate, score_texts, set_prf
+from sitestrip.bench.scoring import aggregate, as_pages, score_texts, set_prf
 from sitestrip.configs import load_config
 from sitestrip.transforms.clusters import PATH_IDS, cluster_signatures, page_signature
 from sitestrip.transforms.urls import normalize_url
@@ -56,7 +56,7 @@ def rows_report(corpus, loaded, config) -> dict:
         entry["methods"][row["method"]] += 1
         if g is not None and g.menu_links:
             got = tuple(normalize_url(m["url"]) or m["url"] for m in row["menu_links"] or ())
-            entry["menu_f1"].append(set_prf(got, g.menu_links).f1)
+            entry["menu_f1"].append(set_prf(as_pages(got), as_pages(g.menu_links)).f1)
     out = {}
     for site, entry in sorted(by_site.items()):
         f1 = entry["menu_f1"]

@@ -19,7 +19,6 @@ for every key page).
 """
 from __future__ import annotations
 
-import io
 import os
 import re
 import uuid
@@ -409,8 +408,7 @@ def read_teco(root: str, work_dir: str, rules: ParseRules | None = None) -> Corp
 
     Gold node masks index the key pages as parsed under `rules` (default: the product's), which
     must be the run's `read` rules for DOM-node metrics to compare like with like."""
-    from warcio.statusandheaders import StatusAndHeaders
-    from warcio.warcwriter import WARCWriter
+    from sitestrip.pipeline.warc_writer import WarcWriter
 
     root = os.path.abspath(root).rstrip(os.sep) or os.sep
     name = "teco-" + (os.path.basename(root) or "root")
@@ -424,11 +422,11 @@ def read_teco(root: str, work_dir: str, rules: ParseRules | None = None) -> Corp
     gold: list[GoldPage] = []
     hosts: dict[str, str] = {}
     with open(partial, "wb") as out:
-        writer = WARCWriter(out, gzip=True)
-        writer.write_record(writer.create_warcinfo_record(os.path.basename(warc_path), {
+        writer = WarcWriter(out)
+        writer.warcinfo(os.path.basename(warc_path), {
             "software": "sitestrip bench/teco.py",
             "description": f"TeCo benchmarks converted from {root}, labels removed",
-        }))
+        })
         for bench in benchmarks:
             folder_name = os.path.basename(bench.folder)
             host = _host(folder_name)
@@ -449,16 +447,12 @@ def read_teco(root: str, work_dir: str, rules: ParseRules | None = None) -> Corp
                 html = absolute_links(_read_html(path), url)
                 stripped, found = strip_labels(html, bench.scheme)
                 body = stripped.encode("utf-8")
-                http = StatusAndHeaders("200 OK", [("Content-Type", "text/html; charset=utf-8"),
-                                                   ("Content-Length", str(len(body)))],
-                                        protocol="HTTP/1.1")
-                record = writer.create_warc_record(
-                    url, "response", payload=io.BytesIO(body), length=len(body), http_headers=http,
-                    warc_headers_dict={
-                        # Stable ids and dates: converting twice gives the same rows.
-                        "WARC-Record-ID": f"<urn:uuid:{uuid.uuid5(uuid.NAMESPACE_URL, url)}>",
-                        "WARC-Date": _warc_date(path)})
-                writer.write_record(record)
+                writer.response(url, body, headers=[("Content-Type", "text/html; charset=utf-8"),
+                                                    ("Content-Length", str(len(body)))],
+                                warc_headers={
+                                    # Stable ids and dates: converting twice gives the same rows.
+                                    "WARC-Record-ID": f"<urn:uuid:{uuid.uuid5(uuid.NAMESPACE_URL, url)}>",
+                                    "WARC-Date": _warc_date(path)})
                 if rel in keys:
                     page, page_notes = _gold_page(html, stripped, found, url, folder_name, name,
                                                   bench.category, rules or PRODUCT_RULES)

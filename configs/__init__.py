@@ -15,7 +15,6 @@ from typing import get_type_hints
 
 import yaml
 
-from sitestrip.pipeline.warc import ReadLimits
 from sitestrip.transforms.candidates import CandidateParams
 from sitestrip.transforms.clusters import FILL_ORDERS, PATH_IDS, ClusterParams
 from sitestrip.transforms.classify import METHODS as MAIN_CONTENT_METHODS, MainContentParams
@@ -25,8 +24,9 @@ from sitestrip.transforms.etdm import EtdmParams
 from sitestrip.transforms.link_blocks import LinkBlockParams
 from sitestrip.transforms.menex import MenexParams
 from sitestrip.transforms.output import KEEP_DROP, OutputParams
-from sitestrip.transforms.page import NAV_RULE_FLAGS
+from sitestrip.transforms.page import NAV_RULE_FLAGS, ParseRules
 from sitestrip.transforms.sitemenus import SiteMenuParams
+from sitestrip.transforms.duplicates import DuplicateParams
 from sitestrip.transforms.state import StateParams
 from sitestrip.transforms.template import TemplateParams
 
@@ -36,6 +36,27 @@ DEFAULT_CONFIG = os.path.join(CONFIG_DIR, "default.yaml")
 
 class ConfigError(ValueError):
     pass
+
+
+@dataclass(frozen=True)
+class ReadLimits:
+    """What the WARC reader (pipeline/warc.py) and the page parse may take of one record."""
+    # Cap on the decoded HTTP entity body; larger pages become PayloadTooLarge errors.
+    max_payload_bytes: int = 20 * 1024 * 1024
+    # Cap on the nodes of a parsed page: parsing and every later stage cost CPU per
+    # node (the Python flattening alone ~4 µs a node, the compiled one a fraction of
+    # that) and the parse most of a kB of peak memory per node, so larger pages become
+    # TooManyNodes errors rather than seconds to minutes and GBs per page.
+    max_nodes: int = 500_000
+    # How a page is flattened where the product departs from SPEC §1
+    # (transforms.page.ParseRules; all off in configs/published.yaml).
+    keep_noscript: bool = True
+    widget_leaves: bool = True
+    browser_text: bool = True
+
+    def parse_rules(self) -> ParseRules:
+        return ParseRules(keep_noscript=self.keep_noscript, widget_leaves=self.widget_leaves,
+                          browser_text=self.browser_text)
 
 
 @dataclass(frozen=True)
@@ -57,7 +78,7 @@ class SiteLimits:
     """Cost bounds of the per-site step (DESIGN "Bad input")."""
     # CPU milliseconds one page's site-level work (candidates, ETDM, ConEx, MenEx)
     # may take; past it the page becomes a TimeBudgetExceeded errors row. The
-    # costliest pages of tests/hostile.py (100,000 links; 60,000 siblings) need
+    # costliest pages of tests/helpers/hostile.py (100,000 links; 60,000 siblings) need
     # about 2.5 s: the default stops only pathological pages, with room for
     # slower worker CPUs. Typical pages take 5 to 60 ms.
     page_budget_ms: float = 10000.0
@@ -96,6 +117,7 @@ class Config:
     clusters: ClusterParams = field(default_factory=ClusterParams)
     site_menus: SiteMenuParams = field(default_factory=SiteMenuParams)
     state: StateParams = field(default_factory=StateParams)
+    duplicates: DuplicateParams = field(default_factory=DuplicateParams)
     output: OutputParams = field(default_factory=OutputParams)
     run: RunLimits = field(default_factory=RunLimits)
 
@@ -149,6 +171,10 @@ _CHECKS["site_menus.min_anchor_share"] = _UNIT
 _CHECKS["output.markdown_links"] = (lambda v: v in KEEP_DROP, "keep or drop")
 _CHECKS["output.markdown_images"] = (lambda v: v in KEEP_DROP, "keep or drop")
 _CHECKS["output.language_chars"] = (lambda v: v >= 20, "20 or more")
+_CHECKS["duplicates.shingle_words"] = _POSITIVE
+_CHECKS["duplicates.num_perm"] = (lambda v: 8 <= v <= 1024, "8 to 1024")
+_CHECKS["duplicates.near_threshold"] = (lambda v: 0.5 <= v <= 1.0, "0.5 to 1")
+_CHECKS["duplicates.max_fingerprints_per_site"] = _POSITIVE
 _CHECKS["state.max_pages_per_cluster"] = _POSITIVE
 _CHECKS["state.max_clusters_per_site"] = _POSITIVE
 _CHECKS["site_conex.merge"] = (lambda v: v in ("always", "content"), "always or content")

@@ -242,8 +242,14 @@ def _group(counters: dict, prefix: str) -> str:
     return ", ".join(f"{k} {v}" for k, v in items) or "none"
 
 
+def _output_line(output: str, links: bool) -> str:
+    names = ("pages", "menus", "errors", "sites") + (("links",) if links else ())
+    return "  output: " + ", ".join(f"{output}/{name}" for name in names)
+
+
 def summary(counters: dict, elapsed: float, output: str | None, state: str | None = None,
-            inputs: tuple[int, int] | None = None) -> str:
+            inputs: tuple[int, int] | None = None, links: bool = False) -> str:
+    """The run's summary from its counters; `links`: the run writes the links dataset."""
     pages = counters.get("pages", 0)
     html = counters.get("html_bytes", 0)
     compact = counters.get("compact_bytes", 0)
@@ -269,8 +275,10 @@ def summary(counters: dict, elapsed: float, output: str | None, state: str | Non
         lines.append(f"  template clusters: {counters['template_clusters']}")
     if html:
         lines.append(f"  compact pages: {compact / html:.1%} of HTML bytes ({compact:,} / {html:,})")
+    if links:
+        lines.append(f"  links: {counters.get('link_rows', 0)} rows")
     if output is not None:
-        lines.append(f"  output: {output}/pages, {output}/menus, {output}/errors, {output}/sites")
+        lines.append(_output_line(output, links))
     if state and output is not None:
         lines.append(f"  state: {counters.get('state_pages', 0)} stored pages, "
                      f"{counters.get('state_bytes', 0) / 1e6:.1f} MB in {state}")
@@ -290,7 +298,7 @@ def summary_without_counters(rows: dict, elapsed: float, output: str,
         f"no record, skip or method counts)",
         *([_inputs_line(inputs)] if inputs else []),
         "  rows written: " + ", ".join(f"{name} {n}" for name, n in rows.items()),
-        f"  output: {output}/pages, {output}/menus, {output}/errors, {output}/sites",
+        _output_line(output, "links" in rows),
     ])
 
 
@@ -300,14 +308,17 @@ def written_rows(output: str) -> dict:
     from apache_beam.io.filesystems import FileSystems
 
     from sitestrip.pipeline.graph import dataset_prefix
-    from sitestrip.schemas import DATASETS
+    from sitestrip.schemas import DATASETS, OPTIONAL_DATASETS
     rows = {}
     for name in DATASETS:
+        found = [meta for match in FileSystems.match([dataset_prefix(output, name) + "-*"])
+                 for meta in match.metadata_list]
+        if not found and name in OPTIONAL_DATASETS:
+            continue            # not written by this run (output.links off)
         rows[name] = 0
-        for match in FileSystems.match([dataset_prefix(output, name) + "-*"]):
-            for meta in match.metadata_list:
-                with FileSystems.open(meta.path) as fh:
-                    rows[name] += pq.ParquetFile(fh).metadata.num_rows
+        for meta in found:
+            with FileSystems.open(meta.path) as fh:
+                rows[name] += pq.ParquetFile(fh).metadata.num_rows
     return rows
 
 
@@ -474,9 +485,9 @@ def _local_runner(options, workers: int, worker_level: str):
     Beam's construction-time type check is off (as `--no_pipeline_type_check` sets it): it
     checks and infers the type hints of every transform as the graph is built, ~0.2-0.3
     CPU s of every local run's start-up, for a graph that is the same in every run; the
-    test suite builds that graph with the check on (tests/test_pipeline.py). Without
+    test suite builds that graph with the check on (tests/pipeline/test_pipeline.py). Without
     inferred types Beam uses its generic coders, which pages and rows crossing the
-    shuffles pickled use anyway (docs/performance.md, "Start-up")."""
+    shuffles pickled use anyway (docs/performance.md, "Start-up and throughput past start-up")."""
     import shlex
 
     from apache_beam.options.pipeline_options import DirectOptions, TypeOptions
@@ -875,7 +886,7 @@ def _run(args, beam_args: list[str], terminal: bool) -> int:
             else:
                 # A failed run publishes nothing: no output line.
                 print(summary(counters, elapsed, None if reason else args.output, args.state,
-                              None if reason else read), flush=True)
+                              None if reason else read, links=config.output.links), flush=True)
             if reason:
                 _report_failure(reason, staging, args)
                 return FAILED_RUN
@@ -1195,8 +1206,13 @@ def train(argv: list[str], prog: str = "sitestrip train") -> int:
     return 0
 
 
+def bench_duplicates(argv: list[str]) -> int:
+    from sitestrip.bench.duplicates import main as duplicates_main
+    return duplicates_main(argv)
+
+
 COMMANDS = {"run": run, "inspect": inspect, "report": report, "bench": bench, "tune": tune,
-            "train": train}
+            "train": train, "bench-duplicates": bench_duplicates}
 
 
 def use_system_allocator_for_arrow() -> None:
@@ -1206,7 +1222,7 @@ def use_system_allocator_for_arrow() -> None:
 
     The part writer runs after the per-site step has freed most of what it allocated; from
     the C heap Arrow reuses those pages, from mimalloc it maps new ones beside them. Peak RSS
-    on docsites-dev, 1 worker: 551 → 487 MB, CPU the same (docs/performance.md, session 6).
+    on docsites-dev, 1 worker: 551 → 487 MB, CPU the same (docs/performance.md, "Memory per worker").
     Arrow reads the variable once, when pyarrow is imported, so this runs before Beam imports
     it. `pa.set_memory_pool(pa.system_memory_pool())` at the same point was measured too and
     changed nothing (552 MB)."""
@@ -1225,7 +1241,7 @@ def bound_c_heap() -> None:
     By default glibc raises its mapping threshold each time a large block is freed, up to 32
     MiB, so a site shard's node arrays, decompressed pages and the runner's encoded buffers
     land in the heap, which the next stage cannot always reuse. Fixed, peak RSS on docsites-dev
-    (1 worker, three runs each, docs/performance.md session 7): 407-419 → 377-379 MB, for 0.4 s
+    (1 worker, three runs each; docs/performance.md, "Memory per worker"): 407-419 → 377-379 MB, for 0.4 s
     more system CPU and the same wall time within the runs' spread (+2 %). This process gets
     it through mallopt (libc's own variables are read once, at start); the local workers of
     --workers N, started later, through the environment they inherit. Not glibc: nothing."""
@@ -1271,6 +1287,8 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("tune", help="settle the SPEC's open choices on dev corpora (coarse grid)",
                    add_help=False)
     sub.add_parser("train", help="train a block classifier (SPEC §10) on gold corpora", add_help=False)
+    sub.add_parser("bench-duplicates", help="duplicate detection on dev corpora with injected duplicates",
+                   add_help=False)
     if argv and argv[0] == "--version":
         print(f"sitestrip {version()}")
         return 0

@@ -23,14 +23,17 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.metrics import Metrics
 
 from sitestrip.configs import Config
-from sitestrip.pipeline.parts import PART_KEYS, PartDataset, WriteParts
+from sitestrip.pipeline.parts import PART_BY, PART_KEYS, PartDataset, WriteParts, pack_row, unpack_row
 from sitestrip.pipeline.progress import READ, SITES, ProgressFile
 from sitestrip.pipeline.state import (current_version, next_version, read_state_file, state_files, version_prefix,
                                       write_current)
-from sitestrip.pipeline.warc import HtmlResponse, ReadError, Skipped, iter_warc_records, open_warc, with_read_ms
-from sitestrip.schemas import DATASETS, STATE
+from sitestrip.pipeline.page_source import PageError, read_pages
+from sitestrip.pipeline.warc import Skipped, open_warc
+from sitestrip.schemas import DATASETS, STATE, STATE_KEYS
 from sitestrip.transforms.classify import load_main_content_model
-from sitestrip.transforms.extract import StageError, error_row, process_site, record_from_response
+from sitestrip.transforms.duplicates import (ACROSS_SALTS, across_sites_candidate, across_sites_eligible,
+                                             across_sites_salt, fewer_across_sites, mark_across_sites)
+from sitestrip.transforms.extract import error_row, process_site
 from sitestrip.transforms.shards import page_cell, plan_shards
 from sitestrip.transforms.state import merge_site_state, stored_row
 
@@ -39,6 +42,7 @@ ERRORS = "errors"
 MAIN = "main"
 CLUSTER_ROWS = "cluster_rows"
 STATE_PAGES = "state_pages"
+PAGE_LINKS = "page_links"
 log = logging.getLogger("sitestrip")
 
 
@@ -107,7 +111,7 @@ class ReadWarcFile(_Reporting):
                          error_class=type(exc).__name__, message=str(exc)[:500])
             return
         with stream:
-            for item, read_ms in with_read_ms(iter_warc_records(stream, path, self.limits)):
+            for item in read_pages(stream, path, self.limits, rules=self.rules):
                 self.report(records=1)
                 if isinstance(item, Skipped) and item.reason == "empty_file":
                     # A 0-byte input is an input lost (a failed copy, a truncated upload), not
@@ -117,23 +121,19 @@ class ReadWarcFile(_Reporting):
                 elif isinstance(item, Skipped):
                     _count(f"records_{item.record_type or 'none'}")
                     _count(f"skipped_{item.reason}")
-                elif isinstance(item, ReadError):
-                    yield _error(url=item.url, warc_file=item.warc_file, warc_offset=item.warc_offset,
-                                 stage=item.stage, error_class=item.error_class, message=item.message)
-                elif isinstance(item, HtmlResponse):
+                elif isinstance(item, PageError):
+                    if item.response is not None:
+                        _count("records_response")
+                        _count("html_200")
+                    yield _error(**item.row)
+                else:
                     _count("records_response")
                     _count("html_200")
-                    try:
-                        record = record_from_response(item, max_nodes=self.limits.max_nodes,
-                                                      read_ms=read_ms, rules=self.rules)
-                    except StageError as exc:
-                        yield _error(url=item.url, warc_file=item.warc_file, warc_offset=item.warc_offset,
-                                     stage=exc.stage, error_class=exc.error_class, message=exc.message)
-                        continue
+                    record = item.record
                     pages += 1
                     self.report(pages=1)
                     _count("compact_bytes", record.page.wire_bytes())
-                    _count("html_bytes", len(item.body))
+                    _count("html_bytes", len(item.response.body))
                     yield MAIN, (record.site, record)
         self.report(files=1)
         log.info("read %s: %d pages in %.1fs", path, pages, time.monotonic() - started)
@@ -226,7 +226,8 @@ def shard_sites(pages, max_site_pages: int):
 
 class ProcessSite(_Reporting):
     """One site shard (its records, and with --state its stored pages) → (MAIN, pages row),
-    (ERRORS, errors row), (CLUSTER_ROWS, sites row) and (STATE_PAGES, StoredPage) outputs."""
+    (ERRORS, errors row), (CLUSTER_ROWS, sites row), (STATE_PAGES, StoredPage) and, with
+    output.links, (PAGE_LINKS, PageLinks) outputs."""
 
     def __init__(self, config: Config, progress_dir: str | None = None, keep_state: bool = False):
         super().__init__(progress_dir, SITES)
@@ -253,6 +254,9 @@ class ProcessSite(_Reporting):
                 continue
             if kind == "state":
                 yield STATE_PAGES, row
+                continue
+            if kind == "links":
+                yield PAGE_LINKS, row
                 continue
             self.report(pages=1)
             if kind == "pages":
@@ -296,6 +300,141 @@ def _menu_row(item):
     (site, signature), (count, example_url, links) = item
     return {"site": site, "menu_signature": signature, "menu_links": links,
             "pages": count, "example_url": example_url}
+
+
+class CanonicalAcrossSites(beam.CombineFn):
+    """Per content hash: (pages, the best page's key, the page) — transforms/duplicates.py."""
+
+    def create_accumulator(self):
+        return 0, None, None
+
+    def add_input(self, acc, candidate):
+        key, page = candidate
+        return fewer_across_sites(acc, (1, key, page))
+
+    def merge_accumulators(self, accumulators):
+        merged = (0, None, None)
+        for acc in accumulators:
+            merged = fewer_across_sites(merged, acc)
+        return merged
+
+    def extract_output(self, acc):
+        return acc
+
+
+def _canonical_per_salt(item):
+    content_hash, (count, _key, page) = item
+    if count > 1:
+        for salt in range(ACROSS_SALTS):
+            yield (content_hash, salt), page
+
+
+def _marked_across_sites(item):
+    _key, joined = item
+    canonical = list(joined["canonical"])
+    for packed in joined["rows"]:
+        row = unpack_row(packed)
+        if canonical:
+            marked = mark_across_sites(row, canonical[0])
+            if marked is not row:
+                _count(f"duplicates_{marked['duplicate_kind']}")
+            row = marked
+        yield row
+
+
+def _counted_duplicate(row):
+    if row.get("duplicate_kind"):
+        _count(f"duplicates_{row['duplicate_kind']}")
+    return row
+
+
+def exact_duplicates_across_sites(pages):
+    """Pages rows with exact duplicates across sites (and across a hot site's shards) marked:
+    one combine per content hash finds each hash's canonical page, then the rows that take
+    part meet it in groups keyed by (hash, salt) (transforms/duplicates.py). Rows without a
+    content hash, or already a duplicate within their site, pass by."""
+    taking_part = (pages | "AcrossSitesRows" >> beam.Filter(across_sites_eligible))
+    passing = (pages | "AcrossSitesOthers" >> beam.Filter(lambda row: not across_sites_eligible(row)))
+    canonical = (taking_part
+                 | "ByContentHash" >> beam.Map(lambda row: (row["content_hash"], across_sites_candidate(row)))
+                 | "CanonicalPerHash" >> beam.CombinePerKey(CanonicalAcrossSites())
+                 | "CanonicalPerSalt" >> beam.FlatMap(_canonical_per_salt))
+    # Packed as for the write shuffle (pipeline/parts.py): a pages row is mostly text, and as a
+    # plain dict it tripled the join's bytes and the local runner's memory.
+    rows = taking_part | "BySaltedHash" >> beam.Map(
+        lambda row: ((row["content_hash"], across_sites_salt(row)), pack_row(row)))
+    marked = ({"rows": rows, "canonical": canonical}
+              | "JoinCanonical" >> beam.CoGroupByKey()
+              | "MarkAcrossSites" >> beam.FlatMap(_marked_across_sites))
+    return (marked, passing) | "AllPages" >> beam.Flatten()
+
+
+def _link_targets(links):
+    """A page's distinct link targets, each with the page's source key."""
+    key = links.key
+    for target in links.targets():
+        yield target, key
+
+
+def _present_targets(item):
+    """(target, its pages' source keys and one None per pages row at that URL) → (source key,
+    target) for each page linking to it, when some pages row is at the target.
+
+    The group is read twice and never listed: first up to its first None (a pages row there),
+    then, only if there was one, for the source keys. A hot target (a URL every page links
+    to) costs its group's values one after the other, never at once: runners that page large
+    groups in from the shuffle (Dataflow, Flink, Spark) hold a page of them; the local runner
+    and Dask hold their groups in memory anyway."""
+    target, values = item
+    if any(value is None for value in values):
+        for value in values:
+            if value is not None:
+                yield value, target
+
+
+def _link_rows(item):
+    """A page's PageLinks with target_in_input set: its rows, which the writer makes as columns
+    (pipeline/parts.py, is_column_batch)."""
+    _key, joined = item
+    present = set(joined["present"])
+    for links in joined["links"]:
+        if len(links):
+            links.set_present(present)
+            _count("link_rows", len(links))
+            yield links
+
+
+def join_link_targets(page_links, pages):
+    """PageLinks of every pages row (transforms/outlinks.py) → the same with target_in_input
+    (whether each target URL has a pages row in this run), for the writer.
+
+    Without side inputs (the DaskRunner passes none, module docstring), by two shuffles of
+    small values:
+
+    1. Each page's distinct targets, as (target, 16-byte source key), join the pages rows'
+       url_normalized by target URL; for each target some pages row is at, its (source key,
+       target) pairs come out (`_present_targets`: a hot target's group streams). Targets
+       that are pages rows of the page's own shard are known there (PageLinks.set_local) and
+       skip the join: on docsites-dev about half of a page's distinct targets.
+    2. Those pairs join the PageLinks (one compact value per page: arrays and an LZ4-packed
+       string) by source key, which sets each link's target_in_input. The writer takes the
+       PageLinks as they are, a batch of rows made as Arrow columns (pipeline/parts.py): no
+       link is ever a dict in the graph. A group here is one page: its PageLinks and at most
+       its distinct targets.
+
+    Memory is bounded by one target's group in step 1 (streamed) and one page's in step 2;
+    what crosses the shuffles is the pages' PageLinks once and their (target, key) pairs
+    twice at most."""
+    wanted = page_links | "LinkTargets" >> beam.FlatMap(_link_targets)
+    at_pages = pages | "PageUrls" >> beam.Map(lambda row: (row["url_normalized"], None))
+    present = ((wanted, at_pages)
+               | "TargetsAndPages" >> beam.Flatten()
+               | "GroupTargets" >> beam.GroupByKey()
+               | "PresentTargets" >> beam.FlatMap(_present_targets))
+    by_source = page_links | "LinksBySource" >> beam.Map(lambda links: (links.key, links))
+    return ({"links": by_source, "present": present}
+            | "JoinPresent" >> beam.CoGroupByKey()
+            | "LinkRows" >> beam.FlatMap(_link_rows))
 
 
 def dataset_prefix(output: str, name: str, part: str = "part") -> str:
@@ -349,12 +488,15 @@ def _carried(item):
             yield site, page
 
 
-def _merged_state(item, params):
+def _merged_state(item, config):
     site, stored = item
-    for page in merge_site_state(site, stored, params):
-        _count("state_pages")
+    for page in merge_site_state(site, stored, config.state, config.duplicates.max_fingerprints_per_site):
         row = stored_row(page)
-        _count("state_bytes", len(row["page_blob"]) + len(row["page_fields"]))
+        if row["kind"] == "page":
+            _count("state_pages")
+            _count("state_bytes", len(row["page_blob"]) + len(row["page_fields"]))
+        else:
+            _count("state_fingerprints")
         yield row
 
 
@@ -373,7 +515,7 @@ def build_pipeline(p: beam.Pipeline, warc_paths: list[str], output: str, config:
                    state_dir: str | None = None, state_version: str | None = None,
                    source=None, part_name: str = "part"):
     """Add the sitestrip graph to `p`; returns the pages, menus and errors PCollections of rows
-    (the sites rows, SPEC §11, are written alongside).
+    (the sites rows, SPEC §11, and with output.links the links rows are written alongside).
 
     Each dataset is written as `part_files` Parquet files (pipeline/parts.py);
     by default one per input WARC file, so a part holds about the rows of one
@@ -415,6 +557,10 @@ def build_pipeline(p: beam.Pipeline, warc_paths: list[str], output: str, config:
         carried = per_site | "CarriedState" >> beam.FlatMap(_carried)
     sites = grouped | "ProcessSite" >> beam.ParDo(ProcessSite(config, progress_dir, keep_state=state_dir is not None))
     pages, site_errors = split_kinds(sites, "Site")
+    if config.duplicates.enabled:
+        pages = pages | "CountDuplicates" >> beam.Map(_counted_duplicate)
+        if config.duplicates.across_sites:
+            pages = exact_duplicates_across_sites(pages)
     clusters = sites | "SiteClusters" >> beam.FlatMap(_of_kind, CLUSTER_ROWS)
     errors = (read_errors, site_errors) | "AllErrors" >> beam.Flatten()
     menus = (pages
@@ -423,7 +569,10 @@ def build_pipeline(p: beam.Pipeline, warc_paths: list[str], output: str, config:
              | "MenuRows" >> beam.Map(_menu_row))
     schemas = dict(DATASETS, pages=pages_schema(config))
     rows_by_name = {"pages": pages, "menus": menus, "errors": errors, "sites": clusters}
-    datasets = {name: PartDataset(dataset_prefix(output, name, part_name), schemas[name], PART_KEYS[name])
+    if config.output.links:
+        page_links = sites | "SiteLinks" >> beam.FlatMap(_of_kind, PAGE_LINKS)
+        rows_by_name["links"] = join_link_targets(page_links, pages)
+    datasets = {name: PartDataset(dataset_prefix(output, name, part_name), schemas[name], PART_KEYS[name], PART_BY.get(name))
                 for name in rows_by_name}
     written = [rows_by_name | "Write" >> WriteParts(datasets, parts)]
     if state_dir is not None:
@@ -433,10 +582,10 @@ def build_pipeline(p: beam.Pipeline, warc_paths: list[str], output: str, config:
         merged_state = ((new_state, carried)
                         | "AllState" >> beam.Flatten()
                         | "GroupState" >> beam.GroupByKey()
-                        | "MergeState" >> beam.FlatMap(_merged_state, config.state))
+                        | "MergeState" >> beam.FlatMap(_merged_state, config))
         state_written = ({"state": merged_state}
                          | "WriteState" >> WriteParts(
-                             {"state": PartDataset(version_prefix(state_dir, version), STATE, ("site", "url"))},
+                             {"state": PartDataset(version_prefix(state_dir, version), STATE, STATE_KEYS)},
                              parts))
         if state_version:
             written = written + [state_written]

@@ -25,10 +25,12 @@ from typing import Iterable, Sequence
 import numpy as np
 from lxml import etree
 
-from sitestrip.pipeline.warc import HtmlResponse, ReadLimits, iter_payloads, iter_warc_records, open_warc
+from sitestrip.configs import ReadLimits
+from sitestrip.pipeline.page_source import Page, PageError, read_pages
+from sitestrip.pipeline.warc import iter_payloads, open_warc
 from sitestrip.transforms.charset import decode_html
 from sitestrip.transforms.explain import Explanation, explain_page
-from sitestrip.transforms.extract import PageRecord, StageError, record_from_response
+from sitestrip.transforms.extract import PageRecord, StageError
 from sitestrip.transforms.page import PRODUCT_RULES, TEXT, ParseRules, aligned_nodes, parse_tree, tag_id, tag_name
 from sitestrip.transforms.shards import shard_urls
 from sitestrip.transforms.tree import subtree_sum
@@ -92,32 +94,33 @@ def load_site(paths: Sequence[str], url: str, limits: ReadLimits = ReadLimits())
         raise InspectError(f"not an absolute http(s) URL: {url!r}")
     records: list[PageRecord] = []
     key: tuple | None = None          # (order, record, body, http charset)
-    key_failure: StageError | None = None
+    key_failure: dict | None = None   # the key page's errors row
     skipped = 0
+
+    def of_site(page_url: str) -> bool:
+        normalized = normalize_url(page_url)
+        return bool(normalized) and site_key(normalized) == site
+
     for path in paths:
         with _opened(path) as stream:
-            for item in iter_warc_records(stream, path, limits):
-                if not isinstance(item, HtmlResponse):
+            for item in read_pages(stream, path, limits, wanted=of_site):
+                if isinstance(item, PageError):
+                    if item.response is not None:
+                        skipped += 1
+                        if normalize_url(item.response.url) == key_url:
+                            key_failure = item.row
                     continue
-                normalized = normalize_url(item.url)
-                if not normalized or site_key(normalized) != site:
+                if not isinstance(item, Page):
                     continue
-                try:
-                    record = record_from_response(item, max_nodes=limits.max_nodes,
-                                                  rules=limits.parse_rules())
-                except StageError as exc:
-                    skipped += 1
-                    if normalized == key_url:
-                        key_failure = exc
-                    continue
+                record = item.record
                 records.append(record)
                 order = (record.warc_file, record.warc_offset)
                 if record.url == key_url and (key is None or order < key[0]):
-                    key = (order, record, item.body, item.http_charset)
+                    key = (order, record, item.response.body, item.response.http_charset)
     if key is None:
         if key_failure is not None:
             raise InspectError(f"{key_url} is in the inputs but failed in stage "
-                               f"{key_failure.stage}: {key_failure.error_class}: {key_failure.message}")
+                               f"{key_failure['stage']}: {key_failure['error_class']}: {key_failure['message']}")
         known = sorted({r.url for r in records})
         hint = ("; pages of " + site + " in the inputs: " + ", ".join(known[:10])
                 + (f" and {len(known) - 10} more" if len(known) > 10 else "")) if known else \

@@ -10,7 +10,8 @@ never passes (docs/runners.md, "Dask"), so sitestrip writes its datasets itself:
   errors files. "-of-N" is the number of parts, not the number of files on disk:
   whether a run is complete is told by `_SUCCESS` (pipeline/publish.py), which
   lists every file with its rows.
-- A row goes to part crc32(its identifying fields) mod parts (`PART_KEYS`):
+- A row goes to part crc32(its identifying fields) mod parts (`PART_KEYS`; `PART_BY`
+  where fewer fields pick the part, the links of a page all going to one):
   crc32, not Python's hash(), which is salted per process. Hashing the row's
   identity rather than its site spreads even a hot site's pages over all parts,
   so a part holds about rows / parts rows, whatever the sites.
@@ -39,7 +40,7 @@ Rows cross the shuffle to their part packed: one zstd-compressed pickle per row
 step's output in memory and decodes a group-by-key's values into Python objects
 before it groups them, so unpacked, every pages row of the run was held there
 as dicts at once: on docsites-dev that group-by-key raised the run's peak RSS
-from 560 to 760 MB (docs/performance.md, "Scaling"). Packed, the runner holds
+from 560 to 760 MB (docs/performance.md, "Memory per worker"). Packed, the runner holds
 bytes of a third of their size, and every runner shuffles fewer bytes.
 """
 from __future__ import annotations
@@ -50,6 +51,7 @@ import zlib
 from dataclasses import dataclass
 
 import apache_beam as beam
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 from apache_beam.io.filesystem import CompressionTypes
@@ -63,7 +65,12 @@ PART_KEYS = {
     "menus": ("site", "menu_signature"),
     "errors": ("warc_file", "warc_offset", "url", "stage", "error_class", "message"),
     "sites": ("site", "shard", "template_cluster"),
+    # links: one row per link of a pages row (its record, its place among the page's links).
+    "links": ("source_url", "warc_file", "warc_offset", "position"),
 }
+# Where a dataset's part is picked by fewer fields than PART_KEYS (a prefix of them): every link
+# of a page goes to one part, so a page's links cross the shuffle as one batch (WriteParts).
+PART_BY = {"links": ("source_url", "warc_file", "warc_offset")}
 CODEC = "zstd"
 # Rows converted to Arrow at a time, and the uncompressed bytes of one row group:
 # the values Beam's WriteToParquet uses.
@@ -154,20 +161,74 @@ def write_table(table: pa.Table, path: str) -> None:
     FileSystems.rename([temp], [path])
 
 
+def is_column_batch(value) -> bool:
+    """A batch of rows given as columns (WriteParts): it has `key_row()` and `columns()`."""
+    return hasattr(value, "columns") and hasattr(value, "key_row")
+
+
+def _record_batches(keyed_rows: list, order: list, schema: pa.Schema):
+    """The packed values of `keyed_rows` in `order` as Arrow record batches of about BATCH_ROWS
+    rows: rows (dicts) converted BATCH_ROWS at a time, column batches (is_column_batch) joined
+    column by column until they hold BATCH_ROWS rows, each run of one kind converted apart."""
+    rows, columns, held = [], None, 0
+    names = schema.names
+    for i in order:
+        value = unpack_row(keyed_rows[i][1])
+        if is_column_batch(value):
+            if rows:
+                yield pa.RecordBatch.from_pylist(rows, schema=schema)
+                rows = []
+            got = value.columns()
+            if columns is None:
+                columns = {name: [] for name in names}
+            for name in names:
+                columns[name].append(got[name])
+            held += len(got[names[0]])
+            if held >= BATCH_ROWS:
+                yield _joined_columns(columns, schema)
+                columns, held = None, 0
+            continue
+        if columns is not None:
+            yield _joined_columns(columns, schema)
+            columns, held = None, 0
+        rows.append(value)
+        if len(rows) == BATCH_ROWS:
+            yield pa.RecordBatch.from_pylist(rows, schema=schema)
+            rows = []
+    if columns is not None and held:
+        yield _joined_columns(columns, schema)
+    if rows:
+        yield pa.RecordBatch.from_pylist(rows, schema=schema)
+
+
+def _joined_columns(pieces: dict, schema: pa.Schema) -> pa.RecordBatch:
+    """One record batch of column batches' pieces ({column: [piece, ...]}, a piece a list or
+    a numpy array): a column of numpy pieces converted as one array, any other as one list."""
+    arrays = []
+    for field in schema:
+        parts = pieces[field.name]
+        if all(isinstance(part, np.ndarray) for part in parts):
+            arrays.append(pa.array(np.concatenate(parts), type=field.type))
+        else:
+            values = []
+            for part in parts:
+                values.extend(part.tolist() if isinstance(part, np.ndarray) else part)
+            arrays.append(pa.array(values, type=field.type))
+    return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+
 def write_sorted_part(keyed_rows: list, schema: pa.Schema, path: str) -> None:
     """Write (sort key, packed row) pairs to `path` as Parquet, in key order (ties keep
     their order in `keyed_rows`, as Arrow's stable sort keeps them), without holding the
     part as Arrow columns: the rows `write_table(sorted_table(...))` writes, in row groups
-    of at most about ROW_GROUP_BYTES."""
+    of at most about ROW_GROUP_BYTES. A packed value may be a batch of rows given as columns
+    (is_column_batch: its key is its first row's, and no other row sorts among its rows)."""
     order = sorted(range(len(keyed_rows)), key=lambda i: keyed_rows[i][0])
     temp = temporary_path(path)
     with FileSystems.create(temp, compression_type=CompressionTypes.UNCOMPRESSED) as fh:
         with pq.ParquetWriter(fh, schema, compression=CODEC, use_compliant_nested_type=False) as writer:
             group, group_bytes = [], 0.0
-            for start in range(0, len(order), BATCH_ROWS):
-                rows = [unpack_row(keyed_rows[i][1]) for i in order[start:start + BATCH_ROWS]]
-                batch = pa.RecordBatch.from_pylist(rows, schema=schema)
-                del rows
+            for batch in _record_batches(keyed_rows, order, schema):
                 # A group closes when the next rows would take it past ROW_GROUP_BYTES (rows
                 # weighed at their batch's mean size), so groups stay about that size; a row
                 # larger than a group on its own is a group of one row.
@@ -195,15 +256,22 @@ def _write_group(writer: pq.ParquetWriter, batches: list, schema: pa.Schema) -> 
 
 @dataclass(frozen=True)
 class PartDataset:
-    """Where and how WriteParts writes one dataset: its path prefix, its Arrow schema, and
-    the fields that identify a row (its part and its place in the part: PART_KEYS)."""
+    """Where and how WriteParts writes one dataset: its path prefix, its Arrow schema, the
+    fields that identify a row (its place in the part: PART_KEYS) and, when fewer, those
+    that pick its part (PART_BY; None: `fields`)."""
     prefix: str
     schema: pa.Schema
     fields: tuple[str, ...]
+    part_fields: tuple[str, ...] | None = None
 
 
-def _keyed_row(row: dict, name: str, fields: tuple[str, ...], parts: int):
-    return (name, part_of(row, fields, parts)), (sort_key(row, fields), pack_row(row))
+def _keyed_row(row, name: str, fields: tuple[str, ...], parts: int, part_fields: tuple[str, ...] | None = None):
+    """((dataset, part), (sort key, packed)) of a row, or of a column batch (is_column_batch):
+    rows that share their `part_fields` and follow each other in the order of `fields`, placed
+    by their first row (`key_row()`) and packed as the object they are (a page's links:
+    transforms/outlinks.PageLinks, its rows made by the writer)."""
+    first = row.key_row() if is_column_batch(row) else row
+    return (name, part_of(first, part_fields or fields, parts)), (sort_key(first, fields), pack_row(row))
 
 
 class _WritePart(beam.DoFn):
@@ -227,11 +295,16 @@ class _WritePart(beam.DoFn):
 class WriteParts(beam.PTransform):
     """{dataset name: rows (dicts)} → each dataset's `parts` Parquet files
     `{prefix}-XXXXX-of-YYYYY.parquet` (`datasets`: {name: PartDataset}); outputs their paths.
+    An element may also be a batch of rows given as columns (`is_column_batch`): the links
+    dataset gives a page's links as its PageLinks, packed as they are and turned into Arrow
+    columns by the writer, where a dict per link cost 14 µs to pack and as much to unpack
+    (docs/performance.md, "Links").
 
     Every dataset goes through one group-by-key, keyed by (dataset, part), as the streaming
     writer's batching step does (pipeline/watch.py): one shuffle stage and one writing step
     where a group-by-key per dataset made four, and Beam's graph construction and local
-    runner pay per transform and per stage (docs/performance.md, session 7)."""
+    runner pay per transform and per stage (docs/performance.md, "Start-up and throughput
+    past start-up")."""
 
     def __init__(self, datasets: dict, parts: int):
         super().__init__()
@@ -244,7 +317,8 @@ class WriteParts(beam.PTransform):
         if set(rows_by_name) != set(self.datasets):
             raise ValueError(f"rows for {sorted(rows_by_name)}, datasets {sorted(self.datasets)}")
         pipeline = next(iter(rows_by_name.values())).pipeline
-        keyed = [rows | f"PartKeys_{name}" >> beam.Map(_keyed_row, name, self.datasets[name].fields, parts)
+        keyed = [rows | f"PartKeys_{name}" >> beam.Map(_keyed_row, name, self.datasets[name].fields, parts,
+                                                        self.datasets[name].part_fields)
                  for name, rows in sorted(rows_by_name.items())]
         every_part = (pipeline
                       # A few integers: not worth the group-by-key stage of Create's reshuffle.

@@ -1,8 +1,9 @@
 """Publishing a batch run's output: staging, commit, and the `_SUCCESS` marker.
 
 A run writes its datasets under a staging directory inside the output,
-`OUTPUT/_sitestrip-staging-<run id>/{pages,menus,errors,sites}/`, and the command
-line commits them only once the run has finished and been judged a success:
+`OUTPUT/_sitestrip-staging-<run id>/{pages,menus,errors,sites,links}/` (links only with
+`output.links` on), and the command line commits them only once the run has finished and
+been judged a success:
 
 - Local (POSIX) output: each dataset directory is swapped with the staged one in
   one rename (Linux `renameat2(RENAME_EXCHANGE)`), so a reader globbing
@@ -40,7 +41,7 @@ import pyarrow.parquet as pq
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
-from sitestrip.schemas import DATASETS
+from sitestrip.schemas import DATASETS, OPTIONAL_DATASETS
 
 SUCCESS = "_SUCCESS"
 STAGING_PREFIX = "_sitestrip-staging-"
@@ -101,7 +102,9 @@ def _top_dir(output: str, path: str) -> str:
 # ------------------------------------------------------------------ the marker
 
 def dataset_files(root: str) -> dict:
-    """{dataset: [{"path": relative to root, "rows": n, "bytes": n}]} of the part files under `root`."""
+    """{dataset: [{"path": relative to root, "rows": n, "bytes": n}]} of the part files under `root`.
+    A dataset the run did not write (OPTIONAL_DATASETS: the links dataset with output.links
+    off) is left out; a written one always has its part 0."""
     out = {}
     for name in DATASETS:
         pattern = FileSystems.join(root, name, "part-*.parquet")
@@ -116,7 +119,8 @@ def dataset_files(root: str) -> dict:
                 rows = pq.ParquetFile(fh).metadata.num_rows
             files.append({"path": f"{name}/{meta.path.rsplit('/', 1)[-1]}", "rows": rows,
                           "bytes": meta.size_in_bytes})
-        out[name] = files
+        if files or name not in OPTIONAL_DATASETS:
+            out[name] = files
     return out
 
 
@@ -237,10 +241,19 @@ def exchange(a: str, b: str) -> bool:
 
 def _commit_local(staging: str, output: str) -> None:
     staging, output = _local(staging), _local(output)
+    missing = [os.path.join(staging, name) for name in DATASETS
+               if name not in OPTIONAL_DATASETS and not os.path.isdir(os.path.join(staging, name))]
+    if missing:
+        raise PublishError(f"{missing[0]}: the staged dataset is missing")
     for name in DATASETS:
         new, live = os.path.join(staging, name), os.path.join(output, name)
         if not os.path.isdir(new):
-            raise PublishError(f"{new}: the staged dataset is missing")
+            # An optional dataset this run did not write: an earlier run's goes with the
+            # previous datasets (moved into the staging directory, removed after the commit),
+            # so the output never mixes two runs.
+            if os.path.lexists(live):
+                os.rename(live, os.path.join(staging, f"_previous-{name}"))
+            continue
         if not os.path.lexists(live):
             os.rename(new, live)
         elif not exchange(new, live):

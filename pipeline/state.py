@@ -1,7 +1,7 @@
 """The state directory of incremental runs (`--state DIR`): versions and an atomic switch.
 
     DIR/CURRENT                      one line: the name of the current version
-    DIR/v00003-1a2b3c4d/part-*.parquet   that version's stored pages (schemas STATE)
+    DIR/v00003-1a2b3c4d/part-*.parquet   that version's stored pages and fingerprints (schemas STATE)
 
 A run reads the version CURRENT names, writes its new state as a new version directory
 (pipeline/parts.py: every part written under a temporary name and renamed into place),
@@ -19,12 +19,15 @@ from __future__ import annotations
 import re
 import uuid
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
-from sitestrip.schemas import STATE
+from sitestrip.schemas import STATE, STATE_V1
 from sitestrip.transforms.state import STATE_VERSION, StateError, StoredPage, stored_from_row
+
+_LAYOUTS = {"1": STATE_V1, "2": STATE}
 
 CURRENT = "CURRENT"
 _VERSION = re.compile(r"v(\d{5,})-[0-9a-f]{8}")
@@ -72,18 +75,31 @@ def state_files(state_dir: str) -> list[str]:
         except Exception as exc:  # any damage to the footer: pyarrow raises several kinds
             raise StateError(f"{path}: not a readable state file ({type(exc).__name__}: {str(exc)[:200]})") from None
         version_of = (schema.metadata or {}).get(b"sitestrip.state_version", b"").decode()
-        if version_of != STATE_VERSION or not schema.remove_metadata().equals(STATE.remove_metadata()):
+        layout = _LAYOUTS.get(version_of)
+        if layout is None or not schema.remove_metadata().equals(layout.remove_metadata()):
             raise StateError(f"{path}: state version {version_of or 'unknown'} with another layout; "
-                             f"this sitestrip reads version {STATE_VERSION}: start a new --state directory")
+                             f"this sitestrip reads versions {', '.join(_LAYOUTS)}: start a new --state directory")
     return files
 
 
+def state_table(fh, **kwargs):
+    """A state file's table in the current layout (a version 1 file has no fingerprints)."""
+    version = (pq.read_schema(fh).metadata or {}).get(b"sitestrip.state_version", b"").decode()
+    fh.seek(0)
+    table = pq.read_table(fh, schema=_LAYOUTS.get(version, STATE), **kwargs)
+    for name in STATE.names:
+        if name not in table.column_names:
+            table = table.append_column(STATE.field(name), pa.nulls(table.num_rows, STATE.field(name).type))
+    return table.select(STATE.names)
+
+
 def read_state_file(path: str):
-    """(site, StoredPage) for every row of one state file; StateError naming the file (and
-    the URL) when a row is damaged: a state is all or nothing, never silently partial."""
+    """(site, StoredPage or StoredFingerprint) for every row of one state file; StateError
+    naming the file (and the URL) when a row is damaged: a state is all or nothing, never
+    silently partial."""
     try:
         with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as fh:
-            table = pq.read_table(fh, schema=STATE)
+            table = state_table(fh)
     except Exception as exc:
         raise StateError(f"{path}: not a readable state file ({type(exc).__name__}: {str(exc)[:200]})") from None
     for row in table.to_pylist():
@@ -109,7 +125,7 @@ def read_site_state(files: list[str], site: str) -> list[StoredPage]:
     for path in files:
         try:
             with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as fh:
-                table = pq.read_table(fh, schema=STATE, filters=[("site", "==", site)])
+                table = state_table(fh, filters=[("site", "==", site)])
         except Exception as exc:
             raise StateError(f"{path}: not a readable state file ({type(exc).__name__}: {str(exc)[:200]})") from None
         out.extend(stored_from_row(row, path) for row in table.to_pylist())

@@ -1,41 +1,46 @@
 """Reading WARC files into classified records: HTML pages, skips and errors.
 
-The container is read here, not by a WARC library, because what matters most
-is what happens after damage, and that needs the gzip member boundaries:
+warcio parses each record's WARC and HTTP header blocks and decodes the entity body
+(gzip, deflate, br) through its BufferedReader. What it does not do is done here:
 
-- A `.warc.gz` is a sequence of gzip members; Common Crawl writes one member
-  per record. Members are inflated one at a time with zlib, so a record's
-  offset is its member's offset, and a record cut short inside its member is
-  told apart from the next record, which starts the next member.
-- After a damaged member, a record whose WARC header is unusable or whose
-  length lies, or bytes where no record starts, one ReadError with the offset
-  is yielded and reading resumes at the next gzip member that inflates to a
-  WARC record (in plain WARC, or in a member holding many records, at the next
-  line that starts with `WARC/1.`); see `_Container.resync`. A file gzipped
-  whole is one member: damaged data there loses the rest of the file.
-- Bytes of any kind never raise: lengths are ASCII digits or the record is
-  bad, header blocks and header counts are bounded. Only failures of the stream
-  itself (storage, network) propagate, so that the runner can retry the file.
-
-The HTTP entity body is de-chunked and decompressed here, streaming, so that a
-record's memory stays bounded by ReadLimits however the payload is encoded; a
-body cut short (in its chunks, its compressed stream or against its declared
-length) is kept and named in HtmlResponse.notes.
+- The container: a `.warc.gz` is a sequence of gzip members; Common Crawl writes one
+  member per record. Members are inflated one at a time with zlib, so a record's
+  offset is its member's offset, and a record cut short inside its member is told
+  apart from the next record, which starts the next member. (warcio's ArchiveIterator
+  reads on across members and stops at the first damage.)
+- After a damaged member, a record whose WARC header is unusable or whose length
+  lies, or bytes where no record starts, one ReadError with the offset is yielded
+  and reading resumes at the next gzip member that inflates to a WARC record (in
+  plain WARC, or in a member holding many records, at the next line that starts
+  with `WARC/1.`); see `_Container.resync`. A file gzipped whole is one member:
+  damaged data there loses the rest of the file.
+- Bytes of any kind never raise: lengths are ASCII digits or the record is bad,
+  header blocks and header counts are bounded before warcio parses them (it reads
+  lines without bound). Only failures of the stream itself (storage, network)
+  propagate, so that the runner can retry the file.
+- The entity body is de-chunked here (`_dechunked` says why not by warcio) and
+  decoded with bounded decompressors (`_Decoder`), streaming, so that a record's
+  memory stays bounded by ReadLimits however the payload is encoded; a body cut
+  short (in its chunks, its compressed stream or against its declared length) is
+  kept and named in HtmlResponse.notes.
 """
 
 from __future__ import annotations
 
 import codecs
+import io
 import os
 import re
-import time
 import zlib
 from dataclasses import dataclass
 from typing import BinaryIO, Callable, Iterator, Sequence
 
 from apache_beam.io.filesystem import BeamIOError, CompressionTypes
 from apache_beam.io.filesystems import FileSystems
+from warcio.bufferedreaders import BufferedReader
+from warcio.statusandheaders import StatusAndHeaders, StatusAndHeadersParser
 
+from sitestrip.configs import ReadLimits
 from sitestrip.transforms.status import PAYLOAD_CUT
 
 try:
@@ -46,6 +51,7 @@ except ImportError:
 # Bounded brotli output (output_buffer_limit) arrived in brotli 1.2.
 _BROTLI_BOUNDED = brotli is not None and hasattr(brotli.Decompressor, "can_accept_more_data")
 _DECOMPRESSION_ERRORS = (zlib.error, brotli.error) if brotli is not None else (zlib.error,)
+_CODINGS = frozenset(("gzip", "x-gzip", "deflate", "br"))
 
 SKIP_REASONS = (
     "warcinfo", "request", "metadata", "resource", "revisit", "conversion", "continuation", "other_type",
@@ -90,27 +96,6 @@ _MAX_LINE = 64 * 1024
 _CONTENT_LENGTH = re.compile(r"[0-9]{1,15}")      # ASCII digits only: "²".isdigit() is True
 _VERSION_LINE = re.compile(r"WARC/[0-9]")
 _STATUS_LINE = re.compile(r"\s*HTTP/[0-9]+(?:\.[0-9]+)?[ \t]+([0-9]{3})(?:[ \t]|$)", re.IGNORECASE)
-
-
-@dataclass(frozen=True)
-class ReadLimits:
-    # Cap on the decoded HTTP entity body; larger pages become PayloadTooLarge errors.
-    max_payload_bytes: int = 20 * 1024 * 1024
-    # Cap on the nodes of a parsed page: parsing and every later stage cost CPU per
-    # node (the Python flattening alone ~4 µs a node, the compiled one a fraction of
-    # that) and the parse most of a kB of peak memory per node, so larger pages become
-    # TooManyNodes errors rather than seconds to minutes and GBs per page.
-    max_nodes: int = 500_000
-    # How a page is flattened where the product departs from SPEC §1
-    # (transforms.page.ParseRules; all off in configs/published.yaml).
-    keep_noscript: bool = True
-    widget_leaves: bool = True
-    browser_text: bool = True
-
-    def parse_rules(self):
-        from sitestrip.transforms.page import ParseRules
-        return ParseRules(keep_noscript=self.keep_noscript, widget_leaves=self.widget_leaves,
-                          browser_text=self.browser_text)
 
 
 @dataclass
@@ -535,92 +520,92 @@ class _Content:
 
 @dataclass
 class _WarcHead:
-    fields: dict                   # lower-cased name → value (_header_fields)
+    headers: StatusAndHeaders      # warcio's parse of the header block
     content_length: int
 
     def get(self, name: str) -> str | None:
-        return self.fields.get(name)
+        return _field(self.headers, name)
 
     @property
     def record_type(self) -> str:
         """The WARC-Type, lower-cased if it is one WARC defines, "other" otherwise ("" if absent)."""
-        value = (self.fields.get("warc-type") or "").strip().lower()
+        value = (self.get("WARC-Type") or "").strip().lower()
         return value if value in _RECORD_TYPES or not value else "other"
 
     @property
     def target_uri(self) -> str | None:
-        uri = (self.fields.get("warc-target-uri") or "").strip()
-        # WARC 1.0 drafts wrote the URI in angle brackets; some writers still do.
+        uri = (self.get("WARC-Target-URI") or "").strip()
+        # WARC 1.0 drafts wrote the URI in angle brackets; some writers still do. (warcio's
+        # record loader unwraps them too, but also rewrites spaces: `url` is the URI as written.)
         if uri.startswith("<") and uri.endswith(">"):
             uri = uri[1:-1]
         return uri or None
 
     @property
     def is_http(self) -> bool:
-        return (self.fields.get("content-type") or "").strip().lower().startswith("application/http")
+        return (self.get("Content-Type") or "").strip().lower().startswith("application/http")
 
 
 class _BadHead(Exception):
     pass
 
 
+# warcio parses header blocks (name: value lines, folded lines). The blocks it is given are
+# cut and counted here first, because it reads lines without bound; its check of the first
+# line is off, because it knows four WARC versions by name and refuses a version line with a
+# flipped byte after "WARC/1.", which costs a record that reads well otherwise.
+_HEAD = StatusAndHeadersParser([], verify=False)
+
+
+def _field(headers: StatusAndHeaders, name: str) -> str | None:
+    """A field's value; a repeated field's values joined with ", " (RFC 9110 §5.3), where
+    warcio's get_header gives the first one only."""
+    name = name.lower()
+    values = [value for key, value in headers.headers if key.lower() == name]
+    return ", ".join(values) if values else None
+
+
 def _parse_warc_head(block: bytes) -> _WarcHead:
     """The fields of a WARC header block (version line first). Raises _BadHead."""
     if block.count(b"\n") > _MAX_WARC_FIELDS + 2:
         raise _BadHead(f"WARC header block has more than {_MAX_WARC_FIELDS} lines")
+    # UTF-8 with undecodable bytes replaced (warcio would read such a line as latin-1).
     text = block.decode("utf-8", "replace")
     if not _VERSION_LINE.match(text):
         raise _BadHead(f"not a WARC version line: {text.partition(chr(10))[0][:40]!r}")
-    fields = _header_fields(text)
-    declared = fields.get("content-length")
+    headers = _HEAD.parse(io.BytesIO(text.encode("utf-8")))
+    declared = _field(headers, "Content-Length")
     if declared is None:
         raise _BadHead("WARC header block lacks Content-Length")
     declared = declared.strip()
+    # warcio's int() takes "٣" as 3 and gives up on 5,000 digits; only ASCII digits are a length.
     if not _CONTENT_LENGTH.fullmatch(declared):
         raise _BadHead(f"WARC Content-Length is not a byte count: {declared[:40]!r}")
-    return _WarcHead(fields, int(declared))
-
-
-def _header_fields(text: str) -> dict:
-    """name (lower-cased) → value of the "Name: value" lines of a header block, its first
-    line (version or status) excluded. Folded lines continue the field above; repeated
-    fields are joined with ", " (RFC 9110 §5.3); lines without a colon are passed over."""
-    fields: dict[str, str] = {}
-    last = None
-    for line in text.split("\n")[1:]:
-        if line[:1] in (" ", "\t"):
-            if last is not None:
-                fields[last] += " " + line.strip()
-            continue
-        name, colon, value = line.partition(":")
-        name = name.strip().lower()
-        if not (colon and name):
-            continue
-        value = value.strip()
-        fields[name] = fields[name] + ", " + value if name in fields else value
-        last = name
-    return fields
+    return _WarcHead(headers, int(declared))
 
 
 @dataclass
 class _HttpHead:
     status: int | None
     status_line: str
-    fields: dict
+    headers: StatusAndHeaders
 
     def get(self, name: str) -> str | None:
-        return self.fields.get(name.lower())
+        return _field(self.headers, name)
 
 
 def _parse_http_head(block: bytes) -> _HttpHead:
     """Status and fields of an HTTP response header block. Raises _BadHead for an absurd one."""
     if block.count(b"\n") > _MAX_HTTP_FIELDS + 2:
         raise _BadHead(f"HTTP header block has more than {_MAX_HTTP_FIELDS} lines")
-    # HTTP field values are octets; latin-1 keeps each one a character.
-    text = block.decode("latin-1").lstrip("\r\n")
-    status_line = text.partition("\n")[0].rstrip("\r")
+    block = block.lstrip(b"\r\n")
+    # warcio's unverified parse takes any first line as the status line; a status is checked here.
+    status_line = block.partition(b"\n")[0].rstrip(b"\r").decode("latin-1")
     status = _STATUS_LINE.match(status_line)
-    return _HttpHead(int(status.group(1)) if status else None, status_line, _header_fields(text))
+    # HTTP field values are octets: latin-1 keeps each one a character (warcio tries UTF-8 first).
+    headers = _HEAD.parse(io.BytesIO(block.decode("latin-1").encode("utf-8"))) if block \
+        else StatusAndHeaders("", [])
+    return _HttpHead(int(status.group(1)) if status else None, status_line, headers)
 
 
 Classifier = Callable[[_WarcHead, _Content, int], object]
@@ -808,8 +793,6 @@ def _classify(
         body = _entity_body(content, http, limits.max_payload_bytes, sniff, cuts)
     except _Undecodable as error:
         return ReadError(url, warc_file, offset, "decode", error.error_class, str(error))
-    except _DECOMPRESSION_ERRORS as error:
-        return ReadError(url, warc_file, offset, "decode", "BadContentEncoding", f"{type(error).__name__}: {error}")
     if body is None:
         return Skipped("non_html", url, "response")
     charset = _CHARSET_PARAM.search(content_type)
@@ -834,17 +817,6 @@ def _http_head(content: _Content) -> _HttpHead:
     return _parse_http_head(block)
 
 
-def with_read_ms(items: Iterator) -> Iterator[tuple[object, float]]:
-    """(item, thread CPU ms spent producing it) for each item of a record iterator: the
-    read stage's cost of each page, as the pipeline reports it in timing_ms."""
-    while True:
-        clock = time.thread_time()
-        item = next(items, None)
-        if item is None:
-            return
-        yield item, (time.thread_time() - clock) * 1000.0
-
-
 def iter_payloads(
     stream: BinaryIO, wanted: Callable[[str], bool], limits: ReadLimits = ReadLimits()
 ) -> Iterator[tuple[str, str, str | None, bytes]]:
@@ -864,7 +836,7 @@ def iter_payloads(
             content_type = http.get("Content-Type") or ""
             mime = re.split(r"[;,]", content_type, maxsplit=1)[0].strip().lower()
             body = _entity_body(content, http, limits.max_payload_bytes, False, [])
-        except (_BadHead, _Undecodable, *_DECOMPRESSION_ERRORS):
+        except (_BadHead, _Undecodable):
             return None
         charset = _CHARSET_PARAM.search(content_type)
         return url, mime, charset.group(1) if charset else None, body
@@ -876,24 +848,49 @@ def iter_payloads(
 
 def _entity_body(reader: _Content, http: _HttpHead, limit: int, sniff: bool, cuts: list[str]) -> bytes | None:
     """The decoded entity body, or None when sniffing finds it is not HTML. How the body
-    is incomplete, if it is, goes to `cuts` as PAYLOAD_CUT notes."""
-    if "chunked" in (http.get("Transfer-Encoding") or "").lower():
-        chunks = _capped(_dechunked(reader, cuts), limit)
-    else:
-        chunks = _capped(_read(reader, limit + 1, _declared_length(http), cuts), limit)
+    is incomplete, if it is, goes to `cuts` as PAYLOAD_CUT notes. Raises _Undecodable.
+
+    The stored bytes are de-chunked here and decoded by warcio's BufferedReader, one per
+    Content-Encoding (stacked ones in reverse order), each with a _Decoder."""
     codings = [c.strip().lower() for c in (http.get("Content-Encoding") or "").split(",")]
-    for coding in reversed([c for c in codings if c and c != "identity"]):
-        chunks = _capped(_decompressed(chunks, coding, cuts), limit)
+    codings = [c for c in codings if c and c != "identity"]
+    for coding in codings:
+        if coding not in _CODINGS or (coding == "br" and not _BROTLI_BOUNDED):
+            raise _Undecodable("UnsupportedContentEncoding", f"Content-Encoding {coding!r} is not supported here")
+    if "chunked" in (http.get("Transfer-Encoding") or "").lower():
+        stored = _dechunked(reader, cuts)
+    else:
+        stored = _read(reader, limit + 1, _declared_length(http), cuts)
+    stream = _Pieces(_capped(stored, limit))
+    decoders = []
+    for coding in reversed(codings):
+        stream = _Decoding(stream, _Decoder(coding, limit))
+        decoders.append(stream.decoder)
     body = bytearray()
-    for chunk in chunks:
-        body += chunk
-        if sniff and len(body) >= _SNIFF_BYTES:
+    if sniff:
+        while len(body) < _SNIFF_BYTES and (piece := stream.read(_SNIFF_BYTES - len(body))):
+            body += piece
+        if not _sniffs_as_html(body):
+            _check(decoders, limit)
+            return None
+    while piece := stream.read(_CHUNK):
+        body += piece
+        if len(body) > limit:
             break
-    if sniff and not _sniffs_as_html(body):
-        return None
-    for chunk in chunks:
-        body += chunk
+    _check(decoders, limit)
+    if len(body) > limit:
+        raise _Undecodable("PayloadTooLarge", f"entity body exceeds {limit} bytes")
+    cuts.extend(f"{PAYLOAD_CUT}{d.coding} data ends before its end marker" for d in decoders if d.cut)
     return bytes(body)
+
+
+def _check(decoders: list[_Decoder], limit: int) -> None:
+    for decoder in decoders:
+        if decoder.error is not None:
+            error = decoder.error
+            raise _Undecodable("BadContentEncoding", f"{type(error).__name__}: {error}")
+        if decoder.over:
+            raise _Undecodable("PayloadTooLarge", f"entity body exceeds {limit} bytes")
 
 
 def _declared_length(http: _HttpHead) -> int | None:
@@ -934,6 +931,13 @@ def _chunk_size(line: bytes) -> int | None:
 
 
 def _dechunked(reader: _Content, cuts: list[str]) -> Iterator[bytes]:
+    """The chunked body, de-chunked as it streams.
+
+    Not warcio's ChunkedDataReader: it reads each chunk whole into memory (a chunk may
+    declare 2 GiB), and when the framing fails after the first chunk (a body cut at a
+    chunk's end or inside a size line, a last chunk without its CRLF, trailer fields,
+    a bad size line) it reads the rest as unchunked, so the size line or the trailers
+    end up in the page's text, and it tells no cut body from a whole one."""
     line = reader.readline()
     size = _chunk_size(line)
     if size is None:
@@ -959,50 +963,112 @@ def _dechunked(reader: _Content, cuts: list[str]) -> Iterator[bytes]:
             raise _Undecodable("BadChunkedEncoding", f"bad chunk size line {line[:40]!r}")
 
 
-def _decompressed(chunks: Iterator[bytes], coding: str, cuts: list[str]) -> Iterator[bytes]:
-    if coding in ("gzip", "x-gzip"):
-        # Accepting a zlib header too costs nothing and rescues mislabelled servers.
-        return _inflated(chunks, zlib.MAX_WBITS | 32, coding, cuts)
-    if coding == "deflate":
-        return _inflated(chunks, None, coding, cuts)
-    if coding == "br" and _BROTLI_BOUNDED:
-        return _unbrotlied(chunks, cuts)
-    raise _Undecodable("UnsupportedContentEncoding", f"Content-Encoding {coding!r} is not supported here")
+class _Pieces:
+    """read(size) over an iterator of byte strings: the stream a _Decoding reads."""
+
+    def __init__(self, pieces: Iterator[bytes]):
+        self._pieces = pieces
+        self._rest = b""
+
+    def read(self, size: int = -1) -> bytes:
+        while not self._rest:
+            piece = next(self._pieces, None)
+            if piece is None:
+                return b""
+            self._rest = piece
+        if size < 0 or size >= len(self._rest):
+            data, self._rest = self._rest, b""
+        else:
+            data, self._rest = self._rest[:size], self._rest[size:]
+        return data
 
 
-def _inflated(chunks: Iterator[bytes], wbits: int | None, coding: str, cuts: list[str]) -> Iterator[bytes]:
-    """zlib inflation yielding at most _CHUNK bytes per step, so a bomb is stopped
-    by the cap downstream before it can allocate."""
-    inflater = zlib.decompressobj(wbits) if wbits else None
-    pending = b""
-    for chunk in chunks:
-        if inflater is None:
+class _Decoding(BufferedReader):
+    """warcio's decoding reader for one Content-Encoding, driving `decoder`."""
+
+    def __init__(self, stream, decoder: _Decoder):
+        self.decoder = decoder
+        # warcio makes its decompressor from this table, by the decomp_type's name.
+        self.DECOMPRESSORS = {decoder.coding: lambda: decoder}
+        super().__init__(stream, decomp_type=decoder.coding)
+
+
+class _Decoder:
+    """A decompressor as warcio's BufferedReader uses one (decompress, unused_data, flush),
+    where warcio's own do not fit hostile bodies:
+
+    - output is bounded: at most the payload cap plus one byte in all, so a bomb stops at
+      the cap (warcio inflates each 16 kB block, or each chunk, whole: a thousandfold);
+    - a failure is kept for the caller (BadContentEncoding), where warcio passes the
+      bytes on undecoded (on the first block) or prints the error and drops them;
+    - gzip also takes a zlib header, deflate is zlib-wrapped or raw (the first two bytes
+      tell), x-gzip is gzip;
+    - brotli is read with the brotli package's API (warcio's "br" expects brotlipy's and
+      fails with brotli 1.2: no Decompressor.unused_data, no decompress());
+    - whether the data ended before its end marker (`cut`).
+
+    Once finished or stopped, unused_data is not empty, which is how warcio's reader
+    tells the end of a member: it reads no further."""
+
+    def __init__(self, coding: str, limit: int):
+        self.coding = coding
+        self.room = limit + 1
+        self.error: Exception | None = None
+        self.over = False
+        self.fed = False
+        self._head = b""
+        if coding in ("gzip", "x-gzip"):
+            # Accepting a zlib header too costs nothing and rescues mislabelled servers.
+            self._engine = zlib.decompressobj(zlib.MAX_WBITS | 32)
+        elif coding == "br":
+            self._engine = brotli.Decompressor()
+        else:
+            self._engine = None              # deflate: made when two bytes are in
+
+    @property
+    def finished(self) -> bool:
+        engine = self._engine
+        if engine is None or self.error is not None:     # a failed brotli decoder raises if asked
+            return False
+        return engine.is_finished() if self.coding == "br" else engine.eof
+
+    @property
+    def cut(self) -> bool:
+        # An empty gzip body lacks even its header; empty deflate and br bodies pass.
+        return not self.finished and (self.fed or self.coding in ("gzip", "x-gzip"))
+
+    @property
+    def unused_data(self) -> bytes:
+        return b"\0" if self.error is not None or self.over or self.finished else b""
+
+    def flush(self) -> bytes:
+        return b""
+
+    def decompress(self, data: bytes) -> bytes:
+        if self.unused_data:
+            return b""
+        self.fed = True
+        try:
+            out = self._decompress(data)
+        except _DECOMPRESSION_ERRORS as error:
+            self.error = error
+            return b""
+        self.room -= len(out)
+        self.over = self.room <= 0
+        return out
+
+    def _decompress(self, data: bytes) -> bytes:
+        if self.coding == "br":
+            return self._engine.process(data, output_buffer_limit=self.room)
+        if self._engine is None:
             # HTTP "deflate" is zlib-wrapped by the spec but raw in many servers.
-            pending += chunk
-            if len(pending) < 2:
-                continue
-            is_zlib = pending[0] & 0x0F == 8 and int.from_bytes(pending[:2], "big") % 31 == 0
-            inflater = zlib.decompressobj(zlib.MAX_WBITS if is_zlib else -zlib.MAX_WBITS)
-            chunk = pending
-        while chunk and not inflater.eof:
-            yield inflater.decompress(chunk, _CHUNK)
-            chunk = inflater.unconsumed_tail
-        if inflater.eof:
-            return
-    if inflater is not None or pending:
-        cuts.append(f"{PAYLOAD_CUT}{coding} data ends before its end marker")
-
-
-def _unbrotlied(chunks: Iterator[bytes], cuts: list[str]) -> Iterator[bytes]:
-    decompressor = brotli.Decompressor()
-    fed = False
-    for chunk in chunks:
-        fed = fed or bool(chunk)
-        yield decompressor.process(chunk, output_buffer_limit=_CHUNK)
-        while not decompressor.can_accept_more_data():
-            yield decompressor.process(b"", output_buffer_limit=_CHUNK)
-    if fed and not decompressor.is_finished():
-        cuts.append(f"{PAYLOAD_CUT}br data ends before its end marker")
+            data = self._head + data
+            if len(data) < 2:
+                self._head = data
+                return b""
+            is_zlib = data[0] & 0x0F == 8 and int.from_bytes(data[:2], "big") % 31 == 0
+            self._engine = zlib.decompressobj(zlib.MAX_WBITS if is_zlib else -zlib.MAX_WBITS)
+        return self._engine.decompress(data, self.room)
 
 
 def expand_inputs(inputs: Sequence[str], input_prefix: str | None = None) -> list[str]:

@@ -50,6 +50,7 @@ dataset's schema before the first file lands.
 """
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import typing
 import zlib
@@ -69,7 +70,7 @@ from sitestrip.pipeline.graph import (CLUSTER_ROWS, ERRORS, MAIN, STATE_PAGES, C
 from sitestrip.pipeline.parts import PART_KEYS, part_of, part_path, sorted_table, write_table
 from sitestrip.pipeline.state import (current_version, next_version, read_site_state, state_files, version_prefix,
                                       write_current)
-from sitestrip.schemas import DATASETS, STATE
+from sitestrip.schemas import DATASETS, STATE, STATE_KEYS
 from sitestrip.transforms.state import merge_site_state, stored_row
 
 WATCH_DATASETS = ("pages", "menus", "errors", "sites")
@@ -149,7 +150,9 @@ class ProcessWatchedSite(ProcessSite):
     STORED = userstate.ReadModifyWriteStateSpec("stored_pages", coders.PickleCoder())
 
     def __init__(self, config: Config, state_files_: list[str], working_dir: str | None = None):
-        super().__init__(config, None, keep_state=True)
+        # No links dataset here: its target_in_input joins every link with the whole run's
+        # pages, which an unbounded run never has (README "links"; a batch run writes it).
+        super().__init__(without_links(config), None, keep_state=True)
         self.state_files = state_files_
         self.working_dir = working_dir
 
@@ -176,7 +179,8 @@ class ProcessWatchedSite(ProcessSite):
         for signature in sorted(counts):
             yield MENU_ROWS, _menu_row(((site, signature), counts[signature]))
         if new_state:
-            stored = merge_site_state(site, new_state, self.config.state)
+            stored = merge_site_state(site, new_state, self.config.state,
+                                      self.config.duplicates.max_fingerprints_per_site)
             if self.working_dir is not None:
                 write_site_state(self.working_dir, site, stored)
         stored_state.write(stored)
@@ -190,16 +194,16 @@ def _site_file(working_dir: str, site: str) -> str:
 
 def write_site_state(working_dir: str, site: str, stored) -> None:
     """One site's stored pages as its file in the job's working directory (replacing the last)."""
-    table = sorted_table((stored_row(page) for page in stored), STATE, ("site", "url"))
+    table = sorted_table((stored_row(page) for page in stored), STATE, STATE_KEYS)
     write_table(table, _site_file(working_dir, site))
 
 
 def _read_state_table(path: str, exclude_sites=None):
     import pyarrow.compute as pc
-    import pyarrow.parquet as pq
     from apache_beam.io.filesystem import CompressionTypes
+    from sitestrip.pipeline.state import state_table
     with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as fh:
-        table = pq.read_table(fh, schema=STATE)
+        table = state_table(fh)
     if exclude_sites:
         import pyarrow as pa
         table = table.filter(pc.invert(pc.is_in(table["site"], value_set=pa.array(sorted(exclude_sites)))))
@@ -230,7 +234,7 @@ def checkpoint_state(state_dir: str, working_dir: str, seed_files: list[str],
     for table in updated:
         seen.update(table.column("site").to_pylist())
     seed = [_read_state_table(path, seen) for path in seed_files]
-    table = pa.concat_tables(seed + updated).sort_by([("site", "ascending"), ("url", "ascending")])
+    table = pa.concat_tables(seed + updated).sort_by([(key, "ascending") for key in STATE_KEYS])
     version = next_version(current_version(state_dir))
     write_table(table.replace_schema_metadata(STATE.metadata), part_path(version_prefix(state_dir, version), 0, 1))
     write_current(state_dir, version)
@@ -289,6 +293,11 @@ class WriteWindowParts(beam.PTransform):
                     typing.Tuple[typing.Tuple[str, int], typing.Any])
                 | "Batches" >> beam.GroupIntoBatches(self.batch_rows)
                 | "Write" >> beam.ParDo(_WriteWindowBatch(self.output, self.schemas, self.parts)))
+
+
+def without_links(config: Config) -> Config:
+    """`config` with output.links off."""
+    return dataclasses.replace(config, output=dataclasses.replace(config.output, links=False))
 
 
 def _named(item, names):

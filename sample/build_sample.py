@@ -23,8 +23,10 @@ are fixed, the fetch order is shuffled with a fixed seed and warcio's gzip
 members carry mtime 0, so rebuilding from the same .deb files gives
 byte-identical output (given the same zlib build).
 
-Only the Python standard library and warcio are used.  ``apt-get`` (for
-downloading, unless ``--deb-dir`` is given) and ``dpkg-deb`` must be on PATH.
+The records are written with sitestrip's WARC writer (``pipeline/warc_writer.py``,
+on warcio) and read back with warcio's ``ArchiveIterator``, so sitestrip must be
+installed (the checkout's ``.venv``).  ``apt-get`` (for downloading, unless
+``--deb-dir`` is given) and ``dpkg-deb`` must be on PATH.
 
 Usage::
 
@@ -48,12 +50,11 @@ from collections import Counter, deque
 from datetime import datetime, timedelta, timezone
 from email.utils import format_datetime
 from html.parser import HTMLParser
-from io import BytesIO
 from urllib.parse import unquote, urldefrag, urljoin, urlsplit
 
 from warcio.archiveiterator import ArchiveIterator
-from warcio.statusandheaders import StatusAndHeaders
-from warcio.warcwriter import WARCWriter
+
+from sitestrip.pipeline.warc_writer import WarcWriter, http_request, http_response
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -243,7 +244,7 @@ def http_request_headers(url):
     target = parts.path or "/"
     if parts.query:
         target += "?" + parts.query
-    return StatusAndHeaders(
+    return http_request(
         "GET %s HTTP/1.1" % target,
         [
             ("Host", parts.netloc),
@@ -252,7 +253,6 @@ def http_request_headers(url):
             ("Accept-Encoding", "identity"),
             ("Connection", "close"),
         ],
-        is_http_request=True,
     )
 
 
@@ -265,7 +265,7 @@ def http_response_headers(fetch, dt):
     if fetch.get("location"):
         headers.append(("Location", fetch["location"]))
     headers.append(("Connection", "close"))
-    return StatusAndHeaders(fetch["status_line"], headers, protocol="HTTP/1.1")
+    return http_response(fetch["status_line"], headers)
 
 
 def write_warc(path, fetches, info_fields):
@@ -274,21 +274,19 @@ def write_warc(path, fetches, info_fields):
     Fills in ``record_id`` / ``warc_date`` on each fetch dict.
     """
     writer_out = open(path, "wb")
-    writer = WARCWriter(writer_out, gzip=True, warc_version="1.0")
+    writer = WarcWriter(writer_out)
 
     info_id = record_id("warcinfo", WARC_NAME)
     info_body = "".join("%s: %s\r\n" % kv for kv in info_fields).encode("utf-8")
-    warcinfo = writer.create_warc_record(
-        "", "warcinfo",
-        payload=BytesIO(info_body), length=len(info_body),
-        warc_content_type="application/warc-fields",
-        warc_headers_dict={
+    writer.record(
+        "warcinfo", "", info_body,
+        content_type="application/warc-fields",
+        warc_headers={
             "WARC-Record-ID": info_id,
             "WARC-Date": warc_date(START_TIME),
             "WARC-Filename": WARC_NAME,
         },
     )
-    writer.write_record(warcinfo)
 
     by_url = {}
     for i, fetch in enumerate(fetches):
@@ -302,11 +300,10 @@ def write_warc(path, fetches, info_fields):
         fetch["warc_date"] = date
 
         common = {"WARC-Date": date, "WARC-Warcinfo-ID": info_id}
-        request = writer.create_warc_record(
-            url, "request",
-            payload=BytesIO(b""), length=0,
-            http_headers=http_request_headers(url),
-            warc_headers_dict=dict(common, **{
+        writer.record(
+            "request", url,
+            http=http_request_headers(url),
+            warc_headers=dict(common, **{
                 "WARC-Record-ID": req_id,
                 "WARC-Concurrent-To": resp_id,
             }),
@@ -314,29 +311,25 @@ def write_warc(path, fetches, info_fields):
 
         if rec_type == "revisit":
             original = by_url[fetch["refers_to_uri"]]
-            response = writer.create_revisit_record(
+            writer.revisit(
                 url,
-                digest=payload_digest(original["body"]),
-                refers_to_uri=original["url"],
-                refers_to_date=original["warc_date"],
-                http_headers=http_response_headers(fetch, dt),
-                warc_headers_dict=dict(common, **{
+                payload_digest(original["body"]),
+                original["url"],
+                original["warc_date"],
+                http=http_response_headers(fetch, dt),
+                warc_headers=dict(common, **{
                     "WARC-Record-ID": resp_id,
                     "WARC-Refers-To": original["record_id"],
                 }),
             )
             fetch["refers_to"] = original["record_id"]
         else:
-            response = writer.create_warc_record(
-                url, "response",
-                payload=BytesIO(fetch["body"]), length=len(fetch["body"]),
-                http_headers=http_response_headers(fetch, dt),
-                warc_headers_dict=dict(common, **{"WARC-Record-ID": resp_id}),
+            writer.record(
+                "response", url, fetch["body"],
+                http=http_response_headers(fetch, dt),
+                warc_headers=dict(common, **{"WARC-Record-ID": resp_id}),
             )
             by_url[url] = fetch
-
-        writer.write_record(request)
-        writer.write_record(response)
 
     writer_out.close()
 

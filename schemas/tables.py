@@ -1,4 +1,4 @@
-"""Arrow schemas of the four output datasets (DESIGN "Outputs").
+"""Arrow schemas of the output datasets (DESIGN "Outputs").
 
 Column names are a contract with the indexers that load the output; add
 columns, never rename or retype them without bumping SCHEMA_VERSION.
@@ -17,7 +17,11 @@ import pyarrow as pa
 # `language`, `language_score`, and what the page declares (`html_lang`, `canonical_url`,
 # `description`, `published_date`, `author`); timing_ms gained `markdown` and `language`.
 # 4: pages gained `page_type` and `page_type_score` (docs/algorithms.md "Page type").
-SCHEMA_VERSION = "4"
+# 5: pages gained `content_hash`, `near_signature`, `duplicate_of`, `duplicate_of_record` and
+# `duplicate_kind` (docs/algorithms.md "Duplicates"); timing_ms gained `duplicates`.
+# 6: the `links` dataset (one row per source page and link, transforms/outlinks.py; output.links);
+# timing_ms gained `links`.
+SCHEMA_VERSION = "6"
 
 LINK = pa.struct([("url", pa.string()), ("text", pa.string())])
 
@@ -25,9 +29,11 @@ LINK = pa.struct([("url", pa.string()), ("text", pa.string())])
 # row's method did not run are null. "etdm" is the share of "template" and
 # "site_conex" spent mapping trees; "total" counts it once. "blocks" (blocks and
 # their features) and "classify" (the block model) are SPEC §10's main content;
-# "markdown" and "language" make main_markdown and language from it.
+# "markdown" and "language" make main_markdown and language from it; "links" the page's
+# links for the links dataset (null with output.links off).
 TIMING_STAGES = ("read", "parse", "candidates", "etdm", "template", "site_conex",
-                 "page_conex", "menex", "blocks", "classify", "markdown", "language", "total")
+                 "page_conex", "menex", "blocks", "classify", "markdown", "language", "duplicates", "links",
+                 "total")
 TIMING = pa.struct([(stage, pa.float32()) for stage in TIMING_STAGES])
 
 METHODS = ("cs", "partial_cs", "linked", "cluster", "site_sample", "page_only")
@@ -74,6 +80,13 @@ PAGES = pa.schema([
     ("template_cluster", pa.string()),     # SPEC §11 cluster id (sites dataset); null: not clustered
     # With --state: the candidate URLs that are stored pages of earlier runs (null without).
     ("state_candidate_urls", pa.list_(pa.string())),
+    # Duplicates (transforms/duplicates.py); all null when duplicates are off or main_text has
+    # no word. content_hash: BLAKE2b-64 (hex) of main_text's case-folded words.
+    ("content_hash", pa.string()),
+    ("near_signature", pa.binary()),       # MinHash of main_text's word shingles: uint32 LE values
+    ("duplicate_of", pa.string()),         # the canonical page's url; null: canonical or unique
+    ("duplicate_of_record", pa.string()),  # the canonical page's warc_record_id
+    ("duplicate_kind", pa.string()),       # capture | exact | near | exact_across_sites
     ("words_page", pa.int32()),
     ("words_main", pa.int32()),
     ("html_bytes", pa.int64()),
@@ -116,16 +129,54 @@ SITES = pa.schema([
     ("menu_pages", pa.int64()),            # pages of the cluster whose menu is that menu
 ], metadata={"sitestrip.schema_version": SCHEMA_VERSION, "sitestrip.dataset": "sites"})
 
+# One row per (source page, link): every <a href> and <area href> of a pages row whose target is
+# an http(s) URL (transforms/outlinks.py). Written when output.links is on.
+LINKS = pa.schema([
+    ("source_url", pa.string()),           # the page's url_normalized
+    ("site", pa.string()),                 # the page's site
+    ("warc_file", pa.string()),            # with warc_offset: the pages row's record
+    ("warc_offset", pa.int64()),
+    ("position", pa.int32()),              # the link's place among the page's links, from 0
+    ("target_url", pa.string()),           # absolute, normalized as url_normalized, no fragment
+    ("fragment", pa.string()),             # the href's fragment (percent-encoded), null if none
+    ("anchor_text", pa.string()),          # the text joiner's text; a linked image's alt; "" if none
+    ("rel_nofollow", pa.bool_()),          # rel holds nofollow
+    ("rel_ugc", pa.bool_()),
+    ("rel_sponsored", pa.bool_()),
+    ("in_site", pa.bool_()),               # the target's site key is the page's site
+    ("region", pa.string()),               # main | menu | template | other
+    ("target_in_input", pa.bool_()),       # the target has a pages row in this run
+], metadata={"sitestrip.schema_version": SCHEMA_VERSION, "sitestrip.dataset": "links"})
+
 # The per-site state of incremental runs (transforms/state.py, pipeline/state.py): not an
 # output dataset, a versioned directory under --state.
-STATE = pa.schema([
+# Two kinds of rows: "page", a stored compact page (a candidate of later runs), and
+# "fingerprint", what duplicate detection needs of a page of an earlier run
+# (transforms/duplicates.py); the other kind's columns are null.
+STATE_COLUMNS = [
     ("site", pa.string()),
+    ("kind", pa.string()),                 # page | fingerprint
     ("template_cluster", pa.string()),
     ("representative", pa.bool_()),
     ("url", pa.string()),                  # normalized
     ("cluster_pages", pa.int64()),         # pages the cluster has seen over all runs
     ("page_fields", pa.string()),          # the compact page's scalar fields, JSON
-    ("page_blob", pa.binary()),            # the compact page's packed arrays (zlib)
-], metadata={"sitestrip.state_version": "1", "sitestrip.dataset": "state"})
+    ("page_blob", pa.binary()),            # the compact page's packed arrays (zstd)
+    ("target_uri", pa.string()),           # fingerprint: the page's url column
+    ("warc_record_id", pa.string()),
+    ("fetch_date", pa.string()),
+    ("canonical_url", pa.string()),
+    ("content_hash", pa.string()),
+    ("near_signature", pa.binary()),
+]
+STATE = pa.schema(STATE_COLUMNS, metadata={"sitestrip.state_version": "2", "sitestrip.dataset": "state"})
+# Version 1 (stored pages only) is still read.
+STATE_V1 = pa.schema([c for c in STATE_COLUMNS if c[0] in ("site", "template_cluster", "representative", "url",
+                                                           "cluster_pages", "page_fields", "page_blob")],
+                     metadata={"sitestrip.state_version": "1", "sitestrip.dataset": "state"})
+# The order rows of a state part are sorted in.
+STATE_KEYS = ("site", "url", "kind", "warc_record_id")
 
-DATASETS = {"pages": PAGES, "menus": MENUS, "errors": ERRORS, "sites": SITES}
+DATASETS = {"pages": PAGES, "menus": MENUS, "errors": ERRORS, "sites": SITES, "links": LINKS}
+# The datasets a run writes only when its config asks (output.links): the others always are.
+OPTIONAL_DATASETS = ("links",)

@@ -21,7 +21,6 @@ Not part of the test suite: the 50k-page runs take minutes.
 from __future__ import annotations
 
 import argparse
-import io
 import os
 import subprocess
 import sys
@@ -29,10 +28,8 @@ import tempfile
 import time
 from collections import Counter
 
-from warcio.statusandheaders import StatusAndHeaders
-from warcio.warcwriter import WARCWriter
-
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from sitestrip.pipeline.warc_writer import WarcWriter
 from sitestrip.transforms.shards import shard_urls
 
 SITE = "bench.example"
@@ -90,13 +87,9 @@ def write_sites(folder: str, pages: int, site_pages: int | None = None) -> dict[
                 if out:
                     out.close()
                 out = open(os.path.join(folder, f"site-{len(urls) // RECORDS_PER_FILE:03d}.warc.gz"), "wb")
-                writer = WARCWriter(out, gzip=True)
+                writer = WarcWriter(out)
             url = page_url(directory, i, site)
-            body = page_html(site, directory, i, count)
-            record = writer.create_warc_record(
-                url, "response", payload=io.BytesIO(body), length=len(body),
-                http_headers=StatusAndHeaders("200 OK", headers, protocol="HTTP/1.1"))
-            writer.write_record(record)
+            writer.response(url, page_html(site, directory, i, count), headers=headers)
             urls.append(url)
             by_site.setdefault(site, []).append(url)
     if out:

@@ -19,7 +19,8 @@ import sys
 import time
 from collections import Counter
 
-from sitestrip.pipeline.warc import HtmlResponse, iter_warc_records, open_warc
+from sitestrip.pipeline.page_source import Page, read_pages
+from sitestrip.pipeline.warc import open_warc
 
 
 def read_once(paths: list[str]) -> tuple[float, Counter, int]:
@@ -28,10 +29,10 @@ def read_once(paths: list[str]) -> tuple[float, Counter, int]:
     clock = time.process_time()
     for path in paths:
         with open_warc(path) as stream:
-            for item in iter_warc_records(stream, path):
+            for item in read_pages(stream, path, parse=False):
                 kinds[type(item).__name__] += 1
-                if isinstance(item, HtmlResponse):
-                    payload += len(item.body)
+                if isinstance(item, Page):
+                    payload += len(item.response.body)
     return time.process_time() - clock, kinds, payload
 
 

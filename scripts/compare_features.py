@@ -16,7 +16,7 @@ process).
 
     python scripts/compare_features.py ../shared/corpora/*-dev
 
-Not part of the test suite (tests/test_features_compiled.py checks the same on hand-built
+Not part of the test suite (tests/transforms/test_features_compiled.py checks the same on hand-built
 and generated pages).
 """
 from __future__ import annotations

@@ -10,7 +10,7 @@ process (CPU time: the machine is shared), and prints the median round of each.
     python scripts/compare_flatten.py ../shared/corpora/news-ctf2015-dev/warc
     python scripts/compare_flatten.py DIR... --rounds 7 --no-compare
 
-Not part of the test suite (tests/test_flatten.py checks the same on generated HTML).
+Not part of the test suite (tests/transforms/test_flatten.py checks the same on generated HTML).
 """
 from __future__ import annotations
 
@@ -22,7 +22,8 @@ import sys
 import time
 
 
-from sitestrip.pipeline.warc import HtmlResponse, iter_warc_records, open_warc
+from sitestrip.pipeline.page_source import Page, read_pages
+from sitestrip.pipeline.warc import open_warc
 from sitestrip.transforms import page as P
 from sitestrip.transforms.charset import decode_html
 
@@ -37,9 +38,9 @@ def pages_of(folder: str) -> list[tuple[str, str]]:
     pages = []
     for path in sorted(glob.glob(os.path.join(folder, "*.warc*"))):
         with open_warc(path) as stream:
-            for item in iter_warc_records(stream, path):
-                if isinstance(item, HtmlResponse):
-                    pages.append((item.url, decode_html(item.body, item.http_charset)[0]))
+            for item in read_pages(stream, path, parse=False):
+                if isinstance(item, Page):
+                    pages.append((item.response.url, decode_html(item.response.body, item.response.http_charset)[0]))
     return pages
 
 

@@ -9,7 +9,7 @@ differing URL to stderr), and both ways' CPU ms per page (mean and p99, one call
 
     python scripts/compare_markdown.py ../shared/corpora/docsites-dev ../shared/corpora/news-ctf2010-dev
 
-Not part of the test suite (tests/test_markdown_compiled.py checks the same on hand-built
+Not part of the test suite (tests/transforms/test_markdown_compiled.py checks the same on hand-built
 and generated pages).
 """
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Are two `sitestrip run` outputs the same rows, with the same schema and Parquet metadata?
 
-For each dataset (pages, menus, errors, sites) of two output directories: the rows, sorted,
+For each dataset (pages, menus, errors, sites, links) of two output directories: the rows, sorted,
 without the wall-clock column `timing_ms`; the Arrow schema with its metadata; the
 Parquet schema (physical layout, list element names); the compression codec of every
 column chunk. Prints one line per dataset and exits 1 if anything differs.
@@ -19,7 +19,7 @@ import sys
 
 import pyarrow.parquet as pq
 
-DATASETS = ("pages", "menus", "errors", "sites")
+DATASETS = ("pages", "menus", "errors", "sites", "links")
 IGNORED = {"timing_ms"}
 
 

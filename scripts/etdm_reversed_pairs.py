@@ -1,6 +1,6 @@
 """Would ETDM(A, B) serve the key page B with candidate A? Counts, for the (key, candidate)
 pairs of a run whose reverse is also a pair, how often the inverse of ETDM(B, A) equals
-ETDM(A, B) under the run's template_etdm parameters (docs/performance.md).
+ETDM(A, B) under the run's template_etdm parameters (docs/performance.md, "What is compiled, and why").
 
     python scripts/etdm_reversed_pairs.py CORPUS_DIR OUTPUT_DIR [--config NAME|FILE]
 

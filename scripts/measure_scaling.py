@@ -24,7 +24,8 @@ synthetic sites are generated there once and reused (they are deterministic).
     # everything above, one after the other (about 40 minutes on 2 idle cores)
     python $S all --corpora $C --json docs/bench/scaling.json --chart docs/bench/scaling.png
     # and apart from `all`: the per-site step's instructions, which do not move with the
-    # machine's load (a corpus's count minus its --load-only count; docs/performance.md session 8)
+    # machine's load (a corpus's count minus its --load-only count; docs/performance.md,
+    # "Reproducing the numbers")
     valgrind --tool=callgrind python $S site-step --corpus $C/news-ctf2010-dev
     valgrind --tool=callgrind python $S site-step --corpus $C/news-ctf2010-dev --load-only
 
@@ -49,7 +50,6 @@ from __future__ import annotations
 import argparse
 import gc
 import glob
-import io
 import json
 import math
 import os
@@ -232,8 +232,7 @@ def _reuse_or_clear(out: str, params: dict) -> list[str] | None:
 
 def _write_warcs(out: str, responses, pages_per_file: int, params: dict) -> list[str]:
     """(url, HTML bytes) responses, in order, as gzipped WARC files of `pages_per_file` each."""
-    from warcio.statusandheaders import StatusAndHeaders
-    from warcio.warcwriter import WARCWriter
+    from sitestrip.pipeline.warc_writer import WarcWriter
 
     paths, fh, writer = [], None, None
     for n, (url, body) in enumerate(responses):
@@ -242,14 +241,11 @@ def _write_warcs(out: str, responses, pages_per_file: int, params: dict) -> list
                 fh.close()
             paths.append(os.path.join(out, f"synthetic-{len(paths):05d}.warc.gz"))
             fh = open(paths[-1], "wb")
-            writer = WARCWriter(fh, gzip=True)
-        http = StatusAndHeaders("200 OK", [("Content-Type", "text/html; charset=utf-8"),
-                                           ("Content-Length", str(len(body)))], protocol="HTTP/1.1")
-        record = writer.create_warc_record(
-            url, "response", payload=io.BytesIO(body), length=len(body), http_headers=http,
-            warc_headers_dict={"WARC-Date": "2026-01-01T00:00:00Z",
-                               "WARC-Record-ID": f"<urn:uuid:{uuid.uuid5(uuid.NAMESPACE_URL, url)}>"})
-        writer.write_record(record)
+            writer = WarcWriter(fh)
+        writer.response(url, body, headers=[("Content-Type", "text/html; charset=utf-8"),
+                                            ("Content-Length", str(len(body)))],
+                        warc_headers={"WARC-Date": "2026-01-01T00:00:00Z",
+                                      "WARC-Record-ID": f"<urn:uuid:{uuid.uuid5(uuid.NAMESPACE_URL, url)}>"})
     if fh is not None:
         fh.close()
     with open(os.path.join(out, "synthetic.json"), "w") as fh:
@@ -262,7 +258,7 @@ def write_synthetic(out: str, pages: int, seed: int = 7, pages_per_file: int = P
     same parameters); returns their paths. Responses are in a seeded shuffled order, as a
     crawl interleaves a site's sections."""
     params = {"pages": pages, "seed": seed, "pages_per_file": pages_per_file, "host": HOST,
-              "section_pages": SECTION_PAGES, "version": 1}
+              "section_pages": SECTION_PAGES, "version": 2}
     found = _reuse_or_clear(out, params)
     if found is not None:
         return found
@@ -312,7 +308,7 @@ def write_multisite(out: str, pages: int, seed: int = 7, pages_per_file: int = P
     host and seed, one shared vocabulary) as gzipped WARC files in `out`, the sites' pages
     interleaved in a seeded shuffled order as in a crawl's files."""
     params = {"pages": pages, "seed": seed, "pages_per_file": pages_per_file, "kind": "multisite",
-              "section_pages": SECTION_PAGES, "sizes": [MULTI_SMALL, MULTI_MEDIUM, MULTI_LARGE], "version": 1}
+              "section_pages": SECTION_PAGES, "sizes": [MULTI_SMALL, MULTI_MEDIUM, MULTI_LARGE], "version": 2}
     found = _reuse_or_clear(out, params)
     if found is not None:
         return found
@@ -1016,7 +1012,7 @@ def cmd_synth(args) -> dict:
 
 
 def cmd_all(args) -> dict:
-    """b-e one after the other, as docs/performance.md "Scaling" reports them."""
+    """b-e one after the other (docs/performance.md, "Scaling with site size and page size")."""
     corpora = sorted(d for d in glob.glob(os.path.join(args.corpora, "*-dev")) if os.path.isdir(d))
     docs = [d for d in corpora if d.endswith("docsites-dev")]
     pair = docs + [d for d in corpora if d.endswith("news-ctf2015-dev")]

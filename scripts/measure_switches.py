@@ -41,6 +41,7 @@ VARIANTS = (
     ("page_conex.excluded_tags up to h5", {"page_conex.excluded_tags": list(PUBLISHED.page_conex.excluded_tags)}),
     ("ETDM grouping: node (200 TemEx, 300 site ConEx)",
      {"template_etdm.grouping": "node", "site_conex_etdm.grouping": "node", "site_conex_etdm.group_over": 300}),
+    ("site_menus.own_links: false", {"site_menus.own_links": False}),
 )
 
 

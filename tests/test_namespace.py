@@ -84,6 +84,7 @@ def _python_outside_the_checkout(code, cwd, timeout):
     return subprocess.run([sys.executable, "-c", code], cwd=cwd, env=env,
                           capture_output=True, text=True, timeout=timeout)
 
+@pytest.mark.slow
 def test_importing_every_module_loads_no_bare_package(tmp_path):
     """A child process outside the checkout (so the checkout is not on sys.path) imports
     every module of the five subpackages; none of them, directly or through another, may

@@ -1,7 +1,7 @@
 /* ETDM's top-down walk and greedy sibling assignment, compiled (SPEC §5; etdm.py).
  *
  * The Python module etdm.py stays the reference: `_Mapper` there and the literal
- * `reference_map` of tests/test_etdm.py define what a mapping is, and the tests run every
+ * `reference_map` of tests/transforms/test_etdm.py define what a mapping is, and the tests run every
  * tree through both. This file computes the same mapping for grouping "pair" (the product's
  * rule; grouping "node", the thesis's, stays in Python) with the same IEEE operations in the
  * same order, so scores are equal bit for bit:

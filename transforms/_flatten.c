@@ -24,7 +24,8 @@
  * None, and page.py runs the reference instead, so the result is the same either way.
  *
  * No recursion over the DOM: the walk climbs back through parent pointers. lxml's public C
- * API (its headers ship in the lxml wheel) gives the element objects node_extras reads.
+ * API (its headers ship in the lxml wheel) gives the element objects node_extras reads: the
+ * EXTRA_TAGS elements and the http(s) <a> links with a rel attribute, in node order.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -589,7 +590,7 @@ static int start(W *w, xmlNode *node) {
     int flag = w->in_link ? w->k.f_in_link : 0;
     uint32_t role = t->hint;
     int32_t cls_start = (int32_t)w->class_hash.len, attr_start = (int32_t)w->attr_hash.len;
-    int has_href = 0;
+    int has_href = 0, has_rel = 0;
     const char *href_s = NULL;
     Py_ssize_t href_n = 0;
     PyObject *href_owner = NULL;
@@ -647,6 +648,8 @@ static int start(W *w, xmlNode *node) {
                 href_n = n;
                 href_owner = owned;
                 owned = NULL;
+            } else if (is_name(a, "rel")) {
+                has_rel = 1;
             } else if (is_name(a, "role") && (r = stripped_lower_is(s, n, "navigation")) != 0) {
                 if (r < 0) goto fail_attr;
                 flag |= w->k.f_nav_hint | w->k.f_nav_word;
@@ -682,9 +685,16 @@ static int start(W *w, xmlNode *node) {
         return -1;
     }
     if ((bits & T_A) && has_href) {
+        size_t links_before = w->link_node.len;
         flag |= w->k.f_link;
         r = resolve_href(w, href_s, href_n, i);
         if (r < 0) { Py_XDECREF(href_owner); return -1; }
+        /* an http(s) link with a rel: node_extras reads its rel flags from the element */
+        if (has_rel && w->link_node.len > links_before &&
+            (VPUSH(w->extra_node, int32_t, i) < 0 || VPUSH(w->extra_ptr, xmlNode *, node) < 0)) {
+            Py_XDECREF(href_owner);
+            return -1;
+        }
     }
     Py_XDECREF(href_owner);
     if (bits & T_NAV) flag |= w->k.f_nav_all;

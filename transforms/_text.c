@@ -5,7 +5,7 @@
  * Both functions only cut a str into spans and concatenate them, with separators or with
  * whitespace collapsed; what the spans and separators are stays decided in Python (text.py,
  * etdm.py), and the Python expressions they replace stay the reference: text.py `pieces`
- * joined, page.py `collapsed_texts` (tests/test_text.py, tests/test_etdm.py).
+ * joined, page.py `collapsed_texts` (tests/transforms/test_text.py, tests/transforms/test_etdm.py).
  *
  * Only the Python C API and the buffer protocol are used (no numpy headers). Spans are built
  * as UCS4 and handed to PyUnicode_FromKindAndData, which picks the narrowest kind, so a result
@@ -179,7 +179,84 @@ done:
     return out;
 }
 
+/* Word hashes for duplicate detection (transforms/duplicates.py `word_hashes`, whose numpy
+ * expression is the reference): words are runs of ASCII letters, digits and "_" (ASCII
+ * lower-cased) and of non-ASCII characters other than the punctuation and spaces below; a
+ * word's hash is the sum of (byte + 1) * P^i over its bytes modulo 2^64, finalized by
+ * MurmurHash3's fmix64. One pass over the UTF-8, no Python object per word. */
+#define WORD_P 0x100000001B3ULL
+
+static uint64_t fmix64(uint64_t h) {
+    h ^= h >> 33;
+    h *= 0xFF51AFD7ED558CCDULL;
+    h ^= h >> 33;
+    h *= 0xC4CEB9FE1A85EC53ULL;
+    return h ^ (h >> 33);
+}
+
+/* Bytes of the separator character at s (0 if none): U+00A0-U+00BF, U+2000-U+206F, U+2122,
+ * U+3000-U+303F, U+FF01-U+FF0F, U+FF1A-U+FF20 (duplicates.py _NOT_WORDS). */
+static int separator_len(const unsigned char *s, Py_ssize_t left) {
+    if (left >= 2 && s[0] == 0xC2 && s[1] >= 0xA0 && s[1] <= 0xBF) return 2;
+    if (left < 3) return 0;
+    if (s[0] == 0xE2) {
+        if (s[1] == 0x80 && s[2] >= 0x80 && s[2] <= 0xBF) return 3;
+        if (s[1] == 0x81 && s[2] >= 0x80 && s[2] <= 0xAF) return 3;
+        if (s[1] == 0x84 && s[2] == 0xA2) return 3;
+        return 0;
+    }
+    if (s[0] == 0xE3 && s[1] == 0x80 && s[2] >= 0x80 && s[2] <= 0xBF) return 3;
+    if (s[0] == 0xEF && s[1] == 0xBC && ((s[2] >= 0x81 && s[2] <= 0x8F) || (s[2] >= 0x9A && s[2] <= 0xA0)))
+        return 3;
+    return 0;
+}
+
+static PyObject *word_hashes(PyObject *self, PyObject *args) {
+    Py_buffer buf;
+    if (!PyArg_ParseTuple(args, "y*", &buf)) return NULL;
+    const unsigned char *s = buf.buf;
+    Py_ssize_t n = buf.len, count = 0;
+    PyObject *out = PyBytes_FromStringAndSize(NULL, ((n + 1) / 2 + 1) * 8);
+    if (out == NULL) {
+        PyBuffer_Release(&buf);
+        return NULL;
+    }
+    uint64_t *words = (uint64_t *)PyBytes_AS_STRING(out);
+    uint64_t h = 0, power = 1;
+    int inside = 0;
+    Py_ssize_t i = 0;
+    while (i < n) {
+        unsigned char c = s[i];
+        int len = 1, word;
+        if (c < 0x80) {
+            if (c >= 'A' && c <= 'Z') c += 32;
+            word = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
+        } else {
+            len = separator_len(s + i, n - i);
+            word = len == 0;
+            if (word) len = 1;
+        }
+        if (word) {
+            h += ((uint64_t)c + 1) * power;
+            power *= WORD_P;
+            inside = 1;
+        } else if (inside) {
+            words[count++] = fmix64(h);
+            h = 0;
+            power = 1;
+            inside = 0;
+        }
+        i += len;
+    }
+    if (inside) words[count++] = fmix64(h);
+    PyBuffer_Release(&buf);
+    if (_PyBytes_Resize(&out, count * 8) < 0) return NULL;
+    return out;
+}
+
 static PyMethodDef methods[] = {
+    {"word_hashes", word_hashes, METH_VARARGS,
+     "word_hashes(utf8): the uint64 hash of every word, as bytes (duplicates.py word_hashes)."},
     {"collapsed_spans", collapsed_spans, METH_VARARGS,
      "collapsed_spans(text, starts, ends, lengths): the spans whitespace-collapsed, concatenated; lengths written."},
     {"joined_spans", joined_spans, METH_VARARGS,

@@ -95,7 +95,7 @@ def path_hashes(page: CompactPage, labels: np.ndarray) -> np.ndarray:
     each term at a and taking it back at end[a] leaves, in the running sum at i, exactly the
     terms of i's ancestors and i: one cumulative sum, never recursing (pages can be 100,000
     deep). Sums mod 2**64 do not depend on their order, so this is the same hash as summing
-    up each root path (tests/test_clusters.py checks it against that walk)."""
+    up each root path (tests/transforms/test_clusters.py checks it against that walk)."""
     n = page.size
     depth = page.depth.astype(np.int64)
     with np.errstate(over="ignore"):

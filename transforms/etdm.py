@@ -337,8 +337,8 @@ def _pair_jaccards(x: np.ndarray, y: np.ndarray, flat_a, flat_b, sets_a, sets_b)
 # (about 80 bytes a node). A page is mapped again soon after it is first indexed (key pages
 # run in URL order, and their candidates are mostly their neighbours): 150k nodes rebuilt 21
 # of docsites-dev's 1,882 indexes and none on the other dev corpora, 300k none anywhere, for
-# 12 MB more at docs.python.org's shard (session 7). Pages are held weakly: a page leaves memory with its site
-# shard as before, and an index never outlives its page.
+# 12 MB more at docs.python.org's shard (docs/performance.md, "Memory per worker"). Pages are
+# held weakly: a page leaves memory with its site shard, and an index never outlives its page.
 _INDEX_NODES = 150_000
 
 
@@ -510,7 +510,8 @@ class _Mapper:
         return result
 
     def _run_compiled(self, result: np.ndarray, check) -> None:
-        """The same walk in transforms/_etdm.c (grouping "pair"; equal results, tests/test_etdm.py)."""
+        """The same walk in transforms/_etdm.c (grouping "pair"; equal results,
+        tests/transforms/test_etdm.py)."""
         key_side = self.ki.compiled_side(self.key)
         if self.kidx is not self.ki.idx:
             # Excluded key nodes: the children lists and counts after their removal.

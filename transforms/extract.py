@@ -9,7 +9,9 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import time
+from collections import defaultdict
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Iterable, Iterator, Sequence
 
 import numpy as np
@@ -22,14 +24,17 @@ from sitestrip.transforms.conex_page import main_content, main_content_and_featu
 from sitestrip.transforms.classify import classify_page, load_main_content_model
 from sitestrip.transforms.clusters import ClusterCandidates, cluster_pages, cluster_rows, cluster_signatures, page_signature
 from sitestrip.transforms.conex_site import site_main_content
+from sitestrip.transforms.duplicates import duplicate_columns, duplicate_mates, find_duplicates, fingerprint
 from sitestrip.transforms.features import SiteSignals, block_features, text_keys, without_site
 from sitestrip.transforms.link_blocks import drop_link_blocks
 from sitestrip.transforms.menex import Menu, MenexParams, detect_menu, menu_scores
+from sitestrip.transforms.outlinks import page_links
 from sitestrip.transforms.output import OutputParams, declared_columns, main_language, main_markdown
 from sitestrip.transforms.page_type import PAGE_TYPES
-from sitestrip.transforms.sitemenus import MenuProposal, choose_menu_keys, propose_menus, site_menu
-from sitestrip.transforms.page import PRODUCT_RULES, TEXT, UNPACKED, CompactPage, ParseRules, parse_page
-from sitestrip.transforms.state import StateParams, StoredPage, shard_state
+from sitestrip.transforms.sitemenus import (MenuProposal, choose_menu_keys, menu_links, menu_node_by_key,
+                                            own_links, propose_menus, site_menu)
+from sitestrip.transforms.page import PRODUCT_RULES, UNPACKED, CompactPage, ParseRules, parse_page
+from sitestrip.transforms.state import StateParams, StoredFingerprint, StoredPage, shard_state
 from sitestrip.transforms.status import WARC_TRUNCATED, page_status
 from sitestrip.transforms.template import TemplateResult, detect_template
 from sitestrip.transforms.tree import subtree_mask, subtree_sum, text_nodes_below, text_of, words_in
@@ -219,18 +224,26 @@ class SiteBlocks:
         self._blocks: dict = {}
         self._failed: dict = {}
         self._site_counts = None
+        self._distinct_pages = 0
         self._distinct: dict = {}
         self._prepared = False
         self.own_ms: dict = {}
+        self.captures: dict = {}
 
-    def of(self, url: str) -> PageBlocks:
+    def add_capture(self, key: tuple, page: CompactPage) -> None:
+        """A capture of a URL whose other capture stands for it in `pages` (capture_key): its
+        own blocks, for its own row; it is no candidate and not in the site counts."""
+        self.captures[key] = page
+        self.prepare_page(key)
+
+    def of(self, url) -> PageBlocks:
         got = self._blocks.get(url)
         if got is None:
             failed = self._failed.get(url)
             if failed is not None:
                 raise failed
             try:
-                got = self._blocks[url] = _own_blocks(self.pages[url])
+                got = self._blocks[url] = _own_blocks(self.captures[url] if type(url) is tuple else self.pages[url])
             except Exception as exc:
                 self._failed[url] = exc
                 raise
@@ -255,10 +268,20 @@ class SiteBlocks:
             self.own_ms[url] = _ms_since(start)
 
     def site_counts(self) -> tuple[np.ndarray, np.ndarray]:
-        """(sorted distinct text keys, pages of the shard showing each)."""
+        """(sorted distinct text keys, pages of the shard showing each).
+
+        Pages that show exactly the same block texts (one page under two URLs: tracking
+        parameters, session ids, a print view of the same blocks) count as one page, so a
+        copy never makes its original's text look repeated across the site."""
         if self._site_counts is None:
             self.prepare()
-            per_page = [self._distinct_keys(url) for url in sorted(self.pages) if url not in self._failed]
+            distinct: dict = {}
+            for url in sorted(self.pages):
+                if url not in self._failed:
+                    keys = self._distinct_keys(url)
+                    distinct.setdefault(keys.tobytes(), keys)
+            per_page = list(distinct.values())
+            self._distinct_pages = len(per_page)
             keys = np.concatenate(per_page) if per_page else np.zeros(0, dtype=np.int64)
             self._site_counts = np.unique(keys, return_counts=True)
         return self._site_counts
@@ -268,6 +291,10 @@ class SiteBlocks:
         only its distinct text keys, kept. (Held for the whole shard, every page's block texts
         were 20 MB of docs.python.org's 200 pages in docsites-dev.) A second capture of the
         URL computes them again."""
+        if type(url) is tuple:       # a further capture: nothing compares with it
+            for held in (self._blocks, self._distinct, self.captures, self._failed):
+                held.pop(url, None)
+            return
         if url in self._blocks:
             self._distinct_keys(url)
             del self._blocks[url]
@@ -304,7 +331,10 @@ class SiteBlocks:
                 out.append(other)
         return out
 
-    def signals(self, url: str, template: TemplateResult, selection: CandidateSelection) -> SiteSignals:
+    def signals(self, url, template: TemplateResult, selection: CandidateSelection,
+                exclude: frozenset = frozenset()) -> SiteSignals:
+        """The site signals of a key page's blocks; the pages in `exclude` (its duplicates,
+        process_site) are left out of the site's counts as if the shard did not hold them."""
         own = self.of(url).keys
         candidates = list(selection.candidates)
         # A candidate whose blocks failed (its own row says so) shows nothing known.
@@ -319,12 +349,32 @@ class SiteBlocks:
         if distinct.size:
             where = np.minimum(np.searchsorted(distinct, own), distinct.size - 1)
             shown = np.where(distinct[where] == own, counts[where], 0)
-        others = max(len(self.pages) - 1, 1)
+        left_out = self._left_out(url, exclude)
+        if left_out:
+            pool = np.sort(np.concatenate(left_out))
+            shown = np.maximum(shown - (np.searchsorted(pool, own, "right") - np.searchsorted(pool, own, "left")), 0)
+        others = max(self._distinct_pages - 1 - len(left_out), 1)
         return SiteSignals(occurrences=template.occurrences, candidates=len(candidates),
                            method=selection.method, cs_size=int(selection.cs_size or 0),
                            site_pages=len(self.pages),
                            text_on_candidates=on_candidates / max(len(known), 1),
                            text_site_share=np.maximum(shown - 1, 0) / others)
+
+
+    def _left_out(self, url, exclude) -> list:
+        """The distinct key sets the site counts hold for the pages in `exclude`: each once,
+        and none that is the key page's own (copies count once, site_counts)."""
+        if not exclude:
+            return []
+        seen = {self._distinct_keys(url).tobytes()}
+        out = []
+        for other in sorted(exclude):
+            if other in self.pages and other not in self._failed:
+                keys = self._distinct_keys(other)
+                if keys.tobytes() not in seen:
+                    seen.add(keys.tobytes())
+                    out.append(keys)
+        return out
 
 
 @dataclass
@@ -362,12 +412,24 @@ def site_context(site: str, records: Iterable[PageRecord], config=None, stored: 
     return ordered, pages, shard_links(site, pages, config, stored)
 
 
+def capture_order(record: PageRecord) -> tuple:
+    """Later is newer: WARC-Date, then the record's place in the input."""
+    return record.fetch_date or "", record.warc_file, record.warc_offset, record.warc_record_id or ""
+
+
 def shard_pages(records: Iterable[PageRecord], stored: Sequence[StoredPage] = ()) -> tuple[list, dict]:
-    """(records in (url, file, offset) order, first capture per URL then stored pages by URL)."""
+    """(records in (url, file, offset) order, the newest capture per URL then stored pages by
+    URL): a URL captured twice is one page of the site's link graph and a candidate once, as
+    its newest capture; every capture is still a key page of its own (capture_key)."""
     ordered = sorted(records, key=lambda r: (r.url, r.warc_file, r.warc_offset))
+    newest: dict = {}
+    for record in ordered:
+        if record.url not in newest or capture_order(record) > capture_order(newest[record.url]):
+            newest[record.url] = record
     pages: dict = {}
     for record in ordered:
-        pages.setdefault(record.url, record.page)
+        if newest[record.url] is record:
+            pages[record.url] = record.page
     for page in sorted(stored, key=lambda s: s.url):
         pages.setdefault(page.url, page.page)
     return ordered, pages
@@ -414,8 +476,15 @@ def _select(record: PageRecord, page: CompactPage, links, params) -> CandidateSe
     return select_candidates(record.url, page, links, params, links.cluster_fill.fill_for(record.url))
 
 
+def capture_key(record: PageRecord, pages: dict):
+    """How the shard's per-page structures name this record: its URL when it is the capture
+    that stands for the URL in `pages`, else (url, WARC file, offset), so that a further
+    capture is analysed with its own arrays, never with those of the URL's other capture."""
+    return record.url if pages.get(record.url) is record.page else (record.url, record.warc_file, record.warc_offset)
+
+
 def analyse_page(record: PageRecord, pages: dict, links, config, site_blocks: SiteBlocks | None = None,
-                 model=None) -> PageAnalysis:
+                 model=None, duplicates: frozenset = frozenset()) -> PageAnalysis:
     """Candidates, TemEx/HybEx, main content and MenEx of one key page (SPEC §4–§8, §10).
 
     With no other page of the site (`links` None) or no comparison page found,
@@ -425,13 +494,16 @@ def analyse_page(record: PageRecord, pages: dict, links, config, site_blocks: Si
     None computes the blocks and their features but selects nothing (training).
     """
     page = record.page
+    key = capture_key(record, pages)
     blocks_wanted = config.main_content.method != "conex"
     own_ms = 0.0
     if blocks_wanted:
         # Every page's blocks, before this page's budget starts; this page's own blocks,
         # computed with the shard's, are its work: in its row and its budget.
         site_blocks = (site_blocks or SiteBlocks(pages)).prepare()
-        own_ms = site_blocks.own_ms.get(record.url, 0.0)
+        if type(key) is tuple:
+            site_blocks.add_capture(key, page)
+        own_ms = site_blocks.own_ms.get(key, 0.0)
     # Read at length from here on: the last of the shard's unpacked pages to be dropped.
     UNPACKED.touch(page)
     budget = _Budget(config.site.page_budget_ms, spent_ms=own_ms)
@@ -442,9 +514,11 @@ def analyse_page(record: PageRecord, pages: dict, links, config, site_blocks: Si
             for_template = _select(record, page, links, config.candidates.for_template())
             for_conex = None if blocks_wanted else \
                 _select(record, page, links, config.candidates.for_conex())
-            if blocks_wanted and config.main_content.near_duplicate_share > 0 and for_template.candidates:
-                dropped = site_blocks.near_duplicates(record.url, for_template.candidates,
-                                                      config.main_content.near_duplicate_share)
+            if blocks_wanted and for_template.candidates:
+                if config.main_content.near_duplicate_share > 0:
+                    dropped = site_blocks.near_duplicates(key, for_template.candidates,
+                                                          config.main_content.near_duplicate_share)
+                dropped += [url for url in for_template.candidates if url in duplicates and url not in dropped]
                 if dropped:
                     for_template = _without(for_template, dropped)
         if for_template.method != "page_only":
@@ -466,8 +540,8 @@ def analyse_page(record: PageRecord, pages: dict, links, config, site_blocks: Si
             if blocks_wanted:
                 with _Stage(timing, "blocks", budget):
                     timing["blocks"] = own_ms
-                    signals = site_blocks.signals(record.url, template, for_template)
-                _classify(record, analysis, site_blocks.of(record.url), signals, config, model, budget)
+                    signals = site_blocks.signals(key, template, for_template, duplicates)
+                _classify(record, analysis, site_blocks.of(key), signals, config, model, budget)
                 return analysis
             with _Stage(timing, "site_conex", budget) as check:
                 main, conex_etdm_ms = site_main_content(page, [pages[u] for u in for_conex.candidates],
@@ -485,7 +559,8 @@ def analyse_page(record: PageRecord, pages: dict, links, config, site_blocks: Si
     if blocks_wanted:
         with _Stage(timing, "blocks", budget):
             timing["blocks"] = own_ms
-            own = site_blocks.of(record.url) if record.url in site_blocks.pages else _own_blocks(page)
+            own = site_blocks.of(key) if key in site_blocks.pages or key in site_blocks.captures \
+                else _own_blocks(page)
         _classify(record, analysis, own, None, config, model, budget)
         return analysis
     with _Stage(timing, "page_conex", budget):
@@ -653,9 +728,10 @@ def error_row(*, url, warc_file, warc_offset, stage, error_class, message) -> di
 def process_site(site: str, records: Iterable[PageRecord], config, model=None,
                  shard: int = 0, stored: Sequence[StoredPage] = (),
                  state: StateParams | None = None) -> Iterator[tuple[str, dict]]:
-    """Rows for one site shard: ("pages", row) or ("errors", row), one per record, then one
-    ("sites", row) per template cluster of the shard (SPEC §11) when clusters are enabled,
-    and with `state` bounds, ("state", StoredPage) for the shard's new state.
+    """Rows for one site shard: ("pages", row) or ("errors", row), one per record, each pages
+    row followed, with output.links, by ("links", PageLinks): its links (transforms/outlinks.py);
+    then one ("sites", row) per template cluster of the shard (SPEC §11) when clusters are
+    enabled, and with `state` bounds, ("state", StoredPage) for the shard's new state.
 
     Records are handled in (url, file, offset) order so output never depends
     on shuffle order. A URL captured twice is looked up as its first capture.
@@ -663,6 +739,8 @@ def process_site(site: str, records: Iterable[PageRecord], config, model=None,
     earlier runs are candidates only: rows are written for `records` alone.
     """
     records = list(records)
+    stored_fingerprints = [s for s in stored if isinstance(s, StoredFingerprint)]
+    stored = [s for s in stored if not isinstance(s, StoredFingerprint)]
     ordered, pages = shard_pages(records, stored)
     from_state = {s.url for s in stored} - {r.url for r in records}
     site_blocks = None
@@ -673,18 +751,39 @@ def process_site(site: str, records: Iterable[PageRecord], config, model=None,
     # Per row, its page-level menu while its menu columns wait for the site-level menus
     # (which replace them on most pages of a site: their links are then never read). A lone
     # page (`links` None) is analysed page-only by the same calls.
-    page_rows, page_menus, proposals = [], [], {}
+    page_rows, page_menus, row_pages, row_records, proposals = [], [], [], [], {}
+    duplicates = config.duplicates if config.duplicates.enabled else None
+    fingerprints = []
+    page_outlinks = [] if config.output.links else None    # per row: its links (transforms/outlinks.py)
+
+    def analysed(record, left_out=frozenset()):
+        key = capture_key(record, pages)
+        analysis = analyse_page(record, pages, links, config, site_blocks, model, left_out)
+        held_links = _page_outlinks(record, analysis) if page_outlinks is not None else None
+        row = _site_row(record, links, analysis, config.output, menu_columns=False)
+        fp = None
+        if duplicates is not None:
+            with _Stage(row["timing_ms"], "duplicates"):
+                fp = fingerprint(row, duplicates)
+            row["timing_ms"]["total"] += row["timing_ms"]["duplicates"]
+        if site_blocks is not None:
+            site_blocks.forget(key)
+        # Its subtree totals served its own stages; as a candidate it needs none of them.
+        record.page.forget_derived()
+        if analysis.menu_proposal is not None:
+            proposals[key] = analysis.menu_proposal
+        return _held_row(row), analysis.menu, (key, record.page), fp, held_links
+
     for record in ordered:
         try:
-            analysis = analyse_page(record, pages, links, config, site_blocks, model)
-            page_rows.append(_held_row(_site_row(record, links, analysis, config.output, menu_columns=False)))
-            if site_blocks is not None:
-                site_blocks.forget(record.url)
-            # Its subtree totals served its own stages; as a candidate it needs none of them.
-            record.page.forget_derived()
-            page_menus.append(analysis.menu)
-            if analysis.menu_proposal is not None and record.url not in proposals:
-                proposals[record.url] = analysis.menu_proposal
+            row, menu, key_page, fp, held_links = analysed(record)
+            page_rows.append(row)
+            page_menus.append(menu)
+            row_pages.append(key_page)
+            row_records.append(record)
+            fingerprints.append(fp)
+            if page_outlinks is not None:
+                page_outlinks.append(held_links)
         except StageError as exc:
             yield "errors", error_row(url=_row_url(record), warc_file=record.warc_file,
                                       warc_offset=record.warc_offset, stage=exc.stage,
@@ -693,14 +792,52 @@ def process_site(site: str, records: Iterable[PageRecord], config, model=None,
             yield "errors", error_row(url=_row_url(record), warc_file=record.warc_file,
                                       warc_offset=record.warc_offset, stage="site",
                                       error_class=type(exc).__name__, message=str(exc)[:500])
-    replaced = _apply_site_menus(page_rows, pages, links, proposals, config) if proposals else set()
+    if duplicates is not None and site_blocks is not None and links is not None:
+        # A page with duplicates in the shard is judged again with them left out of its
+        # candidates and of the site's counts: a copy shows all of its text, which made that
+        # text look like the site's (docs/algorithms.md "Duplicates").
+        earlier = [s.fingerprint for s in stored_fingerprints]
+        for k, left_out in duplicate_mates(find_duplicates(fingerprints + earlier, duplicates),
+                                           fingerprints + earlier, len(fingerprints)).items():
+            left_out = frozenset(url for url in left_out if url in pages)
+            if not left_out:
+                continue
+            try:
+                row, menu, key_page, fp, held_links = analysed(row_records[k], left_out)
+            except Exception:       # judged once already: that row stands
+                continue
+            if page_outlinks is not None:
+                page_outlinks[k] = held_links
+            row["notes"] = row["notes"] + [f"judged again with its duplicates left out of the site: {len(left_out)}"]
+            # The first judgement is CPU the duplicates cost this page.
+            first = page_rows[k]["timing_ms"]["total"]
+            row["timing_ms"]["duplicates"] += first
+            row["timing_ms"]["total"] += first
+            page_rows[k], page_menus[k], row_pages[k], fingerprints[k] = row, menu, key_page, fp
+    on_menu = None if page_outlinks is None else partial(_site_menu_outlinks, page_rows, page_outlinks)
+    replaced = _apply_site_menus(page_rows, row_pages, links, proposals, config, on_menu) if proposals else set()
     for k, (row, menu) in enumerate(zip(page_rows, page_menus)):
         if k not in replaced:
             _menu_columns(row, menu)
-    for row in page_rows:
+    if duplicates is not None:
+        _mark_duplicates(page_rows, fingerprints, duplicates, [s.fingerprint for s in stored_fingerprints])
+    # The shard's pages rows: a link to one of them is a link to a page of the input, known
+    # here (the target join looks up the others: pipeline/graph.py).
+    shard_urls = {row["url_normalized"] for row in page_rows} if page_outlinks is not None else None
+    for k, row in enumerate(page_rows):
         if state is not None:      # a run with --state: [] while its state holds nothing yet
             row["state_candidate_urls"] = [u for u in row["candidate_urls"] or () if u in from_state]
+        if page_outlinks is not None:
+            start = time.thread_time()
+            page_outlinks[k].seal()
+            page_outlinks[k].set_local(shard_urls)
+            _add_links_ms(row["timing_ms"], _ms_since(start))
         yield "pages", _released_row(row)
+        if page_outlinks is not None:
+            # One ("links", PageLinks) per pages row: its links, whose rows are made once the
+            # run's URLs are known (pipeline/graph.py joins the targets; PageLinks.rows in one
+            # process).
+            yield "links", page_outlinks[k]
     clusters = links.clusters if links is not None else None
     if clusters is not None:
         for row in cluster_rows(clusters, shard, page_rows,
@@ -711,6 +848,12 @@ def process_site(site: str, records: Iterable[PageRecord], config, model=None,
             clusters = cluster_pages(site, pages, config.clusters)
         for page in shard_state(site, clusters, pages, [r.url for r in records], stored, state):
             yield "state", page
+        # The site's fingerprints: this run's pages and those of earlier runs (the site's step
+        # merges the shards' copies and keeps the newest, transforms/state.py).
+        for fp in fingerprints:
+            yield "state", StoredFingerprint(site, dataclasses.replace(fp, stored=True))
+        for stored_fp in stored_fingerprints:
+            yield "state", stored_fp
 
 
 # A shard's rows wait for its site menus (SPEC §12) until its last page is analysed. Their
@@ -743,28 +886,100 @@ def _released_row(row: dict) -> dict:
     return out
 
 
-def _apply_site_menus(page_rows: list, pages: dict, links, proposals: dict, config) -> set:
+def _mark_duplicates(page_rows: list, fingerprints: list, params, earlier: Sequence = ()) -> None:
+    """The duplicate columns of a shard's rows (transforms/duplicates.py), with the
+    fingerprints of earlier runs (`earlier`, --state) as pages they can duplicate; its
+    clustering time is shared out over the rows."""
+    start = time.thread_time()
+    every = list(fingerprints) + list(earlier)
+    found = find_duplicates(every, params)
+    share = _ms_since(start) / max(len(page_rows), 1)
+    for k, (row, fp) in enumerate(zip(page_rows, fingerprints)):
+        row.update(duplicate_columns(fp, found.get(k), every))
+        timing = row["timing_ms"]
+        timing["duplicates"] += share
+        timing["total"] += share
+
+
+def _apply_site_menus(page_rows: list, row_pages: list, links, proposals: dict, config, on_menu=None) -> set:
     """SPEC §12: each cluster's (or the shard's) menu key, then every page's menu from it.
 
-    Rows whose page proposed no template menu keep page-level MenEx. Returns the indexes
-    (in page_rows) of the rows whose menu columns it set."""
+    `row_pages` holds each row's (capture key, page); `proposals` is keyed by capture key,
+    and only the capture that stands for its URL votes (capture_key). Rows whose page
+    proposed no template menu keep page-level MenEx (with `own_links`, unless
+    the page has its group's block; and then the menu rows hold each block's own links,
+    sitemenus.own_links). Returns the indexes (in page_rows) of the rows whose menu columns
+    it set. `on_menu(k, page, menu)`: told each such row's menu while its page is unpacked (the
+    links dataset's menu region)."""
+    own = config.site_menus.own_links
+    voting = {key: proposal for key, proposal in proposals.items() if type(key) is str}
     if config.site_menus.scope == "cluster" and links.clusters is not None:
         group_of = links.clusters.cluster_of
     else:
-        group_of = {url: 0 for url in proposals}
-    chosen = choose_menu_keys(proposals, group_of)
+        group_of = {row["url_normalized"]: 0 for row in page_rows} if own else {url: 0 for url in voting}
+    chosen = choose_menu_keys(voting, group_of)
     replaced = set()
+    # With `own_links`, each menu is read with the tree of its link-holding elements, and the
+    # pages that carry one block (group, key) decide together which of its links are its own.
+    by_block: dict = defaultdict(list)
+    url_ids: dict = {}
     # Backwards: the pages analysed last are the ones still unpacked (page.UNPACKED).
     for k, row in reversed(list(enumerate(page_rows))):
         url = row["url_normalized"]
-        proposal = proposals.get(url)
+        capture, page = row_pages[k]
+        proposal = proposals.get(capture)
+        group = group_of.get(url)
         if proposal is None or proposal.nodes.size == 0:
-            continue
+            # A page that proposed no template menu keeps page-level MenEx; with `own_links`,
+            # unless it has the block chosen for its group (its page-level menu may be a larger
+            # block around it, its neighbours included).
+            key = chosen.get(group) if own else None
+            node = menu_node_by_key(page, key) if key is not None else None
+            if node is None:
+                continue
+            menu = Menu(node, page)
+        else:
+            # The proposal carries its roots' menu keys, so a page's node keys (a hash per
+            # node) are computed again only for a chosen key none of its roots has.
+            menu, key = site_menu(page, proposal, chosen.get(group))
         replaced.add(k)
-        # The proposal carries its roots' menu keys, so a page's node keys (a hash per node)
-        # are computed again only for a chosen key none of its roots has.
-        menu, key = site_menu(pages[url], proposal, chosen.get(group_of.get(url)))
-        row["menu_links"] = [{"url": u, "text": t} for u, t in menu.links]
+        if own:
+            read = menu_links(page, menu.node, url_ids)
+            by_block[(group, key)].append((k, read))
+            items = read.links
+        else:
+            items = menu.links
+        row["menu_links"] = [{"url": u, "text": t} for u, t in items]
         # A site menu is named by its block, not its links: a previous/next bar is one menu.
         row["menu_signature"] = f"{row['site']}:{key:016x}"
+        if on_menu is not None:
+            on_menu(k, page, menu)
+    for members in by_block.values():
+        for (k, read), kept in zip(members, own_links([read for _, read in members])):
+            if kept is not None:
+                page_rows[k]["menu_links"] = [{"url": read.links[i][0], "text": read.links[i][1]}
+                                              for i in kept.tolist()]
     return replaced
+
+
+def _page_outlinks(record: PageRecord, analysis: PageAnalysis):
+    """The page's links for the links dataset (transforms/outlinks.py), its menu region from
+    its page-level menu until a site menu replaces it; timed as the row's "links" stage."""
+    template = analysis.template.template if analysis.template is not None else None
+    with _Stage(analysis.timing, "links"):
+        return page_links(record.page, analysis.main, template, analysis.menu.node if analysis.menu else None,
+                          source_url=record.url, row_url=_row_url(record), site=record.site,
+                          warc_file=record.warc_file, warc_offset=record.warc_offset)
+
+
+def _site_menu_outlinks(page_rows: list, page_outlinks: list, k: int, page: CompactPage, menu) -> None:
+    """_apply_site_menus' on_menu: row k's links in its site menu are its menu links."""
+    start = time.thread_time()
+    page_outlinks[k].set_menu(page, menu.node)
+    _add_links_ms(page_rows[k]["timing_ms"], _ms_since(start))
+
+
+def _add_links_ms(timing: dict, spent: float) -> None:
+    """CPU of the links dataset spent on a row after its stages were summed."""
+    timing["links"] = (timing.get("links") or 0.0) + spent
+    timing["total"] = (timing.get("total") or 0.0) + spent

@@ -211,7 +211,7 @@ def _ancestors(page: CompactPage, nodes: np.ndarray, levels: int) -> list:
 # Every match of every _TEXT_PATTERNS alternative starts with one of these two letters or
 # characters, or (byline) at a line start. Python's re tries all the alternatives at every
 # position of the page's text; this lookahead turns most positions away with one cheap test
-# first, which made the scan 2.4–3.3x faster with the same matches (tests/test_features.py).
+# first, which made the scan 2.4–3.3x faster with the same matches (tests/transforms/test_features.py).
 _MATCH_STARTS = r"(?=ri|co|li|fo|sh|tw|fa|pi|em|re|mo|ad|sp|pr|su|si|ne|lo|[©»›]|(?m:^))"
 _ALTERNATION = "|".join(f"(?P<{name}>{p.pattern})" for name, p in _TEXT_PATTERNS)
 _ANY_PATTERN = re.compile(f"{_MATCH_STARTS}(?:{_ALTERNATION})")

@@ -26,14 +26,15 @@ Text is escaped where Markdown would read it as syntax (`*`, `` ` ``, `\\`, `<`,
 word edges, entities, and block markers at a line's start), so every word of main_text is
 in main_markdown as a CommonMark reader reads it, in the same order, and nothing else
 (link and image targets, alt texts, list numbers and code languages are markup, not text;
-tests/test_markdown.py and bench/output_columns.py check it).
+tests/transforms/test_markdown.py and bench/output_columns.py check it).
 
 Everything is a loop over the selected nodes and their ancestors (memoized per element);
 no recursion over the DOM.
 
-transforms/_markdown.c does the same per page in a few calls (the climbs from the nodes,
-the block contexts, every unit's inline Markdown, the layout with its tables and code
-blocks); the Python code here is its reference (tests/test_markdown_compiled.py,
+transforms/_markdown.c does all of page_markdown in one call per page (the written items and
+their separators, the climbs from them, the block contexts, every line's inline Markdown, the
+layout with its tables and code blocks), with no Python object per node or line; the Python
+code here is its reference (tests/transforms/test_markdown_compiled.py,
 scripts/compare_markdown.py) and runs where the extension is missing or with
 SITESTRIP_MARKDOWN=python: change the two together.
 """
@@ -47,8 +48,8 @@ from functools import cached_property
 
 import numpy as np
 
-from sitestrip.transforms.page import (BLOCK_LEVEL, F_RAISED, KNOWN_TAGS, TAG_ID, TEXT, CompactPage, has_tag, tag_ids,
-                                       tag_table)
+from sitestrip.transforms.page import (BLOCK_LEVEL, F_PRE, F_RAISED, F_SPACE_BEFORE, KNOWN_TAGS, TAG_ID, TEXT,
+                                       CompactPage, has_tag, tag_ids, tag_table)
 from sitestrip.transforms.text import _NEWLINE, _NONE, gaps, separators
 
 try:
@@ -57,8 +58,6 @@ try:
     from sitestrip.transforms import _markdown as _compiled
 except ImportError:  # pragma: no cover - a source tree used without installing
     _compiled = None
-else:
-    _compiled.set_category(unicodedata.category)
 
 # Whether page_markdown uses the compiled code when it is built (tests switch it off to run the
 # reference); SITESTRIP_MARKDOWN=python does the same for a whole process.
@@ -165,6 +164,11 @@ _INSIDE_OF[_TR] |= 1
 _INSIDE_OF[sorted(_CELL)] |= 2
 _INSIDE_OF[_LAYOUT_INSIDE] |= 4
 
+if _compiled is not None:
+    _compiled.configure(BLOCK_LEVEL.view(np.uint8), _KIND_OF.view(np.uint8), _STRUCTURAL.view(np.uint8), _ROLE_OF,
+                        _INSIDE_OF, TEXT, _OL, _QUOTE, _LI, _SUP, F_SPACE_BEFORE, F_RAISED, F_PRE,
+                        unicodedata.category)
+
 
 def _known(tags: np.ndarray) -> np.ndarray:
     """Tag ids as indexes of the per-tag tables (unknown tags, ids from 2**16 on: the last,
@@ -181,10 +185,6 @@ class _Structure:
         self.parent, self.tag, self.end = page.parent, page.tag, page.end
         self.blockish = has_tag(page.tag, BLOCK_LEVEL)
         self.blockish[0] = True
-        self.compiled = _compiled is not None and _COMPILED
-        if self.compiled:
-            self.tag32 = np.ascontiguousarray(page.tag, dtype=np.int32)
-            self.parent32 = np.ascontiguousarray(page.parent, dtype=np.int32)
         self.contexts: dict = {-1: _Context()}
         self.data_table: dict = {}
         self.linked = np.zeros(page.size, dtype=bool)
@@ -215,15 +215,7 @@ class _Structure:
     def around(self, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(container, inline) of each node: its nearest block-level ancestor, and per inline
         kind (link, strong, em, code) its nearest such ancestor below the container, -1 if none.
-        One vector step per level of inline nesting, whatever the number of nodes (compiled:
-        one climb per node)."""
-        if self.compiled:
-            container = np.empty(nodes.size, dtype=np.int64)
-            inline = np.full((4, nodes.size), -1, dtype=np.int64)
-            _compiled.around(np.ascontiguousarray(nodes, dtype=np.int64), self.parent32, self.tag32,
-                             BLOCK_LEVEL.view(np.uint8), _KIND_OF.view(np.uint8), self.linked.view(np.uint8),
-                             container, inline)
-            return container, inline
+        One vector step per level of inline nesting, whatever the number of nodes."""
         cur = self.parent[nodes].astype(np.int64)
         inline = np.full((4, nodes.size), -1, dtype=np.int64)
         active = np.flatnonzero(~self.blockish[cur])
@@ -239,13 +231,7 @@ class _Structure:
 
     def structural_anchor(self, elements: np.ndarray) -> np.ndarray:
         """Each element's nearest ancestor-or-self whose tag can change a context (context's
-        cases), or -1 (the page's context): one vector step per level climbed (compiled: one
-        climb per element)."""
-        if self.compiled:
-            anchor = np.empty(elements.size, dtype=np.int64)
-            _compiled.anchors(np.ascontiguousarray(elements, dtype=np.int64), self.parent32, self.tag32,
-                              _STRUCTURAL.view(np.uint8), anchor)
-            return anchor
+        cases), or -1 (the page's context): one vector step per level climbed."""
         cur = elements.astype(np.int64)
         active = np.flatnonzero((cur >= 0) & ~has_tag(self.tag[np.maximum(cur, 0)], _STRUCTURAL))
         while active.size:
@@ -307,10 +293,6 @@ def _image_nodes(page: CompactPage, text_mask: np.ndarray, holders: np.ndarray) 
     total = words[ends] - words[holders]
     main = main_words[ends] - main_words[holders]
     return nodes[(holders > 0) & (main > 0) & (2 * main >= total)]
-
-
-# What the compiled code renders of a unit (_Lines.mode).
-_MARKDOWN, _RAW = 1, 2
 
 
 @dataclass
@@ -396,29 +378,8 @@ class _Lines:
         self.distinct, where = np.unique(anchor, return_inverse=True)
         self.where = where.reshape(-1)
         self._contexts = self._units = None
-        # The compiled code builds the contexts and renders every unit at once as _Writer will
-        # ask for it (a table's cells and lines as Markdown, code outside tables raw: _MARKDOWN /
-        # _RAW per unit); write_compiled lays them out.
-        self.rendered = self.mode = self.context_arrays = None
-        if s.compiled and starts.size:
-            self.tag32, self.parent32 = s.tag32, s.parent32
-            self.end32 = np.ascontiguousarray(page.end, dtype=np.int32)
-            self.context_lists = heading, pre, cell, table, li, nests = _compiled.contexts(
-                self.distinct.astype(np.int64), self.parent32, self.tag32, self.end32, _ROLE_OF, _INSIDE_OF)
-            pre, table = np.array(pre, dtype=np.int64), np.array(table, dtype=np.int64)
-            self.mode = np.where((pre >= 0) & (table < 0), _RAW, _MARKDOWN).astype(np.uint8)[self.where]
-            self.context_arrays = (np.array(heading, dtype=np.int64), pre, np.array(cell, dtype=np.int64), table,
-                                   np.array(li, dtype=np.int64), nests)
-            link_url = s.targets
-            ptr = page.text_ptr
-            self.rendered = _compiled.units(
-                page.text, ptr[nodes].astype(np.int64), ptr[nodes + 1].astype(np.int64),
-                sep.astype(np.int8, copy=False), is_image,
-                np.ascontiguousarray(inline, dtype=np.int64), self.image_strings,
-                page.link_node.astype(np.int64), link_url, self.bounds.astype(np.int64, copy=False), self.mode)
 
-    # The reference rendering reads these as Python lists, item by item; the compiled one
-    # reads the arrays.
+    # The rendering reads these as Python lists, item by item.
     @cached_property
     def sep_of(self) -> list:
         return self.sep.tolist()
@@ -446,10 +407,7 @@ class _Lines:
     def contexts(self) -> list:
         """The _Context of each distinct structural anchor (`where` indexes it per unit)."""
         if self._contexts is None:
-            if self.context_arrays is not None:
-                self._contexts = [_Context(*c) for c in zip(*self.context_lists)]
-            else:
-                self._contexts = [self.structure.context(e) for e in self.distinct.tolist()]
+            self._contexts = [self.structure.context(e) for e in self.distinct.tolist()]
         return self._contexts
 
     def unit(self, i: int) -> _Unit:
@@ -478,16 +436,12 @@ class _Lines:
 
     def raw(self, u: _Unit) -> str:
         """The unit's text as the page has it (code): the joiner's spacing, no markup."""
-        if self.rendered is not None and self.mode[u.number] == _RAW:
-            return self.rendered[u.number]
         sep, strings, image = self.sep_of, self.strings, self.image_of
         return "".join((" " + strings[k]) if sep[k] == 1 and k > u.start else strings[k]
                        for k in range(u.start, u.stop) if not image[k])
 
     def markdown(self, u: _Unit) -> str:
         """The unit's inline Markdown."""
-        if self.rendered is not None and self.mode[u.number] == _MARKDOWN:
-            return self.rendered[u.number]
         if self.plain[u.number]:
             return escape_text(self.raw(u))
         sep, strings, image, inline = self.sep_of, self.strings, self.image_of, self.inline_of
@@ -612,9 +566,28 @@ def page_markdown(page: CompactPage, text_mask: np.ndarray, options: MarkdownOpt
     """
     if not text_mask.any():
         return ""
-    lines = _Lines(page, text_mask, options, line_starts)
-    writer = _Writer(page, lines)
-    return writer.write() if lines.rendered is None else writer.write_compiled()
+    if _compiled is not None and _COMPILED:
+        return _render_compiled(page, text_mask, options, line_starts)
+    return _Writer(page, _Lines(page, text_mask, options, line_starts)).write()
+
+
+def _int32(values: np.ndarray) -> np.ndarray:
+    return np.ascontiguousarray(values, dtype=np.int32)
+
+
+def _render_compiled(page: CompactPage, text_mask: np.ndarray, options: MarkdownOptions,
+                     line_starts: np.ndarray | None) -> str:
+    """page_markdown by transforms/_markdown.c: the page's arrays and extras as they are."""
+    side = page.side
+    link_url = page.link_url if type(page.link_url) is tuple else tuple(page.link_url)
+    return _compiled.render(
+        page.text, _int32(page.text_ptr), _int32(page.parent), _int32(page.tag), _int32(page.end),
+        np.ascontiguousarray(page.flags, dtype=np.uint16), _int32(page.line), _int32(page.words),
+        np.ascontiguousarray(text_mask, dtype=bool),
+        None if line_starts is None else np.ascontiguousarray(line_starts, dtype=np.int64),
+        options.links, options.images, page.url, _int32(page.link_node), link_url,
+        _int32(side.fragment_node), tuple(side.fragment), _int32(side.image_node), tuple(side.image_src),
+        tuple(side.image_alt), _int32(side.code_node), tuple(side.code_lang))
 
 
 class _Open:
@@ -683,23 +656,6 @@ class _Writer:
             prev = (u, kind, kind == "line" and any(not o.quote for o in pushed))
             k = stop
         return "".join(parts).strip("\n")
-
-    def write_compiled(self) -> str:
-        """write() by transforms/_markdown.c over the units _Lines rendered (tables and code
-        blocks too; a code block holding a data table's units, never made by the HTML parser,
-        comes back to code_block through `block`)."""
-        lines = self.lines
-        heading, pre, cell, table, li, nests = lines.context_arrays
-        return _compiled.write(lines.rendered, lines.mode, lines.firsts.astype(np.int64, copy=False),
-                               lines.where.astype(np.int64, copy=False), heading, pre, cell, table, li, nests,
-                               lines.tag32, lines.parent32, lines.end32, _INSIDE_OF, _OL, _QUOTE, self.code_lang,
-                               self.block, self.number)
-
-    def block(self, kind: int, element: int, start: int, stop: int) -> str:
-        """The table (kind 0) or code block (kind 1) of units start:stop, for write_compiled
-        (which asks only for code blocks holding units not rendered raw)."""
-        units = [self.lines.unit(i) for i in range(start, stop)]
-        return self.table(element, units) if kind == 0 else self.code_block(element, units)
 
     def enter(self, open_: list, ctx: _Context) -> tuple[int, list, list]:
         """Update the open list items and quotes for a line in `ctx`: (how many stayed open,

@@ -321,8 +321,10 @@ def _jsonld(root, types: list) -> dict:
     return {**fallback, **found}
 
 
-# Elements whose attributes Markdown needs (read by node_extras while the tree exists).
-EXTRA_TAGS = frozenset({"img", "picture", "pre"})
+# Elements whose attributes the output columns need (read by node_extras while the tree exists):
+# Markdown's images and code blocks, and the links dataset's <area> links. An <a> with a `rel`
+# attribute and an http(s) target joins them too (both flatteners add it), for its rel flags.
+EXTRA_TAGS = frozenset({"img", "picture", "pre", "area"})
 MAX_ALT = 300
 _LAZY_SRC = ("src", "data-src", "data-lazy-src", "data-original")
 # Code-language class conventions: Prism and CommonMark renderers (language-X, lang-X),
@@ -333,32 +335,71 @@ _CODE_CLASS = re.compile(r"(?:^|\s)(?:language|lang|highlight(?:-source)?)-([A-Z
 _NOT_A_LANGUAGE = frozenset({"default", "none", "nohighlight", "notranslate", "source", "sourcecode"})
 _CODE_ANCESTORS = 3
 
+# Link types of a `rel` attribute that tell a search engine how to weigh a link (Google's
+# "qualify your outbound links"), one bit each in NodeExtras.rel: the links dataset's rel_* columns.
+REL_NOFOLLOW, REL_UGC, REL_SPONSORED = 1, 2, 4
+_REL_BITS = {"nofollow": REL_NOFOLLOW, "ugc": REL_UGC, "sponsored": REL_SPONSORED}
+
+
+def rel_bits(value) -> int:
+    """REL_* bits of a `rel` attribute: its space-separated link types, in any case."""
+    if not isinstance(value, str):
+        return 0
+    bits = 0
+    for token in value.lower().split():
+        bits |= _REL_BITS.get(token, 0)
+    return bits
+
+
+def _empty_nodes() -> np.ndarray:
+    return np.zeros(0, dtype=np.int32)
+
 
 @dataclass(frozen=True, eq=False)
 class NodeExtras:
     """Images (node, absolute http(s) URL, alt text), code blocks (the <pre> node, its
     language) and link fragments (the <a> node, the fragment of its href, percent-encoded:
-    urls.link_fragment), sparse and in document order."""
-    image_node: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int32))
+    urls.link_fragment), sparse and in document order.
+
+    For the links dataset (transforms/outlinks.py), also sparse and in document order:
+    `<area href>` links with an http(s) target (the area node, its normalized URL, its
+    fragment or ""), which are not in the page's link_node/link_url (the algorithms read
+    `<a>` links only, SPEC §1); the REL_* bits of the links (`<a>` of link_node and the
+    areas) whose `rel` has any; and the alt text a link without text shows: an `<a>`'s
+    first image with a non-empty alt, an `<area>`'s own alt."""
+    image_node: np.ndarray = field(default_factory=_empty_nodes)
     image_src: tuple = ()
     image_alt: tuple = ()
-    code_node: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int32))
+    code_node: np.ndarray = field(default_factory=_empty_nodes)
     code_lang: tuple = ()
-    fragment_node: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int32))
+    fragment_node: np.ndarray = field(default_factory=_empty_nodes)
     fragment: tuple = ()
+    area_node: np.ndarray = field(default_factory=_empty_nodes)
+    area_url: tuple = ()
+    area_fragment: tuple = ()
+    rel_node: np.ndarray = field(default_factory=_empty_nodes)
+    rel: tuple = ()
+    alt_node: np.ndarray = field(default_factory=_empty_nodes)
+    alt: tuple = ()
 
     def packed(self) -> bytes:
         """What crosses the shuffle: b"" for a page without any, else zlib'd JSON. Kept once
-        made: a page's size is counted (wire_bytes) before it is pickled."""
+        made: a page's size is counted (wire_bytes) before it is pickled. Each later group of
+        fields is written only when it or a group after it holds something, so a page without
+        them packs as it did before they were kept, and older packs read back."""
         got = self.__dict__.get("_packed")
         if got is None:
-            if not self.image_src and not self.code_lang and not self.fragment:
+            links = bool(self.area_url or self.rel or self.alt)
+            if not self.image_src and not self.code_lang and not self.fragment and not links:
                 got = b""
             else:
                 doc = [self.image_node.tolist(), self.image_src, self.image_alt, self.code_node.tolist(),
                        self.code_lang]
-                if self.fragment:       # absent from pages written before fragments were kept
+                if self.fragment or links:   # absent from pages written before fragments were kept
                     doc += [self.fragment_node.tolist(), self.fragment]
+                if links:                    # absent from pages written before the links dataset
+                    doc += [self.area_node.tolist(), self.area_url, self.area_fragment,
+                            self.rel_node.tolist(), list(self.rel), self.alt_node.tolist(), self.alt]
                 got = zlib.compress(json.dumps(doc, ensure_ascii=False).encode("utf-8", "surrogatepass"), 1)
             self.__dict__["_packed"] = got        # frozen: past __setattr__, as cached_property does
         return got
@@ -367,11 +408,15 @@ class NodeExtras:
     def unpacked(blob: bytes) -> "NodeExtras":
         if not blob:
             return NO_EXTRAS
-        nodes, src, alt, code, lang, *links = json.loads(zlib.decompress(blob).decode("utf-8", "surrogatepass"))
-        fragment_node, fragment = links or ([], [])
-        return NodeExtras(np.array(nodes, dtype=np.int32), tuple(src), tuple(alt),
-                          np.array(code, dtype=np.int32), tuple(lang),
-                          np.array(fragment_node, dtype=np.int32), tuple(fragment))
+        nodes, src, alt, code, lang, *rest = json.loads(zlib.decompress(blob).decode("utf-8", "surrogatepass"))
+        fragment_node, fragment = rest[:2] or ([], [])
+        area_node, area_url, area_fragment, rel_node, rel, alt_node, alt_text = rest[2:9] or ([],) * 7
+        i32 = np.int32
+        return NodeExtras(np.array(nodes, dtype=i32), tuple(src), tuple(alt),
+                          np.array(code, dtype=i32), tuple(lang),
+                          np.array(fragment_node, dtype=i32), tuple(fragment),
+                          np.array(area_node, dtype=i32), tuple(area_url), tuple(area_fragment),
+                          np.array(rel_node, dtype=i32), tuple(rel), np.array(alt_node, dtype=i32), tuple(alt_text))
 
     def __eq__(self, other) -> bool:
         return isinstance(other, NodeExtras) and self.packed() == other.packed()
@@ -387,13 +432,26 @@ class NodeExtras:
     def fragment_of(self) -> dict:
         return dict(zip(self.fragment_node.tolist(), self.fragment))
 
+    def check(self, size: int) -> None:
+        """ValueError unless every node index lies in a page of `size` nodes and the parallel
+        fields have the same lengths (a damaged stored page: transforms/state.py)."""
+        pairs = ((self.image_node, self.image_src), (self.image_node, self.image_alt),
+                 (self.code_node, self.code_lang), (self.fragment_node, self.fragment),
+                 (self.area_node, self.area_url), (self.area_node, self.area_fragment),
+                 (self.rel_node, self.rel), (self.alt_node, self.alt))
+        for nodes, values in pairs:
+            if nodes.size != len(values) or (nodes.size and not ((nodes >= 0) & (nodes < size)).all()):
+                raise ValueError("node extras do not fit the page's nodes")
+
 
 NO_EXTRAS = NodeExtras()
 
 
-def node_extras(found: list, base_url: str, hrefs: list = ()) -> NodeExtras:
-    """NodeExtras of the (node index, lxml element) pairs of EXTRA_TAGS a flattening met and
-    of the (node index, href) pairs of its links whose href holds a "#"."""
+def node_extras(found: list, base_url: str, hrefs: list = (), page=None) -> NodeExtras:
+    """NodeExtras of the (node index, lxml element) pairs of EXTRA_TAGS (and of `<a>` links
+    with a `rel`) a flattening met and of the (node index, href) pairs of its links whose
+    href holds a "#". `page`: the flattened page (its link_node, end and tag arrays), which
+    tells the links without text whose image's alt text is kept; None keeps none."""
     fragment_node, fragment = [], []
     for i, href in hrefs:
         value = link_fragment(href)
@@ -403,27 +461,109 @@ def node_extras(found: list, base_url: str, hrefs: list = ()) -> NodeExtras:
     if not found and not fragment:
         return NO_EXTRAS
     image_node, image_src, image_alt, code_node, code_lang = [], [], [], [], []
+    area_node, area_url, area_fragment, rel_node, rel, alt_node, alt = [], [], [], [], [], [], []
+    images_in_links = []     # (node, element) of the images and pictures, for the links without text
     for i, el in found:
         try:
-            if el.tag == "pre":
+            tag = el.tag
+            if tag == "pre":
                 lang = code_language(el)
                 if lang:
                     code_node.append(i)
                     code_lang.append(lang)
                 continue
-            img = el if el.tag == "img" else el.find(".//img")
-            src = image_url(img, base_url) if img is not None and not _is_pixel(img) else None
+            if tag == "a":       # added for its rel only (an http(s) link of link_node)
+                bits = rel_bits(el.get("rel"))
+                if bits:
+                    rel_node.append(i)
+                    rel.append(bits)
+                continue
+            if tag == "area":
+                href = el.get("href")
+                url = resolve_link(base_url, href) if href is not None else None
+                if url is not None:
+                    area_node.append(i)
+                    area_url.append(url)
+                    area_fragment.append(link_fragment(href))
+                    bits = rel_bits(el.get("rel"))
+                    if bits:
+                        rel_node.append(i)
+                        rel.append(bits)
+                    text = _clip(el.get("alt"), MAX_ALT)
+                    if text:
+                        alt_node.append(i)
+                        alt.append(text)
+                continue
+            img = el if tag == "img" else el.find(".//img")
+            if img is None:
+                continue
+            images_in_links.append((i, img))
+            src = image_url(img, base_url) if not _is_pixel(img) else None
             if src:
                 image_node.append(i)
                 image_src.append(src)
                 image_alt.append(_clip(img.get("alt"), MAX_ALT) or "")
-        except Exception:  # noqa: BLE001 - one odd element costs its image or language only
+        except Exception:  # noqa: BLE001 - one odd element costs its image, language or link only
             continue
-    if not image_node and not code_node and not fragment:
+    if page is not None and images_in_links and page.link_node.size:
+        for link, text in _image_alts(page, images_in_links):
+            alt_node.append(link)
+            alt.append(text)
+    # Document order (areas and images were met apart; a nested link's image can come late).
+    alt_node, alt = _in_node_order(alt_node, alt)
+    rel_node, rel = _in_node_order(rel_node, rel)
+    if not image_node and not code_node and not fragment and not area_node and not rel_node and not alt_node:
         return NO_EXTRAS
-    return NodeExtras(np.array(image_node, dtype=np.int32), tuple(image_src), tuple(image_alt),
-                      np.array(code_node, dtype=np.int32), tuple(code_lang),
-                      np.array(fragment_node, dtype=np.int32), tuple(fragment))
+    i32 = np.int32
+    return NodeExtras(np.array(image_node, dtype=i32), tuple(image_src), tuple(image_alt),
+                      np.array(code_node, dtype=i32), tuple(code_lang),
+                      np.array(fragment_node, dtype=i32), tuple(fragment),
+                      np.array(area_node, dtype=i32), tuple(area_url), tuple(area_fragment),
+                      np.array(rel_node, dtype=i32), tuple(rel), np.array(alt_node, dtype=i32), tuple(alt))
+
+
+def _in_node_order(nodes: list, values: list) -> tuple[list, list]:
+    if all(a < b for a, b in zip(nodes, nodes[1:])):
+        return nodes, values
+    order = np.argsort(np.array(nodes), kind="stable").tolist()
+    return [nodes[k] for k in order], [values[k] for k in order]
+
+
+def _image_alts(page, images: list) -> list:
+    """(link node, alt text) of the `<a>` links of `page` (its link_node) that hold no text
+    node and an image (of `images`: (node, <img> element), document order) with a non-empty
+    alt: the first such image's alt, in link order."""
+    links, end, tag = page.link_node, page.end, page.tag
+    # Links per node (a subtree is a preorder range): an image in none is passed over at once.
+    cover = np.zeros(page.size + 1, dtype=np.int32)
+    np.add.at(cover, links, 1)
+    np.add.at(cover, end[links], -1)
+    cover = np.cumsum(cover)
+    nearest = None
+    out, done = [], set()
+    for node, img in images:
+        if cover[node] <= 0:
+            continue
+        # The innermost link holding the image: the last link starting before it, when that
+        # one holds it. Parsed HTML may nest links (libxml2 does not close an open <a>); an
+        # image after a nested link that closed is looked up among its ancestors, once per page.
+        link = int(links[np.searchsorted(links, node) - 1])
+        if end[link] <= node:
+            if nearest is None:
+                from sitestrip.transforms.tree import nearest_in_mask
+                mask = np.zeros(page.size, dtype=bool)
+                mask[links] = True
+                nearest = nearest_in_mask(page, mask)
+            link = int(nearest[node])
+        if link in done:
+            continue
+        text = _clip(img.get("alt"), MAX_ALT)
+        if not text:
+            continue
+        done.add(link)
+        if not (tag[link:end[link]] == 0).any():      # 0: page.TEXT, the text-node pseudo tag
+            out.append((link, text))
+    return out
 
 
 def _is_pixel(img) -> bool:

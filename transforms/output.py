@@ -25,13 +25,16 @@ class OutputParams:
     markdown: fill main_markdown; markdown_links / markdown_images: `keep` writes links as
     [text](url) and images as ![alt](url), `drop` keeps a link's text and leaves images out;
     language: fill language and language_score from the first `language_chars` characters
-    of main_text.
+    of main_text; links: write the links dataset (transforms/outlinks.py), off: nothing about
+    links is computed, shuffled or written. Off here, on in both presets: a caller of
+    process_site with Config() gets the outputs it got before the dataset existed.
     """
     markdown: bool = True
     markdown_links: str = "keep"
     markdown_images: str = "keep"
     language: bool = True
     language_chars: int = DEFAULT_LANGUAGE_CHARS
+    links: bool = False
 
     def __post_init__(self):
         for name in ("markdown_links", "markdown_images"):

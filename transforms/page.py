@@ -222,7 +222,7 @@ def _word_parts(value: str) -> list[str]:
     """The lower-cased word parts of an id or class token: split on '-', '_', whitespace and
     camelCase. _CAMEL matches none of the separators and its lookahead sees a separator as it
     sees the end of a chunk, so one findall over the whole token gives the parts of its
-    chunks in order (tests/test_page.py checks it against splitting first)."""
+    chunks in order (tests/transforms/test_page.py checks it against splitting first)."""
     return [part.lower() for part in _CAMEL.findall(value)]
 
 
@@ -336,7 +336,9 @@ class CompactPage:
     notes: tuple = field(default_factory=tuple)
     # What the output columns need from the raw document (transforms/meta.py): the page's
     # declared metadata (meta.COLUMNS order, empty = none), and per node the images' URL and
-    # alt text and the code blocks' language (sparse, parallel to their node arrays).
+    # alt text and the code blocks' language, and for the links dataset the <area> links, the
+    # links' rel flags and the alt text of links without text (sparse, parallel to their node
+    # arrays: meta.NodeExtras).
     meta: tuple = ()
     side: NodeExtras = field(default_factory=lambda: NO_EXTRAS)
 
@@ -363,7 +365,7 @@ class CompactPage:
     def differing_fields(self, other: "CompactPage") -> list[str]:
         """Names of the fields whose values differ from `other`'s, arrays compared with their
         dtypes and other values with their types (the compiled and Python flattenings must
-        agree to the type: tests/test_flatten.py, scripts/compare_flatten.py)."""
+        agree to the type: tests/transforms/test_flatten.py, scripts/compare_flatten.py)."""
         out = []
         for name in self.__dataclass_fields__:
             x, y = getattr(self, name), getattr(other, name)
@@ -537,7 +539,7 @@ class RecentPages:
 
     Pages are held weakly: a dead page's entry goes when it is the oldest, and entries count
     at least one node each, so there are never more than max_nodes of them. `added` counts
-    the pages registered (rebuilds included: tests, docs/performance.md)."""
+    the pages registered (rebuilds included; the tests read it)."""
 
     def __init__(self, max_nodes: int, drop, keep: int = 1):
         self.max_nodes, self.drop, self.keep = max_nodes, drop, keep
@@ -584,7 +586,7 @@ class RecentPages:
 # in docsites-dev: 200 pages, 670k nodes, 46 MB of arrays and text). Pages read while a key
 # page is analysed are few (it and its candidates), so the bound costs a page rebuilt now
 # and then. Pages that never had a blob (parsed in this process) are not registered. 300k
-# nodes is about 21 MB at docsites-dev's 70 bytes a node (performance.md, session 7).
+# nodes is about 21 MB at docsites-dev's 70 bytes a node (docs/performance.md, "Memory per worker").
 UNPACKED = RecentPages(300_000, lambda page: page._drop_unpacked())
 
 
@@ -827,14 +829,14 @@ def _flatten(body, url: str, title: str, base_url: str, html_len: int, notes: tu
     # text, words. Attributes are sparse (node, value) pairs. One loop over
     # lxml's start/end events; locals are bound because this is the hottest
     # Python loop of the product. parse_page runs transforms/_flatten.c instead when it
-    # is built; this stays its reference (tests/test_flatten.py): change the two together.
+    # is built; this stays its reference (tests/transforms/test_flatten.py): change the two together.
     parent, depth, tag, end, flags, line, hints = [], [], [], [], [], [], []
     text_node, texts, text_words, text_chars = [], [], [], []
     id_node, id_value = [], []
     class_node, class_hash = [], []
     attr_node, attr_hash = [], []
     link_node, link_url = [], []
-    extra = []               # (node, element) of EXTRA_TAGS, read after the walk
+    extra = []               # (node, element) of EXTRA_TAGS and of <a> links with a rel, read after the walk
     fragment_hrefs = []      # (node, href) of the links whose href holds a "#"
     stack = []
     in_link = 0
@@ -936,7 +938,7 @@ def _flatten(body, url: str, title: str, base_url: str, html_len: int, notes: tu
                 role = tag_hint.get(name, 0)
                 attrib = el.attrib
                 if attrib:
-                    href = None
+                    href = rel = None
                     for k, v in attrib.items():
                         if k == "class":
                             hashes, bits, roles = _class_info(v)
@@ -956,6 +958,8 @@ def _flatten(body, url: str, title: str, base_url: str, html_len: int, notes: tu
                             attr_hash.append(_hash32(f"{k}={v}"))
                             if k == "href":
                                 href = v
+                            elif k == "rel":
+                                rel = v
                             elif k == "role" and v.strip().lower() == "navigation":
                                 flag |= F_NAV_HINT | F_NAV_WORD
                                 role |= HINT_BIT["nav"]
@@ -971,6 +975,8 @@ def _flatten(body, url: str, title: str, base_url: str, html_len: int, notes: tu
                             link_url.append(target)
                             if "#" in href:
                                 fragment_hrefs.append((i, href))
+                            if rel is not None:
+                                extra.append((i, el))       # its rel flags (meta.node_extras)
                 if name == "nav":
                     flag |= F_NAV_ALL
                 if name in EXTRA_TAGS:
@@ -1048,7 +1054,7 @@ def _flatten(body, url: str, title: str, base_url: str, html_len: int, notes: tu
         counts = np.bincount(np.array(owner, dtype=np.int64), minlength=n)
         return np.concatenate(([0], np.cumsum(counts))).astype(i32)
 
-    return CompactPage(
+    page = CompactPage(
         url=url, title=title, base_url=base_url,
         parent=parent_arr, depth=np.array(depth, dtype=i32),
         tag=np.array(tag, dtype=i32), end=np.array(end, dtype=i32),
@@ -1060,8 +1066,10 @@ def _flatten(body, url: str, title: str, base_url: str, html_len: int, notes: tu
         text_ptr=np.concatenate(([0], np.cumsum(lengths))).astype(i32), text="".join(texts),
         words=words, chars=chars,
         link_node=np.array(link_node, dtype=i32), link_url=tuple(link_url),
-        html_bytes=html_len, notes=notes, side=node_extras(extra, base_url, fragment_hrefs),
+        html_bytes=html_len, notes=notes,
     )
+    page.side = node_extras(extra, base_url, fragment_hrefs, page)
+    return page
 
 
 # Tag property bits of _tag_props, as transforms/_flatten.c reads them.
@@ -1120,7 +1128,7 @@ def _flatten_compiled(body, url: str, title: str, base_url: str, html_len: int, 
         return np.frombuffer(buf, dtype=dtype) if buf else np.zeros(0, dtype=dtype)
 
     i32, u32 = np.int32, np.uint32
-    return CompactPage(
+    page = CompactPage(
         url=url, title=title, base_url=base_url,
         parent=arr(parent, i32), depth=arr(depth, i32), tag=arr(tag, i32), end=arr(end, i32),
         child_count=arr(child_count, i32), flags=arr(flags, np.uint16), hints=arr(hints, u32),
@@ -1129,8 +1137,10 @@ def _flatten_compiled(body, url: str, title: str, base_url: str, html_len: int, 
         attr_ptr=arr(attr_ptr, i32), attr_hash=arr(attr_hash, u32),
         text_ptr=arr(text_ptr, i32), text=text, words=arr(words, i32), chars=arr(chars, i32),
         link_node=arr(link_node, i32), link_url=tuple(link_url),
-        html_bytes=html_len, notes=notes, side=node_extras(extra, base_url, fragment_hrefs),
+        html_bytes=html_len, notes=notes,
     )
+    page.side = node_extras(extra, base_url, fragment_hrefs, page)
+    return page
 
 
 def aligned_nodes(body, rules: ParseRules = PRODUCT_RULES) -> Iterator[tuple[int, object, str]]:
@@ -1141,7 +1151,7 @@ def aligned_nodes(body, rules: ParseRules = PRODUCT_RULES) -> Iterator[tuple[int
     view puts compact-page results back onto the HTML: it must follow
     `_flatten`'s walk step for step (same events, same dropped and leaf
     rules, same whitespace-only text skipping), so change the two together;
-    tests/test_page.py checks them against each other. Collect the items
+    tests/transforms/test_page.py checks them against each other. Collect the items
     before changing the tree: lxml's walker must not see its tree move.
     """
     if body is None:

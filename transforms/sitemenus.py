@@ -14,8 +14,14 @@ site shard (or each template cluster, `scope: cluster`) takes the key with the l
 summed score over its pages: MenEx's weights as one signal, recurrence over the pages as
 the other. Every page that has a node with that key carries that node as its menu; a page
 without one keeps its own best root; a page that proposed nothing (no template link
-block, or no other page of its site) keeps page-level MenEx (the fallback). Measured
-choices: docs/structure.md.
+block, or no other page of its site) keeps page-level MenEx (the fallback), or, with
+`own_links`, carries the chosen block when it has one.
+
+With `own_links` the menu row holds the chosen block's own links (own_links below): a
+breadcrumb and the page's previous/up/next or related links beside a site-wide navigation
+in the same block are left out, while a bar with no such navigation beside it (Texinfo's
+node bar) is kept whole. Measured choices: docs/structure.md; the rule: docs/algorithms.md
+("Site menus").
 """
 from __future__ import annotations
 
@@ -27,8 +33,8 @@ import numpy as np
 
 from sitestrip.transforms.clusters import mix64, path_hashes
 from sitestrip.transforms.menex import Menu, MenexParams, menu_scores, select_root
-from sitestrip.transforms.page import F_IN_LINK, TEXT, CompactPage
-from sitestrip.transforms.tree import children, subtree_sum
+from sitestrip.transforms.page import F_IN_LINK, HINT_BIT, TEXT, CompactPage
+from sitestrip.transforms.tree import children, subtree_sum, subtree_texts
 
 _CLASS_SALT = np.uint64(0x2545F4914F6CDD1D)
 
@@ -38,6 +44,12 @@ class SiteMenuParams:
     enabled: bool = False    # off: every page keeps page-level MenEx (the thesis); on in default.yaml
     scope: str = "site"      # where a menu must recur: site (the shard) | cluster (SPEC §11)
     min_anchor_share: float = 0.25  # template share of a menu's anchor text, at least
+    # The menu row holds the chosen block's own links: parts of it that do not recur over the
+    # site (a breadcrumb, the page's previous/up/next bar) beside a site-wide part are left
+    # out, and a page that proposed no root carries the chosen block when it has one
+    # (own_links below). Off: every link under the chosen root, page-level MenEx on a page
+    # that proposed nothing. On in default.yaml.
+    own_links: bool = False
 
     def __post_init__(self):
         if self.scope not in ("cluster", "site"):
@@ -154,3 +166,166 @@ def menu_node_by_key(page: CompactPage, key: int, keys: np.ndarray | None = None
         if hi - lo >= 2:
             return node
     return None
+
+
+# --- The menu's own links (SPEC §12, amended: a breadcrumb and the page's own previous/up/next
+# or related links are not appended to a global navigation) ------------------------------------
+
+_KEY_BASE = np.uint64(0x9E3779B97F4A7C15)
+_PAIR_SALT = np.uint64(0x94D049BB133111EB)
+_CRUMB = HINT_BIT["breadcrumb"]
+
+
+@dataclass
+class MenuLinks:
+    """A page's site menu, read once: its root's `links` [(url, anchor text)] in document
+    order, `uid` (per link, an id of its URL: equal URLs, equal ids), and its *parts*: the
+    children of its root that hold links, below the elements that hold all of them in one
+    child. Per part: `keys`, its path of tags, ids and classes from the root (the same part on
+    another page has the same key); `lo`, `hi`, the range of its links; `crumb`, whether its id
+    or a class, or those of an element holding all of its links, names a breadcrumb. `inner`:
+    the keys of every element of the root's subtree that holds a link, with `inner_lo` and
+    `inner_hi`, their ranges of links (what the recurrence of a part's links is counted on)."""
+    links: list
+    uid: np.ndarray
+    keys: np.ndarray
+    lo: np.ndarray
+    hi: np.ndarray
+    crumb: np.ndarray
+    inner: np.ndarray
+    inner_lo: np.ndarray
+    inner_hi: np.ndarray
+
+    def can_cut(self) -> bool:
+        """Two or more parts, one of them holding two or more links."""
+        return self.keys.size >= 2 and bool((self.hi - self.lo >= 2).any())
+
+
+def _labels(page: CompactPage, nodes: np.ndarray) -> np.ndarray:
+    """node_keys' label of `nodes`: tag, id and class tokens (in any order)."""
+    with np.errstate(over="ignore"):
+        label = mix64(page.tag[nodes].astype(np.uint64) + np.uint64(1)) \
+            ^ mix64(page.id_hash[nodes].astype(np.uint64) ^ _CLASS_SALT)
+        start, count = page.class_ptr[nodes].astype(np.int64), np.diff(page.class_ptr)[nodes].astype(np.int64)
+        total = int(count.sum())
+        if total:
+            owner = np.repeat(np.arange(nodes.size), count)
+            at = np.repeat(start - np.concatenate(([0], np.cumsum(count)[:-1])), count) + np.arange(total)
+            classes = np.zeros(nodes.size, dtype=np.uint64)
+            np.bitwise_xor.at(classes, owner, mix64(page.class_hash[at].astype(np.uint64) + _CLASS_SALT))
+            label ^= classes
+    return label
+
+
+def menu_links(page: CompactPage, root: int, url_ids: dict) -> MenuLinks:
+    """The links of the menu rooted at `root` and its parts (see MenuLinks; `url_ids`: URL →
+    id, extended with the URLs seen first here)."""
+    l0, l1 = int(np.searchsorted(page.link_node, root)), int(np.searchsorted(page.link_node, page.end[root]))
+    link_nodes = page.link_node[l0:l1].astype(np.int64)
+    urls = page.link_url[l0:l1]
+    links = list(zip(urls, subtree_texts(page, link_nodes)))
+    uid = np.fromiter((url_ids.setdefault(u, len(url_ids)) for u in urls), dtype=np.int64, count=len(urls))
+    if not links:       # its <a href> lead nowhere a page is (javascript:, mailto:): no parts
+        none = np.zeros(0, dtype=np.int64)
+        return MenuLinks(links, uid, none.astype(np.uint64), none, none, none.astype(bool),
+                         none.astype(np.uint64), none, none)
+    # The elements of the subtree that hold links (closed under ancestors, up to the root), and
+    # the range of links of each: a prefix count of the links in preorder.
+    lo, hi = root, int(page.end[root])
+    prefix = np.zeros(hi - lo + 1, dtype=np.int64)
+    prefix[link_nodes - lo + 1] = 1
+    prefix = np.cumsum(prefix)
+    end = page.end[lo:hi].astype(np.int64) - lo
+    first, past = prefix[:-1], prefix[end]
+    local = np.flatnonzero((past > first) & (page.tag[lo:hi] != TEXT))
+    nodes = local + lo
+    inner_lo, inner_hi = first[local], past[local]
+    # Keys relative to the root: clusters.path_hashes' ancestor sum, over these elements alone
+    # (each one's ancestors up to the root are among them).
+    depth = page.depth[nodes].astype(np.int64) - int(page.depth[root])
+    stop = np.searchsorted(local, end[local])
+    with np.errstate(over="ignore"):
+        powers = np.cumprod(np.full(int(depth.max()) + 1, _KEY_BASE, dtype=np.uint64))
+        term = _labels(page, nodes) * powers[depth]
+        running = np.zeros(local.size + 1, dtype=np.uint64)
+        running[:-1] = term
+        np.add.at(running, stop, np.uint64(0) - term)
+        inner = mix64(np.cumsum(running[:-1], dtype=np.uint64) ^ (depth.astype(np.uint64) * _KEY_BASE))
+    # The parts: children of the deepest element holding all the links (the root, or the last
+    # one in preorder of those holding the whole range).
+    whole = np.flatnonzero((inner_lo == 0) & (inner_hi == len(urls)))
+    split = nodes[whole[-1]]
+    parts = np.flatnonzero(page.parent[nodes] == split)
+    crumb = (page.hints[nodes[parts]] & _CRUMB) != 0
+    marked = np.flatnonzero((page.hints[nodes] & _CRUMB) != 0)
+    if marked.size and not crumb.all():
+        # An element that holds all of a part's links names the part (<nav><ol class=breadcrumb>).
+        owner = np.searchsorted(nodes[parts], nodes[marked], side="right") - 1
+        ok = owner >= 0
+        same = ok & (inner_lo[marked] == inner_lo[parts[np.maximum(owner, 0)]]) \
+            & (inner_hi[marked] == inner_hi[parts[np.maximum(owner, 0)]])
+        crumb[owner[same]] = True
+    return MenuLinks(links, uid, inner[parts], inner_lo[parts], inner_hi[parts], crumb,
+                     inner, inner_lo, inner_hi)
+
+
+def _pair_hash(keys: np.ndarray, uids: np.ndarray) -> np.ndarray:
+    with np.errstate(over="ignore"):
+        return keys ^ mix64(uids.astype(np.uint64) + _PAIR_SALT)
+
+
+def _ranges(lo: np.ndarray, hi: np.ndarray) -> tuple:
+    """(owner, index) of every position in the ranges [lo, hi), range after range."""
+    count = hi - lo
+    total = int(count.sum())
+    owner = np.repeat(np.arange(count.size), count)
+    return owner, np.repeat(lo - np.concatenate(([0], np.cumsum(count)[:-1])), count) + np.arange(total)
+
+
+def _held(keys: np.ndarray, lo: np.ndarray, hi: np.ndarray, uid: np.ndarray) -> np.ndarray:
+    """Pair hashes of (key, URL id) for every link in every range [lo, hi), one per element."""
+    owner, at = _ranges(lo, hi)
+    return _pair_hash(keys[owner], uid[at])
+
+
+def own_links(menus: list) -> list:
+    """Per menu of one block (one menu key on the `len(menus)` pages of a group): the indexes
+    of its own links, or None when all of its links are its own.
+
+    A link is *site-wide* in a part of the menu when the part with that key (its path from the
+    menu's root) holds it on more than half of the pages, and a part is site-wide when more
+    than half of its distinct links are. Parts that are not (the page's own previous/up/next
+    bar, a related list) and parts that name themselves a breadcrumb (its first links, home
+    and section, recur) are the menu's *neighbours*. When a menu has neighbours beside a
+    site-wide part of two or more distinct links (a global navigation), its own links are
+    those of its other parts. A menu with no such part (a Texinfo or DocBook previous/up/next
+    bar, a Sphinx related bar: single links in one line or list, some of them changing page by
+    page) is kept whole: that bar is the site's navigation. One page alone cuts nothing."""
+    n_pages = len(menus)
+    out = [None] * n_pages
+    candidates = [p for p, m in enumerate(menus) if m.can_cut()] if n_pages >= 2 else []
+    if not candidates:
+        return out
+    # Recurrence, counted for the keys of the candidates' parts only: on each page, every
+    # element with one of those keys and the URLs it holds, a page counted once per pair.
+    wanted = np.unique(np.concatenate([menus[p].keys for p in candidates]))
+    per_page = []
+    for m in menus:
+        take = np.flatnonzero(np.isin(m.inner, wanted))
+        per_page.append(np.unique(_held(m.inner[take], m.inner_lo[take], m.inner_hi[take], m.uid)))
+    seen, counts = np.unique(np.concatenate(per_page), return_counts=True)
+    for p in candidates:
+        m = menus[p]
+        owner, at = _ranges(m.lo, m.hi)
+        # Each part's distinct links (a URL twice in one part counts once), the site-wide ones
+        # among them: every hash of a page is in `seen`.
+        first = np.unique(owner * (int(m.uid.max()) + 1) + m.uid[at], return_index=True)[1]
+        owner, at = owner[first], at[first]
+        sitewide = 2 * counts[np.searchsorted(seen, _pair_hash(m.keys[owner], m.uid[at]))] > n_pages
+        distinct = np.bincount(owner, minlength=m.keys.size)
+        common = np.bincount(owner, weights=sitewide, minlength=m.keys.size)
+        own = (2 * common > distinct) & ~m.crumb
+        if own.all() or not (own & (distinct >= 2)).any():
+            continue
+        out[p] = _ranges(m.lo[own], m.hi[own])[1]          # their links, in document order
+    return out

@@ -9,6 +9,9 @@ and the stored representatives seed the leader clustering, so a new page finds i
 cluster among them. Bounded: `max_pages_per_cluster` pages per cluster and
 `max_clusters_per_site` clusters per site (the clusters that have seen the most pages).
 
+The state also keeps, per site, the fingerprints of its pages (transforms/duplicates.py:
+URL, record, content hash, signature; the newest `duplicates.max_fingerprints_per_site`),
+so that a page of a later run finds its duplicate among the pages of earlier runs.
 A stored page is its compact page's own packed form (transforms/page.py: zstd of the
 node arrays; zlib in state files written before that, still read) plus its few scalar fields as JSON: nothing is unpickled, so a state file
 loads without executing anything, and a damaged one is refused naming the file and URL.
@@ -26,9 +29,11 @@ from typing import Iterable, Mapping, Sequence
 import numpy as np
 
 from sitestrip.transforms.clusters import SiteClusters, cluster_id
+from sitestrip.transforms.duplicates import Fingerprint, signature_bytes, signature_from_bytes
 from sitestrip.transforms.page import CompactPage
 
-STATE_VERSION = "1"
+STATE_VERSION = "2"
+READ_VERSIONS = ("1", "2")   # a version 1 state (no fingerprints) is read as it is
 
 
 class StateError(ValueError):
@@ -117,16 +122,49 @@ def _check(page: CompactPage) -> None:
           and (page.link_node < n).all())
     if not ok:
         raise ValueError("node arrays are not a tree in preorder")
+    page.side.check(n)
 
 
-def stored_row(stored: StoredPage) -> dict:
+@dataclass
+class StoredFingerprint:
+    """What duplicate detection needs of a page of an earlier run (transforms/duplicates.py):
+    a later run's pages of its site can be its duplicates."""
+    site: str
+    fingerprint: Fingerprint
+
+    @property
+    def url(self) -> str:
+        return self.fingerprint.url_normalized
+
+
+def stored_row(stored) -> dict:
+    if isinstance(stored, StoredFingerprint):
+        fp = stored.fingerprint
+        return {"site": stored.site, "kind": "fingerprint", "url": fp.url_normalized, "target_uri": fp.url,
+                "warc_record_id": fp.record_id, "fetch_date": fp.fetch_date, "canonical_url": fp.canonical_url,
+                "content_hash": fp.content_hash, "near_signature": signature_bytes(fp.signature)}
     fields, blob = page_columns(stored.page)
-    return {"site": stored.site, "template_cluster": stored.template_cluster,
+    return {"site": stored.site, "kind": "page", "template_cluster": stored.template_cluster,
             "representative": stored.representative, "url": stored.url,
             "cluster_pages": stored.cluster_pages, "page_fields": fields, "page_blob": blob}
 
 
-def stored_from_row(row: Mapping, where: str) -> StoredPage:
+def _fingerprint_from_row(row: Mapping, where: str) -> StoredFingerprint:
+    try:
+        signature = signature_from_bytes(row["near_signature"])
+        fp = Fingerprint(url=str(row["target_uri"]), url_normalized=str(row["url"]),
+                         record_id=str(row["warc_record_id"] or ""), fetch_date=str(row["fetch_date"] or ""),
+                         canonical_url=row["canonical_url"], content_hash=row["content_hash"],
+                         signature=signature, stored=True)
+        return StoredFingerprint(str(row["site"]), fp)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise StateError(f"{where}: damaged fingerprint row ({type(exc).__name__}: {exc})") from None
+
+
+def stored_from_row(row: Mapping, where: str):
+    """A StoredPage, or a StoredFingerprint for a fingerprint row."""
+    if row.get("kind") == "fingerprint":
+        return _fingerprint_from_row(row, where)
     try:
         site, url, cluster = str(row["site"]), str(row["url"]), str(row["template_cluster"])
         representative, pages = bool(row["representative"]), int(row["cluster_pages"])
@@ -157,10 +195,26 @@ def shard_state(site: str, clusters: SiteClusters, pages: Mapping[str, CompactPa
     return out
 
 
-def merge_site_state(site: str, stored: Iterable[StoredPage], params: StateParams) -> list[StoredPage]:
+def merge_site_state(site: str, stored: Iterable, params: StateParams, max_fingerprints: int | None = None) -> list:
     """One site's state from its shards' (and carried-over) stored pages: a URL once (the
     representative copy, then the larger count), the clusters that have seen the most pages
-    first (ties: id), each cut to `max_pages_per_cluster` (representative first)."""
+    first (ties: id), each cut to `max_pages_per_cluster` (representative first); then its
+    fingerprints (StoredFingerprint), a record once, the newest `max_fingerprints` (fetch
+    date, then record id)."""
+    stored = list(stored)
+    fingerprints = {}
+    for item in stored:
+        if isinstance(item, StoredFingerprint):
+            fingerprints.setdefault(item.fingerprint.record_id, item)
+    newest = sorted(fingerprints.values(), key=lambda f: (f.fingerprint.fetch_date, f.fingerprint.record_id),
+                    reverse=True)
+    if max_fingerprints is not None:
+        newest = newest[:max_fingerprints]
+    newest.sort(key=lambda f: (f.url, f.fingerprint.record_id))
+    return _merge_pages([item for item in stored if not isinstance(item, StoredFingerprint)], params) + newest
+
+
+def _merge_pages(stored: list, params: StateParams) -> list[StoredPage]:
     by_url: dict[str, StoredPage] = {}
     for page in sorted(stored, key=lambda s: (s.url, not s.representative, -s.cluster_pages, s.template_cluster)):
         by_url.setdefault(page.url, page)

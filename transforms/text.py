@@ -25,7 +25,7 @@ none verbatim, so the same joiner yields SPEC §1's single-space text exactly.
 
 Separators are decided with vector operations over the selected nodes; the final
 concatenation is transforms/_text.c's `joined_spans` (built by `pip install`), whose
-reference is `pieces` joined (tests/test_text.py; SITESTRIP_TEXT=python uses the reference
+reference is `pieces` joined (tests/transforms/test_text.py; SITESTRIP_TEXT=python uses the reference
 for a whole process).
 """
 from __future__ import annotations

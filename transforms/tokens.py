@@ -57,7 +57,7 @@ def _mark_ranges():
 
 def _known_mark_ranges():
     """The ranges of this Unicode version from transforms/unicode_marks.json (written by
-    scripts/unicode_marks.py with each Python's own unicodedata; tests/test_tokens.py
+    scripts/unicode_marks.py with each Python's own unicodedata; tests/transforms/test_tokens.py
     compares the entry with _mark_ranges()), else computed: every process start would
     otherwise pay the scan, every run and every Beam worker."""
     try:
@@ -75,7 +75,7 @@ _MARKS = _char_class(_MARK_RANGES)
 # letters/digits (not CJK) or combining marks; a CJK letter stands alone but
 # for the marks that follow it. The blocks also hold punctuation (・, ゠) and
 # unassigned code points, hence the letter/digit lookahead on the CJK branch.
-# transforms/_flatten.c counts the same tokens with these ranges (tests/test_flatten.py).
+# transforms/_flatten.c counts the same tokens with these ranges (tests/transforms/test_flatten.py).
 _TOKEN = re.compile(rf"(?=[^\W_])[{_CJK}][{_MARKS}]*"
                     rf"|(?:(?![{_CJK}])[^\W_])(?:(?![{_CJK}])[^\W_]|[{_MARKS}])*")
 # ASCII text has neither CJK nor marks, and the plain pattern scans it ~4x

@@ -1,5 +1,5 @@
 """The main-content quality gate: a small gold set of hand-written pages, scored with the
-product's word F1 against floors (tests/test_quality_gate.py asserts them in CI).
+product's word F1 against floors (tests/quality/test_quality_gate.py asserts them in CI).
 
 Every page under pages/ was written for this gate (no text of a real site or corpus). The
 gold is marked in the HTML itself with a `data-gold` attribute, the way TeCo labels its key
@@ -133,8 +133,8 @@ def load_gold() -> list[GoldPage]:
 
 
 def write_gold_warc(path: str, pages: list[GoldPage]) -> str:
-    sys.path.insert(0, os.path.dirname(HERE))          # tests/warcs.py
-    from warcs import response, write_warc
+    sys.path.insert(0, os.path.dirname(HERE))          # tests/helpers/warcs.py
+    from helpers.warcs import response, write_warc
     return write_warc(path, [response(p.url, p.html.encode("utf-8")) for p in pages])
 
 

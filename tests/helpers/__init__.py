@@ -1,0 +1,1 @@
+"""Helpers shared by the test modules (tests/ is on sys.path: pyproject.toml's pythonpath)."""

@@ -1,0 +1,433 @@
+"""Block texts' columns and text keys compiled (transforms/_features.c) against their
+reference in transforms/features.py (`_text_columns_python`, `text_key`); and the blocks,
+block texts and whole feature matrix with the per-node loops compiled against blocks.py's
+and features.py's references.
+
+The compiled path must give the same float64 columns bit for bit and the same keys on
+every text: hand-built texts aimed at each column and each pattern's edges, every code
+point of Unicode for the per-character predicates, and seeded generated texts. Every test
+here fails when the extension was not built, so an install that silently fell back to the
+reference is caught.
+"""
+import random
+import re
+import zlib
+
+import numpy as np
+import pytest
+
+from sitestrip.transforms import blocks as B
+from sitestrip.transforms import features as F
+from sitestrip.transforms.conex_page import main_content
+from sitestrip.transforms.features import _COLUMN, FEATURE_NAMES, _TEXT_PATTERNS
+from sitestrip.transforms.page import parse_page
+from sitestrip.transforms.tree import elements_below, links_below, nearest_in_mask, words_below
+from helpers.compiled import require_built
+
+
+@pytest.fixture(autouse=True)
+def built():
+    """Every test here compares transforms/_features.c with its reference (or calls it directly)."""
+    require_built("_features")
+
+
+# The text columns come first in FEATURE_NAMES; the matrices here stop after them.
+WIDTH = _COLUMN[f"contains_{_TEXT_PATTERNS[-1][0]}"] + 1
+
+
+def columns(texts, compiled):
+    """(float64 columns up to the text columns' last, int64 text keys) of `texts` by one path."""
+    saved = F._COMPILED
+    F._COMPILED = compiled
+    try:
+        x = np.zeros((len(texts), WIDTH))
+        F._text_columns(texts, x)
+        return x, F.text_keys(texts)
+    finally:
+        F._COMPILED = saved
+
+
+def assert_same(texts):
+    got_x, got_keys = columns(texts, True)
+    ref_x, ref_keys = columns(texts, False)
+    for b in np.flatnonzero((got_x != ref_x).any(axis=1))[:5].tolist():
+        differing = [FEATURE_NAMES[j] for j in np.flatnonzero(got_x[b] != ref_x[b])]
+        assert not differing, (texts[b], differing)
+    assert got_x.tobytes() == ref_x.tobytes()
+    assert got_keys.dtype == ref_keys.dtype == np.int64
+    for b in np.flatnonzero(got_keys != ref_keys)[:5].tolist():
+        assert got_keys[b] == ref_keys[b], texts[b]
+    assert got_keys.tolist() == ref_keys.tolist()
+    return got_x
+
+
+def test_the_compiled_text_columns_are_built_and_used_by_default(monkeypatch):
+    """With the reference made to fail, the columns and keys still come out, as derived by hand.
+    "Posted by Ann, 2 days ago." — 26 characters; words Posted|by|Ann,|2|days|ago. = 6;
+    punctuation "," and "." → 2/6; one comma → 1/6; one sentence end ("." at the end); one
+    digit → 1/26; ends with "."; starts upper case. Lowered, "posted" opens the line and is
+    followed by a space → byline; "by" later is not at a line start, nothing else matches.
+    "Read more »" — 11 characters, 3 words, no punctuation from the lists, "»" does not
+    close a sentence; "read more" (more) and, after it, "»" (more again) → contains_more.
+    "" — every count 0, nothing matches.
+    Keys: crc32 of the lowered, single-spaced UTF-8 texts."""
+    assert F._COMPILED
+
+    def no_reference(*args, **kwargs):
+        raise AssertionError("the reference ran")
+
+    monkeypatch.setattr(F, "_text_columns_python", no_reference)
+    monkeypatch.setattr(F, "text_key", no_reference)
+    texts = ["Posted by Ann, 2 days ago.", "Read more »", ""]
+    x = np.zeros((3, len(FEATURE_NAMES)))
+    F._text_columns(texts, x)
+    col = lambda name: x[:, _COLUMN[name]].tolist()
+    assert col("punct_per_word") == [2 / 6, 0.0, 0.0]
+    assert col("commas_per_word") == [1 / 6, 0.0, 0.0]
+    assert col("sentences") == [1.0, 0.0, 0.0]
+    assert col("digit_share") == [1 / 26, 0.0, 0.0]
+    assert col("ends_with_punct") == [1.0, 0.0, 0.0]
+    assert col("upper_start") == [1.0, 1.0, 0.0]
+    found = {name: col(f"contains_{name}") for name, _ in _TEXT_PATTERNS}
+    assert {name: v for name, v in found.items() if any(v)} == \
+        {"byline": [1.0, 0.0, 0.0], "more": [0.0, 1.0, 0.0]}
+    assert F.text_keys(texts).tolist() == [zlib.crc32(b"posted by ann, 2 days ago."),
+                                           zlib.crc32("read more »".encode()), zlib.crc32(b"")]
+
+
+# Each pattern's alternatives at, inside and across word edges (letters, digits, "_" and
+# non-ASCII letters are word characters for re's \b), lowercasings that make or break a
+# match, the byline at line starts after newlines, blanks and tabs, and the character
+# columns' own cases.
+EDGE_TEXTS = [
+    # like / follow
+    "like", "Like it", "likes", "unlike", "alike", "_like", "like_", "like2", "2like", "é like",
+    "likeé", "liKE", "li\u212Ae", "follow us", "followers", "unfollow",
+    # share
+    "share", "Shared", "reshare", "share!", "tweet", "Tweets", "facebook", "myFacebookPage",
+    "pinterest", "Email this", "email thisx", "email  this", "emailthis", "ſhare",
+    # comment / reply
+    "comment", "Comments", "commentsx", "commentary", "comment_s", "reply", "Replies", "replyies",
+    "repl", "replied", "no-reply",
+    # more
+    "Read more", "bread more", "Continue reading…", "more", "moreover", "Learn More»", "a»b", "›",
+    "more_", "›more", "read  more",
+    # advert
+    "Advertisement", "sponsored", "Promoted", "unpromoted", "promotedx",
+    # subscribe
+    "Subscribe", "Sign up", "signup", "Newsletter", "login", "Log in", "log  in", "login2", "logins",
+    "log inx", "blog in", "Sign in", "cookies", "COOKIE",
+    # rights
+    "© 2024", "All Rights Reserved", "copyrights", "rights  reserved",
+    # byline: line starts
+    "by Ann", "  by Ann", "\tby", " \t by x", "x\nby Ann", "x\n  posted", "x \nupdated today",
+    "byline", "x by", "Published: May", "UPDATED", "\nby", "by\n", "BY ANN", "x\n\tpublished_",
+    "x\n by2", "posted\npublished", "promoted by",
+    # scan order: one match hides another that overlaps it
+    "read more comments", "copyright ©", "sign in login", "by share", "comment reply",
+    "commentsreply", "log in by",
+    # character columns
+    "End！ ok。", "a1 ٣²,", "a,b", "Hello.World", "Yes?", "Quote”", "It's'", "a;", "ends:",
+    "1. 2. 3.", "x . y", "Ⅻ ²³ ١٢٣ ０９", "ＡＢＣ", "𝐀bc", "ǅx", "ΣΑΣ ΟΔΟΣ.", "İstanbul like",
+    # surrogates, empty and blank texts, other whitespace for the keys
+    "\ud800", "a\udfffb", "\ud83d\ude00 like", "", " ", "\n", "A\u00a0B", "a\u2003b", "a\x1cb",
+    "a\x85b", "  lead  trail  ", "\u3000", "a\tb\x0bc\x0cd\re",
+    # preformatted
+    "line one\nby Bob\n\tposted later\n  code();", "x\n\nmore", "def f():\n    return 1\n",
+]
+
+
+def test_edge_texts_give_the_same_columns_and_keys():
+    x = assert_same(EDGE_TEXTS)
+    # The comparison is not between two empty matrices: every pattern column and every
+    # character column is set on some edge text.
+    for name in ["punct_per_word", "sentences", "commas_per_word", "digit_share", "ends_with_punct",
+                 "upper_start"] + [f"contains_{p}" for p, _ in _TEXT_PATTERNS]:
+        assert x[:, _COLUMN[name]].any(), name
+
+
+def test_edge_texts_one_per_page():
+    """A text alone gives what it gives among others (the reference scans the page's texts
+    joined; the compiled path each text alone)."""
+    for text in EDGE_TEXTS:
+        assert_same([text])
+
+
+@pytest.mark.slow
+def test_word_boundaries_lowercasing_and_predicates_on_every_code_point():
+    """Every code point c first in a text and before a keyword (c + "more": str.isupper and
+    str.isdigit of c, the \\b before "more", str.split's whitespace, lowercasings that make
+    or break the word) and after one ("like" + c + "\\nby": the \\b after "like", and a
+    line start after c for the byline); surrogates included."""
+    step = 0x8000
+    for start in range(0, 0x110000, step):
+        chunk = [chr(c) for c in range(start, start + step)]
+        assert_same([p for c in chunk for p in (c + "more", "like" + c + "\nby")])
+
+
+def test_the_crc_table_is_zlibs():
+    """Keys of texts whose folded UTF-8 bytes cover every byte value: zlib.crc32's."""
+    texts = ["".join(chr(c) for c in range(start, start + 64)) for start in range(0, 0x800, 64)]
+    expected = [zlib.crc32(" ".join(t.lower().split()).encode("utf-8", "surrogatepass")) for t in texts]
+    assert F.text_keys(texts).tolist() == expected
+
+
+_PIECES = ["rights reserved", "copyright", "©", "like", "follow", "share", "tweet", "facebook",
+           "pinterest", "email this", "comment", "comments", "reply", "replies", "read more",
+           "continue reading", "more", "»", "›", "advertising", "sponsored", "promoted",
+           "subscribe", "sign up", "newsletter", "login", "log in", "sign in", "cookie",
+           "by", "posted", "published", "updated", "Share", "MORE", "By", "\u212Aike", "İ", "Σ",
+           "é", "ß", "_", "٣", "²", "7", "。", "！", "，", ".", ",", "?", "\"", "”", "'",
+           "\ud800", "\udc00", "😀", "\u00a0", "\u2003", "\x85", "Ⅻ", "ǅ"]
+_GLUE = ["", "", " ", " ", "  ", "\n", "\n  ", "\t", "\n\t", ",", "x", "_", "é", "1"]
+
+
+def test_seeded_generated_texts():
+    """300 seeded pages of up to 40 texts built from the patterns' spellings, upper and
+    mixed case, non-ASCII letters, digits, punctuation, surrogates and whitespace."""
+    rng = random.Random(2024)
+    for _ in range(300):
+        texts = []
+        for _ in range(rng.randint(1, 40)):
+            parts = [rng.choice(_PIECES) if rng.random() < 0.6 else
+                     "".join(rng.choice("abcdeilmnoprstuyBRS") for _ in range(rng.randint(1, 6)))
+                     for _ in range(rng.randint(0, 12))]
+            texts.append("".join(p + rng.choice(_GLUE) for p in parts))
+        assert_same(texts)
+
+
+def test_the_reference_regex_is_what_the_compiled_scan_follows():
+    """The pattern table of _features.c mirrors _TEXT_PATTERNS: a change to a pattern here
+    without the C side fails this (the spellings are those _features.c matches)."""
+    assert [(name, p.pattern) for name, p in _TEXT_PATTERNS] == [
+        ("rights", r"rights reserved|copyright|©"),
+        ("like", r"\blike\b|\bfollow\b"),
+        ("share", r"\bshare\b|\btweet\b|facebook|pinterest|\bemail this\b"),
+        ("comment", r"\bcomments?\b|\brepl(?:y|ies)\b"),
+        ("more", r"read more|continue reading|\bmore\b|»|›"),
+        ("advert", r"advertis|sponsored|\bpromoted\b"),
+        ("subscribe", r"subscribe|sign up|newsletter|log ?in\b|sign in|cookie"),
+        ("byline", r"(?m:^)[ \t]*(?:by|posted|published|updated)\b"),
+    ]
+    assert all(isinstance(p, re.Pattern) for _, p in _TEXT_PATTERNS)
+
+
+def test_text_keys_of_no_texts_and_non_str_texts():
+    """No texts: an empty int64 array by both paths. A text that is not a str is refused
+    (block texts are always str; the error names the type)."""
+    assert columns([], True)[1].tolist() == columns([], False)[1].tolist() == []
+    assert columns([], True)[1].dtype == np.int64
+    with pytest.raises(TypeError, match="bytes"):
+        F.text_keys([b"x"])
+    with pytest.raises(TypeError, match="int"):
+        F._text_columns(["a", 3], np.zeros((2, len(FEATURE_NAMES))))
+
+
+# ---------------------------------------------------------------- blocks and the whole matrix
+#
+# page_blocks and block_features with their per-node loops compiled (_features.c:
+# nearest_in_mask, sibling_shapes, owner_hints) against blocks.py's and features.py's
+# references (tree.nearest_in_mask, the numpy code), both module switches set together as
+# SITESTRIP_FEATURES=python sets them; the block texts and keys of both paths compared too.
+
+def page_by_path(page, compiled, site_seed=None):
+    """(blocks, texts, keys, float32 features) of one page by one path; with `site_seed`, site
+    signals drawn from a generator of that seed (so the site columns are compared too)."""
+    saved = F._COMPILED, B._COMPILED
+    F._COMPILED = B._COMPILED = compiled
+    try:
+        blocks = B.page_blocks(page)
+        texts = B.block_texts(page, blocks)
+        site = None
+        if site_seed is not None:
+            rng = np.random.default_rng(site_seed)
+            site = F.SiteSignals(occurrences=rng.integers(0, 5, page.size), candidates=4, method="cs",
+                                 cs_size=3, site_pages=9, text_on_candidates=rng.random(blocks.count),
+                                 text_site_share=rng.random(blocks.count))
+        conex_main = main_content(page)
+        x = F.block_features(page, blocks, texts, conex_main=conex_main, menu_node=None, site=site)
+        return blocks, texts, F.text_keys(texts), x
+    finally:
+        F._COMPILED, B._COMPILED = saved
+
+
+def assert_same_page(page, site_seed=None):
+    blocks, texts, keys, x = page_by_path(page, True, site_seed)
+    ref_blocks, ref_texts, ref_keys, ref_x = page_by_path(page, False, site_seed)
+    for field in ("ptr", "text_nodes", "owner", "group", "is_instance", "words"):
+        got, ref = getattr(blocks, field), getattr(ref_blocks, field)
+        assert got.dtype == ref.dtype and got.tolist() == ref.tolist(), field
+    assert texts == ref_texts
+    assert keys.tolist() == ref_keys.tolist()
+    assert x.dtype == ref_x.dtype == np.float32 and x.shape == ref_x.shape
+    differing = sorted({FEATURE_NAMES[j] for j in np.flatnonzero(
+        ((x != ref_x) & ~(np.isnan(x) & np.isnan(ref_x))).any(axis=0))})
+    assert not differing
+    assert np.array_equal(x, ref_x, equal_nan=True)
+    return blocks, texts, x
+
+
+_SHAPES_PAGE = ("<ul class='nav'><li class='item'>Home</li><li class='item'>About <b>us</b></li>"
+                "<li>Blog</li></ul><div class='wrap'><p>One.</p><p>Two<br>three</p></div>")
+
+
+def test_the_compiled_blocks_loops_are_built_and_used_by_default(monkeypatch):
+    """With every reference the compiled path replaces made to fail, the page still gets its
+    blocks, texts and features, as derived by hand:
+    - Blocks (one per li, p, and line of the second p): "Home", "About us" ("us" in a <b>
+      after "About " on one line: a space), "Blog", "One.", "Two", "three" (the <br> is a
+      line break inside the p, SPEC §10's cut).
+    - same_shape_siblings_log: each li.item has one sibling of its tag and class set (the
+      other li.item), the plain li none; each p of the div one (the other p) -> log1p(1),
+      log1p(1), 0, log1p(1) x 3. same_tag_siblings_log: every li has two same-tag siblings,
+      every p one -> log1p(2) x 3, log1p(1) x 3.
+    - near/far_nav: the ul's class "nav" is one level above each li's text owner (near) and
+      not an ancestor of the div's blocks; near_wrapper for the p blocks (class "wrap",
+      their parent); near_item for the li.item blocks only (their own class).
+    - invisible: no hidden element -> 0 everywhere.
+    - The structure columns (compiled structure_columns): block_position b / 5; the same
+      group as the block before (li li li p p p); is_sib_p for the blocks of the two p's
+      under the div, not the li's; has_children where the owner holds an element (the li
+      with its <b>, the p with its <br>); siblings_log log1p(2) under the ul's three li,
+      log1p(1) under the div's two p."""
+    assert F._COMPILED and B._COMPILED
+
+    def no_reference(*args, **kwargs):
+        raise AssertionError("the reference ran")
+
+    monkeypatch.setattr(F, "_sibling_shapes_python", no_reference)
+    monkeypatch.setattr(B, "nearest_in_mask", no_reference)
+    monkeypatch.setattr(F, "_structure_python", no_reference)
+    page = parse_page(f"<html><body>{_SHAPES_PAGE}</body></html>", "http://ex.com/")
+    blocks = B.page_blocks(page)
+    texts = B.block_texts(page, blocks)
+    assert texts == ["Home", "About us", "Blog", "One.", "Two", "three"]
+    x = F.block_features(page, blocks, texts, conex_main=np.zeros(page.size, dtype=bool), menu_node=None,
+                         site=None)
+    col = lambda name: x[:, _COLUMN[name]].tolist()
+    one, two = float(np.float32(np.log1p(1))), float(np.float32(np.log1p(2)))
+    assert col("same_shape_siblings_log") == [one, one, 0.0, one, one, one]
+    assert col("same_tag_siblings_log") == [two, two, two, one, one, one]
+    assert col("near_nav") == [1.0, 1.0, 1.0, 0.0, 0.0, 0.0]
+    assert col("near_wrapper") == [0.0, 0.0, 0.0, 1.0, 1.0, 1.0]
+    assert col("near_item") == [1.0, 1.0, 0.0, 0.0, 0.0, 0.0]
+    assert col("invisible") == [0.0] * 6
+    assert col("block_position") == [float(np.float32(b / 5)) for b in range(6)]
+    assert col("prev_same_group") == [0.0, 1.0, 1.0, 0.0, 1.0, 1.0]
+    assert col("next_same_group") == [1.0, 1.0, 0.0, 1.0, 1.0, 0.0]
+    assert col("is_sib_p") == [0.0, 0.0, 0.0, 1.0, 1.0, 1.0]
+    assert col("has_children") == [0.0, 1.0, 0.0, 0.0, 1.0, 1.0]
+    assert col("siblings_log") == [two, two, two, one, one, one]
+
+
+def test_the_shapes_page_by_both_paths():
+    page = parse_page(f"<html><body>{_SHAPES_PAGE}</body></html>", "http://ex.com/")
+    assert_same_page(page)
+    assert_same_page(page, site_seed=1)
+
+
+def test_sibling_shapes_group_by_class_set_not_class_order():
+    """Class sums: "a b" and "b a" hold the same hashes, so the two divs are one shape
+    (same_shape 1 each); "a" alone is another (0). Hidden: the span under the hidden div is
+    invisible, BODY's own "hidden" class never counts (features.py)."""
+    page = parse_page("<html><body class='hidden'><div class='a b'>x</div><div class='b a'>y</div>"
+                      "<div class='a'>z</div><div class='hidden'><span>w</span></div></body></html>",
+                      "http://ex.com/")
+    _, texts, x = assert_same_page(page)
+    assert texts == ["x", "y", "z", "w"]
+    assert x[:, _COLUMN["same_shape_siblings_log"]].tolist() == [float(np.float32(np.log1p(1)))] * 2 + [0.0, 0.0]
+    assert x[:, _COLUMN["invisible"]].tolist() == [0.0, 0.0, 0.0, 1.0]
+
+
+def test_nearest_in_mask_compiled_is_the_pointer_doubling_one():
+    """On a chain and a bushy tree, with masks none, all, root only and seeded random."""
+    rng = random.Random(7)
+    for body in ["<div>" * 30 + "t" + "</div>" * 30,
+                 "".join(f"<p><b>x{k}</b><i>y</i></p><ul><li>z</li></ul>" for k in range(40))]:
+        page = parse_page(f"<html><body>{body}</body></html>", "http://ex.com/")
+        masks = [np.zeros(page.size, bool), np.ones(page.size, bool), np.arange(page.size) == 0]
+        masks += [np.array([rng.random() < p for _ in range(page.size)]) for p in (0.1, 0.5)]
+        for mask in masks:
+            got = B.nearest_marked(page, mask)
+            assert got.dtype == np.int64
+            assert got.tolist() == nearest_in_mask(page, mask).tolist()
+
+
+def test_compiled_loops_refuse_malformed_arrays():
+    """A parent after its child (not preorder), a mask of another length and an owner outside
+    the page are errors, not reads out of bounds."""
+    c = F._compiled
+    with pytest.raises(ValueError, match="preorder"):
+        c.nearest_in_mask(np.array([-1, 2, 0], np.int32), np.zeros(3, bool), np.empty(3, np.int64))
+    with pytest.raises(ValueError, match="length"):
+        c.nearest_in_mask(np.array([-1, 0], np.int32), np.zeros(3, bool), np.empty(3, np.int64))
+    page = parse_page("<html><body><p>a <b>b</b></p></body></html>", "http://ex.com/")
+    with pytest.raises(ValueError, match="not a node"):
+        c.owner_hints(page.parent, page.hints, np.array([page.size], np.int64), 2, 8,
+                      np.empty(1, np.uint32), np.empty(1, np.uint32))
+    blocks = B.page_blocks(page)
+
+    def structure(owner, parent=page.parent):
+        nb = owner.size
+        c.structure_columns(
+            parent, page.tag, page.flags, page.hints, page.depth, page.child_count, page.words,
+            page.chars, page.end, links_below(page), elements_below(page), words_below(page),
+            np.zeros(page.size), np.zeros(page.size), owner, blocks.text_nodes.astype(np.int64),
+            blocks.ptr.astype(np.int64)[:nb + 1], blocks.words.astype(np.int64)[:nb], blocks.group[:nb],
+            blocks.is_instance[:nb], F._HEADING_LEVEL, F._SIBLING_TABLES, (F.F_IN_LINK, 2, 1, 0),
+            np.array([1, 2], np.int64), 3, np.empty((nb, len(F._STRUCTURE_NAMES) - 2)),
+            np.empty((4, nb), np.int64))
+
+    structure(blocks.owner.astype(np.int64))                    # well formed: accepted
+    with pytest.raises(ValueError, match="does not fit the page"):
+        structure(np.array([page.size], np.int64))
+    with pytest.raises(ValueError, match="preorder"):
+        structure(blocks.owner.astype(np.int64), parent=page.parent[::-1].copy())
+
+
+_GEN_TAGS = ["div", "div", "p", "li", "ul", "span", "b", "a", "h2", "td", "table", "tr", "pre", "section",
+             "nav", "footer", "figcaption", "em"]
+_GEN_CLASSES = ["", "", "", " class='item'", " class='item card'", " class='card item'", " class='nav-menu'",
+                " class='hidden'", " id='main'", " class='wrap'", " class='share'", " class=''"]
+_GEN_WORDS = ["Home", "read more", "Posted by Ann.", "x", "two words", "  ", "3.5", "a-b", "© 2024", "é ß",
+              "\u00a0", "😀 like", "Σ", "line\nbreak"]
+
+
+def generated_page(rng):
+    """A random page of up to 80 tokens: nested block, inline, list, table and pre tags
+    with repeated class sets, words, <br>s and links (the parser repairs what is ill-formed)."""
+    parts, stack = [], []
+    for _ in range(rng.randint(1, 80)):
+        action = rng.randint(0, 9)
+        if action < 3 and len(stack) < 12:
+            tag = rng.choice(_GEN_TAGS)
+            href = " href='/x'" if tag == "a" else ""
+            parts.append(f"<{tag}{rng.choice(_GEN_CLASSES)}{href}>")
+            stack.append(tag)
+        elif action < 5 and stack:
+            parts.append(f"</{stack.pop()}>")
+        elif action == 5:
+            parts.append("<br>")
+        else:
+            parts.append(rng.choice(_GEN_WORDS) + rng.choice(["", " ", "\n"]))
+    return parse_page("<html><body>" + "".join(parts) + "</body></html>", "http://ex.com/")
+
+
+@pytest.mark.slow
+def test_seeded_generated_pages_by_both_paths():
+    """300 seeded random pages, each without a site and with seeded site signals."""
+    rng = random.Random(12)
+    compared = 0
+    for k in range(300):
+        page = generated_page(rng)
+        blocks, _, _ = assert_same_page(page)
+        assert_same_page(page, site_seed=k)
+        compared += blocks.count
+    assert compared > 1000          # the pages have blocks to compare, not only empty matrices
+
+
+def test_a_page_without_text_by_both_paths():
+    """No text node: no blocks, an empty matrix, by both paths."""
+    page = parse_page("<html><body><img src='a.png'><div></div></body></html>", "http://ex.com/")
+    blocks, texts, x = assert_same_page(page)
+    assert blocks.count == 0 and texts == [] and x.shape == (0, len(FEATURE_NAMES))

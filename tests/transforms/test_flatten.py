@@ -1,0 +1,338 @@
+"""Parse flattening compiled (transforms/_flatten.c) against its reference, page._flatten.
+
+The compiled walk must give the reference's CompactPage field for field on every tree:
+generated HTML under the three kinds of ParseRules, trees lxml's parser keeps comments and
+processing instructions in, and trees built by hand with the node kinds parsing never makes.
+"""
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from lxml import etree
+
+from sitestrip.transforms import page as P
+from sitestrip.transforms.tokens import count_words
+from sitestrip.transforms.meta import REL_NOFOLLOW, REL_SPONSORED, REL_UGC
+from sitestrip.transforms.page import (F_IN_LINK, F_LINK, F_PRE, F_SPACE_BEFORE, PRODUCT_RULES, SPEC_RULES,
+                                       TAG_ID, TEXT, ParseRules, parse_page, parse_tree)
+from helpers.compiled import require_built
+
+P_REL = {"nofollow": REL_NOFOLLOW, "ugc": REL_UGC, "sponsored": REL_SPONSORED}
+
+URL = "http://ex.com/dir/page.html"
+MIXED_RULES = ParseRules(keep_noscript=False, widget_leaves=True, browser_text=True)
+ALL_RULES = [PRODUCT_RULES, SPEC_RULES, MIXED_RULES, ParseRules(widget_leaves=False)]
+
+
+@pytest.fixture(autouse=True)
+def built():
+    """Every test here compares transforms/_flatten.c with its reference (or calls it directly)."""
+    require_built("_flatten")
+
+
+def both(body, rules=PRODUCT_RULES, url=URL):
+    """(reference page, compiled page or None) of one tree."""
+    ref = P._flatten(body, url, "T", url, 123, ("note",), rules)
+    return ref, P._flatten_compiled(body, url, "T", url, 123, ("note",), rules)
+
+
+def assert_same(body, rules=PRODUCT_RULES, url=URL):
+    ref, got = both(body, rules, url)
+    assert got is not None, "the compiled walk left a parsed tree to the reference"
+    assert ref.differing_fields(got) == []
+    return got
+
+
+def assert_same_parse(html, rules=PRODUCT_RULES, url=URL):
+    """parse_page both ways (title, base URL and metadata included)."""
+    saved = P._COMPILED
+    try:
+        P._COMPILED = False
+        ref = parse_page(html, url, rules=rules)
+        P._COMPILED = True
+        got = parse_page(html, url, rules=rules)
+    finally:
+        P._COMPILED = saved
+    assert ref.differing_fields(got) == []
+    return got
+
+
+def test_the_compiled_flattening_is_built_and_used_by_default(monkeypatch):
+    """`pip install` builds transforms/_flatten.c; without it every page would silently take
+    the slower reference. With the reference made to fail, parse_page still flattens.
+    By hand: body(0) p(1) "Hi"(2) a(3) "there"(4) "!"(5). "Hi " ends in whitespace, so
+    "there" has F_SPACE_BEFORE (and F_IN_LINK); "!" follows "</a>" directly and is not a
+    letter or digit, so it has none. Lines: body and p are blocks (+1 at each start), the
+    texts share p's line 2. Text is "Hi" + "there" + "!"."""
+    assert P._compiled is not None, "sitestrip.transforms._flatten is not built: reinstall with pip"
+    assert P._COMPILED
+
+    def no_reference(*args, **kwargs):
+        raise AssertionError("the reference ran")
+
+    monkeypatch.setattr(P, "_flatten", no_reference)
+    page = parse_page('<body><p class="x">Hi <a href="/a">there</a>!</p></body>', "http://ex.com/")
+    assert page.tag.tolist() == [TAG_ID["body"], TAG_ID["p"], TEXT, TAG_ID["a"], TEXT, TEXT]
+    assert page.parent.tolist() == [-1, 0, 1, 1, 3, 1]
+    assert page.end.tolist() == [6, 6, 3, 5, 5, 6]
+    assert page.flags.tolist() == [0, 0, 0, F_LINK, F_SPACE_BEFORE | F_IN_LINK, 0]
+    assert page.line.tolist() == [1, 2, 2, 2, 2, 2]
+    assert page.text == "Hithere!" and page.text_ptr.tolist() == [0, 0, 0, 2, 2, 7, 8]
+    assert page.words.tolist() == [0, 0, 1, 0, 1, 0]
+    assert page.link_url == ("http://ex.com/a",) and page.link_node.tolist() == [3]
+    assert page.class_ptr.tolist() == [0, 0, 1, 1, 1, 1, 1]
+
+
+# --- words: tokens.py's pattern, counted in C ---
+
+def test_compiled_word_count_by_hand():
+    """"か\u3099" is a kana with its (decomposed) voicing mark: one token; "x" after it starts
+    another (a mark continues a token, a letter after a CJK character does not); 中 and 文
+    are one each; "a\u0301b" is one (the mark continues it); "_" is no letter, so "c" is
+    one; the katakana middle dot is none; "٣²" (digits of other scripts) is one: 7."""
+    text = "か\u3099x中文a\u0301b_c ・ ٣²"
+    assert P._compiled.count_words(text) == count_words(text) == 7
+
+
+_WORD_CHARS = st.sampled_from(["a", "Z", "7", " ", "_", "-", "\u0301", "\u0e34", "\u3099", "か", "中", "・",
+                               "\u30fb", "한", "\U00020000", "٣", "²", "Ⅻ", "é", "ß", "\u00a0", "\u200d", "ǅ"])
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.one_of(st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=30),
+                 st.lists(_WORD_CHARS, max_size=30).map("".join)))
+def test_compiled_word_count_is_count_words(text):
+    assert P._compiled.count_words(text) == count_words(text)
+
+
+# --- quirks, with values derived by hand ---
+
+def test_a_comments_tail_is_nobodys_text():
+    """iterwalk yields the comment and _flatten skips it, end event included, so the text
+    after a comment is no node: <p>a<!--c-->b<i>i</i>c</p> gives p, "a", i, "i", "c".
+    (parse_tree's parser removes comments; this tree comes from one that keeps them.)"""
+    root = etree.fromstring("<html><body><p>a<!--c-->b<?pi x?>d<i>i</i>c</p></body></html>",
+                            etree.HTMLParser())
+    body = root.find("body")
+    page = assert_same(body)
+    assert [page.node_text(i) for i in range(page.size) if page.tag[i] == TEXT] == ["a", "i", "c"]
+
+
+def test_adjacent_text_nodes_join_as_lxml_joins_them():
+    """Stripping a comment but not its tail leaves the tail's text node next to the text
+    before it: two libxml2 text nodes that lxml's .text reads as one string, "a b", one node."""
+    root = etree.fromstring("<html><body><p>a<!--c--> b</p></body></html>", etree.HTMLParser())
+    p = root.find("body/p")
+    etree.strip_elements(p, etree.Comment, with_tail=False)
+    assert p.text == "a b" and len(p) == 0
+    page = assert_same(root.find("body"))
+    assert page.size == 3 and page.node_text(2) == "a b"
+
+
+def test_cdata_text_and_mixed_case_and_namespaced_tags():
+    """A CDATA node is text to lxml. Tags are lower-cased before lookup ("DIV" is div, a
+    block); a namespaced tag is "{ns}x", an unknown tag, and a namespaced attribute hashes as
+    "{ns}a=v"."""
+    body = etree.Element("body")
+    div = etree.SubElement(body, "DIV", {"Class": "K", "{http://n.example/}a": "v"})
+    div.text = etree.CDATA(" x ")
+    ns = etree.SubElement(body, "{http://n.example/}x")
+    ns.text = "y"
+    page = assert_same(body)
+    assert page.tag[1] == TAG_ID["div"] and page.line.tolist()[:2] == [1, 2]
+    assert page.tag[3] == P.tag_id("{http://n.example/}x")
+    # "Class" is not "class": it is an attribute hash, like the namespaced one, in order
+    assert page.attr_hash.tolist() == [P._hash32("Class=K"), P._hash32("{http://n.example/}a=v")]
+
+
+def test_entity_references_are_left_to_the_reference():
+    """An entity reference node (parsing makes none) is not read here: the compiled walk
+    returns None and parse_page's caller runs the reference."""
+    body = etree.Element("body")
+    p = etree.SubElement(body, "p")
+    p.text = "a"
+    p.append(etree.Entity("amp"))
+    ref, got = both(body)
+    assert got is None and ref.size == 3
+
+
+def test_pre_text_is_verbatim_and_its_edges_trimmed():
+    """Inside <pre> the first text loses its first line break ("\\n  x" -> "  x"), whitespace-only
+    texts (b's tail "\\n", i's text " ") wait and join the next text ("\\n" + " " + "  y\\n"),
+    and </pre> trims the last text ("\\n   y\\n" -> "\\n   y"); words and chars count the
+    collapsed text."""
+    page = assert_same_parse("<body><pre>\n  x<b>b</b>\n<i> </i>  y\n</pre>z</body>")
+    texts = [(page.node_text(i), int(page.flags[i]) & F_PRE, int(page.chars[i]))
+             for i in range(page.size) if page.tag[i] == TEXT]
+    assert texts == [("  x", F_PRE, 1), ("b", F_PRE, 1), ("\n   y", F_PRE, 1), ("z", 0, 1)]
+
+
+def test_unicode_whitespace_letters_and_digits():
+    """\\u3000 and \\u00a0 are whitespace to str.split (collapsed away, and they set
+    F_SPACE_BEFORE); "٣" (Arabic-Indic three) is a digit to isalnum, so "x</b><b>٣" is set
+    apart; "中文" is two tokens and "é" one (count_words' full pattern)."""
+    page = assert_same_parse("<body><p><b>x</b><b>٣</b>\u3000中文\u00a0é</p></body>")
+    texts = [(page.node_text(i), int(page.flags[i]), int(page.words[i]))
+             for i in range(page.size) if page.tag[i] == TEXT]
+    assert texts == [("x", 0, 1), ("٣", F_SPACE_BEFORE, 1), ("中文 é", F_SPACE_BEFORE, 3)]
+
+
+def test_dropped_and_leaf_elements_and_the_body_tail():
+    """A dropped element's tail stays, and a dropped element neither opens nor closes one for
+    F_SPACE_BEFORE ("a" then "b" run together); a leaf (img) opens and closes one between
+    the word "b" and the word "c", so "c" is set apart; svg's inside is skipped; the body's
+    tail is nobody's."""
+    root = etree.fromstring("<html><body><p>a<script>s</script>b<img>c<svg><g>t</g></svg></p></body>"
+                            "</html>", etree.HTMLParser())
+    body = root.find("body")
+    body.tail = "after"
+    page = assert_same(body)
+    texts = [(page.node_text(i), int(page.flags[i])) for i in range(page.size) if page.tag[i] == TEXT]
+    assert texts == [("a", 0), ("b", 0), ("c", F_SPACE_BEFORE)]
+
+
+def test_deep_pages():
+    """The parser caps nesting (2048 levels with huge_tree); a tree built by hand does not:
+    10,000 levels, far past any recursion limit, flatten the same."""
+    depth = 5000
+    assert_same_parse("<body>" + "<div>x <a href=y>" * depth + "</a></div>" * depth + "</body>")
+    body = node = etree.Element("body")
+    for k in range(10_000):
+        node = etree.SubElement(node, "pre" if k % 7 == 0 else "div")
+        node.text, node.tail = f" level {k}\n", "\n"
+    page = assert_same(body)
+    assert int(page.depth.max()) == 10_001
+
+
+# --- generated HTML ---
+
+_TAGS = ["div", "p", "span", "a", "b", "pre", "li", "ul", "br", "hr", "nav", "section", "td",
+         "x-card", "fb:like", "MyTag", "DIV", "Pre", "textarea", "listing", "select", "option",
+         "script", "style", "noscript", "template", "title", "head", "meta", "img", "svg",
+         "iframe", "video", "picture", "canvas", "math", "object", "code", "h2", "table", "tr",
+         "a", "sup", "sub", "dt", "caption", "H3", "button", "area", "map", "AREA"]
+_WORDS = ["nav", "menu-top", "mainNav", "comment-list", "ad-slot", "post_content", "sidebar",
+          "x", "card123", "Navigation", "footer", "language-python", "highlight-js", "headerlink",
+          "sr-only", "d-none", "d-md-block", "hidden-xs"]
+_ATTR = st.one_of(
+    st.tuples(st.just("class"), st.lists(st.sampled_from(_WORDS), max_size=14).map(" ".join)),
+    st.tuples(st.just("id"), st.sampled_from(_WORDS + ["", " ", "a1234"])),
+    st.tuples(st.just("style"), st.sampled_from(["display:none", "Visibility : HIDDEN", "color:red",
+                                                 "diſplay:none"])),
+    st.tuples(st.just("role"), st.sampled_from(["navigation", " Navigation ", "nav", "main"])),
+    st.tuples(st.sampled_from(["hidden", "aria-hidden"]), st.sampled_from(["", "true", " TRUE ", "false"])),
+    st.tuples(st.sampled_from(["href", "src", "srcset", "alt", "data-src", "width", "HREF"]),
+              st.sampled_from(["/a", "b.png", "http://other.example/x?y=1#z", "javascript:void(0)", "#",
+                               "", " //cdn.example/i.jpg 2x", "1", "mailto:x@y", "../up", "é ü",
+                               "#intro", "api.html#x y", "#ü("])),
+    st.tuples(st.sampled_from(["data-x", "title", "lang"]), st.text(max_size=5)),
+    st.tuples(st.sampled_from(["rel", "REL"]), st.sampled_from(["nofollow", "UGC sponsored", "noopener", "",
+                                                                 " nofollow\tugc "])),
+)
+_TEXT = st.lists(st.sampled_from(
+    list("ab Z09 \n\t.,!¶§#") + ["\u00a0", "\u2003", "\u3000", "\u200b", "\x1c", "\x85", "é", "ß", "Ж",
+                              "🔗", "Permalink",
+                             "中", "日本", "٣", "²", "\u0301", "&amp;", "&nbsp;", "&#x2003;", "&lt;",
+                             "<!-- c -->", "<?pi x?>", "<![CDATA[z]]>", "<br>", "</p>", "]]>"]),
+    max_size=8).map("".join)
+
+
+def _element(children):
+    def build(tag, attrs, kids, close):
+        attr_text = "".join(f' {k}="{v}"' for k, v in attrs)
+        return f"<{tag}{attr_text}>" + "".join(kids) + (f"</{tag}>" if close else "")
+    return st.builds(build, st.sampled_from(_TAGS), st.lists(_ATTR, max_size=4), children, st.booleans())
+
+
+_HTML = st.recursive(_TEXT, lambda kids: _element(st.lists(kids, max_size=5)), max_leaves=40)
+
+
+@pytest.mark.slow
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_HTML, max_size=4).map("".join), st.sampled_from(ALL_RULES), st.booleans())
+def test_generated_pages_flatten_the_same(html, rules, wrapped):
+    html = f"<html><head><title>t</title><base href='/base/'></head><body>{html}</body></html>" \
+        if wrapped else html
+    assert_same_parse(html, rules)
+    # the same HTML with its comments and processing instructions kept in the tree
+    root = etree.fromstring(html.encode("utf-8", "replace"), etree.HTMLParser(remove_comments=False))
+    body = None if root is None else (root if root.tag == "body" else root.find("body"))
+    if body is not None:
+        assert_same(body, rules)
+
+
+@pytest.mark.parametrize("rules", [PRODUCT_RULES, SPEC_RULES, MIXED_RULES])
+def test_the_soup_of_test_page_flattens_the_same(rules):
+    """Every token of tests/transforms/test_page.py's tag soup, alone and all together."""
+    from test_page import _SOUP
+
+    for token in _SOUP:
+        assert_same_parse(f"x{token}y", rules)
+    assert_same_parse("".join(_SOUP), rules)
+
+
+# --- what the links dataset reads (meta.NodeExtras: areas, rel flags, the alt of links without text) ---
+
+LINKS_HTML = """<html><head><base href="http://ex.com/base/"></head><body>
+<nav><a href="/a" rel="nofollow UGC">A</a> <a href="b#top" rel="noopener"><img src="/i.png" alt=" Logo  image "></a></nav>
+<map name="m"><area href="/area#x" alt="Area one" rel="sponsored"><area nohref alt="none">
+<area href="mailto:x@y" alt="mail"><area href="/bare"></map>
+<p>Text <a href="javascript:void(0)" rel="nofollow">js</a> <a href="http://o.org/" rel="ugc">o</a>
+<a href="/c"><picture><img alt="pic"></picture></a> <a href="/d"><img alt="icon"> and text</a>
+<a href="/e"><img src="/pixel.gif" width="1" alt="tracked"></a></p></body></html>"""
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+def test_link_extras_by_hand(compiled):
+    """By hand: body(0) nav(1) a(2) "A"(3) a(4) img(5) map(6) area(7) area(8) area(9) area(10)
+    p(11) "Text"(12) a(13) "js"(14) a(15) "o"(16) a(17) picture(18) a(19) img(20) "and
+    text"(21) a(22) img(23). The <a> links with an http(s) target are 2, 4, 15, 17, 19, 22
+    (13 is javascript:); rel flags: 2 nofollow|ugc (case does not matter), 15 ugc, and the
+    area 7 sponsored ("noopener" is no flag; 13 is no link). Areas with an http(s) href: 7
+    and 10 (8 has none, 9 is mailto:), 7 with its fragment "x", resolved against <base>. The
+    alt of links without text: 4's image (whitespace collapsed), 17's picture's image, 22's
+    1x1 pixel too (it is no Markdown image, but it is what the link shows), the area 7's own;
+    19 has text, so its icon's alt is not its anchor; the area 10 has no alt."""
+    saved = P._COMPILED
+    try:
+        P._COMPILED = compiled
+        page = parse_page(LINKS_HTML, "http://ex.com/dir/page.html")
+    finally:
+        P._COMPILED = saved
+    side = page.side
+    assert page.link_node.tolist() == [2, 4, 15, 17, 19, 22]
+    assert page.link_url[:2] == ("http://ex.com/a", "http://ex.com/base/b")
+    assert side.area_node.tolist() == [7, 10]
+    assert side.area_url == ("http://ex.com/area", "http://ex.com/bare") and side.area_fragment == ("x", "")
+    assert side.rel_node.tolist() == [2, 7, 15] and side.rel == (P_REL["nofollow"] | P_REL["ugc"],
+                                                                 P_REL["sponsored"], P_REL["ugc"])
+    assert side.alt_node.tolist() == [4, 7, 17, 22]
+    assert side.alt == ("Logo image", "Area one", "pic", "tracked")
+    assert side.fragment_node.tolist() == [4] and side.fragment == ("top",)
+    # the algorithms' links are the <a> links as before: no area is an F_LINK node
+    assert not (page.flags[side.area_node] & F_LINK).any()
+
+
+def test_link_extras_flatten_the_same():
+    assert_same_parse(LINKS_HTML)
+    for rules in ALL_RULES:
+        assert_same_parse(LINKS_HTML, rules)
+    # Nested links (libxml2 keeps an <a> inside an open <a>): body(0) a(1) "x"(2) div(3) a(4)
+    # img(5) img(6) a(7) span(8) img(9) img(10). The image after the inner link 4 belongs to
+    # the outer link 1, which has text; link 7 shows its first image with an alt.
+    got = assert_same_parse('<body><a href="/o">x<div><a href="/i"><img alt="in"></a><img alt="out"></div></a>'
+                            '<a href="/p"><span><img alt=""><img alt="second"></span></a></body>')
+    assert got.side.alt_node.tolist() == [4, 7] and got.side.alt == ("in", "second")
+
+
+def test_link_extras_survive_the_shuffle_and_the_state():
+    """A pickled page (Beam's coder) and a stored one (transforms/state.py) keep them; a page
+    without any packs its side as before they were kept (b"")."""
+    import pickle
+
+    from sitestrip.transforms.state import page_columns, page_from_columns
+    page = parse_page(LINKS_HTML, "http://ex.com/dir/page.html")
+    back = pickle.loads(pickle.dumps(page))
+    assert back.side == page.side and back.side.alt == page.side.alt and back.side.area_url == page.side.area_url
+    stored = page_from_columns(*page_columns(page), "test")
+    assert stored.side == page.side and stored.side.rel == page.side.rel
+    assert parse_page("<body><p>no links</p></body>", "http://ex.com/").side.packed() == b""

@@ -1,0 +1,298 @@
+"""The links dataset: one row per (source page, link), with the region of the page the link
+sits in (README "links", docs/algorithms.md "Link regions").
+
+A search engine's link analysis weighs a link by where it sits: links of the site template
+repeat on every page and distort it (Bar-Yossef & Rajagopalan, WWW 2002), and a page-level
+link extractor (Common Crawl's WAT files) cannot tell them apart. sitestrip knows, per page,
+its main content, its TemEx template nodes and its menu, so every `<a href>` and `<area href>`
+with an http(s) target gets a `region`:
+
+- `main`: the link lies in the page's main content: its element is in the main-content node
+  set (`PageAnalysis.main`: the text nodes of the kept blocks and every element whose text is
+  all in them, or ConEx's subtrees); a link without text (an image, an `<area>`) is judged by
+  its nearest ancestor that has text;
+- `menu`: it lies in the page's final menu: the site menu when one applies (SPEC §12), else
+  its page-level MenEx menu (SPEC §2);
+- `template`: its element is a TemEx/HybEx template node (SPEC §6);
+- `other`: none of these.
+
+The first that holds wins (main > menu > template > other): a link the main content kept is
+content even inside a block that recurs (a table of contents the main content starts with),
+and a menu is always template (000 §4.3.4), so `menu` only narrows `template`.
+
+A page's links are held compactly from its analysis until its rows are made (`PageLinks`: a
+few arrays and one LZ4-packed string of its target URLs and anchor texts), not as dicts: a
+site shard holds every page's links until its site menus are chosen, and the Beam graph
+ships them through two shuffles before the rows are made (pipeline/graph.py,
+`join_link_targets`). `target_in_input` (the target has a pages row in this run) is known only
+there; `PageLinks.rows` takes the run's URLs, or None for a null column.
+"""
+from __future__ import annotations
+
+import hashlib
+from typing import Container, Iterator
+
+import numpy as np
+
+from sitestrip.transforms import codecs
+from sitestrip.transforms.meta import REL_NOFOLLOW, REL_SPONSORED, REL_UGC
+from sitestrip.transforms.page import TEXT, CompactPage
+from sitestrip.transforms.text import joined, separators
+from sitestrip.transforms.tree import text_nodes_below
+
+REGIONS = ("main", "menu", "template", "other")
+_REGION_NAMES = np.array(REGIONS, dtype=object)
+
+# Per link, bits of PageLinks.flags.
+_MAIN, _TEMPLATE, _MENU, _IN_SITE = 1, 2, 4, 8
+
+
+class PageLinks:
+    """The links of one pages row, document order, with what their rows need.
+
+    `key` identifies the pages row (source_key); `nodes` are the links' node indexes in the
+    page (kept only until the menu is known); `flags` the _MAIN/_TEMPLATE/_MENU/_IN_SITE bits
+    per link, `rel` the REL_* bits, `fragment_at`/`fragments` the links whose href has a
+    fragment, `local` the links whose target is a pages row of the page's own shard (known
+    there: set_local; None before), `in_input` whether each target has a pages row in this
+    run (None until the target join says: set_present). Target URLs and anchor texts are one LZ4-packed UTF-8
+    string (`_strings`): the URLs, then the texts, each ended by a NUL (which neither holds:
+    a normalized URL percent-encodes it, and parsing turns it into U+FFFD).
+
+    The Parquet writer (pipeline/parts.py) takes a PageLinks as a batch of rows: `key_row`
+    places it (its first row's identifying fields), `columns` gives its rows as columns."""
+    __slots__ = ("source_url", "site", "warc_file", "warc_offset", "key", "nodes", "page_id", "flags", "rel",
+                 "fragment_at", "fragments", "local", "in_input", "_strings")
+
+    def __len__(self) -> int:
+        return int(self.flags.size)
+
+    def set_menu(self, page: CompactPage, node: int | None) -> None:
+        """Mark the links in subtree(`node`) of `page` as the page's menu links (None: it has no
+        menu), replacing an earlier menu: called with the page-level menu, then with the site
+        menu. A menu found on another page than the links' (the site menus of a URL captured
+        twice are looked up on its first capture) leaves them as they were."""
+        if self.nodes is None or id(page) != self.page_id:
+            return
+        self.flags &= np.uint8(~_MENU & 0xFF)
+        if node is not None and self.nodes.size:
+            lo, hi = np.searchsorted(self.nodes, [node, int(page.end[node])])
+            self.flags[lo:hi] |= _MENU
+
+    def seal(self) -> None:
+        """The menu is final: the node indexes are no longer needed."""
+        self.nodes = self.page_id = None
+
+    def strings(self) -> tuple[list[str], list[str]]:
+        """(target URLs, anchor texts), in link order."""
+        n = len(self)
+        if not n:
+            return [], []
+        parts = codecs.unpack(self._strings, "lz4").decode("utf-8", "surrogatepass").split("\x00")
+        return parts[:n], parts[n:2 * n]
+
+    def set_local(self, shard_urls: Container) -> None:
+        """Mark the links whose target is one of `shard_urls`, the normalized URLs of the pages
+        rows of the page's own shard: their target_in_input is True whatever the join says,
+        and they need not go through it (targets)."""
+        self.local = np.fromiter((url in shard_urls for url in self.strings()[0]), dtype=bool, count=len(self))
+
+    def targets(self) -> list[str]:
+        """The distinct target URLs the target join must look up (those not known in the
+        page's shard: set_local), sorted."""
+        urls = self.strings()[0]
+        if self.local is not None:
+            urls = [url for url, known in zip(urls, self.local.tolist()) if not known]
+        return sorted(set(urls))
+
+    def set_present(self, present: Container) -> None:
+        """target_in_input from `present`, the normalized URLs that have a pages row in this run
+        (those of the page's shard aside, set_local: they need not be in it)."""
+        found = np.fromiter((url in present for url in self.strings()[0]), dtype=bool, count=len(self))
+        self.in_input = found if self.local is None else found | self.local
+
+    def regions(self) -> np.ndarray:
+        """Index into REGIONS per link: main > menu > template > other."""
+        f = self.flags
+        return np.where(f & _MAIN, 0, np.where(f & _MENU, 1, np.where(f & _TEMPLATE, 2, 3))).astype(np.int8)
+
+    def key_row(self) -> dict:
+        """The identifying fields (PART_KEYS["links"]) of the first row."""
+        return {"source_url": self.source_url, "warc_file": self.warc_file, "warc_offset": self.warc_offset,
+                "position": 0}
+
+    def columns(self) -> dict:
+        """The links rows as columns: {column of schemas.LINKS: its values in link order}, a
+        list, or a numpy array for the numbers and flags (the writer converts those without
+        a Python object per value: pipeline/parts.py)."""
+        urls, texts = self.strings()
+        n = len(urls)
+        fragments = [None] * n
+        for k, fragment in zip(self.fragment_at.tolist(), self.fragments):
+            fragments[k] = fragment
+        rel, flags = self.rel, self.flags
+        return {
+            "source_url": [self.source_url] * n, "site": [self.site] * n, "warc_file": [self.warc_file] * n,
+            "warc_offset": np.full(n, self.warc_offset, dtype=np.int64) if self.warc_offset is not None else [None] * n,
+            "position": np.arange(n, dtype=np.int32), "target_url": urls, "fragment": fragments, "anchor_text": texts,
+            "rel_nofollow": (rel & REL_NOFOLLOW) != 0, "rel_ugc": (rel & REL_UGC) != 0,
+            "rel_sponsored": (rel & REL_SPONSORED) != 0, "in_site": (flags & _IN_SITE) != 0,
+            "region": _REGION_NAMES[self.regions()].tolist(),
+            "target_in_input": [None] * n if self.in_input is None else self.in_input.copy(),
+        }
+
+    def rows(self, present: Container | None = None) -> Iterator[dict]:
+        """The links rows as dicts; `present`: the normalized URLs that have a pages row in this
+        run (set_present), None to keep what the links know (a null column before the join)."""
+        if present is not None:
+            self.set_present(present)
+        columns = {name: values.tolist() if isinstance(values, np.ndarray) else values
+                   for name, values in self.columns().items()}
+        names = list(columns)
+        for values in zip(*columns.values()):
+            yield dict(zip(names, values))
+
+    # Pickled (Beam's coder: through the target join and to the writer) without the nodes.
+    def __getstate__(self):
+        return (self.source_url, self.site, self.warc_file, self.warc_offset, self.key, self.flags.tobytes(),
+                self.rel.tobytes(), self.fragment_at.tobytes(), self.fragments,
+                None if self.local is None else self.local.tobytes(),
+                None if self.in_input is None else self.in_input.tobytes(), self._strings)
+
+    def __setstate__(self, state):
+        (self.source_url, self.site, self.warc_file, self.warc_offset, self.key, flags, rel, fragment_at,
+         self.fragments, local, in_input, self._strings) = state
+        self.flags = np.frombuffer(flags, dtype=np.uint8).copy()
+        self.rel = np.frombuffer(rel, dtype=np.uint8).copy()
+        self.fragment_at = np.frombuffer(fragment_at, dtype=np.int32)
+        self.local = None if local is None else np.frombuffer(local, dtype=bool)
+        self.in_input = None if in_input is None else np.frombuffer(in_input, dtype=bool)
+        self.nodes = self.page_id = None
+
+
+def source_key(url: str, warc_file, warc_offset) -> bytes:
+    """16 bytes naming one pages row (its PART_KEYS: url, warc_file, warc_offset), what the
+    target join keys a page's links by: a digest, not the fields, so that each of the join's
+    (target, page) pairs carries 16 bytes for its page."""
+    raw = "\x1f".join(("" if v is None else str(v)) for v in (url, warc_file, warc_offset))
+    return hashlib.blake2b(raw.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+
+
+def _in_site(urls, site: str) -> np.ndarray:
+    """Per normalized URL of `urls`: its site key (urls.site_key: the host without one leading
+    "www." and without its port) is `site`. A normalized URL is "scheme://host[:port]/...",
+    so that is its beginning with `site` or "www." + `site` as the host, then "/" or ":"."""
+    starts = tuple(f"{scheme}://{host}{after}" for scheme in ("http", "https") for host in (site, "www." + site)
+                   for after in ("/", ":"))
+    return np.fromiter((url.startswith(starts) for url in urls), dtype=bool, count=len(urls))
+
+
+def page_links(page: CompactPage, main: np.ndarray | None, template: np.ndarray | None, menu_node: int | None,
+               *, source_url: str, row_url: str, site: str, warc_file, warc_offset) -> PageLinks:
+    """The PageLinks of a page from its analysis: `main`, the main-content node mask
+    (None: no main content); `template`, TemEx's template node mask (None: no template
+    ran); `menu_node`, its page-level menu's node (None: no menu). `source_url`: the page's
+    normalized URL; `row_url`, `warc_file`, `warc_offset`: its pages row's identity."""
+    side = page.side
+    nodes, urls = page.link_node, page.link_url
+    texts = _anchor_texts(page, nodes)
+    frag_nodes, frag_values = side.fragment_node, side.fragment
+    if side.area_node.size:
+        # The <area> links (meta.NodeExtras) among the <a> links, in document order.
+        pooled = np.concatenate((nodes, side.area_node)).astype(np.int32)
+        order = np.argsort(pooled, kind="stable")
+        nodes, order = pooled[order], order.tolist()
+        pooled_urls, pooled_texts = urls + side.area_url, texts + [""] * side.area_node.size
+        urls, texts = [pooled_urls[k] for k in order], [pooled_texts[k] for k in order]
+        with_fragment = [k for k, f in enumerate(side.area_fragment) if f]
+        frag_nodes = np.concatenate((frag_nodes, side.area_node[with_fragment]))
+        frag_values = frag_values + tuple(side.area_fragment[k] for k in with_fragment)
+    n = nodes.size
+    out = PageLinks()
+    out.source_url, out.site, out.warc_file, out.warc_offset = source_url, site, warc_file, warc_offset
+    out.key = source_key(row_url, warc_file, warc_offset)
+    out.nodes, out.page_id, out.local, out.in_input = nodes, id(page), None, None
+    # Alt text of the links without text (meta.node_extras): the image's, or the area's own.
+    if side.alt_node.size and n:
+        for k, node, alt in zip(np.searchsorted(nodes, side.alt_node).tolist(), side.alt_node.tolist(), side.alt):
+            if k < n and int(nodes[k]) == node and not texts[k]:
+                texts[k] = alt
+    flags = np.zeros(n, dtype=np.uint8)
+    rel = np.zeros(n, dtype=np.uint8)
+    out.fragment_at, out.fragments = np.zeros(0, dtype=np.int32), ()
+    if n:
+        flags[_in_site(urls, site)] |= _IN_SITE
+        if template is not None:
+            flags[template[nodes]] |= _TEMPLATE
+        if main is not None:
+            flags[_in_main(page, nodes, main)] |= _MAIN
+        if side.rel_node.size:
+            at = np.minimum(np.searchsorted(nodes, side.rel_node), n - 1)
+            ok = nodes[at] == side.rel_node
+            rel[at[ok]] = np.array(side.rel, dtype=np.uint8)[ok]
+        if frag_nodes.size:
+            at = np.searchsorted(nodes, frag_nodes).astype(np.int32)
+            if side.area_node.size:         # the areas' fragments came after the links'
+                order = np.argsort(at, kind="stable")
+                at, frag_values = at[order], tuple(frag_values[k] for k in order.tolist())
+            out.fragment_at, out.fragments = at, tuple(frag_values)
+    out.flags, out.rel = flags, rel
+    strings = "\x00".join(texts)
+    if "\x00" in strings:           # not from a parsed page (module docstring of PageLinks)
+        strings = "\x00".join(t.replace("\x00", "\ufffd") for t in texts)
+    out._strings = codecs.pack(("\x00".join(urls) + "\x00" + strings + "\x00").encode("utf-8", "surrogatepass"),
+                               "lz4")
+    out.set_menu(page, menu_node)
+    return out
+
+
+def _anchor_texts(page: CompactPage, nodes: np.ndarray) -> list[str]:
+    """The text of each link's subtree, as the text joiner gives it (transforms/text.py):
+    tree.subtree_texts with the joiner's own separators and joining, for the one case it has
+    to be fast for: most links hold one text node, whose text is its own, and when every link
+    does no separator is computed."""
+    if not nodes.size:
+        return []
+    text_nodes = np.flatnonzero(page.tag == TEXT)
+    first = np.searchsorted(text_nodes, nodes)
+    counts = np.searchsorted(text_nodes, page.end[nodes]) - first
+    bounds = np.zeros(nodes.size + 1, dtype=np.int64)
+    np.cumsum(counts, out=bounds[1:])
+    total = int(bounds[-1])
+    if total == nodes.size and (counts == 1).all():
+        idx = text_nodes[first]
+        codes = np.zeros(total, dtype=np.int8)
+    else:
+        # Each link's text nodes, one run after the other (subtree_texts, run_texts).
+        starts = bounds[:-1]
+        idx = text_nodes[np.repeat(first - starts, counts) + np.arange(total)]
+        codes = separators(page, idx)
+        codes[starts[counts > 0]] = 0           # a run starts with nothing before it
+    return joined(page, idx, codes, bounds.tolist())
+
+
+def _in_main(page: CompactPage, nodes: np.ndarray, main: np.ndarray) -> np.ndarray:
+    """Per link node: in the main-content node set, a link without text judged by its nearest
+    ancestor that has text (an image link in a kept paragraph is content, a logo in a header
+    is not). The climb is one vector step per level, for the links without text only."""
+    if not main.any():
+        return np.zeros(nodes.size, dtype=bool)
+    below = text_nodes_below(page)
+    judged = nodes.astype(np.int64)
+    climbing = np.flatnonzero(below[judged] == 0)
+    parent = page.parent
+    while climbing.size:
+        judged[climbing] = parent[judged[climbing]]
+        up = judged[climbing]
+        climbing = climbing[(up >= 0) & (below[np.maximum(up, 0)] == 0)]
+    out = np.zeros(nodes.size, dtype=bool)
+    ok = judged >= 0
+    out[ok] = main[judged[ok]]
+    return out
+
+
+def rows_with_targets(held: list, urls: Container) -> Iterator[dict]:
+    """The rows of PageLinks `held`, target_in_input from `urls` (the run's normalized page
+    URLs): what the Beam graph's target join gives, in one process (tests, the bench)."""
+    for links in held:
+        yield from links.rows(urls)
