@@ -769,6 +769,7 @@ def _run(args, beam_args: list[str], terminal: bool) -> int:
 
     from sitestrip.pipeline import publish
     from sitestrip.pipeline.graph import build_pipeline
+    from sitestrip.pipeline.partitions import can_partition
     from sitestrip.pipeline.progress import ProgressMonitor
     from sitestrip.pipeline.signals import Guard
     from sitestrip.pipeline.state import current_version, next_version, write_current
@@ -817,8 +818,13 @@ def _run(args, beam_args: list[str], terminal: bool) -> int:
     progress_dir = tempfile.mkdtemp(prefix="sitestrip-progress-") if local and not args.quiet else None
     # A local run holds one partition of the sites at a time (pipeline/partitions.py); with
     # --state, whose stored pages are read and written back per site over the whole input,
-    # it runs the one graph.
-    spill_dir = tempfile.mkdtemp(prefix="sitestrip-spill-") if local and args.state is None else None
+    # it runs the one graph, and so with a step that joins rows across all sites.
+    partitioned = local and args.state is None and can_partition(config)
+    if local and args.state is None and not partitioned:
+        logging.getLogger("sitestrip").warning(
+            "duplicates.across_sites is on: the run is one graph over the whole input, not partitions "
+            "within run.memory_budget_mb, so its memory grows with the input")
+    spill_dir = tempfile.mkdtemp(prefix="sitestrip-spill-") if partitioned else None
     mode = "bar" if terminal else "log"
     published = False
 

@@ -437,6 +437,14 @@ def join_link_targets(page_links, pages):
             | "LinkRows" >> beam.FlatMap(_link_rows))
 
 
+def _unjoined_link_rows(links):
+    """A page's PageLinks as they leave its shard, target_in_input null: for a caller that
+    fills it over more pages than the graph holds (build_pipeline's `link_targets`)."""
+    if len(links):
+        _count("link_rows", len(links))
+        yield links
+
+
 def dataset_prefix(output: str, name: str, part: str = "part") -> str:
     return FileSystems.join(output, name, part)
 
@@ -513,7 +521,7 @@ def read_warcs(p: beam.Pipeline, warc_paths: list[str], config: Config, progress
 def build_pipeline(p: beam.Pipeline, warc_paths: list[str], output: str, config: Config,
                    progress_dir: str | None = None, part_files: int | None = None,
                    state_dir: str | None = None, state_version: str | None = None,
-                   source=None, part_name: str = "part"):
+                   source=None, part_name: str = "part", link_targets: bool = True):
     """Add the sitestrip graph to `p`; returns the pages, menus and errors PCollections of rows
     (the sites rows, SPEC §11, and with output.links the links rows are written alongside).
 
@@ -531,30 +539,32 @@ def build_pipeline(p: beam.Pipeline, warc_paths: list[str], output: str, config:
     With `source`, a function of `p` that returns site shards, ((site, shard), its
     PageRecords), and errors rows, the graph starts from those instead of reading `warc_paths`
     and grouping the pages by shard: a partition of a local run (pipeline/partitions.py, never
-    with `state_dir`), whose part files are named `{part_name}-XXXXX-of-YYYYY.parquet`."""
+    with `state_dir`), whose part files are named `{part_name}-XXXXX-of-YYYYY.parquet`. With
+    `link_targets` False the links rows are written with target_in_input null, for the caller
+    to fill: a partition's graph holds only some of the run's pages rows."""
     parts = part_files if part_files is not None else max(1, len(warc_paths))
-    if source is None:
-        site_pages, read_errors = split_kinds(read_warcs(p, warc_paths, config, progress_dir), "Read")
-        keyed = shard_sites(site_pages, config.site.max_site_pages)
     if source is not None:
         if state_dir is not None:
             raise ValueError("build_pipeline: a source of site shards is not joined with a state")
         grouped, read_errors = source(p)
-    elif state_dir is None:
-        grouped = keyed | "GroupBySite" >> beam.GroupByKey()
     else:
-        files = state_files(state_dir)
-        version = state_version or next_version(current_version(state_dir))
-        stored = (p
-                  | "StateFiles" >> beam.Create(files)
-                  | "ReadState" >> beam.FlatMap(read_state_file))
-        shard_keys = (keyed
-                      | "ShardOfSite" >> beam.Map(lambda item: (item[0][0], item[0][1]))
-                      | "DistinctShards" >> beam.Distinct())
-        per_site = {"shards": shard_keys, "stored": stored} | "JoinState" >> beam.CoGroupByKey()
-        grouped = ({"records": keyed, "stored": per_site | "StoredForShards" >> beam.FlatMap(_stored_for_shards)}
-                   | "GroupBySite" >> beam.CoGroupByKey())
-        carried = per_site | "CarriedState" >> beam.FlatMap(_carried)
+        site_pages, read_errors = split_kinds(read_warcs(p, warc_paths, config, progress_dir), "Read")
+        keyed = shard_sites(site_pages, config.site.max_site_pages)
+        if state_dir is None:
+            grouped = keyed | "GroupBySite" >> beam.GroupByKey()
+        else:
+            files = state_files(state_dir)
+            version = state_version or next_version(current_version(state_dir))
+            stored = (p
+                      | "StateFiles" >> beam.Create(files)
+                      | "ReadState" >> beam.FlatMap(read_state_file))
+            shard_keys = (keyed
+                          | "ShardOfSite" >> beam.Map(lambda item: (item[0][0], item[0][1]))
+                          | "DistinctShards" >> beam.Distinct())
+            per_site = {"shards": shard_keys, "stored": stored} | "JoinState" >> beam.CoGroupByKey()
+            grouped = ({"records": keyed, "stored": per_site | "StoredForShards" >> beam.FlatMap(_stored_for_shards)}
+                       | "GroupBySite" >> beam.CoGroupByKey())
+            carried = per_site | "CarriedState" >> beam.FlatMap(_carried)
     sites = grouped | "ProcessSite" >> beam.ParDo(ProcessSite(config, progress_dir, keep_state=state_dir is not None))
     pages, site_errors = split_kinds(sites, "Site")
     if config.duplicates.enabled:
@@ -571,8 +581,10 @@ def build_pipeline(p: beam.Pipeline, warc_paths: list[str], output: str, config:
     rows_by_name = {"pages": pages, "menus": menus, "errors": errors, "sites": clusters}
     if config.output.links:
         page_links = sites | "SiteLinks" >> beam.FlatMap(_of_kind, PAGE_LINKS)
-        rows_by_name["links"] = join_link_targets(page_links, pages)
-    datasets = {name: PartDataset(dataset_prefix(output, name, part_name), schemas[name], PART_KEYS[name], PART_BY.get(name))
+        rows_by_name["links"] = (join_link_targets(page_links, pages) if link_targets
+                                 else page_links | "LinkRows" >> beam.FlatMap(_unjoined_link_rows))
+    datasets = {name: PartDataset(dataset_prefix(output, name, part_name), schemas[name], PART_KEYS[name],
+                                  PART_BY.get(name))
                 for name in rows_by_name}
     written = [rows_by_name | "Write" >> WriteParts(datasets, parts)]
     if state_dir is not None:

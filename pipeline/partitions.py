@@ -45,6 +45,7 @@ rows of every partition.
 from __future__ import annotations
 
 import gc
+import hashlib
 import heapq
 import json
 import logging
@@ -57,6 +58,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterator
 
 import apache_beam as beam
+import numpy as np
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
@@ -479,6 +481,13 @@ def partition_parts(part_files: int, plan: PartitionPlan, partition: int) -> int
     return max(1, math.ceil(part_files * plan.pages[partition] / pages))
 
 
+def can_partition(config) -> bool:
+    """Whether a local run of `config` can run in partitions. Exact duplicates across sites
+    (duplicates.across_sites, off by default) join every pages row of the run by content
+    hash inside the graph, which a partition's graph cannot: such a run is one graph."""
+    return not (config.duplicates.enabled and config.duplicates.across_sites)
+
+
 @dataclass
 class PartitionedRun:
     """What run_partitioned did, for the summary."""
@@ -491,6 +500,9 @@ def run_partitioned(new_pipeline: Callable[[], beam.Pipeline], counters_of: Call
                     part_files: int | None = None) -> PartitionedRun:
     """Spill, plan, run every partition into `staging`, then `finish`; the counters summed over
     the pipelines, with the hot sites' counts (which graph.shard_sites counts in one graph)."""
+    if not can_partition(config):
+        raise ValueError("a run with duplicates.across_sites compares pages rows across all sites: "
+                         "it runs as one graph, not in partitions")
     p = new_pipeline()
     spill_pipeline(p, warc_paths, spill_dir, config, progress_dir)
     result = p.run()
@@ -517,7 +529,8 @@ def run_partitioned(new_pipeline: Callable[[], beam.Pipeline], counters_of: Call
                      plan.bytes[k] / 1e6)
         p = new_pipeline()
         build_pipeline(p, warc_paths, staging, config, progress_dir, partition_parts(parts, plan, k),
-                       source=partition_source(k, plan), part_name=part_name(plan, k))
+                       source=partition_source(k, plan), part_name=part_name(plan, k),
+                       link_targets=plan.partitions == 1)
         result = p.run()
         result.wait_until_finish()
         for name, value in counters_of(result).items():
@@ -526,19 +539,23 @@ def run_partitioned(new_pipeline: Callable[[], beam.Pipeline], counters_of: Call
         # The partition's objects go now, not at some later collection, so the next one starts
         # from the memory the run had before it.
         gc.collect()
-    finish(staging, plan)
+    finish(staging, plan, links=config.output.links and plan.partitions > 1)
     counters["partitions"] = plan.partitions
     return PartitionedRun(counters, plan)
 
 
 # ------------------------------------------------------------------ after the last partition
 
-def finish(staging: str, plan: PartitionPlan) -> None:
+def finish(staging: str, plan: PartitionPlan, links: bool = False) -> None:
     """What crosses partitions: the menus rows of hot sites split over partitions merged into
-    one row per (site, menu), and every dataset's empty part files removed but its first."""
+    one row per (site, menu); with `links` (output.links, several partitions), every links
+    row's target_in_input from the pages rows of all partitions; every dataset's empty part
+    files removed but its first."""
     split = plan.split_sites()
     if split:
         merge_menus(staging, split)
+    if links:
+        fill_link_targets(staging)
     drop_empty_parts(staging)
 
 
@@ -579,6 +596,62 @@ def merge_menus(staging: str, sites: set[str]) -> None:
             for (site, signature), (count, url, links) in merged.items()]
     prefix = dataset_prefix(staging, "menus", "part-merged")
     write_table(sorted_table(rows, schema, PART_KEYS["menus"]), part_path(prefix, 0, 1))
+
+
+def _url_digests(urls) -> np.ndarray:
+    """16-byte BLAKE2b digests of `urls` (strings), one numpy bytes value each."""
+    joined = b"".join(hashlib.blake2b(url.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+                      for url in urls)
+    return np.frombuffer(joined, dtype="S16")
+
+
+def page_url_digests(staging: str) -> np.ndarray:
+    """The digests of every staged pages row's url_normalized, sorted and distinct: the set a
+    link target is looked up in. 16 bytes a pages row, whatever the rows' size (1.6 MB for
+    100,000 pages), where the URLs themselves would take several times that as Python strings."""
+    import pyarrow.parquet as pq
+
+    found = []
+    for path in _dataset_files(staging, "pages"):
+        with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as fh:
+            for batch in pq.ParquetFile(fh).iter_batches(columns=["url_normalized"]):
+                found.append(_url_digests(url for url in batch.column(0).to_pylist() if url is not None))
+    return np.unique(np.concatenate(found)) if found else np.empty(0, dtype="S16")
+
+
+def fill_link_targets(staging: str) -> None:
+    """Set target_in_input in every staged links part file: whether the link's target_url is
+    the url_normalized of a pages row of any partition, as the one graph's target join sets it
+    (graph.join_link_targets) over the whole run. The partitions' graphs leave it null
+    (build_pipeline's `link_targets`): each holds only its own sites' pages rows.
+
+    A file is rewritten one row group at a time, each as a row group of its own, so its
+    layout is what the partition wrote and the pass holds one row group and the digests. A
+    digest is 128 bits: a target counted present by a collision with a page's URL would need
+    two distinct URLs with one BLAKE2b-128 digest."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from sitestrip.pipeline.parts import CODEC, temporary_path
+
+    present = page_url_digests(staging)
+    for path in _dataset_files(staging, "links"):
+        temp = temporary_path(path)
+        with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as source:
+            parquet = pq.ParquetFile(source)
+            schema = parquet.schema_arrow
+            column = schema.get_field_index("target_in_input")
+            with FileSystems.create(temp, compression_type=CompressionTypes.UNCOMPRESSED) as fh:
+                # The writer options of parts.write_table, which wrote the file.
+                with pq.ParquetWriter(fh, schema, compression=CODEC, use_compliant_nested_type=False) as writer:
+                    for group in range(parquet.num_row_groups):
+                        table = parquet.read_row_group(group)
+                        targets = _url_digests(table.column("target_url").to_pylist())
+                        at = np.minimum(np.searchsorted(present, targets), max(0, len(present) - 1))
+                        found = (present[at] == targets) if len(present) else np.zeros(len(targets), dtype=bool)
+                        table = table.set_column(column, schema.field(column), pa.array(found, pa.bool_()))
+                        writer.write_table(table, row_group_size=table.num_rows)
+        FileSystems.rename([temp], [path])
 
 
 def drop_empty_parts(staging: str) -> None:

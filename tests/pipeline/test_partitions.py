@@ -122,6 +122,36 @@ def test_partitions_give_the_rows_of_the_one_graph(one_graph, partitioned):
 
 @pytest.mark.beam
 @pytest.mark.slow
+def test_a_link_to_a_page_of_another_partition_is_in_the_input(one_graph, partitioned):
+    """target_in_input is set over every partition's pages rows (partitions.fill_link_targets),
+    not within the source page's partition alone."""
+    out, done = partitioned
+    plan = done.plan
+
+    def partition(site, url):
+        shard = plan.shard_of(site, partitions.page_cell(url))
+        return plan.partition_of(site, shard, bucket_of(site))
+
+    links = pq.read_table(os.path.join(out, "links")).to_pylist()
+    pages = {row["url_normalized"] for row in pq.read_table(os.path.join(out, "pages")).to_pylist()}
+    assert links and all(link["target_in_input"] == (link["target_url"] in pages) for link in links)
+    across = [link for link in links if link["target_in_input"] and link["in_site"]
+              and partition(link["site"], link["source_url"]) != partition(link["site"], link["target_url"])]
+    # What the test is for: big.example's menu links to pages of its other shards' partitions.
+    assert {link["site"] for link in across} == {"big.example"}
+    assert rows(out, "links") == rows(one_graph[0], "links")
+
+
+def test_a_run_with_duplicates_across_sites_is_not_partitioned(corpus, tmp_path):
+    config = dataclasses.replace(SMALL, duplicates=dataclasses.replace(SMALL.duplicates, across_sites=True))
+    assert partitions.can_partition(SMALL) and not partitions.can_partition(config)
+    with pytest.raises(ValueError, match="duplicates.across_sites"):
+        run_partitioned(lambda: pytest.fail("no pipeline is built"), _counters, corpus[1], str(tmp_path / "out"),
+                        config, str(tmp_path / "spill"))
+
+
+@pytest.mark.beam
+@pytest.mark.slow
 def test_errors_rows_and_counters_survive_partitioning(one_graph, partitioned):
     (one, counters), (out, done) = one_graph, partitioned
     errors = pq.read_table(os.path.join(out, "errors")).to_pylist()
@@ -290,6 +320,24 @@ def test_a_partitioned_run_publishes_once_and_says_so(tmp_path, corpus, budget_y
     assert listed == {str(p.relative_to(out)) for p in out.glob("*/*.parquet")}
     assert marker["counts"]["pages"] == 14 and marker["counts"]["errors_by_stage"] == {"decode": 1, "read": 2}
     assert not [p for p in os.listdir(out) if p.startswith("_sitestrip-staging-")]
+
+
+@pytest.mark.beam
+@pytest.mark.slow
+def test_the_command_line_runs_duplicates_across_sites_as_one_graph(tmp_path, corpus, caplog, capsys):
+    config = tmp_path / "across.yaml"
+    config.write_text("site:\n  max_site_pages: 3\nrun:\n  memory_budget_mb: 1\n"
+                      "duplicates:\n  across_sites: true\n")
+    spills = tmp_path / "tmp"
+    spills.mkdir()
+    caplog.set_level("WARNING", logger="sitestrip")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr("tempfile.tempdir", str(spills))
+        code = main(["run", "--input", *corpus[1][:2], "--output", str(tmp_path / "out"), "--config", str(config)])
+    assert code == 0
+    assert "  partitions: " not in capsys.readouterr().out
+    assert "duplicates.across_sites is on: the run is one graph" in caplog.text
+    assert not glob.glob(str(spills / "sitestrip-spill-*"))
 
 
 @pytest.mark.beam
