@@ -99,6 +99,9 @@ class RunLimits:
     # At or below about 380 MB (a run's fixed cost: the interpreter, Beam, the models, the
     # largest site shard's working set) every bucket of sites is a partition of its own.
     memory_budget_mb: int = 400
+    # false: a local run is one graph over the whole input, as other runners run it, and its
+    # memory grows with the input (docs/performance.md, "Memory per worker", measures both).
+    partitions: bool = True
 
 
 @dataclass(frozen=True)

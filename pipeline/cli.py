@@ -819,8 +819,8 @@ def _run(args, beam_args: list[str], terminal: bool) -> int:
     # A local run holds one partition of the sites at a time (pipeline/partitions.py); with
     # --state, whose stored pages are read and written back per site over the whole input,
     # it runs the one graph, and so with a step that joins rows across all sites.
-    partitioned = local and args.state is None and can_partition(config)
-    if local and args.state is None and not partitioned:
+    partitioned = local and args.state is None and config.run.partitions and can_partition(config)
+    if local and args.state is None and config.run.partitions and not partitioned:
         logging.getLogger("sitestrip").warning(
             "duplicates.across_sites is on: the run is one graph over the whole input, not partitions "
             "within run.memory_budget_mb, so its memory grows with the input")

@@ -482,9 +482,10 @@ def partition_parts(part_files: int, plan: PartitionPlan, partition: int) -> int
 
 
 def can_partition(config) -> bool:
-    """Whether a local run of `config` can run in partitions. Exact duplicates across sites
-    (duplicates.across_sites, off by default) join every pages row of the run by content
-    hash inside the graph, which a partition's graph cannot: such a run is one graph."""
+    """Whether a local run of `config` can run in partitions (run.partitions asks for them).
+    Exact duplicates across sites (duplicates.across_sites, off by default) join every pages
+    row of the run by content hash inside the graph, which a partition's graph cannot: such a
+    run is one graph."""
     return not (config.duplicates.enabled and config.duplicates.across_sites)
 
 

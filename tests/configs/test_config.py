@@ -97,6 +97,7 @@ def test_partial_section_keeps_other_defaults():
     ({"site": {"max_site_pages": 2.5}}, "site.max_site_pages: expected an integer"),
     ({"run": {"memory_budget_mb": 0}}, "run.memory_budget_mb: must be greater than 0"),
     ({"run": {"memory_budget_mb": "1G"}}, "run.memory_budget_mb: expected an integer"),
+    ({"run": {"partitions": "off"}}, "run.partitions: expected true or false"),
     ({"read": {"keep_noscript": "no"}}, "read.keep_noscript: expected true or false"),
     ({"read": {"browser_text": 1}}, "read.browser_text: expected true or false"),
     ({"template": {"block_granularity": "yes"}}, "template.block_granularity: expected true or false"),

@@ -324,10 +324,15 @@ def test_a_partitioned_run_publishes_once_and_says_so(tmp_path, corpus, budget_y
 
 @pytest.mark.beam
 @pytest.mark.slow
-def test_the_command_line_runs_duplicates_across_sites_as_one_graph(tmp_path, corpus, caplog, capsys):
-    config = tmp_path / "across.yaml"
-    config.write_text("site:\n  max_site_pages: 3\nrun:\n  memory_budget_mb: 1\n"
-                      "duplicates:\n  across_sites: true\n")
+@pytest.mark.parametrize("extra, warned", [
+    ("duplicates:\n  across_sites: true\n", True),
+    ("run:\n  memory_budget_mb: 1\n  partitions: false\n", False),
+])
+def test_the_command_line_runs_one_graph_when_asked_or_needed(tmp_path, corpus, caplog, capsys, extra, warned):
+    """run.partitions false, or a step that joins rows across all sites (a warning says so)."""
+    config = tmp_path / "one-graph.yaml"
+    config.write_text("site:\n  max_site_pages: 3\n" + ("" if "run:" in extra else "run:\n  memory_budget_mb: 1\n")
+                      + extra)
     spills = tmp_path / "tmp"
     spills.mkdir()
     caplog.set_level("WARNING", logger="sitestrip")
@@ -336,7 +341,7 @@ def test_the_command_line_runs_duplicates_across_sites_as_one_graph(tmp_path, co
         code = main(["run", "--input", *corpus[1][:2], "--output", str(tmp_path / "out"), "--config", str(config)])
     assert code == 0
     assert "  partitions: " not in capsys.readouterr().out
-    assert "duplicates.across_sites is on: the run is one graph" in caplog.text
+    assert ("duplicates.across_sites is on: the run is one graph" in caplog.text) == warned
     assert not glob.glob(str(spills / "sitestrip-spill-*"))
 
 
