@@ -3,11 +3,11 @@ one partition after another.
 
 Beam's local runner (the FnApiRunner) runs a graph one fused step after the other and keeps
 each step's whole output in memory until the next step has read it; a group-by-key's input is
-held as Python objects while it is grouped (docs/performance.md, "Scaling"). One graph over
+held as Python objects while it is grouped (docs/performance.md, "Memory per worker"). One graph over
 the whole input therefore holds every compact page and every row of the run at some point,
 and a local run's peak memory grows with its input. Other runners spill their shuffles and
-run the graph as it is. A local run (no --runner, no --state: pipeline/cli.py) runs in
-three steps instead:
+run the graph as it is. A local run (no --runner; no --state, run.partitions true, no
+duplicates.across_sites: pipeline/cli.py) runs in three steps instead:
 
 1. **Spill.** One pipeline reads the WARC files as every run does (graph.read_warcs: the same
    records, counters, errors rows and progress) and appends each compact page to one of
@@ -17,9 +17,9 @@ three steps instead:
    the state files). Every writer also writes an index: per site its bucket, pages and
    bytes. The read's errors rows go to files of their own. The spill directory is local
    (TMPDIR) and removed when the run ends.
-2. **Plan** (`plan_partitions`). From the indexes the launcher finds the sites over
-   site.max_site_pages, counts their pages per cell (transforms/shards.py) in their
-   buckets' files and makes their shard plans from the whole input's counts: the plans
+2. **Plan** (`read_index`, `plan_partitions`). From the indexes the main process finds the sites over
+   site.max_site_pages, counts their pages per cell (transforms/shards.py) from the heads of
+   their buckets' files and makes their shard plans from the whole input's counts: the plans
    graph.shard_sites makes in one graph, so every page is in the shard it would be in
    there. It packs the buckets, and the hot sites' shards one by one, into the fewest
    partitions whose spilled bytes stay within `partition_bytes(run.memory_budget_mb)`.
@@ -34,13 +34,15 @@ three steps instead:
    last partition, as for any run; the counters are the sum of the pipelines'.
 
 The rows are those of one graph over the whole input: a shard's rows depend only on its
-pages, and a shard has the same pages. Two things cross shards, and are made whole after the
-last partition (`finish`): the menus rows of a hot site whose shards went to different
+pages, and a shard has the same pages. Three things cross shards, and are made whole after
+the last partition (`finish`): the menus rows of a hot site whose shards went to different
 partitions (one row per site and menu: the partitions' rows are merged as CountMenus merges
-them), and the part files (a dataset's empty files are removed but one, so a dataset still
-has a file and a schema). A step that compares rows across sites (e.g. exact duplicates)
-sees only its partition's sites inside the graph; it belongs with `finish`, over the staged
-rows of every partition.
+them); the links rows' target_in_input, which asks whether a target URL has a pages row
+anywhere in the run (set from the staged pages rows of every partition:
+`fill_link_targets`); and the part files (a dataset's empty files are removed but one, so a
+dataset still has a file and a schema). Exact duplicates across sites
+(duplicates.across_sites) join every pages row of the run inside the graph, so a run with
+them on is not partitioned (`can_partition`).
 """
 from __future__ import annotations
 
@@ -54,7 +56,7 @@ import os
 import struct
 import uuid
 import zlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields as dataclass_fields
 from typing import Callable, Iterator
 
 import apache_beam as beam
@@ -73,7 +75,7 @@ log = logging.getLogger("sitestrip")
 # hot sites' shards), so this bounds how evenly they can be filled: 1/256 of the input each.
 BUCKETS = 256
 # How a partition's size follows from run.memory_budget_mb (docs/performance.md, "Memory
-# bounded by partitions"), measured on the synthetic multi-site input with site shards of
+# per worker"), measured on the synthetic multi-site input with site shards of
 # 1,500-2,000 pages, 1 worker: peak RSS = FIXED_MB + HELD_PER_SPILLED_BYTE x a partition's
 # spilled bytes. FIXED_MB is what a run holds whatever its partitions (the interpreter, Beam,
 # the models, the largest shard's working set, a part being written); the partition adds its
@@ -86,8 +88,8 @@ BUDGET_SHARE = 0.9
 MIB = 1 << 20
 
 _LENGTH = struct.Struct("<I")
-_RECORD_FIELDS = ("url", "site", "warc_file", "warc_offset", "warc_record_id", "fetch_date", "content_type",
-                  "charset", "truncated", "timing_ms", "target_uri")
+# Every field of a PageRecord but its page, so a field PageRecord gains is spilled too.
+_RECORD_FIELDS = tuple(f.name for f in dataclass_fields(PageRecord) if f.name != "page")
 
 
 def partition_bytes(memory_budget_mb: int) -> int:
@@ -267,6 +269,7 @@ class SpillPages(beam.DoFn):
 
 def spill_pipeline(p: beam.Pipeline, warc_paths: list[str], directory: str, config,
                    progress_dir: str | None = None) -> None:
+    """Add to `p` the read of `warc_paths` into the spill `directory` (SpillPages)."""
     _ = read_warcs(p, warc_paths, config, progress_dir) | "Spill" >> beam.ParDo(SpillPages(directory))
 
 
@@ -499,8 +502,10 @@ class PartitionedRun:
 def run_partitioned(new_pipeline: Callable[[], beam.Pipeline], counters_of: Callable, warc_paths: list[str],
                     staging: str, config, spill_dir: str, progress_dir: str | None = None,
                     part_files: int | None = None) -> PartitionedRun:
-    """Spill, plan, run every partition into `staging`, then `finish`; the counters summed over
-    the pipelines, with the hot sites' counts (which graph.shard_sites counts in one graph)."""
+    """Spill into `spill_dir`, plan, run every partition into `staging`, then `finish`; the
+    counters summed over the pipelines, with the hot sites' counts (which graph.shard_sites
+    counts in one graph). The caller removes `spill_dir` and, when this raises, `staging`
+    (pipeline/cli.py does both, whatever the run's end)."""
     if not can_partition(config):
         raise ValueError("a run with duplicates.across_sites compares pages rows across all sites: "
                          "it runs as one graph, not in partitions")
@@ -672,8 +677,3 @@ def drop_empty_parts(staging: str) -> None:
             empty = empty[1:]
         if empty:
             FileSystems.delete(empty)
-
-
-def remove_spill(directory: str) -> None:
-    import shutil
-    shutil.rmtree(directory, ignore_errors=True)
