@@ -48,7 +48,7 @@ class ReadLimits:
     # that) and the parse most of a kB of peak memory per node, so larger pages become
     # TooManyNodes errors rather than seconds to minutes and GBs per page.
     max_nodes: int = 500_000
-    # How a page is flattened where the product departs from SPEC §1
+    # How a page is flattened where the product departs from design §1
     # (transforms.page.ParseRules; all off in configs/published.yaml).
     keep_noscript: bool = True
     widget_leaves: bool = True
@@ -61,7 +61,7 @@ class ReadLimits:
 
 @dataclass(frozen=True)
 class SiteParams:
-    """Candidate selection for the site-level methods (SPEC §4)."""
+    """Candidate selection for the site-level methods (design §4)."""
     template_n: int = 3        # n for TemEx / HybEx
     conex_n: int = 4           # n for site-level ConEx
     max_loads: int = 50
@@ -75,14 +75,14 @@ class SiteParams:
 
 @dataclass(frozen=True)
 class SiteLimits:
-    """Cost bounds of the per-site step (DESIGN "Bad input")."""
+    """Cost bounds of the per-site step (design "Bad input")."""
     # CPU milliseconds one page's site-level work (candidates, ETDM, ConEx, MenEx)
     # may take; past it the page becomes a TimeBudgetExceeded errors row. The
     # costliest pages of tests/helpers/hostile.py (100,000 links; 60,000 siblings) need
     # about 2.5 s: the default stops only pathological pages, with room for
     # slower worker CPUs. Typical pages take 5 to 60 ms.
     page_budget_ms: float = 10000.0
-    # Pages one shard of a site may hold (DESIGN "Hot sites"): a larger site is
+    # Pages one shard of a site may hold (design "Hot sites"): a larger site is
     # split by directory, then by URL hash (transforms/shards.py). The per-site
     # step holds a shard in memory, so this bounds a worker's memory; candidates
     # are only searched within a shard.

@@ -1,4 +1,5 @@
-"""Command line: `sitestrip run|inspect|report|bench|tune ...` (`python run.py ...` is `sitestrip run ...`)."""
+"""Command line: `sitestrip run|inspect|report ...` (`python run.py ...` is `sitestrip run ...`);
+the evaluation's commands are `sitestrip-bench`'s (bench/)."""
 from __future__ import annotations
 
 import argparse
@@ -103,7 +104,7 @@ def _run_parser(prog: str) -> argparse.ArgumentParser:
                         "and sites/ only when it has finished; _SUCCESS is written last. Default: ./out")
     p.add_argument("--config", default=None, metavar="NAME|FILE",
                    help="YAML preset: a file path or the name of one in configs/ "
-                        "(default: configs/default.yaml; `published` for SPEC's published "
+                        "(default: configs/default.yaml; `published` for the published "
                         "algorithm). Validated on load.")
     p.add_argument("--workers", type=int, default=1, metavar="N",
                    help="local worker processes for the FnApiRunner (default 1); "
@@ -1058,167 +1059,9 @@ def report(argv: list[str], prog: str = "sitestrip report") -> int:
     return 0
 
 
-def _bench_parser(prog: str) -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog=prog, formatter_class=argparse.RawDescriptionHelpFormatter,
-        description="Score sitestrip and peer extractors (trafilatura, resiliparse, readability, "
-                    "jusText, boilerpy3; `pip install '.[bench]'`) on gold corpora, with speed, "
-                    "and write results.json, report.md and PNG charts to --out.\n\n"
-                    "A corpus is a folder in the shared format (warc/*.warc.gz + gold.jsonl) or "
-                    "in the TeCo format (a folder per site, the key page labelled with TECO_* "
-                    "classes).")
-    p.add_argument("--corpus", action="append", required=True, metavar="DIR",
-                   help="a corpus folder; repeat for several")
-    p.add_argument("--out", required=True, metavar="RESULTS_DIR")
-    p.add_argument("--peers", default=None, metavar="NAMES",
-                   help="comma-separated peers to run (default: every installed one); 'none' for none")
-    p.add_argument("--workers", type=int, default=1, metavar="N",
-                   help="worker processes of the product's run (default 1, like the peers)")
-    p.add_argument("--config", default=None, metavar="NAME|FILE", help="the product's preset")
-    p.add_argument("--peer-timeout", type=float, default=3600, metavar="SECONDS",
-                   help="per peer and corpus; pages left when it runs out score as empty")
-    p.add_argument("--no-charts", action="store_true", help="Markdown and JSON only")
-    p.add_argument("--cv-folds", type=int, default=5, metavar="K",
-                   help="folds (grouped by site) of the cross-validated main-content scores of the "
-                        "learned and ceml models, and conex in-process; 0 = skip (then the run's own "
-                        "main text is the product's column)")
-    return p
-
-
-def bench(argv: list[str], prog: str = "sitestrip bench") -> int:
-    args = _bench_parser(prog).parse_args(argv)
-    from sitestrip.bench.peers import PEER_NAMES
-    from sitestrip.bench.run import run_bench
-    peers = None
-    if args.peers:
-        peers = [] if args.peers == "none" else [p.strip() for p in args.peers.split(",") if p.strip()]
-        unknown = [p for p in peers if p not in PEER_NAMES]
-        if unknown:
-            print(f"sitestrip bench: unknown peer(s) {', '.join(unknown)}; known: {', '.join(PEER_NAMES)}",
-                  file=sys.stderr)
-            return 2
-    try:
-        summary = run_bench(args.corpus, args.out, peers=peers, workers=args.workers,
-                            config=args.config, peer_timeout=args.peer_timeout,
-                            charts=not args.no_charts, cv_folds=args.cv_folds,
-                            log=lambda m: print(m, flush=True))
-    except ValueError as exc:
-        print(f"sitestrip bench: {exc}", file=sys.stderr)
-        return 2
-    print(f"sitestrip bench: {len(summary['corpora'])} corpora in {summary['seconds']} s → "
-          f"{os.path.join(args.out, 'report.md')}")
-    return 0
-
-
-def _tune_parser(prog: str) -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog=prog, description="Settle SPEC's open choices: a staged coarse grid over the given "
-                               "dev corpora (shared format), cached in --out; writes tune.json and "
-                               "tune.md (the comparison table) and prints the winning settings.")
-    p.add_argument("--corpus", action="append", required=True, metavar="DIR")
-    p.add_argument("--out", required=True, metavar="DIR")
-    p.add_argument("--processes", type=int, default=None, metavar="N",
-                   help="worker processes (default: all CPUs)")
-    p.add_argument("--stage", action="append", default=None, metavar="NAME",
-                   help="run only this stage of the grid, from the shipped defaults (repeatable); "
-                        "stages: text_equality, site_conex_variant, template_position_option, "
-                        "template_n_votes, template_weights, conex_n, conex_weights, link_blocks")
-    return p
-
-
-def tune(argv: list[str], prog: str = "sitestrip tune") -> int:
-    args = _tune_parser(prog).parse_args(argv)
-    from sitestrip.bench.corpora import read_shared_corpus
-    from sitestrip.bench.tune import markdown_table, run_grid, select_stages
-    try:
-        corpora = [read_shared_corpus(d) for d in args.corpus]
-        stages = select_stages(args.stage)
-    except ValueError as exc:
-        print(f"sitestrip tune: {exc}", file=sys.stderr)
-        return 2
-    report = run_grid(corpora, args.out, processes=args.processes, stages=stages,
-                      log=lambda m: print(m, flush=True))
-    with open(os.path.join(args.out, "tune.md"), "w", encoding="utf-8") as fh:
-        fh.write(markdown_table(report))
-    changed = {f"{section}.{key}": value for section, values in report["final"].items()
-               for key, value in values.items()}
-    print("winning settings:")
-    for dotted, value in sorted(changed.items()):
-        print(f"  {dotted}: {value}")
-    return 0
-
-
-def _train_parser(prog: str) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog=prog, description="Train a block classifier of SPEC §10 on gold corpora, with its "
-                               "cross-validated scores (folds grouped by site).")
-    parser.add_argument("--corpus", action="append", required=True, metavar="DIR",
-                        help="a corpus in the shared format (DIR/warc/*.warc.gz + DIR/gold.jsonl); repeatable")
-    parser.add_argument("--out", required=True, metavar="MODEL",
-                        help="model file to write (.json or .json.gz); use it with main_content.model")
-    parser.add_argument("--method", choices=("learned", "ceml"), default="learned",
-                        help="learned: the product's gradient-boosted trees; ceml: seed 002's CARTs")
-    parser.add_argument("--folds", type=int, default=5, help="cross-validation folds, grouped by site")
-    parser.add_argument("--config", default=None, metavar="NAME|FILE",
-                        help="preset whose candidate and template parameters compute the features")
-    parser.add_argument("--processes", type=int, default=None, help="worker processes for the features")
-    parser.add_argument("--labels", choices=("product", "gold"), default="product",
-                        help="learned: product = the corpora's gold with the product's convention for an "
-                             "article's headline, bylines, datelines and captions (docs/algorithms.md); "
-                             "gold = each corpus's gold as it is")
-    return parser
-
-
-# The `train` extra's libraries (pyproject.toml), by import name.
-TRAIN_LIBRARIES = ("lightgbm", "sklearn")
-
-
-def missing_train_libraries() -> list[str]:
-    import importlib.util
-    return [name for name in TRAIN_LIBRARIES if importlib.util.find_spec(name) is None]
-
-
-def train(argv: list[str], prog: str = "sitestrip train") -> int:
-    args = _train_parser(prog).parse_args(argv)
-    from sitestrip.bench.blockdata import concat, corpus_blocks
-    from sitestrip.bench.corpora import read_shared_corpus
-    from sitestrip.bench.train import train as train_model
-    from sitestrip.configs import load_config
-    if args.folds < 2:
-        print(f"{prog}: --folds must be at least 2", file=sys.stderr)
-        return 2
-    missing = missing_train_libraries()
-    if missing:
-        print(f"{prog}: needs the train extra (LightGBM, scikit-learn), missing {', '.join(missing)}: "
-              f"pip install 'sitestrip[train]' (in a checkout: pip install -e '.[train]')", file=sys.stderr)
-        return 2
-    try:
-        config = load_config(args.config)
-        corpora = [read_shared_corpus(d) for d in args.corpus]
-    except (ValueError, OSError) as exc:
-        print(f"{prog}: {exc}", file=sys.stderr)
-        return 2
-    parts = []
-    for corpus in corpora:
-        print(f"[{corpus.name}] blocks and features of {len(corpus.gold)} gold pages", flush=True)
-        parts.append(corpus_blocks(corpus, config, args.processes))
-    data = concat(parts)
-    if len({p.site for p in data.pages}) < args.folds:
-        print(f"{prog}: {len({p.site for p in data.pages})} sites, fewer than --folds {args.folds}",
-              file=sys.stderr)
-        return 2
-    train_model(data, args.out, args.method, args.folds, params=config.main_content,
-                log=lambda m: print(m, flush=True), product_convention=args.labels == "product")
-    return 0
-
-
-def bench_duplicates(argv: list[str]) -> int:
-    from sitestrip.bench.duplicates import main as duplicates_main
-    return duplicates_main(argv)
-
-
-COMMANDS = {"run": run, "inspect": inspect, "report": report, "bench": bench, "tune": tune,
-            "train": train, "bench-duplicates": bench_duplicates}
+COMMANDS = {"run": run, "inspect": inspect, "report": report}
+# Commands of the evaluation, which is a distribution of its own (bench/, `sitestrip-bench`).
+BENCH_COMMANDS = {"bench": "bench", "tune": "tune", "train": "train", "bench-duplicates": "duplicates"}
 
 
 def use_system_allocator_for_arrow() -> None:
@@ -1276,6 +1119,11 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["run"]:
         return run(argv[1:])        # it imports Beam itself, under its signal handler
+    if argv[:1] and argv[0] in BENCH_COMMANDS:
+        print(f"sitestrip {argv[0]}: the evaluation is the sitestrip-bench distribution "
+              f"(pip install -e ./bench in a checkout): sitestrip-bench {BENCH_COMMANDS[argv[0]]} ...",
+              file=sys.stderr)
+        return 2
     from sitestrip.pipeline.console import import_beam_quietly
     import_beam_quietly()
     parser = argparse.ArgumentParser(
@@ -1288,13 +1136,6 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("inspect", help="one page with its template, main content and menu marked, "
                                    "as a self-contained HTML file", add_help=False)
     sub.add_parser("report", help="HTML and Markdown summary of a finished run", add_help=False)
-    sub.add_parser("bench", help="quality and speed against gold corpora and peer extractors",
-                   add_help=False)
-    sub.add_parser("tune", help="settle the SPEC's open choices on dev corpora (coarse grid)",
-                   add_help=False)
-    sub.add_parser("train", help="train a block classifier (SPEC §10) on gold corpora", add_help=False)
-    sub.add_parser("bench-duplicates", help="duplicate detection on dev corpora with injected duplicates",
-                   add_help=False)
     if argv and argv[0] == "--version":
         print(f"sitestrip {version()}")
         return 0

@@ -523,7 +523,7 @@ def build_pipeline(p: beam.Pipeline, warc_paths: list[str], output: str, config:
                    state_dir: str | None = None, state_version: str | None = None,
                    source=None, part_name: str = "part", link_targets: bool = True):
     """Add the sitestrip graph to `p`; returns the pages, menus and errors PCollections of rows
-    (the sites rows, SPEC §11, and with output.links the links rows are written alongside).
+    (the sites rows, design §11, and with output.links the links rows are written alongside).
 
     Each dataset is written as `part_files` Parquet files (pipeline/parts.py);
     by default one per input WARC file, so a part holds about the rows of one

@@ -59,10 +59,10 @@ METHOD_TEXT = {
 
 MAIN_CONTENT_TEXT = {
     "learned": "the product's block classifier: gradient-boosted trees over each block's page and "
-               "site features (SPEC §10)",
+               "site features (design §10)",
     "ceml": "seed 002's published classifier: its hard rules, then one decision tree per kind of "
-            "block (SPEC §10)",
-    "conex": "ConEx: site-level with candidate pages (SPEC §7), page-level without (§3); "
+            "block (design §10)",
+    "conex": "ConEx: site-level with candidate pages (design §7), page-level without (§3); "
              "no blocks, so no content probabilities",
 }
 
@@ -784,7 +784,7 @@ def render(expl: Explanation, html: str, stylesheets: dict | None = None, config
 def inspect(paths: Sequence[str], url: str, config) -> tuple[str, Explanation]:
     """(inspect page HTML, explanation) of `url` in the WARC files `paths`."""
     site = load_site(paths, url, config.read)
-    # A run compares a page only with the pages of its shard (DESIGN "Hot sites").
+    # A run compares a page only with the pages of its shard (design "Hot sites").
     shards = shard_urls(site.key.site, [r.url for r in site.records], config.site.max_site_pages)
     shard = [r for r in site.records if shards[r.url] == shards[site.key.url]]
     try:

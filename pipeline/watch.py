@@ -151,7 +151,7 @@ class ProcessWatchedSite(ProcessSite):
 
     def __init__(self, config: Config, state_files_: list[str], working_dir: str | None = None):
         # No links dataset here: its target_in_input joins every link with the whole run's
-        # pages, which an unbounded run never has (README "links"; a batch run writes it).
+        # pages, which an unbounded run never has (docs/output.md "Links"; a batch run writes it).
         super().__init__(without_links(config), None, keep_state=True)
         self.state_files = state_files_
         self.working_dir = working_dir

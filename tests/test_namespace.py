@@ -1,5 +1,5 @@
 """One namespace: the project's folders install as sitestrip.pipeline, sitestrip.transforms,
-sitestrip.schemas, sitestrip.configs and sitestrip.bench (pyproject.toml's package-dir),
+sitestrip.schemas and sitestrip.configs (pyproject.toml's package-dir),
 so nothing may name them bare: a bare `from transforms.x import y` only worked while the
 checkout (or a `transforms` of some other distribution) was on sys.path. The wheel's own
 file list is checked in test_runners.py (the packaging test builds it)."""
@@ -13,15 +13,12 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
-BARE = ("pipeline", "transforms", "schemas", "configs", "bench")
+BARE = ("pipeline", "transforms", "schemas", "configs")
 SKIP_DIRS = {".git", ".venv", "venv", "build", "dist", "out", "__pycache__", ".hypothesis",
              ".pytest_cache"}
-# The rewrite script and this file name the bare packages on purpose (to find them).
-ON_PURPOSE = {REPO / "scripts" / "rewrite_namespace.py", Path(__file__).resolve()}
+# This file names the bare packages on purpose (to find them).
+ON_PURPOSE = {Path(__file__).resolve()}
 DASH_M = re.compile(r"-m (%s)\.\w" % "|".join(BARE))
-
-sys.path.insert(0, str(REPO / "scripts"))
-from rewrite_namespace import rewrite_markdown, rewrite_python  # noqa: E402
 
 
 def python_files():
@@ -59,14 +56,14 @@ def bare_references(path: Path, root: Path = REPO) -> list[str]:
 
 
 def test_no_file_of_the_checkout_names_a_bare_package(tmp_path):
-    """Every .py file (product, tests, scripts, sample builder), parsed: no import of
-    pipeline/transforms/schemas/configs/bench without `sitestrip.`, and no string naming
+    """Every .py file (product, bench, tests, sample builder), parsed: no import of
+    pipeline/transforms/schemas/configs without `sitestrip.`, and no string naming
     one as a module (`-m pipeline.worker`, "pipeline.cli"). The check itself is shown to
     catch each kind on the three-line source below, so an empty result means something."""
     probe = tmp_path / "probe.py"
     probe.write_text('from transforms.page import parse_page\nimport configs\n'
-                     'CMD = "python -m pipeline.worker INFO"\nSITE = "bench.example"\n')
-    # "bench.example" is a host name (there is no bench/example.py), not a module
+                     'CMD = "python -m pipeline.worker INFO"\nSITE = "pipeline.example"\n')
+    # "pipeline.example" is a host name (there is no pipeline/example.py), not a module
     assert bare_references(probe, tmp_path) == [
         "probe.py:from transforms.page import ...",
         "probe.py:import configs",
@@ -87,7 +84,7 @@ def _python_outside_the_checkout(code, cwd, timeout):
 @pytest.mark.slow
 def test_importing_every_module_loads_no_bare_package(tmp_path):
     """A child process outside the checkout (so the checkout is not on sys.path) imports
-    every module of the five subpackages; none of them, directly or through another, may
+    every module of the four subpackages; none of them, directly or through another, may
     load a module under a bare name: the module table then holds sitestrip.* only."""
     code = (
         "import importlib, pkgutil, sys\n"
@@ -104,13 +101,13 @@ def test_importing_every_module_loads_no_bare_package(tmp_path):
     proc = _python_outside_the_checkout(code, tmp_path, timeout=300)
     assert proc.returncode == 0, proc.stderr
     count, loaded = proc.stdout.splitlines()
-    assert int(count) >= 40     # pipeline 8, transforms 21, schemas 1, bench 13 modules today
+    assert int(count) >= 40     # pipeline 15, transforms 35, schemas 1 at least
     assert loaded == "[]"
 
 
 def test_bare_package_names_do_not_import_outside_the_checkout(tmp_path):
     """The install adds `sitestrip` alone: from a directory that is not the checkout,
-    `import pipeline` (and the other four) fails, while `sitestrip.pipeline` is there."""
+    `import pipeline` (and the other three) fails, while `sitestrip.pipeline` is there."""
     code = ("import importlib\n"
             f"for name in {BARE!r}:\n"
             "    importlib.import_module('sitestrip.' + name)\n"
@@ -121,38 +118,3 @@ def test_bare_package_names_do_not_import_outside_the_checkout(tmp_path):
     proc = _python_outside_the_checkout(code, tmp_path, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.split("\n")[:-1] == [f"{name} absent" for name in BARE]
-
-
-@pytest.mark.parametrize("before, after", [
-    # each kind of reference, by hand: `sitestrip.` goes in front of the bare package
-    ("from transforms.page import parse_page\n",
-     "from sitestrip.transforms.page import parse_page\n"),
-    ("import transforms.extract as extract\n", "import sitestrip.transforms.extract as extract\n"),
-    ("    import configs\n", "    from sitestrip import configs\n"),
-    ("import bench.train as train_module  # noqa: E402\n",
-     "import sitestrip.bench.train as train_module  # noqa: E402\n"),
-    ('cmd = [sys.executable, "-m", "pipeline.cli", "run"]\n',
-     'cmd = [sys.executable, "-m", "sitestrip.pipeline.cli", "run"]\n'),
-    ('command = f"{python} -m pipeline.worker {level}"\n',
-     'command = f"{python} -m sitestrip.pipeline.worker {level}"\n'),
-    # continuation lines stay under the parenthesis, which moved 10 columns right
-    ("from bench.teco import (find_benchmarks,\n                        strip_labels)\n",
-     "from sitestrip.bench.teco import (find_benchmarks,\n"
-     "                                  strip_labels)\n"),
-    # left alone: a host name that is no module, a longer name, prose without -m
-    ('SITE = "bench.example"\n', 'SITE = "bench.example"\n'),
-    ("from pipelines import x\n", "from pipelines import x\n"),
-    ("# see transforms.page.ParseRules\n", "# see transforms.page.ParseRules\n"),
-])
-def test_rewrite_script_and_that_a_second_run_changes_nothing(before, after):
-    assert rewrite_python(before) == after
-    assert rewrite_python(after) == after
-
-
-def test_rewrite_script_on_markdown_keeps_old_commits_commands():
-    """Markdown: `-m X.m` commands are rewritten, except a line running an old commit's
-    code from /tmp/grid (docs/benchmarks.md), which has no namespace."""
-    text = ("$PY -m pipeline.cli tune --corpus C\n"
-            "(cd /tmp/grid && $PY -m pipeline.cli tune --corpus C\n")
-    assert rewrite_markdown(text) == ("$PY -m sitestrip.pipeline.cli tune --corpus C\n"
-                                      "(cd /tmp/grid && $PY -m pipeline.cli tune --corpus C\n")

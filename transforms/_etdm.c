@@ -1,4 +1,4 @@
-/* ETDM's top-down walk and greedy sibling assignment, compiled (SPEC §5; etdm.py).
+/* ETDM's top-down walk and greedy sibling assignment, compiled (design §5; etdm.py).
  *
  * The Python module etdm.py stays the reference: `_Mapper` there and the literal
  * `reference_map` of tests/transforms/test_etdm.py define what a mapping is, and the tests run every

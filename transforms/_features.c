@@ -1,4 +1,4 @@
-/* Block texts' columns and identities, and the blocks stage's per-node loops, compiled (SPEC §10;
+/* Block texts' columns and identities, and the blocks stage's per-node loops, compiled (design §10;
  * blocks.py, features.py).
  *
  * features.py stays the reference: `_text_columns_python` and `text_key` define the values,

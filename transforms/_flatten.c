@@ -1,4 +1,4 @@
-/* Parse flattening, compiled (SPEC §1; page.py _flatten).
+/* Parse flattening, compiled (design §1; page.py _flatten).
  *
  * page.py's `_flatten` stays the reference: it walks lxml's tree with etree.iterwalk and
  * builds the CompactPage arrays in Python. `walk` here reads libxml2's node tree under the

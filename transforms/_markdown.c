@@ -11,7 +11,7 @@
  * layout (_Writer.write: line-start escapes, headings, list items and quotes with their
  * numbers, separators, pipe tables, fenced code blocks with their language). `render`
  * returns the same str as the reference (tests/transforms/test_markdown_compiled.py,
- * scripts/compare_markdown.py); `contexts`, `around`, `anchors` and `line_start` expose
+ * sitestrip-bench compare-markdown); `contexts`, `around`, `anchors` and `line_start` expose
  * pieces of it for the tests.
  *
  * Text is read through PyUnicode_READ and built as UCS4, so non-BMP characters and lone

@@ -1,4 +1,4 @@
-/* The block model's tree walk, compiled (SPEC §10; model.py BlockModel._evaluate).
+/* The block model's tree walk, compiled (design §10; model.py BlockModel._evaluate).
  *
  * model.py compiles every tree into one node table (breadth-first: a node's right child is
  * its left child + 1; a leaf's left child is the leaf itself) and walks all trees for all

@@ -1,4 +1,4 @@
-"""Blocks of a page (SPEC §10; seed 002 §3.5, §4.3) and their gold labels.
+"""Blocks of a page (design §10; seed 002 §3.5, §4.3).
 
 A block is the unit main content is decided on: a run of text nodes that a
 reader sees as one paragraph, list item, heading, cell or line. Seed 002's
@@ -9,7 +9,7 @@ counted twice). Text under no instance belongs to its nearest block-level
 element, or to a nearer inline element that carries its own class or id
 (a byline `<span class="author">` inside a story `div` is its own block).
 
-SPEC §10's refinement, measured (docs/model.md, block oracle): a block is also
+design §10's refinement, measured (docs/model.md, block oracle): a block is also
 cut wherever a block boundary (`<br>`, a nested block element) falls between
 two of its text nodes, so a `div` of text and `<br>`s holding the byline,
 the share links and the story becomes one block per line.
@@ -22,14 +22,12 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from difflib import SequenceMatcher
 
 import numpy as np
 
 from sitestrip.transforms.page import (BLOCK_LEVEL, F_HIDDEN, KNOWN_TAGS, TAG_ID, TEXT, CompactPage, has_tag,
                                        tag_table)
 from sitestrip.transforms.text import run_texts
-from sitestrip.transforms.tokens import folded_words
 from sitestrip.transforms.tree import nearest_in_mask
 
 try:
@@ -54,8 +52,6 @@ _GROUP_OF_TAG = {"p": 0, "li": 1, "h1": 2, "h2": 2, "h3": 2, "h4": 2, "h5": 2, "
 # tag, looked up as page.has_tag looks up its tables.
 _GROUP_TABLE = np.full(len(KNOWN_TAGS) + 1, GROUPS.index("other"), dtype=np.int8)
 _GROUP_TABLE[[TAG_ID[name] for name in _GROUP_OF_TAG]] = list(_GROUP_OF_TAG.values())
-# Labelling rule of web2text (seed 000 §12.4): main iff this share of own tokens aligns.
-MAIN_SHARE = 2 / 3
 
 
 @dataclass
@@ -141,7 +137,7 @@ def hidden_text(page: CompactPage, nodes: np.ndarray) -> np.ndarray | None:
 
 
 def page_blocks(page: CompactPage) -> Blocks:
-    """Every text node in exactly one block (SPEC §10)."""
+    """Every text node in exactly one block (design §10)."""
     text = np.flatnonzero(page.tag == TEXT)
     if text.size == 0:
         empty = np.zeros(0, dtype=np.int64)
@@ -187,31 +183,3 @@ def block_texts(page: CompactPage, blocks: Blocks) -> list[str]:
 def render_blocks(texts: list[str], selected: np.ndarray) -> str:
     """main_text: the own text of the selected blocks in document order, one line per block."""
     return "\n".join(t for t, keep in zip(texts, selected.tolist()) if keep and t)
-
-
-def gold_labels(texts: list[str], gold_text: str, share: float = MAIN_SHARE) -> tuple[np.ndarray, np.ndarray]:
-    """(main label per block, aligned tokens per block) from a gold main text.
-
-    The page's token sequence (blocks in order, SPEC §1 tokenizer, case-folded)
-    is aligned with the gold's, order preserved and each gold token used once
-    (the longest-common-subsequence blocks of difflib, junk heuristics off);
-    a block is main iff at least `share` of its tokens align.
-    """
-    tokens, owner = [], []
-    for b, t in enumerate(texts):
-        w = folded_words(t)
-        tokens.extend(w)
-        owner.extend([b] * len(w))
-    gold = folded_words(gold_text)
-    aligned = np.zeros(len(texts), dtype=np.int64)
-    if tokens and gold:
-        vocab: dict = {}
-        a = [vocab.setdefault(w, len(vocab)) for w in tokens]
-        g = [vocab.setdefault(w, len(vocab)) for w in gold]
-        hit = np.zeros(len(a), dtype=bool)
-        for m in SequenceMatcher(None, a, g, autojunk=False).get_matching_blocks():
-            hit[m.a:m.a + m.size] = True
-        aligned = np.bincount(np.array(owner, dtype=np.int64), weights=hit, minlength=len(texts)).astype(np.int64)
-    own = np.array([len(folded_words(t)) for t in texts], dtype=np.int64)
-    labels = (own > 0) & (aligned >= share * own)
-    return labels, aligned

@@ -1,25 +1,25 @@
-"""Candidate selection: hyperlink analysis and complete subdigraphs (SPEC §4, thesis 2023 ch. 7).
+"""Candidate selection: hyperlink analysis and complete subdigraphs (design §4, thesis 2023 ch. 7).
 
 Given a key page, pick the pages of its site that most likely share its
 template: sort the key page's in-site links by link relevance (directory
 distance of the URL, Def. 4.2.1/4.2.5) and, inside a relevance tier, by DOM
 dispersion (Def. 4.2.4/4.2.6, Alg. 8); then walk them, "loading" each target
 from the pages the site step holds, until n of them are pairwise mutually
-linked (an n-CS, Alg. 9). What an archive lacks is made up by the SPEC §4
+linked (an n-CS, Alg. 9). What an archive lacks is made up by the design §4
 fallback, and every result says how its candidates were chosen.
 
-What a complete subdigraph is here (thesis 2023 §7.2.1 and Alg. 9 in §7.2.3;
-2014 thesis Alg. 2 in §2.2.5): a set of pages that are pairwise mutually
-linked. Alg. 9 builds it from `processedLinks`, which are links *of the key
+What a complete subdigraph is here (design §4.3; thesis §7.2.1 and Alg. 9 in
+thesis §7.2.3; 2014 thesis Alg. 2 in its §2.2.5): a set of pages that are pairwise
+mutually linked. Alg. 9 builds it from `processedLinks`, which are links *of the key
 page*, and records connections only among them (`getLinks(webPage) ∩
 reachableLinks`, self-links excluded), so the key page is not a member: it
 links to every member by construction, and no link back to it is checked.
-(§7.2 says in passing that a linked page without "any mutual link (pointing to
-the key page)" is discarded; Alg. 9 does not compute that, and SPEC §4 restates
-Alg. 9, so we follow the algorithm.) n counts the candidate pages, the key page
-excluded: the Caltech 4-CS of §7.2.3 is four linked pages other than the key
+(Thesis §7.2 says in passing that a linked page without "any mutual link (pointing to
+the key page)" is discarded; Alg. 9 does not compute that, and design §4.3 restates
+Alg. 9, so the product follows the algorithm.) n counts the candidate pages, the key page
+excluded: the Caltech 4-CS of thesis §7.2.3 is four linked pages other than the key
 page, Table 7.7 reports 2.00 loads for size 1 ("this value also includes the
-load of the key page"), and TemEx votes (v ≤ n, §9.2.4) are cast by the CS
+load of the key page"), and TemEx votes (v ≤ n, thesis §9.2.4) are cast by the CS
 pages. So `cs_size` is the number of CS pages besides the key page, and
 method "cs" means n of them.
 
@@ -52,7 +52,7 @@ __all__ = [
 @dataclass(frozen=True)
 class CandidateParams:
     n: int = 3            # CS size: 3 for TemEx/HybEx (Table 7.7); the site-level ConEx run uses 4
-    max_loads: int = 50   # stop the walk after this many loaded pages (SPEC §4 bound)
+    max_loads: int = 50   # stop the walk after this many loaded pages (design §4 bound)
 
     def __post_init__(self):
         if self.n < 1:
@@ -72,7 +72,7 @@ class SiteLinks:
     """
     outlinks: dict[str, frozenset[str]]
     site: str = ""   # site key; "" means: the key page URL's site key
-    # The site's template clusters (SPEC §11, transforms/clusters.py), None when not computed.
+    # The site's template clusters (design §11, transforms/clusters.py), None when not computed.
     clusters: object = field(default=None, compare=False, repr=False)
     # Their candidate fill (clusters.ClusterCandidates), None when short CSs are not filled from them.
     cluster_fill: object = field(default=None, compare=False, repr=False)
@@ -100,7 +100,7 @@ class CandidateSelection:
     cs_size: int              # pages in the best complete subdigraph, key page not counted
     pages_loaded: int
     # Per candidate, where it came from: "cs" (the complete subdigraph), "linked" (a loaded page
-    # the key page links to), "cluster" (the key page's template cluster, SPEC §11), "site".
+    # the key page links to), "cluster" (the key page's template cluster, design §11), "site".
     sources: list[str] = field(default_factory=list)
 
 
@@ -115,7 +115,7 @@ ClusterFill = Callable[[set, int], list]
 @lru_cache(maxsize=1 << 14)
 def _host_word(hostport: str) -> str:
     # The first word of a link is the site key, not the raw host: www.x.org
-    # and x.org are one site (DESIGN "Site key"), and a page of one should not
+    # and x.org are one site (design "Site key"), and a page of one should not
     # look like another domain's page to the other.
     return site_key(f"http://{hostport}/") or hostport
 
@@ -140,7 +140,7 @@ def _directories_of_normalized(url: str) -> tuple[str, ...]:
 
 @lru_cache(maxsize=1 << 16)
 def directory_sequence(url: str) -> tuple[str, ...]:
-    """Host (as site key) first, then the path's directories (SPEC §4 decision).
+    """Host (as site key) first, then the path's directories (design §4 decision).
 
     The last path segment names a resource and is left out unless the path
     ends in "/"; the query is ignored. A string without a scheme is read the
@@ -176,7 +176,7 @@ def _h_distance(h: tuple[str, ...], h2: tuple[str, ...]) -> int:
 
 
 def h_distance(h: str, h2: str) -> int:
-    """hDistance(h, h2) (Def. 4.2.1 as SPEC §4 states it); not symmetric.
+    """hDistance(h, h2) (Def. 4.2.1 as design §4 states it); not symmetric.
 
     0 same directory; +k h2 is k directories below h; -k h2 is k directories
     above h, or the two diverge and h has k directories after the shared
@@ -601,9 +601,9 @@ def site_sample(site: SiteLinks, site_name: str, key_url: str, exclude: set[str]
 def select_candidates(key_url: str, key_page: CompactPage, site: SiteLinks,
                       params: CandidateParams = CandidateParams(),
                       cluster_fill: ClusterFill | None = None) -> CandidateSelection:
-    """Alg. 9 on the pages in the input, then the SPEC §4 fallback.
+    """Alg. 9 on the pages in the input, then the design §4 fallback.
 
-    With a `cluster_fill` (SPEC §11), a key page whose links load no page of the input
+    With a `cluster_fill` (design §11), a key page whose links load no page of the input
     (the site_sample case: pages that do not link to each other) takes pages of its
     template cluster before fallback (b)'s other site pages: method `cluster`. A page with
     linked candidates keeps fallback (a) then (b): filling those from the cluster, before

@@ -1,4 +1,4 @@
-"""Main content by block classification (SPEC §10): which blocks of a page are main.
+"""Main content by block classification (design §10): which blocks of a page are main.
 
 Two classifiers read the same blocks and features (`transforms/blocks.py`,
 `transforms/features.py`) and a model file (`transforms/model.py`):
@@ -6,7 +6,7 @@ Two classifiers read the same blocks and features (`transforms/blocks.py`,
 - `learned`, the product's model: gradient-boosted trees over page and site
   features; a block is main when its probability reaches the model's
   threshold (chosen by cross-validation grouped by site when it was trained).
-- `ceml`, seed 002 as published: seed 002's hard rules first (§4.3.3, read as
+- `ceml`, seed 002 as published: seed 002's hard rules first (seed 002 §4.3.3, read as
   OR), then one CART per instance group.
 
 The model is loaded once per process (`load_main_content_model` caches by
@@ -39,10 +39,10 @@ _PAGE_TYPE_COLUMNS = slice(_COL[f"page_type_{PAGE_TYPES[0]}"], _COL[f"page_type_
 
 @dataclass(frozen=True)
 class MainContentParams:
-    # learned | ceml (SPEC §10) | conex (site ConEx §7, page ConEx §3). The dataclass holds the
+    # learned | ceml (design §10) | conex (site ConEx §7, page ConEx §3). The dataclass holds the
     # thesis's choice, like every other section; configs/default.yaml selects learned.
     method: str = "conex"
-    model: str = ""            # a model file trained by `sitestrip train`; "" = the shipped one
+    model: str = ""            # a model file trained by `sitestrip-bench train`; "" = the shipped one
     # learned: each block's probability mixed with its neighbours' (this weight for each of the
     # previous and the next block of the page) before the threshold. Main content is a run of
     # blocks; a lone teaser or a lone caption between them is decided with its context.
@@ -171,7 +171,7 @@ class PageClassification:
 
 def classify_page(model: BlockModel, page, url: str, blocks: Blocks, texts: list, features: np.ndarray,
                   params: MainContentParams) -> PageClassification:
-    """The page's type, then its main-content blocks (SPEC §10; docs/algorithms.md "Page type",
+    """The page's type, then its main-content blocks (design §10; docs/algorithms.md "Page type",
     "Main region"). `features` gets the page type columns filled in place.
 
     Hidden lines (`hidden_blocks`: inside an element with the hidden attribute, aria-hidden, an

@@ -1,4 +1,4 @@
-"""Template clusters and stored representatives (SPEC §11, seed 003 ch. 7).
+"""Template clusters and stored representatives (design §11, seed 003 ch. 7).
 
 A page's **signature** is the set of its root-to-leaf element paths (from BODY,
 text nodes left out), an element labelled `tag#id` when it has an id (per
@@ -44,9 +44,9 @@ class ClusterParams:
     enabled: bool = True
     threshold: float = 0.7          # sim must exceed this (published)
     path_ids: str = "all"           # all | stable | none (published: all)
-    max_representatives: int = 256  # per site (SPEC §11 decision)
-    # SPEC §11 use (a): a short CS is filled from the key page's cluster (method "cluster");
-    # off here and in configs/published.yaml (SPEC §4's fallback), on in configs/default.yaml.
+    max_representatives: int = 256  # per site (design §11 decision)
+    # design §11 use (a): a short CS is filled from the key page's cluster (method "cluster");
+    # off here and in configs/published.yaml (design §4's fallback), on in configs/default.yaml.
     fill_candidates: bool = False
     pool: int = 32                  # cluster pages compared with the key page per fill
     # Which of the cluster's pages first: url (link relevance of the URL, then URL, as the
@@ -202,7 +202,7 @@ def cluster_signatures(site: str, signatures: Mapping[str, np.ndarray],
                        params: ClusterParams = ClusterParams(), seeds: Sequence[str] = ()) -> SiteClusters:
     """Alg. 3 over the pages' signatures, pages in URL order.
 
-    `seeds` are stored representatives (SPEC §11 use (b): the state of incremental runs):
+    `seeds` are stored representatives (design §11 use (b): the state of incremental runs):
     they are representatives first, in their order, and keep their clusters; the other
     pages follow in URL order."""
     seeds = [u for u in dict.fromkeys(seeds) if u in signatures]
@@ -253,7 +253,7 @@ def by_similarity(clusters: SiteClusters, url: str, ranked: Sequence[str], pool:
 
 
 class ClusterCandidates:
-    """The cluster fill of SPEC §4/§11 for the key pages of one site shard.
+    """The cluster fill of design §4/§11 for the key pages of one site shard.
 
     A key page's fill is its cluster's other pages ranked as the site fallback ranks
     site pages (link relevance of the URL, then URL), with `order` closest/farthest the

@@ -1,4 +1,4 @@
-"""Page-level content extraction: ConEx (SPEC §3, thesis ch. 6)."""
+"""Page-level content extraction: ConEx (design §3, thesis ch. 6)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -10,7 +10,7 @@ from sitestrip.transforms.page import TAG_ID, TEXT, CompactPage, has_tag, tag_id
 from sitestrip.transforms.tree import (children, elements_below, links_below, subtree_mask, text_nodes_below,
                                       words_below)
 
-# Tags that are never rated (thesis §6.2.2 ii plus SPEC's inline additions).
+# Tags that are never rated (thesis §6.2.2 ii plus design §3's inline additions).
 # One list, configurable through PageConexParams.
 DEFAULT_EXCLUDED_TAGS = (
     "a", "body", "br", "em", "h1", "h2", "h3", "h4", "h5", "h6", "header", "hr",
@@ -166,7 +166,8 @@ def remove_link_lists(page: CompactPage, mask: np.ndarray, max_words: int) -> np
 
 
 def wide_page(page: CompactPage, excluded: np.ndarray) -> bool:
-    """§6.2.2 iii: BODY has at least as many rated-tag children as the page is deep."""
+    """Thesis §6.2.2 iii (design §3, wide page): BODY has at least as many rated-tag children
+    as the page is deep."""
     ptr, kids = children(page)
     body_kids = kids[ptr[0]:ptr[1]]
     elements = body_kids[(page.tag[body_kids] != TEXT) & ~excluded[body_kids]]

@@ -1,4 +1,4 @@
-"""Site-level content extraction: ConEx with ETDM (thesis ch. 10), SPEC §7."""
+"""Site-level content extraction: ConEx with ETDM (thesis ch. 10), design §7."""
 from __future__ import annotations
 
 import time
@@ -17,7 +17,7 @@ SITE_CONEX_ETDM = EtdmParams(w_classes=0.1, w_position=0.0, w_attributes=0.2, w_
 
 @dataclass(frozen=True)
 class SiteConexParams:
-    variant: str = "text_aware"   # "published" (occurrences = 0 only) or "text_aware" (SPEC §7 decision)
+    variant: str = "text_aware"   # "published" (occurrences = 0 only) or "text_aware" (design §7 decision)
     branch: str = "words"         # Alg. 13 measure: "nodes" (published: largest parent subtree)
                                   # or "words" (parent whose candidate roots hold the most words)
     merge: str = "content"        # Alg. 15: "always" (published) or "content" (never into a

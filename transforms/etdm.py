@@ -1,4 +1,4 @@
-"""Equal top-down mapping, ETDM (SPEC §5; 2023 thesis ch. 8, Def. 4.2.7, §9.3).
+"""Equal top-down mapping, ETDM (design §5; 2023 thesis ch. 8, Def. 4.2.7, thesis §9.3).
 
 `map_pages(key, other)` pairs the nodes of a key page with the nodes of another
 page of the same site, one-to-one and top-down: a node can only be paired when
@@ -21,19 +21,19 @@ Scores are quantized to 1e-9 (the same IEEE operations in the scalar and the
 vectorized code) so that mathematically equal scores tie exactly and the
 tie rule, not float noise, decides.
 
-Grouping (§9.3), two rules (`EtdmParams.grouping`):
-- "node", the thesis's and SPEC §5's: every node with more than group_over
+Grouping (design §5.5), two rules (`EtdmParams.grouping`):
+- "node", the thesis's and design §5's: every node with more than group_over
   children has them grouped under temporary nodes of at most group_size
   (same tag as the parent, no attributes), in each tree on its own; a
   temporary node is compared with whatever the other tree has in its place,
   real or temporary, and childNodes and positions are those of the grouped
   trees.
-- "pair", a product decision beyond SPEC §5 (each restated where it is
+- "pair", a product decision beyond design §5 (each restated where it is
   implemented): grouping is decided per pair of mapped parents, whose child
   lists are grouped, both with the same group size, when they would compare
   more than group_over² child pairs (always so when both have more than
   `group_over` children). Virtual nodes are only compared with virtual nodes.
-Other decisions beyond SPEC §5:
+Other decisions beyond design §5:
 - Excluded key nodes are removed from the key page (ch. 11, HybEx step vi):
   they take no sibling position and do not count as their parent's children.
 - The children of a virtual node are its items; its childNodes is their count.
@@ -100,11 +100,11 @@ class EtdmParams:
     w_attributes: float = 0.5
     w_children: float = 0.3
     threshold: float = 0.7
-    position_option: int = 2          # 1..4 as SPEC §5
+    position_option: int = 2          # 1..4 as design §5
     text_equality: bool = True        # text nodes match only if their normalized text is equal
     # Two mapped parents whose child lists would compare more than group_over² pairs
     # (e.g. both have more than group_over children) have their children grouped
-    # under virtual nodes of at most group_size consecutive children (§9.3).
+    # under virtual nodes of at most group_size consecutive children (design §5.5).
     group_over: int = 200
     group_size: int = 100
     grouping: str = "pair"            # "pair" (product) or "node" (thesis §9.3); see the module doc
@@ -139,12 +139,12 @@ def _quantize(x):
 
 
 def position_score(i: int, ca: int, j: int, cb: int) -> float:
-    """Position value of child i of ca siblings against child j of cb siblings (SPEC §5).
+    """Position value of child i of ca siblings against child j of cb siblings (design §5).
 
     Child i can align with the indices [i, i + (cb − ca)] of the other list when
     cb ≥ ca (counted from the left or from the right), else with [i − (ca − cb), i];
     d is j's distance to that interval and the value is 1 − d/min(ca, cb), clamped
-    at 0 (SPEC decision). For indices inside both lists d < min(ca, cb), so the
+    at 0 (design §5.2 decision). For indices inside both lists d < min(ca, cb), so the
     value lies in (0, 1] and the clamp only guards out-of-range arguments.
     Reproduces Tables 8.1 and 8.3 of the 2023 thesis (Table 8.2 as extracted
     agrees with neither the formula nor Table 8.3 transposed); the function is
@@ -249,7 +249,7 @@ class _PageIndex:
             compared = page.text
             pre = np.flatnonzero((page.tag == TEXT) & ((page.flags & F_PRE) != 0))
             if pre.size:
-                # Text equality compares collapsed text (SPEC §1), and verbatim <pre> text is
+                # Text equality compares collapsed text (design §1), and verbatim <pre> text is
                 # not collapsed in page.text: those nodes' collapsed texts go after it.
                 lengths = np.empty(pre.size, dtype=np.int64)
                 extra = _text.collapsed_spans(page.text, start[pre], end[pre], lengths)
@@ -459,7 +459,7 @@ class _Mapper:
         return unit
 
     def _entries(self, length: int) -> int:
-        """Children a list of `length` has once grouped by node (§9.3)."""
+        """Children a list of `length` has once grouped by node (design §5.5)."""
         if length <= self.p.group_over:
             return length
         return -(-length // self._unit(length))
@@ -640,7 +640,7 @@ class _Mapper:
     def _chunked(self, pa, alo, ahi, pb, blo, bhi):
         """A virtual sibling group: both spans of children cut into the same size of chunks.
 
-        Decision (§9.3): the thesis groups any node with more than group_over
+        Decision (design §5.5): the thesis groups any node with more than group_over
         children, in each tree on its own, and its virtual nodes take the
         parent's tag. A virtual node against the other page's real children
         then either matches nothing or (div in div) pairs items whose parents
@@ -690,7 +690,7 @@ class _Mapper:
                 new_real.append((ks, os_, np.array([a1 - a0]), np.array([b1 - b0])))
 
     def _side(self, p, lo, hi, kptr, kidx):
-        """Entries of the span [lo, hi) of node p's child list, grouped by node (§9.3):
+        """Entries of the span [lo, hi) of node p's child list, grouped by node (design §5.5):
         (real node per entry or -1, span start, span end) arrays."""
         length = hi - lo
         if length <= self.p.group_over:
@@ -852,7 +852,7 @@ class _Mapper:
         return a[sel], b[sel]
 
     def _same_text(self, a, b, keep):
-        """False for text pairs whose texts differ (Decision, SPEC §5 text_equality)."""
+        """False for text pairs whose texts differ (Decision, design §5 text_equality)."""
         ok = np.ones(a.size, dtype=bool)
         t = np.flatnonzero(keep & (self.ktag[a] == TEXT))
         if t.size == 0:
@@ -930,7 +930,7 @@ class _Mapper:
         Options 1 and 2 keep the best pair of every gap in a heap and rescore a
         gap only when a match splits or renumbers it; option 2's crossing pairs
         have a fixed score (position 0) and wait in a second heap. Heap keys are
-        (−score, key index, other index): the tie rule of SPEC §5.
+        (−score, key index, other index): the tie rule of design §5.
         """
         opt, wp, tq, cert = self.opt, self.wp, self.tq, self.cert
         floor = math.floor

@@ -203,7 +203,7 @@ def _finish(record: PageRecord, timing: dict, menu, menu_columns: bool = True, *
 
 @dataclass
 class PageBlocks:
-    """A page's blocks (SPEC §10), their own texts and their text identities."""
+    """A page's blocks (design §10), their own texts and their text identities."""
     blocks: Blocks
     texts: list
     keys: np.ndarray
@@ -393,7 +393,7 @@ class PageAnalysis:
     proba: np.ndarray | None = None                 # content probability per block
     selected: np.ndarray | None = None              # bool per block: main content
     threshold: float | None = None
-    # Site-level menus (SPEC §12): this page's menu roots among its template nodes.
+    # Site-level menus (design §12): this page's menu roots among its template nodes.
     menu_proposal: MenuProposal | None = None
     page_type: str | None = None                    # the page type model's (learned), else None
     page_type_score: float | None = None
@@ -404,7 +404,7 @@ def site_context(site: str, records: Iterable[PageRecord], config=None, stored: 
     """(records in (url, file, offset) order, first capture per URL, SiteLinks or None for one page).
 
     With a `config` whose clusters are enabled, the SiteLinks carry the shard's template
-    clusters (SPEC §11), which the candidate search fills from and the rows report.
+    clusters (design §11), which the candidate search fills from and the rows report.
     `stored` pages (the state of earlier runs, transforms/state.py) join the pages as
     candidates (a page of the run wins over a stored copy of its URL), and the stored
     representatives seed the clustering."""
@@ -485,11 +485,11 @@ def capture_key(record: PageRecord, pages: dict):
 
 def analyse_page(record: PageRecord, pages: dict, links, config, site_blocks: SiteBlocks | None = None,
                  model=None, duplicates: frozenset = frozenset()) -> PageAnalysis:
-    """Candidates, TemEx/HybEx, main content and MenEx of one key page (SPEC §4–§8, §10).
+    """Candidates, TemEx/HybEx, main content and MenEx of one key page (design §4–§8, §10).
 
     With no other page of the site (`links` None) or no comparison page found,
     the page-level methods run instead (`page_only`). Main content comes from
-    `main_content.method`: the block classifier (`learned`, `ceml`; SPEC §10)
+    `main_content.method`: the block classifier (`learned`, `ceml`; design §10)
     with `model`, or site/page ConEx (`conex`). A block method with `model`
     None computes the blocks and their features but selects nothing (training).
     """
@@ -591,7 +591,7 @@ def _own_blocks(page: CompactPage) -> PageBlocks:
 def _classify(record: PageRecord, analysis: PageAnalysis, own: PageBlocks, signals, config, model,
               budget: _Budget) -> None:
     """Block features and, with a model, the page type and main-content blocks of one page
-    (SPEC §10, docs/algorithms.md)."""
+    (design §10, docs/algorithms.md)."""
     page = record.page
     with _Stage(analysis.timing, "page_conex", budget):
         conex_main, conex_features = main_content_and_features(page, config.page_conex)
@@ -677,7 +677,7 @@ def _page_only_row(record: PageRecord, analysis: PageAnalysis, output: OutputPar
 
 def site_row(record: PageRecord, pages: dict, links, config, site_blocks: SiteBlocks | None = None,
              model=None) -> dict:
-    """A page compared with other pages of its site (SPEC §4–§8, §10)."""
+    """A page compared with other pages of its site (design §4–§8, §10)."""
     return _site_row(record, links, analyse_page(record, pages, links, config, site_blocks, model), config.output)
 
 
@@ -730,7 +730,7 @@ def process_site(site: str, records: Iterable[PageRecord], config, model=None,
                  state: StateParams | None = None) -> Iterator[tuple[str, dict]]:
     """Rows for one site shard: ("pages", row) or ("errors", row), one per record, each pages
     row followed, with output.links, by ("links", PageLinks): its links (transforms/outlinks.py);
-    then one ("sites", row) per template cluster of the shard (SPEC §11) when clusters are
+    then one ("sites", row) per template cluster of the shard (design §11) when clusters are
     enabled, and with `state` bounds, ("state", StoredPage) for the shard's new state.
 
     Records are handled in (url, file, offset) order so output never depends
@@ -856,7 +856,7 @@ def process_site(site: str, records: Iterable[PageRecord], config, model=None,
             yield "state", stored_fp
 
 
-# A shard's rows wait for its site menus (SPEC §12) until its last page is analysed. Their
+# A shard's rows wait for its site menus (design §12) until its last page is analysed. Their
 # long texts (main text, its Markdown, the non-template text: 98% of a row's bytes) wait as
 # LZ4-compressed UTF-8, about a quarter of their size as str (docsites-dev's rows: 116 MB of
 # str, 67 MB of UTF-8, 31 MB with LZ4 for 0.2-0.35 CPU s both ways, zstd 22 MB for
@@ -902,7 +902,7 @@ def _mark_duplicates(page_rows: list, fingerprints: list, params, earlier: Seque
 
 
 def _apply_site_menus(page_rows: list, row_pages: list, links, proposals: dict, config, on_menu=None) -> set:
-    """SPEC §12: each cluster's (or the shard's) menu key, then every page's menu from it.
+    """design §12: each cluster's (or the shard's) menu key, then every page's menu from it.
 
     `row_pages` holds each row's (capture key, page); `proposals` is keyed by capture key,
     and only the capture that stands for its URL votes (capture_key). Rows whose page

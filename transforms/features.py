@@ -1,4 +1,4 @@
-"""Block features (SPEC §10): seed 002's, their DOM-only substitutes, and the product's
+"""Block features (design §10): seed 002's, their DOM-only substitutes, and the product's
 page and site features, one float32 row per block.
 
 Everything is computed per page with vector operations over the compact page
@@ -175,7 +175,7 @@ _HEADING_LEVEL[[TAG_ID[f"h{level}"] for level in range(1, 7)]] = np.arange(1, 7)
 
 @dataclass
 class SiteSignals:
-    """What the site says about one key page (SPEC §6, §4): None fields = no site."""
+    """What the site says about one key page (design §6, §4): None fields = no site."""
     occurrences: np.ndarray          # per node: candidate pages it maps into (TemEx)
     candidates: int                  # TemEx candidate pages
     method: str
@@ -275,7 +275,7 @@ def _text_columns_python(texts: list[str], x: np.ndarray) -> None:
     block ends right before its newline; a preformatted block's own line breaks count as
     spaces here (transforms/text.py keeps them), and where markup touches a word or comma
     without whitespace there is none in the text ("word,"). The shipped model was trained
-    on SPEC §1's single-space texts and scores the same on these (docs/model.md)."""
+    on design §1's single-space texts and scores the same on these (docs/model.md)."""
     if not texts:
         return
     joined = "\n".join(texts)
@@ -354,7 +354,7 @@ def block_features(page: CompactPage, blocks: Blocks, texts: list[str], *,
     x[:, _NEAR_COLUMNS] = (near[:, None] >> hint_bit) & 1
     x[:, _FAR_COLUMNS] = (far[:, None] >> hint_bit) & 1
 
-    # Page ConEx's four ratios (SPEC §3) of the block's nearest non-leaf element, standardized
+    # Page ConEx's four ratios (design §3) of the block's nearest non-leaf element, standardized
     # over every non-leaf element (not only ConEx's rated tags: the shipped models were
     # trained so), and the page-level results.
     rated = (page.tag != TEXT) & (page.child_count > 0)

@@ -5,7 +5,7 @@ The identifier is fastText's compressed language-identification model (lid.176.f
 wheel. It was chosen by measurement against six other identifiers (py3langid, langid,
 lingua, CLD3, CLD2, langdetect): the most accurate on short texts (prefixes of 20 to 100
 characters of pages of known language), as accurate as the best on longer ones, and the
-fastest, for a few MB installed (`sitestrip.bench.language`, docs/benchmarks.md "Language
+fastest, for a few MB installed (`sitestrip-bench language`, docs/benchmarks.md "Language
 identification").
 
 The identifier reads a bounded prefix of the text, cut at a word boundary: its cost is

@@ -1,5 +1,5 @@
 """Link-dense blocks and comment sections inside the main content: a product
-extension to SPEC §3 and §7.
+extension to design §3 and §7.
 
 Neither ConEx removes what is page-specific but not content: "more stories",
 "see also", tag lists, follow/share bars, reader comments. Site-level ConEx

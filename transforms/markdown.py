@@ -26,7 +26,7 @@ Text is escaped where Markdown would read it as syntax (`*`, `` ` ``, `\\`, `<`,
 word edges, entities, and block markers at a line's start), so every word of main_text is
 in main_markdown as a CommonMark reader reads it, in the same order, and nothing else
 (link and image targets, alt texts, list numbers and code languages are markup, not text;
-tests/transforms/test_markdown.py and bench/output_columns.py check it).
+tests/transforms/test_markdown.py and bench/sitestrip_bench/output_columns.py check it).
 
 Everything is a loop over the selected nodes and their ancestors (memoized per element);
 no recursion over the DOM.
@@ -35,7 +35,7 @@ transforms/_markdown.c does all of page_markdown in one call per page (the writt
 their separators, the climbs from them, the block contexts, every line's inline Markdown, the
 layout with its tables and code blocks), with no Python object per node or line; the Python
 code here is its reference (tests/transforms/test_markdown_compiled.py,
-scripts/compare_markdown.py) and runs where the extension is missing or with
+sitestrip-bench compare-markdown) and runs where the extension is missing or with
 SITESTRIP_MARKDOWN=python: change the two together.
 """
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Page-level menu detection: MenEx (SPEC §2, thesis ch. 5)."""
+"""Page-level menu detection: MenEx (design §2, thesis ch. 5)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -20,9 +20,9 @@ class MenexParams:
     w_position: float = 0.25
     candidate_threshold: float = 0.85   # candidates: weight > this · max weight
     root_threshold: float = 0.90        # Alg. 1 t
-    menu_threshold: float = 0.85        # Alg. 2, relative to the max weight (SPEC decision)
+    menu_threshold: float = 0.85        # Alg. 2, relative to the max weight (design §2 decision)
     # Representative tag (transforms/page.py F_NAV_*): "exact" (the thesis: <nav>, a class
-    # or the id nav/menu), "word_part" (SPEC §2) or "prefix" (the product: a word part
+    # or the id nav/menu), "word_part" (design §2) or "prefix" (the product: a word part
     # beginning with nav/menu, e.g. "navbar", "navigation").
     representative: str = "prefix"
 
@@ -31,7 +31,7 @@ class Menu:
     """A page's menu: its node (preorder index), and what the rows read of it, from the page
     when first asked: `links`, [(absolute url, anchor text)] in document order, and `text`.
     Every page's menu node is a block feature, but a page whose menu the site-level menus
-    (SPEC §12) replace never needs its page-level menu's links."""
+    (design §12) replace never needs its page-level menu's links."""
     __slots__ = ("node", "_page", "_links", "_text")
 
     def __init__(self, node: int, page: CompactPage):
@@ -120,7 +120,7 @@ def select_root(page: CompactPage, weights: np.ndarray, ptr, kids, candidate: in
 
 
 def select_menu(page: CompactPage, weights: np.ndarray, roots: list[int], threshold: float) -> int:
-    """Alg. 2 as SPEC decides: best average weight of heavy descendants; else the heaviest root."""
+    """Alg. 2 as design §2 decides: best average weight of heavy descendants; else the heaviest root."""
     heavy = np.flatnonzero(weights > threshold)
     heavy_prefix = np.concatenate(([0.0], np.cumsum(weights[heavy])))
     best, best_avg = None, 0.0

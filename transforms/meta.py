@@ -364,7 +364,7 @@ class NodeExtras:
     For the links dataset (transforms/outlinks.py), also sparse and in document order:
     `<area href>` links with an http(s) target (the area node, its normalized URL, its
     fragment or ""), which are not in the page's link_node/link_url (the algorithms read
-    `<a>` links only, SPEC §1); the REL_* bits of the links (`<a>` of link_node and the
+    `<a>` links only, design §1); the REL_* bits of the links (`<a>` of link_node and the
     areas) whose `rel` has any; and the alt text a link without text shows: an `<a>`'s
     first image with a non-empty alt, an `<area>`'s own alt."""
     image_node: np.ndarray = field(default_factory=_empty_nodes)
@@ -567,7 +567,7 @@ def _image_alts(page, images: list) -> list:
 
 
 def _is_pixel(img) -> bool:
-    """A tracking pixel or spacer: width or height declared as at most 1 (SPEC §10's rule)."""
+    """A tracking pixel or spacer: width or height declared as at most 1 (design §10's rule)."""
     for attr in ("width", "height"):
         value = (img.get(attr) or "").strip().lower().removesuffix("px")
         if value.isdigit() and int(value) <= 1:

@@ -1,9 +1,9 @@
-"""Shipped block-classifier models (SPEC §10): the file format, its validation, prediction.
+"""Shipped block-classifier models (design §10): the file format, its validation, prediction.
 
 A model file is one JSON document (gzip-compressed when its name ends in `.gz`),
 so loading it never executes code and workers need numpy only: the training
 libraries (LightGBM, scikit-learn, XGBoost) stay on the training side
-(`bench/train_models.py`), which exports their trees into this format.
+(`bench/sitestrip_bench/train_models.py`), which exports their trees into this format.
 
     {"format": "sitestrip-block-model", "format_version": 1,
      "kind": "gbdt" | "ceml",

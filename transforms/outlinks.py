@@ -1,5 +1,5 @@
 """The links dataset: one row per (source page, link), with the region of the page the link
-sits in (README "links", docs/algorithms.md "Link regions").
+sits in (docs/output.md "Links", docs/algorithms.md "Link regions").
 
 A search engine's link analysis weighs a link by where it sits: links of the site template
 repeat on every page and distort it (Bar-Yossef & Rajagopalan, WWW 2002), and a page-level
@@ -11,9 +11,9 @@ with an http(s) target gets a `region`:
   set (`PageAnalysis.main`: the text nodes of the kept blocks and every element whose text is
   all in them, or ConEx's subtrees); a link without text (an image, an `<area>`) is judged by
   its nearest ancestor that has text;
-- `menu`: it lies in the page's final menu: the site menu when one applies (SPEC §12), else
-  its page-level MenEx menu (SPEC §2);
-- `template`: its element is a TemEx/HybEx template node (SPEC §6);
+- `menu`: it lies in the page's final menu: the site menu when one applies (design §12), else
+  its page-level MenEx menu (design §2);
+- `template`: its element is a TemEx/HybEx template node (design §6);
 - `other`: none of these.
 
 The first that holds wins (main > menu > template > other): a link the main content kept is

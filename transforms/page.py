@@ -1,4 +1,4 @@
-"""The compact page model (SPEC §1, DESIGN "Dataflow").
+"""The compact page model (design §1, design "Dataflow").
 
 A page is parsed once with lxml and flattened into numpy arrays in preorder;
 no per-node Python object survives parsing, so the page is cheap to ship
@@ -98,12 +98,12 @@ def has_tag(tags: np.ndarray, table: np.ndarray) -> np.ndarray:
     return np.take(table, tags, mode="clip")
 
 
-# Dropped with their whole subtree before any algorithm runs (SPEC §1): they
+# Dropped with their whole subtree before any algorithm runs (design §1): they
 # hold no visible content. Their tail text is kept.
 DROPPED_TAGS = frozenset({"script", "style", "template", "head", "title",
                           "meta", "link", "base"})
-# Kept as leaves: the element is content, its inside is not text. SPEC §1's
-# list, with svg (whose internals SPEC drops).
+# Kept as leaves: the element is content, its inside is not text. design §1's
+# list, with svg (whose internals design §1 drops).
 LEAF_TAGS = frozenset({"svg", "iframe", "img", "video", "audio", "picture", "object", "embed"})
 # Product extension (ParseRules.widget_leaves): form widgets, canvas and other
 # embedded formats are leaves too. A select's option labels and a textarea's
@@ -112,7 +112,7 @@ LEAF_TAGS = frozenset({"svg", "iframe", "img", "video", "audio", "picture", "obj
 WIDGET_LEAF_TAGS = frozenset({"canvas", "select", "textarea", "math", "applet"})
 MEDIA_TAGS = tag_ids("img", "video", "audio", "picture", "object", "embed", "iframe",
                      "svg", "canvas")
-# Text of a node set puts a newline around these (SPEC §1).
+# Text of a node set puts a newline around these (design §1).
 BLOCK_TAGS = frozenset({
     "p", "div", "li", "h1", "h2", "h3", "h4", "h5", "h6", "tr", "pre", "blockquote",
     "dd", "dt", "dl", "section", "article", "table", "ul", "ol", "br", "hr", "header",
@@ -139,13 +139,13 @@ F_LINK = 1          # an <a> element with an href
 F_IN_LINK = 2       # inside an <a> element (any ancestor), for text and elements
 F_NAV_HINT = 4      # MenEx "representative tag", product rule: a word part begins with nav/menu
 F_COMMENT_HINT = 8  # id/class names a comment section (transforms/link_blocks.py)
-F_NAV_WORD = 16     # ... SPEC §2's rule: a word part is nav/menu (or role="navigation")
+F_NAV_WORD = 16     # ... design §2's rule: a word part is nav/menu (or role="navigation")
 F_NAV_EXACT = 32    # ... the thesis's rule: <nav>, or a class token or the id is exactly nav/menu
 # Text nodes only (transforms/text.py joins text with them, as a browser lays it out):
 F_SPACE_BEFORE = 64  # whitespace separated this text from the text before it in the HTML
 F_PRE = 128          # inside a PRE_TAGS element: the node's text is verbatim, not collapsed
 # Elements only:
-F_VOLATILE_ID = 256  # the id has a run of >= 3 digits (generated per page; SPEC §11 path_ids "stable")
+F_VOLATILE_ID = 256  # the id has a run of >= 3 digits (generated per page; design §11 path_ids "stable")
 # The element itself says it is not shown: the `hidden` attribute, aria-hidden="true", an inline
 # display:none or visibility:hidden (class words only hint at it: the `hidden` role hint).
 F_HIDDEN = 1024
@@ -156,7 +156,7 @@ F_RAISED = 512
 NAV_RULE_FLAGS = {"prefix": F_NAV_HINT, "word_part": F_NAV_WORD, "exact": F_NAV_EXACT}
 F_NAV_ALL = F_NAV_HINT | F_NAV_WORD | F_NAV_EXACT
 
-# Class/id hints of SPEC §10 (seed 002's is_desc_X and the product's additions), one bit
+# Class/id hints of design §10 (seed 002's is_desc_X and the product's additions), one bit
 # each in CompactPage.hints. A hint holds when a word part of an id or class token
 # (split on '-', '_', camelCase) is one of the words listed, or, for words ending in
 # '*', begins with it; the element's own tag can set one too (HINT_OF_TAG).
@@ -212,7 +212,7 @@ def _has_nav_word(value: str) -> bool:
 
     Word parts are split on '-', '_' and camelCase. A part counts when it is
     "nav"/"menu" or begins with it ("navigation", "navbar", "menubar"): the
-    thesis lists the exact names, SPEC widens to word parts, and the common
+    thesis lists the exact names, design §2 widens to word parts, and the common
     spellings of the same intent are prefixes of the two words.
     """
     return bool(_name_hints(value) & F_NAV_HINT)
@@ -350,7 +350,7 @@ class CompactPage:
         return self.text[self.text_ptr[i]:self.text_ptr[i + 1]]
 
     def collapsed_text(self, i: int) -> str:
-        """The node's text whitespace-collapsed, as SPEC §1 defines it: what algorithms compare
+        """The node's text whitespace-collapsed, as design §1 defines it: what algorithms compare
         (ETDM's text equality), so verbatim F_PRE text maps as it did collapsed."""
         s = self.text[self.text_ptr[i]:self.text_ptr[i + 1]]
         return " ".join(s.split()) if self.flags[i] & F_PRE else s
@@ -365,7 +365,7 @@ class CompactPage:
     def differing_fields(self, other: "CompactPage") -> list[str]:
         """Names of the fields whose values differ from `other`'s, arrays compared with their
         dtypes and other values with their types (the compiled and Python flattenings must
-        agree to the type: tests/transforms/test_flatten.py, scripts/compare_flatten.py)."""
+        agree to the type: tests/transforms/test_flatten.py, sitestrip-bench compare-flatten)."""
         out = []
         for name in self.__dataclass_fields__:
             x, y = getattr(self, name), getattr(other, name)
@@ -657,22 +657,22 @@ def parse_tree(html: str) -> tuple:
 
 @dataclass(frozen=True)
 class ParseRules:
-    """What flattening drops and keeps where the product departs from SPEC §1
+    """What flattening drops and keeps where the product departs from design §1
     (configs: `read.keep_noscript`, `read.widget_leaves`, `read.browser_text`; all off in
     published.yaml).
 
-    keep_noscript: SPEC §1 drops <noscript> with its subtree. An archived page
+    keep_noscript: design §1 drops <noscript> with its subtree. An archived page
     is read without running its scripts, so what <noscript> holds is what such
     a reader shows: Discourse forums, for one, serve every post inside
     <noscript> to a browser's user agent, and dropping it left 15 of 407
     page-wcxb-dev pages with no text at all (docs/benchmarks.md).
-    widget_leaves: WIDGET_LEAF_TAGS are leaves, like SPEC's media elements.
+    widget_leaves: WIDGET_LEAF_TAGS are leaves, like design §1's media elements.
     browser_text: text nodes record what a browser needs to lay their text out
     (transforms/text.py): whether whitespace preceded them in the HTML
-    (F_SPACE_BEFORE), so "word</a>," joins as "word," where SPEC §1's single
+    (F_SPACE_BEFORE), so "word</a>," joins as "word," where design §1's single
     spaces give "word ,"; and text inside PRE_TAGS is kept verbatim (F_PRE),
     so code keeps its line breaks and indentation. Off, every text node is
-    collapsed and marked as preceded by whitespace: SPEC §1's text exactly.
+    collapsed and marked as preceded by whitespace: design §1's text exactly.
     Nodes, words and character counts are the same either way.
     """
     keep_noscript: bool = True
@@ -854,7 +854,7 @@ def _flatten(body, url: str, title: str, base_url: str, html_len: int, notes: tu
     # the last text node, whether an element ended and whether one started since then
     # (see F_SPACE_BEFORE in add_text), whether the last text ended in a letter or digit,
     # and inside a preformatted element the whitespace-only runs not yet given to a text
-    # node (they are not nodes, SPEC §1, but a browser shows them).
+    # node (they are not nodes, design §1, but a browser shows them).
     space_pending = closed_since = opened_since = word_end = False
     pre_depth = 0
     pre_first_text = 0       # index into `texts` of the outermost PRE element's first text

@@ -10,7 +10,7 @@ away), word-weighted means over windows of blocks, the share of the page's expec
 words that each of its four nearest ancestor containers holds and their mean probability,
 how much expected main content lies before and after it, how far the nearest likely-main
 block is; plus a few of the block's own columns (words, links, repetition, roles, page
-type). Its trees are trained on out-of-fold first-stage probabilities (bench/train.py), so
+type). Its trees are trained on out-of-fold first-stage probabilities (bench/sitestrip_bench/train.py), so
 they learn how the first model errs on sites it never saw.
 """
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Hot sites: splitting a site with too many pages into shards (DESIGN "Hot sites").
+"""Hot sites: splitting a site with too many pages into shards (design "Hot sites").
 
 The per-site step holds all pages of its shard in memory and searches
 candidates among them, so a shard must never hold more than `max_site_pages`
@@ -21,7 +21,7 @@ on the order in which pages arrive:
 
 So pages of one first-level directory stay together unless that directory
 alone is over the limit (candidates come from the same directory first,
-SPEC §4), and small directories share shards. The plan is a short list of cut
+design §4), and small directories share shards. The plan is a short list of cut
 points, one per shard, cheap to hand to every worker.
 
 What the rule cannot split: all captures of one URL are in one slot (a URL

@@ -1,12 +1,12 @@
-"""Site-level menus (SPEC §12, thesis 000 Def. 4.3.1).
+"""Site-level menus (design §12, thesis 000 Def. 4.3.1).
 
 A main menu is a node with two or more same-site links that is part of the site
 template: it appears on other pages of the site, and "the menu is always contained in
-the template" (000 §4.3.4). Page-level MenEx (SPEC §2) judges one page alone, so two
+the template" (000 §4.3.4). Page-level MenEx (design §2) judges one page alone, so two
 pages of one site get different "menus" (a previous/next bar here, a sidebar there).
 
 Here each page proposes **menu roots**: MenEx's Alg. 1 roots, found among the page's
-template nodes (TemEx, SPEC §6) that hold two or more links and whose anchor text is at
+template nodes (TemEx, design §6) that hold two or more links and whose anchor text is at
 least `min_anchor_share` template, each scored by Alg. 2's measure (the mean weight of
 its heavy descendants). A root is named by its **menu key**: the hash of its root-to-node
 path of tags, ids and class tokens, the same on every page that shows the same block. The
@@ -42,7 +42,7 @@ _CLASS_SALT = np.uint64(0x2545F4914F6CDD1D)
 @dataclass(frozen=True)
 class SiteMenuParams:
     enabled: bool = False    # off: every page keeps page-level MenEx (the thesis); on in default.yaml
-    scope: str = "site"      # where a menu must recur: site (the shard) | cluster (SPEC §11)
+    scope: str = "site"      # where a menu must recur: site (the shard) | cluster (design §11)
     min_anchor_share: float = 0.25  # template share of a menu's anchor text, at least
     # The menu row holds the chosen block's own links: parts of it that do not recur over the
     # site (a breadcrumb, the page's previous/up/next bar) beside a site-wide part are left
@@ -168,7 +168,7 @@ def menu_node_by_key(page: CompactPage, key: int, keys: np.ndarray | None = None
     return None
 
 
-# --- The menu's own links (SPEC §12, amended: a breadcrumb and the page's own previous/up/next
+# --- The menu's own links (design §12, amended: a breadcrumb and the page's own previous/up/next
 # or related links are not appended to a global navigation) ------------------------------------
 
 _KEY_BASE = np.uint64(0x9E3779B97F4A7C15)

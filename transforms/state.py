@@ -1,4 +1,4 @@
-"""Per-site state of incremental runs: stored representatives (SPEC §11 use (b), seed 003).
+"""Per-site state of incremental runs: stored representatives (design §11 use (b), seed 003).
 
 A crawl lands file by file, and one site's pages are spread over all of them. The state
 keeps, per site and template cluster, a bounded set of compact pages (the cluster's

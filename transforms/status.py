@@ -1,4 +1,4 @@
-"""The `status` of a pages row and the notes that decide it (README "Output").
+"""The `status` of a pages row and the notes that decide it (docs/output.md "Status").
 
 A row's notes come from reading the record (a payload cut short:
 pipeline/warc.py), from parsing it (transforms/page.py) and from the WARC

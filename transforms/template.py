@@ -1,4 +1,4 @@
-"""Site-level template detection: TemEx (thesis ch. 9) and HybEx (ch. 11), SPEC §6."""
+"""Site-level template detection: TemEx (thesis ch. 9) and HybEx (ch. 11), design §6."""
 from __future__ import annotations
 
 import time
@@ -72,19 +72,19 @@ def detect_template(key: CompactPage, others: list, etdm: EtdmParams, params: Te
 def block_nontemplate(page: CompactPage, nontemplate: np.ndarray) -> np.ndarray:
     """The text nodes of every block line that holds non-template text of its own.
 
-    SPEC §6 judges each text node alone, so a sentence whose inline links also appear on
+    design §6 judges each text node alone, so a sentence whose inline links also appear on
     the candidate pages ("implements a <a>small</a>, <a>fast</a>, ... SQL database engine"
     on sqlite.org, the links mapped because their text is equal) loses its links and reads
     "implements a , , SQL database engine". A reader sees the sentence as one unit: here a
     block line is template or not as a whole.
 
     The unit is a run of text nodes with no block boundary between them (the page's `line`
-    counter, SPEC §1): the text of its nearest block-level element, cut at `<br>` and at
+    counter, design §1): the text of its nearest block-level element, cut at `<br>` and at
     nested block elements. Nested blocks are therefore judged on their own, inline
     elements never split a unit, and a `div` of `<br>`-separated lines (a copyright line
     above a "last updated" line) is judged line by line. It is also exactly one line of
     nontemplate_text (transforms/text.py), so every output line is kept whole or dropped
-    whole. SPEC §10's blocks (transforms/blocks.py) are not used: they make an inline
+    whole. design §10's blocks (transforms/blocks.py) are not used: they make an inline
     element with its own class or id a block of its own (Sphinx's
     `<a class="reference">` in prose would stay template, the very case above) and give
     the own text of a `div` that holds paragraphs to the `li` around it (seed 002's

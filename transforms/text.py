@@ -1,5 +1,5 @@
 """Text of a set of text nodes as a browser shows it: the one joiner behind every text
-the product writes (main_text, nontemplate_text, menu texts; SPEC §1 "text of a set of
+the product writes (main_text, nontemplate_text, menu texts; design §1 "text of a set of
 nodes", refined by `read.browser_text`).
 
 Between two text nodes in document order it puts:
@@ -21,7 +21,7 @@ Between two text nodes in document order it puts:
   whitespace gets none.
 
 A page flattened with `browser_text` off marks every text node F_SPACE_BEFORE and keeps
-none verbatim, so the same joiner yields SPEC §1's single-space text exactly.
+none verbatim, so the same joiner yields design §1's single-space text exactly.
 
 Separators are decided with vector operations over the selected nodes; the final
 concatenation is transforms/_text.c's `joined_spans` (built by `pip install`), whose

@@ -1,4 +1,4 @@
-"""Word tokenizer shared by the algorithms and the evaluation (SPEC §1).
+"""Word tokenizer shared by the algorithms and the evaluation (design §1).
 
 A token is a maximal run of letters and digits; each CJK ideograph, kana or
 hangul syllable is a token of its own (those scripts do not separate words
@@ -57,7 +57,7 @@ def _mark_ranges():
 
 def _known_mark_ranges():
     """The ranges of this Unicode version from transforms/unicode_marks.json (written by
-    scripts/unicode_marks.py with each Python's own unicodedata; tests/transforms/test_tokens.py
+    `sitestrip-bench unicode-marks` with each Python's own unicodedata; tests/transforms/test_tokens.py
     compares the entry with _mark_ranges()), else computed: every process start would
     otherwise pay the scan, every run and every Beam worker."""
     try:
@@ -98,7 +98,7 @@ def count_words(text: str) -> int:
 
 
 def folded_words(text: str) -> list[str]:
-    """Case-folded tokens, as the evaluation compares them (SPEC §9).
+    """Case-folded tokens, as the evaluation compares them (design §9).
 
     Tokens are folded one by one rather than the text as a whole: folding
     can turn a non-word character into a letter (U+0345, a combining mark,

@@ -1,4 +1,4 @@
-"""Vectorized tree queries over a CompactPage (SPEC §1 functions).
+"""Vectorized tree queries over a CompactPage (design §1 functions).
 
 Everything here leans on preorder contiguity: subtree(i) = [i, end[i]).
 """

@@ -7,14 +7,15 @@ import sys
 
 import pytest
 
-from sitestrip.bench.core import extract_rows, load_corpus
-from sitestrip.bench.corpora import GoldPage, read_corpus, read_shared_corpus
-from sitestrip.bench.report import menu_site_table, text_diff
-from sitestrip.bench.scoring import aggregate, as_pages, group_scores, menu_sites, score_menus, score_texts, worst_pages
-from sitestrip.bench.tune import Stage, markdown_table, run_grid
+from sitestrip_bench.core import extract_rows, load_corpus
+from sitestrip_bench.corpora import GoldPage, read_shared_corpus
+from sitestrip_bench.corpus_format import read_corpus
+from sitestrip_bench.report import menu_site_table, text_diff
+from sitestrip_bench.scoring import aggregate, as_pages, group_scores, menu_sites, score_menus, score_texts, worst_pages
+from sitestrip_bench.tune import Stage, markdown_table, run_grid
 from sitestrip.configs import load_config
 from helpers.fruit import ARTICLES, PAGES
-from sitestrip.transforms.metrics import PRF
+from sitestrip_bench.metrics import PRF
 from helpers.warcs import response, write_warc
 
 SITE = "https://fruit.example"
@@ -61,7 +62,7 @@ def gold(url, text, genre="g", corpus="c", site="s", menu=None):
     return GoldPage(url=url, site=site, corpus=corpus, genre=genre, main_text=text, menu_links=menu)
 
 
-# --- scoring (SPEC §9) -----------------------------------------------------------------
+# --- scoring (design §9) -----------------------------------------------------------------
 
 def test_word_scores_mean_and_micro_by_hand():
     pages = [gold("u1", "a b c d"), gold("u2", "x y")]
@@ -158,7 +159,7 @@ def test_core_rows_equal_the_pipeline_rows(corpus_dir, tmp_path):
 @pytest.mark.slow
 def test_bench_command_scores_reports_and_draws(corpus_dir, tmp_path):
     pytest.importorskip("matplotlib")
-    from sitestrip.pipeline.cli import main
+    from sitestrip_bench.cli import main
     out = tmp_path / "results"
     # Site ConEx (the expected texts of test_site.py); one site is too few to cross-validate the
     # block models, so the run is the product's column.
@@ -181,7 +182,7 @@ def test_bench_command_scores_reports_and_draws(corpus_dir, tmp_path):
     assert c["product"]["stages_ms"]["group"]["p50"] > 0
     assert 0 < c["product"]["compact_wire_bytes"] < 10 * c["product"]["html_bytes"]
     assert c["worst"][0]["url"] == f"{SITE}/missing.html" and c["worst"][0]["f1"] == 0.0
-    # The links dataset (bench/links.py): each page's five menu links, all to gold menu targets,
+    # The links dataset (bench/sitestrip_bench/links.py): each page's five menu links, all to gold menu targets,
     # all in the menu (one of them the page itself, left out of the clean measure); no anchor
     # ("A".."E") stands in a gold main text; no manifest, so no selector measure.
     links = c["links"]
@@ -204,7 +205,7 @@ def test_bench_command_scores_reports_and_draws(corpus_dir, tmp_path):
 @pytest.mark.slow
 def test_bench_runs_a_peer_on_the_same_pages(corpus_dir, tmp_path):
     pytest.importorskip("trafilatura")
-    from sitestrip.bench.run import run_bench
+    from sitestrip_bench.run import run_bench
     summary = run_bench([corpus_dir], str(tmp_path / "r"), peers=["trafilatura"], charts=False,
                         log=lambda m: None)
     (c,) = summary["corpora"]
@@ -216,7 +217,7 @@ def test_bench_runs_a_peer_on_the_same_pages(corpus_dir, tmp_path):
 
 
 def test_bench_rejects_unknown_peers_and_bad_corpora(tmp_path, capsys):
-    from sitestrip.pipeline.cli import main
+    from sitestrip_bench.cli import main
     assert main(["bench", "--corpus", str(tmp_path), "--out", str(tmp_path / "o"), "--peers", "nope"]) == 2
     assert "unknown peer" in capsys.readouterr().err
     assert main(["bench", "--corpus", str(tmp_path), "--out", str(tmp_path / "o"), "--peers", "none"]) == 2
@@ -247,7 +248,7 @@ def test_grid_keeps_the_incumbent_on_ties_and_drops_worse_variants(corpus_dir, t
 
 
 def test_tune_command_runs_named_stages_only(corpus_dir, tmp_path, capsys):
-    from sitestrip.pipeline.cli import main
+    from sitestrip_bench.cli import main
     assert main(["tune", "--corpus", corpus_dir, "--out", str(tmp_path / "t"), "--processes", "1",
                  "--stage", "link_blocks"]) == 0
     report = json.loads((tmp_path / "t" / "tune.json").read_text())
@@ -260,7 +261,7 @@ def test_tune_command_runs_named_stages_only(corpus_dir, tmp_path, capsys):
 
 @pytest.mark.slow
 def test_link_regions_against_the_gold_columns_and_the_selectors(tmp_path):
-    """bench/links.py on tests/test_outlinks.py's site (conex, site menus: the sidebar is the
+    """bench/sitestrip_bench/links.py on tests/test_outlinks.py's site (conex, site menus: the sidebar is the
     menu, the inline reference main, the related list other, logo and footer template), with a
     manifest whose selectors say the same: menu ul.side, main div.body without ul.related.
     Gold columns, by hand: the menu targets are the four sidebar pages, each page links them
@@ -269,8 +270,8 @@ def test_link_regions_against_the_gold_columns_and_the_selectors(tmp_path):
     page's "X reference" (its words stand in the gold main text), 4 links, all main.
     Selectors: the 16 sidebar links are gold menu and marked menu, the 4 references gold main
     and marked main, and nothing else is marked main."""
-    from sitestrip.bench.corpora import Corpus
-    from sitestrip.bench.links import gold_column_scores, selector_scores
+    from sitestrip_bench.corpora import Corpus
+    from sitestrip_bench.links import gold_column_scores, selector_scores
     from sitestrip.configs import config_from_dict
     from sitestrip.transforms.page import PRODUCT_RULES
     from helpers.linksite import NAMES, site_html, site_rows

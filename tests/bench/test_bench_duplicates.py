@@ -1,7 +1,7 @@
-"""The duplicate-detection bench's generator and measures (bench/duplicates.py)."""
+"""The duplicate-detection bench's generator and measures (bench/sitestrip_bench/duplicates.py)."""
 from types import SimpleNamespace
 
-from sitestrip.bench.duplicates import NOTE, _variant_url, _with_note, measure
+from sitestrip_bench.duplicates import NOTE, _variant_url, _with_note, measure
 
 
 def test_the_near_edit_changes_the_longest_paragraph_only():

@@ -1,4 +1,4 @@
-"""Peer extractors for the benchmark (bench/peers.py): the adapters on a hand-written
+"""Peer extractors for the benchmark (bench/sitestrip_bench/peers.py): the adapters on a hand-written
 article page, and the subprocess runner's accounting of time, memory, failures,
 crashes and timeouts."""
 import importlib.metadata
@@ -8,8 +8,8 @@ import time
 
 import pytest
 
-from sitestrip.bench import peers
-from sitestrip.bench.peers import PEER_NAMES, PEERS, Peer, PeerUnavailable, available_peers, element_text, fragment_text, run_peer, write_pages
+from sitestrip_bench import peers
+from sitestrip_bench.peers import PEER_NAMES, PEERS, Peer, PeerUnavailable, available_peers, element_text, fragment_text, run_peer, write_pages
 
 DISTINCT = "The cormorants nesting on the abandoned mill race turned out to be the most reliable witnesses"
 FOOTER = "Copyright 2024 Field Notes Media Group"

@@ -1,8 +1,8 @@
-"""The error classes of bench/errors.py on a hand-made page of five blocks."""
+"""The error classes of bench/sitestrip_bench/errors.py on a hand-made page of five blocks."""
 import numpy as np
 
-from sitestrip.bench.blockdata import BlockDataset, LabelledPage
-from sitestrip.bench.errors import error_table, page_errors
+from sitestrip_bench.blockdata import BlockDataset, LabelledPage
+from sitestrip_bench.errors import error_table, page_errors
 from sitestrip.transforms.features import FEATURE_NAMES
 
 COL = {name: i for i, name in enumerate(FEATURE_NAMES)}

@@ -1,4 +1,4 @@
-"""TeCo benchmarks (bench/teco.py): finding key pages, the WARC conversion with the labels
+"""TeCo benchmarks (bench/sitestrip_bench/teco.py): finding key pages, the WARC conversion with the labels
 removed, the gold derived from the labels, and the DOM-node metrics, on a tiny suite built
 here by hand."""
 import gzip
@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 from warcio.archiveiterator import ArchiveIterator
 
-from sitestrip.bench.corpora import read_corpus
-from sitestrip.bench.teco import (find_benchmarks, is_teco, node_scores, page_url, read_teco,
+from sitestrip_bench.corpus_format import read_corpus
+from sitestrip_bench.teco import (find_benchmarks, is_teco, node_scores, page_url, read_teco,
                                   strip_labels, teco_node_metrics)
 from sitestrip.configs import Config
-from sitestrip.transforms.metrics import PRF
+from sitestrip_bench.metrics import PRF
 from sitestrip.transforms.page import TEXT, parse_page
 
 HOST = "www.example.org"
@@ -270,7 +270,7 @@ def test_node_scores_by_hand(suite, tmp_path):
 
 def test_teco_node_metrics_end_to_end(suite, tmp_path):
     corpus = read_teco(str(suite), str(tmp_path / "work"))
-    # Config(): SPEC's published parameters with the product's site-ConEx refinements,
+    # Config(): the published parameters with the product's site-ConEx refinements,
     # the values the comments below derive from.
     rows = teco_node_metrics(corpus, Config())
     assert len(rows) == 1
@@ -295,7 +295,7 @@ def test_teco_node_metrics_end_to_end(suite, tmp_path):
 
 def test_gold_nodes_follow_the_runs_parse_rules(suite, tmp_path):
     """A <noscript> note in the key page's sidebar: under the product's rules it is two more
-    nodes (element and text) than under SPEC §1's, which drop it. The gold masks are numbered
+    nodes (element and text) than under design §1's, which drop it. The gold masks are numbered
     like the run's pages, so the node metrics compare like with like under either preset: the
     same scores as test_teco_node_metrics_end_to_end when <noscript> is dropped."""
     import dataclasses
@@ -348,7 +348,7 @@ def test_unprefixed_labels_and_several_key_pages(tmp_path):
 
 
 def test_absolute_links_restores_what_the_site_served():
-    from sitestrip.bench.teco import absolute_links
+    from sitestrip_bench.teco import absolute_links
     page = "http://www.example.org/news/2020/item.html"
     html = ("<a href='../../about.html'>A</a><a HREF=x.html>B</a><a href=\"#top\">C</a>"
             "<a href='mailto:me@example.org'>D</a><a data-href='rel.html' href=''>E</a>"
@@ -363,7 +363,7 @@ def test_absolute_links_restores_what_the_site_served():
 @pytest.mark.beam
 @pytest.mark.slow
 def test_bench_command_on_a_teco_suite(suite, tmp_path):
-    from sitestrip.bench.run import run_bench
+    from sitestrip_bench.run import run_bench
     summary = run_bench([str(suite)], str(tmp_path / "r"), peers=[], charts=False, log=lambda m: None)
     (c,) = summary["corpora"]
     assert c["name"] == "teco-teco" and c["kind"] == "teco" and c["pages_gold"] == 1

@@ -1,4 +1,4 @@
-"""`sitestrip train` (bench/blockdata.py, bench/train.py) on a tiny synthetic corpus, and the
+"""`sitestrip-bench train` (bench/sitestrip_bench/blockdata.py, bench/sitestrip_bench/train.py) on a tiny synthetic corpus, and the
 pipeline's loader refusing model files it must not use (transforms/classify.py).
 
 The corpus: 3 sites of 8 pages, each site with its own template (a menu, a sidebar of
@@ -27,10 +27,10 @@ from helpers.warcs import response, write_warc
 pytest.importorskip("lightgbm")
 pytest.importorskip("sklearn")
 
-import sitestrip.bench.train as train_module  # noqa: E402
-from sitestrip.bench.blockdata import corpus_blocks  # noqa: E402
-from sitestrip.bench.corpora import read_shared_corpus  # noqa: E402
-from sitestrip.bench.train_models import as_model, leaf_tree, write_model  # noqa: E402
+import sitestrip_bench.train as train_module  # noqa: E402
+from sitestrip_bench.blockdata import corpus_blocks  # noqa: E402
+from sitestrip_bench.corpora import read_shared_corpus  # noqa: E402
+from sitestrip_bench.train_models import as_model, leaf_tree, write_model  # noqa: E402
 from sitestrip.configs import load_config  # noqa: E402
 from sitestrip.transforms.blocks import GROUPS  # noqa: E402
 from sitestrip.transforms.classify import MainContentParams, load_main_content_model  # noqa: E402
@@ -255,11 +255,11 @@ def test_train_learns_the_template_content_split(dataset, small_gbdt, tmp_path, 
 
 @pytest.mark.slow
 def test_sitestrip_train_cli_end_to_end(corpus_dir, tmp_path):
-    """`python -m sitestrip.pipeline.cli train --corpus DIR --out M.json.gz --folds 3` exits 0 and
+    """`python -m sitestrip_bench.cli train --corpus DIR --out M.json.gz --folds 3` exits 0 and
     writes a model file the pipeline's loader accepts; too many folds for 3 sites is a
     usage error (exit 2) that writes nothing."""
     out = tmp_path / "m.json.gz"
-    cmd = [sys.executable, "-m", "sitestrip.pipeline.cli", "train", "--corpus", corpus_dir, "--out", str(out),
+    cmd = [sys.executable, "-m", "sitestrip_bench.cli", "train", "--corpus", corpus_dir, "--out", str(out),
            "--folds", "3", "--processes", "1"]
     done = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr
@@ -381,7 +381,7 @@ def test_train_without_the_train_extra_says_which_extra_to_install(tmp_path, cap
     """No LightGBM installed: one line naming the extra, before any corpus is read."""
     import importlib.util
 
-    from sitestrip.pipeline.cli import main as cli_main
+    from sitestrip_bench.cli import main as cli_main
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "lightgbm" else real(name, *a))
     assert cli_main(["train", "--corpus", str(tmp_path / "nothing"), "--out", str(tmp_path / "m.json.gz")]) == 2

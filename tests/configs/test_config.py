@@ -16,9 +16,9 @@ def test_published_preset_is_the_spec_as_printed():
     from sitestrip.transforms.page import SPEC_RULES
     from sitestrip.transforms.template import TemplateParams
     published = load_config("published")
-    # Config() holds SPEC's published parameters (main content by the thesis's ConEx, not the
+    # Config() holds the published parameters (main content by the thesis's ConEx, not the
     # product's block model) and the product's other extensions; the preset switches every
-    # extension off and takes the thesis details SPEC §12 lists for it.
+    # extension off and takes the thesis details design "Two presets" lists for it.
     thesis_tags = tuple(t for t in Config().page_conex.excluded_tags if t != "h6")
     assert published == dataclasses.replace(
         Config(),
@@ -40,7 +40,7 @@ def test_published_preset_is_the_spec_as_printed():
             published.template_etdm.threshold, published.template_etdm.position_option) == (0.1, 0.5, 0.7, 2)
     assert (published.template_etdm.group_over, published.template_etdm.group_size) == (200, 100)
     assert (published.candidates.conex_n, published.site_conex_etdm.threshold) == (4, 0.9)
-    # SPEC's own decisions stay: text equality, the inline tags page ConEx skips
+    # design.md's own decisions stay: text equality, the inline tags page ConEx skips
     assert published.template_etdm.text_equality and published.site_conex_etdm.text_equality
     assert {"footer", "form", "strong", "code"} <= set(published.page_conex.excluded_tags)
 
@@ -58,7 +58,7 @@ def test_default_preset_keeps_the_extensions_on():
 
 
 def test_default_preset_is_the_tuned_parameters():
-    # docs/benchmarks.md: the winners of `sitestrip tune` on the dev corpora.
+    # docs/benchmarks.md: the winners of `sitestrip-bench tune` on the dev corpora.
     cfg = load_config()
     assert load_config("default") == cfg
     assert (cfg.candidates.template_n, cfg.template.votes) == (2, 1)
@@ -70,7 +70,7 @@ def test_default_preset_is_the_tuned_parameters():
     assert cfg.template_etdm.text_equality and cfg.site_conex_etdm.text_equality
     assert cfg.link_blocks.enabled and cfg.link_blocks.max_link_density == 0.67
     assert (cfg.main_content.method, cfg.main_content.model) == ("learned", "")
-    # Untouched by tuning: the page-level methods keep SPEC's values.
+    # Untouched by tuning: the page-level methods keep the published values.
     assert cfg.menex == Config().menex and cfg.page_conex == Config().page_conex
     assert (cfg.menex.w_amplitude, cfg.menex.w_position, cfg.menex.root_threshold) == (0.30, 0.25, 0.90)
     assert (cfg.page_conex.c, cfg.page_conex.max_words) == (3, 3)

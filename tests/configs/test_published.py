@@ -1,5 +1,5 @@
 """configs/published.yaml runs the published algorithm: on a hand-built site, the thesis's
-behaviour where the product's defaults differ (SPEC §1 drops <noscript>; §9.3 groups a node's
+behaviour where the product's defaults differ (design §1 drops <noscript>; design §5.5 groups a node's
 children on its own), and the same site under the defaults for contrast."""
 import dataclasses
 import os
@@ -48,9 +48,9 @@ def test_published_preset_behaves_as_the_thesis():
     """The pages do not link to each other, so page a's TemEx candidates are b, c, d
     (site_sample, n = 3, v = 2).
 
-    Published: <noscript> is dropped (SPEC §1), so a has 201 × 2 item words + 4 article words =
+    Published: <noscript> is dropped (design §1), so a has 201 × 2 item words + 4 article words =
     406 words. a's div#list has 201 > 200 children, so they are grouped under three temporary
-    divs of 100, 100 and 1 (§9.3, a alone: b's div#list has 3 children). The temporary divs and
+    divs of 100, 100 and 1 (design §5.5, a alone: b's div#list has 3 children). The temporary divs and
     b's wrappers (no classes or attributes on either side, 100/100/1 children, position 1 on the
     diagonal) are certain matches, and below them every item div and its text maps onto b's same
     item: all 201 item texts are in 3 candidates, template. What is left is the article.

@@ -1,7 +1,7 @@
 """A corpus of hostile WARC input, generated on demand (nothing large is committed).
 
 `write_corpus(directory)` writes WARC files that hold one record (or file) per
-case of DESIGN.md "Bad input", each case named by its URL, mixed with ordinary
+case of design "Bad input", each case named by its URL, mixed with ordinary
 pages of one small site (ordinary.test) so a test can show that those are
 unaffected. It returns a `Corpus` saying which URL is which case and which
 rows the pipeline must end with; `write_ordinary_only` writes the ordinary

@@ -1,5 +1,5 @@
 """Small WARC files for tests, written with the product's writer (pipeline/warc_writer.py, on
-warcio); the product's tests never read ../shared."""
+warcio); the product's tests read no corpus from outside the repository."""
 import gzip
 
 from sitestrip.pipeline.warc_writer import HTML_UTF8, WarcWriter, http_response

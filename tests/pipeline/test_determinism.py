@@ -1,4 +1,4 @@
-"""Same input, same rows (DESIGN "Determinism"): whatever the arrival order of the pages, the
+"""Same input, same rows (design "Determinism"): whatever the arrival order of the pages, the
 number of local workers, or a `max_site_pages` the sites fit in; and a site over the limit
 is cut into shards of at most that many pages, each page in exactly one row."""
 import json

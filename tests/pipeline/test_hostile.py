@@ -1,4 +1,4 @@
-"""Hostile input end to end (DESIGN "Bad input"): every case of tests/helpers/hostile.py ends as
+"""Hostile input end to end (design "Bad input"): every case of tests/helpers/hostile.py ends as
 documented here, within bounded time and memory, and leaves the other records alone."""
 import os
 import resource
@@ -103,7 +103,7 @@ def hostile_run(tmp_path_factory):
 @pytest.mark.slow
 def test_pipeline_finishes_on_the_hostile_corpus(hostile_run):
     # Two of its files cannot be read (one is not a WARC, one is empty): the other files' rows
-    # are published, and the exit status says that inputs were lost (README, "Exit status").
+    # are published, and the exit status says that inputs were lost (docs/usage.md, "Exit status").
     assert hostile_run["status"] == 1
     assert os.path.exists(os.path.join(hostile_run["out"], "_SUCCESS"))
     # Generous: about 30 s on one core; a hang or an unbounded case would blow it.

@@ -247,7 +247,7 @@ def test_single_page_site_inspects_with_page_level_methods(fruit_warc, tmp_path)
 @pytest.mark.parametrize("config, shown", [("default", True), ("published", False)])
 def test_inspect_follows_the_presets_parse_rules(tmp_path, config, shown):
     """Under the published preset <noscript> is dropped and <select> is an ordinary element
-    (SPEC §1): the view annotates exactly the compact page's nodes either way, and shows the
+    (design §1): the view annotates exactly the compact page's nodes either way, and shows the
     <noscript> note only under the defaults, which read it as text."""
     def page(name):
         return (f"<html><body><div id=nav><a href=/a.html>A</a> <a href=/b.html>B</a></div>"
@@ -455,7 +455,7 @@ def test_unreadable_input_is_a_clear_error(tmp_path, capsys):
 
 
 # ---------------------------------------------------------------------------
-# Block classification (SPEC §10): each block's content probability and the threshold
+# Block classification (design §10): each block's content probability and the threshold
 
 BLOCK_SITE = "https://blocks.example"
 BLOCK_PAGES = {"x": ("Pears ripen off the tree, so growers pick them hard.",
@@ -501,7 +501,7 @@ def write_block_model(tmp_path, kind="gbdt", threshold=0.6) -> tuple[str, str]:
     `contains_rights <= 0.5` -> 0 | -1. So a menu item (all link text) scores
     sigmoid(-1), a story paragraph sigmoid(1), the copyright line sigmoid(0) = 0.5.
     ceml: one leaf per instance group, P 0.9 for p, 0.3 for li, 0.5 elsewhere."""
-    from sitestrip.bench.train_models import write_model
+    from sitestrip_bench.train_models import write_model
     from sitestrip.transforms.blocks import GROUPS
     from sitestrip.transforms.features import FEATURE_NAMES, FEATURE_SET_VERSION
     if kind == "gbdt":

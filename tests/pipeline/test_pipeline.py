@@ -77,7 +77,7 @@ def test_pipeline_rows_through_beam(corpus):
     out = str(tmp_path / "out")
     with BeamTestPipeline(runner=FnApiRunner()) as p:
         pages, menus, errors = build_pipeline(p, files, out, Config())
-        # Methods, by hand (SPEC §4, n = 4): the menus link /a, /b, /c of the page's own host.
+        # Methods, by hand (design §4, n = 4): the menus link /a, /b, /c of the page's own host.
         # b and c: a is not in the input (only www.site-a.org/a.html is), the other one loads,
         # a single page is no CS of 2 → linked. d: b and c load and link each other → CS of 2
         # → partial_cs. www a: its links stay on www.site-a.org, none in the input → site_sample.
@@ -189,12 +189,12 @@ def test_cli_runs_the_embedded_sample(tmp_path, capsys):
     sqlite_menus = [m for m in menus if m["site"] == "sqlite.org"]
     # the SQLite site has one menu on most pages
     assert max(m["pages"] for m in sqlite_menus) > 20
-    # SPEC §12: the Sphinx site's menu is one block (its related bar, whose previous/next links
+    # design §12: the Sphinx site's menu is one block (its related bar, whose previous/next links
     # change from page to page), so one menus row carries all of its pages
     click = [r for r in pages if r["site"] == "click.palletsprojects.com"]
     click_menus = [m for m in menus if m["site"] == "click.palletsprojects.com"]
     assert len(click_menus) == 1 and click_menus[0]["pages"] == len(click)
-    # SPEC §11: every page names its template cluster, and the sites rows account for every page
+    # design §11: every page names its template cluster, and the sites rows account for every page
     sites = ds.dataset(os.path.join(out, "sites"), format="parquet").to_table().to_pylist()
     assert {r["template_cluster"] for r in pages} == {s["template_cluster"] for s in sites}
     assert sum(s["pages"] for s in sites) == len(html_pages)
@@ -288,7 +288,7 @@ def test_damaged_files_and_partial_pages_through_the_pipeline(tmp_path):
 @pytest.mark.beam
 @pytest.mark.slow
 def test_shipped_block_model_through_the_pipeline(tmp_path):
-    """The default preset runs the shipped learned model (SPEC §10) end to end on the embedded sample.
+    """The default preset runs the shipped learned model (design §10) end to end on the embedded sample.
 
     The pages files name the model that made them. Click's arguments page is 2% template: site
     ConEx kept one section of it (286 of ~1,300 words); the block model keeps its sections, and
@@ -343,7 +343,7 @@ def test_text_as_a_browser_shows_it_through_beam(tmp_path):
     own. nontemplate_text: the h1, the first sentence whole (its line has text of its own),
     the second sentence, the code verbatim (the newline after <pre> and the one before </pre>
     dropped), one line per block. "files</a>, alpha" has no whitespace before the comma, so
-    none is written. main_text (Config(): site ConEx, which judges nodes, SPEC §7): the h1,
+    none is written. main_text (Config(): site ConEx, which judges nodes, design §7): the h1,
     the second sentence and the code have no leaf mapped and are main content; of the first
     sentence only its own text "The alpha module is" is (its links map). Same spacing."""
     path = write_warc(tmp_path / "docs.warc.gz",

@@ -1,4 +1,4 @@
-"""The per-site state of incremental runs (`--state`, SPEC §11 use (b)): stored pages as
+"""The per-site state of incremental runs (`--state`, design §11 use (b)): stored pages as
 candidates, versions switched atomically, bounds, damage refused."""
 import os
 import shutil

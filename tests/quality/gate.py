@@ -37,7 +37,7 @@ MANIFEST = os.path.join(HERE, "pages.json")
 FLOORS = os.path.join(HERE, "floors.json")
 TYPES = ("article", "documentation", "forum", "product", "listing", "collection", "service")
 
-# The gold convention (README "Quality gate"): the headline repeats `title` and is left out of
+# The gold convention (docs/development.md "Quality gate"): the headline repeats `title` and is left out of
 # main_text; the standfirst and headings inside the content are in. One switch, so the
 # convention can be changed in one place (then regenerate the floors).
 HEADLINE_IN_MAIN = False
@@ -140,7 +140,7 @@ def write_gold_warc(path: str, pages: list[GoldPage]) -> str:
 
 def extract(pages: list[GoldPage], config=None, workdir: str | None = None) -> dict:
     """url → pages row, through the per-site function the pipeline's ProcessSite step calls."""
-    from sitestrip.bench.core import extract_rows, load_corpus
+    from sitestrip_bench.core import extract_rows, load_corpus
     from sitestrip.configs import load_config
     config = config or load_config()
     with tempfile.TemporaryDirectory(dir=workdir) as tmp:
@@ -157,7 +157,7 @@ class Scores:
 
 
 def score(pages: list[GoldPage], rows: dict) -> Scores:
-    from sitestrip.transforms.metrics import word_prf
+    from sitestrip_bench.metrics import word_prf
     per_page = {p.url: (p.page_type, word_prf((rows.get(p.url) or {}).get("main_text") or "", p.gold))
                 for p in pages}
     by_type = defaultdict(list)

@@ -1,4 +1,4 @@
-"""The main-content quality gate (README "Quality gate"): hand-written gold pages scored with the
+"""The main-content quality gate (docs/development.md "Quality gate"): hand-written gold pages scored with the
 product's word F1 against floors, and what the embedded sample must give.
 
 A floor is a measured score minus a margin (tests/quality/floors.json); a change that lowers a
@@ -14,7 +14,7 @@ import pytest
 
 import gate
 
-from sitestrip.bench.core import extract_rows, load_corpus
+from sitestrip_bench.core import extract_rows, load_corpus
 from sitestrip.configs import load_config
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

@@ -1,8 +1,8 @@
-"""Blocks of a page and their gold labels (SPEC §10, transforms/blocks.py), and the
+"""Blocks of a page (design §10, transforms/blocks.py), and the
 nearest-ancestor query they stand on (transforms/tree.py nearest_in_mask).
 
 Hand-built pages whose blocks are derived in the docstrings; property tests against
-literal, one-node-at-a-time readings of SPEC §10 on random small trees; deep pages.
+literal, one-node-at-a-time readings of design §10 on random small trees; deep pages.
 """
 from types import SimpleNamespace
 
@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from lxml import etree
 
-from sitestrip.transforms.blocks import GROUPS, MAIN_SHARE, block_texts, gold_labels, instance_mask, page_blocks
+from sitestrip.transforms.blocks import GROUPS, block_texts, instance_mask, page_blocks
 from sitestrip.transforms.features import block_features
 from sitestrip.transforms.page import BLOCK_TAGS, TEXT, _flatten, parse_page, tag_name
 from sitestrip.transforms.tokens import folded_words
@@ -103,7 +103,7 @@ def test_orphan_text_splits_at_br_and_at_classed_inline_elements():
 
 def test_an_instance_keeps_a_classed_span_but_is_cut_at_br():
     """Inside an instance the nearest-instance rule wins: the span's class does not make it
-    a block; the <br> still cuts the line (SPEC §10 refinement)."""
+    a block; the <br> still cuts the line (design §10 refinement)."""
     page, blocks, texts = blocks_of("<body><p>Story <span class='author'>By Ann</span> text<br>"
                                     "next line</p></body>")
     assert texts == ["Story By Ann text", "next line"]
@@ -155,7 +155,7 @@ def random_html(draw):
 
 
 def reference_blocks(page):
-    """SPEC §10 read one node at a time: instances by walking each div/td/th's subtree,
+    """design §10 read one node at a time: instances by walking each div/td/th's subtree,
     each text node's owner by walking its ancestors, line breaks by looking for a block
     element between two consecutive text nodes. Returns [(owner, [text nodes])]."""
     n = page.size
@@ -329,8 +329,6 @@ def test_blocks_and_features_of_a_page_10000_levels_deep():
     x = block_features(page, blocks, texts, conex_main=np.zeros(page.size, dtype=bool),
                        menu_node=None, site=None)
     assert x.shape[0] == 11
-    labels, _ = gold_labels(texts, "bottom of the pit noted after")
-    assert labels.tolist() == [False] * 10 + [True]
 
 
 def test_blocks_of_what_the_parser_returns_for_a_deeper_page():
@@ -346,69 +344,6 @@ def test_blocks_of_what_the_parser_returns_for_a_deeper_page():
     assert int(blocks.words.sum()) == int(page.words.sum())
 
 
-# ---------------------------------------------------------------- gold labels
-
-def test_gold_labels_by_the_two_thirds_rule():
-    """Page tokens (case-folded, punctuation dropped), block by block:
-      B0 li "Home" | B1 li "Weather" | B2 h1 "storm hits coast" |
-      B3 p "the storm hit the coast at dawn" (7) |
-      B4 p "winds reached ninety miles per hour" (6) |
-      B5 p "officials said power would return by friday night" (8) |
-      B6 p (related) "storm hits coast" (3)
-    Gold: "storm hits coast / the storm hit the coast at dawn / winds reached ninety miles
-    gusts officials said power would return tonight".
-    Alignment (order kept, each gold token used once): the longest common run is
-    "storm hits coast the storm hit the coast at dawn winds reached ninety miles" (B2, B3
-    and the first 4 tokens of B4); after it, "officials said power would return" (the
-    first 5 of B5). Nothing else: the gold's "storm hits coast" is used up by B2, so the
-    related teaser B6 aligns nothing. Aligned: 0, 0, 3, 7, 4, 5, 0.
-    Main iff aligned >= 2/3 of own tokens: B2 3/3, B3 7/7, B4 4/6 = exactly 2/3 -> main;
-    B5 5/8 = 0.625, just below -> not main; B0, B1, B6 -> not main."""
-    html = ("<body><ul><li><a href='/'>Home</a></li><li><a href='/w'>Weather</a></li></ul>"
-            "<h1>Storm hits coast</h1><p>The storm hit the coast at dawn.</p>"
-            "<p>Winds reached ninety miles per hour.</p>"
-            "<p>Officials said power would return by Friday night.</p>"
-            "<div class='related'><p>Storm hits coast</p></div></body>")
-    gold = ("Storm hits coast\nThe storm hit the coast at dawn. Winds reached ninety miles, gusts.\n"
-            "Officials said power would return tonight.")
-    _, blocks, texts = blocks_of(html)
-    assert blocks.words.tolist() == [1, 1, 3, 7, 6, 8, 3]
-    labels, aligned = gold_labels(texts, gold)
-    assert aligned.tolist() == [0, 0, 3, 7, 4, 5, 0]
-    assert labels.tolist() == [False, False, True, True, True, False, False]
-    assert MAIN_SHARE == 2 / 3
-
-
-def test_gold_alignment_keeps_order():
-    """Gold "red green blue yellow"; page blocks "yellow" | "red green blue" | "yellow".
-    An order-keeping alignment matches "red green blue yellow" to blocks 2 and 3: the
-    first "yellow" comes before "red" in the page but after "blue" in the gold, so it
-    cannot align (a bag of words would take it): labels F, T, T."""
-    labels, aligned = gold_labels(["Yellow", "red green blue", "yellow"], "red green blue yellow")
-    assert aligned.tolist() == [0, 3, 1]
-    assert labels.tolist() == [False, True, True]
-
-
-def test_each_gold_token_is_used_once():
-    """Gold "price ten euros" once; the page shows "Price ten euros" twice with text between:
-    only one copy aligns (the first, where the alignment's tie-break puts it)."""
-    labels, aligned = gold_labels(["Price ten euros", "add to cart", "Price ten euros"],
-                                  "price ten euros")
-    assert aligned.tolist() == [3, 0, 0]
-    assert labels.tolist() == [True, False, False]
-
-
-def test_gold_labels_edge_cases():
-    """Empty blocks are never main (0 >= 2/3·0 would say so); an empty gold labels nothing;
-    a page without blocks gives empty arrays."""
-    labels, aligned = gold_labels(["", "alpha beta", "--"], "alpha beta")
-    assert labels.tolist() == [False, True, False] and aligned.tolist() == [0, 2, 0]
-    labels, aligned = gold_labels(["alpha", "beta"], "")
-    assert labels.tolist() == [False, False] and aligned.tolist() == [0, 0]
-    labels, aligned = gold_labels([], "alpha")
-    assert labels.shape == (0,) and aligned.shape == (0,)
-
-
 def test_hidden_text_is_a_block_of_its_own_even_inline():
     """An unknown inline <h> with display:none inside a paragraph's line: the paragraph's text
     before and after it, and the hidden text, are three blocks."""
@@ -416,3 +351,4 @@ def test_hidden_text_is_a_block_of_its_own_even_inline():
                       "http://ex.com/")
     blocks = page_blocks(page)
     assert block_texts(page, blocks) == ["Visible start", "hidden words", "visible end"]
+

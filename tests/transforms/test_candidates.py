@@ -1,4 +1,4 @@
-"""Candidate selection (SPEC §4; thesis 2023 ch. 7, 2014 thesis §2.2), expectations derived by hand.
+"""Candidate selection (design §4; thesis 2023 ch. 7, 2014 thesis §2.2), expectations derived by hand.
 
 Thesis references: "000" is the 2023 thesis (Def. 4.2.x, ch. 7, Alg. 8/9),
 "001" the 2014 thesis (Def. 2.2.x, Alg. 1/2).
@@ -38,7 +38,7 @@ def select(key, pages, site, **params):
 # Directory sequences and hyperlink distance
 
 def test_directory_sequence_decision():
-    """SPEC §4: host (site key) first, then directories; the last segment is a
+    """design §4: host (site key) first, then directories; the last segment is a
     resource unless the path ends in "/"; the query is ignored."""
     assert directory_sequence("https://www.caltech.org/about/news") == ("caltech.org", "about")
     assert directory_sequence("https://www.caltech.org/about/news/") == ("caltech.org", "about", "news")
@@ -132,11 +132,11 @@ def test_h_distance_bbc_example_2_2_6_against_the_spec_decision():
     """001 Example 2.2.6 writes the news section as "www.bbc.com/news" (no final
     "/") yet treats "news" as a directory, and its first example has the
     arguments swapped relative to its prose ("distance between the news
-    webpage and the tech news webpage ... positive"). SPEC §4 decides that a
+    webpage and the tech news webpage ... positive"). design §4 decides that a
     last segment without "/" is a resource, so on the literal strings the
-    values differ from the printed ones; we follow SPEC:
+    values differ from the printed ones; the product follows design §4:
 
-        printed                                                SPEC, literal strings
+        printed                                                design §4, literal strings
         (news/technology, news)             +1                 -1  (technology is a resource in news/)
         (news, www.bbc.com)                 -1                  0  (both in the root directory)
         (news, news/world/europe/)          +2                 +3  (news, world, europe below the root)

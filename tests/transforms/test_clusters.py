@@ -1,4 +1,4 @@
-"""Template clusters (SPEC §11) and the cluster candidate fill, on hand-built pages.
+"""Template clusters (design §11) and the cluster candidate fill, on hand-built pages.
 
 Expected values are derived by hand in each docstring."""
 from collections import Counter
@@ -123,7 +123,7 @@ def _news_site():
 
 
 def test_a_short_cs_is_filled_from_the_key_pages_cluster():
-    """Key page z1 links only to /home (not in the input): no CS, nothing loaded. The SPEC §4
+    """Key page z1 links only to /home (not in the input): no CS, nothing loaded. The design §4
     site sample takes pages by link relevance (all in the site root: one tier), then URL: a1, a2
     — a listing among them. With the cluster fill, the candidates are z1's cluster (a1, x1) and
     the method is `cluster`, every source `cluster`."""

@@ -1,4 +1,4 @@
-"""Page-level ConEx (SPEC §3) on hand-built pages, expected values computed by hand."""
+"""Page-level ConEx (design §3) on hand-built pages, expected values computed by hand."""
 import numpy as np
 import pytest
 

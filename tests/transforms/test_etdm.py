@@ -1,4 +1,4 @@
-"""ETDM (SPEC §5): position values, the equality score and the top-down mapping.
+"""ETDM (design §5): position values, the equality score and the top-down mapping.
 
 Expected values are derived by hand in each docstring, with the published
 defaults wc = 0.1, wp = 0.1, wa = 0.5, wch = 0.3, t = 0.7 unless a test says
@@ -305,7 +305,7 @@ def test_top_down_unmapped_parent_hides_its_children(any_engine):
 
 
 def test_text_equality_reads_collapsed_pre_text_and_any_string_width(any_engine):
-    """Text equality compares SPEC §1's collapsed text: <pre> keeps "  a   b" verbatim in the
+    """Text equality compares design §1's collapsed text: <pre> keeps "  a   b" verbatim in the
     page, and it equals "a b" (body 0, pre 1, text 2 on both pages). "é" is the same text
     on a page stored one byte per character and on one that needs two ("€" elsewhere on
     it), and "ab" differs from "a b". Key: body 0, pre 1, "  a   b" 2, p 3, "é" 4, p 5,
@@ -365,7 +365,7 @@ def test_exclude_marks_whole_subtrees_and_the_root():
         map_pages(key, key, exclude=np.zeros(3, dtype=bool))
 
 
-# ---------------------------------------------------------------- grouping (§9.3)
+# ---------------------------------------------------------------- grouping (design §5.5)
 
 def _list_page(items):
     return page("<ul>" + "".join(f"<li data-k={k}>item {k}</li>" for k in items) + "</ul>")
@@ -424,7 +424,7 @@ def test_group_levels_nest_for_very_long_lists():
     assert map_pages(key, key, params).tolist() == list(range(key.size))
 
 
-# Node grouping (the thesis's §9.3 rule, grouping "node"), at small scale: group_over 4, group_size 2.
+# Node grouping (the thesis's rule, design §5.5, grouping "node"), at small scale: group_over 4, group_size 2.
 FIVE = "<div id=l>" + "".join(f"<div>i{k}</div>" for k in range(5)) + "</div>"
 # preorder: 0 body, 1 div#l, then div i_k at 2 + 2k and its text at 3 + 2k (k = 0..4)
 WRAPPED = ("<div id=l><div><div>i0</div><div>i1</div></div>"
@@ -560,7 +560,7 @@ _body = st.lists(_tree, max_size=5).map(lambda ns: "".join(_render(n) for n in n
 
 
 def reference_map(key, other, params):
-    """ETDM written the slow, literal way from SPEC §5, for comparison."""
+    """ETDM written the slow, literal way from design §5, for comparison."""
     kptr, kidx = children(key)
     optr, oidx = children(other)
     result = [-1] * key.size
@@ -580,7 +580,7 @@ def reference_map(key, other, params):
 
 
 def _grouped_entries(tag, items, params):
-    """A child list of the grouped tree (§9.3 as the product reads it): the items themselves when
+    """A child list of the grouped tree (design §5.5 as the product reads it): the items themselves when
     at most group_over, else temporary nodes of `unit` consecutive items each, unit = group_size^k
     for the smallest k giving at most group_over of them."""
     if len(items) <= params.group_over:
@@ -611,7 +611,7 @@ def _entry_features(page, entry, params):
 
 
 def _literal_score(fa, fb, pos, params):
-    """≜ of SPEC §5 written out on feature tuples."""
+    """≜ of design §5 written out on feature tuples."""
     (ta, ca, aa, ia, na, xa), (tb, cb, ab, ib, nb, xb) = fa, fb
     if ta != tb or (ta == 0 and params.text_equality and xa != xb):
         return NO_MATCH

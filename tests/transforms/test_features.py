@@ -1,4 +1,4 @@
-"""Block features (SPEC §10, transforms/features.py) on hand-built pages.
+"""Block features (design §10, transforms/features.py) on hand-built pages.
 
 Every expected value is derived by hand from the page in the test's docstring:
 node numbers are preorder indices of the compact page (node 0 = BODY, text
@@ -286,7 +286,7 @@ def test_words_containing_ad_are_not_ads(token):
     ("menu_top", True), ("canvas", False), ("main", False)])
 def test_nav_is_a_word_part_prefix_or_a_substring_as_published(token, expected):
     """Seed 002 matches "nav" as a substring ("unavailable" included, as published);
-    SPEC adds word parts beginning with nav/menu ("menu_top")."""
+    the product adds word parts beginning with nav/menu ("menu_top")."""
     assert bool(_role_hints(token) & HINT_BIT["nav"]) == expected
 
 
@@ -294,7 +294,7 @@ def test_nav_is_a_word_part_prefix_or_a_substring_as_published(token, expected):
 
 def test_invisible_blocks():
     """invisible: the owner or an ancestor has the `hidden` attribute, aria-hidden="true",
-    or an inline display:none / visibility:hidden (SPEC §10).
+    or an inline display:none / visibility:hidden (design §10).
     B0 <p hidden>; B1 under aria-hidden="true"; B2 two levels under display: none;
     B3 visibility:hidden -> 1. B4 aria-hidden="false", B5 display:block, B6 plain -> 0."""
     html = ("<body><p hidden>Secret one</p>"
@@ -310,7 +310,7 @@ def test_invisible_blocks():
 
 
 def test_a_hidden_class_on_body_does_not_hide_the_page():
-    """Class hints of BODY never count (SPEC §10: a site-wide body class made whole pages
+    """Class hints of BODY never count (design §10: a site-wide body class made whole pages
     "comments" and empty). A body class such as "menu-hidden" says that a menu is folded
     away, not that the page is invisible: no block is invisible. The `hidden` attribute
     on an element of the page still is."""

@@ -276,7 +276,7 @@ def test_the_compiled_blocks_loops_are_built_and_used_by_default(monkeypatch):
     blocks, texts and features, as derived by hand:
     - Blocks (one per li, p, and line of the second p): "Home", "About us" ("us" in a <b>
       after "About " on one line: a space), "Blog", "One.", "Two", "three" (the <br> is a
-      line break inside the p, SPEC §10's cut).
+      line break inside the p, design §10's cut).
     - same_shape_siblings_log: each li.item has one sibling of its tag and class set (the
       other li.item), the plain li none; each p of the div one (the other p) -> log1p(1),
       log1p(1), 0, log1p(1) x 3. same_tag_siblings_log: every li has two same-tag siblings,

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from markdown_it import MarkdownIt
 
-from sitestrip.bench.output_columns import rendered_words
+from sitestrip_bench.output_columns import rendered_words
 from sitestrip.transforms.markdown import MarkdownOptions, escape_line_start, page_markdown
 from sitestrip.transforms.page import TEXT, parse_page
 from sitestrip.transforms.tokens import words

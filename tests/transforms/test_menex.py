@@ -1,4 +1,4 @@
-"""MenEx (SPEC §2) on hand-built pages, expected values computed by hand."""
+"""MenEx (design §2) on hand-built pages, expected values computed by hand."""
 import numpy as np
 import pytest
 

@@ -1,4 +1,4 @@
-"""Block-classifier model files (transforms/model.py) and their training side (bench/train_models.py).
+"""Block-classifier model files (transforms/model.py) and their training side (bench/sitestrip_bench/train_models.py).
 
 The file format and the evaluator are tested on hand-built trees; each exporter
 against its own library's predictions (skipped when the `train` extra is missing).
@@ -10,7 +10,7 @@ import json
 import numpy as np
 import pytest
 
-from sitestrip.bench.train_models import (as_model, choose_threshold, collapse_alphas, fit_ceml, fit_gbdt,
+from sitestrip_bench.train_models import (as_model, choose_threshold, collapse_alphas, fit_ceml, fit_gbdt,
                                  page_word_f1, pruned_answer, write_model, CEML_TREE)
 from sitestrip.transforms.model import (ModelError, compute_model_id, encode_model, load_model,
                                         model_document)
@@ -357,7 +357,7 @@ def test_lightgbm_export_matches_lightgbm():
 
 def test_lightgbm_zero_as_missing_is_refused():
     lgb = pytest.importorskip("lightgbm")
-    from sitestrip.bench.train_models import ExportError, export_lightgbm
+    from sitestrip_bench.train_models import ExportError, export_lightgbm
     X, y = _data(1, n=500)
     booster = lgb.train({"objective": "binary", "zero_as_missing": True, "verbose": -1},
                         lgb.Dataset(X, label=y), 3)
@@ -479,7 +479,7 @@ def test_library_comparison_scores_out_of_fold_pages():
     stays far below (its F1 is that of calling most words main on pages half main)."""
     pytest.importorskip("lightgbm")
     pytest.importorskip("sklearn")
-    from sitestrip.bench.train_models import compare_gbdt_libraries
+    from sitestrip_bench.train_models import compare_gbdt_libraries
     rng = np.random.default_rng(17)
     X = rng.normal(size=(1200, 4)).astype(np.float32)
     sites, pages, words = np.arange(1200) // 200, np.arange(1200) // 20, rng.integers(1, 30, 1200)

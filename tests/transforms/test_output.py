@@ -15,7 +15,7 @@ from sitestrip.configs import Config, ConfigError, config_from_dict, load_config
 from sitestrip.pipeline.graph import build_pipeline
 from sitestrip.schemas import SCHEMA_VERSION
 from sitestrip.transforms.extract import build_page_record, process_site
-from sitestrip.bench.output_columns import rendered_words
+from sitestrip_bench.output_columns import rendered_words
 from sitestrip.transforms.output import OutputParams
 from sitestrip.transforms.tokens import words
 from helpers.warcs import response, write_warc

@@ -1,4 +1,4 @@
-"""The compact page model (SPEC §1) and text rendering."""
+"""The compact page model (design §1) and text rendering."""
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -79,7 +79,7 @@ def test_navigation_hints():
 
 def test_navigation_hint_rules():
     """Which elements each MenEx representative-tag rule marks (transforms/page.py F_NAV_*):
-    exact (the thesis) = <nav>, a class token or the id equal to nav/menu; word_part (SPEC §2)
+    exact (the thesis) = <nav>, a class token or the id equal to nav/menu; word_part (design §2)
     adds word parts equal to nav/menu and role=navigation; prefix (product) adds parts that
     begin with nav/menu."""
     page = parse_page("<body><nav>n</nav><div class='x menu'>a</div><div id=Nav>b</div>"
@@ -98,7 +98,7 @@ def test_navigation_hint_rules():
 
 def test_noscript_and_widget_rules():
     """PRODUCT_RULES keep <noscript> content as text and make select/textarea/canvas/math
-    leaves; SPEC_RULES (SPEC §1) drop <noscript> with its subtree and read the widgets' insides
+    leaves; SPEC_RULES (design §1) drop <noscript> with its subtree and read the widgets' insides
     as ordinary nodes. The page's text, by hand, for each."""
     html = ("<body><p>Intro</p><noscript><p>Enable scripts to see the posts</p></noscript>"
             "<form><select><option>Red</option><option>Blue</option></select>"
@@ -292,7 +292,7 @@ def test_aligned_nodes_follow_dropped_leaf_and_whitespace_rules():
     assert not any(tag in ("g", "text", "script", "style", "template", "title")
                    for k, tag in kinds if k == "element")
     assert ("element", "noscript") in kinds and ("text", "noscript") in kinds
-    # SPEC §1 as published: <noscript> goes with its subtree, its tail stays
+    # design §1 as published: <noscript> goes with its subtree, its tail stays
     page, items = check_alignment("<body><p>a<noscript>no <b>js</b></noscript>tail</p></body>",
                                   rules=SPEC_RULES)
     assert [(k, el.tag) for _, el, k in items] == [("element", "body"), ("element", "p"), ("text", "p"),

@@ -1,8 +1,8 @@
-"""Property-based tests of the tokenizer (SPEC §1) and of directory sequences
-and hDistance (SPEC §4), each property read off the SPEC text it cites.
+"""Property-based tests of the tokenizer (design §1) and of directory sequences
+and hDistance (design §4), each property read off the docs/design.md text it cites.
 
 URL normalization and ETDM have their own properties in test_urls.py and
-test_etdm.py; the hand-derived thesis examples for §4 are in test_candidates.py.
+test_etdm.py; the hand-derived thesis examples for design §4 are in test_candidates.py.
 """
 import unicodedata
 
@@ -14,9 +14,9 @@ from sitestrip.transforms.tokens import count_words, folded_words, words
 from sitestrip.transforms.urls import normalize_url, site_key
 
 # ---------------------------------------------------------------------------
-# Tokenizer (SPEC §1)
+# Tokenizer (design §1)
 
-# Unicode names are an independent statement of SPEC §1's "CJK ideograph /
+# Unicode names are an independent statement of design §1's "CJK ideograph /
 # kana / hangul syllable": the tokenizer itself works from code point ranges.
 _CJK_NAMES = ("CJK UNIFIED IDEOGRAPH", "CJK COMPATIBILITY IDEOGRAPH", "HIRAGANA", "KATAKANA",
               "HALFWIDTH KATAKANA", "HANGUL SYLLABLE", "HENTAIGANA")
@@ -31,7 +31,7 @@ def _is_mark(ch):
 
 
 def reference_words(text):
-    """SPEC §1 spelt out one character at a time: letters/digits (Python's
+    """design §1 spelt out one character at a time: letters/digits (Python's
     isalnum, which is what a regex \\w without "_" matches) form maximal runs,
     a CJK letter is a token by itself, and combining marks extend whatever
     token they follow (the tokens.py decision for Indic/Thai vowel signs and
@@ -73,7 +73,7 @@ _text = st.lists(st.one_of(st.sampled_from(_INTERESTING), st.characters()), max_
 @settings(max_examples=600, deadline=None)
 @given(_text)
 def test_words_are_the_spec_tokens(text):
-    """SPEC §1: a token is a maximal run of letters/digits; each CJK ideograph,
+    """design §1: a token is a maximal run of letters/digits; each CJK ideograph,
     kana or hangul syllable is one token. Compared against a character-by-
     character reading of that sentence, so maximality and "nothing word-like
     is lost" are both covered."""
@@ -83,7 +83,7 @@ def test_words_are_the_spec_tokens(text):
 @settings(max_examples=400, deadline=None)
 @given(_text)
 def test_each_token_is_a_run_or_one_cjk_letter(text):
-    """SPEC §1: tokens are non-empty; a CJK letter never shares its token with
+    """design §1: tokens are non-empty; a CJK letter never shares its token with
     another letter; a token starts with a letter/digit and holds only
     letters/digits and the combining marks that continue it."""
     for token in words(text):
@@ -99,7 +99,7 @@ def test_each_token_is_a_run_or_one_cjk_letter(text):
 @settings(max_examples=400, deadline=None)
 @given(_text)
 def test_tokenizing_the_tokens_again_gives_them_back(text):
-    """SPEC §1: tokens are separated by anything that is not a letter/digit,
+    """design §1: tokens are separated by anything that is not a letter/digit,
     so one space between them keeps them apart and changes none of them."""
     tokens = words(text)
     assert words(" ".join(tokens)) == tokens
@@ -108,7 +108,7 @@ def test_tokenizing_the_tokens_again_gives_them_back(text):
 @settings(max_examples=400, deadline=None)
 @given(_text)
 def test_counts_and_folding_agree_with_words(text):
-    """SPEC §1 (one tokenizer for the algorithms and the evaluation) and §9
+    """design §1 (one tokenizer for the algorithms and the evaluation) and §9
     (evaluation compares the §1 tokens case-folded): count_words is the number
     of words, folded_words their case folds, in order."""
     tokens = words(text)
@@ -117,7 +117,7 @@ def test_counts_and_folding_agree_with_words(text):
 
 
 # ---------------------------------------------------------------------------
-# Directory sequences and hDistance (SPEC §4)
+# Directory sequences and hDistance (design §4)
 
 # Segments that URL normalization leaves as they are (no dot segments, no
 # escapes), so a generated URL's directories are known without normalizing.
@@ -137,7 +137,7 @@ def _url(spelling, site, dirs, resource="", tail=""):
 @settings(max_examples=300, deadline=None)
 @given(_spelling, _site, _dirs, _resource, _tail)
 def test_directory_sequence_is_site_then_directories(spelling, site, dirs, resource, tail):
-    """SPEC §4: host first (as its site key), then the path's directories; the
+    """design §4: host first (as its site key), then the path's directories; the
     last segment is a resource name unless the path ends in "/"; the query is
     ignored (and the fragment, which normalization drops)."""
     url = _url(spelling, site, dirs, resource, tail)
@@ -155,7 +155,7 @@ _any_url = st.one_of(
 @settings(max_examples=400, deadline=None)
 @given(_any_url)
 def test_directory_sequence_depends_only_on_the_normalized_url(url):
-    """SPEC §4 reads the directory sequence of the URL as normalized (DESIGN):
+    """design §4 reads the directory sequence of the URL as normalized (design §1 "URLs"):
     normalizing first changes nothing, and a parseable URL starts with its
     site key."""
     normalized = normalize_url(url)
@@ -168,7 +168,7 @@ def test_directory_sequence_depends_only_on_the_normalized_url(url):
 @settings(max_examples=300, deadline=None)
 @given(_site, _dirs)
 def test_scheme_less_strings_read_host_first(site, dirs):
-    """SPEC §4 / thesis notation: "host/dir/" without a scheme is read with
+    """design §4 / thesis notation: "host/dir/" without a scheme is read with
     its first word as the host."""
     bare = site + "/" + "".join(f"{d}/" for d in dirs)
     assert directory_sequence(bare) == directory_sequence("http://" + bare)
@@ -179,7 +179,7 @@ def test_scheme_less_strings_read_host_first(site, dirs):
        _resource, _resource, _tail)
 def test_extension_by_k_is_plus_k_one_way_and_minus_k_the_other(
         spelling, spelling2, site, dirs, extra, resource, resource2, tail):
-    """SPEC §4: +k if h' extends h by k directories; -k if h extends h' by k.
+    """design §4: +k if h' extends h by k directories; -k if h extends h' by k.
     Resource names, queries and the spelling of the host do not count."""
     h = _url(spelling, site, dirs, resource, tail)
     h2 = _url(spelling2, site, dirs + extra, resource2)
@@ -190,7 +190,7 @@ def test_extension_by_k_is_plus_k_one_way_and_minus_k_the_other(
 @settings(max_examples=400, deadline=None)
 @given(_spelling, _spelling, _few_dirs, _few_dirs, _resource, _resource)
 def test_zero_exactly_for_the_same_directory_sequence(spelling, spelling2, p, q, r, r2):
-    """SPEC §4: 0 if equal. Every other case is nonzero on one site: an
+    """design §4: 0 if equal. Every other case is nonzero on one site: an
     extension is +k, k ≥ 1, and the rest is minus what h has beyond the shared
     prefix, which is at least one directory when h is not a prefix of h'."""
     h, h2 = _url(spelling, "ex.com", p, r), _url(spelling2, "ex.com", q, r2)
@@ -202,7 +202,7 @@ def test_zero_exactly_for_the_same_directory_sequence(spelling, spelling2, p, q,
 @settings(max_examples=400, deadline=None)
 @given(_few_dirs, _few_dirs, _resource, _resource)
 def test_h_distance_follows_the_shared_prefix(p, q, r, r2):
-    """SPEC §4 case by case, with the shared prefix counted directly: +k when h'
+    """design §4 case by case, with the shared prefix counted directly: +k when h'
     extends h, otherwise minus the directories of h after the shared prefix
     (which covers both "h extends h'" and divergence). Between two diverging
     branches both directions are therefore negative."""
@@ -224,7 +224,7 @@ def test_h_distance_follows_the_shared_prefix(p, q, r, r2):
        st.sampled_from(["ex.com", "sub.ex.com", "ex.org", "x.com"]), _dirs, _dirs, _resource)
 def test_different_first_words_give_minus_the_length_of_h(spelling, spelling2, site, site2,
                                                           p, q, resource):
-    """SPEC §4: −|h| if the first words (hosts, as site keys) differ, whatever
+    """design §4: −|h| if the first words (hosts, as site keys) differ, whatever
     the paths; |h| counts the host and the directories of h. A subdomain is
     another first word, and www. is not (same site key)."""
     h, h2 = _url(spelling, site, p, resource), _url(spelling2, site2, q)

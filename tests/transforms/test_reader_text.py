@@ -4,7 +4,7 @@ see. Every page is flattened by the compiled walk and by its reference, which mu
 import numpy as np
 import pytest
 
-from sitestrip.bench.output_columns import rendered_words
+from sitestrip_bench.output_columns import rendered_words
 from sitestrip.transforms import page as P
 from sitestrip.transforms.markdown import page_markdown
 from sitestrip.transforms.page import (F_RAISED, HINT_BIT, PRODUCT_RULES, SPEC_RULES, TEXT, _flatten,

@@ -1,4 +1,4 @@
-"""Site-level extraction (SPEC §6–§8) on hand-built sites; expected results derived by hand."""
+"""Site-level extraction (design §6–§8) on hand-built sites; expected results derived by hand."""
 import numpy as np
 import pytest
 
@@ -126,7 +126,7 @@ def test_text_aware_candidates_need_content_and_no_matched_content():
 
 
 def rows_for(records, config=None):
-    """pages and errors rows (the sites rows, SPEC §11, are tested in test_clusters.py)."""
+    """pages and errors rows (the sites rows, design §11, are tested in test_clusters.py)."""
     return [(kind, row) for kind, row in process_site("fruit.example", records, config or Config())
             if kind != "sites"]
 
@@ -295,7 +295,7 @@ def test_inline_links_in_a_sentence_stay_with_the_sentence():
     page's own texts (the name in h1, "Alpha is a", the note's p, "Alpha aside words") map
     nowhere.
 
-    Per node (SPEC §6, block_granularity off) the sentence keeps only "Alpha is a". By block
+    Per node (design §6, block_granularity off) the sentence keeps only "Alpha is a". By block
     line: the sentence's line has text of its own, so all of it is non-template; the note's
     lines "Note:" and "See also FAQ" and the aside's nested "Shared words here" have none and
     stay template although their block (div.note, div.aside) holds non-template text in a
@@ -316,7 +316,7 @@ def test_inline_links_in_a_sentence_stay_with_the_sentence():
 
 
 def test_block_granularity_is_in_the_presets():
-    """On in default.yaml, off in published.yaml (SPEC §6 judges every node alone)."""
+    """On in default.yaml, off in published.yaml (design §6 judges every node alone)."""
     from sitestrip.configs import load_config
     assert load_config().template.block_granularity
     assert not load_config("published").template.block_granularity

@@ -1,4 +1,4 @@
-"""Site-level menus (SPEC §12) on hand-built pages; expected results derived by hand."""
+"""Site-level menus (design §12) on hand-built pages; expected results derived by hand."""
 import numpy as np
 import pytest
 

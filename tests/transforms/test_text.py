@@ -29,7 +29,7 @@ def texts_everywhere(page):
 
 def test_no_space_before_punctuation_the_html_does_not_have():
     """"a <a>b</a>, c": "a " ends in whitespace (b gets a space before it); ", c" starts
-    right after </a>, with no whitespace → "a b, c". SPEC §1's single spaces gave "a b , c"."""
+    right after </a>, with no whitespace → "a b, c". design §1's single spaces gave "a b , c"."""
     page = page_of("<p>a <a href='/b'>b</a>, c</p>")
     assert texts_everywhere(page) == ("a b, c",) * 3
     assert text_of(page_of("<p>a <a href='/b'>b</a>, c</p>", SPEC_RULES)) == "a b , c"
@@ -41,13 +41,13 @@ def test_markup_inside_a_word_does_not_split_it():
     page = page_of("<p>x<b>y</b>z</p>")
     assert texts_everywhere(page) == ("xyz",) * 3
     assert count_words(text_of(page)) == 1
-    # the page still counts its text nodes' tokens (SPEC §1 words are per node)
+    # the page still counts its text nodes' tokens (design §1 words are per node)
     assert int(page.words.sum()) == 3
 
 
 def test_whitespace_between_elements_is_kept_as_one_space():
     """"a <b>b</b>" keeps its space (trailing whitespace of "a "); "<b>one</b> <i>two</i>"
-    has a whitespace-only text between the elements (not a node, SPEC §1) → "one two";
+    has a whitespace-only text between the elements (not a node, design §1) → "one two";
     "&nbsp;" is whitespace to a browser's line layout too."""
     assert text_of(page_of("<p>a <b>b</b></p>")) == "a b"
     assert text_of(page_of("<p><b>one</b> <i>two</i></p>")) == "one two"
@@ -82,7 +82,7 @@ def test_pre_keeps_line_breaks_and_indentation_verbatim():
     # "if", "x:", "return", "1" → 7 tokens (def f x if x return 1), 3+5+2+2+6+1 = 19 characters.
     assert int(page.words[inside].sum()) == 7
     assert page.chars[inside].tolist() == [3, 5, 2, 2, 6, 1]
-    # SPEC §1's text: collapsed, single spaces
+    # design §1's text: collapsed, single spaces
     assert text_of(page_of(html, SPEC_RULES)) == "Before:\ndef f(x): if x: return 1\nAfter."
     # Two whitespace-only runs in a row (the tails of <b> and of the empty <i>) both go in
     # front of the next text: "a", then "\n" + "\n" + "b".
@@ -119,7 +119,7 @@ def test_menu_link_texts_use_the_same_joiner():
 def test_spacing_flags_and_spec_rules():
     """F_SPACE_BEFORE of "a ", "b", ", c" in "a <a>b</a>, c": the first has nothing before it,
     "b" follows whitespace, ", c" does not. Under SPEC_RULES every text node has the flag and
-    none is F_PRE: the joiner then gives SPEC §1's single spaces."""
+    none is F_PRE: the joiner then gives design §1's single spaces."""
     text = lambda p: np.flatnonzero(p.tag == TEXT)  # noqa: E731
     page = page_of("<p>a <a href='/b'>b</a>, c</p>")
     assert [bool(page.flags[i] & F_SPACE_BEFORE) for i in text(page)] == [False, True, False]
@@ -154,7 +154,7 @@ def test_etdm_compares_verbatim_text_collapsed():
 
 @pytest.mark.parametrize("body", ["", "<p>   </p>", "<pre>\n\n</pre>", "<pre></pre><p>x</p>"])
 def test_empty_and_whitespace_only_text(body):
-    """Whitespace-only text is no node (SPEC §1), in <pre> too: nothing to join."""
+    """Whitespace-only text is no node (design §1), in <pre> too: nothing to join."""
     page = page_of(body)
     assert text_of(page) == ("x" if "x" in body else "")
 

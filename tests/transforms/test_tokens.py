@@ -1,4 +1,4 @@
-"""The tokenizer's combining-mark ranges (transforms/tokens.py, SPEC §1)."""
+"""The tokenizer's combining-mark ranges (transforms/tokens.py, design §1)."""
 import json
 import os
 import unicodedata
