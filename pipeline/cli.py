@@ -262,7 +262,7 @@ def summary(counters: dict, elapsed: float, output: str | None, state: str | Non
         f"({records / elapsed if elapsed else 0:.0f} records/s)",
         f"  skipped: {_group(counters, 'skipped_')}",
         f"  pages: {pages} ({pages / elapsed if elapsed else 0:.1f} pages/s); "
-        f"methods: {_group(counters, 'method_')}",
+        f"candidate methods: {_group(counters, 'candidate_method_')}",
         f"  errors by stage: {_group(counters, 'errors_')}",
     ]
     if counters.get("hot_sites"):
@@ -578,7 +578,7 @@ def _run_watch(args, beam_args: list[str]) -> int:
 
     from sitestrip.pipeline import publish
     from sitestrip.pipeline.signals import Guard
-    from sitestrip.pipeline.state import state_files
+    from sitestrip.pipeline.state_store import state_files
     from sitestrip.pipeline.watch import (WATCH_DATASETS, build_watch_pipeline, checkpoint_state, watch_schemas,
                                           write_empty_parts)
     from sitestrip.transforms.state import StateError
@@ -754,7 +754,7 @@ def _counts(counters: dict | None) -> dict | None:
         return {k[len(prefix):]: v for k, v in sorted(counters.items()) if k.startswith(prefix) and v}
     return {"records": sum(group("records_").values()), "records_by_type": group("records_"),
             "skipped": group("skipped_"), "pages": counters.get("pages", 0),
-            "html_200": counters.get("html_200", 0), "methods": group("method_"),
+            "html_200": counters.get("html_200", 0), "candidate_methods": group("candidate_method_"),
             "errors_by_stage": group("errors_")}
 
 
@@ -773,7 +773,7 @@ def _run(args, beam_args: list[str], terminal: bool) -> int:
     from sitestrip.pipeline.partitions import can_partition
     from sitestrip.pipeline.progress import ProgressMonitor
     from sitestrip.pipeline.signals import Guard
-    from sitestrip.pipeline.state import current_version, next_version, write_current
+    from sitestrip.pipeline.state_store import current_version, next_version, write_current
     from sitestrip.pipeline.warc import expand_inputs
     from sitestrip.schemas import SCHEMA_VERSION
     from sitestrip.transforms.state import StateError
@@ -986,7 +986,7 @@ def inspect(argv: list[str], prog: str = "sitestrip inspect") -> int:
         fh.write(page)
     share = expl.template_share
     words = expl.words()
-    print(f"sitestrip inspect: {expl.record.url}: method {expl.method}, "
+    print(f"sitestrip inspect: {expl.record.url}: candidate method {expl.candidate_method}, "
           f"template share {'n/a' if share is None else f'{share:.0%}'}, "
           f"{words['main']} of {words['page']} words main content → {args.out}")
     return 0
@@ -1025,7 +1025,7 @@ def _report_parser(prog: str) -> argparse.ArgumentParser:
 
 def report(argv: list[str], prog: str = "sitestrip report") -> int:
     args = _report_parser(prog).parse_args(argv)
-    from sitestrip.pipeline.report import ReportError, write_report
+    from sitestrip.pipeline.run_report import ReportError, write_report
 
     from sitestrip.pipeline.publish import SUCCESS, read_success
 

@@ -25,7 +25,7 @@ from apache_beam.metrics import Metrics
 from sitestrip.configs import Config
 from sitestrip.pipeline.parts import PART_BY, PART_KEYS, PartDataset, WriteParts, pack_row, unpack_row
 from sitestrip.pipeline.progress import READ, SITES, ProgressFile
-from sitestrip.pipeline.state import (current_version, next_version, read_state_file, state_files, version_prefix,
+from sitestrip.pipeline.state_store import (current_version, next_version, read_state_file, state_files, version_prefix,
                                       write_current)
 from sitestrip.pipeline.page_source import PageError, read_pages
 from sitestrip.pipeline.warc import Skipped, open_warc
@@ -33,7 +33,7 @@ from sitestrip.schemas import DATASETS, STATE, STATE_KEYS
 from sitestrip.transforms.classify import load_main_content_model
 from sitestrip.transforms.duplicates import (ACROSS_SALTS, across_sites_candidate, across_sites_eligible,
                                              across_sites_salt, fewer_across_sites, mark_across_sites)
-from sitestrip.transforms.extract import error_row, process_site
+from sitestrip.transforms.site_step import error_row, process_site
 from sitestrip.transforms.shards import page_cell, plan_shards
 from sitestrip.transforms.state import merge_site_state, stored_row
 
@@ -261,7 +261,7 @@ class ProcessSite(_Reporting):
             self.report(pages=1)
             if kind == "pages":
                 _count("pages")
-                _count(f"method_{row['method']}")
+                _count(f"candidate_method_{row['candidate_method']}")
                 yield MAIN, row
             else:
                 _count(f"errors_{row['stage']}")
@@ -529,7 +529,7 @@ def build_pipeline(p: beam.Pipeline, warc_paths: list[str], output: str, config:
     by default one per input WARC file, so a part holds about the rows of one
     input file. With `progress_dir` (a local directory the workers can write),
     the reading and per-site steps report their progress there
-    (pipeline/progress.py). With `state_dir` (pipeline/state.py), each site shard also
+    (pipeline/progress.py). With `state_dir` (pipeline/state_store.py), each site shard also
     gets its site's stored pages of earlier runs as candidates, and the new state is
     written as the next version, switched to only after every part is written; its
     files are checked here, before any worker starts (StateError names a bad one). With

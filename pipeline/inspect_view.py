@@ -30,7 +30,7 @@ from sitestrip.pipeline.page_source import Page, PageError, read_pages
 from sitestrip.pipeline.warc import iter_payloads, open_warc
 from sitestrip.transforms.charset import decode_html
 from sitestrip.transforms.explain import Explanation, explain_page
-from sitestrip.transforms.extract import PageRecord, StageError
+from sitestrip.transforms.site_step import PageRecord, StageError
 from sitestrip.transforms.page import PRODUCT_RULES, TEXT, ParseRules, aligned_nodes, parse_tree, tag_id, tag_name
 from sitestrip.transforms.shards import shard_urls
 from sitestrip.transforms.tree import subtree_sum
@@ -47,7 +47,7 @@ MAIN_COLOR = "#2b8a3e"
 MENU_COLOR = "#1971c2"
 HOVER_COLOR = "#ae3ec9"
 
-METHOD_TEXT = {
+CANDIDATE_METHOD_TEXT = {
     "cs": "complete subdigraph: the comparison pages all link to each other and with the key page",
     "partial_cs": "partial complete subdigraph: some comparison pages link to each other and with "
                   "the key page; the rest are linked pages or other pages of the site",
@@ -631,17 +631,17 @@ def _candidate_list(expl: Explanation, selection, title: str, n: int) -> str:
         verdict = f"partly: {selection.cs_size} of the {n} wanted pages do"
     else:
         verdict = "no"
-    return (f"<h2>{_esc_text(title)}</h2><p>Method <code>{_esc_text(selection.method)}</code>; "
+    return (f"<h2>{_esc_text(title)}</h2><p>Candidate method <code>{_esc_text(selection.method)}</code>; "
             f"{selection.pages_loaded} linked page(s) looked up. Complete subdigraph: {verdict}.</p>"
             f"<ul>{''.join(items) or '<li>none</li>'}</ul>")
 
 
-def _method_text(expl: Explanation) -> str:
-    if expl.method == "page_only" and expl.block_proba is not None:
+def _candidate_method_text(expl: Explanation) -> str:
+    if expl.candidate_method == "page_only" and expl.block_proba is not None:
         # The block classifier replaces page-level ConEx; the site features take their no-site values.
         return ("no other page of the site in the archive: MenEx, and the block classifier without "
                 "site features; the non-template text is the page without its menu")
-    return METHOD_TEXT.get(expl.method, "")
+    return CANDIDATE_METHOD_TEXT.get(expl.candidate_method, "")
 
 
 def _main_content_html(expl: Explanation, config) -> str:
@@ -691,7 +691,7 @@ def _panel(expl: Explanation, config, skipped: int, mode_words: dict) -> str:
     notes = list(page.notes) + (["WARC-Truncated: " + record.truncated] if record.truncated else [])
     if expl.block_selected is not None and not expl.block_selected.any():
         notes.append("no main content: no block classified as main content")
-    elif expl.block_selected is None and expl.method != "page_only" and not expl.main.any():
+    elif expl.block_selected is None and expl.candidate_method != "page_only" and not expl.main.any():
         notes.append("no main content: the page maps entirely onto its candidate pages")
     if skipped:
         notes.append(f"{skipped} page(s) of the site could not be parsed and were left out, "
@@ -716,8 +716,8 @@ def _panel(expl: Explanation, config, skipped: int, mode_words: dict) -> str:
 </ul>
 <h2>Node under the pointer</h2>
 <div id="ss-hover-info">Hover over the page to see a node's occurrences, block and labels.</div>
-<h2>Method</h2>
-<p><code>{_esc_text(expl.method)}</code>: {_esc_text(_method_text(expl))}</p>
+<h2>Candidate method</h2>
+<p><code>{_esc_text(expl.candidate_method)}</code>: {_esc_text(_candidate_method_text(expl))}</p>
 <h2>Main content</h2>
 {_main_content_html(expl, config)}
 {_candidate_list(expl, expl.conex_selection, "Candidate pages (site ConEx)", config.candidates.conex_n)

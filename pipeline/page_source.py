@@ -14,7 +14,7 @@ from typing import BinaryIO, Callable, Iterator
 
 from sitestrip.configs import ReadLimits
 from sitestrip.pipeline.warc import HtmlResponse, ReadError, Skipped, iter_warc_records
-from sitestrip.transforms.extract import PageRecord, StageError, error_row, record_from_response
+from sitestrip.transforms.site_step import PageRecord, StageError, error_row, record_from_response
 from sitestrip.transforms.page import ParseRules
 
 
@@ -28,7 +28,7 @@ class Page:
 
 @dataclass
 class PageError:
-    """One errors row (transforms.extract.error_row): a record, a damaged part of the file or
+    """One errors row (transforms.site_step.error_row): a record, a damaged part of the file or
     the file that could not be read, or, with `response`, an HTML 200 page that was read but
     could not be parsed."""
     row: dict

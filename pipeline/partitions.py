@@ -65,7 +65,7 @@ from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
 from sitestrip.pipeline.graph import MAIN, build_pipeline, dataset_prefix, read_warcs
-from sitestrip.transforms.extract import PageRecord
+from sitestrip.transforms.site_step import PageRecord
 from sitestrip.transforms.shards import ShardPlan, page_cell, plan_shards
 from sitestrip.transforms.state import page_columns, page_from_columns
 

@@ -68,7 +68,7 @@ from sitestrip.configs import Config
 from sitestrip.pipeline.graph import (CLUSTER_ROWS, ERRORS, MAIN, STATE_PAGES, CountMenus, ProcessSite,
                                       ReadWarcFile, _count, _menu_key, _menu_row, dataset_prefix, pages_schema)
 from sitestrip.pipeline.parts import PART_KEYS, part_of, part_path, sorted_table, write_table
-from sitestrip.pipeline.state import (current_version, next_version, read_site_state, state_files, version_prefix,
+from sitestrip.pipeline.state_store import (current_version, next_version, read_site_state, state_files, version_prefix,
                                       write_current)
 from sitestrip.schemas import DATASETS, STATE, STATE_KEYS
 from sitestrip.transforms.state import merge_site_state, stored_row
@@ -201,7 +201,7 @@ def write_site_state(working_dir: str, site: str, stored) -> None:
 def _read_state_table(path: str, exclude_sites=None):
     import pyarrow.compute as pc
     from apache_beam.io.filesystem import CompressionTypes
-    from sitestrip.pipeline.state import state_table
+    from sitestrip.pipeline.state_store import state_table
     with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as fh:
         table = state_table(fh)
     if exclude_sites:

@@ -1,7 +1,8 @@
 """Arrow schemas of the output datasets (design "Outputs").
 
 Column names are a contract with the indexers that load the output; add
-columns, never rename or retype them without bumping SCHEMA_VERSION.
+columns, never rename or retype them without bumping SCHEMA_VERSION; CHANGELOG.md
+says what each version changed.
 """
 from __future__ import annotations
 
@@ -21,12 +22,18 @@ import pyarrow as pa
 # `duplicate_kind` (docs/algorithms.md "Duplicates"); timing_ms gained `duplicates`.
 # 6: the `links` dataset (one row per source page and link, transforms/outlinks.py; output.links);
 # timing_ms gained `links`.
-SCHEMA_VERSION = "6"
+# 7: pages' `method` is `candidate_method` (how the candidate pages were found, which the name
+# `method` confused with main_content.method); every column's description is in its field metadata.
+SCHEMA_VERSION = "7"
+
+# Columns renamed since an earlier schema version, per dataset: {name now: name before}. Readers of
+# older output (`sitestrip report`) read the old name under the new one.
+RENAMED_COLUMNS = {"pages": {"candidate_method": "method"}}
 
 LINK = pa.struct([("url", pa.string()), ("text", pa.string())])
 
 # Stages whose CPU time each pages row reports, in pipeline order. Stages the
-# row's method did not run are null. "etdm" is the share of "template" and
+# row's candidate method did not run are null. "etdm" is the share of "template" and
 # "site_conex" spent mapping trees; "total" counts it once. "blocks" (blocks and
 # their features) and "classify" (the block model) are design §10's main content;
 # "markdown" and "language" make main_markdown and language from it; "links" the page's
@@ -36,6 +43,7 @@ TIMING_STAGES = ("read", "parse", "candidates", "etdm", "template", "site_conex"
                  "total")
 TIMING = pa.struct([(stage, pa.float32()) for stage in TIMING_STAGES])
 
+# The values of pages' `candidate_method`: how a key page's candidate pages were found (design §4).
 METHODS = ("cs", "partial_cs", "linked", "cluster", "site_sample", "page_only")
 
 def column(name: str, type_: pa.DataType, description: str) -> pa.Field:
@@ -98,7 +106,7 @@ PAGES = pa.schema([
            "the page type model's probability of `page_type`; null with `page_type` null or `other`"),
     column("nontemplate_text", pa.string(),
            "the page's text without its site template (a page alone on its site: without its "
-           "menu), one line per block line"),
+           "menu), one line per text line (a run of text with no block boundary in it)"),
     column("menu_links", pa.list_(LINK),
            "the main menu's links: the site menu (the template link block that recurs over the "
            "site's pages), else the page's own menu (MenEx)"),
@@ -107,7 +115,7 @@ PAGES = pa.schema([
     column("menu_signature", pa.string(),
            "the menu's id in `menus/`: `SITE:KEY` for a site menu (named by its block, so a bar "
            "whose links change is one menu), else a hash of its link URLs"),
-    column("method", pa.string(),
+    column("candidate_method", pa.string(),
            "how the pages compared with this one were chosen: `cs`, `partial_cs`, `linked`, "
            "`cluster`, `site_sample`, `page_only` (no other page of its site)"),
     column("candidate_urls", pa.list_(pa.string()),
@@ -225,7 +233,7 @@ LINKS = pa.schema([
     column("target_in_input", pa.bool_(), "the target has a `pages/` row in this run"),
 ], metadata={"sitestrip.schema_version": SCHEMA_VERSION, "sitestrip.dataset": "links"})
 
-# The per-site state of incremental runs (transforms/state.py, pipeline/state.py): not an
+# The per-site state of incremental runs (transforms/state.py, pipeline/state_store.py): not an
 # output dataset, a versioned directory under --state.
 # Two kinds of rows: "page", a stored compact page (a candidate of later runs), and
 # "fingerprint", what duplicate detection needs of a page of an earlier run

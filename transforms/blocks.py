@@ -20,7 +20,6 @@ is a vector operation over the text nodes.
 """
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 
 import numpy as np
@@ -29,16 +28,6 @@ from sitestrip.transforms.page import (BLOCK_LEVEL, F_HIDDEN, KNOWN_TAGS, TAG_ID
                                        tag_table)
 from sitestrip.transforms.text import run_texts
 from sitestrip.transforms.tree import nearest_in_mask
-
-try:
-    # The per-node loops of blocks and block features, compiled (transforms/_features.c, built
-    # by `pip install`); tree.nearest_in_mask is the reference and runs where it is missing.
-    from sitestrip.transforms import _features as _compiled
-except ImportError:  # pragma: no cover - a source tree used without installing
-    _compiled = None
-# The same switch as features.py's (SITESTRIP_FEATURES=python runs both modules' references);
-# tests set both module flags to compare the paths.
-_COMPILED = os.environ.get("SITESTRIP_FEATURES", "compiled") != "python"
 
 # Seed 002's content elements and instance groups (one CART per group in `ceml`), as tables
 # per tag id (page.has_tag: one lookup per page instead of np.isin's pass per tag of a set).
@@ -83,17 +72,6 @@ class Blocks:
         mask = np.zeros(page.size, dtype=bool)
         mask[self.text_nodes[np.repeat(selected, np.diff(self.ptr))]] = True
         return mask
-
-
-def nearest_marked(page: CompactPage, mask: np.ndarray) -> np.ndarray:
-    """tree.nearest_in_mask(page, mask): for every node, itself or its nearest ancestor in
-    `mask`, -1 if none (int64). Compiled, one forward pass over the preorder parents instead of
-    pointer doubling's few vector rounds."""
-    if _compiled is not None and _COMPILED:
-        out = np.empty(page.size, dtype=np.int64)
-        _compiled.nearest_in_mask(page.parent, np.ascontiguousarray(mask, dtype=bool), out)
-        return out
-    return nearest_in_mask(page, mask)
 
 
 def instance_mask(page: CompactPage) -> np.ndarray:
@@ -146,14 +124,14 @@ def page_blocks(page: CompactPage) -> Blocks:
                       text_nodes=empty, words=empty)
     inst = instance_mask(page)
     parent = page.parent[text]
-    owner = nearest_marked(page, inst)[parent]
+    owner = nearest_in_mask(page, inst)[parent]
     orphan = owner < 0
     if orphan.any():
         element = page.tag != TEXT
         has_name = (page.id_hash != 0) | (np.diff(page.class_ptr) > 0)
         holder = (has_tag(page.tag, BLOCK_LEVEL) | (has_name & element)) & element
         holder[0] = True                       # BODY holds whatever nothing else does
-        owner[orphan] = nearest_marked(page, holder)[parent[orphan]]
+        owner[orphan] = nearest_in_mask(page, holder)[parent[orphan]]
     line = page.line[text]
     cut = np.ones(text.size, dtype=bool)
     cut[1:] = (owner[1:] != owner[:-1]) | (line[1:] != line[:-1])

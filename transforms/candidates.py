@@ -698,7 +698,7 @@ def site_links(pages: Mapping[str, CompactPage], site: str, key_links: Mapping |
     A page's outlinks are its links as the key page would see them
     (key_page_links): same site, no self link. `key_links` holds page_key_links of each
     page of the site when the caller has computed them already (in one visit per page with
-    what else it needs of every page: extract.shard_links).
+    what else it needs of every page: site_step.shard_links).
     """
     outlinks: dict[str, frozenset[str]] = {}
     positions_of: dict[str, tuple] = {}

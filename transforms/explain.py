@@ -1,7 +1,7 @@
 """Why a page's row says what it says: per-node labels of one key page.
 
 The labels come from the very code path that computes the pages row
-(`extract.analyse_page`), so a view built on them shows what the pipeline
+(`site_step.analyse_page`), so a view built on them shows what the pipeline
 kept and removed, not a re-derivation of it. Beam-free and IO-free: the
 inspect command (pipeline/inspect_view.py) reads the WARCs and renders.
 """
@@ -14,7 +14,7 @@ import numpy as np
 
 from sitestrip.transforms.candidates import CandidateSelection, key_page_links
 from sitestrip.transforms.classify import load_main_content_model
-from sitestrip.transforms.extract import PageAnalysis, PageRecord, SiteBlocks, analyse_page, site_context
+from sitestrip.transforms.site_step import PageAnalysis, PageRecord, SiteBlocks, analyse_page, site_context
 from sitestrip.transforms.menex import Menu
 from sitestrip.transforms.page import TEXT, CompactPage
 from sitestrip.transforms.tree import subtree_mask, subtree_sum, text_of, words_in
@@ -39,8 +39,8 @@ class Explanation:
         return self.record.page
 
     @property
-    def method(self) -> str:
-        return self.analysis.method
+    def candidate_method(self) -> str:
+        return self.analysis.candidate_method
 
     @property
     def menu(self) -> Menu | None:

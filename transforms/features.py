@@ -7,7 +7,7 @@ columns and text keys in one pass per text in C (`transforms/_features.c`), with
 the Python code here as its reference (a few regular expressions and numpy over
 the page's code points). The per-node loops where numpy would spend dozens of calls on
 small arrays (siblings of the same shape, the owners' class/id hints, nearest marked
-ancestors) are compiled there too, the numpy code here (and tree.nearest_in_mask) their
+ancestors) are compiled there too, the numpy code here (and tree.nearest_in_mask_doubling) their
 reference.
 
 Site features take NaN ("missing") when the page has no other page of its site:
@@ -24,12 +24,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sitestrip.transforms.blocks import GROUPS, Blocks, hidden_elements, nearest_marked
+from sitestrip.transforms.blocks import GROUPS, Blocks, hidden_elements
 from sitestrip.transforms.conex_page import ContentFeatures, content_features, standardize
 from sitestrip.transforms.page import (F_IN_LINK, HINT_BIT, HINT_NAMES, KNOWN_TAGS, TAG_ID, TEXT, CompactPage,
                                        has_tag, tag_table)
 from sitestrip.transforms.page_type import PAGE_TYPES
-from sitestrip.transforms.tree import elements_below, links_below, subtree_sum, words_below
+from sitestrip.transforms.tree import elements_below, links_below, nearest_in_mask, subtree_sum, words_below
 
 try:
     # Block texts' character and pattern columns, text keys and per-node loops, compiled
@@ -358,7 +358,7 @@ def block_features(page: CompactPage, blocks: Blocks, texts: list[str], *,
     # over every non-leaf element (not only ConEx's rated tags: the shipped models were
     # trained so), and the page-level results.
     rated = (page.tag != TEXT) & (page.child_count > 0)
-    rated_owner = nearest_marked(page, rated)[owner]
+    rated_owner = nearest_in_mask(page, rated)[owner]
     if rated.any():
         feats = content_features(page, rated, conex_features)
         z = np.zeros((page.size, 4))
@@ -400,7 +400,7 @@ def _role_columns(page: CompactPage, blocks: Blocks, owner: np.ndarray, texts: l
     # a script toggles (whole sections), which a reader can open.
     hidden = hidden_elements(page)
     if hidden.any():
-        nearest = nearest_marked(page, hidden)[first]
+        nearest = nearest_in_mask(page, hidden)[first]
         x[:, col["hidden_element"]] = nearest >= 0
         x[:, col["hidden_words_log"]] = np.where(nearest >= 0, np.log1p(words_below(page)[np.maximum(nearest, 0)]), 0.0)
     for name, table in (("contains_time", _TIME_TABLE), ("contains_img", _IMG_TABLE)):
@@ -544,7 +544,7 @@ def _structure_python(page: CompactPage, blocks: Blocks, owner: np.ndarray, x: n
     # display:none that a script lifts made every block of the page invisible.
     hidden_el[0] = False
     if hidden_el.any():     # else no block is under a hidden element (nearest_in_mask: all -1)
-        x[:, col["invisible"]] = nearest_marked(page, hidden_el)[owner] >= 0
+        x[:, col["invisible"]] = nearest_in_mask(page, hidden_el)[owner] >= 0
 
     # Neighbouring blocks.
     link_share = link_chars / np.maximum(chars, 1)

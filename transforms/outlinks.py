@@ -34,7 +34,7 @@ from typing import Container, Iterator
 
 import numpy as np
 
-from sitestrip.transforms import codecs
+from sitestrip.transforms import compression
 from sitestrip.transforms.meta import REL_NOFOLLOW, REL_SPONSORED, REL_UGC
 from sitestrip.transforms.page import TEXT, CompactPage
 from sitestrip.transforms.text import joined, separators
@@ -88,7 +88,7 @@ class PageLinks:
         n = len(self)
         if not n:
             return [], []
-        parts = codecs.unpack(self._strings, "lz4").decode("utf-8", "surrogatepass").split("\x00")
+        parts = compression.unpack(self._strings, "lz4").decode("utf-8", "surrogatepass").split("\x00")
         return parts[:n], parts[n:2 * n]
 
     def set_local(self, shard_urls: Container) -> None:
@@ -240,7 +240,7 @@ def page_links(page: CompactPage, main: np.ndarray | None, template: np.ndarray 
     strings = "\x00".join(texts)
     if "\x00" in strings:           # not from a parsed page (module docstring of PageLinks)
         strings = "\x00".join(t.replace("\x00", "\ufffd") for t in texts)
-    out._strings = codecs.pack(("\x00".join(urls) + "\x00" + strings + "\x00").encode("utf-8", "surrogatepass"),
+    out._strings = compression.pack(("\x00".join(urls) + "\x00" + strings + "\x00").encode("utf-8", "surrogatepass"),
                                "lz4")
     out.set_menu(page, menu_node)
     return out

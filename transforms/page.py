@@ -23,7 +23,7 @@ from typing import Iterator
 import numpy as np
 from lxml import etree
 
-from sitestrip.transforms import codecs
+from sitestrip.transforms import compression
 from sitestrip.transforms.meta import EXTRA_TAGS, NO_EXTRAS, NodeExtras, node_extras, page_metadata
 from sitestrip.transforms.status import PARSE_FAILURE
 from sitestrip.transforms.tokens import count_words
@@ -112,7 +112,11 @@ LEAF_TAGS = frozenset({"svg", "iframe", "img", "video", "audio", "picture", "obj
 WIDGET_LEAF_TAGS = frozenset({"canvas", "select", "textarea", "math", "applet"})
 MEDIA_TAGS = tag_ids("img", "video", "audio", "picture", "object", "embed", "iframe",
                      "svg", "canvas")
-# Text of a node set puts a newline around these (design §1).
+# The block-level elements: the one table of them. Each is a block boundary: text before and
+# after it is on different text lines (design §1; the `line` counter of CompactPage), which
+# the text columns join with a newline. Derived from it: BLOCK_LEVEL (the elements that hold
+# lines), design §10's blocks (transforms/blocks.py) and the elements whose link density is
+# judged (transforms/link_blocks.py LINK_DENSITY_TAGS, a subset).
 BLOCK_TAGS = frozenset({
     "p", "div", "li", "h1", "h2", "h3", "h4", "h5", "h6", "tr", "pre", "blockquote",
     "dd", "dt", "dl", "section", "article", "table", "ul", "ol", "br", "hr", "header",
@@ -121,9 +125,11 @@ BLOCK_TAGS = frozenset({
     "legend", "hgroup", "frameset", "body", "option", "textarea", "search", "dialog",
     "listing", "xmp", "plaintext",
 })
-# The block-level elements that hold lines of text, as a tag_table (<br> and <hr> are line
-# boundaries, not holders): a block's owner and a Markdown line's container.
-BLOCK_LEVEL = tag_table(*sorted(BLOCK_TAGS - {"br", "hr"}))
+# Block boundaries that hold no text.
+LINE_BREAK_TAGS = frozenset({"br", "hr"})
+# The block-level elements that hold text lines, as a tag_table: a block's owner when no
+# instance holds its text (transforms/blocks.py) and a Markdown line's container.
+BLOCK_LEVEL = tag_table(*sorted(BLOCK_TAGS - LINE_BREAK_TAGS))
 
 # Preformatted elements (HTML's UA style sheet: white-space: pre / pre-wrap): their text
 # is kept verbatim, line breaks and indentation included (ParseRules.browser_text).
@@ -320,7 +326,10 @@ class CompactPage:
     child_count: np.ndarray  # int32, element + text children
     flags: np.ndarray        # uint16, F_* bits
     hints: np.ndarray        # uint32, HINT_BIT bits of the element's own tag, id and classes
-    line: np.ndarray         # int32, block-boundary counter: equal values = same text line
+    # int32, block-boundary counter in preorder: text nodes with equal values are one text
+    # line (a run of text with no block boundary between; design §1), the unit of
+    # nontemplate_text's lines and the line cut of design §10's blocks.
+    line: np.ndarray
     id_hash: np.ndarray      # uint32, crc32 of the id attribute, 0 when absent
     class_ptr: np.ndarray    # int32[n+1] into class_hash (ragged: tokens of node i)
     class_hash: np.ndarray   # uint32
@@ -600,7 +609,7 @@ _MAX_PACKED = 1 << 31          # the node arrays are int32-indexed: a larger len
 
 
 def _pack_blob(raw: bytes) -> bytes:
-    return codecs.pack(raw, "zstd")
+    return compression.pack(raw, "zstd")
 
 
 def _unpack_blob(blob: bytes, version: int) -> bytes:
@@ -608,7 +617,7 @@ def _unpack_blob(blob: bytes, version: int) -> bytes:
         return zlib.decompress(blob)
     if version != _BLOB_VERSION:
         raise ValueError(f"unknown compact page version {version!r}")
-    return codecs.unpack(blob, "zstd", limit=_MAX_PACKED)
+    return compression.unpack(blob, "zstd", limit=_MAX_PACKED)
 
 
 # The fields a pickled page carries in its blob, rebuilt by CompactPage._unpack.

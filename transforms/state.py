@@ -15,7 +15,7 @@ so that a page of a later run finds its duplicate among the pages of earlier run
 A stored page is its compact page's own packed form (transforms/page.py: zstd of the
 node arrays; zlib in state files written before that, still read) plus its few scalar fields as JSON: nothing is unpickled, so a state file
 loads without executing anything, and a damaged one is refused naming the file and URL.
-This module is pure; reading and writing state files is pipeline/state.py.
+This module is pure; reading and writing state files is pipeline/state_store.py.
 """
 from __future__ import annotations
 

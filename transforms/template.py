@@ -16,8 +16,8 @@ from sitestrip.transforms.tree import subtree_mask
 class TemplateParams:
     method: str = "temex"     # "temex" or "hybex"
     votes: int = 2            # v: a node is template when mapped into at least v candidates
-    # Product extension (configs: template.block_granularity; off in published.yaml): a line
-    # of a block is template or not as a whole (block_nontemplate).
+    # Product extension (configs: template.block_granularity; off in published.yaml): a text
+    # line is template or not as a whole (line_nontemplate).
     block_granularity: bool = True
 
 
@@ -61,7 +61,7 @@ def detect_template(key: CompactPage, others: list, etdm: EtdmParams, params: Te
     text = key.tag == TEXT
     nontemplate = text & ~template & ~in_template_link
     if params.block_granularity:
-        nontemplate = block_nontemplate(key, nontemplate)
+        nontemplate = line_nontemplate(key, nontemplate)
     total = int(key.words[text].sum())
     kept = int(key.words[nontemplate].sum())
     share = (total - kept) / total if total else 0.0
@@ -69,17 +69,17 @@ def detect_template(key: CompactPage, others: list, etdm: EtdmParams, params: Te
                           occurrences=occ, etdm_ms=etdm_ms)
 
 
-def block_nontemplate(page: CompactPage, nontemplate: np.ndarray) -> np.ndarray:
-    """The text nodes of every block line that holds non-template text of its own.
+def line_nontemplate(page: CompactPage, nontemplate: np.ndarray) -> np.ndarray:
+    """The text nodes of every text line that holds non-template text of its own.
 
     design §6 judges each text node alone, so a sentence whose inline links also appear on
     the candidate pages ("implements a <a>small</a>, <a>fast</a>, ... SQL database engine"
     on sqlite.org, the links mapped because their text is equal) loses its links and reads
     "implements a , , SQL database engine". A reader sees the sentence as one unit: here a
-    block line is template or not as a whole.
+    text line is template or not as a whole.
 
-    The unit is a run of text nodes with no block boundary between them (the page's `line`
-    counter, design §1): the text of its nearest block-level element, cut at `<br>` and at
+    The unit is the text line: a run of text nodes with no block boundary between them (the
+    page's `line` counter, design §1): the text of its nearest block-level element, cut at `<br>` and at
     nested block elements. Nested blocks are therefore judged on their own, inline
     elements never split a unit, and a `div` of `<br>`-separated lines (a copyright line
     above a "last updated" line) is judged line by line. It is also exactly one line of

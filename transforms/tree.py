@@ -4,10 +4,22 @@ Everything here leans on preorder contiguity: subtree(i) = [i, end[i]).
 """
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
 from sitestrip.transforms.page import F_LINK, TEXT, CompactPage
 from sitestrip.transforms.text import gaps, join_text, run_texts
+
+try:
+    # nearest_in_mask's forward pass, compiled with the block loops (transforms/_features.c,
+    # built by `pip install`); nearest_in_mask_doubling is the reference and runs where it is missing.
+    from sitestrip.transforms import _features as _compiled
+except ImportError:  # pragma: no cover - a source tree used without installing
+    _compiled = None
+# The block loops' switch (SITESTRIP_FEATURES=python runs the references of tree, blocks and
+# features alike); tests set the module flags to compare the paths.
+_COMPILED = os.environ.get("SITESTRIP_FEATURES", "compiled") != "python"
 
 
 def subtree_sum(page: CompactPage, values: np.ndarray) -> np.ndarray:
@@ -115,7 +127,18 @@ def words_in(page: CompactPage, mask: np.ndarray | None = None) -> int:
 
 
 def nearest_in_mask(page: CompactPage, mask: np.ndarray, *, self_included: bool = True) -> np.ndarray:
-    """For every node, its nearest ancestor (or itself, with `self_included`) in `mask`; -1 if none.
+    """For every node, its nearest ancestor (or itself, with `self_included`) in `mask`; -1 if
+    none (int64). Compiled: one forward pass over the preorder parents (a node's answer is
+    itself or its parent's, known by then); nearest_in_mask_doubling otherwise."""
+    if self_included and _compiled is not None and _COMPILED:
+        out = np.empty(page.size, dtype=np.int64)
+        _compiled.nearest_in_mask(page.parent, np.ascontiguousarray(mask, dtype=bool), out)
+        return out
+    return nearest_in_mask_doubling(page, mask, self_included=self_included)
+
+
+def nearest_in_mask_doubling(page: CompactPage, mask: np.ndarray, *, self_included: bool = True) -> np.ndarray:
+    """nearest_in_mask by vector operations, the compiled pass's reference.
 
     Pointer doubling: each round jumps every unresolved node twice as far up
     its chain of unmarked ancestors, so the cost is O(n log depth) in vector

@@ -1,7 +1,7 @@
 """Labelled blocks of gold corpora: what `sitestrip-bench train` learns from and what the
 cross-validated benchmark of the block classifiers scores (design §10).
 
-Every page goes through the pipeline's own code path (`extract.analyse_page`
+Every page goes through the pipeline's own code path (`site_step.analyse_page`
 with no model: candidates, TemEx, MenEx, page ConEx, blocks, features), so a
 model sees at training time exactly the features the pipeline computes; the
 gold main text labels each block by token alignment (`gold_labels`).
@@ -18,7 +18,7 @@ import numpy as np
 
 from sitestrip_bench.core import load_corpus
 from sitestrip_bench.corpora import Corpus
-from sitestrip.transforms.extract import SiteBlocks, StageError, analyse_page, site_context
+from sitestrip.transforms.site_step import SiteBlocks, StageError, analyse_page, site_context
 from sitestrip.transforms.features import FEATURE_NAMES
 from sitestrip.transforms.page_type import PAGE_FEATURE_NAMES, PAGE_TYPES, page_type_features
 from sitestrip.transforms.region import LEVELS, owner_ancestors

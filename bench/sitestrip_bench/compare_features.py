@@ -32,7 +32,7 @@ import numpy as np
 from sitestrip_bench.core import load_corpus
 from sitestrip.configs import load_config
 from sitestrip.transforms import features as F
-from sitestrip.transforms import blocks as B
+from sitestrip.transforms import tree as T
 from sitestrip.transforms.blocks import block_texts, page_blocks
 from sitestrip.transforms.conex_page import main_content_and_features
 
@@ -49,8 +49,8 @@ def site_signals(page, n_blocks: int, seed: int) -> F.SiteSignals:
 def by_path(page, conex, seed: int, compiled: bool):
     """(blocks, texts, keys, [features without a site, with one], CPU seconds) of one page by
     one path."""
-    saved = F._COMPILED, B._COMPILED
-    F._COMPILED = B._COMPILED = compiled
+    saved = F._COMPILED, T._COMPILED
+    F._COMPILED = T._COMPILED = compiled
     try:
         start = time.process_time()
         blocks = page_blocks(page)
@@ -62,7 +62,7 @@ def by_path(page, conex, seed: int, compiled: bool):
               for site in (None, site_signals(page, blocks.count, seed))]
         return blocks, texts, keys, xs, time.process_time() - start
     finally:
-        F._COMPILED, B._COMPILED = saved
+        F._COMPILED, T._COMPILED = saved
 
 
 def same_array(a: np.ndarray, b: np.ndarray) -> bool:

@@ -17,7 +17,7 @@ from sitestrip.configs import ReadLimits
 from sitestrip.pipeline.page_source import Page, PageError, read_pages
 from sitestrip.pipeline.warc import open_warc
 from sitestrip.transforms.charset import decode_html
-from sitestrip.transforms.extract import process_site
+from sitestrip.transforms.site_step import process_site
 from sitestrip.transforms.urls import normalize_url
 
 

@@ -41,7 +41,7 @@ from sitestrip_bench.scoring import score_texts
 from sitestrip.configs import load_config
 from sitestrip.configs import ReadLimits
 from sitestrip.transforms.duplicates import Fingerprint, find_duplicates, signature_from_bytes
-from sitestrip.transforms.extract import PageRecord, build_page_record
+from sitestrip.transforms.site_step import PageRecord, build_page_record
 
 KINDS = ("url_variant", "session_path", "near_edit", "recapture")
 NOTE = ("Editor's note: this page was updated after publication to correct a date and to "

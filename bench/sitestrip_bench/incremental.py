@@ -40,9 +40,9 @@ def _texts(*outs):
     texts, methods = {}, {}
     for out in outs:
         for row in ds.dataset(os.path.join(out, "pages"), format="parquet").to_table(
-                columns=["url_normalized", "main_text", "method"]).to_pylist():
+                columns=["url_normalized", "main_text", "candidate_method"]).to_pylist():
             texts[row["url_normalized"]] = row["main_text"] or ""
-            methods[row["method"]] = methods.get(row["method"], 0) + 1
+            methods[row["candidate_method"]] = methods.get(row["candidate_method"], 0) + 1
     return texts, methods
 
 

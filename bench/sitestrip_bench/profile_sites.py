@@ -29,9 +29,7 @@ import numpy as np
 
 from sitestrip_bench.core import extract_rows, load_corpus
 from sitestrip.configs import load_config
-
-STAGES = ("read", "parse", "candidates", "template", "etdm", "menex", "page_conex", "site_conex",
-          "blocks", "classify", "markdown", "language", "total")
+from sitestrip.schemas.tables import TIMING_STAGES as STAGES
 
 
 def warc_files(directory: str) -> list[str]:

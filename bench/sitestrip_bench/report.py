@@ -109,7 +109,7 @@ def genre_table(summary) -> list[str]:
 
 def product_table(summary) -> list[str]:
     lines = ["| corpus | main P / R / F1 (mean) | main micro F1 | nontemplate F1 (mean / micro) "
-             "| menu links P / R / F1 | methods | mean template share |",
+             "| menu links P / R / F1 | candidate methods | mean template share |",
              "|---|---|---|---|---|---|---|"]
     for c in summary["corpora"]:
         q = c["quality"].get(PRODUCT, {}).get("corpus", {}).get(c["name"], {})
@@ -291,7 +291,7 @@ def write_report(summary, out_dir: str, *, charts: bool = True) -> str:
     nodes = node_table(summary)
     if nodes:
         lines += ["### DOM-node metrics (TeCo gold)", "", *nodes, ""]
-    for key, title in (("methods", "Method mix"), ("template_share", "Template share")):
+    for key, title in (("methods", "Candidate method mix"), ("template_share", "Template share")):
         if key in images:
             lines += [f"![{title}]({images[key]})", ""]
     lines += links_section(summary)
@@ -316,7 +316,7 @@ def write_report(summary, out_dir: str, *, charts: bool = True) -> str:
     for c in summary["corpora"]:
         lines += [f"### {c['name']}", ""]
         for w in c["worst"]:
-            lines += [f"- {w['url']} (site {w['site']}, method {w['method']}): F1 {w['f1']:.3f}, "
+            lines += [f"- {w['url']} (site {w['site']}, candidate method {w['candidate_method']}): F1 {w['f1']:.3f}, "
                       f"P {w['precision']:.3f}, R {w['recall']:.3f}", "",
                       "```diff", text_diff(w["gold"], w["output"]), "```", ""]
     path = os.path.join(out_dir, "report.md")
@@ -388,7 +388,7 @@ def draw_charts(summary, out_dir: str) -> dict:
         ax.bar(corpora, share, bottom=bottom, label=m)
         bottom += share
     ax.set_ylabel("share of pages")
-    ax.set_title("How pages were processed (method)")
+    ax.set_title("How candidate pages were found (candidate_method)")
     ax.legend(fontsize=7)
     plt.setp(ax.get_xticklabels(), rotation=20, ha="right", fontsize=8)
     save(fig, "methods")

@@ -61,7 +61,7 @@ def run_product(corpus: Corpus, out_dir: str, *, workers: int = 1, config: str |
             peak = float(fh.read().strip())
     except (OSError, ValueError):
         peak = child.ru_maxrss_mb  # off Linux: ru_maxrss, which may include this process's own peak
-    columns = ["url", "url_normalized", "main_text", "nontemplate_text", "menu_links", "method", "template_share",
+    columns = ["url", "url_normalized", "main_text", "nontemplate_text", "menu_links", "candidate_method", "template_share",
                "timing_ms", "html_bytes", "words_page"]
     rows = ds.dataset(os.path.join(out_dir, "pages"), format="parquet").to_table(
         columns=columns).to_pylist()
@@ -89,8 +89,8 @@ def coder_and_writer_costs(loaded, rows: list[dict]) -> dict:
     import pyarrow.parquet as pq
 
     from sitestrip.schemas.tables import PAGES
-    slim = [{k: r.get(k) for k in ("url", "main_text", "nontemplate_text", "method")} for r in rows]
-    schema = pa.schema([PAGES.field(k) for k in ("url", "main_text", "nontemplate_text", "method")])
+    slim = [{k: r.get(k) for k in ("url", "main_text", "nontemplate_text", "candidate_method")} for r in rows]
+    schema = pa.schema([PAGES.field(k) for k in ("url", "main_text", "nontemplate_text", "candidate_method")])
     clock = time.thread_time()
     table = pa.Table.from_pylist(slim, schema=schema)
     pq.write_table(table, io.BytesIO(), compression="zstd")
@@ -161,7 +161,7 @@ def bench_corpus(corpus: Corpus, out_dir: str, *, peers, workers: int = 1, confi
         "html_bytes": costs["html_bytes"], "compact_wire_bytes": costs["wire_bytes"],
         "compact_memory_bytes": costs["compact_memory_bytes"],
     }
-    result.methods = dict(Counter(r["method"] for r in rows))
+    result.methods = dict(Counter(r["candidate_method"] for r in rows))
     result.template_shares = [r["template_share"] for r in rows if r["template_share"] is not None]
     links = links_bench(corpus, os.path.join(work, PRODUCT), rows, loaded.html, product_config.read.parse_rules())
     if links is not None:
@@ -219,7 +219,7 @@ def bench_corpus(corpus: Corpus, out_dir: str, *, peers, workers: int = 1, confi
         row = rows_by_url.get(s.url) or {}
         result.worst.append({"url": s.url, "site": s.site, "f1": round(s.words.f1, 4),
                              "precision": round(s.words.precision, 4), "recall": round(s.words.recall, 4),
-                             "method": row.get("method"), "gold": gold_by_url[s.url].main_text,
+                             "candidate_method": row.get("candidate_method"), "gold": gold_by_url[s.url].main_text,
                              "output": row.get("main_text") or ""})
     return result, scores
 

@@ -67,14 +67,17 @@ from collections import defaultdict
 
 import numpy as np
 
+from sitestrip.schemas.tables import TIMING_STAGES
+
 WORK = os.path.join(tempfile.gettempdir(), "sitestrip-scaling")
 HOST = "docs.synthdoc.example"
 SECTION_PAGES = 100          # pages per first-level directory of the synthetic site
 PAGES_PER_FILE = 500         # WARC responses per synthetic file (the dev corpora have 80-420)
 CURVE_SIZES = (10, 50, 200, 500, 1000, 2000)
 REAL_SIZES = (10, 50, 100, 200, 300)
-STAGES = ("parse", "candidates", "etdm", "template", "menex", "page_conex", "blocks", "classify",
-          "markdown", "language", "total")
+# The row's stages (schemas TIMING_STAGES) the scaling tables show, as in docs/performance.md:
+# all but read, site_conex, duplicates and links.
+STAGES = tuple(s for s in TIMING_STAGES if s not in ("read", "site_conex", "duplicates", "links"))
 CLI = [sys.executable, "-m", "sitestrip.pipeline.cli", "run", "--quiet"]
 
 
@@ -505,7 +508,7 @@ def _site_step_child(spec_json: str) -> None:
     from sitestrip_bench.core import load_corpus
     from sitestrip.configs import load_config
     from sitestrip.transforms.classify import load_main_content_model
-    from sitestrip.transforms.extract import process_site
+    from sitestrip.transforms.site_step import process_site
 
     config = load_config(None)
     model = load_main_content_model(config.main_content)
@@ -540,7 +543,7 @@ def _site_step_child(spec_json: str) -> None:
                           "site_step_cpu_s": round(cpu, 3), "site_step_wall_s": round(wall, 3),
                           "cpu_ms_per_page": round(1000 * cpu / max(1, len(records)), 2),
                           "nodes_mean": round(float(np.mean(nodes)), 1),
-                          "methods": dict(sorted(_count(r["method"] for r in rows).items())),
+                          "methods": dict(sorted(_count(r["candidate_method"] for r in rows).items())),
                           "stages": stages,
                           "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)}),
               flush=True)
@@ -557,7 +560,7 @@ def cmd_site_step(args) -> dict:
     from sitestrip_bench.core import load_corpus
     from sitestrip.configs import load_config
     from sitestrip.transforms.classify import load_main_content_model
-    from sitestrip.transforms.extract import process_site
+    from sitestrip.transforms.site_step import process_site
 
     config = load_config(None)
     model = load_main_content_model(config.main_content)
@@ -713,7 +716,7 @@ def _node_counts(corpus: str) -> dict[tuple[str, int], int]:
 def _run_rows(output: str) -> list[dict]:
     import pyarrow.dataset as ds
     table = ds.dataset(os.path.join(output, "pages"), format="parquet").to_table(
-        columns=["url", "warc_file", "warc_offset", "timing_ms", "method"])
+        columns=["url", "warc_file", "warc_offset", "timing_ms", "candidate_method"])
     return table.to_pylist()
 
 

@@ -6,7 +6,7 @@
 Counts the samples under bench/sitestrip_bench/core.py `extract_rows` (the per-site step). py-spy samples
 wall-clock stacks, and on a machine shared with other processes a thread waiting for a CPU
 was mostly preempted on return from its one frequent system call, the thread CPU clock read
-by the per-stage timers (extract.py `_ms_since`): those samples are waiting, not work, and
+by the per-stage timers (site_step.py `_ms_since`): those samples are waiting, not work, and
 are left out of the shares (their share is printed). Not part of the test suite.
 """
 from __future__ import annotations

@@ -4,16 +4,19 @@ from __future__ import annotations
 
 import numpy as np
 
-# The stages of the bench report's table, in pipeline order. "group" (the shuffle coder) and
-# "write" (the Parquet writer) are not in the rows: run.py times them in-process.
-STAGES = ("read", "parse", "group", "candidates", "etdm", "template", "site_conex", "page_conex",
-          "menex", "blocks", "classify", "links", "write")
+from sitestrip.schemas.tables import TIMING_STAGES
 
-# Every key a row's timing_ms may hold, in pipeline order; `etdm` is the mapping part of
-# `template` (and of `site_conex`), `total` the sum of the others. Keys a newer product adds
-# come after these, so a table never drops a stage.
-ROW_STAGES = ("read", "parse", "candidates", "template", "etdm", "site_conex", "page_conex", "menex",
-              "blocks", "classify", "markdown", "language", "links", "duplicates", "total")
+# Every key a row's timing_ms may hold, in pipeline order: the pages schema's list. `etdm` is
+# the mapping part of `template` (and of `site_conex`), `total` the sum of the others. Keys
+# a newer product adds come after these, so a table never drops a stage.
+ROW_STAGES = TIMING_STAGES
+
+# The stages of the bench report's table, in pipeline order: the row's stages but the output
+# columns' (markdown, language), duplicates and the total, with "group" (the shuffle coder)
+# and "write" (the Parquet writer), which are not in the rows: run.py times them in-process.
+_NOT_IN_REPORT = {"markdown", "language", "duplicates", "total"}
+STAGES = (TIMING_STAGES[:2] + ("group",) + tuple(s for s in TIMING_STAGES[2:] if s not in _NOT_IN_REPORT)
+          + ("write",))
 
 
 def percentiles(values) -> dict:

@@ -54,7 +54,7 @@ def rows_report(corpus, loaded, config) -> dict:
         g = gold.get(row["url_normalized"])
         site = g.site if g else row["site"]
         entry = by_site[site]
-        entry["methods"][row["method"]] += 1
+        entry["methods"][row["candidate_method"]] += 1
         if g is not None and g.menu_links:
             got = tuple(normalize_url(m["url"]) or m["url"] for m in row["menu_links"] or ())
             entry["menu_f1"].append(set_prf(as_pages(got), as_pages(g.menu_links)).f1)

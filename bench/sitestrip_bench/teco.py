@@ -516,7 +516,7 @@ def teco_node_metrics(corpus: Corpus, config) -> list[dict]:
     the pipeline analyses it (same candidates, same site shard)."""
     from sitestrip_bench.core import load_corpus
     from sitestrip.transforms.classify import load_main_content_model
-    from sitestrip.transforms.extract import SiteBlocks, StageError, analyse_page, site_context
+    from sitestrip.transforms.site_step import SiteBlocks, StageError, analyse_page, site_context
     from sitestrip.transforms.shards import shard_urls
 
     golds = [g for g in corpus.gold if g.nodes is not None]
@@ -526,7 +526,7 @@ def teco_node_metrics(corpus: Corpus, config) -> list[dict]:
     model = load_main_content_model(config.main_content)
     rows = []
     for g in golds:
-        row = {"url": g.url, "site": g.site, "genre": g.genre, "method": None,
+        row = {"url": g.url, "site": g.site, "genre": g.genre, "candidate_method": None,
                "main": None, "template": None, "menu": None, "error": None}
         rows.append(row)
         site = site_key(g.url)
@@ -545,6 +545,6 @@ def teco_node_metrics(corpus: Corpus, config) -> list[dict]:
         except StageError as exc:
             row["error"] = str(exc)
             continue
-        row["method"] = analysis.method
+        row["candidate_method"] = analysis.candidate_method
         row.update(node_scores(g, analysis))
     return rows

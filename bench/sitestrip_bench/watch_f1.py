@@ -28,7 +28,7 @@ def _pages(out):
     if not paths:
         return {}
     return {r["url_normalized"]: r for r in ds.dataset(paths, format="parquet").to_table(
-        columns=["url_normalized", "main_text", "method"]).to_pylist()}
+        columns=["url_normalized", "main_text", "candidate_method"]).to_pylist()}
 
 
 def _land(files, landing):
@@ -82,7 +82,7 @@ def main(argv=None) -> None:
             agg = aggregate([s.words for s in score_texts("sitestrip", corpus.gold, texts)])
             methods = {}
             for r in rows.values():
-                methods[r["method"]] = methods.get(r["method"], 0) + 1
+                methods[r["candidate_method"]] = methods.get(r["candidate_method"], 0) + 1
             entry[name] = {"main_f1": round(agg.mean_f1, 4), "pages": len(rows), "methods": methods}
         report[corpus.name] = entry
         print(corpus.name, json.dumps(entry), flush=True)

@@ -1,5 +1,5 @@
 """The benchmark: scoring, the in-process core, the report and the tuning grid, on a tiny
-corpus built here (the fruit site of test_site.py, whose rows are derived there by hand)."""
+corpus built here (the fruit site of test_site_step.py, whose rows are derived there by hand)."""
 import json
 import os
 import subprocess
@@ -142,15 +142,15 @@ def test_core_rows_equal_the_pipeline_rows(corpus_dir, tmp_path):
     assert list(loaded.records) == ["fruit.example"] and len(loaded.html) == 5
     rows = {r["url"]: r for r in extract_rows(loaded, load_config(), processes=2)}
     assert rows[RAW_URI_A]["url_normalized"] == f"{SITE}/a.html"
-    assert rows[RAW_URI_A]["main_text"] == article("a")   # as derived in test_site.py
+    assert rows[RAW_URI_A]["main_text"] == article("a")   # as derived in test_site_step.py
     out = tmp_path / "out"
     subprocess.run([sys.executable, "-m", "sitestrip.pipeline.cli", "run", "--input", *corpus.warc_paths,
                     "--output", str(out), "--quiet"], check=True, cwd=REPO, capture_output=True)
     import pyarrow.dataset as ds
     piped = ds.dataset(str(out / "pages"), format="parquet").to_table(
-        columns=["url", "main_text", "nontemplate_text", "method"]).to_pylist()
-    assert {r["url"]: (r["main_text"], r["nontemplate_text"], r["method"]) for r in piped} == \
-        {u: (r["main_text"], r["nontemplate_text"], r["method"]) for u, r in rows.items()}
+        columns=["url", "main_text", "nontemplate_text", "candidate_method"]).to_pylist()
+    assert {r["url"]: (r["main_text"], r["nontemplate_text"], r["candidate_method"]) for r in piped} == \
+        {u: (r["main_text"], r["nontemplate_text"], r["candidate_method"]) for u, r in rows.items()}
 
 
 # --- the whole command ------------------------------------------------------------------
@@ -161,7 +161,7 @@ def test_bench_command_scores_reports_and_draws(corpus_dir, tmp_path):
     pytest.importorskip("matplotlib")
     from sitestrip_bench.cli import main
     out = tmp_path / "results"
-    # Site ConEx (the expected texts of test_site.py); one site is too few to cross-validate the
+    # Site ConEx (the expected texts of test_site_step.py); one site is too few to cross-validate the
     # block models, so the run is the product's column.
     conex = tmp_path / "conex.yaml"
     conex.write_text("main_content:\n  method: conex\n")
@@ -171,7 +171,7 @@ def test_bench_command_scores_reports_and_draws(corpus_dir, tmp_path):
     assert summary["cross_validation"]["product_column"].startswith("the run's own output")
     (c,) = summary["corpora"]
     q = c["quality"]["sitestrip"]["corpus"]["fruit-dev"]
-    # Five pages extracted exactly (test_site.py), one gold page absent from the WARC: F1 0.
+    # Five pages extracted exactly (test_site_step.py), one gold page absent from the WARC: F1 0.
     assert q["pages"] == 6 and q["mean_f1"] == pytest.approx(5 / 6, abs=1e-4)
     assert c["quality"]["sitestrip"]["genre"]["news"]["mean_f1"] == 0.0
     # The tuned conex_n is 5 and each page has 4 others: the subdigraph is partial.

@@ -101,3 +101,18 @@ def test_speed_command_on_a_small_corpus(tmp_path, capsys):
         assert s["pages_per_s_cpu"] is None and c["ratio"]["cpu"] is None
     assert {"read", "parse", "classify", "total"} <= set(c["stages_ms"])
     assert capsys.readouterr().out.strip() == (out / "speed.md").read_text().strip()
+
+
+def test_the_bench_stage_lists_follow_the_rows_timing_stages():
+    """One list of stage names, the pages schema's TIMING_STAGES: row_stages orders by it, and
+    the report's, the profile's and the scaling tables' stages are row stages in its order (the
+    report adds the in-process "group" after parse and "write" last)."""
+    from sitestrip.schemas.tables import TIMING_STAGES
+    from sitestrip_bench import profile_sites, scaling, stages
+
+    assert stages.ROW_STAGES == TIMING_STAGES == profile_sites.STAGES
+    assert row_stages([{stage: 1.0 for stage in reversed(TIMING_STAGES)}]) == list(TIMING_STAGES)
+    report = [s for s in stages.STAGES if s not in ("group", "write")]
+    assert stages.STAGES[2] == "group" and stages.STAGES[-1] == "write"
+    for listed in (report, scaling.STAGES):
+        assert list(listed) == [s for s in TIMING_STAGES if s in listed]

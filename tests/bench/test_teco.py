@@ -277,7 +277,7 @@ def test_teco_node_metrics_end_to_end(suite, tmp_path):
     row = rows[0]
     assert (row["url"], row["site"], row["genre"], row["error"]) == (BASE + "index.html", HOST, "Media", None)
     # The four pages link to each other: a complete subdigraph, so site-level methods ran.
-    assert row["method"] != "page_only"
+    assert row["candidate_method"] != "page_only"
     # Site-level ConEx keeps what no candidate has: the article (all 10 gold nodes) and
     # the sidebar, whose weather line differs on every page (3 nodes the gold calls
     # "not template" but not main content).

@@ -34,7 +34,7 @@ from sitestrip_bench.train_models import as_model, leaf_tree, write_model  # noq
 from sitestrip.configs import load_config  # noqa: E402
 from sitestrip.transforms.blocks import GROUPS  # noqa: E402
 from sitestrip.transforms.classify import MainContentParams, load_main_content_model  # noqa: E402
-from sitestrip.transforms.extract import build_page_record, process_site  # noqa: E402
+from sitestrip.transforms.site_step import build_page_record, process_site  # noqa: E402
 from sitestrip.transforms.features import FEATURE_NAMES, FEATURE_SET_VERSION  # noqa: E402
 from sitestrip.transforms.model import ModelError, load_model  # noqa: E402
 

@@ -9,7 +9,7 @@ import pytest
 
 from sitestrip.configs import load_config
 from sitestrip.pipeline.cli import main
-from sitestrip.transforms.extract import build_page_record, process_site
+from sitestrip.transforms.site_step import build_page_record, process_site
 from helpers.warcs import response, write_warc
 
 ARTICLES = {"a": "Apples grow on trees.", "b": "Bananas are yellow fruit.",
@@ -60,7 +60,7 @@ def test_published_preset_behaves_as_the_thesis():
     against 100) and no item text ever meets a text, so every item stays non-template."""
     published = load_config("published")
     row = rows_of(published)["a"]
-    assert row["method"] == "site_sample" and row["words_page"] == 406
+    assert row["candidate_method"] == "site_sample" and row["words_page"] == 406
     assert row["nontemplate_text"] == "Apples grow on trees."
     assert "JavaScript" not in row["main_text"]
 

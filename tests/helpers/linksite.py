@@ -1,7 +1,7 @@
 """A four-page documentation site for the links dataset's tests (tests/transforms/test_outlinks.py,
 tests/bench/test_bench.py): tests/transforms/test_sitemenus.py's site with a logo link, an inline
 link in the article and a footer; its rows through process_site."""
-from sitestrip.transforms.extract import PageRecord, process_site
+from sitestrip.transforms.site_step import PageRecord, process_site
 from sitestrip.transforms.outlinks import rows_with_targets
 from sitestrip.transforms.page import parse_page
 

@@ -193,7 +193,7 @@ def test_the_hot_site_is_split_on_both_runners(outputs):
         assert sorted(in_a) == [f"{HOT}/a/p0.html", f"{HOT}/a/p1.html"]
         for url, row in in_a.items():
             other = ({f"{HOT}/a/p0.html", f"{HOT}/a/p1.html"} - {url}).pop()
-            assert (row["method"], row["candidate_urls"], row["template_candidate_urls"]) == (
+            assert (row["candidate_method"], row["candidate_urls"], row["template_candidate_urls"]) == (
                 "linked", [other], [other]), url
 
 

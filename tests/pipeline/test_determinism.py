@@ -107,7 +107,7 @@ def test_baseline_covers_every_page(baseline):
     pages = [json.loads(r) for r in rows(out, "pages")]
     assert len(pages) == sum(LAYOUT.values()) + 3 and not rows(out, "errors")
     assert Counter(r["site"] for r in pages) == {BIG: 32, SMALL: 3}
-    methods = Counter(r["method"] for r in pages)
+    methods = Counter(r["candidate_method"] for r in pages)
     assert methods["cs"] + methods["partial_cs"] > 0   # complete subdigraph searches found pages
 
 

@@ -9,12 +9,12 @@ from collections import Counter
 import pyarrow.dataset as ds
 import pytest
 
-import sitestrip.transforms.extract as extract
+import sitestrip.transforms.site_step as site_step
 from sitestrip.configs import Config, ConfigError, ReadLimits, SiteLimits, config_from_dict
 from helpers.hostile import (BIG_PAGE_BYTES, CLIQUE_PAGES, LONG_URL_CHARS, _bomb_page, _wide_page,
                              write_corpus, write_ordinary_only)
 from sitestrip.pipeline.cli import main
-from sitestrip.transforms.extract import StageError, build_page_record, process_site
+from sitestrip.transforms.site_step import StageError, build_page_record, process_site
 from sitestrip.transforms.page import parse_page
 from sitestrip.transforms.urls import normalize_url
 
@@ -54,8 +54,8 @@ EXPECTED = {
     "long_url": ("pages", lambda r: len(r["url"]) == LONG_URL_CHARS and r["site"] == "longurl.hostile.test"),
     # `url` is the WARC-Target-URI as written; `url_normalized` what links are matched by.
     "idn": ("pages", lambda r: r["url"] == "https://bücher.example/"
-            and r["url_normalized"] == "https://xn--bcher-kva.example/" and r["method"] == "linked"),
-    "idn_punycode": ("pages", lambda r: r["site"] == "xn--bcher-kva.example" and r["method"] == "linked"),
+            and r["url_normalized"] == "https://xn--bcher-kva.example/" and r["candidate_method"] == "linked"),
+    "idn_punycode": ("pages", lambda r: r["site"] == "xn--bcher-kva.example" and r["candidate_method"] == "linked"),
     "idn_cyrillic": ("pages", lambda r: r["site"] == "xn--e1afmkfd.xn--80akhbyknj4f"
                      and _text(r) == "Пример страницы."),
     # libxml2's HTML parser ignores the internal subset: entity references stay literal text.
@@ -65,7 +65,7 @@ EXPECTED = {
     "path_dotdot_path": ("pages", lambda r: r["url"] == "https://escape.hostile.test/../../../../tmp/sitestrip-escape"
                          and r["url_normalized"] == "https://escape.hostile.test/tmp/sitestrip-escape"),
     "path_slash_site": ("errors", "read", "BadUrl"),
-    "clique": ("pages", lambda r: r["method"] == "cs" and r["cs_size"] == 2),   # tuned template_n (the block model's search)
+    "clique": ("pages", lambda r: r["candidate_method"] == "cs" and r["cs_size"] == 2),   # tuned template_n (the block model's search)
 }
 
 
@@ -177,7 +177,7 @@ def test_ordinary_pages_are_unaffected(hostile_run, tmp_path):
     got = {r["url"]: r for r in hostile_run["pages"] if r["site"] == "ordinary.test"}
     assert set(got) == set(expected) == set(hostile_run["corpus"].ordinary)
     for url, row in got.items():
-        for column in ("main_text", "nontemplate_text", "method", "template_share", "menu_links"):
+        for column in ("main_text", "nontemplate_text", "candidate_method", "template_share", "menu_links"):
             assert row[column] == expected[url][column], (url, column)
         assert "report explains" in row["main_text"] and "rights reserved" not in row["main_text"]
 
@@ -227,15 +227,15 @@ def test_a_page_over_its_time_budget_is_an_error_row_and_the_site_goes_on(monkey
     links = ["/a", "/b", "/c"]
     records = _site([(f"https://w.test{p}", _wide_page(50, p, links)) for p in links])
     clock = [0.0]
-    monkeypatch.setattr(extract, "time", type("FakeTime", (), {"thread_time": staticmethod(lambda: clock[0])}))
-    real = extract.detect_template
+    monkeypatch.setattr(site_step, "time", type("FakeTime", (), {"thread_time": staticmethod(lambda: clock[0])}))
+    real = site_step.detect_template
 
     def slow_for_b(key, *args, **kwargs):
         if key.url.endswith("/b"):
             clock[0] += 10.0
         return real(key, *args, **kwargs)
 
-    monkeypatch.setattr(extract, "detect_template", slow_for_b)
+    monkeypatch.setattr(site_step, "detect_template", slow_for_b)
     config = config_from_dict({"site": {"page_budget_ms": 2000}})
     rows = {row["url"]: (kind, row) for kind, row in process_site("w.test", records, config)
             if kind != "sites"}

@@ -13,7 +13,7 @@ from sitestrip.configs import Config, load_config
 from sitestrip.pipeline.cli import main
 from sitestrip.pipeline.inspect_view import MAIN_COLOR, MENU_COLOR, TEMPLATE_COLOR, clean_css, render
 from sitestrip.transforms.explain import explain_page
-from sitestrip.transforms.extract import PageRecord, process_site
+from sitestrip.transforms.site_step import PageRecord, process_site
 from sitestrip.transforms.blocks import render_blocks
 from sitestrip.transforms.page import TEXT, parse_page
 from sitestrip.transforms.tree import text_of
@@ -111,7 +111,7 @@ def test_explanation_is_what_the_pipeline_writes(main_config):
         page = key.page
         assert row["main_text"] and _main_text_matches(expl, row)
         assert text_of(page, expl.nontemplate) == row["nontemplate_text"]
-        assert expl.method == row["method"] == "cs"
+        assert expl.candidate_method == row["candidate_method"] == "cs"
         assert expl.conex_selection.candidates == row["candidate_urls"]
         assert expl.template_selection.candidates == row["template_candidate_urls"]
         assert expl.conex_selection.cs_size == row["cs_size"]
@@ -128,7 +128,7 @@ def test_single_page_site_is_explained_with_page_level_methods(main_config):
     key = record("a", url="https://fruit.example/a.html")
     expl = explain_page(key, [key], config)
     (kind, row), = list(process_site("fruit.example", [key], config))
-    assert expl.method == row["method"] == "page_only"
+    assert expl.candidate_method == row["candidate_method"] == "page_only"
     assert expl.occurrences is None and expl.template_share is None
     assert row["main_text"] and _main_text_matches(expl, row)
     assert text_of(key.page, expl.nontemplate) == row["nontemplate_text"]
@@ -148,7 +148,7 @@ def _inspected(fruit_warc, tmp_path, url=f"{SITE}/a.html"):
 
 def test_inspect_page_is_self_contained_and_inert(fruit_warc, tmp_path, capsys):
     out, doc = _inspected(fruit_warc, tmp_path)
-    assert "method partial_cs" in capsys.readouterr().out
+    assert "candidate method partial_cs" in capsys.readouterr().out
     tree = etree.fromstring(doc.encode(), etree.HTMLParser())
     # one script: ours, carrying the nonce the CSP allows
     scripts = tree.findall(".//script")
@@ -234,7 +234,7 @@ def test_inspect_finds_a_page_by_its_target_uri_or_its_normalized_url(tmp_path, 
         # the script nonce is drawn per view
         docs.append(re.sub(r"nonce[-=][\"']?[A-Za-z0-9+/_=-]+", "nonce", out.read_text(encoding="utf-8")))
     assert docs[0] == docs[1] and "Apple" in docs[0]
-    assert f"sitestrip inspect: {SITE}/a.html: method " in capsys.readouterr().out
+    assert f"sitestrip inspect: {SITE}/a.html: candidate method " in capsys.readouterr().out
 
 
 def test_single_page_site_inspects_with_page_level_methods(fruit_warc, tmp_path):

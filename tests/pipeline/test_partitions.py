@@ -25,7 +25,7 @@ from sitestrip.pipeline.partitions import (BUCKETS, SpillIndex, SpillWriter, buc
                                            iter_heads, partition_bytes, plan_partitions, read_frame, read_index,
                                            run_partitioned)
 from sitestrip.schemas import DATASETS
-from sitestrip.transforms.extract import build_page_record
+from sitestrip.transforms.site_step import build_page_record
 from sitestrip.transforms.shards import shard_urls
 from helpers.warcs import HTML_UTF8, response, write_warc
 

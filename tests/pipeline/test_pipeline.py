@@ -82,7 +82,7 @@ def test_pipeline_rows_through_beam(corpus):
         # a single page is no CS of 2 → linked. d: b and c load and link each other → CS of 2
         # → partial_cs. www a: its links stay on www.site-a.org, none in the input → site_sample.
         # x and y: one loadable link each → linked.
-        assert_that(pages | "PageKeys" >> beam.Map(lambda r: (r["url"], r["method"])),
+        assert_that(pages | "PageKeys" >> beam.Map(lambda r: (r["url"], r["candidate_method"])),
                     equal_to([("https://site-a.org/b.html", "linked"), ("https://site-a.org/c.html", "linked"),
                               ("https://site-a.org/d.html", "partial_cs"),
                               ("https://www.site-a.org/a.html", "site_sample"),

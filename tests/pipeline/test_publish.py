@@ -16,7 +16,7 @@ import pytest
 
 from sitestrip.pipeline import publish
 from sitestrip.pipeline.cli import allowed, _allowance
-from sitestrip.pipeline.state import CURRENT
+from sitestrip.pipeline.state_store import CURRENT
 from helpers.fifos import opened_by_the_run
 from helpers.warcs import response, write_warc
 
@@ -411,7 +411,7 @@ def test_a_staging_directory_left_by_a_killed_run_goes_with_the_next_run(tmp_pat
 def test_a_damaged_stored_page_fails_the_rerun_in_one_line_and_changes_nothing(tmp_path, rerun, warcs, workers):
     """Found by a worker mid-run: exit 1, one line naming the state file and the page (no
     traceback from Beam or its worker processes), output and state byte for byte as before."""
-    from sitestrip.pipeline.state import state_files
+    from sitestrip.pipeline.state_store import state_files
     from helpers.warcs import damage_first_stored_page
     out, state, before_out, _ = rerun
     assert any([damage_first_stored_page(path) for path in state_files(str(state))])

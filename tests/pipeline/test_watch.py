@@ -14,7 +14,7 @@ import pytest
 from apache_beam.utils.timestamp import Timestamp
 
 from sitestrip.pipeline.cli import main
-from sitestrip.pipeline.state import state_files
+from sitestrip.pipeline.state_store import state_files
 from sitestrip.pipeline.watch import IdleFor, window_part_path
 from helpers.warcs import damage_first_stored_page, response, write_warc
 
@@ -78,10 +78,10 @@ def test_every_page_of_every_landed_file_has_one_row_and_state_carries_over(tmp_
     site.test alone; file 3: alpha and beta of other.test, plus one 404 (skipped, not a row).
     Expected, by hand: 3 + 1 + 2 = 6 pages rows, one per page, none twice; the job ends by
     itself after --idle-timeout; no errors rows. Delta arrives alone in its file, so without
-    state it would be a one-page site (page_only, as test_state shows); the stored pages of
+    state it would be a one-page site (page_only, as test_state_store shows); the stored pages of
     file 1 are kept in Beam user state for site.test, so alpha, beta, gamma are delta's
     candidates (all from the state) and it gets the site method cs, as in the batch
-    incremental run of test_state."""
+    incremental run of test_state_store."""
     staging, landing, out = tmp_path / "staging", tmp_path / "landing", str(tmp_path / "out")
     staging.mkdir()
     landing.mkdir()
@@ -112,7 +112,7 @@ def test_every_page_of_every_landed_file_has_one_row_and_state_carries_over(tmp_
     for path, urls in zip(landed, expected):
         assert {u for u, r in by_url.items() if r["warc_file"] == path} == urls
     delta = by_url[site[3]]
-    assert delta["method"] == "cs"
+    assert delta["candidate_method"] == "cs"
     assert delta["state_candidate_urls"] and set(delta["state_candidate_urls"]) == set(delta["candidate_urls"])
     assert set(delta["candidate_urls"]) <= set(site[:3])
     assert _rows(out, "errors") == []
@@ -171,7 +171,7 @@ def test_watch_seeds_a_site_from_the_state_of_a_batch_run(tmp_path):
     proc, stderr = _watch_delta_with_state(tmp_path, state, out, idle="3")
     assert proc.returncode == 0, stderr
     (row,) = _rows(out)
-    assert row["url"] == "https://site.test/delta.html" and row["method"] == "cs"
+    assert row["url"] == "https://site.test/delta.html" and row["candidate_method"] == "cs"
     assert set(row["state_candidate_urls"]) == set(row["candidate_urls"])
     assert set(row["candidate_urls"]) <= {f"https://site.test/{n}.html" for n in NAMES[:3]}
     assert (state / "CURRENT").read_text() != current
@@ -343,9 +343,9 @@ def test_checkpoint_interval_needs_state(capsys):
 def test_a_checkpoint_without_a_changed_site_writes_no_version(tmp_path):
     """checkpoint_state: no site file → no version; a site file → a version with the seed's other
     sites and the file's pages; the same files again → no new version; a changed file → one."""
-    from sitestrip.pipeline.state import current_version
+    from sitestrip.pipeline.state_store import current_version
     from sitestrip.pipeline.watch import checkpoint_state, write_site_state
-    from sitestrip.pipeline.state import read_state_file
+    from sitestrip.pipeline.state_store import read_state_file
     state, path = _batch_state(tmp_path)
     working = str(state / "_watch-test")
     os.makedirs(working)

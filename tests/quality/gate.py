@@ -201,7 +201,7 @@ def report(pages: list[GoldPage], rows: dict, scores: Scores, floors: dict | Non
     out = [f"{'type':<13} {'P':>6} {'R':>6} {'F1':>6}  {'method':<10} url"]
     for p in sorted(pages, key=lambda p: (p.page_type, p.url)):
         prf = scores.pages[p.url][1]
-        method = (rows.get(p.url) or {}).get("method") or "-"
+        method = (rows.get(p.url) or {}).get("candidate_method") or "-"
         out.append(f"{p.page_type:<13} {prf.precision:6.3f} {prf.recall:6.3f} {prf.f1:6.3f}  {method:<10} {p.url}")
     out.append("")
     out.append(f"{'type':<13} {'pages':>5} {'mean F1':>8} {'floor':>7}")

@@ -85,7 +85,7 @@ def test_gold_leaves_out_what_the_convention_says(pages):
 
 def test_multi_page_sites_are_compared_single_page_sites_are_not(pages, rows):
     for p in pages:
-        method = rows[p.url]["method"]
+        method = rows[p.url]["candidate_method"]
         assert (method != "page_only") == p.multi_page, (p.url, method)
 
 

@@ -10,7 +10,7 @@ from sitestrip.configs import Config, ConfigError, config_from_dict
 from sitestrip.transforms.candidates import select_candidates, site_links
 from sitestrip.transforms.clusters import (ClusterCandidates, ClusterParams, cluster_id, cluster_pages,
                                            cluster_signatures, page_signature, similarity)
-from sitestrip.transforms.extract import PageRecord, process_site
+from sitestrip.transforms.site_step import PageRecord, process_site
 from sitestrip.transforms.page import parse_page
 
 
@@ -193,7 +193,7 @@ def test_pipeline_rows_carry_clusters_and_sites_rows():
     assert cluster_of["https://news.test/c2"] == by_rep["https://news.test/a2"]["template_cluster"]
     z1 = next(row for row in pages if row["url"] == "https://news.test/z1")
     # site ConEx wants n = 4: the cluster's two other pages first, then the site sample (a2, b2).
-    assert z1["method"] == "cluster"
+    assert z1["candidate_method"] == "cluster"
     assert z1["candidate_urls"] == ["https://news.test/a1", "https://news.test/x1",
                                     "https://news.test/a2", "https://news.test/b2"]
     assert z1["candidate_sources"] == ["cluster", "cluster", "site", "site"]
@@ -203,7 +203,7 @@ def test_published_preset_keeps_the_spec_fallback():
     """Config() and published.yaml leave the fill off: z1 is a site_sample page."""
     out = list(process_site("news.test", _news_site(), Config()))
     z1 = next(row for kind, row in out if kind == "pages" and row["url"] == "https://news.test/z1")
-    assert z1["method"] == "site_sample" and z1["template_cluster"] is not None
+    assert z1["candidate_method"] == "site_sample" and z1["template_cluster"] is not None
 
 
 @pytest.mark.parametrize("section, message", [

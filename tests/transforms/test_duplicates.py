@@ -1,4 +1,4 @@
-"""Duplicate pages (transforms/duplicates.py) and captures of one URL (transforms/extract.py)."""
+"""Duplicate pages (transforms/duplicates.py) and captures of one URL (transforms/site_step.py)."""
 import dataclasses
 import random
 
@@ -9,7 +9,7 @@ from sitestrip.configs import config_from_dict, load_config
 from sitestrip.transforms.duplicates import (DuplicateParams, Fingerprint, agreement, content_hash,
                                              find_duplicates, minhash, near_signature, shingle_hashes,
                                              signature_bytes, signature_from_bytes, word_hashes)
-from sitestrip.transforms.extract import PageRecord, process_site
+from sitestrip.transforms.site_step import PageRecord, process_site
 from sitestrip.transforms.page import parse_page
 
 from helpers.fruit import PAGES, site_page

@@ -13,7 +13,7 @@ import pytest
 
 from sitestrip.configs import load_config
 from sitestrip.transforms.blocks import GROUPS, block_texts, page_blocks
-from sitestrip.transforms.extract import SiteBlocks, analyse_page, build_page_record, site_context
+from sitestrip.transforms.site_step import SiteBlocks, analyse_page, build_page_record, site_context
 from sitestrip.transforms.features import FEATURE_NAMES, METHODS, SiteSignals, block_features
 from sitestrip.transforms.page import HINT_BIT, HINT_NAMES, _role_hints, parse_page
 from sitestrip.transforms.tree import subtree_mask
@@ -380,7 +380,7 @@ def test_text_site_share_through_site_blocks():
     site_blocks = SiteBlocks(pages)
     key = ordered[0]
     analysis = analyse_page(key, pages, links, config, site_blocks, model=None)
-    assert analysis.method != "page_only" and analysis.template is not None
+    assert analysis.candidate_method != "page_only" and analysis.template is not None
     texts = analysis.blocks.texts
     x = analysis.features
     share = dict(zip(texts, col(x, "text_site_share")))

@@ -18,10 +18,12 @@ import pytest
 
 from sitestrip.transforms import blocks as B
 from sitestrip.transforms import features as F
+from sitestrip.transforms import tree as T
 from sitestrip.transforms.conex_page import main_content
 from sitestrip.transforms.features import _COLUMN, FEATURE_NAMES, _TEXT_PATTERNS
 from sitestrip.transforms.page import parse_page
-from sitestrip.transforms.tree import elements_below, links_below, nearest_in_mask, words_below
+from sitestrip.transforms.tree import (elements_below, links_below, nearest_in_mask, nearest_in_mask_doubling,
+                                      words_below)
 from helpers.compiled import require_built
 
 
@@ -227,14 +229,14 @@ def test_text_keys_of_no_texts_and_non_str_texts():
 #
 # page_blocks and block_features with their per-node loops compiled (_features.c:
 # nearest_in_mask, sibling_shapes, owner_hints) against blocks.py's and features.py's
-# references (tree.nearest_in_mask, the numpy code), both module switches set together as
+# references (tree.nearest_in_mask_doubling, the numpy code), the module switches set together as
 # SITESTRIP_FEATURES=python sets them; the block texts and keys of both paths compared too.
 
 def page_by_path(page, compiled, site_seed=None):
     """(blocks, texts, keys, float32 features) of one page by one path; with `site_seed`, site
     signals drawn from a generator of that seed (so the site columns are compared too)."""
-    saved = F._COMPILED, B._COMPILED
-    F._COMPILED = B._COMPILED = compiled
+    saved = F._COMPILED, T._COMPILED
+    F._COMPILED = T._COMPILED = compiled
     try:
         blocks = B.page_blocks(page)
         texts = B.block_texts(page, blocks)
@@ -248,7 +250,7 @@ def page_by_path(page, compiled, site_seed=None):
         x = F.block_features(page, blocks, texts, conex_main=conex_main, menu_node=None, site=site)
         return blocks, texts, F.text_keys(texts), x
     finally:
-        F._COMPILED, B._COMPILED = saved
+        F._COMPILED, T._COMPILED = saved
 
 
 def assert_same_page(page, site_seed=None):
@@ -290,13 +292,13 @@ def test_the_compiled_blocks_loops_are_built_and_used_by_default(monkeypatch):
       under the div, not the li's; has_children where the owner holds an element (the li
       with its <b>, the p with its <br>); siblings_log log1p(2) under the ul's three li,
       log1p(1) under the div's two p."""
-    assert F._COMPILED and B._COMPILED
+    assert F._COMPILED and T._COMPILED
 
     def no_reference(*args, **kwargs):
         raise AssertionError("the reference ran")
 
     monkeypatch.setattr(F, "_sibling_shapes_python", no_reference)
-    monkeypatch.setattr(B, "nearest_in_mask", no_reference)
+    monkeypatch.setattr(T, "nearest_in_mask_doubling", no_reference)
     monkeypatch.setattr(F, "_structure_python", no_reference)
     page = parse_page(f"<html><body>{_SHAPES_PAGE}</body></html>", "http://ex.com/")
     blocks = B.page_blocks(page)
@@ -348,9 +350,9 @@ def test_nearest_in_mask_compiled_is_the_pointer_doubling_one():
         masks = [np.zeros(page.size, bool), np.ones(page.size, bool), np.arange(page.size) == 0]
         masks += [np.array([rng.random() < p for _ in range(page.size)]) for p in (0.1, 0.5)]
         for mask in masks:
-            got = B.nearest_marked(page, mask)
+            got = nearest_in_mask(page, mask)
             assert got.dtype == np.int64
-            assert got.tolist() == nearest_in_mask(page, mask).tolist()
+            assert got.tolist() == nearest_in_mask_doubling(page, mask).tolist()
 
 
 def test_compiled_loops_refuse_malformed_arrays():

@@ -3,8 +3,8 @@ import numpy as np
 import pytest
 
 from sitestrip.configs import ConfigError, config_from_dict
-from sitestrip.transforms.link_blocks import LinkBlockParams, drop_link_blocks
-from sitestrip.transforms.page import parse_page
+from sitestrip.transforms.link_blocks import LINK_DENSITY_TAG_NAMES, LinkBlockParams, drop_link_blocks
+from sitestrip.transforms.page import BLOCK_TAGS, parse_page
 from sitestrip.transforms.tree import subtree_mask, text_of
 
 ARTICLE = ("<body><div id=nav><a href=/a>Home</a></div><div id=main>"
@@ -38,6 +38,23 @@ def test_link_lists_go_and_text_with_links_stays():
     assert text_of(page, kept) == "Title words here\nArticle text with a link"
     # Only ever removes: the result is a subset of the input mask.
     assert not (kept & ~main).any()
+
+
+def test_link_density_is_judged_at_block_level_elements_not_at_headings_or_inline_ones():
+    """The judged elements are block-level elements (page.BLOCK_TAGS; tbody, a table section,
+    too), not all of them. Main: a paragraph of 8 words, an <h2> that is one 2-word link, a
+    2-word linked <span> inside a second paragraph of 6 words, a ul of one 2-word link: 6 of 18
+    words linked, under 0.67. The h2 (2/2 linked) is not judged and stays; the span is inline,
+    judged with its paragraph (2/6) and stays; the ul (2/2) goes."""
+    assert set(LINK_DENSITY_TAG_NAMES) - {"tbody"} <= BLOCK_TAGS
+    html = ("<body><div id=main><p>one two three four five six seven eight</p>"
+            "<h2><a href=/h>Linked heading</a></h2>"
+            "<p>nine ten eleven twelve <span><a href=/s>span link</a></span></p>"
+            "<ul><li><a href=/u>list link</a></li></ul></div></body>")
+    page = parse_page(html, "http://ex.com/p")
+    kept = drop_link_blocks(page, subtree_mask(page, [1]), LinkBlockParams(max_link_density=0.67))
+    assert text_of(page, kept) == ("one two three four five six seven eight\nLinked heading\n"
+                                   "nine ten eleven twelve span link")
 
 
 def test_when_the_links_are_the_content_nothing_goes():

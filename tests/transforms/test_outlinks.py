@@ -7,7 +7,7 @@ import pytest
 
 from sitestrip.configs import ConfigError, config_from_dict
 from sitestrip.schemas import LINKS
-from sitestrip.transforms.extract import process_site
+from sitestrip.transforms.site_step import process_site
 from sitestrip.transforms.outlinks import PageLinks, page_links
 from sitestrip.transforms.page import parse_page, tag_name
 from sitestrip.transforms.tree import subtree_mask
@@ -169,12 +169,12 @@ def test_site_regions_follow_the_final_menu():
 def test_links_off_computes_nothing(monkeypatch):
     """output.links false (and the code's default, Config(): on in both presets): no
     ("links", ...) output, nothing of links computed; a non-boolean is refused."""
-    from sitestrip.transforms import extract
+    from sitestrip.transforms import site_step
 
     def boom(*args, **kwargs):
         raise AssertionError("links computed")
 
-    monkeypatch.setattr(extract, "page_links", boom)
+    monkeypatch.setattr(site_step, "page_links", boom)
     for config in (config_from_dict({"main_content": {"method": "conex"}, "output": {"links": False}}),
                    config_from_dict({"main_content": {"method": "conex"}})):        # off in the code's defaults
         kinds = [kind for kind, _ in process_site("docs.test", site_records(), config)]
@@ -186,15 +186,15 @@ def test_links_off_computes_nothing(monkeypatch):
 def test_a_failing_links_stage_is_the_pages_errors_row(monkeypatch):
     """Like every stage, a failure making a page's links is that page's errors row (stage
     "links"); the site's other pages go on."""
-    from sitestrip.transforms import extract
-    real = extract.page_links
+    from sitestrip.transforms import site_step
+    real = site_step.page_links
 
     def fail_on_beta(page, *args, **kwargs):
         if kwargs["source_url"].endswith("beta.html"):
             raise ValueError("broken")
         return real(page, *args, **kwargs)
 
-    monkeypatch.setattr(extract, "page_links", fail_on_beta)
+    monkeypatch.setattr(site_step, "page_links", fail_on_beta)
     out = list(process_site("docs.test", site_records(), config_from_dict(CONEX_LINKS)))
     errors = [row for kind, row in out if kind == "errors"]
     assert [(e["url"], e["stage"], e["error_class"]) for e in errors] == [

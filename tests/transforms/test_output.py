@@ -14,7 +14,7 @@ from apache_beam.testing.test_pipeline import TestPipeline as BeamTestPipeline
 from sitestrip.configs import Config, ConfigError, config_from_dict, load_config
 from sitestrip.pipeline.graph import build_pipeline
 from sitestrip.schemas import SCHEMA_VERSION
-from sitestrip.transforms.extract import build_page_record, process_site
+from sitestrip.transforms.site_step import build_page_record, process_site
 from sitestrip_bench.output_columns import rendered_words
 from sitestrip.transforms.output import OutputParams
 from sitestrip.transforms.tokens import words
@@ -108,7 +108,7 @@ def test_markdown_language_and_metadata_through_beam(tmp_path):
         build_pipeline(p, [warc], out, Config())
     for part in os.listdir(os.path.join(out, "pages")):
         meta = pq.read_schema(os.path.join(out, "pages", part)).metadata
-        assert meta[b"sitestrip.schema_version"] == SCHEMA_VERSION.encode() == b"6"
+        assert meta[b"sitestrip.schema_version"] == SCHEMA_VERSION.encode() == b"7"
     rows = {r["url"].rsplit("/", 1)[1][:-5]: r
             for r in ds.dataset(os.path.join(out, "pages"), format="parquet").to_table().to_pylist()}
     assert set(rows) == set(BODY)

@@ -6,7 +6,7 @@ import dataclasses
 import numpy as np
 
 from sitestrip.configs import load_config
-from sitestrip.transforms.extract import PageRecord, SiteBlocks, process_site
+from sitestrip.transforms.site_step import PageRecord, SiteBlocks, process_site
 from sitestrip.transforms.page import parse_page
 from helpers.fruit import ARTICLES, PAGES
 
@@ -78,7 +78,7 @@ def test_a_page_that_is_all_template_is_judged_without_its_site():
     bare = rows(records, duplicates=False, near_duplicate_share=0.0, site_fallback=False)["https://fruit.example/a.html"]
     assert not any(n.startswith("main content judged without site features") for n in bare["notes"])
     near = rows(records)["https://fruit.example/a.html"]
-    assert near["method"] == "page_only"
+    assert near["candidate_method"] == "page_only"
     assert "near-duplicate candidate pages left out: 1" in near["notes"]
 
 

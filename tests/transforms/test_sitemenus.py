@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from sitestrip.configs import Config, config_from_dict
-from sitestrip.transforms.extract import PageRecord, process_site
+from sitestrip.transforms.site_step import PageRecord, process_site
 from sitestrip.transforms.page import parse_page
 from sitestrip.transforms.sitemenus import MenuProposal, choose_menu_keys, menu_node_by_key, node_keys, own_links
 
@@ -315,7 +315,7 @@ def test_a_page_that_proposed_nothing_carries_the_site_block_with_own_links():
     ul.nav; page c proposed nothing (its template had no link block). The site's key is
     ul.nav's. With own_links, c carries the ul.nav it has too; without, its row is left to
     page-level MenEx (not set here)."""
-    from sitestrip.transforms.extract import _apply_site_menus
+    from sitestrip.transforms.site_step import _apply_site_menus
     html = ("<body><ul class=nav><li><a href='/x'>X</a></li><li><a href='/y'>Y</a></li></ul>"
             "<ul class=rel><li><a href='/r{0}'>R</a></li><li><a href='/s{0}'>S</a></li></ul></body>")
     pages = {f"https://s.test/{n}": parse_page(html.format(n), f"https://s.test/{n}") for n in "abc"}

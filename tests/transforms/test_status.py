@@ -3,7 +3,7 @@ whole page says so, whatever made it partial."""
 import pytest
 
 from sitestrip.configs import Config
-from sitestrip.transforms.extract import build_page_record, process_site
+from sitestrip.transforms.site_step import build_page_record, process_site
 from sitestrip.transforms.page import parse_page
 from sitestrip.transforms.status import page_status
 

@@ -9,7 +9,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from sitestrip.pipeline.cli import main
-from sitestrip.pipeline.state import CURRENT, state_files
+from sitestrip.pipeline.state_store import CURRENT, state_files
 from sitestrip.transforms.clusters import ClusterParams, cluster_signatures
 from sitestrip.transforms.page import parse_page
 from sitestrip.transforms.state import (StateError, StateParams, StoredPage, merge_site_state, page_columns,
@@ -58,13 +58,13 @@ def test_stored_pages_are_candidates_of_a_later_run(tmp_path):
     second = _warc(tmp_path / "two.warc.gz", NAMES[3:])
     alone = str(tmp_path / "alone")
     assert main(["run", "--input", second, "--output", alone, "--quiet"]) == 0
-    assert _rows(alone)["https://site.test/delta.html"]["method"] == "page_only"
+    assert _rows(alone)["https://site.test/delta.html"]["candidate_method"] == "page_only"
     code, out2 = _run(tmp_path, "out2", second, state)
     assert code == 0
     rows = _rows(out2)
     assert list(rows) == ["https://site.test/delta.html"]
     delta = rows["https://site.test/delta.html"]
-    assert delta["method"] == "cs"
+    assert delta["candidate_method"] == "cs"
     assert delta["state_candidate_urls"] and set(delta["state_candidate_urls"]) == set(delta["candidate_urls"])
     assert set(delta["candidate_urls"]) <= {f"https://site.test/{n}.html" for n in NAMES[:3]}
     # the state moved to a new version that holds all four pages
@@ -214,4 +214,4 @@ def test_a_version_1_state_is_read(tmp_path):
     pages = table.filter(ds.field("kind") == "page").select(STATE_V1.names).replace_schema_metadata(STATE_V1.metadata)
     pq.write_table(pages, path)
     code, out2 = _run(tmp_path, "out2", _warc(tmp_path / "two.warc.gz", NAMES[3:]), state)
-    assert code == 0 and _rows(out2)["https://site.test/delta.html"]["method"] != "page_only"
+    assert code == 0 and _rows(out2)["https://site.test/delta.html"]["candidate_method"] != "page_only"

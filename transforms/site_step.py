@@ -16,7 +16,7 @@ from typing import Iterable, Iterator, Sequence
 
 import numpy as np
 
-from sitestrip.transforms import codecs
+from sitestrip.transforms import compression
 from sitestrip.transforms.blocks import Blocks, block_texts, page_blocks, render_blocks
 from sitestrip.transforms.candidates import CandidateSelection, in_site, page_key_links, select_candidates, site_links
 from sitestrip.transforms.charset import decode_html
@@ -380,7 +380,7 @@ class SiteBlocks:
 @dataclass
 class PageAnalysis:
     """The per-node results a pages row is made of; transforms/explain.py shows them."""
-    method: str
+    candidate_method: str
     main: np.ndarray                                # main-content node mask
     menu: Menu | None
     timing: dict
@@ -528,7 +528,7 @@ def analyse_page(record: PageRecord, pages: dict, links, config, site_blocks: Si
                                            check=check)
             timing["etdm"] = template.etdm_ms
             menu, menu_scores_of_page = _menu(record, config.menex, timing, budget)
-            analysis = PageAnalysis(method=for_template.method, main=np.zeros(page.size, dtype=bool),
+            analysis = PageAnalysis(candidate_method=for_template.method, main=np.zeros(page.size, dtype=bool),
                                     menu=menu, timing=timing, template=template,
                                     for_template=for_template, for_conex=for_conex or for_template,
                                     notes=_dropped_notes(dropped))
@@ -548,13 +548,13 @@ def analyse_page(record: PageRecord, pages: dict, links, config, site_blocks: Si
                                                         config.site_conex_etdm, config.site_conex,
                                                         check=check)
             analysis.main = drop_link_blocks(page, main, config.link_blocks)
-            analysis.method = for_conex.method
+            analysis.candidate_method = for_conex.method
             timing["etdm"] += conex_etdm_ms
             return analysis
     # The row reports only the stages that produced it: a fruitless search is not timed.
     timing = dict(record.timing_ms)
     menu, _ = _menu(record, config.menex, timing, budget)
-    analysis = PageAnalysis(method="page_only", main=np.zeros(page.size, dtype=bool), menu=menu,
+    analysis = PageAnalysis(candidate_method="page_only", main=np.zeros(page.size, dtype=bool), menu=menu,
                             timing=timing, notes=_dropped_notes(dropped))
     if blocks_wanted:
         with _Stage(timing, "blocks", budget):
@@ -670,7 +670,7 @@ def _page_only_row(record: PageRecord, analysis: PageAnalysis, output: OutputPar
     menu_mask = subtree_mask(page, [menu.node]) if menu else np.zeros(page.size, dtype=bool)
     return _finish(record, timing, menu, menu_columns, **_main_columns(page, analysis, output),
                    nontemplate_text=text_of(page, ~menu_mask),
-                   method="page_only", candidate_urls=None, candidate_sources=None, cs_size=None,
+                   candidate_method="page_only", candidate_urls=None, candidate_sources=None, cs_size=None,
                    pages_loaded=None, template_share=None, template_candidate_urls=None,
                    template_cluster=cluster, notes=list(analysis.notes))
 
@@ -685,7 +685,7 @@ def _site_row(record: PageRecord, links, analysis: PageAnalysis, output: OutputP
               menu_columns: bool = True) -> dict:
     page = record.page
     cluster = _template_cluster(record, links)
-    if analysis.method == "page_only":
+    if analysis.candidate_method == "page_only":
         return _page_only_row(record, analysis, output, cluster, menu_columns)
     menu, timing, template = analysis.menu, analysis.timing, analysis.template
     for_template, for_conex = analysis.for_template, analysis.for_conex
@@ -696,7 +696,7 @@ def _site_row(record: PageRecord, links, analysis: PageAnalysis, output: OutputP
                                      "no main content: no block classified as main content"])
     return _finish(record, timing, menu, menu_columns, **main,
                    nontemplate_text=text_of(page, template.nontemplate),
-                   method=for_conex.method, candidate_urls=for_conex.candidates,
+                   candidate_method=for_conex.method, candidate_urls=for_conex.candidates,
                    candidate_sources=for_conex.sources, cs_size=for_conex.cs_size, pages_loaded=for_conex.pages_loaded,
                    template_share=template.share,
                    template_candidate_urls=for_template.candidates, template_cluster=cluster,
@@ -873,7 +873,7 @@ def _held_row(row: dict) -> dict:
     for name in _HELD_TEXTS:
         text = row.get(name)
         if isinstance(text, str) and text:
-            row[name] = _HeldText(codecs.pack(text.encode("utf-8", "surrogatepass"), "lz4"))
+            row[name] = _HeldText(compression.pack(text.encode("utf-8", "surrogatepass"), "lz4"))
     return row
 
 
@@ -882,7 +882,7 @@ def _released_row(row: dict) -> dict:
     for name in _HELD_TEXTS:
         value = out.get(name)
         if isinstance(value, _HeldText):
-            out[name] = codecs.unpack(value, "lz4").decode("utf-8", "surrogatepass")
+            out[name] = compression.unpack(value, "lz4").decode("utf-8", "surrogatepass")
     return out
 
 

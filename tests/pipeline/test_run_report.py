@@ -1,11 +1,13 @@
 """`sitestrip report` on a small run: numbers from the Parquet, charts, the Markdown twin."""
 import re
+import shutil
 
+import pyarrow.parquet as pq
 import pytest
 from lxml import etree
 
 from sitestrip.pipeline.cli import main
-from sitestrip.pipeline.report import hbar_svg, histogram_svg, summarize
+from sitestrip.pipeline.run_report import hbar_svg, histogram_svg, summarize
 from sitestrip.schemas import SCHEMA_VERSION
 from helpers.warcs import HTML_UTF8, response, write_warc
 
@@ -42,12 +44,12 @@ def run_dir(tmp_path_factory):
 def test_summary_numbers(run_dir):
     s = summarize(str(run_dir))
     assert s["pages"] == 8 and s["sites"] == 3 and s["errors"] == 2
-    methods = dict(s["methods"])
+    methods = dict(s["candidate_methods"])
     # Main content by the learned block model: provenance is the TemEx search (tuned template_n 2),
     # and big.example's pages each link the 4 others, so a 2-CS is found.
     assert methods["cs"] == 5 and methods["page_only"] == 1
     assert sum(methods.values()) == 8
-    assert [m for m, _ in s["methods"]][:5] == ["cs", "partial_cs", "linked", "cluster", "site_sample"]
+    assert [m for m, _ in s["candidate_methods"]][:5] == ["cs", "partial_cs", "linked", "cluster", "site_sample"]
     assert s["share"]["pages"] == 7 and s["share"]["without"] == 1
     assert sum(s["share"]["hist"]) == 7
     assert dict(s["errors_by_stage"]) == {"decode": 1, "read": 1}
@@ -55,13 +57,31 @@ def test_summary_numbers(run_dir):
     assert classes[("decode", "BadContentEncoding")]["example_url"] == "https://big.example/broken.html"
     assert classes[("read", "BadUrl")]["count"] == 1
     top = s["largest_sites"][0]
-    assert top["site"] == "big.example" and top["pages"] == 5 and top["methods"] == {"cs": 5}
+    assert top["site"] == "big.example" and top["pages"] == 5 and top["candidate_methods"] == {"cs": 5}
     assert [r["site"] for r in s["largest_sites"]] == ["big.example", "small.example", "alone.example"]
     menus = {r["site"]: r for r in s["menus_per_site"]}
     assert menus["big.example"]["pages"] == 5 and menus["big.example"]["menus"] >= 1
     assert sum(c for _, c in s["menus_histogram"]) == 3
     assert s["schema_version"] == SCHEMA_VERSION
     assert {t["stage"] for t in s["timing"]} >= {"parse", "total"}
+
+
+@pytest.mark.beam
+def test_output_of_schema_6_reads_its_method_column_as_candidate_method(run_dir, tmp_path):
+    """Schema 6 named pages' `candidate_method` `method`: the report of such a run counts the
+    same candidate methods as of the run itself, not a column of nulls."""
+    old = tmp_path / "old"
+    shutil.copytree(run_dir, old)
+    for path in (old / "pages").glob("*.parquet"):
+        table = pq.read_table(path)
+        names = ["method" if n == "candidate_method" else n for n in table.column_names]
+        meta = {**table.schema.metadata, b"sitestrip.schema_version": b"6"}
+        pq.write_table(table.rename_columns(names).replace_schema_metadata(meta), path)
+    then, now = summarize(str(old)), summarize(str(run_dir))
+    assert then["schema_version"] == "6"
+    assert then["candidate_methods"] == now["candidate_methods"]
+    assert dict(then["candidate_methods"])["cs"] == 5
+    assert then["largest_sites"][0]["candidate_methods"] == {"cs": 5}
 
 
 @pytest.mark.beam
@@ -76,12 +96,12 @@ def test_report_command_writes_html_with_charts_and_a_markdown_twin(run_dir, cap
     assert not re.search(r"""(src|href)=["']?https?:""", html)
     svgs = tree.findall(".//svg")
     titles = [svg.findtext("title") for svg in svgs]
-    assert titles == ["pages by method", "pages by template share", "errors by stage",
-                      "largest sites by pages, by method", "sites by number of distinct menus"]
-    # the method chart has one bar per method with its count
+    assert titles == ["pages by candidate method", "pages by template share", "errors by stage",
+                      "largest sites by pages, by candidate method", "sites by number of distinct menus"]
+    # the candidate method chart has one bar per candidate method with its count
     bars = {r.findtext("title") for r in svgs[0].iter("rect")}
     assert "cs: 5" in bars and "page_only: 1" in bars
-    for heading in ("Method mix", "Template share", "Errors by stage and class", "Largest sites", "Menus per site"):
+    for heading in ("Candidate methods", "Template share", "Errors by stage and class", "Largest sites", "Menus per site"):
         assert heading in html and f"## {heading}" in md
     assert "| cs | 5 | 62.5% |" in md
     assert "| decode | BadContentEncoding | 1 | 1 | https://big.example/broken.html |" in md

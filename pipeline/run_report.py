@@ -20,7 +20,7 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
 from sitestrip.schemas import DATASETS
-from sitestrip.schemas.tables import METHODS, TIMING_STAGES
+from sitestrip.schemas.tables import METHODS, RENAMED_COLUMNS, TIMING_STAGES
 from sitestrip.transforms.urls import site_key
 
 METHOD_COLORS = {"cs": "#2b8a3e", "partial_cs": "#74b816", "linked": "#1971c2",
@@ -29,7 +29,7 @@ OTHER_COLOR = "#495057"
 BAR_COLOR = "#1971c2"
 ERROR_COLOR = "#c92a2a"
 SHARE_BINS = 10
-PAGE_COLUMNS = ["site", "method", "template_share", "words_page", "words_main", "status",
+PAGE_COLUMNS = ["site", "candidate_method", "template_share", "words_page", "words_main", "status",
                 "html_bytes", "timing_ms"]
 
 
@@ -41,7 +41,8 @@ def _dataset(run_dir: str, name: str, required: bool):
     """(schema version of the files or None, table of the columns the report reads).
 
     Read with the current schema, so output of an older schema version
-    (fewer columns) reads with nulls where it lacks a column.
+    (fewer columns) reads with nulls where it lacks a column, and a column
+    renamed since (schemas RENAMED_COLUMNS) under its old name.
     """
     path = os.path.join(run_dir, name) if "://" not in run_dir else run_dir.rstrip("/") + "/" + name
     schema = DATASETS[name]
@@ -58,9 +59,16 @@ def _dataset(run_dir: str, name: str, required: bool):
         raise ReportError(f"{path} holds no Parquet file; is it the --output of `sitestrip run`?")
     version = None
     if files:
-        metadata = pq.read_schema(files[0], filesystem=data.filesystem).metadata or {}
-        value = metadata.get(b"sitestrip.schema_version")
+        written = pq.read_schema(files[0], filesystem=data.filesystem)
+        value = (written.metadata or {}).get(b"sitestrip.schema_version")
         version = value.decode() if value else None
+        old = {new: before for new, before in RENAMED_COLUMNS.get(name, {}).items()
+               if new in columns and before in written.names and new not in written.names}
+        if old:
+            as_written = pa.schema([f.with_name(old.get(f.name, f.name)) for f in schema])
+            table = ds.dataset(path, format="parquet", schema=as_written).to_table(
+                columns=[old.get(c, c) for c in columns])
+            return version, table.rename_columns(columns)
     return version, data.to_table(columns=columns)
 
 
@@ -93,8 +101,8 @@ def summarize(run_dir: str, top: int = 15) -> dict:
     _, errors = _dataset(run_dir, "errors", required=False)
     n_pages = pages.num_rows
 
-    method_counts = dict(_counts(pages["method"]))
-    methods = [(m, method_counts.pop(m, 0)) for m in METHODS] + sorted(method_counts.items())
+    method_counts = dict(_counts(pages["candidate_method"]))
+    candidate_methods = [(m, method_counts.pop(m, 0)) for m in METHODS] + sorted(method_counts.items())
 
     shares = _floats(pages["template_share"])
     hist, _ = np.histogram(np.clip(shares, 0.0, 1.0), bins=SHARE_BINS, range=(0.0, 1.0))
@@ -103,21 +111,21 @@ def summarize(run_dir: str, top: int = 15) -> dict:
     if n_pages:
         no_main = int(pc.sum(pc.and_(pc.equal(words_main, 0), pc.greater(pages["words_page"], 0))).as_py() or 0)
 
-    # Sites: pages, mean template share, main words, method mix.
+    # Sites: pages, mean template share, main words, candidate method mix.
     sites = []
     if n_pages:
         grouped = pages.group_by("site").aggregate([
             ("site", "count"), ("template_share", "mean"), ("words_main", "sum"),
             ("words_page", "sum")]).to_pylist()
         mix: dict = {}
-        for row in pages.group_by(["site", "method"]).aggregate([("method", "count")]).to_pylist():
-            mix.setdefault(row["site"], {})[row["method"]] = row["method_count"]
+        for row in pages.group_by(["site", "candidate_method"]).aggregate([("candidate_method", "count")]).to_pylist():
+            mix.setdefault(row["site"], {})[row["candidate_method"]] = row["candidate_method_count"]
         for row in grouped:
             sites.append({"site": row["site"], "pages": row["site_count"],
                           "template_share": row["template_share_mean"],
                           "words_main": row["words_main_sum"] or 0,
                           "words_page": row["words_page_sum"] or 0,
-                          "methods": mix.get(row["site"], {})})
+                          "candidate_methods": mix.get(row["site"], {})})
     sites.sort(key=lambda s: (-s["pages"], s["site"] or ""))
 
     # Menus: distinct menus per site, and how much of the site its commonest menu covers.
@@ -189,7 +197,7 @@ def summarize(run_dir: str, top: int = 15) -> dict:
         "words_main": int(pc.sum(words_main).as_py() or 0) if n_pages else 0,
         "html_bytes": int(pc.sum(pages["html_bytes"]).as_py() or 0) if n_pages else 0,
         "no_main": no_main,
-        "methods": methods,
+        "candidate_methods": candidate_methods,
         "share": {"pages": int(shares.size), "without": n_pages - int(shares.size),
                   "hist": hist.tolist(), **_quantiles(shares)},
         "errors_by_stage": sorted(stages.items(), key=lambda p: (-p[1], p[0])),
@@ -388,11 +396,11 @@ def _share_rows(s):
 
 def _method_rows(s):
     total = s["pages"] or 1
-    return [(m, _num(c), _pct(c / total, 1)) for m, c in s["methods"]]
+    return [(m, _num(c), _pct(c / total, 1)) for m, c in s["candidate_methods"]]
 
 
 def _site_rows(s):
-    return [(r["site"], _num(r["pages"]), _mix_text(r["methods"]), _pct(r["template_share"]),
+    return [(r["site"], _num(r["pages"]), _mix_text(r["candidate_methods"]), _pct(r["template_share"]),
              _num(r["words_main"]), _num(r["menus"])) for r in s["largest_sites"]]
 
 
@@ -411,7 +419,7 @@ def _timing_rows(s):
             for t in s["timing"]]
 
 
-SITE_HEADERS = ("site", "pages", "methods", "mean template share", "main words", "menus")
+SITE_HEADERS = ("site", "pages", "candidate methods", "mean template share", "main words", "menus")
 MENU_HEADERS = ("site", "menus", "pages", "pages with its commonest menu", "share", "example page")
 ERROR_HEADERS = ("stage", "class", "count", "sites", "example url", "example")
 TIMING_HEADERS = ("stage", "median ms", "p90 ms", "total s")
@@ -420,12 +428,13 @@ TIMING_HEADERS = ("stage", "median ms", "p90 ms", "total s")
 def render_html(s: dict) -> str:
     share = s["share"]
     cards = "".join(f"<div class=card><b>{_e(v)}</b><span>{_e(k)}</span></div>" for k, v in _cards(s))
-    method_chart = hbar_svg([(m, c) for m, c in s["methods"]], "pages by method", METHOD_COLORS)
+    method_chart = hbar_svg([(m, c) for m, c in s["candidate_methods"]], "pages by candidate method",
+                            METHOD_COLORS)
     share_chart = histogram_svg(share["hist"], [_share_label(i) for i in range(SHARE_BINS)],
                                 "pages by template share")
     stage_chart = hbar_svg(s["errors_by_stage"], "errors by stage", {k: ERROR_COLOR for k, _ in s["errors_by_stage"]})
-    sites_chart = stacked_hbar_svg([(r["site"], r["methods"]) for r in s["largest_sites"]],
-                                   "largest sites by pages, by method")
+    sites_chart = stacked_hbar_svg([(r["site"], r["candidate_methods"]) for r in s["largest_sites"]],
+                                   "largest sites by pages, by candidate method")
     menus_chart = histogram_svg([c for _, c in s["menus_histogram"]], [k for k, _ in s["menus_histogram"]],
                                 "sites by number of distinct menus", color="#1971c2", height=180)
     status = ", ".join(f"{k} {v:,}" for k, v in s["status"].items()) or "none"
@@ -446,9 +455,9 @@ def render_html(s: dict) -> str:
 <h1>sitestrip run report</h1>{warning}
 <p class="meta">{_e(s['run_dir'])} · generated {_e(s['generated'])}{version} · status: {_e(status)}</p>
 <div class="cards">{cards}</div>
-<h2>Method mix</h2>
+<h2>Candidate methods</h2>
 <div class="row"><div class="chart">{method_chart}</div>
-{_table(("method", "pages", "share"), _method_rows(s), numeric=(1, 2))}</div>
+{_table(("candidate method", "pages", "share"), _method_rows(s), numeric=(1, 2))}</div>
 <p class="note">How the comparison pages of each key page were found: a complete subdigraph (cs), part
 of one (partial_cs), linked pages, other pages of the site, or none (page_only: page-level methods).</p>
 <h2>Template share</h2>
@@ -497,10 +506,11 @@ def render_markdown(s: dict) -> str:
         *([f"**Warning: {s['warning']}**", ""] if s.get("warning") else []),
         f"`{s['run_dir']}` · generated {s['generated']}{version}", "",
         _md_table(("", ""), [(k, v) for k, v in _cards(s)]), "",
-        "## Method mix", "",
-        _md_table(("method", "pages", "share", ""),
+        "## Candidate methods", "",
+        _md_table(("candidate method", "pages", "share", ""),
                   [(m, _num(c), _pct(c / (s["pages"] or 1), 1),
-                    _md_bar(c, max((x for _, x in s["methods"]), default=0))) for m, c in s["methods"]]), "",
+                    _md_bar(c, max((x for _, x in s["candidate_methods"]), default=0)))
+                   for m, c in s["candidate_methods"]]), "",
         "## Template share", "",
         _md_table(("", "template share"), _share_rows(s)), "",
         _md_table(("template share", "pages", ""),

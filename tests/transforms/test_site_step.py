@@ -7,7 +7,7 @@ from sitestrip.transforms.conex_page import PageConexParams
 from sitestrip.transforms.conex_site import (SITE_CONEX_ETDM, SiteConexParams, candidate_nodes, main_branch,
                                              merge_siblings, reduce_candidates, site_main_content)
 from sitestrip.transforms.etdm import EtdmParams
-from sitestrip.transforms.extract import PageRecord, process_site
+from sitestrip.transforms.site_step import PageRecord, process_site
 from sitestrip.transforms.page import parse_page, tag_name
 from sitestrip.transforms.template import TemplateParams, detect_template
 from sitestrip.transforms.tree import text_of
@@ -134,7 +134,7 @@ def rows_for(records, config=None):
 def test_mutually_linked_site_gets_cs_and_the_article():
     rows = {r["url"]: r for kind, r in rows_for([record(x) for x in PAGES]) if kind == "pages"}
     a = rows["https://fruit.example/a.html"]
-    assert a["method"] == "cs" and a["cs_size"] == 4
+    assert a["candidate_method"] == "cs" and a["cs_size"] == 4
     assert sorted(a["candidate_urls"]) == [f"https://fruit.example/{x}.html" for x in "bcde"]
     assert len(a["template_candidate_urls"]) == 3
     assert a["main_text"] == "Apples\nApples grow on trees in orchards.\nThey are harvested in autumn."
@@ -147,13 +147,13 @@ def test_mutually_linked_site_gets_cs_and_the_article():
 def test_unlinked_site_pages_are_a_site_sample():
     records = [record(x, site_page(x, links=())) for x in PAGES]
     rows = [r for kind, r in rows_for(records) if kind == "pages"]
-    assert {r["method"] for r in rows} == {"site_sample"}
+    assert {r["candidate_method"] for r in rows} == {"site_sample"}
     assert rows[0]["main_text"].startswith("Apples")
 
 
 def test_single_page_is_page_only():
     (kind, row), = rows_for([record("a")])
-    assert kind == "pages" and row["method"] == "page_only" and row["candidate_urls"] is None
+    assert kind == "pages" and row["candidate_method"] == "page_only" and row["candidate_urls"] is None
 
 
 def test_linked_pages_without_a_complete_subdigraph():
@@ -161,7 +161,7 @@ def test_linked_pages_without_a_complete_subdigraph():
     records = [record("a", site_page("a", links=("b", "c"))),
                record("b", site_page("b", links=())), record("c", site_page("c", links=()))]
     rows = {r["url"]: r for kind, r in rows_for(records) if kind == "pages"}
-    assert rows["https://fruit.example/a.html"]["method"] == "linked"
+    assert rows["https://fruit.example/a.html"]["candidate_method"] == "linked"
 
 
 def test_partial_cs_is_filled_up():
@@ -171,7 +171,7 @@ def test_partial_cs_is_filled_up():
                record("d", site_page("d", links=()))]
     rows = {r["url"]: r for kind, r in rows_for(records) if kind == "pages"}
     a = rows["https://fruit.example/a.html"]
-    assert a["method"] == "partial_cs" and a["cs_size"] == 2
+    assert a["candidate_method"] == "partial_cs" and a["cs_size"] == 2
     assert "https://fruit.example/d.html" in a["candidate_urls"]
 
 
@@ -182,24 +182,24 @@ def test_config_switches_reach_the_site_step():
 
 
 def test_a_failing_page_becomes_an_errors_row_and_the_site_goes_on(monkeypatch):
-    import sitestrip.transforms.extract as extract
+    import sitestrip.transforms.site_step as site_step
 
-    real = extract.detect_template
+    real = site_step.detect_template
 
     def fail_for_b(key, *args, **kwargs):
         if key.url.endswith("/b.html"):
             raise ValueError("boom")
         return real(key, *args, **kwargs)
 
-    monkeypatch.setattr(extract, "detect_template", fail_for_b)
+    monkeypatch.setattr(site_step, "detect_template", fail_for_b)
     out = rows_for([record(x) for x in PAGES])
     errors = [r for kind, r in out if kind == "errors"]
     assert [(e["url"], e["stage"], e["error_class"]) for e in errors] == [
         ("https://fruit.example/b.html", "template", "ValueError")]
     assert len([r for kind, r in out if kind == "pages"]) == 4
     # a failure outside the named stages is caught as well
-    monkeypatch.setattr(extract, "detect_template", real)
-    monkeypatch.setattr(extract, "text_of", lambda *a, **k: 1 / 0)
+    monkeypatch.setattr(site_step, "detect_template", real)
+    monkeypatch.setattr(site_step, "text_of", lambda *a, **k: 1 / 0)
     out = rows_for([record(x) for x in PAGES])
     assert {(kind, r["stage"]) for kind, r in out} == {("errors", "site")}
 
@@ -209,16 +209,16 @@ def test_a_page_whose_blocks_fail_costs_its_own_row_only(monkeypatch):
     fail, c gets an errors row in its blocks stage and the other four pages get their rows,
     as before the failure was possible; before, the first key page computed them all and
     every page of the site failed in turn."""
-    import sitestrip.transforms.extract as extract
+    import sitestrip.transforms.site_step as site_step
 
-    real = extract._own_blocks
+    real = site_step._own_blocks
 
     def fail_for_c(page):
         if page.url.endswith("/c.html"):
             raise ValueError("no blocks")
         return real(page)
 
-    monkeypatch.setattr(extract, "_own_blocks", fail_for_c)
+    monkeypatch.setattr(site_step, "_own_blocks", fail_for_c)
     out = rows_for([record(x) for x in PAGES], config_from_dict({"main_content": {"method": "learned"}}))
     errors = [(r["url"], r["stage"], r["error_class"]) for kind, r in out if kind == "errors"]
     assert errors == [("https://fruit.example/c.html", "blocks", "ValueError")]
@@ -235,9 +235,9 @@ def test_each_page_is_charged_its_own_blocks_not_the_shards(monkeypatch):
     each row's blocks time includes its own 300 ms."""
     import time
 
-    import sitestrip.transforms.extract as extract
+    import sitestrip.transforms.site_step as site_step
 
-    real = extract._own_blocks
+    real = site_step._own_blocks
 
     def slow(page):
         start = time.thread_time()
@@ -245,7 +245,7 @@ def test_each_page_is_charged_its_own_blocks_not_the_shards(monkeypatch):
             pass
         return real(page)
 
-    monkeypatch.setattr(extract, "_own_blocks", slow)
+    monkeypatch.setattr(site_step, "_own_blocks", slow)
     config = config_from_dict({"site": {"page_budget_ms": 1000}, "main_content": {"method": "learned"}})
     out = rows_for([record(x) for x in PAGES], config)
     assert [kind for kind, _ in out] == ["pages"] * 5
@@ -351,7 +351,7 @@ def test_held_rows_give_back_their_texts_exactly():
     texts, other columns untouched), and a long text waits in a fraction of its size."""
     import sys
 
-    from sitestrip.transforms.extract import _held_row, _released_row
+    from sitestrip.transforms.site_step import _held_row, _released_row
 
     long_text = "Apples grow on trees in orchards. " * 2000 + "café 日本 \ud800 ¶"
     row = {"url": "https://fruit.example/a.html", "main_text": long_text, "main_markdown": "# T\n\n¶",
