@@ -226,8 +226,13 @@ def _reuse_or_clear(out: str, params: dict) -> list[str] | None:
     marker = os.path.join(out, "synthetic.json")
     if os.path.exists(marker):
         with open(marker) as fh:
-            if json.load(fh) == params:
-                return sorted(glob.glob(os.path.join(out, "*.warc.gz")))
+            # Compared as JSON gives them back: a tuple in `params` is a list in the file.
+            written = json.load(fh) == json.loads(json.dumps(params))
+        found = sorted(glob.glob(os.path.join(out, "*.warc.gz")))
+        if written and found:
+            return found
+        # The marker goes first: files half rewritten are never taken for a finished input.
+        os.remove(marker)
     os.makedirs(out, exist_ok=True)
     for stale in glob.glob(os.path.join(out, "*.warc.gz")):
         os.remove(stale)
