@@ -555,14 +555,16 @@ def run_partitioned(new_pipeline: Callable[[], beam.Pipeline], counters_of: Call
 def finish(staging: str, plan: PartitionPlan, links: bool = False) -> None:
     """What crosses partitions: the menus rows of hot sites split over partitions merged into
     one row per (site, menu); with `links` (output.links, several partitions), every links
-    row's target_in_input from the pages rows of all partitions; every dataset's empty part
-    files removed but its first."""
+    row's target_in_input from the pages rows of all partitions; with several partitions,
+    every dataset's empty part files removed but its first (a run of one partition keeps the
+    one graph's files: part 0 whether empty or not, and the parts with rows)."""
     split = plan.split_sites()
     if split:
         merge_menus(staging, split)
     if links:
         fill_link_targets(staging)
-    drop_empty_parts(staging)
+    if plan.partitions > 1:
+        drop_empty_parts(staging)
 
 
 def _dataset_files(staging: str, name: str) -> list[str]:

@@ -177,6 +177,31 @@ def test_a_dataset_keeps_one_file_and_no_empty_one_beside_it(partitioned):
     assert len(names) == done.plan.partitions
 
 
+@pytest.mark.beam
+@pytest.mark.slow
+def test_a_run_of_one_partition_writes_the_files_of_the_one_graph(corpus, one_graph, tmp_path):
+    """The one graph's files (parts.WriteParts): every dataset's part 0, empty or not, and the
+    parts with rows, under the one graph's names. With 8 parts, the errors rows of this
+    corpus (3) leave part 0 empty, which a run of several partitions would remove."""
+    d, files = corpus
+    config = dataclasses.replace(SMALL, run=RunLimits(memory_budget_mb=100_000))
+    out, spill = tmp_path / "out", tmp_path / "spill"
+    spill.mkdir()
+    done = run_partitioned(lambda: beam.Pipeline(runner=FnApiRunner()), _counters, files, str(out), config,
+                           str(spill), part_files=8)
+    assert done.plan.partitions == 1
+    empty_first = []
+    for name in DATASETS:
+        parts = sorted(p.name for p in (out / name).iterdir())
+        counts = [pq.ParquetFile(out / name / part).metadata.num_rows for part in parts]
+        assert parts[0] == "part-00000-of-00008.parquet" and all(p.startswith("part-0") for p in parts), name
+        assert all(counts[1:]), (name, counts)
+        if not counts[0]:
+            empty_first.append(name)
+        assert rows(str(out), name) == rows(one_graph[0], name), name
+    assert "errors" in empty_first
+
+
 def test_a_page_comes_back_from_the_spill_as_it_went_in(tmp_path):
     body = page("Spilled \u00e9t\u00e9", ["/a.html", "/b.html"])
     record = build_page_record(url="https://Example.org/dir/p.html?q=\u00fc", body=body, http_charset=None,
