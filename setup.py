@@ -1,8 +1,9 @@
 """The compiled parts of sitestrip: ETDM's top-down walk and sibling assignment
-(transforms/_etdm.c), the block model's tree walk (transforms/_model.c), parse flattening
-(transforms/_flatten.c), main_markdown's inline rendering (transforms/_markdown.c), block
-texts' feature columns and text keys and the blocks stage's per-node loops (nearest marked
-ancestors, sibling shapes, class/id hints: transforms/_features.c), the cutting and joining
+(transforms/_etdm.c), the block model's tree walk and leaf sums (transforms/_model.c), parse
+flattening (transforms/_flatten.c), main_markdown's inline rendering (transforms/_markdown.c),
+a page's blocks, block texts' feature columns and text keys, the blocks stage's per-node loops
+(nearest marked ancestors, sibling shapes, class/id hints, block roles), the page type's text
+cues and the main-region columns (transforms/_features.c), the cutting and joining
 of text spans behind every output text (transforms/_text.c) and the language identifier's
 prediction over the packaged fastText model (transforms/_language.c). The two that hash text share
 transforms/_crc32.h, zlib's crc32 as a table, so zlib's headers are not needed.

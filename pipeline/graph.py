@@ -29,6 +29,7 @@ from sitestrip.pipeline.state_store import (current_version, next_version, read_
                                       write_current)
 from sitestrip.pipeline.page_source import PageError, read_pages
 from sitestrip.pipeline.warc import Skipped, open_warc
+from sitestrip.pipeline.wire import pack_record, unpacked_records
 from sitestrip.schemas import DATASETS, STATE, STATE_KEYS
 from sitestrip.transforms.classify import load_main_content_model
 from sitestrip.transforms.duplicates import (ACROSS_SALTS, across_sites_candidate, across_sites_eligible,
@@ -43,11 +44,20 @@ MAIN = "main"
 CLUSTER_ROWS = "cluster_rows"
 STATE_PAGES = "state_pages"
 PAGE_LINKS = "page_links"
+LINK_TARGETS = "link_targets"
 log = logging.getLogger("sitestrip")
 
 
+_COUNTERS: dict = {}
+
+
 def _count(name: str, n: int = 1) -> None:
-    Metrics.counter(NAMESPACE, name).inc(n)
+    # One counter object per name and process: Beam's counters find the current bundle's
+    # metrics when incremented, and making one took as long as counting with it.
+    counter = _COUNTERS.get(name)
+    if counter is None:
+        counter = _COUNTERS[name] = Metrics.counter(NAMESPACE, name)
+    counter.inc(n)
 
 
 def _error(**fields) -> tuple[str, dict]:
@@ -59,6 +69,11 @@ def _error(**fields) -> tuple[str, dict]:
 def _of_kind(item, kind):
     if item[0] == kind:
         yield item[1]
+
+
+def _each_of_kind(item, kind):
+    if item[0] == kind:
+        yield from item[1]
 
 
 def split_kinds(outputs, label: str):
@@ -132,7 +147,6 @@ class ReadWarcFile(_Reporting):
                     record = item.record
                     pages += 1
                     self.report(pages=1)
-                    _count("compact_bytes", record.page.wire_bytes())
                     _count("html_bytes", len(item.response.body))
                     yield MAIN, (record.site, record)
         self.report(files=1)
@@ -140,9 +154,14 @@ class ReadWarcFile(_Reporting):
 
 
 def _by_cell(item):
+    """(site, PageRecord) → (its cell key, the record packed): what crosses the shard join and
+    the group by shard (pipeline/wire.py). The step runs fused with the read, which hands it
+    the record as an object; `compact_bytes` counts what the shuffles carry."""
     site, record = item
     directory, slot = page_cell(record.url)
-    return (site, directory, slot), record
+    packed = pack_record(record)
+    _count("compact_bytes", len(packed))
+    return (site, directory, slot), packed
 
 
 class CellCounts(beam.CombineFn):
@@ -186,14 +205,18 @@ def _cell_shards(item, max_site_pages):
 
 
 def _shard_records(item):
-    (site, _directory, _slot), joined = item
-    (shard,) = joined["shard"]
-    for record in joined["records"]:
-        yield (site, shard), record
+    """A cell's group, its shard number (the one int) and its packed records (bytes) in any
+    order, read twice rather than listed."""
+    (site, _directory, _slot), values = item
+    shard = next(value for value in values if isinstance(value, int))
+    for value in values:
+        if not isinstance(value, int):
+            yield (site, shard), value
 
 
 def shard_sites(pages, max_site_pages: int):
-    """(site, record) → ((site, shard), record), every shard at most `max_site_pages` pages.
+    """(site, PageRecord) → ((site, shard), packed record), every shard at most
+    `max_site_pages` pages.
 
     The shard of a page depends on its site's pages counted per cell
     (transforms/shards.py: first directory, hash slot), so it is found by two
@@ -204,7 +227,9 @@ def shard_sites(pages, max_site_pages: int):
        integers are counted, per cell within one combine per site: the plan of
        a site is made from its cell counts (at most directories × 1,024 of them,
        whatever the site's size) and emitted as one (cell, shard) pair per cell.
-    2. The records join that per-cell shard number by cell key.
+    2. The records join that per-cell shard number by cell key: one group-by-key of both,
+       told apart by type (an int, bytes), where a CoGroupByKey added a tagging step per
+       input and one that lists each group.
 
     The join is by cell, not by site, so that a group holds the records of one
     cell, never a whole hot site: a plan cuts between cells, so a cell lies in
@@ -219,15 +244,19 @@ def shard_sites(pages, max_site_pages: int):
                    | "CellOfSite" >> beam.Map(lambda item: (item[0][0], (item[0][1], item[0][2])))
                    | "PagesPerCell" >> beam.CombinePerKey(CellCounts())
                    | "PlanShards" >> beam.FlatMap(_cell_shards, max_site_pages))
-    return ({"shard": cell_shards, "records": by_cell}
-            | "JoinShards" >> beam.CoGroupByKey()
+    return ((by_cell, cell_shards)
+            | "CellsAndShards" >> beam.Flatten()
+            | "JoinShards" >> beam.GroupByKey()
             | "ShardKey" >> beam.FlatMap(_shard_records))
 
 
 class ProcessSite(_Reporting):
-    """One site shard (its records, and with --state its stored pages) → (MAIN, pages row),
-    (ERRORS, errors row), (CLUSTER_ROWS, sites row), (STATE_PAGES, StoredPage) and, with
-    output.links, (PAGE_LINKS, PageLinks) outputs."""
+    """One site shard (its records, packed (pipeline/wire.py) or PageRecords, and with --state
+    its stored pages) → (MAIN, pages row), (ERRORS, errors row), (CLUSTER_ROWS, sites row),
+    (STATE_PAGES, StoredPage) and, with output.links, (PAGE_LINKS, PageLinks) outputs and, after
+    them, one (LINK_TARGETS, [(target URL, the source keys of the shard's pages linking to it)])
+    of the distinct targets the target join looks up (`join_link_targets`): one element, not
+    one per target, through the steps that pick each kind of output (`_of_kind`)."""
 
     def __init__(self, config: Config, progress_dir: str | None = None, keep_state: bool = False):
         super().__init__(progress_dir, SITES)
@@ -243,9 +272,11 @@ class ProcessSite(_Reporting):
         (site, shard), records = element
         stored = ()
         if isinstance(records, dict):     # joined with the state (build_pipeline, --state)
-            records, stored = list(records["records"]), list(records["stored"])
-            if not records:
-                return
+            records, stored = records["records"], list(records["stored"])
+        records = unpacked_records(records)
+        if not records:
+            return
+        wanted: dict = {}
         for kind, row in process_site(site, records, self.config, self.model, shard=shard,
                                       stored=stored, state=self.state):
             if kind == "sites":
@@ -256,6 +287,8 @@ class ProcessSite(_Reporting):
                 yield STATE_PAGES, row
                 continue
             if kind == "links":
+                for target in row.targets():
+                    wanted.setdefault(target, []).append(row.key)
                 yield PAGE_LINKS, row
                 continue
             self.report(pages=1)
@@ -266,6 +299,8 @@ class ProcessSite(_Reporting):
             else:
                 _count(f"errors_{row['stage']}")
                 yield ERRORS, row
+        if wanted:
+            yield LINK_TARGETS, [(target, tuple(keys)) for target, keys in wanted.items()]
         self.report(sites=1)
 
 
@@ -370,70 +405,83 @@ def exact_duplicates_across_sites(pages):
 
 
 def _link_targets(links):
-    """A page's distinct link targets, each with the page's source key."""
-    key = links.key
+    """A page's distinct link targets, each with a tuple of one source key, the page's: the
+    targets of a caller that gives no shard's batches (join_link_targets)."""
+    key = (links.key,)
     for target in links.targets():
         yield target, key
 
 
 def _present_targets(item):
-    """(target, its pages' source keys and one None per pages row at that URL) → (source key,
-    target) for each page linking to it, when some pages row is at the target.
+    """(target, tuples of the source keys of pages linking to it, one per shard, and one None
+    per pages row at that URL) → (source key, target) for each page linking to it, when some
+    pages row is at the target.
 
     The group is read twice and never listed: first up to its first None (a pages row there),
     then, only if there was one, for the source keys. A hot target (a URL every page links
-    to) costs its group's values one after the other, never at once: runners that page large
-    groups in from the shuffle (Dataflow, Flink, Spark) hold a page of them; the local runner
-    and Dask hold their groups in memory anyway."""
+    to) costs its group's values one after the other, never at once, a value at most one
+    shard's keys (16 bytes a page): runners that page large groups in from the shuffle
+    (Dataflow, Flink, Spark) hold a page of them; the local runner and Dask hold their
+    groups in memory anyway."""
     target, values = item
     if any(value is None for value in values):
         for value in values:
             if value is not None:
-                yield value, target
+                for key in value:
+                    yield key, target
 
 
 def _link_rows(item):
     """A page's PageLinks with target_in_input set: its rows, which the writer makes as columns
-    (pipeline/parts.py, is_column_batch)."""
-    _key, joined = item
-    present = set(joined["present"])
-    for links in joined["links"]:
-        if len(links):
+    (pipeline/parts.py, is_column_batch). Its group holds the PageLinks and the page's present
+    targets (str), told apart by type."""
+    _key, values = item
+    present = {value for value in values if isinstance(value, str)}
+    for links in values:
+        if not isinstance(links, str) and len(links):
             links.set_present(present)
             _count("link_rows", len(links))
             yield links
 
 
-def join_link_targets(page_links, pages):
+def join_link_targets(page_links, pages, shard_targets=None):
     """PageLinks of every pages row (transforms/outlinks.py) → the same with target_in_input
     (whether each target URL has a pages row in this run), for the writer.
 
     Without side inputs (the DaskRunner passes none, module docstring), by two shuffles of
     small values:
 
-    1. Each page's distinct targets, as (target, 16-byte source key), join the pages rows'
-       url_normalized by target URL; for each target some pages row is at, its (source key,
-       target) pairs come out (`_present_targets`: a hot target's group streams). Targets
-       that are pages rows of the page's own shard are known there (PageLinks.set_local) and
-       skip the join: on docsites-dev about half of a page's distinct targets.
+    1. Each shard's distinct targets (`shard_targets`, ProcessSite's LINK_TARGETS: a target
+       with the 16-byte source keys of the shard's pages linking to it; without them, each
+       page's targets from `page_links`) join the pages rows' url_normalized by target URL;
+       for each target some pages row is at, its (source key, target) pairs come out
+       (`_present_targets`: a hot target's group streams). Targets that are pages rows of
+       the page's own shard are known there (PageLinks.set_local) and skip the join: on
+       docsites-dev about half of a page's distinct targets. One element per target and
+       shard, not per target and page, because a runner's cost is mostly per element (about
+       12 µs locally) and a site's pages share most of their targets: news-ctf2015-dev's
+       30,000 (target, page) pairs are 5,600 targets.
     2. Those pairs join the PageLinks (one compact value per page: arrays and an LZ4-packed
-       string) by source key, which sets each link's target_in_input. The writer takes the
-       PageLinks as they are, a batch of rows made as Arrow columns (pipeline/parts.py): no
-       link is ever a dict in the graph. A group here is one page: its PageLinks and at most
-       its distinct targets.
+       string) by source key, one group-by-key of both (told apart by type), which sets each
+       link's target_in_input. The writer takes the PageLinks as they are, a batch of rows
+       made as Arrow columns (pipeline/parts.py): no link is ever a dict in the graph. A
+       group here is one page: its PageLinks and at most its distinct targets.
 
-    Memory is bounded by one target's group in step 1 (streamed) and one page's in step 2;
-    what crosses the shuffles is the pages' PageLinks once and their (target, key) pairs
-    twice at most."""
-    wanted = page_links | "LinkTargets" >> beam.FlatMap(_link_targets)
+    Memory is bounded by one target's group in step 1 (streamed, a value at most a shard's
+    keys) and one page's in step 2; what crosses the shuffles is the pages' PageLinks once,
+    each shard's targets with their pages' keys once, and the (source key, target) pairs of
+    the present targets once."""
+    wanted = (shard_targets if shard_targets is not None
+              else page_links | "LinkTargets" >> beam.FlatMap(_link_targets))
     at_pages = pages | "PageUrls" >> beam.Map(lambda row: (row["url_normalized"], None))
     present = ((wanted, at_pages)
                | "TargetsAndPages" >> beam.Flatten()
                | "GroupTargets" >> beam.GroupByKey()
                | "PresentTargets" >> beam.FlatMap(_present_targets))
     by_source = page_links | "LinksBySource" >> beam.Map(lambda links: (links.key, links))
-    return ({"links": by_source, "present": present}
-            | "JoinPresent" >> beam.CoGroupByKey()
+    return ((by_source, present)
+            | "LinksAndPresent" >> beam.Flatten()
+            | "JoinPresent" >> beam.GroupByKey()
             | "LinkRows" >> beam.FlatMap(_link_rows))
 
 
@@ -581,8 +629,11 @@ def build_pipeline(p: beam.Pipeline, warc_paths: list[str], output: str, config:
     rows_by_name = {"pages": pages, "menus": menus, "errors": errors, "sites": clusters}
     if config.output.links:
         page_links = sites | "SiteLinks" >> beam.FlatMap(_of_kind, PAGE_LINKS)
-        rows_by_name["links"] = (join_link_targets(page_links, pages) if link_targets
-                                 else page_links | "LinkRows" >> beam.FlatMap(_unjoined_link_rows))
+        if link_targets:
+            shard_targets = sites | "SiteTargets" >> beam.FlatMap(_each_of_kind, LINK_TARGETS)
+            rows_by_name["links"] = join_link_targets(page_links, pages, shard_targets)
+        else:
+            rows_by_name["links"] = page_links | "LinkRows" >> beam.FlatMap(_unjoined_link_rows)
     datasets = {name: PartDataset(dataset_prefix(output, name, part_name), schemas[name], PART_KEYS[name],
                                   PART_BY.get(name))
                 for name in rows_by_name}

@@ -36,14 +36,24 @@
  *   sibling_shapes: features._sibling_shapes_python's same-shape and same-tag sibling counts;
  *   owner_hints: block_features's near/far class/id hint bits of each block's owner;
  *   structure_columns: block_features's owner, position and neighbour columns
- *     (features._structure_python), raw: the *_log ones before numpy's log1p.
+ *     (features._structure_python), raw: the *_log ones before numpy's log1p;
+ *   page_blocks: blocks.page_blocks (blocks._page_blocks_python), one pass over the nodes;
+ *   role_nodes, role_text, role_any: features._role_columns's element columns, ASCII case
+ *     counts and cue heads, and anywhere cues (_role_elements_python, _role_text_python,
+ *     _role_any_python).
+ * and two of classify's per-page steps outside the model:
+ *   count_strings: str.count of many strings in one pass (page_type._cue_counts);
+ *   region_columns: region.region_features's arithmetic (region._region_features_python),
+ *     its logarithms and pairwise total left to numpy.
  *
  * Only the Python C API and the buffer protocol are used (no numpy headers).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "_crc32.h"
 
@@ -424,26 +434,54 @@ static PyObject *nearest_in_mask(PyObject *self, PyObject *args) {
     return result;
 }
 
+/* One group of siblings in sibling_shapes's open-addressing tables: (parent, tag) and, for
+ * the shape table, the class sum, with how many nodes it holds. used == 0: an empty slot. */
 typedef struct {
     int32_t parent, tag;
     double class_sum;
-    Py_ssize_t node;
-} Shape;
+    int64_t count;
+    int used;
+} Group;
 
-/* (parent, tag, class sum), then the node: a total order, so the runs do not depend on qsort. */
-static int shape_order(const void *a, const void *b) {
-    const Shape *x = a, *y = b;
-    if (x->parent != y->parent) return x->parent < y->parent ? -1 : 1;
-    if (x->tag != y->tag) return x->tag < y->tag ? -1 : 1;
-    if (x->class_sum != y->class_sum) return x->class_sum < y->class_sum ? -1 : 1;
-    return x->node < y->node ? -1 : x->node > y->node;
+static inline uint64_t mix64(uint64_t h) {
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdULL;
+    h ^= h >> 33;
+    h *= 0xc4ceb9fe1a85ec53ULL;
+    return h ^ (h >> 33);
+}
+
+/* The slot of the group (parent, tag[, class_sum]) in `table` (a power of two `mask + 1` of
+ * slots, never full), claimed if the group is new. */
+static Py_ssize_t group_slot(Group *table, Py_ssize_t mask, int32_t parent, int32_t tag, double class_sum,
+                             int with_sum) {
+    uint64_t bits = 0;
+    if (with_sum) memcpy(&bits, &class_sum, sizeof bits);
+    uint64_t h = mix64(((uint64_t)(uint32_t)parent << 32 | (uint32_t)tag) ^ mix64(bits));
+    Py_ssize_t at = (Py_ssize_t)(h & (uint64_t)mask);
+    for (;;) {
+        Group *g = &table[at];
+        if (!g->used) {
+            g->used = 1;
+            g->parent = parent;
+            g->tag = tag;
+            g->class_sum = class_sum;
+            g->count = 0;
+            return at;
+        }
+        if (g->parent == parent && g->tag == tag && (!with_sum || g->class_sum == class_sum)) return at;
+        at = (at + 1) & mask;
+    }
 }
 
 /* sibling_shapes(parent int32[n], tag int32[n], class_ptr int32[n+1], class_hash uint32[],
  *                text_tag, same_shape float64[n], same_tag float64[n]): features._sibling_shapes.
- * Nodes sorted by (parent, tag, class sum): a run of equal keys is a group of same-shaped
- * siblings, a run of equal (parent, tag) one of same-tagged siblings; each member counts the
- * others. The root and text nodes get 0, as in the reference. */
+ * Every element but the root is counted into its group of same-shaped siblings (parent, tag,
+ * class sum) and of same-tagged ones (parent, tag) in two hash tables, then gets its groups'
+ * sizes less itself. The root and text nodes get 0, as in the reference; leaving them out of
+ * the tables changes no element's group (a text node's tag is no element's, the root is the
+ * one node without a parent). Class sums are sums of 32-bit hashes in a double, exact, and
+ * never -0.0 or NaN, so equal sums have equal bits. */
 static PyObject *sibling_shapes(PyObject *self, PyObject *args) {
     (void)self;
     PyObject *parent_o, *tag_o, *ptr_o, *hash_o, *shape_o, *same_tag_o;
@@ -453,7 +491,8 @@ static PyObject *sibling_shapes(PyObject *self, PyObject *args) {
     Py_buffer v[6];
     int held = 0;
     PyObject *result = NULL;
-    Shape *nodes = NULL;
+    Group *shapes = NULL, *tags = NULL;
+    Py_ssize_t *slot = NULL;
     Py_ssize_t n = 0, n_hash = 0;
     if (get_array(parent_o, &v[held], 4, -1, 0, "parent") < 0) goto done;
     n = v[held++].len / 4;
@@ -470,40 +509,35 @@ static PyObject *sibling_shapes(PyObject *self, PyObject *args) {
     const int32_t *parent = v[0].buf, *tag = v[1].buf, *ptr = v[2].buf;
     const uint32_t *hash = v[3].buf;
     double *same_shape = v[4].buf, *same_tag = v[5].buf;
-    nodes = PyMem_Malloc((size_t)(n > 0 ? n : 1) * sizeof(Shape));
-    if (nodes == NULL) { PyErr_NoMemory(); goto done; }
+    Py_ssize_t size = 16;
+    while (size < 2 * n) size *= 2;
+    shapes = PyMem_Calloc((size_t)size, sizeof(Group));
+    tags = PyMem_Calloc((size_t)size, sizeof(Group));
+    slot = PyMem_Malloc((size_t)(2 * (n > 0 ? n : 1)) * sizeof(Py_ssize_t));
+    if (shapes == NULL || tags == NULL || slot == NULL) { PyErr_NoMemory(); goto done; }
     for (Py_ssize_t i = 0; i < n; i++) {
         if (ptr[i] < 0 || ptr[i] > ptr[i + 1] || ptr[i + 1] > n_hash) {
             PyErr_Format(PyExc_ValueError, "class_ptr[%zd:%zd] is not a range of class_hash", i, i + 2);
             goto done;
         }
+        if (i == 0 || tag[i] == text_tag) continue;
         double sum = 0.0;
         for (int32_t k = ptr[i]; k < ptr[i + 1]; k++) sum += (double)hash[k];
-        nodes[i].parent = parent[i];
-        nodes[i].tag = tag[i];
-        nodes[i].class_sum = sum;
-        nodes[i].node = i;
+        slot[2 * i] = group_slot(shapes, size - 1, parent[i], tag[i], sum, 1);
+        slot[2 * i + 1] = group_slot(tags, size - 1, parent[i], tag[i], 0.0, 0);
+        shapes[slot[2 * i]].count++;
+        tags[slot[2 * i + 1]].count++;
     }
-    qsort(nodes, (size_t)n, sizeof(Shape), shape_order);
-    for (Py_ssize_t lo = 0; lo < n;) {          /* runs of (parent, tag) */
-        Py_ssize_t hi = lo + 1;
-        while (hi < n && nodes[hi].parent == nodes[lo].parent && nodes[hi].tag == nodes[lo].tag) hi++;
-        for (Py_ssize_t k = lo; k < hi;) {      /* ... and within them of the class sum */
-            Py_ssize_t e = k + 1;
-            while (e < hi && nodes[e].class_sum == nodes[k].class_sum) e++;
-            for (Py_ssize_t j = k; j < e; j++) {
-                Py_ssize_t i = nodes[j].node;
-                int counted = i != 0 && tag[i] != text_tag;
-                same_shape[i] = counted ? (double)(e - k - 1) : 0.0;
-                same_tag[i] = counted ? (double)(hi - lo - 1) : 0.0;
-            }
-            k = e;
-        }
-        lo = hi;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int counted = i != 0 && tag[i] != text_tag;
+        same_shape[i] = counted ? (double)(shapes[slot[2 * i]].count - 1) : 0.0;
+        same_tag[i] = counted ? (double)(tags[slot[2 * i + 1]].count - 1) : 0.0;
     }
     result = Py_None;
 done:
-    PyMem_Free(nodes);
+    PyMem_Free(shapes);
+    PyMem_Free(tags);
+    PyMem_Free(slot);
     for (int k = 0; k < held; k++) PyBuffer_Release(&v[k]);
     Py_XINCREF(result);
     return result;
@@ -785,7 +819,574 @@ done:
     return result;
 }
 
+/* role_nodes(parent int32[n], tag int32[n], end int32[n], context int64[K], contains int64[K],
+ *            first int64[nb], owner int64[nb], context_out int64[nb], contains_out int64[nb, 2]):
+ * features._role_columns's element columns. context_out[b]: the OR of context[tag] (one bit
+ * per _CONTEXT_TAGS entry) over the block's first text node and its ancestors, the elements
+ * whose preorder range [s, end[s]) holds it; contains_out[b, j]: the nodes of the owner's
+ * range [owner, end[owner]) whose tag has bit j in `contains` (bit 0 <time>, bit 1 an image).
+ * Tags are looked up as page.has_tag does (clipped to the table). */
+static PyObject *role_nodes(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *o[9];
+    if (!PyArg_ParseTuple(args, "OOOOOOOOO", &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], &o[6], &o[7], &o[8]))
+        return NULL;
+    Py_buffer v[9];
+    int held = 0;
+    PyObject *result = NULL;
+    int64_t *acc = NULL, *below = NULL;
+    Py_ssize_t n = 0, k = 0, nb = 0;
+    if (get_array(o[0], &v[held], 4, -1, 0, "parent") < 0) goto done;
+    n = v[held++].len / 4;
+    if (get_array(o[1], &v[held], 4, n, 0, "tag") < 0) goto done;
+    held++;
+    if (get_array(o[2], &v[held], 4, n, 0, "end") < 0) goto done;
+    held++;
+    if (get_array(o[3], &v[held], 8, -1, 0, "context") < 0) goto done;
+    k = v[held++].len / 8;
+    if (get_array(o[4], &v[held], 8, k, 0, "contains") < 0) goto done;
+    held++;
+    if (get_array(o[5], &v[held], 8, -1, 0, "first") < 0) goto done;
+    nb = v[held++].len / 8;
+    if (get_array(o[6], &v[held], 8, nb, 0, "owner") < 0) goto done;
+    held++;
+    if (get_array(o[7], &v[held], 8, nb, 1, "context_out") < 0) goto done;
+    held++;
+    if (get_array(o[8], &v[held], 8, 2 * nb, 1, "contains_out") < 0) goto done;
+    held++;
+    if (k == 0) {
+        PyErr_SetString(PyExc_ValueError, "role_nodes: empty tag tables");
+        goto done;
+    }
+    const int32_t *parent = v[0].buf, *tag = v[1].buf, *end = v[2].buf;
+    const int64_t *context = v[3].buf, *contains = v[4].buf, *first = v[5].buf, *owner = v[6].buf;
+    int64_t *context_out = v[7].buf, *contains_out = v[8].buf;
+    acc = PyMem_Malloc((size_t)(n > 0 ? n : 1) * sizeof(int64_t));
+    /* per contains bit, the marked nodes before each preorder position (n + 1 entries) */
+    below = PyMem_Malloc((size_t)(2 * (n + 1)) * sizeof(int64_t));
+    if (acc == NULL || below == NULL) { PyErr_NoMemory(); goto done; }
+    below[0] = below[n + 1] = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int32_t p = parent[i];
+        if (p >= i || (p < 0 && i > 0) || end[i] <= i || end[i] > n) {
+            PyErr_SetString(PyExc_ValueError, "role_nodes: parent/end are not a preorder tree");
+            goto done;
+        }
+        int64_t t = contains[clip_tag(tag[i], k)];
+        acc[i] = context[clip_tag(tag[i], k)] | (p >= 0 ? acc[p] : 0);
+        below[i + 1] = below[i] + (t & 1);
+        below[n + 1 + i + 1] = below[n + 1 + i] + ((t >> 1) & 1);
+    }
+    for (Py_ssize_t b = 0; b < nb; b++) {
+        int64_t f = first[b], w = owner[b];
+        if (f < 0 || f >= n || w < 0 || w >= n) {
+            PyErr_SetString(PyExc_ValueError, "role_nodes: a block's node is outside the page");
+            goto done;
+        }
+        context_out[b] = acc[f];
+        contains_out[2 * b] = below[end[w]] - below[w];
+        contains_out[2 * b + 1] = below[n + 1 + end[w]] - below[n + 1 + w];
+    }
+    result = Py_None;
+    Py_INCREF(result);
+done:
+    PyMem_Free(acc);
+    PyMem_Free(below);
+    for (int i = 0; i < held; i++) PyBuffer_Release(&v[i]);
+    return result;
+}
+
+static int in_sorted(const int64_t *keys, Py_ssize_t n, int64_t key) {
+    Py_ssize_t lo = 0, hi = n;
+    while (lo < hi) {
+        Py_ssize_t mid = lo + (hi - lo) / 2;
+        if (keys[mid] < key) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo < n && keys[lo] == key;
+}
+
+/* role_text(texts, heads3 int64 sorted, heads2 int64 sorted, out int64[nb, 3]): per block text,
+ * its ASCII upper-case letters, its ASCII letters, and whether its start could begin one of
+ * features._ROLE_START_CUES (its first three code points, A-Z lowered, form a key of heads3,
+ * or the first two one of heads2, or it starts with an ASCII digit, ©, a space or a tab).
+ * The reference reads the first three code points of the newline-joined page text, so past a
+ * text's end it sees '\n' (or the padding 0 past the last text, then the next text's first
+ * characters): no head holds '\n' or 0 (features.py checks), so reading '\n' there decides the
+ * same. */
+static PyObject *role_text(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *texts, *h3_o, *h2_o, *out_o;
+    if (!PyArg_ParseTuple(args, "O!OOO", &PyList_Type, &texts, &h3_o, &h2_o, &out_o)) return NULL;
+    Py_ssize_t nb = PyList_GET_SIZE(texts);
+    Py_buffer h3, h2, view;
+    if (get_array(h3_o, &h3, 8, -1, 0, "heads3") < 0) return NULL;
+    if (get_array(h2_o, &h2, 8, -1, 0, "heads2") < 0) { PyBuffer_Release(&h3); return NULL; }
+    if (writable_int64(out_o, &view, nb * 3, "out") < 0) {
+        PyBuffer_Release(&h3);
+        PyBuffer_Release(&h2);
+        return NULL;
+    }
+    const int64_t *k3 = h3.buf, *k2 = h2.buf;
+    Py_ssize_t n3 = h3.len / 8, n2 = h2.len / 8;
+    int64_t *row = view.buf;
+    Text t = {0};
+    PyObject *result = NULL;
+    for (Py_ssize_t b = 0; b < nb; b++, row += 3) {
+        if (as_text(PyList_GET_ITEM(texts, b), &t) < 0) goto done;
+        int64_t upper = 0, letters = 0;
+        for (Py_ssize_t i = 0; i < t.n; i++) {
+            Py_UCS4 c = at(&t, i);
+            int up = c >= 'A' && c <= 'Z';
+            upper += up;
+            letters += up || (c >= 'a' && c <= 'z');
+        }
+        int64_t c3[3];
+        for (int j = 0; j < 3; j++) {
+            Py_UCS4 c = j < t.n ? at(&t, j) : '\n';
+            c3[j] = (int64_t)(c >= 'A' && c <= 'Z' ? c + 32 : c);
+        }
+        int64_t head = (c3[0] << 42) | (c3[1] << 21) | c3[2];
+        int64_t c0 = c3[0];
+        row[0] = upper;
+        row[1] = letters;
+        row[2] = in_sorted(k3, n3, head) || in_sorted(k2, n2, head >> 21) || (c0 >= '0' && c0 <= '9')
+                 || c0 == 0xA9 || c0 == ' ' || c0 == '\t';
+    }
+    result = Py_None;
+    Py_INCREF(result);
+done:
+    PyMem_Free(t.own);
+    PyBuffer_Release(&h3);
+    PyBuffer_Release(&h2);
+    PyBuffer_Release(&view);
+    return result;
+}
+
+static inline Py_ssize_t pair_key(Py_UCS4 a, Py_UCS4 b) { return (Py_ssize_t)(((a << 5) ^ b) & 255); }
+
+/* count_strings(text, strings, out int64[len(strings)]): text.count(s) of every s, as
+ * str.count counts: occurrences found left to right, each search resuming after the one
+ * found, so occurrences of one string never overlap (an empty string counts len(text) + 1).
+ * One pass over the text for all the strings: at each position, the strings starting with
+ * its characters whose previous occurrence has ended are tried there. */
+static PyObject *count_strings(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *text, *strings, *out_o;
+    if (!PyArg_ParseTuple(args, "UO!O", &text, &PyTuple_Type, &strings, &out_o)) return NULL;
+    Py_ssize_t m = PyTuple_GET_SIZE(strings);
+    Py_buffer view;
+    if (writable_int64(out_o, &view, m, "out") < 0) return NULL;
+    int64_t *out = view.buf;
+    PyObject *result = NULL;
+    Text t = {0};
+    Text *pat = PyMem_Calloc((size_t)(m > 0 ? m : 1), sizeof(Text));
+    Py_ssize_t *next = PyMem_Calloc((size_t)(m > 0 ? m : 1), sizeof(Py_ssize_t));
+    /* the strings by their first two characters (one character: by that one), each bucket a
+     * chain; each string's count is its own, so the order they are tried in does not matter */
+    Py_ssize_t bucket[256 + 64], *chain = PyMem_Malloc((size_t)(m > 0 ? m : 1) * sizeof(Py_ssize_t));
+    if (pat == NULL || next == NULL || chain == NULL) { PyErr_NoMemory(); goto done; }
+    for (int j = 0; j < 256 + 64; j++) bucket[j] = -1;
+    for (Py_ssize_t j = 0; j < m; j++)
+        if (as_text(PyTuple_GET_ITEM(strings, j), &pat[j]) < 0) goto done;
+    for (Py_ssize_t j = 0; j < m; j++) {
+        chain[j] = -1;
+        if (pat[j].n == 0) continue;
+        Py_ssize_t key = pat[j].n == 1 ? 256 + (pat[j].s[0] & 63) : pair_key(pat[j].s[0], pat[j].s[1]);
+        chain[j] = bucket[key];
+        bucket[key] = j;
+    }
+    if (as_text(text, &t) < 0) goto done;
+    for (Py_ssize_t j = 0; j < m; j++) out[j] = pat[j].n == 0 ? t.n + 1 : 0;
+    for (Py_ssize_t i = 0; i < t.n; i++) {
+        Py_UCS4 c = at(&t, i);
+        Py_ssize_t first = bucket[256 + (c & 63)];
+        Py_ssize_t second = i + 1 < t.n ? bucket[pair_key(c, at(&t, i + 1))] : -1;
+        for (int pass = 0; pass < 2; pass++) {
+            for (Py_ssize_t j = pass ? second : first; j >= 0; j = chain[j]) {
+                const Text *q = &pat[j];
+                if (i < next[j] || q->s[0] != c || i + q->n > t.n) continue;
+                Py_ssize_t r = 1;
+                while (r < q->n && q->s[r] == at(&t, i + r)) r++;
+                if (r == q->n) {
+                    out[j]++;
+                    next[j] = i + q->n;
+                }
+            }
+        }
+    }
+    result = Py_None;
+    Py_INCREF(result);
+done:
+    if (pat != NULL)
+        for (Py_ssize_t j = 0; j < m; j++) PyMem_Free(pat[j].own);
+    PyMem_Free(pat);
+    PyMem_Free(next);
+    PyMem_Free(chain);
+    PyMem_Free(t.own);
+    PyBuffer_Release(&view);
+    return result;
+}
+
+/* features._ROLE_ANY_CUES, alternative by alternative in the order of the regular expression
+ * features._role_any builds from them: the credit names, then the calls to subscribe or
+ * share, then the reading times; "(?:a|b)" written out as two alternatives in that order,
+ * `right` marking a trailing \b. */
+typedef struct { const char *text; int group, right; } Cue;
+static const Cue role_cues[] = {
+    {"getty images", 0, 0}, {"reuters", 0, 0}, {"afp", 0, 1}, {"ap photo", 0, 0}, {"dpa", 0, 1},
+    {"shutterstock", 0, 0}, {"istock", 0, 0}, {"imago", 0, 1},
+    {"newsletter", 1, 0}, {"subscribe", 1, 0}, {"sign up", 1, 0}, {"abonnieren", 1, 0}, {"follow us", 1, 0},
+    {"share this", 1, 0}, {"share on", 1, 0}, {"teilen", 1, 1}, {"download the app", 1, 0},
+    {"download our app", 1, 0},
+    {"min read", 2, 0}, {"mins read", 2, 0}, {"minute read", 2, 0}, {"minutes read", 2, 0}, {"min. read", 2, 0},
+    {"minuten lesezeit", 2, 0}, {"lesezeit", 2, 0}, {"reading time", 2, 0},
+};
+
+#define N_ROLE_CUES ((int)(sizeof role_cues / sizeof role_cues[0]))
+/* Per ASCII character, the cues starting with it in role_cues's order, -1 ending the list
+ * (filled once, at import). */
+static int8_t role_cues_by_start[128][N_ROLE_CUES + 1];
+
+static void role_cues_init(void) {
+    for (int c = 0; c < 128; c++) {
+        int used = 0;
+        for (int k = 0; k < N_ROLE_CUES; k++)
+            if ((unsigned char)role_cues[k].text[0] == c) role_cues_by_start[c][used++] = (int8_t)k;
+        role_cues_by_start[c][used] = -1;
+    }
+}
+
+/* role_any(texts, blocks int64[m], out int64[m]): for each listed block, bit g set when the
+ * scan of features._role_any over its lower-cased text (str.lower, called) finds a match of
+ * group g (0 credit, 1 subscribe, 2 reading_time). The scan is re's: the leftmost match
+ * first, the alternatives tried in order at a position, resuming after a match; no cue holds
+ * a '\n', so each block scanned alone finds what the reference's scan of the newline-joined
+ * short blocks finds in it, a trailing \b at a block's end included. */
+static PyObject *role_any(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *texts, *blocks_o, *out_o;
+    if (!PyArg_ParseTuple(args, "O!OO", &PyList_Type, &texts, &blocks_o, &out_o)) return NULL;
+    Py_buffer bv, view;
+    if (get_array(blocks_o, &bv, 8, -1, 0, "blocks") < 0) return NULL;
+    Py_ssize_t m = bv.len / 8, nb = PyList_GET_SIZE(texts);
+    if (writable_int64(out_o, &view, m, "out") < 0) { PyBuffer_Release(&bv); return NULL; }
+    const int64_t *blocks = bv.buf;
+    int64_t *out = view.buf;
+    PyObject *result = NULL;
+    Text l = {0};
+    for (Py_ssize_t i = 0; i < m; i++) {
+        if (blocks[i] < 0 || blocks[i] >= nb) {
+            PyErr_SetString(PyExc_ValueError, "role_any: a block outside the texts");
+            goto done;
+        }
+        PyObject *low = PyObject_CallMethodNoArgs(PyList_GET_ITEM(texts, blocks[i]), lower_name);
+        if (low == NULL) goto done;
+        if (as_text(low, &l) < 0) { Py_DECREF(low); goto done; }
+        int64_t bits = 0;
+        for (Py_ssize_t p = 0; p < l.n;) {
+            Py_UCS4 c = at(&l, p);
+            Py_ssize_t e = -1;
+            int group = 0;
+            if (c < 128)
+                for (const int8_t *k = role_cues_by_start[c]; *k >= 0 && e < 0; k++) {
+                    e = lit(&l, p, role_cues[*k].text, 0, role_cues[*k].right);
+                    group = role_cues[*k].group;
+                }
+            if (e > p) {
+                bits |= (int64_t)1 << group;
+                p = e;
+            } else {
+                p++;
+            }
+        }
+        Py_DECREF(low);
+        out[i] = bits;
+    }
+    result = Py_None;
+    Py_INCREF(result);
+done:
+    PyMem_Free(l.own);
+    PyBuffer_Release(&bv);
+    PyBuffer_Release(&view);
+    return result;
+}
+
+/* page_blocks(parent int32[n], tag int32[n], end int32[n], line int32[n], words int32[n],
+ *             flags uint16[n], id_hash uint32[n], class_ptr int32[n+1], tag_bits int64[K],
+ *             hidden_flag, text_nodes int64[n], ptr int64[n+1], owner int32[n], group int8[n],
+ *             is_instance bool[n], block_words int64[n]) -> (text nodes, blocks):
+ * blocks.page_blocks, the outputs written into the first entries of arrays of the page's
+ * length. tag_bits per tag id (clipped as page.has_tag clips): bit 0 a content element, bit 1
+ * an always-instance tag, bit 2 div/td/th, bit 3 block level, bits 8-15 the instance group.
+ * - instances (blocks.instance_mask): the always-instance tags, and div/td/th with no content
+ *   element inside their preorder range and no element three levels below them;
+ * - each text node's owner: its parent's nearest instance, itself included (nearest_in_mask),
+ *   else its nearest holder (a block-level element, or one with an id or a class; BODY);
+ * - a block is a run of text nodes with one owner, one line and one hiddenness (inside the
+ *   range [h, end[h]) of an element the markup hides, never BODY). */
+static PyObject *page_blocks(PyObject *self, PyObject *args) {
+    (void)self;
+    enum { N = 15 };
+    PyObject *o[N];
+    int hidden_flag;
+    if (!PyArg_ParseTuple(args, "OOOOOOOOOiOOOOOO", &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], &o[6], &o[7],
+                          &o[8], &hidden_flag, &o[9], &o[10], &o[11], &o[12], &o[13], &o[14]))
+        return NULL;
+    Py_buffer v[N];
+    int held = 0;
+    PyObject *result = NULL;
+    int64_t *work = NULL;
+    Py_ssize_t n = 0, k = 0;
+    if (get_array(o[0], &v[held], 4, -1, 0, "parent") < 0) goto done;
+    n = v[held++].len / 4;
+    static const struct { Py_ssize_t size; int plus; int writable; const char *name; } spec[N] = {
+        {4, -2, 0, "parent"}, {4, 0, 0, "tag"}, {4, 0, 0, "end"}, {4, 0, 0, "line"}, {4, 0, 0, "words"},
+        {2, 0, 0, "flags"}, {4, 0, 0, "id_hash"}, {4, 1, 0, "class_ptr"}, {8, -1, 0, "tag_bits"},
+        {8, 0, 1, "text_nodes"}, {8, 1, 1, "ptr"}, {4, 0, 1, "owner"}, {1, 0, 1, "group"},
+        {1, 0, 1, "is_instance"}, {8, 0, 1, "block_words"}};
+    for (; held < N; held++) {
+        Py_ssize_t items = spec[held].plus == -1 ? -1 : n + spec[held].plus;
+        if (get_array(o[held], &v[held], spec[held].size, items, spec[held].writable, spec[held].name) < 0)
+            goto done;
+    }
+    k = v[8].len / 8;
+    if (k == 0) {
+        PyErr_SetString(PyExc_ValueError, "page_blocks: empty tag table");
+        goto done;
+    }
+    const int32_t *parent = v[0].buf, *tag = v[1].buf, *end = v[2].buf, *line = v[3].buf, *words = v[4].buf;
+    const uint16_t *flags = v[5].buf;
+    const uint32_t *id_hash = v[6].buf;
+    const int32_t *class_ptr = v[7].buf;
+    const int64_t *tag_bits = v[8].buf;
+    int64_t *text_nodes = v[9].buf, *ptr = v[10].buf, *block_words = v[14].buf;
+    int32_t *owner = v[11].buf;
+    int8_t *group = v[12].buf;
+    uint8_t *is_instance = v[13].buf;
+    /* work: content prefix (n + 1), hidden running count (n + 1), nearest instance (n),
+     * nearest holder (n), instance flags (n) */
+    work = PyMem_Calloc((size_t)(5 * n + 2), sizeof(int64_t));
+    if (work == NULL) { PyErr_NoMemory(); goto done; }
+    int64_t *content = work, *hidden = work + n + 1, *near_inst = work + 2 * n + 2,
+            *near_holder = work + 3 * n + 2, *inst = work + 4 * n + 2;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int32_t p = parent[i];
+        if (p >= i || (p < 0 && i > 0) || end[i] <= i || end[i] > n) {
+            PyErr_SetString(PyExc_ValueError, "page_blocks: parent/end are not a preorder tree");
+            goto done;
+        }
+        content[i + 1] = content[i] + (tag_bits[clip_tag(tag[i], k)] & 1);
+        if (i > 0 && (flags[i] & hidden_flag)) {   /* a hidden range starts here and ends at end[i] */
+            hidden[i]++;
+            hidden[end[i]]--;
+        }
+    }
+    for (Py_ssize_t i = 0; i < n; i++) hidden[i + 1] += hidden[i];   /* running count, as cumsum */
+    /* elements with an element three levels below: the third ancestor of every element */
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (tag[i] == 0) continue;
+        int32_t a = parent[i];
+        if (a >= 0) a = parent[a];
+        if (a >= 0) a = parent[a];
+        if (a >= 0) inst[a] = 2;                 /* too deep, decided below */
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int64_t bits = tag_bits[clip_tag(tag[i], k)];
+        int too_deep = inst[i] == 2;
+        int leafish = (bits & 4) && content[end[i]] - content[i] - (bits & 1) == 0 && !too_deep;
+        inst[i] = (bits & 2) || leafish;
+        int32_t p = parent[i];
+        near_inst[i] = inst[i] ? i : (p >= 0 ? near_inst[p] : -1);
+        int element = tag[i] != 0;
+        int named = id_hash[i] != 0 || class_ptr[i + 1] > class_ptr[i];
+        int holder = i == 0 || (element && ((bits & 8) || named));
+        near_holder[i] = holder ? i : (p >= 0 ? near_holder[p] : -1);
+    }
+    Py_ssize_t nt = 0, nb = 0;
+    int32_t last_owner = 0, last_line = 0;
+    int64_t last_hidden = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (tag[i] != 0) continue;
+        int32_t p = parent[i];
+        if (p < 0) {
+            PyErr_SetString(PyExc_ValueError, "page_blocks: a text node without a parent");
+            goto done;
+        }
+        int64_t w = near_inst[p] >= 0 ? near_inst[p] : near_holder[p];
+        int64_t h = hidden[i] > 0;
+        if (nt == 0 || w != last_owner || line[i] != last_line || h != last_hidden) {
+            ptr[nb] = nt;
+            owner[nb] = (int32_t)w;
+            int64_t bits = tag_bits[clip_tag(tag[w], k)];
+            is_instance[nb] = inst[w] != 0;
+            group[nb] = (int8_t)(inst[w] ? (bits >> 8) & 0xFF : (tag_bits[k - 1] >> 8) & 0xFF);
+            block_words[nb] = 0;
+            nb++;
+        }
+        block_words[nb - 1] += words[i];
+        last_owner = (int32_t)w;
+        last_line = line[i];
+        last_hidden = h;
+        text_nodes[nt++] = i;
+    }
+    ptr[nb] = nt;
+    result = Py_BuildValue("nn", nt, nb);
+done:
+    PyMem_Free(work);
+    for (int i = 0; i < held; i++) PyBuffer_Release(&v[i]);
+    return result;
+}
+
+/* region_columns(p float64[n], w float64[n], ancestors int64[n, L], total, out float64[n, R]):
+ * region.region_features's columns 0..R-1 (everything but the own columns), raw where the
+ * reference takes a logarithm: column 1 holds clip(p)/(1 - clip(p)) (region.py takes np.log),
+ * the anc*_blocks_log and gap_*_log columns the counts and gaps (np.log1p), page_main_words_log
+ * nothing (region.py writes np.log1p(total)). `total` is the reference's sum of p·w, numpy's
+ * pairwise sum, passed in. Every other value is the reference's IEEE operations in its order:
+ * running sums (np.cumsum's, and np.bincount's per container in block order) added one
+ * block at a time, each product rounded on its own (-ffp-contract=off). */
+static PyObject *region_columns(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *p_o, *w_o, *anc_o, *out_o;
+    double total;
+    if (!PyArg_ParseTuple(args, "OOOdO", &p_o, &w_o, &anc_o, &total, &out_o)) return NULL;
+    Py_buffer v[4];
+    int held = 0;
+    PyObject *result = NULL;
+    double *acc = NULL;
+    Py_ssize_t n = 0, levels = 0, width = 0;
+    if (get_array(p_o, &v[held], 8, -1, 0, "p") < 0) goto done;
+    n = v[held++].len / 8;
+    if (get_array(w_o, &v[held], 8, n, 0, "w") < 0) goto done;
+    held++;
+    if (get_array(anc_o, &v[held], 8, -1, 0, "ancestors") < 0) goto done;
+    levels = n > 0 ? v[held].len / 8 / n : 0;
+    held++;
+    if (get_array(out_o, &v[held], 8, -1, 1, "out") < 0) goto done;
+    width = n > 0 ? v[held].len / 8 / n : 0;
+    held++;
+    if (n == 0 || v[2].len != n * levels * 8 || v[3].len != n * width * 8 || width != 8 + 3 + 3 * levels + 9) {
+        PyErr_SetString(PyExc_ValueError, "region_columns: arrays of different lengths or an output of another width");
+        goto done;
+    }
+    const double *p = v[0].buf, *w = v[1].buf;
+    const int64_t *anc = v[2].buf;
+    double *out = v[3].buf;
+    int64_t top = 0;
+    for (Py_ssize_t i = 0; i < n * levels; i++) {
+        if (anc[i] < 0) {
+            PyErr_SetString(PyExc_ValueError, "region_columns: a negative container id");
+            goto done;
+        }
+        if (anc[i] > top) top = anc[i];
+    }
+    /* prefix sums of p·w and w (n + 1 each), per container its expected words, words and
+     * blocks, per block the next likely block */
+    acc = PyMem_Malloc((size_t)(2 * (n + 1) + 3 * (top + 1) + n) * sizeof(double));
+    if (acc == NULL) { PyErr_NoMemory(); goto done; }
+    double *pw = acc, *cw = acc + n + 1, *g_exp = acc + 2 * (n + 1), *g_words = g_exp + top + 1,
+           *g_count = g_words + top + 1, *next_likely = g_count + top + 1;
+    pw[0] = cw[0] = 0.0;
+    double pmax = p[0];
+    Py_ssize_t likely = 0, first_likely = -1, last_likely = -1;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        pw[i + 1] = pw[i] + p[i] * w[i];
+        cw[i + 1] = cw[i] + w[i];
+        if (p[i] > pmax) pmax = p[i];
+        if (p[i] >= 0.5) {
+            likely++;
+            if (first_likely < 0) first_likely = i;
+            last_likely = i;
+        }
+    }
+    static const Py_ssize_t windows[3] = {2, 5, 15};
+    for (Py_ssize_t i = 0; i < n; i++) {
+        double *row = out + i * width;
+        double c = p[i] < 1e-6 ? 1e-6 : p[i];
+        c = c > 1 - 1e-6 ? 1 - 1e-6 : c;
+        row[0] = p[i];
+        row[1] = c / (1 - c);
+        for (Py_ssize_t k = 1; k <= 3; k++) {
+            row[1 + k] = i - k >= 0 ? p[i - k] : NAN;          /* p_prev{k} */
+            row[4 + k] = i + k < n ? p[i + k] : NAN;           /* p_next{k} */
+        }
+        for (int j = 0; j < 3; j++) {
+            Py_ssize_t lo = i - windows[j] > 0 ? i - windows[j] : 0;
+            Py_ssize_t hi = i + windows[j] + 1 < n ? i + windows[j] + 1 : n;
+            double cws = cw[hi] - cw[lo];
+            row[8 + j] = (pw[hi] - pw[lo]) / (cws > 1.0 ? cws : 1.0);
+        }
+    }
+    for (Py_ssize_t k = 0; k < levels; k++) {
+        for (int64_t g = 0; g <= top; g++) g_exp[g] = g_words[g] = g_count[g] = 0.0;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            int64_t g = anc[i * levels + k];
+            g_exp[g] += p[i] * w[i];
+            g_words[g] += w[i];
+            g_count[g] += 1.0;
+        }
+        for (Py_ssize_t i = 0; i < n; i++) {
+            double *row = out + i * width + 11 + 3 * k;
+            int64_t g = anc[i * levels + k];
+            row[0] = g_exp[g] / (g_words[g] > 1.0 ? g_words[g] : 1.0);
+            row[1] = total > 0 ? g_exp[g] / total : 0.0;
+            row[2] = g_count[g];
+        }
+    }
+    /* the first likely block after each block (-1: none), from the end */
+    for (Py_ssize_t i = n - 1, seen = -1; i >= 0; i--) {
+        next_likely[i] = (double)seen;
+        if (p[i] >= 0.5) seen = i;
+    }
+    Py_ssize_t prev_likely = -1;
+    double before = 0.0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        double *row = out + i * width + 11 + 3 * levels;
+        double expected = p[i] * w[i];
+        double after = total - before - expected;
+        row[0] = total > 0 ? before / total : 0.0;
+        row[1] = total > 0 ? after / total : 0.0;
+        if (likely) {
+            /* the nearest likely block strictly before and strictly after, the ones region.py's
+             * searchsorted finds */
+            Py_ssize_t next = (Py_ssize_t)next_likely[i];
+            row[2] = (double)(prev_likely >= 0 ? i - prev_likely : n);
+            row[3] = (double)(next >= 0 ? next - i : n);
+            row[4] = i > last_likely;
+            row[5] = i < first_likely;
+        } else {
+            row[2] = row[3] = (double)n;
+            row[4] = row[5] = 0.0;
+        }
+        row[6] = pmax;
+        row[7] = 0.0;                                   /* page_main_words_log: region.py's */
+        row[8] = (double)likely / (double)n;
+        before += expected;
+        if (p[i] >= 0.5) prev_likely = i;
+    }
+    result = Py_None;
+    Py_INCREF(result);
+done:
+    PyMem_Free(acc);
+    for (int i = 0; i < held; i++) PyBuffer_Release(&v[i]);
+    return result;
+}
+
 static PyMethodDef methods[] = {
+    {"role_nodes", role_nodes, METH_VARARGS,
+     "role_nodes(parent, tag, end, context, contains, first, owner, context_out, contains_out): "
+     "features._role_columns's element columns."},
+    {"role_text", role_text, METH_VARARGS,
+     "role_text(texts, heads3, heads2, out): per block text, ASCII upper case and letters, and a possible role start."},
+    {"page_blocks", page_blocks, METH_VARARGS,
+     "page_blocks(...): blocks.page_blocks's arrays written into arrays of the page's length; (text nodes, blocks)."},
+    {"region_columns", region_columns, METH_VARARGS,
+     "region_columns(p, w, ancestors, total, out): region.region_features's columns but the own ones (raw; see above)."},
+    {"role_any", role_any, METH_VARARGS,
+     "role_any(texts, blocks, out): per listed block, the groups of features._role_any's scan that match it."},
+    {"count_strings", count_strings, METH_VARARGS,
+     "count_strings(text, strings, out): text.count(s) of every string."},
     {"text_columns", text_columns, METH_VARARGS,
      "text_columns(texts, counts): per block text, the counts and pattern bits of features.py's text columns."},
     {"text_keys", text_keys, METH_VARARGS, "text_keys(texts, keys): features.text_key of every text."},
@@ -806,6 +1407,7 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_features",
 
 PyMODINIT_FUNC PyInit__features(void) {
     crc_init();
+    role_cues_init();
     lower_name = PyUnicode_InternFromString("lower");
     if (lower_name == NULL) return NULL;
     PyObject *m = PyModule_Create(&module);

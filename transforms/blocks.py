@@ -20,6 +20,7 @@ is a vector operation over the text nodes.
 """
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 import numpy as np
@@ -28,6 +29,16 @@ from sitestrip.transforms.page import (BLOCK_LEVEL, F_HIDDEN, KNOWN_TAGS, TAG_ID
                                        tag_table)
 from sitestrip.transforms.text import run_texts
 from sitestrip.transforms.tree import nearest_in_mask
+
+try:
+    # A page's blocks in one pass, compiled (transforms/_features.c, built by `pip install`);
+    # _page_blocks_python is the reference and runs where it is missing.
+    from sitestrip.transforms import _features as _compiled
+except ImportError:  # pragma: no cover - a source tree used without installing
+    _compiled = None
+# The same switch as features.py's (SITESTRIP_FEATURES=python runs both modules' references);
+# tests set both module flags to compare the paths.
+_COMPILED = os.environ.get("SITESTRIP_FEATURES", "compiled") != "python"
 
 # Seed 002's content elements and instance groups (one CART per group in `ceml`), as tables
 # per tag id (page.has_tag: one lookup per page instead of np.isin's pass per tag of a set).
@@ -41,6 +52,13 @@ _GROUP_OF_TAG = {"p": 0, "li": 1, "h1": 2, "h2": 2, "h3": 2, "h4": 2, "h5": 2, "
 # tag, looked up as page.has_tag looks up its tables.
 _GROUP_TABLE = np.full(len(KNOWN_TAGS) + 1, GROUPS.index("other"), dtype=np.int8)
 _GROUP_TABLE[[TAG_ID[name] for name in _GROUP_OF_TAG]] = list(_GROUP_OF_TAG.values())
+# Per tag id, what transforms/_features.c page_blocks reads of it: bit 0 a content element, bit 1
+# an always-instance tag, bit 2 div/td/th, bit 3 block level, bits 8-15 its group (the last
+# entry, every unknown tag's, "other").
+_BLOCK_TAG_BITS = (_CONTENT_TAGS.astype(np.int64) | (_ALWAYS_INSTANCE.astype(np.int64) << 1)
+                   | (_LEAF_INSTANCE.astype(np.int64) << 2) | (BLOCK_LEVEL.astype(np.int64) << 3)
+                   | (_GROUP_TABLE.astype(np.int64) << 8))
+assert TEXT == 0                       # page_blocks's text nodes are the nodes of tag 0
 
 
 @dataclass
@@ -116,6 +134,30 @@ def hidden_text(page: CompactPage, nodes: np.ndarray) -> np.ndarray | None:
 
 def page_blocks(page: CompactPage) -> Blocks:
     """Every text node in exactly one block (design §10)."""
+    if _compiled is not None and _COMPILED:
+        return _page_blocks_compiled(page)
+    return _page_blocks_python(page)
+
+
+def _page_blocks_compiled(page: CompactPage) -> Blocks:
+    """_page_blocks_python's blocks from one pass of transforms/_features.c over the page's
+    nodes (page_blocks), written into arrays of the page's length and copied to their sizes."""
+    n = page.size
+    text_nodes, ptr = np.empty(n, dtype=np.int64), np.empty(n + 1, dtype=np.int64)
+    owner, group = np.empty(n, dtype=np.int32), np.empty(n, dtype=np.int8)
+    is_inst, words = np.empty(n, dtype=bool), np.empty(n, dtype=np.int64)
+    i32 = np.int32
+    nt, nb = _compiled.page_blocks(
+        page.parent, page.tag, page.end, np.ascontiguousarray(page.line, dtype=i32),
+        np.ascontiguousarray(page.words, dtype=i32), np.ascontiguousarray(page.flags, dtype=np.uint16),
+        np.ascontiguousarray(page.id_hash, dtype=np.uint32), np.ascontiguousarray(page.class_ptr, dtype=i32),
+        _BLOCK_TAG_BITS, F_HIDDEN, text_nodes, ptr, owner, group, is_inst, words)
+    return Blocks(owner=owner[:nb].copy(), group=group[:nb].copy(), is_instance=is_inst[:nb].copy(),
+                  ptr=ptr[:nb + 1].copy(), text_nodes=text_nodes[:nt].copy(), words=words[:nb].copy())
+
+
+def _page_blocks_python(page: CompactPage) -> Blocks:
+    """page_blocks with numpy: the reference of transforms/_features.c page_blocks."""
     text = np.flatnonzero(page.tag == TEXT)
     if text.size == 0:
         empty = np.zeros(0, dtype=np.int64)

@@ -137,7 +137,11 @@ def page_type_proba(model: BlockModel, page_features: np.ndarray) -> np.ndarray 
     """float64[len(PAGE_TYPES)] of one page, None for a model without the page type stage."""
     if not model.page_type_models:
         return None
-    return PageTypeModel(model.page_type_models).proba(page_features[None, :])[0]
+    # Built once per loaded model (its ensembles' joined node table), not once per page.
+    types = model.__dict__.get("_page_type_model")
+    if types is None or types.models is not model.page_type_models:
+        types = model._page_type_model = PageTypeModel(model.page_type_models)
+    return types.proba(page_features[None, :])[0]
 
 
 def region_proba(model: BlockModel, first: np.ndarray, words: np.ndarray, features: np.ndarray,

@@ -7,7 +7,8 @@ columns and text keys in one pass per text in C (`transforms/_features.c`), with
 the Python code here as its reference (a few regular expressions and numpy over
 the page's code points). The per-node loops where numpy would spend dozens of calls on
 small arrays (siblings of the same shape, the owners' class/id hints, nearest marked
-ancestors) are compiled there too, the numpy code here (and tree.nearest_in_mask_doubling) their
+ancestors, the block roles' context elements) and the role cues' text scans are compiled
+there too, the numpy and regular-expression code here (and tree.nearest_in_mask_doubling) their
 reference.
 
 Site features take NaN ("missing") when the page has no other page of its site:
@@ -34,8 +35,8 @@ from sitestrip.transforms.tree import elements_below, links_below, nearest_in_ma
 try:
     # Block texts' character and pattern columns, text keys and per-node loops, compiled
     # (transforms/_features.c, built by `pip install`); _text_columns_python, text_key,
-    # _sibling_shapes_python, _structure_python and _owner_hints's numpy loop are its reference
-    # and run where the extension is missing.
+    # _sibling_shapes_python, _structure_python, _owner_hints's numpy loop and the _role_*_python
+    # functions are its reference and run where the extension is missing.
     from sitestrip.transforms import _features as _compiled
 except ImportError:  # pragma: no cover - a source tree used without installing
     _compiled = None
@@ -76,6 +77,8 @@ for _k, _t in enumerate(_CONTEXT_TAGS):
     _CONTEXT_BITS[TAG_ID[_t]] |= 1 << _k
 ROLE_BLOCK_WORDS = 25
 _TIME_TABLE, _IMG_TABLE = tag_table("time"), tag_table("img", "picture", "video", "iframe", "figure")
+# The same for transforms/_features.c role_nodes: bit 0 <time>, bit 1 an image.
+_CONTAINS_BITS = _TIME_TABLE.astype(np.int64) | (_IMG_TABLE.astype(np.int64) << 1)
 # ... and how its own line reads: a credit, a dateline, a promo line that sends the reader
 # elsewhere, a call to subscribe or share, a reading time. Several languages; each pattern
 # anchored where such a line starts, so a sentence that merely mentions "photo" is not one.
@@ -118,11 +121,19 @@ def _head_key(head: str, n: int) -> int:
 
 _ROLE_HEAD_KEYS = np.array(sorted(_head_key(h, 3) for h in _ROLE_HEADS if len(h) == 3), dtype=np.int64)
 _ROLE_HEAD2_KEYS = np.array(sorted(_head_key(h, 2) for h in _ROLE_HEADS if len(h) == 2), dtype=np.int64)
+# transforms/_features.c role_text reads '\n' past a short text's end where the reference reads
+# the next characters of the joined page text: the same decision only while no head holds
+# '\n' or the padding 0.
+assert not any(c in h for h in _ROLE_HEADS for c in "\n\0")
 _ROLE_START = re.compile(r"[ \t]*(?:" + "|".join(f"(?P<{name}>{p})" for name, p in _ROLE_START_CUES) + ")")
 # Each alternative of the anywhere cues with the literal it starts with: the scan runs only over
 # the alternatives whose literal the text holds (a substring test, far cheaper than the scan).
 _ROLE_ANY_PARTS = tuple((name, part, re.match(r"[a-z ]+", part).group(0))
                         for name, parts in _ROLE_ANY_CUES for part in parts)
+
+# The groups of the anywhere cues, in _ROLE_ANY_CUES's order: bit k of _features.c role_any's
+# result is group k.
+_ROLE_ANY_NAMES = tuple(name for name, _ in _ROLE_ANY_CUES)
 
 
 @lru_cache(maxsize=256)
@@ -164,6 +175,9 @@ _COLUMN = {name: i for i, name in enumerate(FEATURE_NAMES)}
 _NEAR_COLUMNS = [_COLUMN[f"near_{h}"] for h in HINT_NAMES]
 _PATTERN_COLUMNS = [_COLUMN[f"contains_{name}"] for name, _ in _TEXT_PATTERNS]
 _FAR_COLUMNS = [_COLUMN[f"far_{h}"] for h in HINT_NAMES]
+_CONTEXT_COLUMNS = [_COLUMN[f"in_{t}"] for t in _CONTEXT_TAGS]
+_CONTEXT_SHIFTS = np.arange(len(_CONTEXT_TAGS), dtype=np.int64)
+_CONTAINS_COLUMNS = [_COLUMN["contains_time"], _COLUMN["contains_img"]]
 assert [_COLUMN[f"group_{g}"] for g in GROUPS] == list(range(_COLUMN[f"group_{GROUPS[0]}"],
                                                               _COLUMN[f"group_{GROUPS[-1]}"] + 1))
 _GROUP_CODES = np.arange(len(GROUPS))
@@ -385,6 +399,73 @@ def _role_columns(page: CompactPage, blocks: Blocks, owner: np.ndarray, texts: l
     line, and scanning only those keeps the cost down)."""
     col = _COLUMN
     first = blocks.text_nodes[blocks.ptr[:-1]]
+    compiled = _compiled is not None and _COMPILED
+    if compiled:
+        context = np.empty(first.size, dtype=np.int64)
+        contains = np.empty((first.size, 2), dtype=np.int64)
+        _compiled.role_nodes(page.parent, page.tag, page.end, _CONTEXT_BITS, _CONTAINS_BITS,
+                             np.ascontiguousarray(first, dtype=np.int64), owner, context, contains)
+        x[:, _CONTEXT_COLUMNS] = (context[:, None] >> _CONTEXT_SHIFTS) & 1
+        x[:, _CONTAINS_COLUMNS] = contains > 0
+    else:
+        _role_elements_python(page, first, owner, x)
+    # Inside an element the markup hides (blocks.hidden_elements). How much that element holds
+    # tells a hidden heading or label (a few words) from a collapsed tab, accordion or a wrapper
+    # a script toggles (whole sections), which a reader can open.
+    hidden = hidden_elements(page)
+    if hidden.any():
+        nearest = nearest_in_mask(page, hidden)[first]
+        x[:, col["hidden_element"]] = nearest >= 0
+        x[:, col["hidden_words_log"]] = np.where(nearest >= 0, np.log1p(words_below(page)[np.maximum(nearest, 0)]), 0.0)
+    if not texts:
+        return
+    if compiled:
+        counts = np.empty((len(texts), 3), dtype=np.int64)
+        _compiled.role_text(list(texts), _ROLE_HEAD_KEYS, _ROLE_HEAD2_KEYS, counts)
+        upper, letters, candidate = counts[:, 0], counts[:, 1], counts[:, 2] != 0
+    else:
+        upper, letters, candidate = _role_text_python(texts)
+    short = blocks.words <= ROLE_BLOCK_WORDS
+    rows, columns = [], []
+    for i in np.flatnonzero(short & candidate).tolist():
+        m = _ROLE_START.match(texts[i].lower())
+        if m:
+            rows.append(i)
+            columns.append(col["role_" + m.lastgroup])
+    # Anywhere cues: one scan over the short blocks' text.
+    short_ids = np.flatnonzero(short)
+    if short_ids.size and compiled:
+        bits = np.empty(short_ids.size, dtype=np.int64)
+        _compiled.role_any(texts if type(texts) is list else list(texts), short_ids, bits)
+        for k, name in enumerate(_ROLE_ANY_NAMES):
+            hit = short_ids[(bits & (1 << k)) != 0].tolist()
+            rows += hit
+            columns += [col["role_" + name]] * len(hit)
+    elif short_ids.size:
+        _role_any_python(texts, short_ids.tolist(), rows, columns)
+    if rows:
+        x[rows, columns] = 1.0
+    x[:, col["caps_share"]] = upper / np.maximum(letters, 1)
+    x[:, col["short_line"]] = blocks.words <= 12
+
+
+def _role_any_python(texts: list[str], short_ids: list, rows: list, columns: list) -> None:
+    """The anywhere cues' (block, column) pairs of the blocks `short_ids`: one scan of _role_any
+    over their lower-cased texts joined by newlines, the reference of _features.c role_any."""
+    lowered = [texts[i].lower() for i in short_ids]
+    offsets = np.concatenate(([0], np.cumsum(np.fromiter((len(t) + 1 for t in lowered), dtype=np.int64,
+                                                         count=len(lowered)))[:-1]))
+    joined = "\n".join(lowered)
+    present = tuple((name, part) for name, part, literal in _ROLE_ANY_PARTS if literal in joined)
+    for m in (_role_any(present).finditer(joined) if present else ()):
+        rows.append(short_ids[int(np.searchsorted(offsets, m.start(), side="right")) - 1])
+        columns.append(_COLUMN["role_" + m.lastgroup])
+
+
+def _role_elements_python(page: CompactPage, first: np.ndarray, owner: np.ndarray, x: np.ndarray) -> None:
+    """_role_columns's element columns (in_*, contains_time, contains_img) with numpy: the
+    reference of transforms/_features.c role_nodes."""
+    col = _COLUMN
     end = page.end.astype(np.int64)
     context = np.take(_CONTEXT_BITS, page.tag, mode="clip")
     for k, name in enumerate(_CONTEXT_TAGS):
@@ -395,19 +476,14 @@ def _role_columns(page: CompactPage, blocks: Blocks, owner: np.ndarray, texts: l
             reach = np.maximum.accumulate(end[starts])
             k_before = np.searchsorted(starts, first, side="right") - 1
             x[:, col[f"in_{name}"]] = (k_before >= 0) & (reach[np.maximum(k_before, 0)] > first)
-    # Inside an element the markup hides (blocks.hidden_elements). How much that element holds
-    # tells a hidden heading or label (a few words) from a collapsed tab, accordion or a wrapper
-    # a script toggles (whole sections), which a reader can open.
-    hidden = hidden_elements(page)
-    if hidden.any():
-        nearest = nearest_in_mask(page, hidden)[first]
-        x[:, col["hidden_element"]] = nearest >= 0
-        x[:, col["hidden_words_log"]] = np.where(nearest >= 0, np.log1p(words_below(page)[np.maximum(nearest, 0)]), 0.0)
     for name, table in (("contains_time", _TIME_TABLE), ("contains_img", _IMG_TABLE)):
         hits = np.concatenate(([0], np.cumsum(has_tag(page.tag, table))))
         x[:, col[name]] = (hits[end[owner]] - hits[owner]) > 0
-    if not texts:
-        return
+
+
+def _role_text_python(texts: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(ASCII upper-case letters, ASCII letters, could start a role cue) per block text, over
+    the page's newline-joined code points: the reference of transforms/_features.c role_text."""
     lengths = np.fromiter((len(t) + 1 for t in texts), dtype=np.int64, count=len(texts))
     starts = np.concatenate(([0], np.cumsum(lengths)[:-1]))
     code = np.frombuffer("\n".join(texts).encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
@@ -422,28 +498,7 @@ def _role_columns(page: CompactPage, blocks: Blocks, owner: np.ndarray, texts: l
     first = padded[starts]
     candidate = (np.isin(heads, _ROLE_HEAD_KEYS) | np.isin(heads >> 21, _ROLE_HEAD2_KEYS)
                  | ((first >= 48) & (first <= 57)) | (first == 0xA9) | (first == 32) | (first == 9))
-    short = blocks.words <= ROLE_BLOCK_WORDS
-    rows, columns = [], []
-    for i in np.flatnonzero(short & candidate).tolist():
-        m = _ROLE_START.match(texts[i].lower())
-        if m:
-            rows.append(i)
-            columns.append(col["role_" + m.lastgroup])
-    # Anywhere cues: one scan over the short blocks' text.
-    short_ids = np.flatnonzero(short).tolist()
-    if short_ids:
-        lowered = [texts[i].lower() for i in short_ids]
-        offsets = np.concatenate(([0], np.cumsum(np.fromiter((len(t) + 1 for t in lowered), dtype=np.int64,
-                                                             count=len(lowered)))[:-1]))
-        joined = "\n".join(lowered)
-        present = tuple((name, part) for name, part, literal in _ROLE_ANY_PARTS if literal in joined)
-        for m in (_role_any(present).finditer(joined) if present else ()):
-            rows.append(short_ids[int(np.searchsorted(offsets, m.start(), side="right")) - 1])
-            columns.append(col["role_" + m.lastgroup])
-    if rows:
-        x[rows, columns] = 1.0
-    x[:, col["caps_share"]] = per_block(upper) / np.maximum(per_block(letter), 1)
-    x[:, col["short_line"]] = blocks.words <= 12
+    return per_block(upper), per_block(letter), candidate
 
 
 # The columns structure_columns (transforms/_features.c) fills, in its order: S_WORDS_LOG ...

@@ -432,6 +432,7 @@ class BlockModel:
         # The compiled walk reads 8-byte indexes: the same arrays where intp is 64-bit.
         self._feature64 = np.asarray(self._feature, dtype=np.int64)
         self._left64 = np.asarray(self._left, dtype=np.int64)
+        self._roots64 = np.asarray(self._roots, dtype=np.int64)
         self._tree_depth = depths[tree_order].astype(np.int64)       # levels per tree, in table order
         self.max_depth = int(depths.max())
         # Rows of the [trees, blocks] node matrix that level d must move: gbdt, the
@@ -474,6 +475,20 @@ class BlockModel:
         """P(main) of each block: X is float32[n, F] (other float dtypes are rounded to
         float32 first), NaN allowed, ±inf refused; groups (ceml only) int[n] indices
         into group_names."""
+        X, groups = self._checked(X, groups)
+        if X.shape[0] == 0:
+            return np.zeros(0, dtype=np.float64)
+        n = X.shape[0]
+        # Blocks in slices: the [trees, blocks] buffers of 256 blocks stay in cache;
+        # 2,000 at once ran 1.5x slower per block (300 trees).
+        if n > _SLICE:
+            return np.concatenate([
+                self._evaluate(X[i:i + _SLICE], None if groups is None else groups[i:i + _SLICE])
+                for i in range(0, n, _SLICE)])
+        return self._evaluate(X, groups)
+
+    def _checked(self, X, groups):
+        """(X as float32, groups) after predict_proba's checks."""
         X = np.asarray(X, dtype=np.float32)
         n_features = len(self.feature_names)
         if X.ndim != 2 or X.shape[1] != n_features:
@@ -487,32 +502,28 @@ class BlockModel:
                 raise ValueError(f"groups must be int[{n}], got {groups.dtype}{list(groups.shape)}")
             if n and (groups.min() < 0 or groups.max() >= len(self.group_names)):
                 raise ValueError(f"group index outside [0, {len(self.group_names)})")
-        if n == 0:
-            return np.zeros(0, dtype=np.float64)
         inf = np.isinf(X)
         if inf.any():
             cols = sorted({self.feature_names[c] for c in np.flatnonzero(inf.any(axis=0))})
             raise ValueError(f"features are infinite in {cols}")
-        # Blocks in slices: the [trees, blocks] buffers of 256 blocks stay in cache;
-        # 2,000 at once ran 1.5x slower per block (300 trees).
-        if n > _SLICE:
-            return np.concatenate([
-                self._evaluate(X[i:i + _SLICE], None if groups is None else groups[i:i + _SLICE])
-                for i in range(0, n, _SLICE)])
-        return self._evaluate(X, groups)
+        return X, groups
 
     def _evaluate(self, X, groups) -> np.ndarray:
         n = X.shape[0]
+        if self.kind == "gbdt" and n > 1 and _compiled is not None and _COMPILED:
+            # The leaves' sums per block in C, no [trees, blocks] matrices: the same additions
+            # in the same order as numpy's sum over the trees axis below (_model.c leaf_sums).
+            sums = np.empty(n)
+            _compiled.leaf_sums(_both(X), self._tree_depth, self._feature64, self._threshold, self._left64,
+                                self._value, self._roots64, sums)
+            return np.exp(-np.logaddexp(0.0, -(self.base_score + sums)))
         rows = self._roots.size if self.kind == "gbdt" else 1
         node = np.empty((rows, n), dtype=np.intp)                  # [trees, blocks] or [1, blocks]
         node[:] = self._roots[:, None] if self.kind == "gbdt" else self._roots[groups]
         if _compiled is not None and _COMPILED:
-            nan = np.isnan(X)
-            both = np.concatenate((np.where(nan, np.float32(np.inf), X), np.where(nan, np.float32(-np.inf), X)),
-                                  axis=1)
             # ceml: one row of per-block trees, walked as deep as the deepest of them
             steps = self._tree_depth if self.kind == "gbdt" else np.array([self.max_depth], dtype=np.int64)
-            _compiled.leaves(node, both, steps, self._feature64, self._threshold, self._left64)
+            _compiled.leaves(node, _both(X), steps, self._feature64, self._threshold, self._left64)
         else:
             self._walk(X, node)
         if self.kind == "ceml":
@@ -545,3 +556,61 @@ class BlockModel:
 
     def is_main(self, X, groups=None) -> np.ndarray:
         return self.predict_proba(X, groups) >= self.threshold
+
+
+def _both(X: np.ndarray) -> np.ndarray:
+    """_model.c's matrix: X with NaN as +inf, then X with NaN as -inf, side by side. fmin and
+    fmax return the other operand for a NaN and x itself against ±inf (X holds no infinity:
+    predict_proba refuses them), one pass each into the halves."""
+    n, width = X.shape
+    both = np.empty((n, 2 * width), dtype=np.float32)
+    np.fmin(X, np.float32(np.inf), out=both[:, :width])
+    np.fmax(X, np.float32(-np.inf), out=both[:, width:])
+    return both
+
+
+class EnsembleSet:
+    """Several gbdt ensembles over the same features (the page type stage's one-vs-rest set):
+    predict_proba of each, with every ensemble's trees in one node table so that one compiled
+    walk reaches all their leaves. Each ensemble's leaf values are then summed and turned into a
+    probability as its own predict_proba does, over rows of the same shape, so the values are
+    its own bit for bit."""
+
+    def __init__(self, models: list):
+        self.models = list(models)
+        first = self.models[0] if self.models else None
+        self._joined = bool(self.models) and all(
+            m.kind == "gbdt" and m.feature_names == first.feature_names for m in self.models)
+        if not self._joined:
+            return
+        offsets = np.cumsum([0] + [m._left.size for m in self.models])[:-1]
+        self._feature64 = np.concatenate([m._feature64 for m in self.models])
+        self._threshold = np.concatenate([m._threshold for m in self.models])
+        self._left64 = np.concatenate([m._left64 + o for m, o in zip(self.models, offsets)])
+        self._value = np.concatenate([m._value for m in self.models])
+        self._roots = np.concatenate([m._roots + o for m, o in zip(self.models, offsets)])
+        self._tree_depth = np.concatenate([m._tree_depth for m in self.models])
+        self._bounds = np.cumsum([0] + [m._roots.size for m in self.models]).tolist()
+
+    def predict_proba(self, X) -> list:
+        """[each model's predict_proba(X)]."""
+        if not (self._joined and _compiled is not None and _COMPILED):
+            return [m.predict_proba(X) for m in self.models]
+        X, _ = self.models[0]._checked(X, None)
+        n = X.shape[0]
+        if n == 0:
+            return [np.zeros(0, dtype=np.float64) for _ in self.models]
+        parts = [self._evaluate(X[i:i + _SLICE]) for i in range(0, n, _SLICE)]
+        return [parts[0][e] if len(parts) == 1 else np.concatenate([p[e] for p in parts])
+                for e in range(len(self.models))]
+
+    def _evaluate(self, X) -> list:
+        node = np.empty((self._roots.size, X.shape[0]), dtype=np.intp)
+        node[:] = self._roots[:, None]
+        _compiled.leaves(node, _both(X), self._tree_depth, self._feature64, self._threshold, self._left64)
+        values = self._value[node]
+        out = []
+        for e, m in enumerate(self.models):
+            raw = m.base_score + values[self._bounds[e]:self._bounds[e + 1]].sum(axis=0)
+            out.append(np.exp(-np.logaddexp(0.0, -raw)))
+        return out

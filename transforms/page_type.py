@@ -16,12 +16,23 @@ probability per type (each type's logistic probability, normalized to sum to 1).
 """
 from __future__ import annotations
 
+import os
 import re
 from urllib.parse import urlsplit
 
 import numpy as np
 
+from sitestrip.transforms.model import EnsembleSet
 from sitestrip.transforms.page import TAG_ID, TEXT, CompactPage
+
+try:
+    # The text cues' counts in one pass over the text (transforms/_features.c count_strings, built
+    # by `pip install`); str.count per cue string is the reference and runs where it is missing.
+    from sitestrip.transforms import _features as _compiled
+except ImportError:  # pragma: no cover - a source tree used without installing
+    _compiled = None
+# The switch of the block features' extension (SITESTRIP_FEATURES=python runs every reference).
+_COMPILED = os.environ.get("SITESTRIP_FEATURES", "compiled") != "python"
 
 PAGE_TYPES = ("article", "documentation", "forum", "product", "listing", "collection", "service")
 # The column's value for a page without any text block: nothing to judge.
@@ -82,6 +93,18 @@ _CUES = (
     ("listing", ("sort by", "filter", "showing ", "results", "view all", "load more", "next page", "sortieren",
                  "ergebnisse", "items")),
 )
+_CUE_STRINGS = tuple(s for _, strings in _CUES for s in strings)
+_CUE_STARTS = np.cumsum([0] + [len(strings) for _, strings in _CUES][:-1])
+
+
+def _cue_counts(short: str) -> list:
+    """Occurrences of each _CUES family's strings in `short` (str.count's, summed per family)."""
+    if _compiled is not None and _COMPILED:
+        counts = np.empty(len(_CUE_STRINGS), dtype=np.int64)
+        _compiled.count_strings(short, _CUE_STRINGS, counts)
+        return [int(v) for v in np.add.reduceat(counts, _CUE_STARTS).tolist()]
+    return [sum(short.count(s) for s in strings) for _, strings in _CUES]
+
 
 # Element counts per page (tag names), log-scaled.
 _COUNTED_TAGS = ("article", "time", "form", "input", "img", "table", "pre", "code", "dl", "h1", "h2",
@@ -137,6 +160,17 @@ def _declared_columns(page: CompactPage) -> list:
     return out + [published is not None, author is not None, description is not None]
 
 
+_WEIGHTED_COLUMNS: dict = {}
+
+
+def _weighted_columns(column: dict) -> np.ndarray:
+    """The _WEIGHTED columns' indices in `column`, looked up once per column table."""
+    got = _WEIGHTED_COLUMNS.get(id(column))
+    if got is None or got[0] is not column:
+        got = _WEIGHTED_COLUMNS[id(column)] = (column, np.array([column[c] for c in _WEIGHTED], dtype=np.intp))
+    return got[1]
+
+
 def page_type_features(page: CompactPage, url: str, texts: list, words: np.ndarray, X: np.ndarray,
                        column: dict) -> np.ndarray:
     """float32[len(PAGE_FEATURE_NAMES)]: one page's features. `texts`, `words`: its blocks' texts
@@ -145,27 +179,31 @@ def page_type_features(page: CompactPage, url: str, texts: list, words: np.ndarr
     w = np.asarray(words, dtype=np.float64)
     total = float(w.sum())
     n = len(texts)
-    row = [np.log1p(total), np.log1p(n), np.log1p(total / max(n, 1)), np.log1p(float(w.max()) if n else 0.0),
-           float(w[w >= 40].sum()) / total if total else 0.0, len(page.title.split())]
-    row += _url_columns(url)
-    row += _declared_columns(page)
+    # The scalar head as a list, the array parts assigned as arrays: each value is the one the
+    # list of Python and numpy scalars held, rounded to float32 once at the end as before.
+    head = [np.log1p(total), np.log1p(n), np.log1p(total / max(n, 1)), np.log1p(float(w.max()) if n else 0.0),
+            float(w[w >= 40].sum()) / total if total else 0.0, len(page.title.split())]
+    head += _url_columns(url)
+    head += _declared_columns(page)
     short = "\n".join([t for t, k in zip(texts, words) if k <= SHORT_BLOCK_WORDS]).lower()
-    row += [np.log1p(sum(short.count(s) for s in strings)) for _, strings in _CUES]
+    head += [np.log1p(count) for count in _cue_counts(short)]
+    row = np.zeros(len(PAGE_FEATURE_NAMES))
+    i = len(head)
+    row[:i] = head
     tag_counts = np.bincount(np.minimum(page.tag[page.tag != TEXT], _COUNTED_IDS.max() + 1),
                              minlength=int(_COUNTED_IDS.max()) + 2)
-    row += list(np.log1p(tag_counts[_COUNTED_IDS]))
-    weights = w / total if total else np.zeros(n)
+    row[i:i + _COUNTED_IDS.size] = np.log1p(tag_counts[_COUNTED_IDS])
+    i += _COUNTED_IDS.size
     if n:
-        cols = [column[c] for c in _WEIGHTED]
-        values = np.nan_to_num(X[:, cols].astype(np.float64), nan=0.0)
-        row += list(weights @ values)
+        weights = w / total if total else np.zeros(n)
+        values = np.nan_to_num(X.take(_weighted_columns(column), axis=1).astype(np.float64), copy=False, nan=0.0)
+        row[i:i + len(_WEIGHTED)] = weights @ values
+        i += len(_WEIGHTED)
         repeated = X[:, column["same_shape_max_log"]] >= np.log1p(2)     # three or more alike
-        row += [float(weights[repeated].sum()), float(weights[w < 8].sum()),
-                float(np.nanmax(X[:, column["region_share_1"]]))]
-        row += [float(X[0, column["has_site"]]), float(np.nan_to_num(X[0, column["site_pages_log"]]))]
-    else:
-        row += [0.0] * (len(_WEIGHTED) + 5)
-    return np.asarray(row, dtype=np.float32)
+        row[i:] = [float(weights[repeated].sum()), float(weights[w < 8].sum()),
+                   float(np.nanmax(X[:, column["region_share_1"]])),
+                   float(X[0, column["has_site"]]), float(np.nan_to_num(X[0, column["site_pages_log"]]))]
+    return row.astype(np.float32)
 
 
 class PageTypeModel:
@@ -176,13 +214,14 @@ class PageTypeModel:
         if len(models) != len(PAGE_TYPES):
             raise ValueError(f"page type model: {len(models)} ensembles for {len(PAGE_TYPES)} types")
         self.models = models
+        self._set = EnsembleSet(models)
 
     def proba(self, features: np.ndarray) -> np.ndarray:
         """float64[pages, len(PAGE_TYPES)], rows summing to 1, for float32[pages, F] features."""
         features = np.atleast_2d(features)
         if features.shape[0] == 0:
             return np.zeros((0, len(PAGE_TYPES)))
-        p = np.stack([m.predict_proba(features) for m in self.models], axis=1)
+        p = np.stack(self._set.predict_proba(features), axis=1)
         return p / np.maximum(p.sum(axis=1, keepdims=True), 1e-12)
 
 

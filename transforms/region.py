@@ -15,7 +15,18 @@ they learn how the first model errs on sites it never saw.
 """
 from __future__ import annotations
 
+import os
+
 import numpy as np
+
+try:
+    # The columns but the own ones in one pass (transforms/_features.c region_columns, built by
+    # `pip install`); _region_features_python is the reference and runs where it is missing.
+    from sitestrip.transforms import _features as _compiled
+except ImportError:  # pragma: no cover - a source tree used without installing
+    _compiled = None
+# The block features' switch (SITESTRIP_FEATURES=python runs every reference).
+_COMPILED = os.environ.get("SITESTRIP_FEATURES", "compiled") != "python"
 
 REGION_FEATURE_SET = "region-v2"
 LEVELS = (0, 1, 2, 3, 4)
@@ -45,6 +56,10 @@ def _names() -> tuple:
 
 
 REGION_FEATURE_NAMES = _names()
+_RCOL = {name: i for i, name in enumerate(REGION_FEATURE_NAMES)}
+_OWN_START = _RCOL[f"own_{OWN_COLUMNS[0]}"]
+# The columns region_columns leaves raw for numpy's log1p here (counts and gaps).
+_LOG1P = np.array([_RCOL[f"anc{k}_blocks_log"] for k in LEVELS] + [_RCOL["gap_before_log"], _RCOL["gap_after_log"]])
 
 
 def _shifted(p: np.ndarray, k: int) -> np.ndarray:
@@ -63,7 +78,34 @@ def region_features(p: np.ndarray, words: np.ndarray, own: np.ndarray, ancestors
     p: first-stage probability per block (blocks without words count 0); words: per block;
     own: float[blocks, len(OWN_COLUMNS)] (the block's own columns); ancestors: int[blocks,
     len(LEVELS)], the node id of the block owner's ancestor at each level (any ids that are
-    equal exactly when the container is the same)."""
+    equal exactly when the container is the same, none negative)."""
+    if _compiled is not None and _COMPILED and p.size:
+        return _region_features_compiled(p, words, own, ancestors)
+    return _region_features_python(p, words, own, ancestors)
+
+
+def _region_features_compiled(p: np.ndarray, words: np.ndarray, own: np.ndarray,
+                              ancestors: np.ndarray) -> np.ndarray:
+    """_region_features_python's matrix: the arithmetic in transforms/_features.c, the
+    logarithms numpy's here over contiguous arrays as the reference takes them, and the total
+    numpy's pairwise sum as the reference sums it, so every value is the same float."""
+    p = np.ascontiguousarray(p, dtype=np.float64)
+    w = np.ascontiguousarray(words, dtype=np.float64)
+    total = float((p * w).sum())
+    n = p.size
+    out = np.empty((n, len(REGION_FEATURE_NAMES)))
+    raw = np.empty((n, _OWN_START))
+    _compiled.region_columns(p, w, np.ascontiguousarray(ancestors, dtype=np.int64), total, raw)
+    raw[:, 1] = np.log(np.ascontiguousarray(raw[:, 1]))
+    raw[:, _LOG1P] = np.log1p(np.ascontiguousarray(raw[:, _LOG1P].T)).T
+    raw[:, _RCOL["page_main_words_log"]] = np.log1p(total)
+    out[:, :_OWN_START] = raw
+    out[:, _OWN_START:] = own
+    return out.astype(np.float32)
+
+
+def _region_features_python(p: np.ndarray, words: np.ndarray, own: np.ndarray, ancestors: np.ndarray) -> np.ndarray:
+    """region_features with numpy: the reference of transforms/_features.c region_columns."""
     n = p.size
     out = np.zeros((n, len(REGION_FEATURE_NAMES)))
     if n == 0:
@@ -123,8 +165,15 @@ def region_features(p: np.ndarray, words: np.ndarray, own: np.ndarray, ancestors
     return out.astype(np.float32)
 
 
+_OWN_INDEX: dict = {}
+
+
 def own_columns(X: np.ndarray, column: dict) -> np.ndarray:
-    return X[:, [column[c] for c in OWN_COLUMNS]]
+    """X's OWN_COLUMNS (`column`: X's index by name, its indices looked up once per table)."""
+    got = _OWN_INDEX.get(id(column))
+    if got is None or got[0] is not column:
+        got = _OWN_INDEX[id(column)] = (column, np.array([column[c] for c in OWN_COLUMNS], dtype=np.intp))
+    return X.take(got[1], axis=1)
 
 
 def owner_ancestors(parent: np.ndarray, owner: np.ndarray) -> np.ndarray:

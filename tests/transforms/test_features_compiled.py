@@ -235,8 +235,8 @@ def test_text_keys_of_no_texts_and_non_str_texts():
 def page_by_path(page, compiled, site_seed=None):
     """(blocks, texts, keys, float32 features) of one page by one path; with `site_seed`, site
     signals drawn from a generator of that seed (so the site columns are compared too)."""
-    saved = F._COMPILED, T._COMPILED
-    F._COMPILED = T._COMPILED = compiled
+    saved = F._COMPILED, T._COMPILED, B._COMPILED
+    F._COMPILED = T._COMPILED = B._COMPILED = compiled
     try:
         blocks = B.page_blocks(page)
         texts = B.block_texts(page, blocks)
@@ -250,7 +250,7 @@ def page_by_path(page, compiled, site_seed=None):
         x = F.block_features(page, blocks, texts, conex_main=conex_main, menu_node=None, site=site)
         return blocks, texts, F.text_keys(texts), x
     finally:
-        F._COMPILED, T._COMPILED = saved
+        F._COMPILED, T._COMPILED, B._COMPILED = saved
 
 
 def assert_same_page(page, site_seed=None):
@@ -433,3 +433,246 @@ def test_a_page_without_text_by_both_paths():
     page = parse_page("<html><body><img src='a.png'><div></div></body></html>", "http://ex.com/")
     blocks, texts, x = assert_same_page(page)
     assert blocks.count == 0 and texts == [] and x.shape == (0, len(FEATURE_NAMES))
+
+
+# ---------------------------------------------------------------- block-role columns
+# transforms/_features.c role_nodes and role_text against _role_elements_python and
+# _role_text_python.
+
+_ROLE_PAGE = ("<figure><img src='a.png'><figcaption>Photo: Reuters / Ann</figcaption></figure>"
+              "<blockquote><p>By Ann Smith</p></blockquote>"
+              "<table><tr><td>Updated <time>12.03.2024</time></td><td>by</td></tr></table>"
+              "<header><ul><li>Home</li><li>5 min read</li></ul></header>"
+              "<p>ABC def <b>GHI</b></p><section><p>x</p><p>Di</p></section>")
+
+
+def test_the_compiled_role_columns_are_built_and_used_by_default(monkeypatch):
+    """With both role references made to fail, the columns come out as derived by hand. Blocks:
+    "Photo: Reuters / Ann" (figcaption under figure), "By Ann Smith" (p under blockquote),
+    "Updated 12.03.2024" (td, whose <time> it owns, in the table), "by" (td), "Home",
+    "5 min read" (li under ul under header), "ABC def GHI" (p), "x", "Di" (p under section).
+    - in_figure/in_figcaption for the caption only, in_blockquote for "By Ann Smith",
+      in_table for both cells, in_header and in_ul for the two li, in_section for the last two.
+    - contains_time: the first cell holds <time>; contains_img: no owner holds the img (the
+      figcaption is the caption's owner, the img is its sibling) -> 0 everywhere.
+    - role cues: "photo: reuters" starts with a credit and holds "reuters" (credit);
+      "by ann smith" a byline; "updated" a dateline; "by" alone no byline (nothing follows);
+      "5 min read" starts with a digit and holds "min read" (reading_time).
+    - caps_share: ASCII capitals over ASCII letters: "Photo: Reuters / Ann" 3/15, "By Ann
+      Smith" 3/10, "Updated 12.03.2024" 1/7, "by" 0/2, "Home" 1/4, "5 min read" 0/6,
+      "ABC def GHI" 6/9, "x" 0/1, "Di" 1/2."""
+    assert F._COMPILED
+
+    def no_reference(*args, **kwargs):
+        raise AssertionError("the reference ran")
+
+    monkeypatch.setattr(F, "_role_elements_python", no_reference)
+    monkeypatch.setattr(F, "_role_text_python", no_reference)
+    page = parse_page(f"<html><body>{_ROLE_PAGE}</body></html>", "http://ex.com/")
+    blocks = B.page_blocks(page)
+    texts = B.block_texts(page, blocks)
+    assert texts == ["Photo: Reuters / Ann", "By Ann Smith", "Updated 12.03.2024", "by", "Home", "5 min read",
+                     "ABC def GHI", "x", "Di"]
+    x = F.block_features(page, blocks, texts, conex_main=np.zeros(page.size, dtype=bool), menu_node=None,
+                         site=None)
+    col = lambda name: x[:, _COLUMN[name]].tolist()
+    assert col("in_figure") == col("in_figcaption") == [1.0] + [0.0] * 8
+    assert col("in_blockquote") == [0.0, 1.0] + [0.0] * 7
+    assert col("in_table") == [0.0, 0.0, 1.0, 1.0] + [0.0] * 5
+    assert col("in_header") == col("in_ul") == [0.0] * 4 + [1.0, 1.0] + [0.0] * 3
+    assert col("in_section") == [0.0] * 7 + [1.0, 1.0]
+    assert col("contains_time") == [0.0, 0.0, 1.0] + [0.0] * 6
+    assert col("contains_img") == [0.0] * 9
+    assert col("role_credit") == [1.0] + [0.0] * 8
+    assert col("role_byline") == [0.0, 1.0] + [0.0] * 7
+    assert col("role_dateline") == [0.0, 0.0, 1.0] + [0.0] * 6
+    assert col("role_reading_time") == [0.0] * 5 + [1.0] + [0.0] * 3
+    assert col("caps_share") == [float(np.float32(v)) for v in (3 / 15, 3 / 10, 1 / 7, 0, 1 / 4, 0, 6 / 9, 0, 1 / 2)]
+
+
+def test_the_role_page_by_both_paths():
+    page = parse_page(f"<html><body>{_ROLE_PAGE}</body></html>", "http://ex.com/")
+    assert_same_page(page)
+    assert_same_page(page, site_seed=3)
+
+
+def test_role_text_heads_of_short_and_empty_texts():
+    """The reference reads a short text's head on into the next texts of the joined page text;
+    the compiled one reads '\\n' there. Texts of 0-3 characters next to texts that would
+    complete a head ("b" + "y ..." never joins into "by "), digits, ©, a tab and a space first,
+    upper-case heads ("PHOTO", "By"), a non-ASCII head, all give the same three values."""
+    texts = ["", "b", "y x", "by", "by ", "By Ann", "di", "Di x", "pho", "PHOTO: x", "ph", "oto", "1", "©",
+             "\tby x", " x", "ÉTÉ", "é", "mon, 3", "x", "", "b"]
+    c = F._compiled
+    got = np.empty((len(texts), 3), np.int64)
+    c.role_text(texts, F._ROLE_HEAD_KEYS, F._ROLE_HEAD2_KEYS, got)
+    upper, letters, candidate = F._role_text_python(texts)
+    assert got[:, 0].tolist() == upper.tolist()
+    assert got[:, 1].tolist() == letters.tolist()
+    assert (got[:, 2] != 0).tolist() == candidate.tolist()
+    # By hand: "b" is no head, "by"/"by "/"By Ann"/"di"/"Di x"/"pho"/"PHOTO: x" are, "1", "©",
+    # "\tby x", " x" start as a cue may; "mon, 3" is a weekday head.
+    assert candidate.tolist() == [False, False, False, True, True, True, True, True, True, True, False, False,
+                                  True, True, True, True, False, False, True, False, False, False]
+
+
+def test_seeded_role_texts_by_both_paths():
+    """2,000 seeded texts of 0-6 characters drawn from head letters, digits, spaces, tabs,
+    upper case and non-ASCII, one page of them."""
+    rng = random.Random(5)
+    alphabet = "bydiphotmonUPDATEBY 1©\t\né€ßΣ:"
+    texts = ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 6))) for _ in range(2000)]
+    got = np.empty((len(texts), 3), np.int64)
+    F._compiled.role_text(texts, F._ROLE_HEAD_KEYS, F._ROLE_HEAD2_KEYS, got)
+    upper, letters, candidate = F._role_text_python(texts)
+    assert got[:, 0].tolist() == upper.tolist() and got[:, 1].tolist() == letters.tolist()
+    assert (got[:, 2] != 0).tolist() == candidate.tolist()
+    assert 0 < int(candidate.sum()) < len(texts)
+
+
+_ROLE_GEN_TAGS = ["figure", "figcaption", "blockquote", "table", "td", "header", "footer", "aside", "form",
+                  "address", "dl", "dd", "details", "article", "main", "section", "ul", "ol", "li", "button",
+                  "label", "time", "img", "picture", "video", "iframe", "p", "div", "span", "custom-tag"]
+
+
+@pytest.mark.slow
+def test_seeded_role_pages_by_both_paths():
+    """200 seeded random pages nesting every context tag, <time> and the image tags (and an
+    unknown tag) around role-like lines."""
+    rng = random.Random(21)
+    lines = ["By Ann", "Photo: AFP", "Updated 3 May 2020", "5 min read", "Subscribe to our newsletter",
+             "Read more", "x", "© 2024 Foo", "Mon, 4 Jan", "plain words here", ""]
+    compared = 0
+    for k in range(200):
+        parts, stack = [], []
+        for _ in range(rng.randint(1, 60)):
+            action = rng.randint(0, 6)
+            if action < 3 and len(stack) < 10:
+                tag = rng.choice(_ROLE_GEN_TAGS)
+                parts.append(f"<{tag}>")
+                stack.append(tag)
+            elif action < 5 and stack:
+                parts.append(f"</{stack.pop()}>")
+            else:
+                parts.append(rng.choice(lines))
+        page = parse_page("<html><body>" + "".join(parts) + "</body></html>", "http://ex.com/")
+        blocks, _, _ = assert_same_page(page)
+        compared += blocks.count
+    assert compared > 500
+
+
+def test_role_nodes_refuses_malformed_arrays():
+    c = F._compiled
+    page = parse_page("<html><body><p>a <b>b</b></p></body></html>", "http://ex.com/")
+    out, contains = np.empty(1, np.int64), np.empty((1, 2), np.int64)
+    args = (page.parent, page.tag, page.end, F._CONTEXT_BITS, F._CONTAINS_BITS)
+    c.role_nodes(*args, np.array([2], np.int64), np.array([1], np.int64), out, contains)   # accepted
+    with pytest.raises(ValueError, match="outside the page"):
+        c.role_nodes(*args, np.array([page.size], np.int64), np.array([1], np.int64), out, contains)
+    with pytest.raises(ValueError, match="preorder"):
+        c.role_nodes(page.parent[::-1].copy(), *args[1:], np.array([2], np.int64), np.array([1], np.int64),
+                     out, contains)
+
+
+def _role_any_both(texts):
+    ids = list(range(len(texts)))
+    rows, columns = [], []
+    F._role_any_python(texts, ids, rows, columns)
+    reference = {(r, F.FEATURE_NAMES[c]) for r, c in zip(rows, columns)}
+    bits = np.empty(len(ids), np.int64)
+    F._compiled.role_any(texts, np.array(ids, np.int64), bits)
+    compiled = {(r, "role_" + name) for r in ids for k, name in enumerate(F._ROLE_ANY_NAMES) if bits[r] >> k & 1}
+    return compiled, reference
+
+
+def test_role_any_cues_by_hand():
+    """By hand: "Photo: Getty Images" a credit; "AFP" at the end of a text a credit (\\b at the
+    end), "afpx" and "afp_x" none (a word character follows), "afp." one; "Share this" and
+    "share on" subscribe, "share it" none; "5 minutes read" and "3 min. read" reading times;
+    "Newsletter: 4 min read" both groups; "İmago" lower-cases to "i̇mago" (two code points,
+    no cue); "" none."""
+    texts = ["Photo: Getty Images", "AFP", "afpx", "afp_x", "afp.", "Share this", "share on", "share it",
+             "5 minutes read", "3 min. read", "Newsletter: 4 min read", "İmago", ""]
+    compiled, reference = _role_any_both(texts)
+    assert compiled == reference
+    assert reference == {(0, "role_credit"), (1, "role_credit"), (4, "role_credit"), (5, "role_subscribe"),
+                         (6, "role_subscribe"), (8, "role_reading_time"), (9, "role_reading_time"),
+                         (10, "role_subscribe"), (10, "role_reading_time")}
+
+
+def test_role_any_cues_on_seeded_texts():
+    """3,000 seeded texts built from every cue's pieces, prefixes and word characters around
+    them, upper case and non-ASCII: the compiled scan finds the reference regex's groups."""
+    rng = random.Random(8)
+    pieces = [part.replace("(?:", "").replace(")", "").replace("\\b", "").replace("\\.", ".")
+              for _, parts in F._ROLE_ANY_CUES for part in parts]
+    pieces = [q for p in pieces for q in (p.split("|") if "|" in p else [p])]
+    pieces += ["share ", "this", "on", "the", "our", "app", "download ", "min", "s", " ", "_", "x", "1", ".",
+               "\n", "É", "İ", "ß", "GETTY", "Reuters", "AFP", "min read"]
+    texts = ["".join(rng.choice(pieces) for _ in range(rng.randint(0, 6))) for _ in range(3000)]
+    compiled, reference = _role_any_both(texts)
+    assert compiled == reference
+    assert len({name for _, name in reference}) == 3
+
+
+# ---------------------------------------------------------------- blocks
+# transforms/_features.c page_blocks against blocks._page_blocks_python.
+
+_BLOCK_PAGES = [
+    "<div>alpha beta</div><div><p>gamma</p>delta</div><div><span><b><i>deep</i></b></span></div>"
+    "<table><tr><td>cell</td><td><ul><li>item</li></ul></td><td><div><div><div><span>x</span></div></div>"
+    "</div></td></tr></table><pre>code</pre><figcaption>cap</figcaption><h3>sub</h3><unknown-tag>u</unknown-tag>",
+    "<section>top text<br>second <span class='author'>By Ann</span> after <b>bold</b> tail<span>plain</span>"
+    " end <a href='/x' class='more'>link</a> fin</section>",
+    "loose words<p>para</p>more loose<span id='x'>named</span>",
+    "<p>Seen <span style='display:none'>hidden</span> seen again <b hidden>gone</b><br>next</p>"
+    "<div aria-hidden='true'><p>a</p><p>b</p></div>",
+]
+
+
+@pytest.mark.parametrize("body", _BLOCK_PAGES)
+def test_hand_built_blocks_by_both_paths(body):
+    """Instances and their limits, orphan text and its holders (block-level, classed or named
+    inline elements, BODY), <br> cuts and hidden text, unknown tags: the same blocks, texts,
+    keys and features by both paths."""
+    page = parse_page(f"<html><body>{body}</body></html>", "http://ex.com/")
+    blocks, texts, _ = assert_same_page(page)
+    assert blocks.count >= 3 and texts
+
+
+def test_the_compiled_page_blocks_is_used_by_default(monkeypatch):
+    """With the reference made to fail, a page still gets its blocks: "Seen", the hidden span's
+    "hidden" (a block of its own though inline), "seen again", the hidden <b>'s "gone", "next"
+    after the <br>; then "a" and "b" (each p its own block under the hidden div)."""
+    assert B._COMPILED
+
+    def no_reference(*args, **kwargs):
+        raise AssertionError("the reference ran")
+
+    monkeypatch.setattr(B, "_page_blocks_python", no_reference)
+    page = parse_page(f"<html><body>{_BLOCK_PAGES[3]}</body></html>", "http://ex.com/")
+    blocks = B.page_blocks(page)
+    assert B.block_texts(page, blocks) == ["Seen", "hidden", "seen again", "gone", "next", "a", "b"]
+    assert blocks.words.tolist() == [1, 1, 2, 1, 1, 1, 1]
+    assert blocks.ptr.dtype == blocks.text_nodes.dtype == blocks.words.dtype == np.int64
+    assert blocks.owner.dtype == np.int32 and blocks.group.dtype == np.int8 and blocks.is_instance.dtype == bool
+
+
+def test_page_blocks_refuses_malformed_arrays():
+    page = parse_page("<html><body><p>a <b>b</b></p></body></html>", "http://ex.com/")
+    n = page.size
+
+    def call(parent=page.parent, end=page.end):
+        return F._compiled.page_blocks(
+            parent, page.tag, end, page.line.astype(np.int32), page.words.astype(np.int32),
+            page.flags.astype(np.uint16), page.id_hash.astype(np.uint32), page.class_ptr.astype(np.int32),
+            B._BLOCK_TAG_BITS, B.F_HIDDEN, np.empty(n, np.int64), np.empty(n + 1, np.int64),
+            np.empty(n, np.int32), np.empty(n, np.int8), np.empty(n, bool), np.empty(n, np.int64))
+
+    assert call() == (2, 1)                           # "a ", "b": two text nodes, one block
+    with pytest.raises(ValueError, match="preorder"):
+        call(parent=page.parent[::-1].copy())
+    with pytest.raises(ValueError, match="preorder"):
+        call(end=np.full(n, n + 1, np.int32))
+    with pytest.raises(ValueError, match="length"):
+        call(parent=page.parent[:-1].copy())

@@ -540,3 +540,70 @@ def test_malformed_stages_are_refused(edit, message):
     doc = model_document("gbdt", payload, NAMES, "test-v1", 0.5, {})
     with pytest.raises(ModelError, match=message):
         load_model(encode_model(doc, compress=False))
+
+
+@pytest.mark.parametrize("rows", [0, 1, 3, 257, 600])
+def test_ensemble_set_gives_each_ensembles_own_probabilities(rows, monkeypatch):
+    """transforms/model.py EnsembleSet (the shipped page type stage's seven ensembles in one
+    node table, one compiled walk) against each ensemble's own predict_proba, compiled and
+    numpy: the same float64 values bit for bit, on random rows with NaN in a fifth of the
+    cells, for no row, one row (a [trees, 1] sum), and counts that leave a slice of one row
+    (257) or of 88 (600) past the 256-row slices."""
+    from sitestrip.transforms import model as model_module
+    from sitestrip.transforms.classify import SHIPPED_MODELS
+    from sitestrip.transforms.model import EnsembleSet
+    require_built("_model")
+    with open(SHIPPED_MODELS["learned"], "rb") as f:
+        model = load_model(f.read())
+    ensembles = model.page_type_models
+    assert len(ensembles) == 7
+    rng = np.random.default_rng(rows)
+    X = rng.normal(scale=2.0, size=(rows, len(ensembles[0].feature_names))).astype(np.float32)
+    X[rng.random(X.shape) < 0.2] = np.nan
+    joined = EnsembleSet(ensembles).predict_proba(X)
+    own = [m.predict_proba(X) for m in ensembles]
+    monkeypatch.setattr(model_module, "_COMPILED", False)
+    numpy_walk = [m.predict_proba(X) for m in ensembles]
+    assert len(joined) == 7
+    for got, ref, walk in zip(joined, own, numpy_walk):
+        assert got.dtype == np.float64 and got.shape == (rows,)
+        assert got.tobytes() == ref.tobytes() == walk.tobytes()
+    if rows > 1:
+        assert len({p.tobytes() for p in joined}) == 7      # seven different ensembles, not one seven times
+
+
+def test_ensemble_set_refuses_what_predict_proba_refuses():
+    from sitestrip.transforms.model import EnsembleSet
+    model = load_model(encode_model(_doc(), compress=False))
+    both = EnsembleSet([model, model])
+    with pytest.raises(ValueError, match=r"\[n, 2\]"):
+        both.predict_proba(np.zeros((3, 3), dtype=np.float32))
+    with pytest.raises(ValueError, match="infinite"):
+        both.predict_proba(np.array([[np.inf, 0.0]], dtype=np.float32))
+    # The hand-built model twice: each copy's probabilities are the model's own.
+    X = np.array([[0.5, 0.0], [np.nan, -3.0], [0.6, -2.0]], dtype=np.float32)
+    expected = _sigmoid(np.array([0.75, 0.75, -1.25]))
+    for got in both.predict_proba(X):
+        assert got.tolist() == pytest.approx(expected.tolist(), abs=1e-12)
+
+
+@pytest.mark.parametrize("rows", [1, 2, 3, 17, 255, 256, 257, 513])
+def test_compiled_leaf_sums_are_numpys_sums(rows, monkeypatch):
+    """transforms/_model.c leaf_sums (two rows or more) adds each block's leaf values in tree
+    order as numpy's sum over the trees axis of the [trees, blocks] matrix does; one row stays
+    with numpy's own sum. The shipped first stage and region stage on random rows, NaN in a
+    fifth of the cells, against the numpy walk: the same float64 probabilities bit for bit."""
+    from sitestrip.transforms import model as model_module
+    from sitestrip.transforms.classify import SHIPPED_MODELS
+    require_built("_model")
+    with open(SHIPPED_MODELS["learned"], "rb") as f:
+        shipped = load_model(f.read())
+    for model in (shipped, shipped.region):
+        rng = np.random.default_rng(rows)
+        X = rng.normal(scale=2.0, size=(rows, len(model.feature_names))).astype(np.float32)
+        X[rng.random(X.shape) < 0.2] = np.nan
+        compiled = model.predict_proba(X)
+        monkeypatch.setattr(model_module, "_COMPILED", False)
+        reference = model.predict_proba(X)
+        monkeypatch.setattr(model_module, "_COMPILED", True)
+        assert compiled.tobytes() == reference.tobytes()

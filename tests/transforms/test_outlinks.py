@@ -227,13 +227,14 @@ class _Group:
 
 def test_the_target_join_streams_a_hot_target():
     """_present_targets reads a target's group up to its first pages marker (None), then once
-    more for the source keys; a target without a pages row is read once and gives nothing.
-    No list of the group is made (a hot target's group may not fit in memory)."""
+    more for the source keys (a tuple of them per shard); a target without a pages row is read
+    once and gives nothing. No list of the group is made (a hot target's group may not fit in
+    memory)."""
     from sitestrip.pipeline.graph import _present_targets
-    hot = _Group([b"k1", b"k2", None, b"k3"] + [b"k%d" % i for i in range(4, 1000)])
+    hot = _Group([(b"k1", b"k2"), None, (b"k3",)] + [(b"k%d" % i,) for i in range(4, 1000)])
     assert list(_present_targets(("https://t/", hot))) == [(b"k%d" % i, "https://t/") for i in range(1, 1000)]
     assert hot.passes == 2
-    absent = _Group([b"k1", b"k2"])
+    absent = _Group([(b"k1",), (b"k2",)])
     assert list(_present_targets(("https://u/", absent))) == [] and absent.passes == 1
 
 

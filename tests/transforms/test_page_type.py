@@ -93,3 +93,65 @@ def test_probabilities_are_the_ensembles_normalized():
     assert page_type_label(p[0], blocks=0) == OTHER
     with pytest.raises(ValueError):
         PageTypeModel(models[:3])
+
+
+# ---------------------------------------------------------------- compiled cue counts
+# transforms/_features.c count_strings against str.count, the reference of page_type._cue_counts.
+
+def _count_strings(text, strings):
+    from helpers.compiled import require_built
+    compiled = require_built("_features")
+    out = np.empty(len(strings), dtype=np.int64)
+    compiled.count_strings(text, tuple(strings), out)
+    return out.tolist()
+
+
+def test_count_strings_counts_as_str_count_does():
+    """By hand: "aaaa" holds "aa" twice (occurrences do not overlap: at 0 and 2), "aaa" once;
+    "reply replies" holds "repl" twice, "reply" once, "replies" once, "ies" once; "€" and
+    "märz" are found in a text of wider code points; "" counts len + 1; "x" none; a string
+    longer than the text none."""
+    assert _count_strings("aaaa", ["aa", "aaa", "a", "", "aaaaa"]) == [2, 1, 4, 5, 0]
+    assert _count_strings("reply replies", ["repl", "reply", "replies", "ies", "x"]) == [2, 1, 1, 1, 0]
+    assert _count_strings("im märz: 5 €, 6 € 😀", ["€", "märz", " €", "😀", "z:"]) == [2, 1, 2, 1, 1]
+    assert _count_strings("", ["a", ""]) == [0, 1]
+
+
+def test_count_strings_on_seeded_texts_and_the_cue_strings():
+    """Seeded texts over a small alphabet (so that strings recur and overlap) and the page type's
+    own cue strings over texts built from their pieces: every count is str.count's."""
+    import random
+    from sitestrip.transforms import page_type as PT
+    rng = random.Random(3)
+    strings = ["ab", "aba", "b", "ba a", "€a", "aa", "a"]
+    for _ in range(500):
+        text = "".join(rng.choice("ab €\n") for _ in range(rng.randint(0, 40)))
+        assert _count_strings(text, strings) == [text.count(s) for s in strings], text
+    pieces = list(PT._CUE_STRINGS) + ["x", " ", "\n", "ä"]
+    for _ in range(200):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 30)))
+        assert _count_strings(text, PT._CUE_STRINGS) == [text.count(s) for s in PT._CUE_STRINGS]
+
+
+class _NoReference:
+    def __iter__(self):
+        raise AssertionError("the reference ran")
+
+
+@pytest.mark.parametrize("html,url", [(PRODUCT, "https://shop.example/products/blue-kettle"),
+                                      (FORUM, "https://talk.example/t/kettle-keeps-clicking/4711")])
+def test_page_features_by_both_cue_counts(html, url, monkeypatch):
+    """The page features with the compiled cue counts are the reference's bit for bit; by
+    default the reference (str.count over _CUES) does not run."""
+    from helpers.compiled import require_built
+    from sitestrip.transforms import page_type as PT
+    require_built("_features")
+    assert PT._COMPILED
+    cues = PT._CUES
+    monkeypatch.setattr(PT, "_CUES", _NoReference())
+    compiled, _ = page_features(html, url)
+    monkeypatch.setattr(PT, "_CUES", cues)
+    monkeypatch.setattr(PT, "_COMPILED", False)
+    reference, _ = page_features(html, url)
+    assert compiled.tobytes() == reference.tobytes()
+    assert compiled[PCOL["cue_byline_log"]] > 0 or compiled[PCOL["cue_cart_log"]] > 0

@@ -87,3 +87,72 @@ def test_owner_ancestors_stop_at_the_root():
     parent = np.array([-1, 0, 1, 2])
     assert owner_ancestors(parent, np.array([2])).tolist() == [[2, 1, 0, 0, 0]]
     assert owner_ancestors(parent, np.array([0])).tolist() == [[0, 0, 0, 0, 0]]
+
+
+# ---------------------------------------------------------------- compiled columns
+# transforms/_features.c region_columns against region._region_features_python.
+
+def _both(p, words, own, ancestors):
+    from helpers.compiled import require_built
+    from sitestrip.transforms import region as R
+    require_built("_features")
+    return R._region_features_compiled(p, words, own, ancestors), R._region_features_python(p, words, own, ancestors)
+
+
+def test_the_hand_built_page_by_both_paths(monkeypatch):
+    """The page above: the same float32 matrix bit for bit (NaN where the neighbours run out),
+    and by default the reference does not run."""
+    from sitestrip.transforms import region as R
+
+    def no_reference(*args):
+        raise AssertionError("the reference ran")
+
+    own = np.zeros((P.size, len(OWN_COLUMNS)))
+    compiled, reference = _both(P, WORDS, own, ANCESTORS)
+    assert compiled.tobytes() == reference.tobytes()
+    monkeypatch.setattr(R, "_region_features_python", no_reference)
+    assert region_features(P, WORDS, own, ANCESTORS).tobytes() == compiled.tobytes()
+
+
+@pytest.mark.parametrize("case", ["none_likely", "all_likely", "one_block", "no_words", "edges"])
+def test_edge_pages_by_both_paths(case):
+    """No likely block (the gaps are the page's length), every block likely, one block, no
+    words at all (total 0: the shares are 0), probabilities at the clipping bounds and at
+    exactly 0.5."""
+    p, words = {"none_likely": ([0.1, 0.2, 0.3], [3, 0, 4]), "all_likely": ([0.9, 0.5, 0.7], [1, 2, 3]),
+                "one_block": ([0.6], [7]), "no_words": ([0.0, 0.0], [0, 0]),
+                "edges": ([0.0, 1.0, 0.5, 1e-7, 1 - 1e-7], [1, 1, 1, 1, 1])}[case]
+    p, words = np.array(p, dtype=np.float64), np.array(words)
+    ancestors = np.tile(np.arange(len(LEVELS), dtype=np.int64), (p.size, 1))
+    own = np.arange(p.size * len(OWN_COLUMNS), dtype=np.float64).reshape(p.size, len(OWN_COLUMNS))
+    compiled, reference = _both(p, words, own, ancestors)
+    assert compiled.tobytes() == reference.tobytes()
+
+
+def test_seeded_pages_by_both_paths():
+    """300 seeded pages of 1-400 blocks: random probabilities (a third of them 0, some at 0.5),
+    words (some 0) and containers shared by runs of blocks at each level."""
+    rng = np.random.default_rng(4)
+    for _ in range(300):
+        n = int(rng.integers(1, 400))
+        p = rng.random(n)
+        p[rng.random(n) < 0.3] = 0.0
+        p[rng.random(n) < 0.05] = 0.5
+        words = rng.integers(0, 60, n)
+        words[rng.random(n) < 0.2] = 0
+        ancestors = np.stack([np.cumsum(rng.random(n) < 1 / (k + 1)) * 7 + k for k in range(len(LEVELS))], axis=1)
+        own = rng.random((n, len(OWN_COLUMNS)))
+        compiled, reference = _both(p, words, own, ancestors)
+        assert compiled.tobytes() == reference.tobytes()
+
+
+def test_region_columns_refuses_malformed_arrays():
+    from sitestrip.transforms import region as R
+    c = R._compiled
+    p, w = np.array([0.5, 0.6]), np.array([1.0, 2.0])
+    out = np.empty((2, R._OWN_START))
+    c.region_columns(p, w, np.zeros((2, len(LEVELS)), np.int64), 1.7, out)      # well formed
+    with pytest.raises(ValueError, match="negative"):
+        c.region_columns(p, w, np.full((2, len(LEVELS)), -1, np.int64), 1.7, out)
+    with pytest.raises(ValueError, match="width"):
+        c.region_columns(p, w, np.zeros((2, len(LEVELS)), np.int64), 1.7, np.empty((2, 3)))

@@ -1,0 +1,56 @@
+"""The graph's steps as functions, without a runner: what crosses the shard join and the
+target join (pipeline/graph.py)."""
+from sitestrip.configs import config_from_dict
+from sitestrip.pipeline.graph import (LINK_TARGETS, PAGE_LINKS, ProcessSite, _link_rows, _present_targets,
+                                      _shard_records)
+from helpers.linksite import NAMES, site_records
+
+
+def test_a_cells_group_gives_its_records_the_shard_whatever_the_order():
+    for values in ([b"r1", 3, b"r2"], [3, b"r1", b"r2"], [b"r1", b"r2", 3]):
+        assert list(_shard_records((("site.example", "docs", 7), values))) == [
+            (("site.example", 3), b"r1"), (("site.example", 3), b"r2")]
+
+
+def test_a_shard_sends_each_target_once_with_every_page_linking_to_it():
+    dofn = ProcessSite(config_from_dict({"output": {"links": True}}))
+    dofn.setup()
+    outputs = list(dofn.process((("docs.test", 0), site_records())))
+    links = [value for kind, value in outputs if kind == PAGE_LINKS]
+    (batches,) = [value for kind, value in outputs if kind == LINK_TARGETS]
+    assert len(links) == len(NAMES)
+    # The batches come after every PageLinks of the shard: they hold all its pages.
+    assert max(i for i, (kind, _) in enumerate(outputs) if kind == PAGE_LINKS) < \
+        min(i for i, (kind, _) in enumerate(outputs) if kind == LINK_TARGETS)
+    targets = [target for target, _keys in batches]
+    assert len(targets) == len(set(targets))
+    expected: dict = {}
+    for page in links:
+        for target in page.targets():
+            expected.setdefault(target, []).append(page.key)
+    assert {target: list(keys) for target, keys in batches} == expected
+    # The footer's link is on every page and to no page of the shard: one target, four keys.
+    assert sorted(dict(batches)["https://docs.test/legal.html"]) == sorted(page.key for page in links)
+
+
+def test_present_targets_come_out_per_page_and_only_where_a_pages_row_is():
+    keys_a, keys_b = (b"a" * 16, b"b" * 16), (b"c" * 16,)
+    assert sorted(_present_targets(("https://t.example/", [keys_a, None, keys_b]))) == [
+        (b"a" * 16, "https://t.example/"), (b"b" * 16, "https://t.example/"), (b"c" * 16, "https://t.example/")]
+    assert list(_present_targets(("https://t.example/", [keys_a, keys_b]))) == []
+    assert list(_present_targets(("https://t.example/", [None]))) == []
+
+
+def test_a_pages_group_sets_target_in_input_from_its_present_targets():
+    records = site_records()
+    dofn = ProcessSite(config_from_dict({"output": {"links": True}}))
+    dofn.setup()
+    page = next(value for kind, value in dofn.process((("docs.test", 0), records)) if kind == PAGE_LINKS)
+    outside = "https://ext.example/alpha"
+    urls = page.strings()[0]
+    assert outside in urls and not page.local[urls.index(outside)]
+    for present in ([outside], []):
+        (got,) = list(_link_rows((page.key, [*present[:1], page, *present[1:]])))
+        found = dict(zip(got.strings()[0], got.in_input.tolist()))
+        assert found[outside] is bool(present)
+        assert found["https://docs.test/beta.html"] is True       # a page of the shard
