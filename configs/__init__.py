@@ -90,6 +90,21 @@ class SiteLimits:
 
 
 @dataclass(frozen=True)
+class RunLimits:
+    """How a local run (Beam's FnApiRunner: no --runner) bounds its memory
+    (pipeline/partitions.py). Remote runners shuffle on their own and ignore it."""
+    # The peak memory, in MB, a local run with one worker plans for: the input is spilled to
+    # local disk by site and its sites processed in as many partitions as keep each one's
+    # rows within this (docs/runners.md, "Memory"; pipeline/partitions.py partition_bytes).
+    # At or below about 380 MB (a run's fixed cost: the interpreter, Beam, the models, the
+    # largest site shard's working set) every bucket of sites is a partition of its own.
+    memory_budget_mb: int = 400
+    # false: a local run is one graph over the whole input, as other runners run it, and its
+    # memory grows with the input (docs/performance.md, "Memory per worker", measures both).
+    partitions: bool = True
+
+
+@dataclass(frozen=True)
 class Config:
     read: ReadLimits = field(default_factory=ReadLimits)
     menex: MenexParams = field(default_factory=MenexParams)
@@ -107,6 +122,7 @@ class Config:
     state: StateParams = field(default_factory=StateParams)
     duplicates: DuplicateParams = field(default_factory=DuplicateParams)
     output: OutputParams = field(default_factory=OutputParams)
+    run: RunLimits = field(default_factory=RunLimits)
 
 
 _TAG_NAME = re.compile(r"[a-z][a-z0-9:._-]*")
@@ -119,6 +135,7 @@ _CHECKS = {
     "read.max_nodes": _POSITIVE,
     "site.page_budget_ms": _POSITIVE,
     "site.max_site_pages": _POSITIVE,
+    "run.memory_budget_mb": _POSITIVE,
     "page_conex.c": _POSITIVE,
     "page_conex.max_words": (lambda v: v >= 0, "0 or more"),
     "page_conex.excluded_tags": (lambda v: all(_TAG_NAME.fullmatch(t) for t in v), "HTML tag names"),

@@ -269,6 +269,9 @@ def summary(counters: dict, elapsed: float, output: str | None, state: str | Non
         lines.append(f"  hot sites (over site.max_site_pages): {counters['hot_sites']}, "
                      f"{counters.get('pages_in_hot_sites', 0)} pages in "
                      f"{counters.get('hot_site_shards', 0)} shards")
+    if counters.get("partitions", 0) > 1:
+        lines.append(f"  partitions: {counters['partitions']} (the sites processed one partition at a time, "
+                     f"within run.memory_budget_mb)")
     if counters.get("template_clusters"):
         lines.append(f"  template clusters: {counters['template_clusters']}")
     if html:
@@ -767,6 +770,7 @@ def _run(args, beam_args: list[str], terminal: bool) -> int:
 
     from sitestrip.pipeline import publish
     from sitestrip.pipeline.graph import build_pipeline
+    from sitestrip.pipeline.partitions import can_partition
     from sitestrip.pipeline.progress import ProgressMonitor
     from sitestrip.pipeline.signals import Guard
     from sitestrip.pipeline.state_store import current_version, next_version, write_current
@@ -813,6 +817,15 @@ def _run(args, beam_args: list[str], terminal: bool) -> int:
     run_id = uuid.uuid4().hex[:12]
     staging = publish.staging_dir(args.output, run_id)
     progress_dir = tempfile.mkdtemp(prefix="sitestrip-progress-") if local and not args.quiet else None
+    # A local run holds one partition of the sites at a time (pipeline/partitions.py); with
+    # --state, whose stored pages are read and written back per site over the whole input,
+    # it runs the one graph, and so with a step that joins rows across all sites.
+    partitioned = local and args.state is None and config.run.partitions and can_partition(config)
+    if local and args.state is None and config.run.partitions and not partitioned:
+        logging.getLogger("sitestrip").warning(
+            "duplicates.across_sites is on: the run is one graph over the whole input, not partitions "
+            "within run.memory_budget_mb, so its memory grows with the input")
+    spill_dir = tempfile.mkdtemp(prefix="sitestrip-spill-") if partitioned else None
     mode = "bar" if terminal else "log"
     published = False
 
@@ -823,26 +836,46 @@ def _run(args, beam_args: list[str], terminal: bool) -> int:
             publish.remove_tree(FileSystems.join(args.state, state_version))
         if progress_dir is not None:
             shutil.rmtree(progress_dir, ignore_errors=True)
+        if spill_dir is not None:
+            shutil.rmtree(spill_dir, ignore_errors=True)
+
+    def run_graph(p):
+        """Run `p`, or without it the partitions of a local run; the run's counters (None: the
+        runner reports none)."""
+        if p is None:
+            from sitestrip.pipeline.partitions import run_partitioned
+            level = "ERROR" if args.quiet else "WARNING" if terminal else "INFO"
+            done = run_partitioned(
+                lambda: beam.Pipeline(runner=_local_runner(options, args.workers, level), options=options),
+                _counters, paths, staging, config, spill_dir, progress_dir, args.part_files)
+            shutil.rmtree(spill_dir, ignore_errors=True)
+            return done.counters
+        result = p.run()
+        result.wait_until_finish()
+        try:
+            return _counters(result)
+        except Exception:  # some remote runners (Dask) do not report metrics back
+            return None
 
     logging.getLogger("sitestrip").info("%d WARC file(s) → %s", len(paths), args.output)
     started = time.monotonic()
     with Guard(abandon) as guard:
         try:
-            p = beam.Pipeline(runner=runner, options=options)
-            try:
-                build_pipeline(p, paths, staging, config, progress_dir, args.part_files, args.state,
-                               state_version=state_version)
-            except StateError as exc:
-                return usage(f"bad --state: {exc}")
+            p = None
+            if spill_dir is None:
+                p = beam.Pipeline(runner=runner, options=options)
+                try:
+                    build_pipeline(p, paths, staging, config, progress_dir, args.part_files, args.state,
+                                   state_version=state_version)
+                except StateError as exc:
+                    return usage(f"bad --state: {exc}")
             try:
                 if progress_dir is None:
-                    result = p.run()
-                    result.wait_until_finish()
+                    counters = run_graph(p)
                 else:
                     with _progress_display(mode), ProgressMonitor(progress_dir, len(paths), mode,
                                                                   args.progress_every):
-                        result = p.run()
-                        result.wait_until_finish()
+                        counters = run_graph(p)
             except Exception as exc:
                 # A damaged stored page found by a worker fails the run before the state switches.
                 if "StateError" not in f"{type(exc).__name__} {exc}":
@@ -852,10 +885,6 @@ def _run(args, beam_args: list[str], terminal: bool) -> int:
                       f"in {args.output} are unchanged", file=sys.stderr)
                 return FAILED_RUN
             elapsed = time.monotonic() - started
-            try:
-                counters = _counters(result)
-            except Exception:  # some remote runners (Dask) do not report metrics back
-                counters = None
             reason = failure(counters) if counters is not None else None
             unread = [] if reason else unread_inputs(staging)
             read = (len(paths), len(paths) - len(unread))

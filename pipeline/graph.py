@@ -485,8 +485,16 @@ def join_link_targets(page_links, pages, shard_targets=None):
             | "LinkRows" >> beam.FlatMap(_link_rows))
 
 
-def dataset_prefix(output: str, name: str) -> str:
-    return FileSystems.join(output, name, "part")
+def _unjoined_link_rows(links):
+    """A page's PageLinks as they leave its shard, target_in_input null: for a caller that
+    fills it over more pages than the graph holds (build_pipeline's `link_targets`)."""
+    if len(links):
+        _count("link_rows", len(links))
+        yield links
+
+
+def dataset_prefix(output: str, name: str, part: str = "part") -> str:
+    return FileSystems.join(output, name, part)
 
 
 def clear_outputs(output: str) -> None:
@@ -548,9 +556,20 @@ def _merged_state(item, config):
         yield row
 
 
+def read_warcs(p: beam.Pipeline, warc_paths: list[str], config: Config, progress_dir: str | None = None):
+    """The WARC files' (MAIN, (site, PageRecord)) and (ERRORS, row) outputs (ReadWarcFile)."""
+    return (p
+            # One file per element; the reshuffle spreads files over workers. (Create's own
+            # reshuffle is off: it would be a second one, a group-by-key stage for nothing.)
+            | "WarcPaths" >> beam.Create(sorted(warc_paths), reshuffle=False)
+            | "SpreadFiles" >> beam.Reshuffle()
+            | "ReadWarc" >> beam.ParDo(ReadWarcFile(config, progress_dir)))
+
+
 def build_pipeline(p: beam.Pipeline, warc_paths: list[str], output: str, config: Config,
                    progress_dir: str | None = None, part_files: int | None = None,
-                   state_dir: str | None = None, state_version: str | None = None):
+                   state_dir: str | None = None, state_version: str | None = None,
+                   source=None, part_name: str = "part", link_targets: bool = True):
     """Add the sitestrip graph to `p`; returns the pages, menus and errors PCollections of rows
     (the sites rows, design §11, and with output.links the links rows are written alongside).
 
@@ -563,31 +582,37 @@ def build_pipeline(p: beam.Pipeline, warc_paths: list[str], output: str, config:
     written as the next version, switched to only after every part is written; its
     files are checked here, before any worker starts (StateError names a bad one). With
     `state_version` the new state is written as that version and CURRENT is left alone: the
-    caller moves it (pipeline/cli.py does, once the output is published)."""
+    caller moves it (pipeline/cli.py does, once the output is published).
+
+    With `source`, a function of `p` that returns site shards, ((site, shard), its
+    PageRecords), and errors rows, the graph starts from those instead of reading `warc_paths`
+    and grouping the pages by shard: a partition of a local run (pipeline/partitions.py, never
+    with `state_dir`), whose part files are named `{part_name}-XXXXX-of-YYYYY.parquet`. With
+    `link_targets` False the links rows are written with target_in_input null, for the caller
+    to fill: a partition's graph holds only some of the run's pages rows."""
     parts = part_files if part_files is not None else max(1, len(warc_paths))
-    read = (p
-            # One file per element; the reshuffle spreads files over workers. (Create's own
-            # reshuffle is off: it would be a second one, a group-by-key stage for nothing.)
-            | "WarcPaths" >> beam.Create(sorted(warc_paths), reshuffle=False)
-            | "SpreadFiles" >> beam.Reshuffle()
-            | "ReadWarc" >> beam.ParDo(ReadWarcFile(config, progress_dir)))
-    site_pages, read_errors = split_kinds(read, "Read")
-    keyed = shard_sites(site_pages, config.site.max_site_pages)
-    if state_dir is None:
-        grouped = keyed | "GroupBySite" >> beam.GroupByKey()
+    if source is not None:
+        if state_dir is not None:
+            raise ValueError("build_pipeline: a source of site shards is not joined with a state")
+        grouped, read_errors = source(p)
     else:
-        files = state_files(state_dir)
-        version = state_version or next_version(current_version(state_dir))
-        stored = (p
-                  | "StateFiles" >> beam.Create(files)
-                  | "ReadState" >> beam.FlatMap(read_state_file))
-        shard_keys = (keyed
-                      | "ShardOfSite" >> beam.Map(lambda item: (item[0][0], item[0][1]))
-                      | "DistinctShards" >> beam.Distinct())
-        per_site = {"shards": shard_keys, "stored": stored} | "JoinState" >> beam.CoGroupByKey()
-        grouped = ({"records": keyed, "stored": per_site | "StoredForShards" >> beam.FlatMap(_stored_for_shards)}
-                   | "GroupBySite" >> beam.CoGroupByKey())
-        carried = per_site | "CarriedState" >> beam.FlatMap(_carried)
+        site_pages, read_errors = split_kinds(read_warcs(p, warc_paths, config, progress_dir), "Read")
+        keyed = shard_sites(site_pages, config.site.max_site_pages)
+        if state_dir is None:
+            grouped = keyed | "GroupBySite" >> beam.GroupByKey()
+        else:
+            files = state_files(state_dir)
+            version = state_version or next_version(current_version(state_dir))
+            stored = (p
+                      | "StateFiles" >> beam.Create(files)
+                      | "ReadState" >> beam.FlatMap(read_state_file))
+            shard_keys = (keyed
+                          | "ShardOfSite" >> beam.Map(lambda item: (item[0][0], item[0][1]))
+                          | "DistinctShards" >> beam.Distinct())
+            per_site = {"shards": shard_keys, "stored": stored} | "JoinState" >> beam.CoGroupByKey()
+            grouped = ({"records": keyed, "stored": per_site | "StoredForShards" >> beam.FlatMap(_stored_for_shards)}
+                       | "GroupBySite" >> beam.CoGroupByKey())
+            carried = per_site | "CarriedState" >> beam.FlatMap(_carried)
     sites = grouped | "ProcessSite" >> beam.ParDo(ProcessSite(config, progress_dir, keep_state=state_dir is not None))
     pages, site_errors = split_kinds(sites, "Site")
     if config.duplicates.enabled:
@@ -604,9 +629,13 @@ def build_pipeline(p: beam.Pipeline, warc_paths: list[str], output: str, config:
     rows_by_name = {"pages": pages, "menus": menus, "errors": errors, "sites": clusters}
     if config.output.links:
         page_links = sites | "SiteLinks" >> beam.FlatMap(_of_kind, PAGE_LINKS)
-        shard_targets = sites | "SiteTargets" >> beam.FlatMap(_each_of_kind, LINK_TARGETS)
-        rows_by_name["links"] = join_link_targets(page_links, pages, shard_targets)
-    datasets = {name: PartDataset(dataset_prefix(output, name), schemas[name], PART_KEYS[name], PART_BY.get(name))
+        if link_targets:
+            shard_targets = sites | "SiteTargets" >> beam.FlatMap(_each_of_kind, LINK_TARGETS)
+            rows_by_name["links"] = join_link_targets(page_links, pages, shard_targets)
+        else:
+            rows_by_name["links"] = page_links | "LinkRows" >> beam.FlatMap(_unjoined_link_rows)
+    datasets = {name: PartDataset(dataset_prefix(output, name, part_name), schemas[name], PART_KEYS[name],
+                                  PART_BY.get(name))
                 for name in rows_by_name}
     written = [rows_by_name | "Write" >> WriteParts(datasets, parts)]
     if state_dir is not None:

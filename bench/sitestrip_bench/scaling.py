@@ -116,9 +116,9 @@ class SyntheticSite:
     sidebar's clipping at the site's end.
     """
 
-    def __init__(self, pages: int, seed: int = 7):
-        self.pages, self.seed = pages, seed
-        self.words = _vocabulary(seed)
+    def __init__(self, pages: int, seed: int | str = 7, host: str = HOST, words: list[str] | None = None):
+        self.pages, self.seed, self.host = pages, seed, host
+        self.words = words if words is not None else _vocabulary(seed)
 
     def _rng(self, *key: int) -> random.Random:
         # A str seed is hashed with SHA-512: the same numbers in every process and version.
@@ -137,8 +137,8 @@ class SyntheticSite:
     def url(self, i: int) -> str:
         s, k = divmod(i, SECTION_PAGES)
         if k == 0:
-            return f"https://{HOST}/{self.section_slug(s)}/"
-        return f"https://{HOST}/{self.section_slug(s)}/{self.title(i).lower().replace(' ', '-')}-{i}.html"
+            return f"https://{self.host}/{self.section_slug(s)}/"
+        return f"https://{self.host}/{self.section_slug(s)}/{self.title(i).lower().replace(' ', '-')}-{i}.html"
 
     def _paragraph(self, rng: random.Random, i: int) -> str:
         words = self._phrase(rng, rng.randint(15, 90)).split()
@@ -175,7 +175,7 @@ class SyntheticSite:
         rng = self._rng(3, i)
         s, _k = divmod(i, SECTION_PAGES)
         first, last = s * SECTION_PAGES, min(self.pages, (s + 1) * SECTION_PAGES) - 1
-        nav = "".join(f'<li><a href="https://{HOST}/{self.section_slug(t)}/">{self.title(t * SECTION_PAGES)}</a></li>'
+        nav = "".join(f'<li><a href="https://{self.host}/{self.section_slug(t)}/">{self.title(t * SECTION_PAGES)}</a></li>'
                       for t in range(8))
         sidebar = "".join(
             f'<li{" class=current" if j == i else ""}><a href="{self.url(j)}">{self.title(j)}</a></li>'
@@ -194,19 +194,19 @@ class SyntheticSite:
         return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>{title} &mdash; Synthdoc 4.2 Manual</title>
 <meta name="description" content="{self._phrase(rng, 12)}">
-<link rel="stylesheet" href="https://{HOST}/static/site.css"></head>
+<link rel="stylesheet" href="https://{self.host}/static/site.css"></head>
 <body>
 <header class="site-header"><div class="logo"><a href="{self.url(0)}">Synthdoc</a></div>
 <p class="tagline">The reference manual of the Synthdoc toolkit, version 4.2.</p>
-<nav class="main-nav"><ul><li><a href="https://{HOST}/">Home</a></li>{nav}</ul></nav>
-<form class="search" action="https://{HOST}/search"><input type="text" name="q"><button>Search</button></form>
+<nav class="main-nav"><ul><li><a href="https://{self.host}/">Home</a></li>{nav}</ul></nav>
+<form class="search" action="https://{self.host}/search"><input type="text" name="q"><button>Search</button></form>
 </header>
 <div class="container">
 <aside class="sidebar"><h3>In this section</h3><ul>{sidebar}</ul>
 <div class="sidebar-note"><p>This manual documents the current release. Older releases have their own manuals; see the download page.</p></div>
 </aside>
 <main class="content"><article>
-<div class="breadcrumbs"><a href="https://{HOST}/">Home</a> &rsaquo; <a href="{self.url(s * SECTION_PAGES)}">{self.title(s * SECTION_PAGES)}</a> &rsaquo; {title}</div>
+<div class="breadcrumbs"><a href="https://{self.host}/">Home</a> &rsaquo; <a href="{self.url(s * SECTION_PAGES)}">{self.title(s * SECTION_PAGES)}</a> &rsaquo; {title}</div>
 <h1>{title}</h1>
 {"".join(body)}
 <div class="pager">{prev} {nxt}</div>
@@ -214,51 +214,123 @@ class SyntheticSite:
 <footer class="site-footer">
 <p>Copyright &copy; 2026 The Synthdoc Project. Documentation licensed under CC BY 4.0.</p>
 <p>Found a mistake? Report it on the issue tracker; every page has an edit link.</p>
-<ul class="footer-links"><li><a href="https://{HOST}/about.html">About</a></li><li><a href="https://{HOST}/license.html">License</a></li><li><a href="https://{HOST}/contact.html">Contact</a></li></ul>
+<ul class="footer-links"><li><a href="https://{self.host}/about.html">About</a></li><li><a href="https://{self.host}/license.html">License</a></li><li><a href="https://{self.host}/contact.html">Contact</a></li></ul>
 <p class="updated">Page generated on 2026-01-{1 + i % 28:02d}.</p>
 </footer>
 </body></html>
 """.encode("utf-8")
 
 
-def write_synthetic(out: str, pages: int, seed: int = 7, pages_per_file: int = PAGES_PER_FILE) -> list[str]:
-    """The synthetic site as gzipped WARC files in `out` (reused if already written with the
-    same parameters); returns their paths. Responses are in a seeded shuffled order, as a
-    crawl interleaves a site's sections."""
-    from sitestrip.pipeline.warc_writer import WarcWriter
-
+def _reuse_or_clear(out: str, params: dict) -> list[str] | None:
+    """The WARC files of `out` when they were written with `params`; else None, `out` emptied."""
     marker = os.path.join(out, "synthetic.json")
-    params = {"pages": pages, "seed": seed, "pages_per_file": pages_per_file, "host": HOST,
-              "section_pages": SECTION_PAGES, "version": 1}
     if os.path.exists(marker):
         with open(marker) as fh:
-            if json.load(fh) == params:
-                return sorted(glob.glob(os.path.join(out, "*.warc.gz")))
+            # Compared as JSON gives them back: a tuple in `params` is a list in the file.
+            written = json.load(fh) == json.loads(json.dumps(params))
+        found = sorted(glob.glob(os.path.join(out, "*.warc.gz")))
+        if written and found:
+            return found
+        # The marker goes first: files half rewritten are never taken for a finished input.
+        os.remove(marker)
     os.makedirs(out, exist_ok=True)
     for stale in glob.glob(os.path.join(out, "*.warc.gz")):
         os.remove(stale)
-    site = SyntheticSite(pages, seed)
-    order = list(range(pages))
-    random.Random(seed).shuffle(order)
-    paths = []
-    for f, start in enumerate(range(0, pages, pages_per_file)):
-        path = os.path.join(out, f"synthetic-{f:05d}.warc.gz")
-        with open(path, "wb") as fh:
+    return None
+
+
+def _write_warcs(out: str, responses, pages_per_file: int, params: dict) -> list[str]:
+    """(url, HTML bytes) responses, in order, as gzipped WARC files of `pages_per_file` each."""
+    from sitestrip.pipeline.warc_writer import WarcWriter
+
+    paths, fh, writer = [], None, None
+    for n, (url, body) in enumerate(responses):
+        if n % pages_per_file == 0:
+            if fh is not None:
+                fh.close()
+            paths.append(os.path.join(out, f"synthetic-{len(paths):05d}.warc.gz"))
+            fh = open(paths[-1], "wb")
             writer = WarcWriter(fh)
-            for i in order[start:start + pages_per_file]:
-                url, body = site.url(i), site.html(i)
-                writer.response(url, body, headers=[("Content-Type", "text/html; charset=utf-8"),
-                                                    ("Content-Length", str(len(body)))],
-                                warc_headers={"WARC-Date": "2026-01-01T00:00:00Z",
-                                              "WARC-Record-ID": f"<urn:uuid:{uuid.uuid5(uuid.NAMESPACE_URL, url)}>"})
-        paths.append(path)
-    with open(marker, "w") as fh:
+        writer.response(url, body, headers=[("Content-Type", "text/html; charset=utf-8"),
+                                            ("Content-Length", str(len(body)))],
+                        warc_headers={"WARC-Date": "2026-01-01T00:00:00Z",
+                                      "WARC-Record-ID": f"<urn:uuid:{uuid.uuid5(uuid.NAMESPACE_URL, url)}>"})
+    if fh is not None:
+        fh.close()
+    with open(os.path.join(out, "synthetic.json"), "w") as fh:
         json.dump(params, fh)
     return paths
 
 
+def write_synthetic(out: str, pages: int, seed: int = 7, pages_per_file: int = PAGES_PER_FILE) -> list[str]:
+    """The synthetic site as gzipped WARC files in `out` (reused if already written with the
+    same parameters); returns their paths. Responses are in a seeded shuffled order, as a
+    crawl interleaves a site's sections."""
+    params = {"pages": pages, "seed": seed, "pages_per_file": pages_per_file, "host": HOST,
+              "section_pages": SECTION_PAGES, "version": 2}
+    found = _reuse_or_clear(out, params)
+    if found is not None:
+        return found
+    site = SyntheticSite(pages, seed)
+    order = list(range(pages))
+    random.Random(seed).shuffle(order)
+    return _write_warcs(out, ((site.url(i), site.html(i)) for i in order), pages_per_file, params)
+
+
 def synthetic_dir(work: str, pages: int, seed: int = 7) -> str:
     return os.path.join(work, "synthetic", f"pages-{pages}-seed-{seed}")
+
+
+# Sites of the multi-site input, by share of the sites drawn: (share, smallest, largest pages).
+# Small sites are log-normal around 8 pages; a large site is over site.max_site_pages (2,000),
+# so it is split into shards.
+MULTI_SMALL, MULTI_MEDIUM, MULTI_LARGE = (0.84, 1, 150), (0.15, 150, 800), (0.01, 2500, 5000)
+
+
+def multisite_sizes(pages: int, seed: int = 7) -> list[int]:
+    """Pages per site of the multi-site input of `pages` pages: sites drawn one after the
+    other from one seeded sequence until the pages are used up (the last one cut short), so
+    a smaller input's sites are the first sites of a larger one's. 100,000 pages are 785
+    sites, 31 % of the pages in the large ones; 1,000 pages are 12 sites, none of them large."""
+    rng = random.Random(f"multisite:{seed}")
+    sizes, left = [], pages
+    while left > 0:
+        draw = rng.random()
+        if draw < MULTI_LARGE[0]:
+            size = rng.randint(MULTI_LARGE[1], MULTI_LARGE[2])
+        elif draw < MULTI_LARGE[0] + MULTI_MEDIUM[0]:
+            size = rng.randint(MULTI_MEDIUM[1], MULTI_MEDIUM[2])
+        else:
+            size = max(MULTI_SMALL[1], min(MULTI_SMALL[2], int(math.exp(rng.gauss(math.log(8), 1.0)))))
+        size = min(size, left)
+        sizes.append(size)
+        left -= size
+    return sizes
+
+
+def multisite_host(j: int) -> str:
+    return f"docs{j:05d}.synth{j % 97:02d}.example"
+
+
+def write_multisite(out: str, pages: int, seed: int = 7, pages_per_file: int = PAGES_PER_FILE) -> list[str]:
+    """`pages` pages of many synthetic sites (`multisite_sizes`; each a SyntheticSite of its own
+    host and seed, one shared vocabulary) as gzipped WARC files in `out`, the sites' pages
+    interleaved in a seeded shuffled order as in a crawl's files."""
+    params = {"pages": pages, "seed": seed, "pages_per_file": pages_per_file, "kind": "multisite",
+              "section_pages": SECTION_PAGES, "sizes": [MULTI_SMALL, MULTI_MEDIUM, MULTI_LARGE], "version": 2}
+    found = _reuse_or_clear(out, params)
+    if found is not None:
+        return found
+    words = _vocabulary(seed)
+    sites = [SyntheticSite(size, f"{seed}-{j}", multisite_host(j), words)
+             for j, size in enumerate(multisite_sizes(pages, seed))]
+    order = [(j, i) for j, site in enumerate(sites) for i in range(site.pages)]
+    random.Random(seed).shuffle(order)
+    return _write_warcs(out, ((sites[j].url(i), sites[j].html(i)) for j, i in order), pages_per_file, params)
+
+
+def multisite_dir(work: str, pages: int, seed: int = 7) -> str:
+    return os.path.join(work, "synthetic", f"multisite-{pages}-seed-{seed}")
 
 
 # --------------------------------------------------------------------------------------------
@@ -755,6 +827,12 @@ def cmd_rss(args) -> dict:
         run = run_pipeline(paths, os.path.join(args.work, "runs", f"rss-synthetic-{n}"), 1, tuple(args.extra))
         run["input"] = f"synthetic {int(n):,}"
         runs.append(run)
+    for n in args.multisite or ():
+        paths = write_multisite(multisite_dir(args.work, int(n), args.seed), int(n), args.seed)
+        run = run_pipeline(paths, os.path.join(args.work, "runs", f"rss-multisite-{n}"), 1, tuple(args.extra))
+        run["input"] = f"multisite {int(n):,}"
+        run["sites"] = len(multisite_sizes(int(n), args.seed))
+        runs.append(run)
     for corpus in args.corpus or ():
         name = os.path.basename(os.path.normpath(corpus))
         run = run_pipeline(warc_files(corpus), os.path.join(args.work, "runs", f"rss-{name}"), 1, tuple(args.extra))
@@ -895,23 +973,40 @@ def cmd_memory(args) -> dict:
 
 
 def cmd_chart_rss(args) -> dict:
-    """Peak RSS against pages of the synthetic site, one line per `rss --json` file (LABEL=FILE)."""
+    """Peak RSS against pages of the synthetic input, one line per `rss --json` file
+    (LABEL=FILE); `--kind multisite` plots the multi-site runs, `--speed` adds pages/s."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(6.5, 4.2))
+    panels = 2 if args.speed else 1
+    fig, axes = plt.subplots(1, panels, figsize=(6.5 * panels, 4.2), squeeze=False)
+    rss_ax = axes[0][0]
     for spec in args.runs:
         label, _, path = spec.rpartition("=")     # a label may hold "=", a path seldom does
         with open(path) as fh:
-            runs = [r for r in json.load(fh)["runs"] if r["input"].startswith("synthetic")]
-        ax.plot([r["pages"] for r in runs], [r["peak_tree_rss_mb"] for r in runs], "o-", label=label)
-    ax.set_xlabel("pages of the input (one synthetic site, shards of at most 2,000 pages)")
-    ax.set_ylabel("peak RSS MB, 1 worker")
-    ax.set_title("sitestrip run: peak memory against input size")
-    ax.set_ylim(bottom=0)
-    ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=8)
+            runs = [r for r in json.load(fh)["runs"] if r["input"].startswith(args.kind)]
+        runs.sort(key=lambda r: r["pages"])
+        pages = [r["pages"] for r in runs]
+        rss_ax.plot(pages, [r["peak_tree_rss_mb"] for r in runs], "o-", label=label)
+        if args.speed:
+            axes[0][1].plot(pages, [r["pages_per_s"] for r in runs], "o-", label=label)
+    what = ("pages of the input (multi-site synthetic input)" if args.kind == "multisite"
+            else "pages of the input (one synthetic site, shards of at most 2,000 pages)")
+    if args.budget:
+        rss_ax.axhline(args.budget, color="grey", linestyle=":", linewidth=1, label=f"{args.budget:g} MB")
+    rss_ax.set_ylabel("peak RSS MB, 1 worker (process tree)")
+    rss_ax.set_title("sitestrip run: peak memory against input size")
+    if args.speed:
+        axes[0][1].set_ylabel("pages per second (wall), 1 worker")
+        axes[0][1].set_title("sitestrip run: speed against input size")
+    for ax in axes[0]:
+        ax.set_xlabel(what)
+        if args.log_x:
+            ax.set_xscale("log")
+        ax.set_ylim(bottom=0)
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(args.out, dpi=110)
     print(f"chart: {args.out}")
@@ -985,6 +1080,7 @@ def main(argv=None) -> None:
     p.add_argument("--repeat", type=int, default=1)
     p = sub.add_parser("rss", help="peak RSS with 1 worker")
     p.add_argument("--synthetic", nargs="*", type=int, help="synthetic site sizes")
+    p.add_argument("--multisite", nargs="*", type=int, help="pages of multi-site synthetic inputs (write_multisite)")
     p.add_argument("--corpus", action="append")
     p.add_argument("--extra", action="append", default=[], help="an extra `sitestrip run` option, e.g. --extra=--part-files=50")
     p = sub.add_parser("memory", help="in-process run: RSS and runner buffers per stage")
@@ -999,6 +1095,11 @@ def main(argv=None) -> None:
     p = sub.add_parser("chart-rss", help="PNG of peak RSS against input size from `rss --json` files")
     p.add_argument("runs", nargs="+", metavar="LABEL=FILE")
     p.add_argument("--out", required=True)
+    p.add_argument("--kind", choices=("synthetic", "multisite"), default="synthetic",
+                   help="which synthetic runs to plot (default: the one-site ones)")
+    p.add_argument("--speed", action="store_true", help="a second panel: pages/s against input size")
+    p.add_argument("--log-x", action="store_true", help="input size on a log scale")
+    p.add_argument("--budget", type=float, default=None, help="a horizontal line at this many MB")
     p = sub.add_parser("all", help="every measurement, one after the other")
     p.add_argument("--corpora", required=True, help="the folder of the dev corpora")
     p.add_argument("--chart", default=None)
