@@ -769,6 +769,15 @@ def _id_info(value: str) -> tuple:
 
 _HIDDEN_STYLE = re.compile(r"display\s*:\s*none|visibility\s*:\s*hidden", re.IGNORECASE)
 
+if _compiled is not None:
+    # The compiled walk answers _class_info and _id_info itself for ASCII values, from these
+    # tables (tests/transforms/test_flatten.py compares the two on generated values).
+    _compiled.set_hint_tables(
+        sorted(_HINT_EXACT.items()), _HINT_PREFIX, sorted(_HIDE_PARTS), sorted(_HIDE_QUALIFIERS),
+        sorted(_SCREEN_READER_PARTS), _SCREEN_READER_RUNS,
+        (F_NAV_EXACT, F_NAV_HINT, F_NAV_WORD, F_COMMENT_HINT, F_VOLATILE_ID, HINT_BIT["ad"], HINT_BIT["nav"],
+         HINT_BIT["hidden"], _MAX_HINT_CLASSES))
+
 # The elements that may be permalink anchors (_is_permalink).
 _ANCHOR_TAGS = frozenset({"a", "button"})
 # The longest text a permalink anchor may have ("permalink"); past it the lookahead stops.

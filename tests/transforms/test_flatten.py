@@ -336,3 +336,73 @@ def test_link_extras_survive_the_shuffle_and_the_state():
     stored = page_from_columns(*page_columns(page), "test")
     assert stored.side == page.side and stored.side.rel == page.side.rel
     assert parse_page("<body><p>no links</p></body>", "http://ex.com/").side.packed() == b""
+
+
+# --- class and id hints answered in the walk ---
+
+def _crc(s):
+    import zlib
+    return zlib.crc32(s.encode())
+
+
+def test_class_and_id_hints_by_hand():
+    """The walk's own _class_info and _id_info, derived by hand. "nav-bar main": nav-bar's
+    parts are nav, bar: the part "nav" gives F_NAV_HINT and F_NAV_WORD and the nav role, and
+    "main" the main role; hashes sorted. "MainNav" as an id: parts main, nav (nav word, nav and
+    main roles, "nav" in the lower-cased value); "x123 " is stripped, a run of 3 digits is
+    F_VOLATILE_ID. A class list with a hiding word ("sr-only") is answered by Python, which
+    also holds the responsive exception; so is a value that is not ASCII."""
+    C = P._compiled
+    got = C.class_info("nav-bar  main\t")
+    assert got == (tuple(sorted({_crc("nav-bar"), _crc("main")})), P.F_NAV_HINT | P.F_NAV_WORD,
+                   P.HINT_BIT["nav"] | P.HINT_BIT["main"])
+    assert C.class_info("nav-bar main") == got        # answered again, from the cache
+    assert C.class_info("") == ((), 0, 0) and C.class_info(" \x1c ") == ((), 0, 0)
+    assert C.class_info("a a") == ((_crc("a"),), 0, 0)
+    assert C.class_info("Nav") == ((_crc("Nav"),), P.F_NAV_EXACT | P.F_NAV_HINT | P.F_NAV_WORD, P.HINT_BIT["nav"])
+    assert C.class_info("x_ad") == ((_crc("x_ad"),), 0, P.HINT_BIT["ad"])
+    assert C.class_info("x_ad_y") == ((_crc("x_ad_y"),), 0, 0)    # "_ad" then a word character
+    assert C.class_info("loads") == ((_crc("loads"),), 0, 0) and C.class_info("my-ads")[2] == P.HINT_BIT["ad"]
+    assert C.class_info("sr-only") is None and C.class_info("menü") is None
+    assert C.id_info("MainNav") == (_crc("MainNav"), P.F_NAV_HINT | P.F_NAV_WORD,
+                                    P.HINT_BIT["nav"] | P.HINT_BIT["main"])
+    assert C.id_info(" x123 ") == (_crc("x123"), P.F_VOLATILE_ID, 0)
+    assert C.id_info(" \t") == (0, 0, 0)
+    assert C.id_info("sr-only") == (_crc("sr-only"), 0, P.HINT_BIT["hidden"])
+    assert C.id_info("ñav") is None
+
+
+def test_a_class_list_of_more_than_twelve_tokens_has_no_roles():
+    value = " ".join(["sidebar"] * 12 + ["nav"])
+    assert P._compiled.class_info(value) == P._class_info(value)
+    assert P._compiled.class_info(value)[1:] == (P.F_NAV_EXACT | P.F_NAV_HINT | P.F_NAV_WORD, 0)
+
+
+_HINT_TABLE_WORDS = sorted(set(P._HINT_EXACT) | {p for p, _ in P._HINT_PREFIX} | P._HIDE_PARTS | P._HIDE_QUALIFIERS
+                           | P._SCREEN_READER_PARTS | set(P._SCREEN_READER_RUNS)
+                           | {"ad", "adv", "ads", "advert", "adblock", "adbox", "print", "only", "visible", "show",
+                              "printonly", "d", "none", "display", "x", "1", "123", "Nav", "MENU", "NavBar",
+                              "XMLHttp", "comment", "disqus", "md", "block"})
+_HINT_VALUE = st.lists(st.one_of(st.sampled_from(_HINT_TABLE_WORDS),
+                                 st.sampled_from(["-", "_", " ", ":", "\t", "\x1c", ".", "1", "A", "Q", "é", "\x85"])),
+                       max_size=8).map("".join)
+
+
+@settings(max_examples=1000, deadline=None)
+@given(_HINT_VALUE, st.booleans(), st.integers(1, 14))
+def test_class_and_id_hints_are_the_references(value, upper, repeat):
+    """On values built from the hint tables' own words, separators, capitals and characters
+    that are not ASCII: the walk's answer, where it gives one, is _class_info's and _id_info's;
+    it answers every ASCII value but a class list with the hidden role."""
+    if upper:
+        value = value.title()
+    value = " ".join([value] * repeat) if repeat > 1 else value
+    C = P._compiled
+    for _ in range(2):           # computed, then from the cache
+        got, ref = C.class_info(value), P._class_info(value)
+        if value.isascii() and not ref[2] & P.HINT_BIT["hidden"]:
+            assert got == ref
+        else:
+            assert got is None or got == ref
+        got_id = C.id_info(value)
+        assert got_id == P._id_info(value) if value.isascii() else got_id is None
