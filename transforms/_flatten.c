@@ -841,6 +841,36 @@ static PyObject *call_info(PyObject *fn, const char *s, Py_ssize_t n, long *bits
     return r;
 }
 
+/* resolve_link's answers for the hrefs that begin "http://" or "https://", for the whole
+ * process: resolve_link gives those normalize_url(href), whatever the base, and a site's
+ * pages link the same absolute URLs (its menus, its other sites). Kept for one resolve
+ * function; emptied when full. */
+static PyObject *absolute_links, *absolute_links_of;
+enum { ABSOLUTE_LINKS_MAX = 1 << 16 };
+
+static int is_absolute_http(const char *s, Py_ssize_t n) {
+    return (n >= 7 && memcmp(s, "http://", 7) == 0) || (n >= 8 && memcmp(s, "https://", 8) == 0);
+}
+
+static PyObject *resolve_uncached(W *w, PyObject *href, int absolute) {
+    if (absolute) {
+        if (absolute_links_of != w->resolve) {
+            Py_CLEAR(absolute_links);
+            Py_XSETREF(absolute_links_of, Py_NewRef(w->resolve));
+            if (!(absolute_links = PyDict_New())) return NULL;
+        }
+        PyObject *got = PyDict_GetItemWithError(absolute_links, href);
+        if (got) return Py_NewRef(got);
+        if (PyErr_Occurred()) return NULL;
+    }
+    PyObject *target = PyObject_CallFunctionObjArgs(w->resolve, w->base_url, href, NULL);
+    if (target && absolute) {
+        if (PyDict_GET_SIZE(absolute_links) >= ABSOLUTE_LINKS_MAX) PyDict_Clear(absolute_links);
+        if (PyDict_SetItem(absolute_links, href, target) < 0) Py_CLEAR(target);
+    }
+    return target;
+}
+
 static int resolve_href(W *w, const char *s, Py_ssize_t n, int32_t i) {
     PyObject *href = PyUnicode_DecodeUTF8(s, n, NULL);
     if (!href) return -1;
@@ -849,7 +879,7 @@ static int resolve_href(W *w, const char *s, Py_ssize_t n, int32_t i) {
         Py_INCREF(target);
     } else {
         if (PyErr_Occurred()) { Py_DECREF(href); return -1; }
-        target = PyObject_CallFunctionObjArgs(w->resolve, w->base_url, href, NULL);
+        target = resolve_uncached(w, href, is_absolute_http(s, n));
         if (!target || PyDict_SetItem(w->href_cache, href, target) < 0) {
             Py_DECREF(href);
             Py_XDECREF(target);

@@ -292,6 +292,23 @@ def resolve_link(base_url: str, href: str) -> str | None:
     """
     if not isinstance(href, str):
         return None
+    if href.startswith(_ABSOLUTE):
+        # _resolve gives such an href normalize_url(href) whatever the base: nothing to strip
+        # in front, an http(s) scheme, "//" after it. Pages of a site link the same ones.
+        return _resolve_absolute(href)
+    return _resolve(base_url, href)
+
+
+_ABSOLUTE = ("http://", "https://")
+
+
+@lru_cache(maxsize=1 << 16)
+def _resolve_absolute(href: str) -> str | None:
+    return _resolve("", href)
+
+
+def _resolve(base_url: str, href: str) -> str | None:
+    """resolve_link of a str href, computed (the reference of its cached path)."""
     href = _clean(href)
     scheme_match = _SCHEME.match(href)
     if scheme_match is not None and scheme_match.group(1).lower() not in _DEFAULT_PORT:

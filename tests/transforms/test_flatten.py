@@ -406,3 +406,14 @@ def test_class_and_id_hints_are_the_references(value, upper, repeat):
             assert got is None or got == ref
         got_id = C.id_info(value)
         assert got_id == P._id_info(value) if value.isascii() else got_id is None
+
+
+def test_absolute_links_are_the_same_on_every_page_and_relative_ones_follow_the_base():
+    """The walk keeps resolve_link's answer for an href beginning "http://" or "https://"
+    across pages; a relative href is resolved against each page's own base."""
+    html = '<body><a href="http://Other.org/a/../b">x</a><a href="c">y</a><a href="https://o.org:443">z</a></body>'
+    first = assert_same_parse(html, url="http://ex.com/dir/page.html")
+    second = assert_same_parse(html, url="https://ex.net/")
+    assert first.link_url == ("http://other.org/b", "http://ex.com/dir/c", "https://o.org/")
+    assert second.link_url == ("http://other.org/b", "https://ex.net/c", "https://o.org/")
+    assert first.link_node.tolist() == second.link_node.tolist() == [1, 3, 5]
