@@ -593,3 +593,26 @@ def test_absolute_hrefs_by_hand():
     assert resolve_link("https://x.org/", "https://h\\p\\q?a\\b") == "https://h/p/q?a%5Cb"
     # a scheme in capitals is not on the cached path and resolves the same
     assert resolve_link("https://x.org/", "HTTP://h/p") == resolve_link("", "http://h/p") == "http://h/p"
+
+
+@settings(max_examples=600, deadline=None)
+@given(st.sampled_from(["/", "//", "/\\", "/\t/", "/ ", "\\", " /"]), _hostile_tail,
+       st.sampled_from(["http://a/b/c/d;p?q", "https://A.org:443/x/../y?z#f", "http://[::1]:8080/x/", "http://u:p@h:81",
+                        "", "ftp://x/", "https://other.org/deep/er/page.html"]))
+def test_rooted_hrefs_resolve_as_computed(head, tail, base):
+    """The cached path of an href beginning "/" answers what the computation answers, also
+    where cleaning makes it protocol-relative ("/\\t/h", "/\\\\h")."""
+    from sitestrip.transforms.urls import _resolve
+    href = head + tail
+    expected = _resolve(base, href)
+    assert resolve_link(base, href) == expected
+    assert resolve_link(base, href) == expected      # from the cache
+
+
+def test_rooted_hrefs_by_hand():
+    """Two bases with one origin share the answer; the origin's scheme and port are kept."""
+    assert resolve_link("http://h:81/a/b?q", "/x/../y?z#f") == "http://h:81/y?z"
+    assert resolve_link("http://h:81/c/", "/x/../y?z#f") == "http://h:81/y?z"
+    assert resolve_link("https://h/", "/\t/other.org/p") == "https://other.org/p"
+    assert resolve_link("https://h/", "/\\other.org/p") == "https://other.org/p"
+    assert resolve_link("not a url", "/x") is None
