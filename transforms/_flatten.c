@@ -14,10 +14,15 @@
  *   - Python's whitespace and letters: str.split/isspace/strip are Py_UNICODE_ISSPACE and
  *     str.isalnum is Py_UNICODE_ISALNUM on code points, decoded from strict UTF-8 as lxml
  *     decodes them.
- * What is rare or intricate stays in Python and is called back: a tag's properties
- * (name.lower() and the rules' sets), class and id hints, resolve_link, the hidden-style
- * pattern, and whether a link that may be a permalink anchor is one (_is_permalink, with
- * lxml's element: it reads the link's subtree ahead). count_words' tokens are counted here (tokens.py's pattern, with its CJK and mark
+ * Class and id hints (_class_info, _id_info), the hidden-style pattern and the role and
+ * aria-hidden tests are answered here for ASCII values, the hints from page.py's word tables
+ * (set_hint_tables) and kept per process by value; resolve_link's answers for hrefs beginning
+ * "http://" or "https://" are kept per process too. What is rare or intricate stays in Python
+ * and is called back: a tag's properties (name.lower() and the rules' sets, once per name),
+ * values that are not ASCII, a class list with the hidden hint (its responsive exception),
+ * resolve_link for other hrefs (once per page and href), and whether a link that may be a
+ * permalink anchor is one (_is_permalink, with lxml's element: it reads the link's subtree
+ * ahead). count_words' tokens are counted here (tokens.py's pattern, with its CJK and mark
  * ranges handed over by set_token_ranges; Python's count_words where they are not set).
  * Anything this file does not read exactly as lxml would
  * (entity references, invalid UTF-8, an element that is not lxml's) makes `walk` return
@@ -808,8 +813,17 @@ static int is_name(xmlAttr *a, const char *name) {
     return !(a->ns && a->ns->href) && strcmp((const char *)a->name, name) == 0;
 }
 
-/* v.strip().lower() == word */
+static int ascii_lower(char c) { return c >= 'A' && c <= 'Z' ? c + 32 : c; }
+
+/* v.strip().lower() == word (word: lower-case ASCII) */
 static int stripped_lower_is(const char *s, Py_ssize_t n, const char *word) {
+    if (ascii_only(s, n)) {
+        while (n && Py_UNICODE_ISSPACE((Py_UCS4)(unsigned char)s[n - 1])) n--;
+        while (n && Py_UNICODE_ISSPACE((Py_UCS4)(unsigned char)*s)) { s++; n--; }
+        if ((size_t)n != strlen(word)) return 0;
+        for (Py_ssize_t k = 0; k < n; k++) if (ascii_lower(s[k]) != word[k]) return 0;
+        return 1;
+    }
     PyObject *v = PyUnicode_DecodeUTF8(s, n, NULL);
     if (!v) return -1;
     PyObject *st = PyObject_CallMethod(v, "strip", NULL);
@@ -821,6 +835,31 @@ static int stripped_lower_is(const char *s, Py_ssize_t n, const char *word) {
     int eq = PyUnicode_CompareWithASCIIString(low, word) == 0;
     Py_DECREF(low);
     return eq;
+}
+
+/* The ASCII `word` (lower case) at s[k..n) in any case; the index past it, or -1. */
+static Py_ssize_t word_at(const char *s, Py_ssize_t n, Py_ssize_t k, const char *word) {
+    for (; *word; word++, k++) if (k >= n || ascii_lower(s[k]) != *word) return -1;
+    return k;
+}
+
+/* page.py's _HIDDEN_STYLE.search(v) (display\s*:\s*none|visibility\s*:\s*hidden, any case) of
+ * an ASCII value: 1 or 0; -1 when the value is not ASCII (Python's case folding then decides). */
+static int hidden_style_ascii(const char *s, Py_ssize_t n) {
+    if (!ascii_only(s, n)) return -1;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        char c = ascii_lower(s[i]);
+        const char *name = c == 'd' ? "display" : c == 'v' ? "visibility" : NULL;
+        if (!name) continue;
+        Py_ssize_t k = word_at(s, n, i, name);
+        if (k < 0) continue;
+        while (k < n && Py_UNICODE_ISSPACE((Py_UCS4)(unsigned char)s[k])) k++;
+        if (k >= n || s[k] != ':') continue;
+        k++;
+        while (k < n && Py_UNICODE_ISSPACE((Py_UCS4)(unsigned char)s[k])) k++;
+        if (word_at(s, n, k, c == 'd' ? "none" : "hidden") >= 0) return 1;
+    }
+    return 0;
 }
 
 /* Unpacks (hash or hashes, flag bits, role bits) from _class_info / _id_info. */
@@ -1039,13 +1078,16 @@ static int start(W *w, xmlNode *node) {
                     flag |= w->k.f_hidden;
                 }
             } else if (is_name(a, "style")) {
-                PyObject *v = PyUnicode_DecodeUTF8(s, n, NULL);
-                PyObject *m = v ? PyObject_CallOneArg(w->hidden_style, v) : NULL;
-                Py_XDECREF(v);
-                if (!m) goto fail_attr;
-                int truth = PyObject_IsTrue(m);
-                Py_DECREF(m);
-                if (truth < 0) goto fail_attr;
+                int truth = hidden_style_ascii(s, n);
+                if (truth < 0) {
+                    PyObject *v = PyUnicode_DecodeUTF8(s, n, NULL);
+                    PyObject *m = v ? PyObject_CallOneArg(w->hidden_style, v) : NULL;
+                    Py_XDECREF(v);
+                    if (!m) goto fail_attr;
+                    truth = PyObject_IsTrue(m);
+                    Py_DECREF(m);
+                    if (truth < 0) goto fail_attr;
+                }
                 if (truth) {
                     role |= w->k.hint_hidden;
                     flag |= w->k.f_hidden;
@@ -1394,6 +1436,18 @@ static PyObject *id_info_c(PyObject *self, PyObject *arg) {
     return Py_BuildValue("(kik)", (unsigned long)h, f, (unsigned long)roles);
 }
 
+/* hidden_style(value): page._HIDDEN_STYLE.search(value) as the walk answers it (a bool), or
+ * None where the walk calls Python (for tests). */
+static PyObject *hidden_style_c(PyObject *self, PyObject *arg) {
+    (void)self;
+    Py_ssize_t n;
+    const char *s = PyUnicode_Check(arg) ? PyUnicode_AsUTF8AndSize(arg, &n) : NULL;
+    if (!s) { if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "hidden_style: expected a str"); return NULL; }
+    int r = hidden_style_ascii(s, n);
+    if (r < 0) Py_RETURN_NONE;
+    return PyBool_FromLong(r);
+}
+
 static PyMethodDef methods[] = {
     {"walk", walk, METH_VARARGS, "walk(body, ...): the arrays of page._flatten, or None to run the reference."},
     {"set_token_ranges", set_token_ranges, METH_VARARGS,
@@ -1401,6 +1455,7 @@ static PyMethodDef methods[] = {
     {"count_words", count_words_c, METH_O, "count_words(text): tokens.count_words, compiled (for tests)."},
     {"set_hint_tables", set_hint_tables, METH_VARARGS, "set_hint_tables(...): page.py's class/id hint words."},
     {"class_info", class_info_c, METH_O, "class_info(value): page._class_info as the walk answers it, or None."},
+    {"hidden_style", hidden_style_c, METH_O, "hidden_style(value): the walk's inline-style test, or None."},
     {"id_info", id_info_c, METH_O, "id_info(value): page._id_info as the walk answers it, or None."},
     {NULL, NULL, 0, NULL},
 };

@@ -417,3 +417,35 @@ def test_absolute_links_are_the_same_on_every_page_and_relative_ones_follow_the_
     assert first.link_url == ("http://other.org/b", "http://ex.com/dir/c", "https://o.org/")
     assert second.link_url == ("http://other.org/b", "https://ex.net/c", "https://o.org/")
     assert first.link_node.tolist() == second.link_node.tolist() == [1, 3, 5]
+
+
+def test_hidden_style_by_hand():
+    C = P._compiled
+    assert C.hidden_style("color:red; DISPLAY :\t none !important") is True
+    assert C.hidden_style("visibility:\x1chidden") is True           # \x1c is whitespace to Python's \s
+    assert C.hidden_style("display: block; visibility: visible") is False
+    assert C.hidden_style("display-none") is False and C.hidden_style("displaynone") is False
+    assert C.hidden_style("diſplay:none") is None                      # not ASCII: Python's case folding
+
+
+@settings(max_examples=1000, deadline=None)
+@given(st.lists(st.sampled_from(["display", "DisPlay", "visibility", "VISIBILITY", "none", "NONE", "hidden", "Hidden",
+                                 ":", " ", "\t", "\x1c", "\x0b", ";", "d", "v", "x", "ſ", "\u00a0"]),
+                max_size=8).map("".join))
+def test_hidden_style_is_the_pattern(value):
+    got = P._compiled.hidden_style(value)
+    if value.isascii():
+        assert got is bool(P._HIDDEN_STYLE.search(value))
+    else:
+        assert got is None
+
+
+@pytest.mark.parametrize("attrs, hidden", [
+    ('style="Display: NONE"', True), ('style="display:block"', False), ('aria-hidden=" TRUE\t"', True),
+    ('aria-hidden="false"', False), ('role=" NAVIGATION "', False), ('role="navigationx"', False),
+    ('style="diſplay:none"', True),
+])
+def test_hiding_attributes_flatten_the_same(attrs, hidden):
+    """The walk's own tests of style, aria-hidden and role give the reference's flags."""
+    page = assert_same_parse(f"<body><div {attrs}>x</div></body>")
+    assert bool(page.flags[1] & P.F_HIDDEN) is hidden
