@@ -1436,6 +1436,31 @@ static PyObject *id_info_c(PyObject *self, PyObject *arg) {
     return Py_BuildValue("(kik)", (unsigned long)h, f, (unsigned long)roles);
 }
 
+/* count_nodes(element, limit): the nodes under libxml2's tree of `element`, itself included,
+ * of every kind but attributes, counted until the count passes `limit`; -1 where an entity
+ * reference sits in it (its children are the entity's, not the tree's). Every node XPath's
+ * descendant-or-self::node() selects is one of these, so a count at most `limit` says that
+ * page.py's exact XPath count is too. */
+static PyObject *count_nodes(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *el_o;
+    long long limit;
+    if (!PyArg_ParseTuple(args, "OL", &el_o, &limit)) return NULL;
+    if (!element_type || !PyObject_TypeCheck(el_o, element_type) || !((struct LxmlElement *)el_o)->_c_node)
+        return PyLong_FromLong(-1);
+    xmlNode *root = ((struct LxmlElement *)el_o)->_c_node, *cur = root->children;
+    long long count = 1;
+    while (cur && count <= limit) {
+        if (cur->type == XML_ENTITY_REF_NODE) return PyLong_FromLong(-1);
+        count++;
+        if (cur->children) { cur = cur->children; continue; }
+        while (cur && cur != root && !cur->next) cur = cur->parent;
+        if (!cur || cur == root) break;
+        cur = cur->next;
+    }
+    return PyLong_FromLongLong(count);
+}
+
 /* hidden_style(value): page._HIDDEN_STYLE.search(value) as the walk answers it (a bool), or
  * None where the walk calls Python (for tests). */
 static PyObject *hidden_style_c(PyObject *self, PyObject *arg) {
@@ -1455,6 +1480,7 @@ static PyMethodDef methods[] = {
     {"count_words", count_words_c, METH_O, "count_words(text): tokens.count_words, compiled (for tests)."},
     {"set_hint_tables", set_hint_tables, METH_VARARGS, "set_hint_tables(...): page.py's class/id hint words."},
     {"class_info", class_info_c, METH_O, "class_info(value): page._class_info as the walk answers it, or None."},
+    {"count_nodes", count_nodes, METH_VARARGS, "count_nodes(element, limit): an upper bound of the XPath node count."},
     {"hidden_style", hidden_style_c, METH_O, "hidden_style(value): the walk's inline-style test, or None."},
     {"id_info", id_info_c, METH_O, "id_info(value): page._id_info as the walk answers it, or None."},
     {NULL, NULL, 0, NULL},

@@ -449,3 +449,23 @@ def test_hiding_attributes_flatten_the_same(attrs, hidden):
     """The walk's own tests of style, aria-hidden and role give the reference's flags."""
     page = assert_same_parse(f"<body><div {attrs}>x</div></body>")
     assert bool(page.flags[1] & P.F_HIDDEN) is hidden
+
+
+def test_node_count_by_hand_and_the_cap():
+    """body, p, "a", the comment, the PI, "b", br, "t": 8 nodes, as XPath counts them; the count
+    stops once past the limit. parse_page's cap gives the same verdict and message either way."""
+    root = etree.fromstring("<body><p>a<!-- c --><?pi x?></p>b<br/>t</body>",
+                            etree.HTMLParser(remove_comments=False, remove_pis=False))
+    body = root.find("body")
+    assert P._compiled.count_nodes(body, 100) == 8 == int(body.xpath("count(descendant-or-self::node())"))
+    assert P._compiled.count_nodes(body, 3) == 4
+    html = "<body><p>a</p>b</body>"                  # body, p, "a", "b"
+    saved = P._COMPILED
+    try:
+        for compiled in (True, False):
+            P._COMPILED = compiled
+            assert parse_page(html, URL, max_nodes=4).size == 4
+            with pytest.raises(P.TooManyNodes, match="^4 parsed nodes, more than read.max_nodes = 3$"):
+                parse_page(html, URL, max_nodes=3)
+    finally:
+        P._COMPILED = saved
