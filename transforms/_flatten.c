@@ -14,10 +14,15 @@
  *   - Python's whitespace and letters: str.split/isspace/strip are Py_UNICODE_ISSPACE and
  *     str.isalnum is Py_UNICODE_ISALNUM on code points, decoded from strict UTF-8 as lxml
  *     decodes them.
- * What is rare or intricate stays in Python and is called back: a tag's properties
- * (name.lower() and the rules' sets), class and id hints, resolve_link, the hidden-style
- * pattern, and whether a link that may be a permalink anchor is one (_is_permalink, with
- * lxml's element: it reads the link's subtree ahead). count_words' tokens are counted here (tokens.py's pattern, with its CJK and mark
+ * Class and id hints (_class_info, _id_info), the hidden-style pattern and the role and
+ * aria-hidden tests are answered here for ASCII values, the hints from page.py's word tables
+ * (set_hint_tables) and kept per process by value; resolve_link's answers for hrefs beginning
+ * "http://" or "https://" are kept per process too. What is rare or intricate stays in Python
+ * and is called back: a tag's properties (name.lower() and the rules' sets, once per name),
+ * values that are not ASCII, a class list with the hidden hint (its responsive exception),
+ * resolve_link for other hrefs (once per page and href), and whether a link that may be a
+ * permalink anchor is one (_is_permalink, with lxml's element: it reads the link's subtree
+ * ahead). count_words' tokens are counted here (tokens.py's pattern, with its CJK and mark
  * ranges handed over by set_token_ranges; Python's count_words where they are not set).
  * Anything this file does not read exactly as lxml would
  * (entity references, invalid UTF-8, an element that is not lxml's) makes `walk` return
@@ -152,6 +157,7 @@ typedef struct {
     Vec class_hash, attr_hash, link_node, extra_node, extra_ptr;
     Vec text;                 /* Py_UCS4: all text nodes concatenated */
     Vec raw, pending, scratch;  /* Py_UCS4 scratch: the raw text, pre's pending whitespace, collapsed */
+    Vec hint_buf;             /* bytes: class_hints' and id_hints' scratch */
     /* the walk */
     Vec stack_i, stack_bits;  /* node index and tag bits of the open elements */
     int in_link, line_no, pre_depth, in_title;
@@ -166,7 +172,7 @@ static void w_free(W *w) {
     Vec *all[] = {&w->parent, &w->depth, &w->tag, &w->end, &w->flags, &w->hints, &w->line, &w->id_hash,
                   &w->class_ptr, &w->attr_ptr, &w->text_len, &w->words, &w->chars, &w->class_hash,
                   &w->attr_hash, &w->link_node, &w->extra_node, &w->extra_ptr, &w->text, &w->raw,
-                  &w->pending, &w->scratch, &w->stack_i, &w->stack_bits};
+                  &w->pending, &w->scratch, &w->hint_buf, &w->stack_i, &w->stack_bits};
     for (size_t k = 0; k < sizeof(all) / sizeof(all[0]); k++) free(all[k]->data);
     free(w->tags);
     Py_XDECREF(w->links);
@@ -318,6 +324,339 @@ static Py_ssize_t collapse_into(Vec *out, const Py_UCS4 *s, size_t n) {
     }
     out->len += m;
     return (Py_ssize_t)m;
+}
+
+/* ------------------------------------------------------------------ class and id hints */
+
+/* page.py's _class_info and _id_info for values made of ASCII characters only, from the word
+ * tables set_hint_tables hands over (HINT_WORDS' exact words and prefixes, _hides' word sets).
+ * What is not ASCII, and a class list whose roles hold the "hidden" hint (the responsive
+ * exception, _SHOWN_AT_A_SIZE, stays a regular expression), are called back to Python. */
+
+typedef struct { char **word; uint32_t *bits; size_t *len; size_t n; } WordSet;
+
+static WordSet hint_exact, hint_prefix, hide_parts, hide_qualifiers, sr_parts, sr_runs;
+static int hints_ready;
+static struct {
+    int f_nav_exact, f_nav_hint, f_nav_word, f_comment, f_volatile;
+    uint32_t ad, nav, hidden;
+    int max_classes;
+} hk;
+
+static void words_free(WordSet *s) {
+    for (size_t k = 0; k < s->n; k++) PyMem_RawFree(s->word[k]);
+    PyMem_RawFree(s->word);
+    PyMem_RawFree(s->bits);
+    PyMem_RawFree(s->len);
+    memset(s, 0, sizeof(*s));
+}
+
+/* A WordSet from an iterable of str or of (str, bits) pairs; the words must be ASCII. */
+static int words_of_py(PyObject *items, WordSet *out) {
+    PyObject *fast = PySequence_Fast(items, "expected a sequence of words");
+    if (!fast) return -1;
+    Py_ssize_t m = PySequence_Fast_GET_SIZE(fast);
+    WordSet s = {PyMem_RawCalloc((size_t)m + 1, sizeof(char *)), PyMem_RawCalloc((size_t)m + 1, sizeof(uint32_t)),
+                 PyMem_RawCalloc((size_t)m + 1, sizeof(size_t)), 0};
+    if (!s.word || !s.bits || !s.len) { PyErr_NoMemory(); goto bad; }
+    for (Py_ssize_t k = 0; k < m; k++) {
+        PyObject *it = PySequence_Fast_GET_ITEM(fast, k), *w = it;
+        unsigned long bits = 0;
+        if (PyTuple_Check(it) && !PyArg_ParseTuple(it, "Uk", &w, &bits)) goto bad;
+        if (!PyUnicode_Check(w) || !PyUnicode_IS_ASCII(w)) {
+            PyErr_SetString(PyExc_ValueError, "hint words must be ASCII str");
+            goto bad;
+        }
+        Py_ssize_t len;
+        const char *c = PyUnicode_AsUTF8AndSize(w, &len);
+        if (!c) goto bad;
+        s.word[k] = PyMem_RawMalloc((size_t)len + 1);
+        if (!s.word[k]) { PyErr_NoMemory(); goto bad; }
+        memcpy(s.word[k], c, (size_t)len + 1);
+        s.bits[k] = (uint32_t)bits;
+        s.len[k] = (size_t)len;
+        s.n = (size_t)k + 1;
+    }
+    Py_DECREF(fast);
+    words_free(out);
+    *out = s;
+    return 0;
+bad:
+    Py_DECREF(fast);
+    words_free(&s);
+    return -1;
+}
+
+typedef struct { const char *s; size_t n; } Span;
+
+static int span_is(Span p, const char *w) { size_t n = strlen(w); return p.n == n && memcmp(p.s, w, n) == 0; }
+static int span_starts(Span p, const char *w) { size_t n = strlen(w); return p.n >= n && memcmp(p.s, w, n) == 0; }
+
+/* index + 1 of the word equal to p in s, or 0 */
+static size_t set_find(const WordSet *s, Span p) {
+    for (size_t k = 0; k < s->n; k++)
+        if (s->len[k] == p.n && s->word[k][0] == p.s[0] && memcmp(s->word[k], p.s, p.n) == 0) return k + 1;
+    return 0;
+}
+
+static int any_part_in(const Span *parts, size_t n, const WordSet *s) {
+    for (size_t k = 0; k < n; k++) if (set_find(s, parts[k])) return 1;
+    return 0;
+}
+
+static int any_part_is(const Span *parts, size_t n, const char *w) {
+    for (size_t k = 0; k < n; k++) if (span_is(parts[k], w)) return 1;
+    return 0;
+}
+
+static int is_upper(char c) { return c >= 'A' && c <= 'Z'; }
+static int is_lower_digit(char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); }
+static int is_word(char c) { return ascii_alnum((unsigned char)c) || c == '_'; }
+
+/* _CAMEL.findall(value) ([A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])) as spans of `v`; returns the count. */
+static size_t camel_parts(const char *v, size_t n, Span *parts) {
+    size_t m = 0, i = 0;
+    while (i < n) {
+        size_t j;
+        if (is_upper(v[i])) {
+            if (i + 1 < n && is_lower_digit(v[i + 1])) {
+                for (j = i + 1; j < n && is_lower_digit(v[j]); j++) {}
+            } else {
+                for (j = i; j < n && is_upper(v[j]); j++) {}
+                if (j < n && v[j] >= 'a' && v[j] <= 'z') j--;   /* the last capital starts a word */
+            }
+        } else if (is_lower_digit(v[i])) {
+            for (j = i; j < n && is_lower_digit(v[j]); j++) {}
+        } else {
+            i++;
+            continue;
+        }
+        parts[m++] = (Span){v + i, j - i};
+        i = j;
+    }
+    return m;
+}
+
+/* _AD.search(low): seed 002's advertisement patterns on a lower-cased ASCII value. */
+static int ad_search(const char *s, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        const char *p = s + i;
+        size_t left = n - i;
+        int before = i == 0 || !is_word(s[i - 1]);          /* \b before a word character */
+#define AT(w) (left >= sizeof(w) - 1 && memcmp(p, w, sizeof(w) - 1) == 0)
+#define AFTER(k) (i + (k) == n || !is_word(s[i + (k)]))     /* \b after a word character */
+        if (AT("advert") || AT("adblock") || AT("adbox")) return 1;
+        if (before && (AT("ad-") || AT("ad_") || AT("adv-") || AT("adv_") || AT("ads"))) return 1;
+        if ((AT("-ad") || AT("_ad")) && AFTER(3)) return 1;
+        if ((AT("-adv") || AT("_adv")) && AFTER(4)) return 1;
+#undef AT
+#undef AFTER
+    }
+    return 0;
+}
+
+/* _hides(low, parts) */
+static int hides(const char *low, size_t n, const Span *parts, size_t np, char *run) {
+    Span whole = {low, n};
+    if (span_is(whole, "d-none") || span_is(whole, "display-none")) return 1;
+    if (any_part_in(parts, np, &hide_parts) && !any_part_in(parts, np, &hide_qualifiers)) return 1;
+    if (any_part_in(parts, np, &sr_parts)) return 1;
+    if (any_part_is(parts, np, "print") &&
+        (any_part_is(parts, np, "only") || any_part_is(parts, np, "visible") || any_part_is(parts, np, "show")))
+        return 1;
+    size_t r = 0;
+    for (size_t k = 0; k < np; k++) { memcpy(run + r, parts[k].s, parts[k].n); r += parts[k].n; }
+    run[r] = 0;
+    if (strstr(run, "printonly")) return 1;
+    for (size_t k = 0; k < sr_runs.n; k++) if (strstr(run, sr_runs.word[k])) return 1;
+    return 0;
+}
+
+/* _name_hints(value, parts) and, with `roles`, _role_hints(value, parts) of the ASCII value
+ * v[0..n) (no NUL inside); `low`, `run` are n + 1 bytes of scratch, `parts` n spans. */
+static void value_hints(const char *v, size_t n, char *low, char *run, Span *parts, int *flags, uint32_t *roles) {
+    for (size_t k = 0; k < n; k++) low[k] = (v[k] >= 'A' && v[k] <= 'Z') ? (char)(v[k] + 32) : v[k];
+    low[n] = 0;
+    size_t np = camel_parts(v, n, parts);
+    for (size_t k = 0; k < np; k++) parts[k].s = low + (parts[k].s - v);   /* lower-cased parts */
+    Span whole = {low, n};
+    int f = (span_is(whole, "nav") || span_is(whole, "menu")) ? hk.f_nav_exact : 0;
+    for (size_t k = 0; k < np; k++) {
+        Span p = parts[k];
+        if (span_starts(p, "nav") || span_starts(p, "menu")) {
+            f |= hk.f_nav_hint;
+            if (span_is(p, "nav") || span_is(p, "menu")) f |= hk.f_nav_word;
+        } else if (span_starts(p, "comment") || span_is(p, "disqus")) {
+            f |= hk.f_comment;
+        }
+    }
+    *flags |= f;
+    if (!roles) return;
+    uint32_t b = ad_search(low, n) ? hk.ad : 0;
+    if (strstr(low, "nav")) b |= hk.nav;
+    for (size_t k = 0; k < np; k++) {
+        size_t at = set_find(&hint_exact, parts[k]);
+        if (at) b |= hint_exact.bits[at - 1];
+        for (size_t j = 0; j < hint_prefix.n; j++)
+            if (parts[k].n >= hint_prefix.len[j] && parts[k].s[0] == hint_prefix.word[j][0] &&
+                memcmp(parts[k].s, hint_prefix.word[j], hint_prefix.len[j]) == 0)
+                b |= hint_prefix.bits[j];
+    }
+    if (hides(low, n, parts, np, run)) b |= hk.hidden;
+    *roles |= b;
+}
+
+
+/* Answers by value, for the whole process: class lists repeat across a site's pages, and a
+ * cached answer costs a hash of the value where computing it walks the word tables. A full
+ * table is emptied and filled again. */
+typedef struct { char *key; size_t n; uint32_t code, roles, nh, *hashes; int flags, used; } Answer;
+typedef struct { Answer *slot; size_t cap, used; } Answers;
+static Answers class_answers, id_answers;
+enum { ANSWERS_CAP = 1 << 16 };
+
+static void answers_clear(Answers *a) {
+    for (size_t k = 0; k < a->cap; k++) if (a->slot[k].used) free(a->slot[k].key);
+    if (a->slot) memset(a->slot, 0, a->cap * sizeof(Answer));
+    a->used = 0;
+}
+
+static Answer *answer_find(Answers *a, const char *s, size_t n, uint32_t code) {
+    if (!a->slot) return NULL;
+    for (size_t h = code & (a->cap - 1);; h = (h + 1) & (a->cap - 1)) {
+        Answer *e = &a->slot[h];
+        if (!e->used) return NULL;
+        if (e->code == code && e->n == n && memcmp(e->key, s, n) == 0) return e;
+    }
+}
+
+/* Stores an answer (the value and its nh hashes in one block; flags -1: Python answers it); a
+ * failed allocation stores nothing. */
+static void answer_put(Answers *a, const char *s, size_t n, uint32_t code, int flags, uint32_t roles,
+                       const uint32_t *hashes, uint32_t nh) {
+    if (!a->slot) {
+        a->slot = calloc(ANSWERS_CAP, sizeof(Answer));
+        if (!a->slot) return;
+        a->cap = ANSWERS_CAP;
+    }
+    if (a->used * 2 >= a->cap) answers_clear(a);
+    size_t at = (n + 3) & ~(size_t)3;
+    char *key = malloc(at + nh * sizeof(uint32_t) + 1);
+    if (!key) return;
+    memcpy(key, s, n);
+    uint32_t *hs = (uint32_t *)(void *)(key + at);
+    if (nh) memcpy(hs, hashes, nh * sizeof(uint32_t));
+    size_t h = code & (a->cap - 1);
+    while (a->slot[h].used) h = (h + 1) & (a->cap - 1);
+    a->slot[h] = (Answer){key, n, code, roles, nh, hs, flags, 1};
+    a->used++;
+}
+
+static int u32_cmp(const void *a, const void *b) {
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static int ascii_only(const char *s, Py_ssize_t n) {
+    for (Py_ssize_t k = 0; k < n; k++) if ((unsigned char)s[k] >= 0x80 || !s[k]) return 0;
+    return 1;
+}
+
+/* Scratch of a hint computation: 3n + 2 bytes and n spans. */
+static int hint_scratch(Vec *v, size_t n, char **low, char **run, Span **parts) {
+    size_t need = n * (sizeof(Span) + 2) + 2 + sizeof(Span);
+    v->len = 0;
+    if (vec_reserve(v, need) < 0) return -1;
+    *parts = (Span *)v->data;
+    *low = (char *)v->data + (n + 1) * sizeof(Span);
+    *run = *low + n + 1;
+    return 0;
+}
+
+/* _class_info(value) of an ASCII class value into `hashes` (sorted, distinct), *flags,
+ * *roles: 1 done, 0 when Python must answer (not ASCII, or the hidden hint), -1 error. */
+static int class_hints(Vec *scratch, const char *s, Py_ssize_t n, Vec *hashes, int *flags, uint32_t *roles) {
+    if (!hints_ready || !ascii_only(s, n)) return 0;
+    uint32_t code = crc_end(crc_feed(crc_begin(), (const unsigned char *)s, (size_t)n));
+    Answer *got = answer_find(&class_answers, s, (size_t)n, code);
+    if (got) {
+        if (got->flags < 0) return 0;
+        if (vec_reserve(hashes, got->nh) < 0) return -1;
+        if (got->nh) memcpy((uint32_t *)hashes->data + hashes->len, got->hashes, got->nh * sizeof(uint32_t));
+        hashes->len += got->nh;
+        *flags |= got->flags;
+        *roles |= got->roles;
+        return 1;
+    }
+    char *low, *run;
+    Span *parts;
+    if (hint_scratch(scratch, (size_t)n, &low, &run, &parts) < 0) return -1;
+    size_t ntok = 0;
+    for (Py_ssize_t k = 0; k < n;) {
+        while (k < n && Py_UNICODE_ISSPACE((Py_UCS4)(unsigned char)s[k])) k++;
+        if (k == n) break;
+        ntok++;
+        while (k < n && !Py_UNICODE_ISSPACE((Py_UCS4)(unsigned char)s[k])) k++;
+    }
+    int with_roles = ntok <= (size_t)hk.max_classes;
+    size_t start = hashes->len;
+    if (vec_reserve(hashes, ntok) < 0) return -1;
+    int f = 0;
+    uint32_t r = 0;
+    for (Py_ssize_t k = 0; k < n;) {
+        while (k < n && Py_UNICODE_ISSPACE((Py_UCS4)(unsigned char)s[k])) k++;
+        if (k == n) break;
+        Py_ssize_t a = k;
+        while (k < n && !Py_UNICODE_ISSPACE((Py_UCS4)(unsigned char)s[k])) k++;
+        value_hints(s + a, (size_t)(k - a), low, run, parts, &f, with_roles ? &r : NULL);
+        VAT(*hashes, uint32_t, hashes->len++) = crc_end(crc_feed(crc_begin(), (const unsigned char *)s + a, (size_t)(k - a)));
+    }
+    if (r & hk.hidden) {
+        hashes->len = start;
+        answer_put(&class_answers, s, (size_t)n, code, -1, 0, NULL, 0);
+        return 0;
+    }
+    uint32_t *h = (uint32_t *)hashes->data + start;
+    size_t m = hashes->len - start, u = 0;
+    qsort(h, m, sizeof(uint32_t), u32_cmp);
+    for (size_t k = 0; k < m; k++) if (!u || h[k] != h[u - 1]) h[u++] = h[k];
+    hashes->len = start + u;
+    answer_put(&class_answers, s, (size_t)n, code, f, r, h, (uint32_t)u);
+    *flags |= f;
+    *roles |= r;
+    return 1;
+}
+
+/* _id_info(value) of an ASCII id: 1 done (*hash 0: no id), 0 for Python, -1 error. */
+static int id_hints(Vec *scratch, const char *s, Py_ssize_t n, uint32_t *hash, int *flags, uint32_t *roles) {
+    if (!hints_ready || !ascii_only(s, n)) return 0;
+    while (n && Py_UNICODE_ISSPACE((Py_UCS4)(unsigned char)s[n - 1])) n--;
+    while (n && Py_UNICODE_ISSPACE((Py_UCS4)(unsigned char)s[0])) { s++; n--; }
+    *hash = 0;
+    if (!n) return 1;
+    uint32_t h = crc_end(crc_feed(crc_begin(), (const unsigned char *)s, (size_t)n));
+    Answer *got = answer_find(&id_answers, s, (size_t)n, h);
+    if (got) {
+        *hash = h ? h : 1;
+        *flags |= got->flags;
+        *roles |= got->roles;
+        return 1;
+    }
+    char *low, *run;
+    Span *parts;
+    if (hint_scratch(scratch, (size_t)n, &low, &run, &parts) < 0) return -1;
+    int f = 0;
+    uint32_t r = 0;
+    value_hints(s, (size_t)n, low, run, parts, &f, &r);
+    for (Py_ssize_t k = 0, digits = 0; k < n; k++) {
+        digits = (s[k] >= '0' && s[k] <= '9') ? digits + 1 : 0;
+        if (digits >= 3) { f |= hk.f_volatile; break; }
+    }
+    answer_put(&id_answers, s, (size_t)n, h, f, r, NULL, 0);
+    *hash = h ? h : 1;
+    *flags |= f;
+    *roles |= r;
+    return 1;
 }
 
 /* A node's class and attribute hashes are the ones added since cls_start, attr_start. */
@@ -474,8 +813,17 @@ static int is_name(xmlAttr *a, const char *name) {
     return !(a->ns && a->ns->href) && strcmp((const char *)a->name, name) == 0;
 }
 
-/* v.strip().lower() == word */
+static int ascii_lower(char c) { return c >= 'A' && c <= 'Z' ? c + 32 : c; }
+
+/* v.strip().lower() == word (word: lower-case ASCII) */
 static int stripped_lower_is(const char *s, Py_ssize_t n, const char *word) {
+    if (ascii_only(s, n)) {
+        while (n && Py_UNICODE_ISSPACE((Py_UCS4)(unsigned char)s[n - 1])) n--;
+        while (n && Py_UNICODE_ISSPACE((Py_UCS4)(unsigned char)*s)) { s++; n--; }
+        if ((size_t)n != strlen(word)) return 0;
+        for (Py_ssize_t k = 0; k < n; k++) if (ascii_lower(s[k]) != word[k]) return 0;
+        return 1;
+    }
     PyObject *v = PyUnicode_DecodeUTF8(s, n, NULL);
     if (!v) return -1;
     PyObject *st = PyObject_CallMethod(v, "strip", NULL);
@@ -487,6 +835,31 @@ static int stripped_lower_is(const char *s, Py_ssize_t n, const char *word) {
     int eq = PyUnicode_CompareWithASCIIString(low, word) == 0;
     Py_DECREF(low);
     return eq;
+}
+
+/* The ASCII `word` (lower case) at s[k..n) in any case; the index past it, or -1. */
+static Py_ssize_t word_at(const char *s, Py_ssize_t n, Py_ssize_t k, const char *word) {
+    for (; *word; word++, k++) if (k >= n || ascii_lower(s[k]) != *word) return -1;
+    return k;
+}
+
+/* page.py's _HIDDEN_STYLE.search(v) (display\s*:\s*none|visibility\s*:\s*hidden, any case) of
+ * an ASCII value: 1 or 0; -1 when the value is not ASCII (Python's case folding then decides). */
+static int hidden_style_ascii(const char *s, Py_ssize_t n) {
+    if (!ascii_only(s, n)) return -1;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        char c = ascii_lower(s[i]);
+        const char *name = c == 'd' ? "display" : c == 'v' ? "visibility" : NULL;
+        if (!name) continue;
+        Py_ssize_t k = word_at(s, n, i, name);
+        if (k < 0) continue;
+        while (k < n && Py_UNICODE_ISSPACE((Py_UCS4)(unsigned char)s[k])) k++;
+        if (k >= n || s[k] != ':') continue;
+        k++;
+        while (k < n && Py_UNICODE_ISSPACE((Py_UCS4)(unsigned char)s[k])) k++;
+        if (word_at(s, n, k, c == 'd' ? "none" : "hidden") >= 0) return 1;
+    }
+    return 0;
 }
 
 /* Unpacks (hash or hashes, flag bits, role bits) from _class_info / _id_info. */
@@ -507,6 +880,36 @@ static PyObject *call_info(PyObject *fn, const char *s, Py_ssize_t n, long *bits
     return r;
 }
 
+/* resolve_link's answers for the hrefs that begin "http://" or "https://", for the whole
+ * process: resolve_link gives those normalize_url(href), whatever the base, and a site's
+ * pages link the same absolute URLs (its menus, its other sites). Kept for one resolve
+ * function; emptied when full. */
+static PyObject *absolute_links, *absolute_links_of;
+enum { ABSOLUTE_LINKS_MAX = 1 << 16 };
+
+static int is_absolute_http(const char *s, Py_ssize_t n) {
+    return (n >= 7 && memcmp(s, "http://", 7) == 0) || (n >= 8 && memcmp(s, "https://", 8) == 0);
+}
+
+static PyObject *resolve_uncached(W *w, PyObject *href, int absolute) {
+    if (absolute) {
+        if (absolute_links_of != w->resolve) {
+            Py_CLEAR(absolute_links);
+            Py_XSETREF(absolute_links_of, Py_NewRef(w->resolve));
+            if (!(absolute_links = PyDict_New())) return NULL;
+        }
+        PyObject *got = PyDict_GetItemWithError(absolute_links, href);
+        if (got) return Py_NewRef(got);
+        if (PyErr_Occurred()) return NULL;
+    }
+    PyObject *target = PyObject_CallFunctionObjArgs(w->resolve, w->base_url, href, NULL);
+    if (target && absolute) {
+        if (PyDict_GET_SIZE(absolute_links) >= ABSOLUTE_LINKS_MAX) PyDict_Clear(absolute_links);
+        if (PyDict_SetItem(absolute_links, href, target) < 0) Py_CLEAR(target);
+    }
+    return target;
+}
+
 static int resolve_href(W *w, const char *s, Py_ssize_t n, int32_t i) {
     PyObject *href = PyUnicode_DecodeUTF8(s, n, NULL);
     if (!href) return -1;
@@ -515,7 +918,7 @@ static int resolve_href(W *w, const char *s, Py_ssize_t n, int32_t i) {
         Py_INCREF(target);
     } else {
         if (PyErr_Occurred()) { Py_DECREF(href); return -1; }
-        target = PyObject_CallFunctionObjArgs(w->resolve, w->base_url, href, NULL);
+        target = resolve_uncached(w, href, is_absolute_http(s, n));
         if (!target || PyDict_SetItem(w->href_cache, href, target) < 0) {
             Py_DECREF(href);
             Py_XDECREF(target);
@@ -605,7 +1008,18 @@ static int start(W *w, xmlNode *node) {
         if (r) { Py_XDECREF(href_owner); return r < 0 ? -1 : -2; }
         long fb = 0;
         unsigned long rb = 0;
-        if (is_name(a, "class")) {
+        int hf = 0;
+        uint32_t hr = 0, hh = 0;
+        if (is_name(a, "class") && (r = class_hints(&w->hint_buf, s, n, &w->class_hash, &hf, &hr)) != 0) {
+            if (r < 0) goto fail_attr;
+            flag |= hf;
+            role |= hr;
+        } else if (is_name(a, "id") && (r = id_hints(&w->hint_buf, s, n, &hh, &hf, &hr)) != 0) {
+            if (r < 0) goto fail_attr;
+            if (hh) { id_value = hh; has_id = 1; }
+            flag |= hf;
+            role |= hr;
+        } else if (is_name(a, "class")) {
             PyObject *info = call_info(w->class_info, s, n, &fb, &rb);
             if (!info) goto fail_attr;
             PyObject *hashes = PyTuple_GET_ITEM(info, 0);
@@ -664,13 +1078,16 @@ static int start(W *w, xmlNode *node) {
                     flag |= w->k.f_hidden;
                 }
             } else if (is_name(a, "style")) {
-                PyObject *v = PyUnicode_DecodeUTF8(s, n, NULL);
-                PyObject *m = v ? PyObject_CallOneArg(w->hidden_style, v) : NULL;
-                Py_XDECREF(v);
-                if (!m) goto fail_attr;
-                int truth = PyObject_IsTrue(m);
-                Py_DECREF(m);
-                if (truth < 0) goto fail_attr;
+                int truth = hidden_style_ascii(s, n);
+                if (truth < 0) {
+                    PyObject *v = PyUnicode_DecodeUTF8(s, n, NULL);
+                    PyObject *m = v ? PyObject_CallOneArg(w->hidden_style, v) : NULL;
+                    Py_XDECREF(v);
+                    if (!m) goto fail_attr;
+                    truth = PyObject_IsTrue(m);
+                    Py_DECREF(m);
+                    if (truth < 0) goto fail_attr;
+                }
                 if (truth) {
                     role |= w->k.hint_hidden;
                     flag |= w->k.f_hidden;
@@ -866,6 +1283,7 @@ static PyObject *walk(PyObject *self, PyObject *args) {
     w.extra_ptr = (Vec){0, 0, 0, sizeof(xmlNode *)};
     w.stack_bits = (Vec){0, 0, 0, sizeof(int)};
     w.text = w.raw = w.pending = w.scratch = (Vec){0, 0, 0, sizeof(Py_UCS4)};
+    w.hint_buf = (Vec){0, 0, 0, 1};
     w.body = body->_c_node;
     w.doc = body->_doc;
     w.links = PyList_New(0);
@@ -950,11 +1368,121 @@ static PyObject *count_words_c(PyObject *self, PyObject *arg) {
     return PyLong_FromSsize_t(count);
 }
 
+/* set_hint_tables(exact, prefixes, hide_parts, hide_qualifiers, sr_parts, sr_runs, consts):
+ * page.py's hint words for class_hints and id_hints; consts are (F_NAV_EXACT, F_NAV_HINT,
+ * F_NAV_WORD, F_COMMENT_HINT, F_VOLATILE_ID, the ad, nav and hidden hint bits,
+ * _MAX_HINT_CLASSES). Until it is called, class and id values are called back to Python. */
+static PyObject *set_hint_tables(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *exact, *prefix, *hp, *hq, *sp, *sr;
+    int fe, fh, fw, fc, fv, mc;
+    unsigned long ad, nav, hidden;
+    if (!PyArg_ParseTuple(args, "OOOOOO(iiiiikkki)", &exact, &prefix, &hp, &hq, &sp, &sr, &fe, &fh, &fw, &fc, &fv,
+                          &ad, &nav, &hidden, &mc))
+        return NULL;
+    hints_ready = 0;
+    answers_clear(&class_answers);
+    answers_clear(&id_answers);
+    if (words_of_py(exact, &hint_exact) < 0 || words_of_py(prefix, &hint_prefix) < 0 ||
+        words_of_py(hp, &hide_parts) < 0 || words_of_py(hq, &hide_qualifiers) < 0 ||
+        words_of_py(sp, &sr_parts) < 0 || words_of_py(sr, &sr_runs) < 0)
+        return NULL;
+    hk.f_nav_exact = fe; hk.f_nav_hint = fh; hk.f_nav_word = fw; hk.f_comment = fc; hk.f_volatile = fv;
+    hk.ad = (uint32_t)ad; hk.nav = (uint32_t)nav; hk.hidden = (uint32_t)hidden; hk.max_classes = mc;
+    hints_ready = 1;
+    Py_RETURN_NONE;
+}
+
+/* class_info(value) and id_info(value): page.py's _class_info and _id_info as the walk answers
+ * them here, or None where the walk calls Python (for tests). */
+static PyObject *class_info_c(PyObject *self, PyObject *arg) {
+    (void)self;
+    Py_ssize_t n;
+    const char *s = PyUnicode_Check(arg) ? PyUnicode_AsUTF8AndSize(arg, &n) : NULL;
+    if (!s) { if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "class_info: expected a str"); return NULL; }
+    Vec scratch = {0, 0, 0, 1}, hashes = {0, 0, 0, sizeof(uint32_t)};
+    int f = 0;
+    uint32_t roles = 0;
+    PyObject *out = NULL;
+    int r = class_hints(&scratch, s, n, &hashes, &f, &roles);
+    if (r == 0) { out = Py_None; Py_INCREF(out); }
+    else if (r > 0) {
+        PyObject *t = PyTuple_New((Py_ssize_t)hashes.len);
+        for (size_t k = 0; t && k < hashes.len; k++) {
+            PyObject *h = PyLong_FromUnsignedLong(VAT(hashes, uint32_t, k));
+            if (!h) { Py_CLEAR(t); break; }
+            PyTuple_SET_ITEM(t, (Py_ssize_t)k, h);
+        }
+        if (t) out = Py_BuildValue("(Nik)", t, f, (unsigned long)roles);
+    }
+    free(scratch.data);
+    free(hashes.data);
+    return out;
+}
+
+static PyObject *id_info_c(PyObject *self, PyObject *arg) {
+    (void)self;
+    Py_ssize_t n;
+    const char *s = PyUnicode_Check(arg) ? PyUnicode_AsUTF8AndSize(arg, &n) : NULL;
+    if (!s) { if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "id_info: expected a str"); return NULL; }
+    Vec scratch = {0, 0, 0, 1};
+    int f = 0;
+    uint32_t roles = 0, h = 0;
+    int r = id_hints(&scratch, s, n, &h, &f, &roles);
+    free(scratch.data);
+    if (r < 0) return NULL;
+    if (r == 0) Py_RETURN_NONE;
+    if (!h) return Py_BuildValue("(iii)", 0, 0, 0);
+    return Py_BuildValue("(kik)", (unsigned long)h, f, (unsigned long)roles);
+}
+
+/* count_nodes(element, limit): the nodes under libxml2's tree of `element`, itself included,
+ * of every kind but attributes, counted until the count passes `limit`; -1 where an entity
+ * reference sits in it (its children are the entity's, not the tree's). Every node XPath's
+ * descendant-or-self::node() selects is one of these, so a count at most `limit` says that
+ * page.py's exact XPath count is too. */
+static PyObject *count_nodes(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *el_o;
+    long long limit;
+    if (!PyArg_ParseTuple(args, "OL", &el_o, &limit)) return NULL;
+    if (!element_type || !PyObject_TypeCheck(el_o, element_type) || !((struct LxmlElement *)el_o)->_c_node)
+        return PyLong_FromLong(-1);
+    xmlNode *root = ((struct LxmlElement *)el_o)->_c_node, *cur = root->children;
+    long long count = 1;
+    while (cur && count <= limit) {
+        if (cur->type == XML_ENTITY_REF_NODE) return PyLong_FromLong(-1);
+        count++;
+        if (cur->children) { cur = cur->children; continue; }
+        while (cur && cur != root && !cur->next) cur = cur->parent;
+        if (!cur || cur == root) break;
+        cur = cur->next;
+    }
+    return PyLong_FromLongLong(count);
+}
+
+/* hidden_style(value): page._HIDDEN_STYLE.search(value) as the walk answers it (a bool), or
+ * None where the walk calls Python (for tests). */
+static PyObject *hidden_style_c(PyObject *self, PyObject *arg) {
+    (void)self;
+    Py_ssize_t n;
+    const char *s = PyUnicode_Check(arg) ? PyUnicode_AsUTF8AndSize(arg, &n) : NULL;
+    if (!s) { if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "hidden_style: expected a str"); return NULL; }
+    int r = hidden_style_ascii(s, n);
+    if (r < 0) Py_RETURN_NONE;
+    return PyBool_FromLong(r);
+}
+
 static PyMethodDef methods[] = {
     {"walk", walk, METH_VARARGS, "walk(body, ...): the arrays of page._flatten, or None to run the reference."},
     {"set_token_ranges", set_token_ranges, METH_VARARGS,
      "set_token_ranges(cjk, marks): tokens.py's ranges, for counting words here."},
     {"count_words", count_words_c, METH_O, "count_words(text): tokens.count_words, compiled (for tests)."},
+    {"set_hint_tables", set_hint_tables, METH_VARARGS, "set_hint_tables(...): page.py's class/id hint words."},
+    {"class_info", class_info_c, METH_O, "class_info(value): page._class_info as the walk answers it, or None."},
+    {"count_nodes", count_nodes, METH_VARARGS, "count_nodes(element, limit): an upper bound of the XPath node count."},
+    {"hidden_style", hidden_style_c, METH_O, "hidden_style(value): the walk's inline-style test, or None."},
+    {"id_info", id_info_c, METH_O, "id_info(value): page._id_info as the walk answers it, or None."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -535,10 +535,7 @@ def _image_alts(page, images: list) -> list:
     alt: the first such image's alt, in link order."""
     links, end, tag = page.link_node, page.end, page.tag
     # Links per node (a subtree is a preorder range): an image in none is passed over at once.
-    cover = np.zeros(page.size + 1, dtype=np.int32)
-    np.add.at(cover, links, 1)
-    np.add.at(cover, end[links], -1)
-    cover = np.cumsum(cover)
+    cover = np.cumsum(np.bincount(links, minlength=page.size + 1) - np.bincount(end[links], minlength=page.size + 1))
     nearest = None
     out, done = [], set()
     for node, img in images:

@@ -713,9 +713,11 @@ def parse_page(html: str, url: str, max_nodes: int | None = None,
     flattening, which is where a huge page's time and memory would go.
     """
     root, body, notes = parse_tree(html)
-    if max_nodes is not None and body is not None:
+    if max_nodes is not None and body is not None and not (
+            _compiled is not None and _COMPILED and 0 <= _compiled.count_nodes(body, max_nodes) <= max_nodes):
         # Counted by libxml2's XPath in C (~0.1 µs per node), whitespace and
-        # dropped subtrees included: an upper bound of what flattening keeps.
+        # dropped subtrees included: an upper bound of what flattening keeps. The compiled
+        # count (a few ns per node, never below XPath's) settles the pages under the cap.
         count = int(body.xpath("count(descendant-or-self::node())"))
         if count > max_nodes:
             raise TooManyNodes(f"{count} parsed nodes, more than read.max_nodes = {max_nodes}")
@@ -768,6 +770,15 @@ def _id_info(value: str) -> tuple:
 
 
 _HIDDEN_STYLE = re.compile(r"display\s*:\s*none|visibility\s*:\s*hidden", re.IGNORECASE)
+
+if _compiled is not None:
+    # The compiled walk answers _class_info and _id_info itself for ASCII values, from these
+    # tables (tests/transforms/test_flatten.py compares the two on generated values).
+    _compiled.set_hint_tables(
+        sorted(_HINT_EXACT.items()), _HINT_PREFIX, sorted(_HIDE_PARTS), sorted(_HIDE_QUALIFIERS),
+        sorted(_SCREEN_READER_PARTS), _SCREEN_READER_RUNS,
+        (F_NAV_EXACT, F_NAV_HINT, F_NAV_WORD, F_COMMENT_HINT, F_VOLATILE_ID, HINT_BIT["ad"], HINT_BIT["nav"],
+         HINT_BIT["hidden"], _MAX_HINT_CLASSES))
 
 # The elements that may be permalink anchors (_is_permalink).
 _ANCHOR_TAGS = frozenset({"a", "button"})

@@ -292,6 +292,39 @@ def resolve_link(base_url: str, href: str) -> str | None:
     """
     if not isinstance(href, str):
         return None
+    # Pages of a site link the same URLs (menus, footers): two kinds of href are answered once
+    # per process. One beginning with an http(s) scheme and "//" resolves to normalize_url(href)
+    # whatever the base (nothing to strip in front of it). One beginning with "/" is still
+    # rooted once cleaned, so it reads only the base's scheme and authority (its origin).
+    if href.startswith(_ABSOLUTE):
+        return _resolve_absolute(href)
+    base = normalize_url(base_url)
+    if base is not None and href.startswith("/"):
+        return _resolve_rooted(base[: base.index("/", base.index(":") + 3)], href)
+    return _resolve_against(base, href)
+
+
+_ABSOLUTE = ("http://", "https://")
+
+
+@lru_cache(maxsize=1 << 16)
+def _resolve_absolute(href: str) -> str | None:
+    return _resolve_against(None, href)
+
+
+@lru_cache(maxsize=1 << 16)
+def _resolve_rooted(origin: str, href: str) -> str | None:
+    # The base's path starts where the origin ends, as in any base with that origin.
+    return _resolve_against(origin + "/", href)
+
+
+def _resolve(base_url: str, href: str) -> str | None:
+    """resolve_link of a str href, computed (the reference of its cached paths)."""
+    return _resolve_against(normalize_url(base_url), href)
+
+
+def _resolve_against(base: str | None, href: str) -> str | None:
+    """resolve_link against a base already normalized (None: the base is no URL)."""
     href = _clean(href)
     scheme_match = _SCHEME.match(href)
     if scheme_match is not None and scheme_match.group(1).lower() not in _DEFAULT_PORT:
@@ -304,7 +337,6 @@ def resolve_link(base_url: str, href: str) -> str | None:
             return normalize_url(href)
     # Resolve against the normalized base, as browsers resolve against the
     # parsed base URL: "/a/b/.." then acts as "/a/", not as a file "..".
-    base = normalize_url(base_url)
     if base is None:
         return None
     colon = base.index(":")

@@ -336,3 +336,136 @@ def test_link_extras_survive_the_shuffle_and_the_state():
     stored = page_from_columns(*page_columns(page), "test")
     assert stored.side == page.side and stored.side.rel == page.side.rel
     assert parse_page("<body><p>no links</p></body>", "http://ex.com/").side.packed() == b""
+
+
+# --- class and id hints answered in the walk ---
+
+def _crc(s):
+    import zlib
+    return zlib.crc32(s.encode())
+
+
+def test_class_and_id_hints_by_hand():
+    """The walk's own _class_info and _id_info, derived by hand. "nav-bar main": nav-bar's
+    parts are nav, bar: the part "nav" gives F_NAV_HINT and F_NAV_WORD and the nav role, and
+    "main" the main role; hashes sorted. "MainNav" as an id: parts main, nav (nav word, nav and
+    main roles, "nav" in the lower-cased value); "x123 " is stripped, a run of 3 digits is
+    F_VOLATILE_ID. A class list with a hiding word ("sr-only") is answered by Python, which
+    also holds the responsive exception; so is a value that is not ASCII."""
+    C = P._compiled
+    got = C.class_info("nav-bar  main\t")
+    assert got == (tuple(sorted({_crc("nav-bar"), _crc("main")})), P.F_NAV_HINT | P.F_NAV_WORD,
+                   P.HINT_BIT["nav"] | P.HINT_BIT["main"])
+    assert C.class_info("nav-bar main") == got        # answered again, from the cache
+    assert C.class_info("") == ((), 0, 0) and C.class_info(" \x1c ") == ((), 0, 0)
+    assert C.class_info("a a") == ((_crc("a"),), 0, 0)
+    assert C.class_info("Nav") == ((_crc("Nav"),), P.F_NAV_EXACT | P.F_NAV_HINT | P.F_NAV_WORD, P.HINT_BIT["nav"])
+    assert C.class_info("x_ad") == ((_crc("x_ad"),), 0, P.HINT_BIT["ad"])
+    assert C.class_info("x_ad_y") == ((_crc("x_ad_y"),), 0, 0)    # "_ad" then a word character
+    assert C.class_info("loads") == ((_crc("loads"),), 0, 0) and C.class_info("my-ads")[2] == P.HINT_BIT["ad"]
+    assert C.class_info("sr-only") is None and C.class_info("menü") is None
+    assert C.id_info("MainNav") == (_crc("MainNav"), P.F_NAV_HINT | P.F_NAV_WORD,
+                                    P.HINT_BIT["nav"] | P.HINT_BIT["main"])
+    assert C.id_info(" x123 ") == (_crc("x123"), P.F_VOLATILE_ID, 0)
+    assert C.id_info(" \t") == (0, 0, 0)
+    assert C.id_info("sr-only") == (_crc("sr-only"), 0, P.HINT_BIT["hidden"])
+    assert C.id_info("ñav") is None
+
+
+def test_a_class_list_of_more_than_twelve_tokens_has_no_roles():
+    value = " ".join(["sidebar"] * 12 + ["nav"])
+    assert P._compiled.class_info(value) == P._class_info(value)
+    assert P._compiled.class_info(value)[1:] == (P.F_NAV_EXACT | P.F_NAV_HINT | P.F_NAV_WORD, 0)
+
+
+_HINT_TABLE_WORDS = sorted(set(P._HINT_EXACT) | {p for p, _ in P._HINT_PREFIX} | P._HIDE_PARTS | P._HIDE_QUALIFIERS
+                           | P._SCREEN_READER_PARTS | set(P._SCREEN_READER_RUNS)
+                           | {"ad", "adv", "ads", "advert", "adblock", "adbox", "print", "only", "visible", "show",
+                              "printonly", "d", "none", "display", "x", "1", "123", "Nav", "MENU", "NavBar",
+                              "XMLHttp", "comment", "disqus", "md", "block"})
+_HINT_VALUE = st.lists(st.one_of(st.sampled_from(_HINT_TABLE_WORDS),
+                                 st.sampled_from(["-", "_", " ", ":", "\t", "\x1c", ".", "1", "A", "Q", "é", "\x85"])),
+                       max_size=8).map("".join)
+
+
+@settings(max_examples=1000, deadline=None)
+@given(_HINT_VALUE, st.booleans(), st.integers(1, 14))
+def test_class_and_id_hints_are_the_references(value, upper, repeat):
+    """On values built from the hint tables' own words, separators, capitals and characters
+    that are not ASCII: the walk's answer, where it gives one, is _class_info's and _id_info's;
+    it answers every ASCII value but a class list with the hidden role."""
+    if upper:
+        value = value.title()
+    value = " ".join([value] * repeat) if repeat > 1 else value
+    C = P._compiled
+    for _ in range(2):           # computed, then from the cache
+        got, ref = C.class_info(value), P._class_info(value)
+        if value.isascii() and not ref[2] & P.HINT_BIT["hidden"]:
+            assert got == ref
+        else:
+            assert got is None or got == ref
+        got_id = C.id_info(value)
+        assert got_id == P._id_info(value) if value.isascii() else got_id is None
+
+
+def test_absolute_links_are_the_same_on_every_page_and_relative_ones_follow_the_base():
+    """The walk keeps resolve_link's answer for an href beginning "http://" or "https://"
+    across pages; a relative href is resolved against each page's own base."""
+    html = '<body><a href="http://Other.org/a/../b">x</a><a href="c">y</a><a href="https://o.org:443">z</a></body>'
+    first = assert_same_parse(html, url="http://ex.com/dir/page.html")
+    second = assert_same_parse(html, url="https://ex.net/")
+    assert first.link_url == ("http://other.org/b", "http://ex.com/dir/c", "https://o.org/")
+    assert second.link_url == ("http://other.org/b", "https://ex.net/c", "https://o.org/")
+    assert first.link_node.tolist() == second.link_node.tolist() == [1, 3, 5]
+
+
+def test_hidden_style_by_hand():
+    C = P._compiled
+    assert C.hidden_style("color:red; DISPLAY :\t none !important") is True
+    assert C.hidden_style("visibility:\x1chidden") is True           # \x1c is whitespace to Python's \s
+    assert C.hidden_style("display: block; visibility: visible") is False
+    assert C.hidden_style("display-none") is False and C.hidden_style("displaynone") is False
+    assert C.hidden_style("diſplay:none") is None                      # not ASCII: Python's case folding
+
+
+@settings(max_examples=1000, deadline=None)
+@given(st.lists(st.sampled_from(["display", "DisPlay", "visibility", "VISIBILITY", "none", "NONE", "hidden", "Hidden",
+                                 ":", " ", "\t", "\x1c", "\x0b", ";", "d", "v", "x", "ſ", "\u00a0"]),
+                max_size=8).map("".join))
+def test_hidden_style_is_the_pattern(value):
+    got = P._compiled.hidden_style(value)
+    if value.isascii():
+        assert got is bool(P._HIDDEN_STYLE.search(value))
+    else:
+        assert got is None
+
+
+@pytest.mark.parametrize("attrs, hidden", [
+    ('style="Display: NONE"', True), ('style="display:block"', False), ('aria-hidden=" TRUE\t"', True),
+    ('aria-hidden="false"', False), ('role=" NAVIGATION "', False), ('role="navigationx"', False),
+    ('style="diſplay:none"', True),
+])
+def test_hiding_attributes_flatten_the_same(attrs, hidden):
+    """The walk's own tests of style, aria-hidden and role give the reference's flags."""
+    page = assert_same_parse(f"<body><div {attrs}>x</div></body>")
+    assert bool(page.flags[1] & P.F_HIDDEN) is hidden
+
+
+def test_node_count_by_hand_and_the_cap():
+    """body, p, "a", the comment, the PI, "b", br, "t": 8 nodes, as XPath counts them; the count
+    stops once past the limit. parse_page's cap gives the same verdict and message either way."""
+    root = etree.fromstring("<body><p>a<!-- c --><?pi x?></p>b<br/>t</body>",
+                            etree.HTMLParser(remove_comments=False, remove_pis=False))
+    body = root.find("body")
+    assert P._compiled.count_nodes(body, 100) == 8 == int(body.xpath("count(descendant-or-self::node())"))
+    assert P._compiled.count_nodes(body, 3) == 4
+    html = "<body><p>a</p>b</body>"                  # body, p, "a", "b"
+    saved = P._COMPILED
+    try:
+        for compiled in (True, False):
+            P._COMPILED = compiled
+            assert parse_page(html, URL, max_nodes=4).size == 4
+            with pytest.raises(P.TooManyNodes, match="^4 parsed nodes, more than read.max_nodes = 3$"):
+                parse_page(html, URL, max_nodes=3)
+    finally:
+        P._COMPILED = saved

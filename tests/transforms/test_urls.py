@@ -561,3 +561,58 @@ def test_site_key_consistent_with_host(url):
     if host is not None:
         assert key == (host[4:] if host.startswith("www.") else host)
         assert site_key(normalize_url(url)) == key
+
+
+# --------------------------------------------------------------------------
+# resolve_link's cached path for hrefs beginning "http://" or "https://"
+# --------------------------------------------------------------------------
+
+_hostile_tail = st.lists(
+    st.sampled_from(list("aZ09.-_~:@[]/\\?#%;=& \t\n\r\x00\x1f\x7f") + ["é", "\u3000", "xn--", "..", "%2e",
+                                                                        "[::1]", ":80", ":443", ":0", "@", "//"]),
+    max_size=24).map("".join)
+
+
+@settings(max_examples=600, deadline=None)
+@given(st.sampled_from(["http://", "https://"]), _hostile_tail,
+       st.sampled_from(["http://a/b/c/d;p?q", "https://other.org/", "", "ftp://x/", "http://[::1]:8080/x/"]))
+def test_absolute_hrefs_resolve_as_computed_whatever_the_base(scheme, tail, base):
+    """The cached path answers what the computation answers, for any base: an href that begins
+    with an http(s) scheme and "//" never borrows from the base."""
+    from sitestrip.transforms.urls import _resolve
+    href = scheme + tail
+    expected = _resolve(base, href)
+    assert expected == _resolve("https://elsewhere.example/x/y?z", href)
+    assert resolve_link(base, href) == expected
+    assert resolve_link(base, href) == expected      # from the cache
+
+
+def test_absolute_hrefs_by_hand():
+    assert resolve_link("", "http://Example.COM:80/a/./b/../c#f") == "http://example.com/a/c"
+    assert resolve_link("https://x.org/", "https:// ") is None
+    assert resolve_link("https://x.org/", "https://h\\p\\q?a\\b") == "https://h/p/q?a%5Cb"
+    # a scheme in capitals is not on the cached path and resolves the same
+    assert resolve_link("https://x.org/", "HTTP://h/p") == resolve_link("", "http://h/p") == "http://h/p"
+
+
+@settings(max_examples=600, deadline=None)
+@given(st.sampled_from(["/", "//", "/\\", "/\t/", "/ ", "\\", " /"]), _hostile_tail,
+       st.sampled_from(["http://a/b/c/d;p?q", "https://A.org:443/x/../y?z#f", "http://[::1]:8080/x/", "http://u:p@h:81",
+                        "", "ftp://x/", "https://other.org/deep/er/page.html"]))
+def test_rooted_hrefs_resolve_as_computed(head, tail, base):
+    """The cached path of an href beginning "/" answers what the computation answers, also
+    where cleaning makes it protocol-relative ("/\\t/h", "/\\\\h")."""
+    from sitestrip.transforms.urls import _resolve
+    href = head + tail
+    expected = _resolve(base, href)
+    assert resolve_link(base, href) == expected
+    assert resolve_link(base, href) == expected      # from the cache
+
+
+def test_rooted_hrefs_by_hand():
+    """Two bases with one origin share the answer; the origin's scheme and port are kept."""
+    assert resolve_link("http://h:81/a/b?q", "/x/../y?z#f") == "http://h:81/y?z"
+    assert resolve_link("http://h:81/c/", "/x/../y?z#f") == "http://h:81/y?z"
+    assert resolve_link("https://h/", "/\t/other.org/p") == "https://other.org/p"
+    assert resolve_link("https://h/", "/\\other.org/p") == "https://other.org/p"
+    assert resolve_link("not a url", "/x") is None
