@@ -3,7 +3,6 @@ one partition after another, the same rows, errors rows and counters as the one 
 failed or interrupted partitioned run leaves the previous output as it was."""
 import dataclasses
 import glob
-import hashlib
 import json
 import os
 import signal
@@ -28,6 +27,7 @@ from sitestrip.schemas import DATASETS
 from sitestrip.transforms.site_step import build_page_record
 from sitestrip.transforms.shards import shard_urls
 from helpers.warcs import HTML_UTF8, response, write_warc
+from helpers.files import snapshot
 
 ENV = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
 # Sites over 3 pages are split into shards, and a budget under the run's fixed cost makes every
@@ -305,13 +305,6 @@ def test_the_budget_sets_the_partition_size():
 
 # ------------------------------------------------------------------ through the command line
 
-def snapshot(root: Path) -> dict:
-    out = {}
-    for directory, _, files in os.walk(root):
-        for name in files:
-            path = Path(directory) / name
-            out[str(path.relative_to(root))] = hashlib.sha256(path.read_bytes()).hexdigest()
-    return out
 
 
 @pytest.fixture(scope="module")

@@ -2,7 +2,6 @@
 describes exactly a complete run, and a refused, failed or interrupted re-run leaves the previous
 output (and --state) byte for byte as it was. Runs are child processes of the command line, the
 interrupted ones stopped by a real SIGINT/SIGTERM while their pipeline reads an input."""
-import hashlib
 import json
 import os
 import shutil
@@ -19,6 +18,7 @@ from sitestrip.pipeline.cli import allowed, _allowance
 from sitestrip.pipeline.state_store import CURRENT
 from helpers.fifos import opened_by_the_run
 from helpers.warcs import response, write_warc
+from helpers.files import snapshot
 
 REPO = Path(__file__).resolve().parents[2]
 ENV = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
@@ -37,14 +37,6 @@ def cli(*args, cwd):
     return proc.returncode, proc.stdout, proc.stderr
 
 
-def snapshot(root: Path) -> dict:
-    """Every file under `root` (relative path → sha256), directories included by their files."""
-    out = {}
-    for directory, _, files in os.walk(root):
-        for name in files:
-            path = Path(directory) / name
-            out[str(path.relative_to(root))] = hashlib.sha256(path.read_bytes()).hexdigest()
-    return out
 
 
 @pytest.fixture(scope="module")
