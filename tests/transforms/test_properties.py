@@ -109,7 +109,7 @@ def test_tokenizing_the_tokens_again_gives_them_back(text):
 @given(_text)
 def test_counts_and_folding_agree_with_words(text):
     """design §1 (one tokenizer for the algorithms and the evaluation) and §9
-    (evaluation compares the §1 tokens case-folded): count_words is the number
+    (evaluation compares the design §1 tokens case-folded): count_words is the number
     of words, folded_words their case folds, in order."""
     tokens = words(text)
     assert count_words(text) == len(tokens)
