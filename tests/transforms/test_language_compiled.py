@@ -7,15 +7,12 @@ probability bit for bit: on sentences in many scripts, on the preparation's edge
 fastText reads specially) and on seeded generated texts. A damaged model file is refused
 with an error, never read past its end.
 """
-import os
 import random
-import subprocess
-import sys
 
 import pytest
 
 from sitestrip.transforms import language as L
-from helpers.compiled import require_built
+from helpers.compiled import require_built, switch_in_fresh_process
 
 
 @pytest.fixture(autouse=True)
@@ -52,10 +49,7 @@ def test_the_compiled_identifier_is_built_and_used_by_default(monkeypatch):
 def test_the_switch_selects_the_reference_for_a_process():
     """SITESTRIP_LANGUAGE=library: the libraries for the whole process (the extension stays
     importable, it is just not used)."""
-    code = "from sitestrip.transforms import language as L; print(L._COMPILED, L._compiled is not None)"
-    env = dict(os.environ, SITESTRIP_LANGUAGE="library")
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
-    assert out.stdout.split() == ["False", "True"]
+    assert switch_in_fresh_process("language", "SITESTRIP_LANGUAGE", "library") == (False, True)
 
 
 SENTENCES = [

@@ -10,10 +10,7 @@ extension is not built.
 """
 import dataclasses
 import html
-import os
 import random
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -21,7 +18,7 @@ import pytest
 from sitestrip.transforms import markdown as M
 from sitestrip.transforms.markdown import MarkdownOptions, page_markdown
 from sitestrip.transforms.page import TEXT, parse_page
-from helpers.compiled import require_built
+from helpers.compiled import require_built, switch_in_fresh_process
 
 URL = "https://docs.example/guide/page.html"
 ALL_OPTIONS = [MarkdownOptions(), MarkdownOptions(links=False), MarkdownOptions(images=False)]
@@ -83,10 +80,7 @@ def test_the_compiled_rendering_is_built_and_used_by_default(monkeypatch):
 def test_the_switch_selects_the_reference_for_a_process():
     """SITESTRIP_MARKDOWN=python: the reference for the whole process (the extension stays
     importable, it is just not used)."""
-    code = "from sitestrip.transforms import markdown as M; print(M._COMPILED, M._compiled is not None)"
-    env = dict(os.environ, SITESTRIP_MARKDOWN="python")
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
-    assert out.stdout.split() == ["False", "True"]
+    assert switch_in_fresh_process("markdown", "SITESTRIP_MARKDOWN", "python") == (False, True)
 
 
 HAND_BUILT = [
