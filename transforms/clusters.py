@@ -27,8 +27,17 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
+from sitestrip.transforms import tree
 from sitestrip.transforms.candidates import SiteLinks, site_sample
 from sitestrip.transforms.page import F_VOLATILE_ID, TEXT, CompactPage
+
+try:
+    # The path hashes' running sum in one pass (transforms/_features.c path_hashes, built by
+    # `pip install`); path_hashes_reference runs where it is missing. tree._COMPILED
+    # (SITESTRIP_FEATURES) is the switch.
+    from sitestrip.transforms import _features as _compiled
+except ImportError:  # pragma: no cover - a source tree used without installing
+    _compiled = None
 
 PATH_IDS = ("all", "stable", "none")
 FILL_ORDERS = ("url", "closest", "farthest")
@@ -88,7 +97,19 @@ def node_labels(page: CompactPage, path_ids: str = "all") -> np.ndarray:
 
 
 def path_hashes(page: CompactPage, labels: np.ndarray) -> np.ndarray:
-    """uint64 per node: a hash of the labels on its path from BODY (itself included).
+    """uint64 per node: a hash of the labels on its path from BODY (itself included); see
+    path_hashes_reference, which transforms/_features.c computes in one pass."""
+    if tree._COMPILED and _compiled is not None:
+        out = np.empty(page.size, dtype=np.uint64)
+        _compiled.path_hashes(np.ascontiguousarray(page.end, dtype=np.int32),
+                              np.ascontiguousarray(page.depth, dtype=np.int32),
+                              np.ascontiguousarray(labels, dtype=np.uint64), out)
+        return out
+    return path_hashes_reference(page, labels)
+
+
+def path_hashes_reference(page: CompactPage, labels: np.ndarray) -> np.ndarray:
+    """path_hashes with numpy: a hash of the labels on each node's path from BODY.
 
     The hash is Σ label(a)·B^depth(a) over the node and its ancestors (mod 2**64), mixed
     with the depth: an ancestor sum. In preorder a node's subtree is [a, end[a]), so adding

@@ -31,10 +31,18 @@ from typing import Mapping
 
 import numpy as np
 
+from sitestrip.transforms import tree
 from sitestrip.transforms.clusters import mix64, path_hashes
 from sitestrip.transforms.menex import Menu, MenexParams, menu_scores, select_root
 from sitestrip.transforms.page import F_IN_LINK, HINT_BIT, TEXT, CompactPage
 from sitestrip.transforms.tree import children, subtree_sum, subtree_texts
+
+try:
+    # node_keys' labels in one pass (transforms/_features.c menu_labels, built by `pip install`);
+    # node_keys_labels is the reference. tree._COMPILED (SITESTRIP_FEATURES) is the switch.
+    from sitestrip.transforms import _features as _compiled
+except ImportError:  # pragma: no cover - a source tree used without installing
+    _compiled = None
 
 _CLASS_SALT = np.uint64(0x2545F4914F6CDD1D)
 
@@ -71,6 +79,20 @@ def node_keys(page: CompactPage) -> np.ndarray:
     n = page.size
     if n == 0:
         return np.zeros(0, dtype=np.uint64)
+    if tree._COMPILED and _compiled is not None and page.id_hash.dtype == np.uint32 \
+            and page.class_hash.dtype == np.uint32:
+        # The labels in one pass (transforms/_features.c menu_labels), node_keys_labels the reference.
+        label = np.empty(n, dtype=np.uint64)
+        _compiled.menu_labels(np.ascontiguousarray(page.tag, dtype=np.int32), np.ascontiguousarray(page.id_hash),
+                              np.ascontiguousarray(page.class_ptr, dtype=np.int32),
+                              np.ascontiguousarray(page.class_hash), label)
+        return path_hashes(page, label)
+    return path_hashes(page, node_keys_labels(page))
+
+
+def node_keys_labels(page: CompactPage) -> np.ndarray:
+    """node_keys' label of every node: its tag, id and class tokens (in any order)."""
+    n = page.size
     with np.errstate(over="ignore"):
         label = mix64(page.tag.astype(np.uint64) + np.uint64(1)) ^ mix64(page.id_hash.astype(np.uint64) ^ _CLASS_SALT)
         if page.class_hash.size:
@@ -79,7 +101,7 @@ def node_keys(page: CompactPage) -> np.ndarray:
             classes = np.zeros(n, dtype=np.uint64)
             np.bitwise_xor.at(classes, owner, mix64(page.class_hash.astype(np.uint64) + _CLASS_SALT))
             label ^= classes
-    return path_hashes(page, label)
+    return label
 
 
 def propose_menus(page: CompactPage, template: np.ndarray, params: MenexParams = MenexParams(),

@@ -351,3 +351,37 @@ def test_the_menu_row_holds_the_global_menu_through_the_pipeline(tmp_path):
     assert all([link["url"] for link in row["menu_links"]] == GLOBAL for row in pages)
     (menu,) = ds.dataset(str(out / "menus"), format="parquet").to_table().to_pylist()
     assert menu["pages"] == len(READING) and [link["url"] for link in menu["menu_links"]] == GLOBAL
+
+
+def test_compiled_node_keys_are_the_reference():
+    """node_keys with its labels from transforms/_features.c menu_labels and the running sum
+    from path_hashes, against node_keys_labels and path_hashes_reference (numpy), bit for bit:
+    seeded pages of nested elements with ids, repeated and reordered class tokens."""
+    import random
+
+    from helpers.compiled import require_built
+    from sitestrip.transforms import tree
+    from sitestrip.transforms.clusters import path_hashes_reference
+    from sitestrip.transforms.sitemenus import node_keys_labels
+    require_built("_features")
+    rng = random.Random(11)
+
+    def attrs():
+        out = ""
+        if rng.random() < 0.3:
+            out += f' id="i{rng.randrange(5)}"'
+        if rng.random() < 0.6:
+            out += ' class="' + " ".join(rng.choices(["a", "b", "nav", "menu", "x-1"], k=rng.randrange(0, 4))) + '"'
+        return out
+
+    def fragment(depth):
+        tags = ["div", "nav", "ul", "li", "a", "span"]
+        return "".join(f"<{t}{attrs()}>{fragment(depth + 1) if depth < 6 and rng.random() < 0.6 else 'x'}</{t}>"
+                       for t in rng.choices(tags, k=rng.randrange(1, 4)))
+
+    assert tree._COMPILED
+    for _ in range(60):
+        page = parse_page(f"<html><body{attrs()}>{fragment(0)}</body></html>", "http://ex.com/")
+        want = path_hashes_reference(page, node_keys_labels(page))
+        got = node_keys(page)
+        assert got.dtype == want.dtype == np.uint64 and np.array_equal(got, want)
