@@ -103,6 +103,21 @@ def content_features(page: CompactPage, rated: np.ndarray, known: ContentFeature
 
 def standardize(x: np.ndarray) -> np.ndarray:
     """Column z-scores; a column with zero deviation becomes 0."""
+    if x.dtype != np.float64 or x.ndim != 2 or x.shape[0] == 0:
+        return standardize_reference(x)
+    # x.mean(axis=0) and x.std(axis=0) as numpy's _mean and _var compute them (the same
+    # reductions and divisions, so the same floats), without their Python wrappers, and with
+    # the deviations from the mean taken once for the variance and the z-scores.
+    m = x.shape[0]
+    mean = np.add.reduce(x, axis=0) / m
+    deviation = x - mean
+    std = np.sqrt(np.add.reduce(np.square(deviation), axis=0) / m)
+    safe = np.where(std > 0, std, 1.0)
+    return np.where(std > 0, deviation / safe, 0.0)
+
+
+def standardize_reference(x: np.ndarray) -> np.ndarray:
+    """standardize with numpy's mean and std."""
     mean = x.mean(axis=0)
     std = x.std(axis=0)
     safe = np.where(std > 0, std, 1.0)
