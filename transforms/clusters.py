@@ -139,7 +139,7 @@ def page_signature(page: CompactPage, path_ids: str = "all") -> np.ndarray:
     has_element_child = np.zeros(n, dtype=bool)
     has_element_child[parent[element & (parent >= 0)]] = True
     leaves = np.flatnonzero(element & ~has_element_child)
-    return np.unique(path_hashes(page, node_labels(page, path_ids))[leaves])
+    return tree.sorted_distinct(path_hashes(page, node_labels(page, path_ids))[leaves])
 
 
 def similarity(a: np.ndarray, b: np.ndarray) -> float:
@@ -228,7 +228,7 @@ def cluster_signatures(site: str, signatures: Mapping[str, np.ndarray],
     pages follow in URL order."""
     seeds = [u for u in dict.fromkeys(seeds) if u in signatures]
     urls = seeds + sorted(set(signatures) - set(seeds))
-    vocabulary = np.unique(np.concatenate([signatures[u] for u in urls])) if urls \
+    vocabulary = tree.sorted_distinct(np.concatenate([signatures[u] for u in urls])) if urls \
         else np.zeros(0, dtype=np.uint64)
     reps = _Representatives(vocabulary, min(params.max_representatives, max(len(urls), 1)))
     result = SiteClusters(site=site, representatives=[], cluster_of={}, similarity={},

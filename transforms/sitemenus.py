@@ -330,12 +330,12 @@ def own_links(menus: list) -> list:
         return out
     # Recurrence, counted for the keys of the candidates' parts only: on each page, every
     # element with one of those keys and the URLs it holds, a page counted once per pair.
-    wanted = np.unique(np.concatenate([menus[p].keys for p in candidates]))
+    wanted = tree.sorted_distinct(np.concatenate([menus[p].keys for p in candidates]))
     per_page = []
     for m in menus:
         take = np.flatnonzero(np.isin(m.inner, wanted))
-        per_page.append(np.unique(_held(m.inner[take], m.inner_lo[take], m.inner_hi[take], m.uid)))
-    seen, counts = np.unique(np.concatenate(per_page), return_counts=True)
+        per_page.append(tree.sorted_distinct(_held(m.inner[take], m.inner_lo[take], m.inner_hi[take], m.uid)))
+    seen, _, counts = tree.distinct_inverse(np.concatenate(per_page), counts=True)
     for p in candidates:
         m = menus[p]
         owner, at = _ranges(m.lo, m.hi)
