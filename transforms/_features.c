@@ -1853,7 +1853,39 @@ done:
     return result;
 }
 
+#define ID_SALT 0xD6E8FEB86659FD93ULL         /* clusters._ID_SALT */
+
+/* cluster_labels(tag int32[n], id_hash uint32[n], flags uint16[n], volatile_flag, ids, out uint64[n]):
+ * clusters.node_labels: mix64(tag + 1), xor mix64(id ^ salt) where the node has an id that
+ * counts (`ids` 0 all, 1 stable: not a node flagged `volatile_flag`, 2 none). */
+static PyObject *cluster_labels(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *tag_o, *id_o, *flags_o, *out_o;
+    int volatile_flag, ids_mode;
+    if (!PyArg_ParseTuple(args, "OOOiiO", &tag_o, &id_o, &flags_o, &volatile_flag, &ids_mode, &out_o)) return NULL;
+    Py_buffer tv, iv, fv, ov;
+    if (get_array(tag_o, &tv, 4, -1, 0, "tag") < 0) return NULL;
+    Py_ssize_t n = tv.len / 4;
+    if (get_array(id_o, &iv, 4, n, 0, "id_hash") < 0) { PyBuffer_Release(&tv); return NULL; }
+    if (get_array(flags_o, &fv, 2, n, 0, "flags") < 0) { PyBuffer_Release(&tv); PyBuffer_Release(&iv); return NULL; }
+    if (get_array(out_o, &ov, 8, n, 1, "out") < 0) {
+        PyBuffer_Release(&tv); PyBuffer_Release(&iv); PyBuffer_Release(&fv); return NULL;
+    }
+    const int32_t *tag = tv.buf;
+    const uint32_t *ids = iv.buf;
+    const uint16_t *flags = fv.buf;
+    uint64_t *out = ov.buf;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        uint64_t id = ids_mode == 2 || (ids_mode == 1 && (flags[i] & volatile_flag)) ? 0 : ids[i];
+        out[i] = splitmix_mix((uint64_t)(int64_t)tag[i] + 1) ^ (id != 0 ? splitmix_mix(id ^ ID_SALT) : 0);
+    }
+    PyBuffer_Release(&tv); PyBuffer_Release(&iv); PyBuffer_Release(&fv); PyBuffer_Release(&ov);
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
+    {"cluster_labels", cluster_labels, METH_VARARGS,
+     "cluster_labels(tag, id_hash, flags, volatile_flag, ids, out): clusters.node_labels of every node."},
     {"path_hashes", path_hashes, METH_VARARGS,
      "path_hashes(end, depth, labels, out): clusters.path_hashes of every node."},
     {"menu_labels", menu_labels, METH_VARARGS,

@@ -85,7 +85,19 @@ def mix64(x: np.ndarray) -> np.ndarray:
 
 
 def node_labels(page: CompactPage, path_ids: str = "all") -> np.ndarray:
-    """uint64 label of every node: its tag, with its id per `path_ids`."""
+    """uint64 label of every node: its tag, with its id per `path_ids` (in one pass in
+    transforms/_features.c; node_labels_reference the reference)."""
+    if tree._COMPILED and _compiled is not None and page.id_hash.dtype == np.uint32 \
+            and page.flags.dtype == np.uint16:
+        out = np.empty(page.size, dtype=np.uint64)
+        _compiled.cluster_labels(np.ascontiguousarray(page.tag, dtype=np.int32), np.ascontiguousarray(page.id_hash),
+                                 np.ascontiguousarray(page.flags), F_VOLATILE_ID, PATH_IDS.index(path_ids), out)
+        return out
+    return node_labels_reference(page, path_ids)
+
+
+def node_labels_reference(page: CompactPage, path_ids: str = "all") -> np.ndarray:
+    """node_labels with numpy."""
     tag = page.tag.astype(np.uint64)
     ids = page.id_hash.astype(np.uint64)
     if path_ids == "none":

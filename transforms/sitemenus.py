@@ -79,15 +79,21 @@ def node_keys(page: CompactPage) -> np.ndarray:
     n = page.size
     if n == 0:
         return np.zeros(0, dtype=np.uint64)
-    if tree._COMPILED and _compiled is not None and page.id_hash.dtype == np.uint32 \
-            and page.class_hash.dtype == np.uint32:
-        # The labels in one pass (transforms/_features.c menu_labels), node_keys_labels the reference.
-        label = np.empty(n, dtype=np.uint64)
-        _compiled.menu_labels(np.ascontiguousarray(page.tag, dtype=np.int32), np.ascontiguousarray(page.id_hash),
-                              np.ascontiguousarray(page.class_ptr, dtype=np.int32),
-                              np.ascontiguousarray(page.class_hash), label)
-        return path_hashes(page, label)
-    return path_hashes(page, node_keys_labels(page))
+    label = _menu_labels(page)
+    return path_hashes(page, node_keys_labels(page) if label is None else label)
+
+
+def _menu_labels(page: CompactPage) -> np.ndarray | None:
+    """node_keys' labels of every node in one pass (transforms/_features.c menu_labels; None
+    where it does not run, node_keys_labels the reference)."""
+    if not (tree._COMPILED and _compiled is not None and page.id_hash.dtype == np.uint32
+            and page.class_hash.dtype == np.uint32):
+        return None
+    label = np.empty(page.size, dtype=np.uint64)
+    _compiled.menu_labels(np.ascontiguousarray(page.tag, dtype=np.int32), np.ascontiguousarray(page.id_hash),
+                          np.ascontiguousarray(page.class_ptr, dtype=np.int32),
+                          np.ascontiguousarray(page.class_hash), label)
+    return label
 
 
 def node_keys_labels(page: CompactPage) -> np.ndarray:
@@ -224,7 +230,11 @@ class MenuLinks:
 
 
 def _labels(page: CompactPage, nodes: np.ndarray) -> np.ndarray:
-    """node_keys' label of `nodes`: tag, id and class tokens (in any order)."""
+    """node_keys' label of `nodes`: tag, id and class tokens (in any order). Compiled, those of
+    the whole page in one pass (_menu_labels), else the nodes' own with numpy."""
+    every = _menu_labels(page)
+    if every is not None:
+        return every[nodes]
     with np.errstate(over="ignore"):
         label = mix64(page.tag[nodes].astype(np.uint64) + np.uint64(1)) \
             ^ mix64(page.id_hash[nodes].astype(np.uint64) ^ _CLASS_SALT)

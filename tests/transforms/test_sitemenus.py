@@ -360,7 +360,7 @@ def test_compiled_node_keys_are_the_reference():
     import random
 
     from helpers.compiled import require_built
-    from sitestrip.transforms import tree
+    from sitestrip.transforms import sitemenus, tree
     from sitestrip.transforms.clusters import path_hashes_reference
     from sitestrip.transforms.sitemenus import node_keys_labels
     require_built("_features")
@@ -385,3 +385,11 @@ def test_compiled_node_keys_are_the_reference():
         want = path_hashes_reference(page, node_keys_labels(page))
         got = node_keys(page)
         assert got.dtype == want.dtype == np.uint64 and np.array_equal(got, want)
+        # menu_links' labels of some nodes: the page's compiled labels at them, or numpy's of them
+        nodes = np.arange(0, page.size, 2)
+        compiled = sitemenus._labels(page, nodes)
+        tree._COMPILED = False
+        try:
+            assert np.array_equal(compiled, sitemenus._labels(page, nodes))
+        finally:
+            tree._COMPILED = True
