@@ -133,19 +133,25 @@ def propose_menus(page: CompactPage, template: np.ndarray, params: MenexParams =
         return empty
     ptr, kids = children(page)
     candidates = np.flatnonzero(weights > params.candidate_threshold * top)
-    roots = sorted({select_root(page, weights, ptr, kids, int(c), params.root_threshold) for c in candidates})
-    roots = [r for r in roots if eligible[r]]
-    if not roots:
+    if tree._COMPILED and _compiled is not None:
+        # select_root of every candidate in one pass (transforms/_features.c, as detect_menu)
+        found = np.empty(candidates.size, dtype=np.int64)
+        _compiled.menu_roots(page.parent, ptr, kids, np.ascontiguousarray(weights, dtype=np.float64),
+                             candidates.astype(np.int64), params.root_threshold, found)
+        nodes = tree.sorted_distinct(found)
+    else:
+        nodes = np.array(sorted({select_root(page, weights, ptr, kids, int(c), params.root_threshold)
+                                 for c in candidates}), dtype=np.int64)
+    nodes = nodes[eligible[nodes]]
+    if nodes.size == 0:
         return empty
+    # Alg. 2's measure of each root: the mean weight of its heavy descendants, else its own.
     heavy = np.flatnonzero(weights > params.menu_threshold * top)
     prefix = np.concatenate(([0.0], np.cumsum(weights[heavy])))
-    scores = []
-    for r in roots:
-        lo, hi = np.searchsorted(heavy, r + 1), np.searchsorted(heavy, page.end[r])
-        scores.append((prefix[hi] - prefix[lo]) / (hi - lo) if hi > lo else weights[r])
-    nodes = np.array(roots, dtype=np.int64)
+    lo, hi = np.searchsorted(heavy, nodes + 1), np.searchsorted(heavy, page.end[nodes])
+    mean = (prefix[hi] - prefix[lo]) / np.maximum(hi - lo, 1)
     keys = node_keys(page) if keys is None else keys
-    return MenuProposal(nodes, keys[nodes], np.array(scores, dtype=np.float64))
+    return MenuProposal(nodes, keys[nodes], np.where(hi > lo, mean, weights[nodes]))
 
 
 def choose_menu_keys(proposals: Mapping[str, MenuProposal], group_of: Mapping[str, object]) -> dict:

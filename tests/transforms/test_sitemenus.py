@@ -393,3 +393,38 @@ def test_compiled_node_keys_are_the_reference():
             assert np.array_equal(compiled, sitemenus._labels(page, nodes))
         finally:
             tree._COMPILED = True
+
+
+def test_menu_proposal_is_the_same_with_the_compiled_roots():
+    """propose_menus with Alg. 1's roots from transforms/_features.c menu_roots and the scores
+    taken at once, against the Python walk per candidate (SITESTRIP_FEATURES=python's path):
+    the same roots, keys and scores on seeded pages of nested link lists, every node template."""
+    import random
+
+    from helpers.compiled import require_built
+    from sitestrip.transforms import tree
+    from sitestrip.transforms.sitemenus import propose_menus
+    require_built("_features")
+    rng = random.Random(2)
+
+    def block(depth):
+        if depth > 3 or rng.random() < 0.3:
+            return "".join(f'<a href="/p{rng.randrange(30)}">link {rng.randrange(9)}</a>'
+                           for _ in range(rng.randrange(0, 5))) + rng.choice(["", "some words here"])
+        return "".join(f"<{t}>{block(depth + 1)}</{t}>" for t in rng.choices(["div", "ul", "li", "nav", "p"],
+                                                                             k=rng.randrange(1, 5)))
+
+    proposed = 0
+    for _ in range(80):
+        page = parse_page(f"<html><body>{block(0)}</body></html>", "http://ex.com/")
+        template = np.ones(page.size, dtype=bool)
+        got = propose_menus(page, template)
+        tree._COMPILED = False
+        try:
+            want = propose_menus(page, template)
+        finally:
+            tree._COMPILED = True
+        proposed += got.nodes.size > 0
+        for a, b in ((got.nodes, want.nodes), (got.keys, want.keys), (got.scores, want.scores)):
+            assert a.dtype == b.dtype and a.tobytes() == b.tobytes()
+    assert proposed >= 20
