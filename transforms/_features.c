@@ -1883,7 +1883,111 @@ static PyObject *cluster_labels(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+/* The DOM distance of nodes a and b (edges between them): up from the deeper one until they meet. */
+static inline int64_t dom_distance(const int32_t *parent, const int32_t *depth, int64_t a, int64_t b) {
+    int64_t steps = 0;
+    while (a != b) {
+        if (depth[a] >= depth[b]) a = parent[a]; else b = parent[b];
+        steps++;
+        if (a < 0 || b < 0) return -1;
+    }
+    return steps;
+}
+
+/* dispersion(parent int32[n], depth int32[n], nodes int64[m], wanted bool[m], out int64[m]) -> k:
+ * candidates._dispersion's positions, in its order, until every wanted one is out (k of them):
+ * first position 0, then level by level the open positions at the largest distance v to the
+ * nearest taken node, each kept in document order when it is at least v from those kept
+ * before it in the level, the distances lowered once the level is taken. -1 where a distance
+ * cannot be measured (nodes outside one tree). */
+static PyObject *dispersion(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *parent_o, *depth_o, *nodes_o, *wanted_o, *out_o;
+    if (!PyArg_ParseTuple(args, "OOOOO", &parent_o, &depth_o, &nodes_o, &wanted_o, &out_o)) return NULL;
+    Py_buffer v[5];
+    int held = 0;
+    PyObject *result = NULL;
+    int64_t *nearest = NULL, *level = NULL, *kept = NULL;
+    unsigned char *taken = NULL;
+    if (get_array(parent_o, &v[0], 4, -1, 0, "parent") < 0) return NULL;
+    held = 1;
+    Py_ssize_t n = v[0].len / 4;
+    if (get_array(depth_o, &v[1], 4, n, 0, "depth") < 0) goto done;
+    held = 2;
+    if (get_array(nodes_o, &v[2], 8, -1, 0, "nodes") < 0) goto done;
+    held = 3;
+    Py_ssize_t m = v[2].len / 8;
+    if (get_array(wanted_o, &v[3], 1, m, 0, "wanted") < 0) goto done;
+    held = 4;
+    if (get_array(out_o, &v[4], 8, m, 1, "out") < 0) goto done;
+    held = 5;
+    const int32_t *parent = v[0].buf, *depth = v[1].buf;
+    const int64_t *nodes = v[2].buf;
+    const unsigned char *wanted = v[3].buf;
+    int64_t *out = v[4].buf;
+    for (Py_ssize_t j = 0; j < m; j++)
+        if (nodes[j] < 0 || nodes[j] >= n || (j && nodes[j] < nodes[j - 1])) {
+            PyErr_SetString(PyExc_ValueError, "dispersion: nodes must be nodes of the page in document order");
+            goto done;
+        }
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (parent[i] >= i || depth[i] < 0 || (parent[i] < 0 && depth[i] != 0)
+            || (parent[i] >= 0 && depth[i] != depth[parent[i]] + 1)) {
+            PyErr_SetString(PyExc_ValueError, "dispersion: parent and depth are not a preorder page's");
+            goto done;
+        }
+    Py_ssize_t k = 0, pending = 0;
+    for (Py_ssize_t j = 0; j < m; j++) pending += wanted[j] != 0;
+    if (m == 0 || pending == 0) { result = PyLong_FromSsize_t(0); goto done; }
+    nearest = PyMem_Malloc((size_t)m * sizeof(int64_t));
+    level = PyMem_Malloc((size_t)m * sizeof(int64_t));
+    kept = PyMem_Malloc((size_t)m * sizeof(int64_t));
+    taken = PyMem_Calloc((size_t)m, 1);
+    if (!nearest || !level || !kept || !taken) { PyErr_NoMemory(); goto done; }
+    taken[0] = 1;
+    out[k++] = 0;
+    pending -= wanted[0] != 0;
+    for (Py_ssize_t j = 0; j < m; j++) nearest[j] = dom_distance(parent, depth, nodes[0], nodes[j]);
+    while (pending > 0) {
+        int64_t top = -1;
+        for (Py_ssize_t j = 0; j < m; j++)
+            if (!taken[j] && nearest[j] > top) top = nearest[j];
+        if (top < 0) break;
+        Py_ssize_t levels = 0, kepts = 0;
+        for (Py_ssize_t j = 0; j < m; j++)
+            if (!taken[j] && nearest[j] == top) level[levels++] = j;
+        for (Py_ssize_t a = 0; a < levels; a++) {
+            int64_t x = nodes[level[a]];
+            int keep = 1;
+            for (Py_ssize_t b = 0; b < kepts && keep; b++)
+                if (dom_distance(parent, depth, nodes[kept[b]], x) < top) keep = 0;
+            if (keep) kept[kepts++] = level[a];
+        }
+        for (Py_ssize_t b = 0; b < kepts; b++) {
+            out[k++] = kept[b];
+            pending -= wanted[kept[b]] != 0;
+            if (pending == 0) break;
+        }
+        if (pending == 0) break;
+        for (Py_ssize_t b = 0; b < kepts; b++) {
+            taken[kept[b]] = 1;
+            int64_t s = nodes[kept[b]];
+            for (Py_ssize_t j = 0; j < m; j++) {
+                int64_t d = dom_distance(parent, depth, s, nodes[j]);
+                if (d < nearest[j]) nearest[j] = d;
+            }
+        }
+    }
+    result = PyLong_FromSsize_t(k);
+done:
+    PyMem_Free(nearest); PyMem_Free(level); PyMem_Free(kept); PyMem_Free(taken);
+    for (int i = 0; i < held; i++) PyBuffer_Release(&v[i]);
+    return result;
+}
+
 static PyMethodDef methods[] = {
+    {"dispersion", dispersion, METH_VARARGS,
+     "dispersion(parent, depth, nodes, wanted, out) -> k: candidates._dispersion's first k positions."},
     {"cluster_labels", cluster_labels, METH_VARARGS,
      "cluster_labels(tag, id_hash, flags, volatile_flag, ids, out): clusters.node_labels of every node."},
     {"path_hashes", path_hashes, METH_VARARGS,
