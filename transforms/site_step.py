@@ -284,8 +284,8 @@ class SiteBlocks:
             per_page = list(distinct.values())
             self._distinct_pages = len(per_page)
             keys = np.concatenate(per_page) if per_page else np.zeros(0, dtype=np.int64)
-            distinct, _, counts = distinct_inverse(keys, counts=True)
-            self._site_counts = distinct, counts
+            values, _, counts = distinct_inverse(keys, counts=True)
+            self._site_counts = values, counts
         return self._site_counts
 
     def forget(self, url: str) -> None:
