@@ -110,18 +110,29 @@ def node_labels_reference(page: CompactPage, path_ids: str = "all") -> np.ndarra
 
 def path_hashes(page: CompactPage, labels: np.ndarray) -> np.ndarray:
     """uint64 per node: a hash of the labels on its path from BODY (itself included); see
-    path_hashes_reference, which transforms/_features.c computes in one pass."""
+    path_hashes_reference."""
+    return subtree_path_hashes(page.end, page.depth, labels)
+
+
+def subtree_path_hashes(end: np.ndarray, depth: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    """path_hashes of nodes in preorder given by their subtrees' ends and their depths (a page's,
+    or a subtree's elements among themselves: sitemenus.menu_links), in one pass in
+    transforms/_features.c; subtree_path_hashes_reference the reference."""
     if tree._COMPILED and _compiled is not None:
-        out = np.empty(page.size, dtype=np.uint64)
-        _compiled.path_hashes(np.ascontiguousarray(page.end, dtype=np.int32),
-                              np.ascontiguousarray(page.depth, dtype=np.int32),
+        out = np.empty(len(labels), dtype=np.uint64)
+        _compiled.path_hashes(np.ascontiguousarray(end, dtype=np.int32), np.ascontiguousarray(depth, dtype=np.int32),
                               np.ascontiguousarray(labels, dtype=np.uint64), out)
         return out
-    return path_hashes_reference(page, labels)
+    return subtree_path_hashes_reference(end, depth, labels)
 
 
 def path_hashes_reference(page: CompactPage, labels: np.ndarray) -> np.ndarray:
-    """path_hashes with numpy: a hash of the labels on each node's path from BODY.
+    """path_hashes with numpy (subtree_path_hashes_reference of the page's arrays)."""
+    return subtree_path_hashes_reference(page.end, page.depth, labels)
+
+
+def subtree_path_hashes_reference(end: np.ndarray, depth: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    """A hash of the labels on each node's path from the first node (itself included).
 
     The hash is Σ label(a)·B^depth(a) over the node and its ancestors (mod 2**64), mixed
     with the depth: an ancestor sum. In preorder a node's subtree is [a, end[a]), so adding
@@ -129,14 +140,14 @@ def path_hashes_reference(page: CompactPage, labels: np.ndarray) -> np.ndarray:
     terms of i's ancestors and i: one cumulative sum, never recursing (pages can be 100,000
     deep). Sums mod 2**64 do not depend on their order, so this is the same hash as summing
     up each root path (tests/transforms/test_clusters.py checks it against that walk)."""
-    n = page.size
-    depth = page.depth.astype(np.int64)
+    n = len(labels)
+    depth = np.asarray(depth).astype(np.int64)
     with np.errstate(over="ignore"):
         powers = np.cumprod(np.full(int(depth.max()) + 1 if n else 1, _BASE, dtype=np.uint64))
         term = labels * powers[depth]
         running = np.zeros(n + 1, dtype=np.uint64)
         running[:n] = term
-        np.add.at(running, page.end.astype(np.int64), np.uint64(0) - term)
+        np.add.at(running, np.asarray(end).astype(np.int64), np.uint64(0) - term)
         acc = np.cumsum(running[:n], dtype=np.uint64)
         return mix64(acc ^ (depth.astype(np.uint64) * _BASE))
 

@@ -32,7 +32,7 @@ from typing import Mapping
 import numpy as np
 
 from sitestrip.transforms import tree
-from sitestrip.transforms.clusters import mix64, path_hashes
+from sitestrip.transforms.clusters import mix64, path_hashes, subtree_path_hashes
 from sitestrip.transforms.menex import Menu, MenexParams, menu_scores, select_root
 from sitestrip.transforms.page import F_IN_LINK, HINT_BIT, TEXT, CompactPage
 from sitestrip.transforms.tree import children, subtree_sum, subtree_texts
@@ -205,7 +205,6 @@ def menu_node_by_key(page: CompactPage, key: int, keys: np.ndarray | None = None
 # --- The menu's own links (design §12, amended: a breadcrumb and the page's own previous/up/next
 # or related links are not appended to a global navigation) ------------------------------------
 
-_KEY_BASE = np.uint64(0x9E3779B97F4A7C15)
 _PAIR_SALT = np.uint64(0x94D049BB133111EB)
 _CRUMB = HINT_BIT["breadcrumb"]
 
@@ -279,16 +278,10 @@ def menu_links(page: CompactPage, root: int, url_ids: dict) -> MenuLinks:
     nodes = local + lo
     inner_lo, inner_hi = first[local], past[local]
     # Keys relative to the root: clusters.path_hashes' ancestor sum, over these elements alone
-    # (each one's ancestors up to the root are among them).
+    # (each one's ancestors up to the root are among them; each one's subtree ends at `stop`).
     depth = page.depth[nodes].astype(np.int64) - int(page.depth[root])
     stop = np.searchsorted(local, end[local])
-    with np.errstate(over="ignore"):
-        powers = np.cumprod(np.full(int(depth.max()) + 1, _KEY_BASE, dtype=np.uint64))
-        term = _labels(page, nodes) * powers[depth]
-        running = np.zeros(local.size + 1, dtype=np.uint64)
-        running[:-1] = term
-        np.add.at(running, stop, np.uint64(0) - term)
-        inner = mix64(np.cumsum(running[:-1], dtype=np.uint64) ^ (depth.astype(np.uint64) * _KEY_BASE))
+    inner = subtree_path_hashes(stop, depth, _labels(page, nodes))
     # The parts: children of the deepest element holding all the links (the root, or the last
     # one in preorder of those holding the whole range).
     whole = np.flatnonzero((inner_lo == 0) & (inner_hi == len(urls)))

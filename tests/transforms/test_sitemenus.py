@@ -376,7 +376,8 @@ def test_compiled_node_keys_are_the_reference():
 
     def fragment(depth):
         tags = ["div", "nav", "ul", "li", "a", "span"]
-        return "".join(f"<{t}{attrs()}>{fragment(depth + 1) if depth < 6 and rng.random() < 0.6 else 'x'}</{t}>"
+        return "".join(f"<{t}{attrs()}{' href=/x' if t == 'a' else ''}>"
+                       f"{fragment(depth + 1) if depth < 6 and rng.random() < 0.6 else 'x'}</{t}>"
                        for t in rng.choices(tags, k=rng.randrange(1, 4)))
 
     assert tree._COMPILED
@@ -388,9 +389,13 @@ def test_compiled_node_keys_are_the_reference():
         # menu_links' labels of some nodes: the page's compiled labels at them, or numpy's of them
         nodes = np.arange(0, page.size, 2)
         compiled = sitemenus._labels(page, nodes)
+        links = sitemenus.menu_links(page, 0, {})
         tree._COMPILED = False
         try:
             assert np.array_equal(compiled, sitemenus._labels(page, nodes))
+            # and the keys of a menu's parts relative to its root (clusters.subtree_path_hashes)
+            reference = sitemenus.menu_links(page, 0, {})
+            assert np.array_equal(links.inner, reference.inner) and np.array_equal(links.keys, reference.keys)
         finally:
             tree._COMPILED = True
 
