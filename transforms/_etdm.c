@@ -503,7 +503,75 @@ done:
     return ret;
 }
 
+/* node_sets(ptr int64[n+1], values int64[m], out_ptr int64[n+1], out_values int64[m]) -> k:
+ * etdm._node_sets, the compiled side's per-node sets: node i's values values[ptr[i]:ptr[i+1]]
+ * sorted and without repeats into out_values, out_values[out_ptr[i]:out_ptr[i+1]], k of them
+ * in all. A node's few values are sorted by insertion (a long list, once, by qsort). */
+static int cmp_int64(const void *a, const void *b) {
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+static PyObject *node_sets(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *ptr_o, *val_o, *optr_o, *oval_o;
+    if (!PyArg_ParseTuple(args, "OOOO", &ptr_o, &val_o, &optr_o, &oval_o)) return NULL;
+    Py_buffer v[4];
+    PyObject *objs[4] = {ptr_o, val_o, optr_o, oval_o};
+    const char *names[4] = {"ptr", "values", "out_ptr", "out_values"};
+    int held = 0;
+    PyObject *ret = NULL;
+    for (; held < 4; held++) {
+        int flags = PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (held >= 2 ? PyBUF_WRITABLE : 0);
+        if (PyObject_GetBuffer(objs[held], &v[held], flags) < 0) goto done;
+        if (v[held].ndim != 1 || v[held].itemsize != 8) {
+            PyErr_Format(PyExc_TypeError, "%s: expected a contiguous 1-d array of 8-byte items", names[held]);
+            held++;
+            goto done;
+        }
+    }
+    Py_ssize_t n1 = v[0].len / 8, m = v[1].len / 8;
+    const int64_t *ptr = v[0].buf, *values = v[1].buf;
+    int64_t *optr = v[2].buf, *out = v[3].buf;
+    if (n1 < 1 || v[2].len / 8 != n1 || v[3].len / 8 < m || ptr[0] != 0 || ptr[n1 - 1] > m) {
+        PyErr_SetString(PyExc_ValueError, "node_sets: arrays do not fit together");
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i + 1 < n1; i++)
+        if (ptr[i + 1] < ptr[i]) {
+            PyErr_SetString(PyExc_ValueError, "node_sets: ptr is not ascending");
+            goto done;
+        }
+    int64_t k = 0;
+    optr[0] = 0;
+    for (Py_ssize_t i = 0; i + 1 < n1; i++) {
+        int64_t lo = ptr[i], len = ptr[i + 1] - lo;
+        int64_t *s = out + k;
+        memcpy(s, values + lo, (size_t)len * sizeof(int64_t));
+        if (len > 16) {
+            qsort(s, (size_t)len, sizeof(int64_t), cmp_int64);
+        } else {
+            for (int64_t a = 1; a < len; a++) {
+                int64_t x = s[a], b = a - 1;
+                while (b >= 0 && s[b] > x) { s[b + 1] = s[b]; b--; }
+                s[b + 1] = x;
+            }
+        }
+        int64_t kept = 0;
+        for (int64_t a = 0; a < len; a++)
+            if (kept == 0 || s[a] != s[kept - 1]) s[kept++] = s[a];
+        k += kept;
+        optr[i + 1] = k;
+    }
+    ret = PyLong_FromLongLong(k);
+done:
+    for (int i = 0; i < held; i++) PyBuffer_Release(&v[i]);
+    return ret;
+}
+
 static PyMethodDef methods[] = {
+    {"node_sets", node_sets, METH_VARARGS,
+     "node_sets(ptr, values, out_ptr, out_values) -> k: etdm._node_sets into out_ptr and out_values[:k]."},
     {"map_tree", map_tree, METH_VARARGS,
      "map_tree(key, other, result, params, check): ETDM with grouping \"pair\" into result (int32, -1 = unmapped)."},
     {NULL, NULL, 0, NULL},

@@ -1742,7 +1742,258 @@ done:
     return result;
 }
 
+/* The menu and cluster keys' hashes (clusters.py, sitemenus.py): wrapping uint64 arithmetic,
+ * so every value is the reference's exactly, whatever the order of the additions. */
+static inline uint64_t splitmix_mix(uint64_t x) {     /* clusters.mix64 */
+    x ^= x >> 30;
+    x *= 0xBF58476D1CE4E5B9ULL;
+    x ^= x >> 27;
+    x *= 0x94D049BB133111EBULL;
+    return x ^ (x >> 31);
+}
+
+#define PATH_BASE 0x9E3779B97F4A7C15ULL       /* clusters._BASE, sitemenus._KEY_BASE */
+#define CLASS_SALT 0x2545F4914F6CDD1DULL      /* sitemenus._CLASS_SALT */
+
+/* path_hashes(end int32[n], depth int32[n], labels uint64[n], out uint64[n]): clusters.path_hashes,
+ * mix64(Σ labels[a]·B^(depth[a]+1) over the nodes a with a <= i < end[a], ^ depth[i]·B): the
+ * running sum that adds each term at a and takes it back at end[a]. */
+static PyObject *path_hashes(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *end_o, *depth_o, *labels_o, *out_o;
+    if (!PyArg_ParseTuple(args, "OOOO", &end_o, &depth_o, &labels_o, &out_o)) return NULL;
+    Py_buffer ev, dv, lv, ov;
+    if (get_array(end_o, &ev, 4, -1, 0, "end") < 0) return NULL;
+    Py_ssize_t n = ev.len / 4;
+    if (get_array(depth_o, &dv, 4, n, 0, "depth") < 0) { PyBuffer_Release(&ev); return NULL; }
+    if (get_array(labels_o, &lv, 8, n, 0, "labels") < 0) {
+        PyBuffer_Release(&ev); PyBuffer_Release(&dv); return NULL;
+    }
+    if (get_array(out_o, &ov, 8, n, 1, "out") < 0) {
+        PyBuffer_Release(&ev); PyBuffer_Release(&dv); PyBuffer_Release(&lv); return NULL;
+    }
+    const int32_t *end = ev.buf, *depth = dv.buf;
+    const uint64_t *labels = lv.buf;
+    uint64_t *out = ov.buf;
+    PyObject *result = Py_None;
+    int32_t max_depth = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (depth[i] < 0 || end[i] <= i || end[i] > n) {
+            PyErr_Format(PyExc_ValueError, "node %zd: depth %d, end %d do not fit a preorder page of %zd nodes",
+                         i, (int)depth[i], (int)end[i], n);
+            result = NULL;
+            break;
+        }
+        if (depth[i] > max_depth) max_depth = depth[i];
+    }
+    uint64_t *powers = NULL, *taken = NULL;
+    if (result && n) {
+        powers = PyMem_Malloc((size_t)(max_depth + 1) * sizeof(uint64_t));
+        taken = PyMem_Calloc((size_t)n + 1, sizeof(uint64_t));
+        if (!powers || !taken) { PyErr_NoMemory(); result = NULL; }
+    }
+    if (result && n) {
+        uint64_t p = PATH_BASE;
+        for (int32_t d = 0; d <= max_depth; d++) { powers[d] = p; p *= PATH_BASE; }
+        uint64_t acc = 0;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            uint64_t term = labels[i] * powers[depth[i]];
+            acc += term - taken[i];
+            taken[end[i]] += term;
+            out[i] = splitmix_mix(acc ^ ((uint64_t)depth[i] * PATH_BASE));
+        }
+    }
+    PyMem_Free(powers);
+    PyMem_Free(taken);
+    PyBuffer_Release(&ev); PyBuffer_Release(&dv); PyBuffer_Release(&lv); PyBuffer_Release(&ov);
+    Py_XINCREF(result);
+    return result;
+}
+
+/* menu_labels(tag int32[n], id_hash uint32[n], class_ptr int32[n+1], class_hash uint32[], out uint64[n]):
+ * sitemenus.node_keys's label of every node: mix64(tag + 1) ^ mix64(id ^ salt) ^ the xor of
+ * mix64(class + salt) over the node's class tokens. */
+static PyObject *menu_labels(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *tag_o, *id_o, *ptr_o, *cls_o, *out_o;
+    if (!PyArg_ParseTuple(args, "OOOOO", &tag_o, &id_o, &ptr_o, &cls_o, &out_o)) return NULL;
+    Py_buffer v[5];
+    int held = 0;
+    PyObject *result = NULL;
+    if (get_array(tag_o, &v[0], 4, -1, 0, "tag") < 0) return NULL;
+    held = 1;
+    Py_ssize_t n = v[0].len / 4;
+    if (get_array(id_o, &v[1], 4, n, 0, "id_hash") < 0) goto done;
+    held = 2;
+    if (get_array(ptr_o, &v[2], 4, n + 1, 0, "class_ptr") < 0) goto done;
+    held = 3;
+    if (get_array(cls_o, &v[3], 4, -1, 0, "class_hash") < 0) goto done;
+    held = 4;
+    if (get_array(out_o, &v[4], 8, n, 1, "out") < 0) goto done;
+    held = 5;
+    const int32_t *tag = v[0].buf, *ptr = v[2].buf;
+    const uint32_t *ids = v[1].buf, *cls = v[3].buf;
+    uint64_t *out = v[4].buf;
+    Py_ssize_t n_cls = v[3].len / 4;
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (ptr[i] < 0 || ptr[i + 1] < ptr[i] || ptr[i + 1] > n_cls) {
+            PyErr_SetString(PyExc_ValueError, "class_ptr does not fit class_hash");
+            goto done;
+        }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        uint64_t label = splitmix_mix((uint64_t)(int64_t)tag[i] + 1) ^ splitmix_mix((uint64_t)ids[i] ^ CLASS_SALT);
+        uint64_t classes = 0;
+        for (int32_t k = ptr[i]; k < ptr[i + 1]; k++) classes ^= splitmix_mix((uint64_t)cls[k] + CLASS_SALT);
+        out[i] = label ^ classes;
+    }
+    result = Py_None;
+    Py_INCREF(result);
+done:
+    for (int i = 0; i < held; i++) PyBuffer_Release(&v[i]);
+    return result;
+}
+
+#define ID_SALT 0xD6E8FEB86659FD93ULL         /* clusters._ID_SALT */
+
+/* cluster_labels(tag int32[n], id_hash uint32[n], flags uint16[n], volatile_flag, ids, out uint64[n]):
+ * clusters.node_labels: mix64(tag + 1), xor mix64(id ^ salt) where the node has an id that
+ * counts (`ids` 0 all, 1 stable: not a node flagged `volatile_flag`, 2 none). */
+static PyObject *cluster_labels(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *tag_o, *id_o, *flags_o, *out_o;
+    int volatile_flag, ids_mode;
+    if (!PyArg_ParseTuple(args, "OOOiiO", &tag_o, &id_o, &flags_o, &volatile_flag, &ids_mode, &out_o)) return NULL;
+    Py_buffer tv, iv, fv, ov;
+    if (get_array(tag_o, &tv, 4, -1, 0, "tag") < 0) return NULL;
+    Py_ssize_t n = tv.len / 4;
+    if (get_array(id_o, &iv, 4, n, 0, "id_hash") < 0) { PyBuffer_Release(&tv); return NULL; }
+    if (get_array(flags_o, &fv, 2, n, 0, "flags") < 0) { PyBuffer_Release(&tv); PyBuffer_Release(&iv); return NULL; }
+    if (get_array(out_o, &ov, 8, n, 1, "out") < 0) {
+        PyBuffer_Release(&tv); PyBuffer_Release(&iv); PyBuffer_Release(&fv); return NULL;
+    }
+    const int32_t *tag = tv.buf;
+    const uint32_t *ids = iv.buf;
+    const uint16_t *flags = fv.buf;
+    uint64_t *out = ov.buf;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        uint64_t id = ids_mode == 2 || (ids_mode == 1 && (flags[i] & volatile_flag)) ? 0 : ids[i];
+        out[i] = splitmix_mix((uint64_t)(int64_t)tag[i] + 1) ^ (id != 0 ? splitmix_mix(id ^ ID_SALT) : 0);
+    }
+    PyBuffer_Release(&tv); PyBuffer_Release(&iv); PyBuffer_Release(&fv); PyBuffer_Release(&ov);
+    Py_RETURN_NONE;
+}
+
+/* The DOM distance of nodes a and b (edges between them): up from the deeper one until they meet. */
+static inline int64_t dom_distance(const int32_t *parent, const int32_t *depth, int64_t a, int64_t b) {
+    int64_t steps = 0;
+    while (a != b) {
+        if (depth[a] >= depth[b]) a = parent[a]; else b = parent[b];
+        steps++;
+        if (a < 0 || b < 0) return -1;
+    }
+    return steps;
+}
+
+/* dispersion(parent int32[n], depth int32[n], nodes int64[m], wanted bool[m], out int64[m]) -> k:
+ * candidates._dispersion's positions, in its order, until every wanted one is out (k of them):
+ * first position 0, then level by level the open positions at the largest distance v to the
+ * nearest taken node, each kept in document order when it is at least v from those kept
+ * before it in the level, the distances lowered once the level is taken. -1 where a distance
+ * cannot be measured (nodes outside one tree). */
+static PyObject *dispersion(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *parent_o, *depth_o, *nodes_o, *wanted_o, *out_o;
+    if (!PyArg_ParseTuple(args, "OOOOO", &parent_o, &depth_o, &nodes_o, &wanted_o, &out_o)) return NULL;
+    Py_buffer v[5];
+    int held = 0;
+    PyObject *result = NULL;
+    int64_t *nearest = NULL, *level = NULL, *kept = NULL;
+    unsigned char *taken = NULL;
+    if (get_array(parent_o, &v[0], 4, -1, 0, "parent") < 0) return NULL;
+    held = 1;
+    Py_ssize_t n = v[0].len / 4;
+    if (get_array(depth_o, &v[1], 4, n, 0, "depth") < 0) goto done;
+    held = 2;
+    if (get_array(nodes_o, &v[2], 8, -1, 0, "nodes") < 0) goto done;
+    held = 3;
+    Py_ssize_t m = v[2].len / 8;
+    if (get_array(wanted_o, &v[3], 1, m, 0, "wanted") < 0) goto done;
+    held = 4;
+    if (get_array(out_o, &v[4], 8, m, 1, "out") < 0) goto done;
+    held = 5;
+    const int32_t *parent = v[0].buf, *depth = v[1].buf;
+    const int64_t *nodes = v[2].buf;
+    const unsigned char *wanted = v[3].buf;
+    int64_t *out = v[4].buf;
+    for (Py_ssize_t j = 0; j < m; j++)
+        if (nodes[j] < 0 || nodes[j] >= n || (j && nodes[j] < nodes[j - 1])) {
+            PyErr_SetString(PyExc_ValueError, "dispersion: nodes must be nodes of the page in document order");
+            goto done;
+        }
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (parent[i] >= i || depth[i] < 0 || (parent[i] < 0 && depth[i] != 0)
+            || (parent[i] >= 0 && depth[i] != depth[parent[i]] + 1)) {
+            PyErr_SetString(PyExc_ValueError, "dispersion: parent and depth are not a preorder page's");
+            goto done;
+        }
+    Py_ssize_t k = 0, pending = 0;
+    for (Py_ssize_t j = 0; j < m; j++) pending += wanted[j] != 0;
+    if (m == 0 || pending == 0) { result = PyLong_FromSsize_t(0); goto done; }
+    nearest = PyMem_Malloc((size_t)m * sizeof(int64_t));
+    level = PyMem_Malloc((size_t)m * sizeof(int64_t));
+    kept = PyMem_Malloc((size_t)m * sizeof(int64_t));
+    taken = PyMem_Calloc((size_t)m, 1);
+    if (!nearest || !level || !kept || !taken) { PyErr_NoMemory(); goto done; }
+    taken[0] = 1;
+    out[k++] = 0;
+    pending -= wanted[0] != 0;
+    for (Py_ssize_t j = 0; j < m; j++) nearest[j] = dom_distance(parent, depth, nodes[0], nodes[j]);
+    while (pending > 0) {
+        int64_t top = -1;
+        for (Py_ssize_t j = 0; j < m; j++)
+            if (!taken[j] && nearest[j] > top) top = nearest[j];
+        if (top < 0) break;
+        Py_ssize_t levels = 0, kepts = 0;
+        for (Py_ssize_t j = 0; j < m; j++)
+            if (!taken[j] && nearest[j] == top) level[levels++] = j;
+        for (Py_ssize_t a = 0; a < levels; a++) {
+            int64_t x = nodes[level[a]];
+            int keep = 1;
+            for (Py_ssize_t b = 0; b < kepts && keep; b++)
+                if (dom_distance(parent, depth, nodes[kept[b]], x) < top) keep = 0;
+            if (keep) kept[kepts++] = level[a];
+        }
+        for (Py_ssize_t b = 0; b < kepts; b++) {
+            out[k++] = kept[b];
+            pending -= wanted[kept[b]] != 0;
+            if (pending == 0) break;
+        }
+        if (pending == 0) break;
+        for (Py_ssize_t b = 0; b < kepts; b++) {
+            taken[kept[b]] = 1;
+            int64_t s = nodes[kept[b]];
+            for (Py_ssize_t j = 0; j < m; j++) {
+                int64_t d = dom_distance(parent, depth, s, nodes[j]);
+                if (d < nearest[j]) nearest[j] = d;
+            }
+        }
+    }
+    result = PyLong_FromSsize_t(k);
+done:
+    PyMem_Free(nearest); PyMem_Free(level); PyMem_Free(kept); PyMem_Free(taken);
+    for (int i = 0; i < held; i++) PyBuffer_Release(&v[i]);
+    return result;
+}
+
 static PyMethodDef methods[] = {
+    {"dispersion", dispersion, METH_VARARGS,
+     "dispersion(parent, depth, nodes, wanted, out) -> k: candidates._dispersion's first k positions."},
+    {"cluster_labels", cluster_labels, METH_VARARGS,
+     "cluster_labels(tag, id_hash, flags, volatile_flag, ids, out): clusters.node_labels of every node."},
+    {"path_hashes", path_hashes, METH_VARARGS,
+     "path_hashes(end, depth, labels, out): clusters.path_hashes of every node."},
+    {"menu_labels", menu_labels, METH_VARARGS,
+     "menu_labels(tag, id_hash, class_ptr, class_hash, out): sitemenus.node_keys's label of every node."},
     {"role_nodes", role_nodes, METH_VARARGS,
      "role_nodes(parent, tag, end, context, contains, first, owner, context_out, contains_out): "
      "features._role_columns's element columns."},

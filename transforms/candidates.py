@@ -39,8 +39,16 @@ from typing import Callable, Iterator, Mapping, Sequence
 
 import numpy as np
 
+from sitestrip.transforms import tree as tree_module
 from sitestrip.transforms.page import CompactPage
 from sitestrip.transforms.urls import normalize_url, site_key
+
+try:
+    # Alg. 8's dispersion order of a tier in one call (transforms/_features.c dispersion, built by
+    # `pip install`); _dispersion is the reference. tree._COMPILED (SITESTRIP_FEATURES) is the switch.
+    from sitestrip.transforms import _features as _compiled
+except ImportError:  # pragma: no cover - a source tree used without installing
+    _compiled = None
 
 __all__ = [
     "CandidateParams", "CandidateSelection", "SiteLinks", "directory_sequence", "dom_distance",
@@ -531,12 +539,34 @@ def _loadable_in_order(page: CompactPage, links: Sequence[tuple[str, int]],
         wanted = np.array([url in loadable for url, _ in tier], dtype=bool)
         if not wanted.any():
             continue
-        if tree is None:
-            tree = _Tree(page)
         nodes = np.array([node for _, node in tier], dtype=np.int64)
-        for pos in _dispersion(tree, nodes, wanted):
+        if _dispersion_compiled() and nodes.size <= _COMPILED_DISPERSION_NODES:
+            order = _dispersion_order(page, nodes, wanted)
+        else:
+            if tree is None:
+                tree = _Tree(page)
+            order = _dispersion(tree, nodes, wanted)
+        for pos in order:
             if wanted[pos]:
                 yield tier[pos][0]
+
+
+# Tiers up to this many links take the compiled dispersion (every pair's distance measured up
+# the tree: quadratic in the tier); a longer one, a page of 100,000 links, the level sweeps above.
+_COMPILED_DISPERSION_NODES = 1024
+
+
+def _dispersion_compiled() -> bool:
+    return tree_module._COMPILED and _compiled is not None
+
+
+def _dispersion_order(page: CompactPage, nodes: np.ndarray, wanted: np.ndarray) -> list[int]:
+    """_dispersion(_Tree(page), nodes, wanted) as a list, from transforms/_features.c."""
+    out = np.empty(nodes.size, dtype=np.int64)
+    k = _compiled.dispersion(np.ascontiguousarray(page.parent, dtype=np.int32),
+                             np.ascontiguousarray(page.depth, dtype=np.int32), nodes,
+                             np.ascontiguousarray(wanted, dtype=bool), out)
+    return out[:k].tolist()
 
 
 # ---------------------------------------------------------------------------

@@ -27,8 +27,17 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
+from sitestrip.transforms import tree
 from sitestrip.transforms.candidates import SiteLinks, site_sample
 from sitestrip.transforms.page import F_VOLATILE_ID, TEXT, CompactPage
+
+try:
+    # The path hashes' running sum in one pass (transforms/_features.c path_hashes, built by
+    # `pip install`); path_hashes_reference runs where it is missing. tree._COMPILED
+    # (SITESTRIP_FEATURES) is the switch.
+    from sitestrip.transforms import _features as _compiled
+except ImportError:  # pragma: no cover - a source tree used without installing
+    _compiled = None
 
 PATH_IDS = ("all", "stable", "none")
 FILL_ORDERS = ("url", "closest", "farthest")
@@ -76,7 +85,19 @@ def mix64(x: np.ndarray) -> np.ndarray:
 
 
 def node_labels(page: CompactPage, path_ids: str = "all") -> np.ndarray:
-    """uint64 label of every node: its tag, with its id per `path_ids`."""
+    """uint64 label of every node: its tag, with its id per `path_ids` (in one pass in
+    transforms/_features.c; node_labels_reference the reference)."""
+    if tree._COMPILED and _compiled is not None and page.id_hash.dtype == np.uint32 \
+            and page.flags.dtype == np.uint16:
+        out = np.empty(page.size, dtype=np.uint64)
+        _compiled.cluster_labels(np.ascontiguousarray(page.tag, dtype=np.int32), np.ascontiguousarray(page.id_hash),
+                                 np.ascontiguousarray(page.flags), F_VOLATILE_ID, PATH_IDS.index(path_ids), out)
+        return out
+    return node_labels_reference(page, path_ids)
+
+
+def node_labels_reference(page: CompactPage, path_ids: str = "all") -> np.ndarray:
+    """node_labels with numpy."""
     tag = page.tag.astype(np.uint64)
     ids = page.id_hash.astype(np.uint64)
     if path_ids == "none":
@@ -88,7 +109,30 @@ def node_labels(page: CompactPage, path_ids: str = "all") -> np.ndarray:
 
 
 def path_hashes(page: CompactPage, labels: np.ndarray) -> np.ndarray:
-    """uint64 per node: a hash of the labels on its path from BODY (itself included).
+    """uint64 per node: a hash of the labels on its path from BODY (itself included); see
+    path_hashes_reference."""
+    return subtree_path_hashes(page.end, page.depth, labels)
+
+
+def subtree_path_hashes(end: np.ndarray, depth: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    """path_hashes of nodes in preorder given by their subtrees' ends and their depths (a page's,
+    or a subtree's elements among themselves: sitemenus.menu_links), in one pass in
+    transforms/_features.c; subtree_path_hashes_reference the reference."""
+    if tree._COMPILED and _compiled is not None:
+        out = np.empty(len(labels), dtype=np.uint64)
+        _compiled.path_hashes(np.ascontiguousarray(end, dtype=np.int32), np.ascontiguousarray(depth, dtype=np.int32),
+                              np.ascontiguousarray(labels, dtype=np.uint64), out)
+        return out
+    return subtree_path_hashes_reference(end, depth, labels)
+
+
+def path_hashes_reference(page: CompactPage, labels: np.ndarray) -> np.ndarray:
+    """path_hashes with numpy (subtree_path_hashes_reference of the page's arrays)."""
+    return subtree_path_hashes_reference(page.end, page.depth, labels)
+
+
+def subtree_path_hashes_reference(end: np.ndarray, depth: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    """A hash of the labels on each node's path from the first node (itself included).
 
     The hash is Σ label(a)·B^depth(a) over the node and its ancestors (mod 2**64), mixed
     with the depth: an ancestor sum. In preorder a node's subtree is [a, end[a]), so adding
@@ -96,14 +140,14 @@ def path_hashes(page: CompactPage, labels: np.ndarray) -> np.ndarray:
     terms of i's ancestors and i: one cumulative sum, never recursing (pages can be 100,000
     deep). Sums mod 2**64 do not depend on their order, so this is the same hash as summing
     up each root path (tests/transforms/test_clusters.py checks it against that walk)."""
-    n = page.size
-    depth = page.depth.astype(np.int64)
+    n = len(labels)
+    depth = np.asarray(depth).astype(np.int64)
     with np.errstate(over="ignore"):
         powers = np.cumprod(np.full(int(depth.max()) + 1 if n else 1, _BASE, dtype=np.uint64))
         term = labels * powers[depth]
         running = np.zeros(n + 1, dtype=np.uint64)
         running[:n] = term
-        np.add.at(running, page.end.astype(np.int64), np.uint64(0) - term)
+        np.add.at(running, np.asarray(end).astype(np.int64), np.uint64(0) - term)
         acc = np.cumsum(running[:n], dtype=np.uint64)
         return mix64(acc ^ (depth.astype(np.uint64) * _BASE))
 
@@ -118,7 +162,7 @@ def page_signature(page: CompactPage, path_ids: str = "all") -> np.ndarray:
     has_element_child = np.zeros(n, dtype=bool)
     has_element_child[parent[element & (parent >= 0)]] = True
     leaves = np.flatnonzero(element & ~has_element_child)
-    return np.unique(path_hashes(page, node_labels(page, path_ids))[leaves])
+    return tree.sorted_distinct(path_hashes(page, node_labels(page, path_ids))[leaves])
 
 
 def similarity(a: np.ndarray, b: np.ndarray) -> float:
@@ -207,7 +251,7 @@ def cluster_signatures(site: str, signatures: Mapping[str, np.ndarray],
     pages follow in URL order."""
     seeds = [u for u in dict.fromkeys(seeds) if u in signatures]
     urls = seeds + sorted(set(signatures) - set(seeds))
-    vocabulary = np.unique(np.concatenate([signatures[u] for u in urls])) if urls \
+    vocabulary = tree.sorted_distinct(np.concatenate([signatures[u] for u in urls])) if urls \
         else np.zeros(0, dtype=np.uint64)
     reps = _Representatives(vocabulary, min(params.max_representatives, max(len(urls), 1)))
     result = SiteClusters(site=site, representatives=[], cluster_of={}, similarity={},

@@ -7,8 +7,8 @@ from functools import lru_cache
 import numpy as np
 
 from sitestrip.transforms.page import KNOWN_TAGS, TAG_ID, TEXT, CompactPage, has_tag, tag_id, tag_table
-from sitestrip.transforms.tree import (children, elements_below, links_below, subtree_mask, text_nodes_below,
-                                      word_ratio, words_below)
+from sitestrip.transforms.tree import (children, distinct_inverse, elements_below, links_below, sorted_distinct,
+                                      subtree_mask, text_nodes_below, word_ratio, words_below)
 
 # Tags that are never rated (thesis §6.2.2 ii plus design §3's inline additions).
 # One list, configurable through PageConexParams.
@@ -103,6 +103,21 @@ def content_features(page: CompactPage, rated: np.ndarray, known: ContentFeature
 
 def standardize(x: np.ndarray) -> np.ndarray:
     """Column z-scores; a column with zero deviation becomes 0."""
+    if x.dtype != np.float64 or x.ndim != 2 or x.shape[0] == 0:
+        return standardize_reference(x)
+    # x.mean(axis=0) and x.std(axis=0) as numpy's _mean and _var compute them (the same
+    # reductions and divisions, so the same floats), without their Python wrappers, and with
+    # the deviations from the mean taken once for the variance and the z-scores.
+    m = x.shape[0]
+    mean = np.add.reduce(x, axis=0) / m
+    deviation = x - mean
+    std = np.sqrt(np.add.reduce(np.square(deviation), axis=0) / m)
+    safe = np.where(std > 0, std, 1.0)
+    return np.where(std > 0, deviation / safe, 0.0)
+
+
+def standardize_reference(x: np.ndarray) -> np.ndarray:
+    """standardize with numpy's mean and std."""
     mean = x.mean(axis=0)
     std = x.std(axis=0)
     safe = np.where(std > 0, std, 1.0)
@@ -141,7 +156,7 @@ def select_main(page: CompactPage, cset: np.ndarray) -> np.ndarray:
     best = cset[pond == pond.max()]
     best_parents = set(page.parent[best].tolist())
     siblings = [x for x in cset if page.parent[x] in best_parents]
-    return np.unique(np.concatenate([best, np.array(siblings, dtype=cset.dtype)]))
+    return sorted_distinct(np.concatenate([best, np.array(siblings, dtype=cset.dtype)]))
 
 
 def remove_link_lists(page: CompactPage, mask: np.ndarray, max_words: int) -> np.ndarray:
@@ -159,7 +174,7 @@ def remove_link_lists(page: CompactPage, mask: np.ndarray, max_words: int) -> np
     # Group wrappers by (grandparent, tag): a group with a short link and at least two
     # members is a link list. Tag ids are below 2**31, so the key is one per pair.
     keys = page.parent[wrappers].astype(np.int64) * (1 << 32) + page.tag[wrappers]
-    _, group, members = np.unique(keys, return_inverse=True, return_counts=True)
+    _, group, members = distinct_inverse(keys, counts=True)
     group = group.ravel()
     any_short = np.bincount(group, weights=short, minlength=members.size) > 0
     removed = wrappers[(members >= 2)[group] & any_short[group]]

@@ -243,8 +243,8 @@ class _PageIndex:
         span of the compared text) and that text, a str. Built once per page index."""
         if self._compiled is None:
             i64 = lambda x: np.ascontiguousarray(x, dtype=np.int64)  # noqa: E731
-            cls_ptr, cls_val = _node_sets(page.size, page.class_ptr, page.class_hash)
-            attr_ptr, attr_val = _node_sets(page.size, page.attr_ptr, page.attr_hash)
+            cls_ptr, cls_val = _node_sets_compiled(page.size, page.class_ptr, page.class_hash)
+            attr_ptr, attr_val = _node_sets_compiled(page.size, page.attr_ptr, page.attr_hash)
             start, end = i64(page.text_ptr[:-1]), i64(page.text_ptr[1:])
             compared = page.text
             pre = np.flatnonzero((page.tag == TEXT) & ((page.flags & F_PRE) != 0))
@@ -271,6 +271,19 @@ def _node_sets(n: int, ptr: np.ndarray, values: np.ndarray) -> tuple[np.ndarray,
     keep[1:] = (owner[1:] != owner[:-1]) | (vals[1:] != vals[:-1])
     counts = np.bincount(owner[keep], minlength=n)
     return np.concatenate(([0], np.cumsum(counts))).astype(np.int64), vals[keep]
+
+
+def _node_sets_compiled(n: int, ptr: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """_node_sets in transforms/_etdm.c (one pass, each node's few values sorted in place), for
+    values whose order int64 keeps (a page's uint32 hashes); _node_sets is the reference."""
+    if values.dtype.kind not in "iu" or (values.dtype.kind == "u" and values.dtype.itemsize == 8) \
+            or len(ptr) != n + 1:
+        return _node_sets(n, ptr, values)
+    out_ptr = np.empty(n + 1, dtype=np.int64)
+    out = np.empty(values.size, dtype=np.int64)
+    k = _compiled.node_sets(np.ascontiguousarray(ptr, dtype=np.int64), np.ascontiguousarray(values, dtype=np.int64),
+                            out_ptr, out)
+    return out_ptr, out[:k]
 
 
 def _intern_sets(n: int, ptr: np.ndarray, values: np.ndarray):

@@ -693,6 +693,8 @@ def _group_size(keys: np.ndarray) -> np.ndarray:
 
 
 _SITE_COLUMNS = slice(_COLUMN["has_site"], _COLUMN["text_site_share"] + 1)
+_METHOD_COLUMNS = [_COLUMN[f"method_{m}"] for m in METHODS]
+_REGION_TEMPLATE_COLUMNS = [_COLUMN[f"region_template_{k}"] for k in _REGION_LEVELS]
 
 
 def _no_site(x: np.ndarray) -> None:
@@ -723,8 +725,7 @@ def _site_columns(page: CompactPage, blocks: Blocks, owner: np.ndarray, site: Si
     x[:, col["site_pages_log"]] = np.log1p(site.site_pages)
     x[:, col["cs_size"]] = site.cs_size
     x[:, col["candidates"]] = site.candidates
-    for m in METHODS:
-        x[:, col[f"method_{m}"]] = site.method == m
+    x[:, _METHOD_COLUMNS] = [site.method == m for m in METHODS]
     occ = site.occurrences.astype(np.float64)
     n_cand = max(site.candidates, 1)
     tn, starts = blocks.text_nodes, blocks.ptr[:-1]
@@ -738,8 +739,7 @@ def _site_columns(page: CompactPage, blocks: Blocks, owner: np.ndarray, site: Si
     x[:, col["template_word_share"]] = np.add.reduceat(tw[tn].astype(np.float64), starts) / np.maximum(blocks.words, 1)
     templ_below = subtree_sum(page, tw)
     subtree_words = words_below(page)
-    for k in _REGION_LEVELS:
-        a = up[k]
-        x[:, col[f"region_template_{k}"]] = templ_below[a] / np.maximum(subtree_words[a], 1)
+    a = np.stack([up[k] for k in _REGION_LEVELS], axis=1)
+    x[:, _REGION_TEMPLATE_COLUMNS] = templ_below[a] / np.maximum(subtree_words[a], 1)
     x[:, col["text_on_candidates"]] = site.text_on_candidates
     x[:, col["text_site_share"]] = site.text_site_share

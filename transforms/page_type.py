@@ -16,6 +16,7 @@ probability per type (each type's logistic probability, normalized to sum to 1).
 """
 from __future__ import annotations
 
+import math
 import os
 import re
 from urllib.parse import urlsplit
@@ -185,7 +186,7 @@ def page_type_features(page: CompactPage, url: str, texts: list, words: np.ndarr
             float(w[w >= 40].sum()) / total if total else 0.0, len(page.title.split())]
     head += _url_columns(url)
     head += _declared_columns(page)
-    short = "\n".join([t for t, k in zip(texts, words) if k <= SHORT_BLOCK_WORDS]).lower()
+    short = "\n".join([t for t, k in zip(texts, (w <= SHORT_BLOCK_WORDS).tolist()) if k]).lower()
     head += [np.log1p(count) for count in _cue_counts(short)]
     row = np.zeros(len(PAGE_FEATURE_NAMES))
     i = len(head)
@@ -196,14 +197,29 @@ def page_type_features(page: CompactPage, url: str, texts: list, words: np.ndarr
     i += _COUNTED_IDS.size
     if n:
         weights = w / total if total else np.zeros(n)
-        values = np.nan_to_num(X.take(_weighted_columns(column), axis=1).astype(np.float64), copy=False, nan=0.0)
+        values = _without_nan(X.take(_weighted_columns(column), axis=1).astype(np.float64))
         row[i:i + len(_WEIGHTED)] = weights @ values
         i += len(_WEIGHTED)
         repeated = X[:, column["same_shape_max_log"]] >= np.log1p(2)     # three or more alike
         row[i:] = [float(weights[repeated].sum()), float(weights[w < 8].sum()),
-                   float(np.nanmax(X[:, column["region_share_1"]])),
-                   float(X[0, column["has_site"]]), float(np.nan_to_num(X[0, column["site_pages_log"]]))]
+                   float(np.fmax.reduce(X[:, column["region_share_1"]])),     # np.nanmax's reduction
+                   float(X[0, column["has_site"]]), _finite(X[0, column["site_pages_log"]])]
     return row.astype(np.float32)
+
+
+def _without_nan(values: np.ndarray) -> np.ndarray:
+    """np.nan_to_num(values, copy=False, nan=0.0) of a float64 array, NaN zeroed by one masked
+    copy (the infinities, which block features never hold, left to np.nan_to_num)."""
+    np.copyto(values, 0.0, where=np.isnan(values))
+    if np.isinf(values).any():
+        return np.nan_to_num(values, copy=False, nan=0.0)
+    return values
+
+
+def _finite(value) -> float:
+    """float(np.nan_to_num(value)) of one float32 value."""
+    value = float(value)
+    return value if math.isfinite(value) else float(np.nan_to_num(np.float32(value)))
 
 
 class PageTypeModel:

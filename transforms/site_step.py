@@ -37,7 +37,8 @@ from sitestrip.transforms.page import PRODUCT_RULES, UNPACKED, CompactPage, Pars
 from sitestrip.transforms.state import StateParams, StoredFingerprint, StoredPage, shard_state
 from sitestrip.transforms.status import WARC_TRUNCATED, page_status
 from sitestrip.transforms.template import TemplateResult, detect_template
-from sitestrip.transforms.tree import subtree_mask, subtree_sum, text_nodes_below, text_of, words_in
+from sitestrip.transforms.tree import (distinct_inverse, subtree_mask, subtree_sum, text_nodes_below, text_of,
+                                      words_in)
 from sitestrip.transforms.urls import normalize_url, site_key
 
 
@@ -283,7 +284,8 @@ class SiteBlocks:
             per_page = list(distinct.values())
             self._distinct_pages = len(per_page)
             keys = np.concatenate(per_page) if per_page else np.zeros(0, dtype=np.int64)
-            self._site_counts = np.unique(keys, return_counts=True)
+            values, _, counts = distinct_inverse(keys, counts=True)
+            self._site_counts = values, counts
         return self._site_counts
 
     def forget(self, url: str) -> None:
@@ -307,7 +309,7 @@ class SiteBlocks:
         got = self._distinct.get(url)
         if got is None:
             own = self.of(url)
-            keys, inverse = np.unique(own.keys, return_inverse=True)
+            keys, inverse = distinct_inverse(own.keys)
             words = np.bincount(inverse.ravel(), weights=own.blocks.words, minlength=keys.size)
             got = self._distinct[url] = (keys, words)
         return got

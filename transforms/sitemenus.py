@@ -31,10 +31,18 @@ from typing import Mapping
 
 import numpy as np
 
-from sitestrip.transforms.clusters import mix64, path_hashes
+from sitestrip.transforms import tree
+from sitestrip.transforms.clusters import mix64, path_hashes, subtree_path_hashes
 from sitestrip.transforms.menex import Menu, MenexParams, menu_scores, select_root
 from sitestrip.transforms.page import F_IN_LINK, HINT_BIT, TEXT, CompactPage
 from sitestrip.transforms.tree import children, subtree_sum, subtree_texts
+
+try:
+    # node_keys' labels in one pass (transforms/_features.c menu_labels, built by `pip install`);
+    # node_keys_labels is the reference. tree._COMPILED (SITESTRIP_FEATURES) is the switch.
+    from sitestrip.transforms import _features as _compiled
+except ImportError:  # pragma: no cover - a source tree used without installing
+    _compiled = None
 
 _CLASS_SALT = np.uint64(0x2545F4914F6CDD1D)
 
@@ -71,6 +79,26 @@ def node_keys(page: CompactPage) -> np.ndarray:
     n = page.size
     if n == 0:
         return np.zeros(0, dtype=np.uint64)
+    label = _menu_labels(page)
+    return path_hashes(page, node_keys_labels(page) if label is None else label)
+
+
+def _menu_labels(page: CompactPage) -> np.ndarray | None:
+    """node_keys' labels of every node in one pass (transforms/_features.c menu_labels; None
+    where it does not run, node_keys_labels the reference)."""
+    if not (tree._COMPILED and _compiled is not None and page.id_hash.dtype == np.uint32
+            and page.class_hash.dtype == np.uint32):
+        return None
+    label = np.empty(page.size, dtype=np.uint64)
+    _compiled.menu_labels(np.ascontiguousarray(page.tag, dtype=np.int32), np.ascontiguousarray(page.id_hash),
+                          np.ascontiguousarray(page.class_ptr, dtype=np.int32),
+                          np.ascontiguousarray(page.class_hash), label)
+    return label
+
+
+def node_keys_labels(page: CompactPage) -> np.ndarray:
+    """node_keys' label of every node: its tag, id and class tokens (in any order)."""
+    n = page.size
     with np.errstate(over="ignore"):
         label = mix64(page.tag.astype(np.uint64) + np.uint64(1)) ^ mix64(page.id_hash.astype(np.uint64) ^ _CLASS_SALT)
         if page.class_hash.size:
@@ -79,7 +107,7 @@ def node_keys(page: CompactPage) -> np.ndarray:
             classes = np.zeros(n, dtype=np.uint64)
             np.bitwise_xor.at(classes, owner, mix64(page.class_hash.astype(np.uint64) + _CLASS_SALT))
             label ^= classes
-    return path_hashes(page, label)
+    return label
 
 
 def propose_menus(page: CompactPage, template: np.ndarray, params: MenexParams = MenexParams(),
@@ -105,19 +133,25 @@ def propose_menus(page: CompactPage, template: np.ndarray, params: MenexParams =
         return empty
     ptr, kids = children(page)
     candidates = np.flatnonzero(weights > params.candidate_threshold * top)
-    roots = sorted({select_root(page, weights, ptr, kids, int(c), params.root_threshold) for c in candidates})
-    roots = [r for r in roots if eligible[r]]
-    if not roots:
+    if tree._COMPILED and _compiled is not None:
+        # select_root of every candidate in one pass (transforms/_features.c, as detect_menu)
+        found = np.empty(candidates.size, dtype=np.int64)
+        _compiled.menu_roots(page.parent, ptr, kids, np.ascontiguousarray(weights, dtype=np.float64),
+                             candidates.astype(np.int64), params.root_threshold, found)
+        nodes = tree.sorted_distinct(found)
+    else:
+        nodes = np.array(sorted({select_root(page, weights, ptr, kids, int(c), params.root_threshold)
+                                 for c in candidates}), dtype=np.int64)
+    nodes = nodes[eligible[nodes]]
+    if nodes.size == 0:
         return empty
+    # Alg. 2's measure of each root: the mean weight of its heavy descendants, else its own.
     heavy = np.flatnonzero(weights > params.menu_threshold * top)
     prefix = np.concatenate(([0.0], np.cumsum(weights[heavy])))
-    scores = []
-    for r in roots:
-        lo, hi = np.searchsorted(heavy, r + 1), np.searchsorted(heavy, page.end[r])
-        scores.append((prefix[hi] - prefix[lo]) / (hi - lo) if hi > lo else weights[r])
-    nodes = np.array(roots, dtype=np.int64)
+    lo, hi = np.searchsorted(heavy, nodes + 1), np.searchsorted(heavy, page.end[nodes])
+    mean = (prefix[hi] - prefix[lo]) / np.maximum(hi - lo, 1)
     keys = node_keys(page) if keys is None else keys
-    return MenuProposal(nodes, keys[nodes], np.array(scores, dtype=np.float64))
+    return MenuProposal(nodes, keys[nodes], np.where(hi > lo, mean, weights[nodes]))
 
 
 def choose_menu_keys(proposals: Mapping[str, MenuProposal], group_of: Mapping[str, object]) -> dict:
@@ -171,7 +205,6 @@ def menu_node_by_key(page: CompactPage, key: int, keys: np.ndarray | None = None
 # --- The menu's own links (design §12, amended: a breadcrumb and the page's own previous/up/next
 # or related links are not appended to a global navigation) ------------------------------------
 
-_KEY_BASE = np.uint64(0x9E3779B97F4A7C15)
 _PAIR_SALT = np.uint64(0x94D049BB133111EB)
 _CRUMB = HINT_BIT["breadcrumb"]
 
@@ -202,7 +235,11 @@ class MenuLinks:
 
 
 def _labels(page: CompactPage, nodes: np.ndarray) -> np.ndarray:
-    """node_keys' label of `nodes`: tag, id and class tokens (in any order)."""
+    """node_keys' label of `nodes`: tag, id and class tokens (in any order). Compiled, those of
+    the whole page in one pass (_menu_labels), else the nodes' own with numpy."""
+    every = _menu_labels(page)
+    if every is not None:
+        return every[nodes]
     with np.errstate(over="ignore"):
         label = mix64(page.tag[nodes].astype(np.uint64) + np.uint64(1)) \
             ^ mix64(page.id_hash[nodes].astype(np.uint64) ^ _CLASS_SALT)
@@ -241,16 +278,10 @@ def menu_links(page: CompactPage, root: int, url_ids: dict) -> MenuLinks:
     nodes = local + lo
     inner_lo, inner_hi = first[local], past[local]
     # Keys relative to the root: clusters.path_hashes' ancestor sum, over these elements alone
-    # (each one's ancestors up to the root are among them).
+    # (each one's ancestors up to the root are among them; each one's subtree ends at `stop`).
     depth = page.depth[nodes].astype(np.int64) - int(page.depth[root])
     stop = np.searchsorted(local, end[local])
-    with np.errstate(over="ignore"):
-        powers = np.cumprod(np.full(int(depth.max()) + 1, _KEY_BASE, dtype=np.uint64))
-        term = _labels(page, nodes) * powers[depth]
-        running = np.zeros(local.size + 1, dtype=np.uint64)
-        running[:-1] = term
-        np.add.at(running, stop, np.uint64(0) - term)
-        inner = mix64(np.cumsum(running[:-1], dtype=np.uint64) ^ (depth.astype(np.uint64) * _KEY_BASE))
+    inner = subtree_path_hashes(stop, depth, _labels(page, nodes))
     # The parts: children of the deepest element holding all the links (the root, or the last
     # one in preorder of those holding the whole range).
     whole = np.flatnonzero((inner_lo == 0) & (inner_hi == len(urls)))
@@ -308,12 +339,12 @@ def own_links(menus: list) -> list:
         return out
     # Recurrence, counted for the keys of the candidates' parts only: on each page, every
     # element with one of those keys and the URLs it holds, a page counted once per pair.
-    wanted = np.unique(np.concatenate([menus[p].keys for p in candidates]))
+    wanted = tree.sorted_distinct(np.concatenate([menus[p].keys for p in candidates]))
     per_page = []
     for m in menus:
         take = np.flatnonzero(np.isin(m.inner, wanted))
-        per_page.append(np.unique(_held(m.inner[take], m.inner_lo[take], m.inner_hi[take], m.uid)))
-    seen, counts = np.unique(np.concatenate(per_page), return_counts=True)
+        per_page.append(tree.sorted_distinct(_held(m.inner[take], m.inner_lo[take], m.inner_hi[take], m.uid)))
+    seen, _, counts = tree.distinct_inverse(np.concatenate(per_page), counts=True)
     for p in candidates:
         m = menus[p]
         owner, at = _ranges(m.lo, m.hi)

@@ -742,3 +742,32 @@ def test_a_page_s_site_links_are_found_once_and_reused_by_its_candidate_search(m
     other = select_candidates(K, second_capture, site, CandidateParams())
     assert scans == [K]
     assert (other.method, other.candidates[:1], other.pages_loaded) == ("linked", [u("c")], 1)
+
+
+def test_compiled_dispersion_is_the_reference_order():
+    """transforms/_features.c dispersion against _dispersion's level sweeps (the reference):
+    the same positions in the same order, up to the last wanted one, on seeded random pages,
+    node sets with repeats and without, every position wanted or a few; and its refusal of
+    nodes out of document order."""
+    import random
+
+    from helpers.compiled import require_built
+    from sitestrip.transforms import candidates as C
+    require_built("_features")
+    rng = random.Random(4)
+
+    def fragment(depth):
+        tags = ["div", "p", "ul", "li", "a", "span", "section"]
+        return "".join(f"<{t}>{fragment(depth + 1) if depth < 7 and rng.random() < 0.55 else 'x'}</{t}>"
+                       for t in rng.choices(tags, k=rng.randrange(1, 5)))
+
+    for trial in range(150):
+        page = parse_page(f"<html><body>{fragment(0)}</body></html>", "http://ex.com/")
+        for _ in range(4):
+            m = rng.randrange(1, min(page.size, 60) + 1)
+            picked = rng.choices(range(page.size), k=m) if trial % 4 == 0 else rng.sample(range(page.size), m)
+            nodes = np.array(sorted(picked), dtype=np.int64)
+            wanted = np.array([rng.random() < (0.3 if trial % 2 else 1.0) for _ in range(m)], dtype=bool)
+            assert C._dispersion_order(page, nodes, wanted) == list(C._dispersion(C._Tree(page), nodes, wanted))
+    with pytest.raises(ValueError, match="document order"):
+        C._dispersion_order(page, np.array([1, 0], dtype=np.int64), np.ones(2, dtype=bool))

@@ -273,3 +273,55 @@ def test_path_hashes_are_the_root_path_sums_of_their_definition():
         page = parse_page(f"<html><body>{fragment(0)}</body></html>", "http://ex.com/")
         labels = node_labels(page)
         assert np.array_equal(path_hashes(page, labels), _path_hashes_by_walk(page, labels))
+
+
+def test_compiled_path_hashes_are_the_reference():
+    """transforms/_features.c path_hashes against path_hashes_reference's numpy running sum,
+    bit for bit, on seeded random pages with labels over the whole uint64 range (the sums
+    wrap), and its refusal of arrays that are no preorder page."""
+    import random
+
+    from helpers.compiled import require_built
+    from sitestrip.transforms import tree
+    from sitestrip.transforms.clusters import path_hashes, path_hashes_reference
+    _features = require_built("_features")
+    rng, gen = random.Random(7), np.random.default_rng(7)
+
+    def fragment(depth):
+        tags = ["div", "p", "span", "ul", "li", "section"]
+        return "".join(f"<{t}>{fragment(depth + 1) if depth < 8 and rng.random() < 0.6 else 'x'}</{t}>"
+                       for t in rng.choices(tags, k=rng.randrange(1, 4)))
+
+    assert tree._COMPILED
+    for _ in range(60):
+        page = parse_page(f"<html><body>{fragment(0)}</body></html>", "http://ex.com/")
+        labels = gen.integers(0, 2 ** 64, page.size, dtype=np.uint64)
+        got, want = path_hashes(page, labels), path_hashes_reference(page, labels)
+        assert got.dtype == want.dtype == np.uint64 and np.array_equal(got, want)
+    with pytest.raises(ValueError, match="preorder"):
+        _features.path_hashes(np.array([1, 1], dtype=np.int32), np.zeros(2, dtype=np.int32),
+                              np.zeros(2, dtype=np.uint64), np.empty(2, dtype=np.uint64))
+
+
+def test_compiled_node_labels_are_the_reference():
+    """transforms/_features.c cluster_labels against node_labels_reference under every
+    path_ids choice: pages with ids, generated ids (a run of digits: volatile) and none."""
+    import random
+
+    from helpers.compiled import require_built
+    from sitestrip.transforms.clusters import PATH_IDS, node_labels, node_labels_reference
+    require_built("_features")
+    rng = random.Random(5)
+
+    def fragment(depth):
+        out = ""
+        for t in rng.choices(["div", "p", "section", "ul", "li"], k=rng.randrange(1, 4)):
+            ident = rng.choice(["", ' id="main"', ' id="post-12345"', ' id="nav"'])
+            inner = fragment(depth + 1) if depth < 5 and rng.random() < 0.6 else "x"
+            out += f"<{t}{ident}>{inner}</{t}>"
+        return out
+
+    for _ in range(40):
+        page = parse_page(f"<html><body>{fragment(0)}</body></html>", "http://ex.com/")
+        for path_ids in PATH_IDS:
+            assert np.array_equal(node_labels(page, path_ids), node_labels_reference(page, path_ids))

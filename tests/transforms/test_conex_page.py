@@ -151,3 +151,23 @@ def test_link_list_groups_are_per_parent_and_tag():
     texts = {text_of(page, np.arange(page.size) == i): bool(kept[i]) for i in np.flatnonzero(page.tag == 0)}
     assert texts == {"A": True, "B": True, "C c c": True, "D d d": True, "E": False, "F": False}
     assert int((~kept[1:]).sum()) == 6          # each span with its <a> and text
+
+
+def test_standardize_is_numpys_mean_and_std_bit_for_bit():
+    """standardize's direct reductions against x.mean(axis=0) and x.std(axis=0)
+    (standardize_reference): the same floats on seeded matrices of every scale, with
+    constant columns (zero deviation: 0), 0/1 columns, rounded values, Fortran order and
+    one row."""
+    from sitestrip.transforms.conex_page import standardize, standardize_reference
+    rng = np.random.default_rng(0)
+    for t in range(600):
+        x = rng.normal(size=(int(rng.integers(1, 300)), 4)) * rng.choice([1.0, 1e-8, 1e8])
+        if t % 3 == 0:
+            x[:, 2] = rng.integers(0, 2, x.shape[0])
+        if t % 7 == 0:
+            x[:, 1] = 1.0
+        if t % 5 == 0:
+            x = np.round(x, 2)
+        for m in (x, np.asfortranarray(x)):
+            assert standardize(m).tobytes() == standardize_reference(m).tobytes()
+    assert standardize(np.array([[1.0, 2.0, 3.0, 4.0]])).tolist() == [[0.0, 0.0, 0.0, 0.0]]

@@ -885,3 +885,27 @@ def test_compiled_collapsed_spans_refuses_spans_outside_the_text():
         _text.collapsed_spans("abc", np.array([2]), np.array([1]), lengths)
     with pytest.raises(ValueError, match="one length"):
         _text.collapsed_spans("abc", np.array([0, 1]), np.array([1, 2]), lengths)
+
+
+def test_compiled_node_sets_are_the_reference():
+    """_etdm.node_sets (the compiled side's class and attribute sets) gives etdm._node_sets's
+    arrays: each node's values sorted without repeats. By hand: node 0 has [5, 3, 5], node 1
+    nothing, node 2 [7]: ptr [0, 2, 2, 3], values [3, 5, 7]. Then seeded random pages, lists
+    short (insertion sort) and long (qsort), few distinct values (repeats) and the whole
+    uint32 range."""
+    require_built("_etdm")
+    ptr, values = np.array([0, 3, 3, 4], dtype=np.int32), np.array([5, 3, 5, 7], dtype=np.uint32)
+    got = etdm._node_sets_compiled(3, ptr, values)
+    assert [a.tolist() for a in got] == [[0, 2, 2, 3], [3, 5, 7]]
+    rng = np.random.default_rng(3)
+    for trial in range(1000):
+        n = int(rng.integers(0, 30))
+        counts = rng.integers(0, 40 if trial % 5 == 0 else 4, n)
+        ptr = np.concatenate(([0], np.cumsum(counts))).astype(np.int32)
+        values = rng.integers(0, 5 if trial % 2 else 2 ** 32, int(ptr[-1])).astype(np.uint32)
+        want, got = etdm._node_sets(n, ptr, values), etdm._node_sets_compiled(n, ptr, values)
+        for a, b in zip(want, got):
+            assert a.dtype == b.dtype and a.tolist() == b.tolist()
+    with pytest.raises(ValueError, match="do not fit"):
+        etdm._compiled.node_sets(np.array([0, 5]), np.zeros(2, dtype=np.int64), np.empty(2, dtype=np.int64),
+                                 np.empty(2, dtype=np.int64))

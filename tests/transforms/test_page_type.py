@@ -155,3 +155,15 @@ def test_page_features_by_both_cue_counts(html, url, monkeypatch):
     reference, _ = page_features(html, url)
     assert compiled.tobytes() == reference.tobytes()
     assert compiled[PCOL["cue_byline_log"]] > 0 or compiled[PCOL["cue_cart_log"]] > 0
+
+
+def test_nan_helpers_are_numpys_nan_to_num():
+    """page_type's _without_nan and _finite give np.nan_to_num's values: NaN 0, ±inf the
+    largest finite values of the dtype, everything else as it is."""
+    from sitestrip.transforms.page_type import _finite, _without_nan
+    for v in (1.5, np.nan, np.inf, -np.inf, 0.0, -2.25):
+        v = np.float32(v)
+        assert type(_finite(v)) is float and _finite(v) == float(np.nan_to_num(v))
+    x = np.array([[1.0, np.nan], [np.inf, -np.inf], [np.nan, 3.0]])
+    assert _without_nan(x.copy()).tobytes() == np.nan_to_num(x.copy(), nan=0.0).tobytes()
+    assert _without_nan(x[[0, 2]].copy()).tobytes() == np.nan_to_num(x[[0, 2]], nan=0.0).tobytes()

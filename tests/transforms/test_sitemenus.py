@@ -351,3 +351,85 @@ def test_the_menu_row_holds_the_global_menu_through_the_pipeline(tmp_path):
     assert all([link["url"] for link in row["menu_links"]] == GLOBAL for row in pages)
     (menu,) = ds.dataset(str(out / "menus"), format="parquet").to_table().to_pylist()
     assert menu["pages"] == len(READING) and [link["url"] for link in menu["menu_links"]] == GLOBAL
+
+
+def test_compiled_node_keys_are_the_reference():
+    """node_keys with its labels from transforms/_features.c menu_labels and the running sum
+    from path_hashes, against node_keys_labels and path_hashes_reference (numpy), bit for bit:
+    seeded pages of nested elements with ids, repeated and reordered class tokens."""
+    import random
+
+    from helpers.compiled import require_built
+    from sitestrip.transforms import sitemenus, tree
+    from sitestrip.transforms.clusters import path_hashes_reference
+    from sitestrip.transforms.sitemenus import node_keys_labels
+    require_built("_features")
+    rng = random.Random(11)
+
+    def attrs():
+        out = ""
+        if rng.random() < 0.3:
+            out += f' id="i{rng.randrange(5)}"'
+        if rng.random() < 0.6:
+            out += ' class="' + " ".join(rng.choices(["a", "b", "nav", "menu", "x-1"], k=rng.randrange(0, 4))) + '"'
+        return out
+
+    def fragment(depth):
+        tags = ["div", "nav", "ul", "li", "a", "span"]
+        return "".join(f"<{t}{attrs()}{' href=/x' if t == 'a' else ''}>"
+                       f"{fragment(depth + 1) if depth < 6 and rng.random() < 0.6 else 'x'}</{t}>"
+                       for t in rng.choices(tags, k=rng.randrange(1, 4)))
+
+    assert tree._COMPILED
+    for _ in range(60):
+        page = parse_page(f"<html><body{attrs()}>{fragment(0)}</body></html>", "http://ex.com/")
+        want = path_hashes_reference(page, node_keys_labels(page))
+        got = node_keys(page)
+        assert got.dtype == want.dtype == np.uint64 and np.array_equal(got, want)
+        # menu_links' labels of some nodes: the page's compiled labels at them, or numpy's of them
+        nodes = np.arange(0, page.size, 2)
+        compiled = sitemenus._labels(page, nodes)
+        links = sitemenus.menu_links(page, 0, {})
+        tree._COMPILED = False
+        try:
+            assert np.array_equal(compiled, sitemenus._labels(page, nodes))
+            # and the keys of a menu's parts relative to its root (clusters.subtree_path_hashes)
+            reference = sitemenus.menu_links(page, 0, {})
+            assert np.array_equal(links.inner, reference.inner) and np.array_equal(links.keys, reference.keys)
+        finally:
+            tree._COMPILED = True
+
+
+def test_menu_proposal_is_the_same_with_the_compiled_roots():
+    """propose_menus with Alg. 1's roots from transforms/_features.c menu_roots and the scores
+    taken at once, against the Python walk per candidate (SITESTRIP_FEATURES=python's path):
+    the same roots, keys and scores on seeded pages of nested link lists, every node template."""
+    import random
+
+    from helpers.compiled import require_built
+    from sitestrip.transforms import tree
+    from sitestrip.transforms.sitemenus import propose_menus
+    require_built("_features")
+    rng = random.Random(2)
+
+    def block(depth):
+        if depth > 3 or rng.random() < 0.3:
+            return "".join(f'<a href="/p{rng.randrange(30)}">link {rng.randrange(9)}</a>'
+                           for _ in range(rng.randrange(0, 5))) + rng.choice(["", "some words here"])
+        return "".join(f"<{t}>{block(depth + 1)}</{t}>" for t in rng.choices(["div", "ul", "li", "nav", "p"],
+                                                                             k=rng.randrange(1, 5)))
+
+    proposed = 0
+    for _ in range(80):
+        page = parse_page(f"<html><body>{block(0)}</body></html>", "http://ex.com/")
+        template = np.ones(page.size, dtype=bool)
+        got = propose_menus(page, template)
+        tree._COMPILED = False
+        try:
+            want = propose_menus(page, template)
+        finally:
+            tree._COMPILED = True
+        proposed += got.nodes.size > 0
+        for a, b in ((got.nodes, want.nodes), (got.keys, want.keys), (got.scores, want.scores)):
+            assert a.dtype == b.dtype and a.tobytes() == b.tobytes()
+    assert proposed >= 20

@@ -17,3 +17,22 @@ def test_subtree_mask_of_nested_repeated_and_no_roots():
     assert np.flatnonzero(subtree_mask(page, [0])).tolist() == list(range(9))
     empty = subtree_mask(page, [])
     assert empty.dtype == bool and empty.shape == (9,) and not empty.any()
+
+
+def test_sorted_distinct_and_distinct_inverse_are_numpys_unique():
+    """sorted_distinct and distinct_inverse give np.unique's values, inverse and counts (and
+    their dtypes) on seeded integer arrays of every width, with many repeats and none, and on
+    empty and one-value arrays; other dtypes go to np.unique itself."""
+    from sitestrip.transforms.tree import distinct_inverse, sorted_distinct
+    rng = np.random.default_rng(0)
+    for t in range(800):
+        dtype = (np.int64, np.uint64, np.int32, np.uint32)[t % 4]
+        x = rng.integers(0, (3, 50, 2 ** 31)[t % 3], int(rng.integers(0, 200))).astype(dtype)
+        want = np.unique(x, return_inverse=True, return_counts=True)
+        got = distinct_inverse(x, counts=True)
+        for a, b in zip(want, got):
+            assert a.dtype == b.dtype and a.tolist() == b.tolist()
+        assert [a.tolist() for a in distinct_inverse(x)] == [a.tolist() for a in want[:2]]
+        assert sorted_distinct(x).dtype == want[0].dtype and sorted_distinct(x).tolist() == want[0].tolist()
+    floats = np.array([2.0, np.nan, 1.0, 2.0])
+    assert np.array_equal(sorted_distinct(floats), np.unique(floats), equal_nan=True)
