@@ -640,8 +640,9 @@ def _collapse(s: str | None) -> str:
     return " ".join(s.split())
 
 
-def parse_tree(html: str) -> tuple:
-    """(lxml root or None, BODY element or None, notes) of decoded HTML, as parse_page sees it.
+def parse_tree(html: str | bytes) -> tuple:
+    """(lxml root or None, BODY element or None, notes) of decoded HTML, as parse_page sees it:
+    a str, or its UTF-8 encoding (charset.html_for_parse), which gives the same tree.
 
     Shared with views that re-parse a page (pipeline/inspect_view.py) so that
     their tree is the very tree the compact page was flattened from.
@@ -649,15 +650,17 @@ def parse_tree(html: str) -> tuple:
     parser = _parser()
     notes = []
     try:
-        root = etree.fromstring(html.encode("utf-8", "replace"), parser)
+        root = etree.fromstring(html if isinstance(html, bytes) else html.encode("utf-8", "replace"), parser)
     except etree.XMLSyntaxError:
         root = None
     if any("Excessive depth" in e.message for e in parser.error_log):
         notes.append("parser depth limit: nodes nested deeper than 2048 were dropped")
-    if root is None and html.strip():
-        # e.g. an unclosed "<!--" at the start swallows the page: the row says so.
-        why = f" ({parser.error_log[0].message.strip()[:200]})" if parser.error_log else ""
-        notes.append(f"{PARSE_FAILURE}lxml built no tree from {len(html)} characters{why}")
+    if root is None:
+        text = html.decode("utf-8", "replace") if isinstance(html, bytes) else html
+        if text.strip():
+            # e.g. an unclosed "<!--" at the start swallows the page: the row says so.
+            why = f" ({parser.error_log[0].message.strip()[:200]})" if parser.error_log else ""
+            notes.append(f"{PARSE_FAILURE}lxml built no tree from {len(text)} characters{why}")
     body = None
     if root is not None:
         body = root if root.tag == "body" else root.find("body")
@@ -705,13 +708,17 @@ class TooManyNodes(ValueError):
     """A page with more nodes than the configured cap (read.max_nodes)."""
 
 
-def parse_page(html: str, url: str, max_nodes: int | None = None,
-               rules: ParseRules = PRODUCT_RULES) -> CompactPage:
+def parse_page(html: str | bytes, url: str, max_nodes: int | None = None,
+               rules: ParseRules = PRODUCT_RULES, chars: int | None = None) -> CompactPage:
     """Parse decoded HTML into a CompactPage. Never recurses; bounded by lxml's depth cap.
 
+    `html` is the decoded text or its UTF-8 encoding (charset.html_for_parse), `chars` the
+    text's length (html_bytes) when it is given as bytes; the page is the same either way.
     With `max_nodes`, a body of more nodes raises TooManyNodes before the
     flattening, which is where a huge page's time and memory would go.
     """
+    if chars is None:
+        chars = len(html.decode("utf-8", "replace") if isinstance(html, bytes) else html)
     root, body, notes = parse_tree(html)
     if max_nodes is not None and body is not None and not (
             _compiled is not None and _COMPILED and 0 <= _compiled.count_nodes(body, max_nodes) <= max_nodes):
@@ -733,9 +740,9 @@ def parse_page(html: str, url: str, max_nodes: int | None = None,
                 base_url = resolve_link(url, b.get("href")) or url
     page = None
     if _compiled is not None and _COMPILED and body is not None:
-        page = _flatten_compiled(body, url, title, base_url, len(html), notes, rules)
+        page = _flatten_compiled(body, url, title, base_url, chars, notes, rules)
     if page is None:
-        page = _flatten(body, url, title, base_url, len(html), notes, rules)
+        page = _flatten(body, url, title, base_url, chars, notes, rules)
     page.meta = page_metadata(root, base_url).as_tuple()
     return page
 
