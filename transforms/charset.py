@@ -102,9 +102,9 @@ def html_for_parse(body: bytes, http_charset: str | None) -> tuple[str | bytes, 
     payload in UTF-8, or ASCII in a codec that reads ASCII as ASCII, less a byte-order mark,
     its NUL bytes and a character cut off by a truncated capture), those bytes: the very bytes
     page.parse_tree would give lxml by encoding the text, without the decode and re-encode.
-    A declared UTF-8 payload with an invalid byte is decoded: decode_html replaces each
-    maximal invalid sequence with one U+FFFD, libxml2 each byte of it, and it drops NULs,
-    which libxml2 turns into U+FFFD."""
+    A payload with an invalid byte is decoded, since lxml would read it otherwise:
+    decode_html gives one U+FFFD for each maximal invalid sequence, libxml2 one for each of
+    its bytes. NULs, which decode_html drops and libxml2 reads as U+FFFD, leave the bytes."""
     codec, start = _declared(body, http_charset)
     data = body[start:] if start else body
     extent = None
