@@ -1461,6 +1461,62 @@ static PyObject *count_nodes(PyObject *self, PyObject *args) {
     return PyLong_FromLongLong(count);
 }
 
+/* utf8_extent(data): how Python's incremental UTF-8 decoder (strict, not final) reads the bytes
+ * `data`: None where it raises, else (code points, bytes) of what it decodes, which is all of
+ * `data` but an incomplete character at its end (a valid start of one, held back for more
+ * input). The bytes are not decoded: charset.html_for_parse gives them to lxml as they are.
+ * Strict is Python's reading: no surrogates, no overlong forms, nothing past U+10FFFF; the
+ * second byte of E0, ED, F0 and F4 is checked as soon as it is there, as Python does, but for
+ * the first two bytes of a surrogate at the very end, which Python holds back (unicodeobject.c
+ * unicode_decode_utf8: "Truncated surrogate code"). */
+static PyObject *utf8_extent(PyObject *self, PyObject *arg) {
+    (void)self;
+    Py_buffer view;
+    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0) return NULL;
+    const unsigned char *s = (const unsigned char *)view.buf;
+    size_t n = (size_t)view.len, k = 0, end = n, cont = 0;
+    int bad = 0;
+    Py_BEGIN_ALLOW_THREADS
+    while (k < n) {
+        unsigned char c = s[k];
+        if (c < 0x80) {
+            k++;
+            /* ASCII runs 8 bytes at a time */
+            while (k + 8 <= n) {
+                uint64_t x;
+                memcpy(&x, s + k, 8);
+                if (x & 0x8080808080808080ULL) break;
+                k += 8;
+            }
+            continue;
+        }
+        size_t extra;
+        unsigned char lo = 0x80, hi = 0xBF;
+        if (c >= 0xC2 && c <= 0xDF) extra = 1;
+        else if (c >= 0xE0 && c <= 0xEF) { extra = 2; if (c == 0xE0) lo = 0xA0; else if (c == 0xED) hi = 0x9F; }
+        else if (c >= 0xF0 && c <= 0xF4) { extra = 3; if (c == 0xF0) lo = 0x90; else if (c == 0xF4) hi = 0x8F; }
+        else { bad = 1; break; }
+        if (k + 1 >= n) { end = k; break; }
+        if (s[k + 1] < lo || s[k + 1] > hi) {
+            /* A surrogate's first two bytes end the data: Python holds them back too. */
+            if (c == 0xED && k + 2 == n && s[k + 1] >= 0xA0 && s[k + 1] <= 0xBF) { end = k; break; }
+            bad = 1;
+            break;
+        }
+        size_t j = 2;
+        for (; j <= extra && k + j < n; j++)
+            if ((s[k + j] & 0xC0) != 0x80) { bad = 1; break; }
+        if (bad) break;
+        if (j <= extra) { end = k; break; }     /* the data ends inside this character */
+        cont += extra;
+        k += extra + 1;
+    }
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&view);
+    if (bad) Py_RETURN_NONE;
+    return Py_BuildValue("(nn)", (Py_ssize_t)(end - cont), (Py_ssize_t)end);
+}
+
 /* hidden_style(value): page._HIDDEN_STYLE.search(value) as the walk answers it (a bool), or
  * None where the walk calls Python (for tests). */
 static PyObject *hidden_style_c(PyObject *self, PyObject *arg) {
@@ -1482,6 +1538,8 @@ static PyMethodDef methods[] = {
     {"class_info", class_info_c, METH_O, "class_info(value): page._class_info as the walk answers it, or None."},
     {"count_nodes", count_nodes, METH_VARARGS, "count_nodes(element, limit): an upper bound of the XPath node count."},
     {"hidden_style", hidden_style_c, METH_O, "hidden_style(value): the walk's inline-style test, or None."},
+    {"utf8_extent", utf8_extent, METH_O,
+     "utf8_extent(data): (code points, bytes) Python's incremental UTF-8 decoder reads of data, or None."},
     {"id_info", id_info_c, METH_O, "id_info(value): page._id_info as the walk answers it, or None."},
     {NULL, NULL, 0, NULL},
 };

@@ -413,27 +413,31 @@ class CompactPage:
     def _packed(self) -> bytes:
         blob = self.__dict__.get("_blob")
         if blob is None:
-            n = self.size
-            order = np.arange(n, dtype=np.int32)
-            is_text = self.tag == TEXT
-            is_pre = is_text & ((self.flags & F_PRE) != 0)
-            parts = (
-                order - self.parent, self.end - order, self.depth, self.tag, self.flags, self.hints,
-                np.diff(self.line, prepend=0).astype(np.int32), self.id_hash,
-                np.diff(self.class_ptr).astype(np.int32), self.class_hash,
-                np.diff(self.attr_ptr).astype(np.int32), self.attr_hash,
-                np.diff(self.text_ptr)[is_text].astype(np.int32), self.words[is_text],
-                self.chars[is_pre], self.link_node,
-            )
-            text = self.text.encode("utf-8", "surrogatepass")
-            header = np.array([n, int(is_text.sum()), self.class_hash.size, self.attr_hash.size,
-                               self.link_node.size, len(text), int(is_pre.sum())], dtype=np.int64)
-            raw = b"".join([header.tobytes()] + [np.ascontiguousarray(a).tobytes() for a in parts]
-                           + [text, "\n".join(self.link_url).encode("utf-8", "surrogatepass")])
-            blob = _pack_blob(raw)
+            blob = _pack_blob(self._raw())
             self.__dict__["_blob"] = blob
             self.__dict__["_blob_v"] = _BLOB_VERSION
         return blob
+
+    def _raw(self) -> bytes:
+        """The blob's content before compression (_rebuild_arrays reads it back): a header of
+        seven int64 counts, then the arrays, delta-encoded where that makes them compress,
+        the text and the link URLs. The arrays go into the join through the buffer protocol,
+        never copied to bytes of their own."""
+        n = self.size
+        order = np.arange(n, dtype=np.int32)
+        is_text = self.tag == TEXT
+        is_pre = is_text & ((self.flags & F_PRE) != 0)
+        text = self.text.encode("utf-8", "surrogatepass")
+        text_parts = (_steps(self.text_ptr)[is_text], self.words[is_text], self.chars[is_pre])
+        header = np.array([n, text_parts[0].size, self.class_hash.size, self.attr_hash.size,
+                           self.link_node.size, len(text), text_parts[2].size], dtype=np.int64)
+        parts = (
+            header, order - self.parent, self.end - order, self.depth, self.tag, self.flags, self.hints,
+            _steps(self.line, first=True), self.id_hash, _steps(self.class_ptr), self.class_hash,
+            _steps(self.attr_ptr), self.attr_hash, *text_parts, self.link_node,
+        )
+        return b"".join([np.ascontiguousarray(a) for a in parts]
+                        + [text, "\n".join(self.link_url).encode("utf-8", "surrogatepass")])
 
     def __getstate__(self):
         blob = self._packed()
@@ -498,13 +502,15 @@ class CompactPage:
         self.__dict__.pop("_derived", None)
 
     def _rebuild_arrays(self) -> None:
-        raw = memoryview(_unpack_blob(self.__dict__["_blob"], self.__dict__["_blob_v"]))
-        n, n_text, n_class, n_attr, n_link, n_text_bytes, n_pre = np.frombuffer(raw[:56], dtype=np.int64).tolist()
+        raw = _unpack_blob(self.__dict__["_blob"], self.__dict__["_blob_v"])
+        n, n_text, n_class, n_attr, n_link, n_text_bytes, n_pre = \
+            np.frombuffer(raw, dtype=np.int64, count=7).tolist()
         pos = 56
 
         def take(count, dtype):
+            # A copy: an array of its own, aligned and writable as the parsed page's are.
             nonlocal pos
-            arr = np.frombuffer(raw[pos:pos + count * np.dtype(dtype).itemsize], dtype=dtype).copy()
+            arr = np.frombuffer(raw, dtype=dtype, count=count, offset=pos).copy()
             pos += arr.nbytes
             return arr
 
@@ -515,9 +521,9 @@ class CompactPage:
         depth, tag, flags, hints = take(n, i32), take(n, i32), take(n, np.uint16), take(n, u32)
         line = np.cumsum(take(n, i32), dtype=i32)
         id_hash = take(n, u32)
-        class_ptr = np.concatenate(([0], np.cumsum(take(n, i32)))).astype(i32)
+        class_ptr = _offsets(take(n, i32))
         class_hash = take(n_class, u32)
-        attr_ptr = np.concatenate(([0], np.cumsum(take(n, i32)))).astype(i32)
+        attr_ptr = _offsets(take(n, i32))
         attr_hash = take(n_attr, u32)
         is_text = tag == TEXT
         lengths = np.zeros(n, dtype=i32)
@@ -527,18 +533,39 @@ class CompactPage:
         chars = lengths.copy()
         chars[is_text & ((flags & F_PRE) != 0)] = take(n_pre, i32)
         link_node = take(n_link, i32)
-        text_bytes, links = bytes(raw[pos:pos + n_text_bytes]), bytes(raw[pos + n_text_bytes:])
+        view = memoryview(raw)
+        text = str(view[pos:pos + n_text_bytes], "utf-8", "surrogatepass")
+        links = str(view[pos + n_text_bytes:], "utf-8", "surrogatepass")
         child_count = np.bincount(parent[1:], minlength=n).astype(i32) if n > 1 else np.zeros(n, i32)
         arrays = dict(
             depth=depth, tag=tag, end=end, child_count=child_count, flags=flags,
             hints=hints,
             line=line, id_hash=id_hash, class_ptr=class_ptr, class_hash=class_hash,
-            attr_ptr=attr_ptr, attr_hash=attr_hash,
-            text_ptr=np.concatenate(([0], np.cumsum(lengths))).astype(i32),
-            text=text_bytes.decode("utf-8", "surrogatepass"), words=words, chars=chars,
-            link_node=link_node, link_url=tuple(links.decode("utf-8", "surrogatepass").split("\n")) if n_link else ())
+            attr_ptr=attr_ptr, attr_hash=attr_hash, text_ptr=_offsets(lengths),
+            text=text, words=words, chars=chars,
+            link_node=link_node, link_url=tuple(links.split("\n")) if n_link else ())
         # `parent` last: its presence says the page is unpacked (__getattr__, _unpack).
         self.__dict__.update(arrays, parent=parent)
+
+
+def _steps(values: np.ndarray, first: bool = False) -> np.ndarray:
+    """int32 differences of consecutive values: np.diff(values), or with `first`
+    np.diff(values, prepend=0), without np.diff's general-case work."""
+    values = values.astype(np.int32, copy=False)
+    if first:
+        out = np.empty(values.size, dtype=np.int32)
+        out[:1] = values[:1]
+        np.subtract(values[1:], values[:-1], out=out[1:])
+        return out
+    return values[1:] - values[:-1] if values.size else np.zeros(0, dtype=np.int32)
+
+
+def _offsets(counts: np.ndarray) -> np.ndarray:
+    """int32 [0, cumulative sums of counts...]: a ragged array's pointers from its counts."""
+    out = np.empty(counts.size + 1, dtype=np.int32)
+    out[0] = 0
+    np.cumsum(counts, dtype=np.int32, out=out[1:])
+    return out
 
 
 class RecentPages:
@@ -640,8 +667,9 @@ def _collapse(s: str | None) -> str:
     return " ".join(s.split())
 
 
-def parse_tree(html: str) -> tuple:
-    """(lxml root or None, BODY element or None, notes) of decoded HTML, as parse_page sees it.
+def parse_tree(html: str | bytes) -> tuple:
+    """(lxml root or None, BODY element or None, notes) of decoded HTML, as parse_page sees it:
+    a str, or its UTF-8 encoding (charset.html_for_parse), which gives the same tree.
 
     Shared with views that re-parse a page (pipeline/inspect_view.py) so that
     their tree is the very tree the compact page was flattened from.
@@ -649,15 +677,17 @@ def parse_tree(html: str) -> tuple:
     parser = _parser()
     notes = []
     try:
-        root = etree.fromstring(html.encode("utf-8", "replace"), parser)
+        root = etree.fromstring(html if isinstance(html, bytes) else html.encode("utf-8", "replace"), parser)
     except etree.XMLSyntaxError:
         root = None
     if any("Excessive depth" in e.message for e in parser.error_log):
         notes.append("parser depth limit: nodes nested deeper than 2048 were dropped")
-    if root is None and html.strip():
-        # e.g. an unclosed "<!--" at the start swallows the page: the row says so.
-        why = f" ({parser.error_log[0].message.strip()[:200]})" if parser.error_log else ""
-        notes.append(f"{PARSE_FAILURE}lxml built no tree from {len(html)} characters{why}")
+    if root is None:
+        text = html.decode("utf-8", "replace") if isinstance(html, bytes) else html
+        if text.strip():
+            # e.g. an unclosed "<!--" at the start swallows the page: the row says so.
+            why = f" ({parser.error_log[0].message.strip()[:200]})" if parser.error_log else ""
+            notes.append(f"{PARSE_FAILURE}lxml built no tree from {len(text)} characters{why}")
     body = None
     if root is not None:
         body = root if root.tag == "body" else root.find("body")
@@ -705,13 +735,17 @@ class TooManyNodes(ValueError):
     """A page with more nodes than the configured cap (read.max_nodes)."""
 
 
-def parse_page(html: str, url: str, max_nodes: int | None = None,
-               rules: ParseRules = PRODUCT_RULES) -> CompactPage:
+def parse_page(html: str | bytes, url: str, max_nodes: int | None = None,
+               rules: ParseRules = PRODUCT_RULES, chars: int | None = None) -> CompactPage:
     """Parse decoded HTML into a CompactPage. Never recurses; bounded by lxml's depth cap.
 
+    `html` is the decoded text or its UTF-8 encoding (charset.html_for_parse), `chars` the
+    text's length (html_bytes) when it is given as bytes; the page is the same either way.
     With `max_nodes`, a body of more nodes raises TooManyNodes before the
     flattening, which is where a huge page's time and memory would go.
     """
+    if chars is None:
+        chars = len(html.decode("utf-8", "replace") if isinstance(html, bytes) else html)
     root, body, notes = parse_tree(html)
     if max_nodes is not None and body is not None and not (
             _compiled is not None and _COMPILED and 0 <= _compiled.count_nodes(body, max_nodes) <= max_nodes):
@@ -733,9 +767,9 @@ def parse_page(html: str, url: str, max_nodes: int | None = None,
                 base_url = resolve_link(url, b.get("href")) or url
     page = None
     if _compiled is not None and _COMPILED and body is not None:
-        page = _flatten_compiled(body, url, title, base_url, len(html), notes, rules)
+        page = _flatten_compiled(body, url, title, base_url, chars, notes, rules)
     if page is None:
-        page = _flatten(body, url, title, base_url, len(html), notes, rules)
+        page = _flatten(body, url, title, base_url, chars, notes, rules)
     page.meta = page_metadata(root, base_url).as_tuple()
     return page
 

@@ -19,7 +19,7 @@ import numpy as np
 from sitestrip.transforms import compression
 from sitestrip.transforms.blocks import Blocks, block_texts, page_blocks, render_blocks
 from sitestrip.transforms.candidates import CandidateSelection, in_site, page_key_links, select_candidates, site_links
-from sitestrip.transforms.charset import decode_html
+from sitestrip.transforms.charset import html_for_parse
 from sitestrip.transforms.conex_page import main_content, main_content_and_features
 from sitestrip.transforms.classify import classify_page, load_main_content_model
 from sitestrip.transforms.clusters import ClusterCandidates, cluster_pages, cluster_rows, cluster_signatures, page_signature
@@ -85,8 +85,9 @@ def build_page_record(*, url: str, body: bytes, http_charset: str | None, warc_f
         raise StageError("read", "BadUrl", f"not an absolute http(s) URL: {url[:200]!r}")
     start = time.thread_time()
     try:
-        html, charset = decode_html(body, http_charset)
-        page = parse_page(html, normalized, max_nodes, rules)
+        # The payload's own bytes where they are its decoded text's UTF-8 (charset.html_for_parse).
+        html, charset, chars = html_for_parse(body, http_charset)
+        page = parse_page(html, normalized, max_nodes, rules, chars)
     except Exception as exc:  # lxml and codec failures vary; each ends as one errors row
         raise StageError("parse", type(exc).__name__, str(exc)[:500]) from exc
     page.notes = tuple(notes) + page.notes

@@ -114,3 +114,97 @@ def test_binary_garbage_does_not_raise():
 def test_any_bytes_and_label_decode(body, label):
     text, codec = decode_html(body, label)
     assert isinstance(text, str) and isinstance(codec, str) and "\x00" not in text
+
+
+# What parse_page reads: the payload's bytes where they are the decoded text's UTF-8
+# (html_for_parse), the same tree as the text without a decode and re-encode.
+
+_PIECES = [b"a", b"<p>", b" ", b"\x00", b"\x7f", b"\x80", b"\xbf", b"\xc0", b"\xc2", b"\xdf", b"\xe0", b"\xa0",
+           b"\x9f", b"\xed", b"\xef", b"\xf0", b"\x90", b"\x8f", b"\xf4", b"\xf5", b"\xff", b"\x1b$B", b"~{",
+           "é".encode(), "€".encode(), "𝄞".encode(), b"\xef\xbb\xbf", b"\xff\xfe", b"<meta charset=utf-8>",
+           b"<meta charset=iso-8859-1>"]
+_LABELS = [None, "utf-8", "iso-8859-1", "windows-1252", "shift_jis", "iso-2022-jp", "hz-gb-2312", "utf-16", "koi8-r"]
+
+
+def _python_extent(data: bytes):
+    """utf8_extent's reference, without its ASCII shortcut and compiled path."""
+    with mock.patch.object(charset, "_compiled_extent", None):
+        return charset.utf8_extent(data)
+
+
+def test_compiled_utf8_extent_is_the_incremental_decoders_reading():
+    from helpers.compiled import require_built
+    extent = require_built("_flatten").utf8_extent
+    cases = [b"", b"abc", "naïve".encode(), "naïve".encode()[:3], b"x\xe2\x82", b"x\xe2", b"x\xf0\x9d\x84",
+             b"x\xed\xa0", b"x\xed\xa0\x80", b"x\xed\x9f", b"x\xe2\x28", b"x\xf4\x90", b"x\xc0\x80", b"\xff",
+             b"a" * 17 + "é".encode() + b"b" * 9]
+    for data in cases:
+        assert extent(data) == _python_extent(data), data
+    assert extent(b"x\xe2\x82") == (1, 1) and extent(b"x\xed\xa0\x80") is None
+
+
+@pytest.mark.slow
+@settings(max_examples=2000, deadline=None)
+@given(st.lists(st.sampled_from(_PIECES), max_size=24))
+def test_compiled_utf8_extent_on_generated_bytes(pieces):
+    from helpers.compiled import require_built
+    data = b"".join(pieces)
+    assert require_built("_flatten").utf8_extent(data) == _python_extent(data)
+
+
+def _same_reading(body: bytes, label):
+    text, codec = decode_html(body, label)
+    doc, codec2, chars = charset.html_for_parse(body, label)
+    assert (codec2, chars) == (codec, len(text))
+    if isinstance(doc, bytes):
+        assert doc == text.encode("utf-8")
+    else:
+        assert doc == text
+    return doc
+
+
+@pytest.mark.parametrize("body, label, fast", [
+    (html(FRENCH).encode("utf-8"), "utf-8", True),
+    (html(FRENCH).encode("utf-8"), None, True),
+    (b"\xef\xbb\xbf" + html(FRENCH).encode("utf-8"), "iso-8859-1", True),       # the BOM wins
+    (html("plain").encode("ascii"), "iso-8859-1", True),                          # ASCII in cp1252
+    (html("plain").encode("ascii"), "shift_jis", True),
+    (html("plain").encode("ascii"), "iso-2022-jp", False),                        # escapes are ASCII
+    (html(FRENCH).encode("cp1252"), "iso-8859-1", False),
+    (html(FRENCH).encode("cp1252"), None, False),                                 # the detector's
+    (html(FRENCH).encode("utf-8")[:-1] + b"\xc3", "utf-8", False),                # declared: U+FFFD
+    (html(FRENCH * 3).encode("utf-8")[:html(FRENCH * 3).encode("utf-8").index(b"\xc3") + 1], None, True),
+    (b"<p>a\x00b</p>\x00" + "é".encode(), "utf-8", True),                         # NULs dropped
+    (b"<p>a\xed\xa0\x80b</p>", "utf-8", False),                                   # a surrogate
+    (b"\xff\xfe" + html(FRENCH).encode("utf-16-le"), None, False),
+    (b"", None, True),
+])
+def test_html_for_parse_reads_what_decode_html_reads(body, label, fast):
+    assert isinstance(_same_reading(body, label), bytes) is fast
+
+
+@pytest.mark.slow
+@settings(max_examples=1500, deadline=None)
+@given(st.lists(st.sampled_from(_PIECES), max_size=24), st.sampled_from(_LABELS))
+def test_html_for_parse_on_generated_bytes(pieces, label):
+    _same_reading(b"".join(pieces), label)
+
+
+@pytest.mark.parametrize("body, label", [
+    (html(FRENCH + "\x00 Grüße, 世界 𝄞").encode("utf-8"), "utf-8"),
+    (b"\xef\xbb\xbf" + html(FRENCH).encode("utf-8"), None),
+    (html("naïve " * 20).encode("utf-8")[:-9], None),           # cut inside a character
+    (html("plain").encode("ascii"), "windows-1252"),
+    (b"\x00\x00", None),                                        # no tree, no note
+    (b"<!--" + "é".encode() + b"\xc2\xa0", "utf-8"),            # no tree: the note counts characters
+])
+def test_parse_page_from_bytes_is_parse_page_from_text(body, label):
+    from sitestrip.transforms.page import parse_page
+    text, _ = decode_html(body, label)
+    doc, _, chars = charset.html_for_parse(body, label)
+    assert isinstance(doc, bytes)
+    a, b = parse_page(text, "http://x.test/"), parse_page(doc, "http://x.test/", chars=chars)
+    assert a.differing_fields(b) == [] and a.html_bytes == len(text)
+    if body.startswith(b"<!--"):
+        assert a.notes == (f"parse failed: lxml built no tree from {len(text)} characters",)
+    assert parse_page(doc, "http://x.test/").html_bytes == len(text)      # chars found when not given

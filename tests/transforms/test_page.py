@@ -176,6 +176,37 @@ def test_pickled_page_round_trips_and_is_smaller_than_html():
     assert page.wire_bytes() < len(html) / 2
 
 
+def test_the_blob_layout_is_the_stored_one():
+    """State files hold blobs of version 4 (transforms/state.py): the seven int64 counts, the
+    delta-encoded arrays in their order, the UTF-8 text, the link URLs joined by newlines,
+    spelled out here with np.diff as the layout was first written."""
+    from sitestrip.transforms.page import TEXT, _pack_blob, _unpack_blob
+
+    page = parse_page("<body><pre>  x\n  y</pre><div class='a b' id=m data-k=v><p>caf\u00e9 <a href='/x'>t</a>"
+                      "<a href='http://o.test/'>u</a></p></div></body>", "http://ex.com/")
+    n = page.size
+    order = np.arange(n, dtype=np.int32)
+    is_text = page.tag == TEXT
+    is_pre = is_text & ((page.flags & F_PRE) != 0)
+    text = page.text.encode("utf-8")
+    parts = (order - page.parent, page.end - order, page.depth, page.tag, page.flags, page.hints,
+             np.diff(page.line, prepend=0).astype(np.int32), page.id_hash,
+             np.diff(page.class_ptr).astype(np.int32), page.class_hash,
+             np.diff(page.attr_ptr).astype(np.int32), page.attr_hash,
+             np.diff(page.text_ptr)[is_text].astype(np.int32), page.words[is_text], page.chars[is_pre], page.link_node)
+    header = np.array([n, is_text.sum(), page.class_hash.size, page.attr_hash.size, page.link_node.size, len(text),
+                       is_pre.sum()], dtype=np.int64)
+    expected = b"".join([header.tobytes()] + [a.tobytes() for a in parts]
+                        + [text, "\n".join(page.link_url).encode("utf-8")])
+    assert is_pre.any() and page.class_hash.size == 2 and page.link_node.size == 2
+    assert page._raw() == expected
+    state = page.__getstate__()
+    assert state["v"] == 4 and _unpack_blob(state["blob"], 4) == expected
+    stored = type(page).__new__(type(page))
+    stored.__setstate__({**state, "blob": _pack_blob(expected)})
+    assert stored.differing_fields(page) == []
+
+
 def test_an_unpickled_page_rebuilds_its_arrays_on_first_read_only():
     """Beam's local runner unpickles every value of a group-by-key into memory and pickles it
     again to pass the groups on. Unpickled, a page holds its scalar fields and the packed blob,
