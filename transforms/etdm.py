@@ -339,7 +339,7 @@ def _pair_jaccards(x: np.ndarray, y: np.ndarray, flat_a, flat_b, sets_a, sets_b)
 # of docsites-dev's 1,882 indexes and none on the other dev corpora, 300k none anywhere, for
 # 12 MB more at docs.python.org's shard (docs/performance.md, "Memory per worker"). Pages are
 # held weakly: a page leaves memory with its site shard, and an index never outlives its page.
-_INDEX_NODES = 150_000
+_INDEX_NODES = 50_000
 
 
 class _RecentIndexes(RecentPages):

@@ -596,7 +596,7 @@ class RecentPages:
 # page is analysed are few (it and its candidates), so the bound costs a page rebuilt now
 # and then. Pages that never had a blob (parsed in this process) are not registered. 300k
 # nodes is about 21 MB at docsites-dev's 70 bytes a node (docs/performance.md, "Memory per worker").
-UNPACKED = RecentPages(300_000, lambda page: page._drop_unpacked())
+UNPACKED = RecentPages(100_000, lambda page: page._drop_unpacked())
 
 
 # The blob's format, the "v" of a pickled page: 3, zlib's level 1 of the packed arrays (what
