@@ -569,7 +569,8 @@ def read_warcs(p: beam.Pipeline, warc_paths: list[str], config: Config, progress
 def build_pipeline(p: beam.Pipeline, warc_paths: list[str], output: str, config: Config,
                    progress_dir: str | None = None, part_files: int | None = None,
                    state_dir: str | None = None, state_version: str | None = None,
-                   source=None, part_name: str = "part", link_targets: bool = True):
+                   source=None, part_name: str = "part", link_targets: bool = True,
+                   row_spill: str | None = None):
     """Add the sitestrip graph to `p`; returns the pages, menus and errors PCollections of rows
     (the sites rows, design §11, and with output.links the links rows are written alongside).
 
@@ -589,7 +590,8 @@ def build_pipeline(p: beam.Pipeline, warc_paths: list[str], output: str, config:
     and grouping the pages by shard: a partition of a local run (pipeline/partitions.py, never
     with `state_dir`), whose part files are named `{part_name}-XXXXX-of-YYYYY.parquet`. With
     `link_targets` False the links rows are written with target_in_input null, for the caller
-    to fill: a partition's graph holds only some of the run's pages rows."""
+    to fill: a partition's graph holds only some of the run's pages rows. With `row_spill`, a
+    local directory, the rows wait there for their part's writer (parts.WriteParts)."""
     parts = part_files if part_files is not None else max(1, len(warc_paths))
     if source is not None:
         if state_dir is not None:
@@ -637,7 +639,7 @@ def build_pipeline(p: beam.Pipeline, warc_paths: list[str], output: str, config:
     datasets = {name: PartDataset(dataset_prefix(output, name, part_name), schemas[name], PART_KEYS[name],
                                   PART_BY.get(name))
                 for name in rows_by_name}
-    written = [rows_by_name | "Write" >> WriteParts(datasets, parts)]
+    written = [rows_by_name | "Write" >> WriteParts(datasets, parts, spill_dir=row_spill)]
     if state_dir is not None:
         new_state = (sites
                      | "StatePages" >> beam.FlatMap(_of_kind, STATE_PAGES)

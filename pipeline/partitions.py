@@ -26,7 +26,9 @@ duplicates.across_sites: pipeline/cli.py) runs in three steps instead:
 3. **Partitions.** For each partition, graph.build_pipeline's graph from its per-site step
    on (`partition_source`): the partition's site shards are spread over the workers as the
    places of their pages in the spill, and each shard is read from there by the worker that
-   processes it, so the runner never holds a partition's pages, only its rows. It writes
+   processes it, so the runner never holds a partition's pages; its rows wait in the spill
+   too, packed, for their part's writer (graph.build_pipeline's `row_spill`), so the runner
+   holds their places, not the rows, and they are removed once the partition is written. It writes
    its datasets' parts into the run's staging directory under names of its own
    (`pages/part-p00001-00000-of-00003.parquet`; a run of one partition writes the files of
    the one graph, `pages/part-00000-of-00003.parquet`). The first partition also writes the
@@ -53,6 +55,7 @@ import json
 import logging
 import math
 import os
+import shutil
 import struct
 import uuid
 import zlib
@@ -541,11 +544,14 @@ def run_partitioned(new_pipeline: Callable[[], beam.Pipeline], counters_of: Call
             log.info("partition %d of %d: %d pages, %.1f MB", k + 1, plan.partitions, plan.pages[k],
                      plan.bytes[k] / 1e6)
         p = new_pipeline()
+        rows = os.path.join(spill_dir, "rows")
+        os.makedirs(rows, exist_ok=True)
         build_pipeline(p, warc_paths, staging, config, progress_dir, partition_parts(parts, plan, k),
                        source=partition_source(k, plan), part_name=part_name(plan, k),
-                       link_targets=plan.partitions == 1)
+                       link_targets=plan.partitions == 1, row_spill=rows)
         result = p.run()
         result.wait_until_finish()
+        shutil.rmtree(rows, ignore_errors=True)
         for name, value in counters_of(result).items():
             counters[name] = counters.get(name, 0) + value
         del p, result

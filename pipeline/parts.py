@@ -45,6 +45,7 @@ bytes of a third of their size, and every runner shuffles fewer bytes.
 """
 from __future__ import annotations
 
+import os
 import pickle
 import uuid
 import zlib
@@ -166,14 +167,54 @@ def is_column_batch(value) -> bool:
     return hasattr(value, "columns") and hasattr(value, "key_row")
 
 
+class SpilledRow(tuple):
+    """Where a packed row waits for its part's writer in a local run's row spill: (file path,
+    offset, size). What crosses the write shuffle is then this place, not the row (WriteParts
+    with `spill_dir`)."""
+
+
+class _SpilledRows:
+    """Reads packed rows back from their places (SpilledRow), one open file per spill file."""
+
+    def __init__(self):
+        self.files: dict = {}
+
+    def packed(self, value):
+        if not isinstance(value, SpilledRow):
+            return value
+        path, offset, size = value
+        fh = self.files.get(path)
+        if fh is None:
+            fh = self.files[path] = open(path, "rb")
+        fh.seek(offset)
+        got = fh.read(size)
+        if len(got) != size:
+            raise OSError(f"row spill {path}: {size} bytes at {offset}, {len(got)} there")
+        return got
+
+    def close(self):
+        for fh in self.files.values():
+            fh.close()
+        self.files.clear()
+
+
 def _record_batches(keyed_rows: list, order: list, schema: pa.Schema):
     """The packed values of `keyed_rows` in `order` as Arrow record batches of about BATCH_ROWS
     rows: rows (dicts) converted BATCH_ROWS at a time, column batches (is_column_batch) joined
-    column by column until they hold BATCH_ROWS rows, each run of one kind converted apart."""
+    column by column until they hold BATCH_ROWS rows, each run of one kind converted apart.
+    A value may be the place of a packed row in a row spill (SpilledRow), read there."""
+    spilled = _SpilledRows()
+    try:
+        yield from _batches(keyed_rows, order, schema, spilled.packed)
+    finally:
+        spilled.close()
+
+
+def _batches(keyed_rows: list, order: list, schema: pa.Schema, packed):
     rows, columns, held = [], None, 0
     names = schema.names
     for i in order:
-        value = unpack_row(keyed_rows[i][1])
+        value = unpack_row(packed(keyed_rows[i][1]))
         if is_column_batch(value):
             if rows:
                 yield pa.RecordBatch.from_pylist(rows, schema=schema)
@@ -274,6 +315,45 @@ def _keyed_row(row, name: str, fields: tuple[str, ...], parts: int, part_fields:
     return (name, part_of(first, part_fields or fields, parts)), (sort_key(first, fields), pack_row(row))
 
 
+class _KeyedRows(beam.DoFn):
+    """_keyed_row of each row; with `spill_dir` (a local directory), each packed row is appended
+    to a file of the bundle there and its place (SpilledRow) crosses the shuffle instead.
+
+    Beam's local runner holds a step's whole output, and decodes, groups and encodes a
+    group-by-key's values again in its own process: a partition of one 2,000-page site shard
+    held five copies of its packed rows at once (docs/performance.md, "Memory per worker").
+    Places are about 60 bytes a row whatever the row. The files are closed when the bundle
+    ends, before the runner hands its output to the group-by-key, so the writer, a later
+    stage, reads them whole."""
+
+    def __init__(self, name: str, fields: tuple[str, ...], parts: int, part_fields: tuple[str, ...] | None,
+                 spill_dir: str | None):
+        self.name, self.fields, self.parts, self.part_fields = name, fields, parts, part_fields
+        self.spill_dir = spill_dir
+        self.file = None
+
+    def start_bundle(self):
+        self.file, self.path, self.end = None, None, 0
+
+    def process(self, row):
+        key, (order_key, packed) = _keyed_row(row, self.name, self.fields, self.parts, self.part_fields)
+        if self.spill_dir is None:
+            yield key, (order_key, packed)
+            return
+        if self.file is None:
+            self.path = os.path.join(self.spill_dir, f"rows-{uuid.uuid4().hex}.bin")
+            self.file = open(self.path, "wb")
+            self.end = 0
+        self.file.write(packed)
+        yield key, (order_key, SpilledRow((self.path, self.end, len(packed))))
+        self.end += len(packed)
+
+    def finish_bundle(self):
+        if self.file is not None:
+            self.file.close()
+            self.file = None
+
+
 class _WritePart(beam.DoFn):
     def __init__(self, datasets: dict, parts: int):
         self.datasets, self.parts = datasets, parts
@@ -304,21 +384,25 @@ class WriteParts(beam.PTransform):
     writer's batching step does (pipeline/watch.py): one shuffle stage and one writing step
     where a group-by-key per dataset made four, and Beam's graph construction and local
     runner pay per transform and per stage (docs/performance.md, "Start-up and throughput
-    past start-up")."""
+    past start-up").
 
-    def __init__(self, datasets: dict, parts: int):
+    With `spill_dir`, a directory every worker of the run can read and write (a local run's
+    spill: pipeline/partitions.py), the rows wait there and only their places cross the
+    shuffle (_KeyedRows); the caller removes the files once the graph has run."""
+
+    def __init__(self, datasets: dict, parts: int, spill_dir: str | None = None):
         super().__init__()
         if parts < 1:
             raise ValueError(f"parts must be at least 1, got {parts}")
-        self.datasets, self.parts = dict(datasets), parts
+        self.datasets, self.parts, self.spill_dir = dict(datasets), parts, spill_dir
 
     def expand(self, rows_by_name):
         parts = self.parts
         if set(rows_by_name) != set(self.datasets):
             raise ValueError(f"rows for {sorted(rows_by_name)}, datasets {sorted(self.datasets)}")
         pipeline = next(iter(rows_by_name.values())).pipeline
-        keyed = [rows | f"PartKeys_{name}" >> beam.Map(_keyed_row, name, self.datasets[name].fields, parts,
-                                                        self.datasets[name].part_fields)
+        keyed = [rows | f"PartKeys_{name}" >> beam.ParDo(_KeyedRows(name, self.datasets[name].fields, parts,
+                                                                    self.datasets[name].part_fields, self.spill_dir))
                  for name, rows in sorted(rows_by_name.items())]
         every_part = (pipeline
                       # A few integers: not worth the group-by-key stage of Create's reshuffle.

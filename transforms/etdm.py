@@ -348,11 +348,11 @@ def _pair_jaccards(x: np.ndarray, y: np.ndarray, flat_a, flat_b, sets_a, sets_b)
 
 # Page indexes are kept for the pages mapped most recently, up to this many nodes in all
 # (about 80 bytes a node). A page is mapped again soon after it is first indexed (key pages
-# run in URL order, and their candidates are mostly their neighbours): 150k nodes rebuilt 21
-# of docsites-dev's 1,882 indexes and none on the other dev corpora, 300k none anywhere, for
-# 12 MB more at docs.python.org's shard (docs/performance.md, "Memory per worker"). Pages are
-# held weakly: a page leaves memory with its site shard, and an index never outlives its page.
-_INDEX_NODES = 150_000
+# run in URL order, and their candidates are mostly their neighbours): on docsites-dev 50k
+# nodes build 2,144 indexes where 150k built 1,902 (about 0.02 CPU s more in all) and hold about 10 MB
+# less at a 2,000-page shard (docs/performance.md, "Memory per worker"). Pages are held
+# weakly: a page leaves memory with its site shard, and an index never outlives its page.
+_INDEX_NODES = 50_000
 
 
 class _RecentIndexes(RecentPages):

@@ -621,9 +621,10 @@ class RecentPages:
 # page: kept, every page's arrays were held at once until the shard ended (docs.python.org
 # in docsites-dev: 200 pages, 670k nodes, 46 MB of arrays and text). Pages read while a key
 # page is analysed are few (it and its candidates), so the bound costs a page rebuilt now
-# and then. Pages that never had a blob (parsed in this process) are not registered. 300k
-# nodes is about 21 MB at docsites-dev's 70 bytes a node (docs/performance.md, "Memory per worker").
-UNPACKED = RecentPages(300_000, lambda page: page._drop_unpacked())
+# and then. Pages that never had a blob (parsed in this process) are not registered. On
+# docsites-dev 200k nodes rebuild 2,212 pages (300k: 2,119; 150k: 2,739; 100k: 3,600) and
+# hold about 15 MB less than 300k at a 2,000-page shard (docs/performance.md, "Memory per worker").
+UNPACKED = RecentPages(200_000, lambda page: page._drop_unpacked())
 
 
 # The blob's format, the "v" of a pickled page: 3, zlib's level 1 of the packed arrays (what

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import tempfile
 import time
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -761,6 +762,8 @@ def process_site(site: str, records: Iterable[PageRecord], config, model=None,
     # (which replace them on most pages of a site: their links are then never read). A lone
     # page (`links` None) is analysed page-only by the same calls.
     page_rows, page_menus, row_pages, row_records, proposals = [], [], [], [], {}
+    # Unnamed, so a shard left unfinished (an error, a stopped worker) leaves no file behind.
+    held = _HeldTexts()
     duplicates = config.duplicates if config.duplicates.enabled else None
     fingerprints = []
     page_outlinks = [] if config.output.links else None    # per row: its links (transforms/outlinks.py)
@@ -781,7 +784,7 @@ def process_site(site: str, records: Iterable[PageRecord], config, model=None,
         record.page.forget_derived()
         if analysis.menu_proposal is not None:
             proposals[key] = analysis.menu_proposal
-        return _held_row(row), analysis.menu, (key, record.page), fp, held_links
+        return _held_row(row, held), analysis.menu, (key, record.page), fp, held_links
 
     for record in ordered:
         try:
@@ -841,12 +844,13 @@ def process_site(site: str, records: Iterable[PageRecord], config, model=None,
             page_outlinks[k].seal()
             page_outlinks[k].set_local(shard_urls)
             _add_links_ms(row["timing_ms"], _ms_since(start))
-        yield "pages", _released_row(row)
+        yield "pages", _released_row(row, held)
         if page_outlinks is not None:
             # One ("links", PageLinks) per pages row: its links, whose rows are made once the
             # run's URLs are known (pipeline/graph.py joins the targets; PageLinks.rows in one
             # process).
             yield "links", page_outlinks[k]
+    held.close()
     clusters = links.clusters if links is not None else None
     if clusters is not None:
         for row in cluster_rows(clusters, shard, page_rows,
@@ -869,29 +873,59 @@ def process_site(site: str, records: Iterable[PageRecord], config, model=None,
 # long texts (main text, its Markdown, the non-template text: 98% of a row's bytes) wait as
 # LZ4-compressed UTF-8, about a quarter of their size as str (docsites-dev's rows: 116 MB of
 # str, 67 MB of UTF-8, 31 MB with LZ4 for 0.2-0.35 CPU s both ways, zstd 22 MB for
-# 0.43-0.49 s): held as str they made a shard's memory grow with its pages times their text.
-# Only the yielded copy is whole again; the held row (cluster_rows reads it after) is not.
+# 0.43-0.49 s), and past HELD_IN_MEMORY bytes a shard's packed texts wait in a temporary
+# file: held in memory they made a worker's peak follow its largest shard (a 2,000-page shard
+# held 28 MB of them; docs/performance.md, "Memory per worker"). Only the yielded copy is
+# whole again; the held row (cluster_rows reads it after) is not.
 _HELD_TEXTS = ("main_text", "main_markdown", "nontemplate_text")
+HELD_IN_MEMORY = 4 << 20
 
 
-class _HeldText(bytes):
-    """A held row's text, packed (a type of its own: no column holds bytes)."""
+class _HeldText(tuple):
+    """Where a held row's packed text is in its shard's _HeldTexts: (offset, size); a type of
+    its own, which no column holds."""
 
 
-def _held_row(row: dict) -> dict:
+class _HeldTexts:
+    """The packed texts of a shard's held rows: in memory up to HELD_IN_MEMORY bytes, then in
+    an unnamed temporary file (TMPDIR), gone when closed. The system's page cache, not the
+    worker, holds what is read back soon."""
+
+    def __init__(self):
+        self.file = tempfile.SpooledTemporaryFile(max_size=HELD_IN_MEMORY)
+        self.end = 0
+
+    def put(self, text: str) -> _HeldText:
+        packed = compression.pack(text.encode("utf-8", "surrogatepass"), "lz4")
+        self.file.seek(self.end)
+        self.file.write(packed)
+        held = _HeldText((self.end, len(packed)))
+        self.end += len(packed)
+        return held
+
+    def get(self, held: _HeldText) -> str:
+        offset, size = held
+        self.file.seek(offset)
+        return compression.unpack(self.file.read(size), "lz4").decode("utf-8", "surrogatepass")
+
+    def close(self) -> None:
+        self.file.close()
+
+
+def _held_row(row: dict, held: _HeldTexts) -> dict:
     for name in _HELD_TEXTS:
         text = row.get(name)
         if isinstance(text, str) and text:
-            row[name] = _HeldText(compression.pack(text.encode("utf-8", "surrogatepass"), "lz4"))
+            row[name] = held.put(text)
     return row
 
 
-def _released_row(row: dict) -> dict:
+def _released_row(row: dict, held: _HeldTexts) -> dict:
     out = dict(row)
     for name in _HELD_TEXTS:
         value = out.get(name)
         if isinstance(value, _HeldText):
-            out[name] = compression.unpack(value, "lz4").decode("utf-8", "surrogatepass")
+            out[name] = held.get(value)
     return out
 
 

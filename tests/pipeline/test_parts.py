@@ -363,3 +363,39 @@ def test_a_pages_links_go_to_one_part():
              for k in range(50)}
     assert len(parts) == 1
     assert parts == {_keyed_row(Batch("https://a", 3), "links", PART_KEYS["links"], 7, PART_BY["links"])[0]}
+
+
+@pytest.mark.beam
+def test_rows_spilled_for_their_writer_make_the_same_parts(tmp_path):
+    """With a spill directory the rows wait there, packed, and only their places cross the
+    write shuffle: the parts are the rows the shuffle of packed rows writes, and the spill
+    holds every packed row once."""
+    from sitestrip.pipeline.parts import pack_row
+
+    rows = [_error(f"{'ab'[i % 2]}.warc", i, f"https://x/{i}", message="é" * i) for i in range(40)]
+    spill = tmp_path / "spill"
+    spill.mkdir()
+    written = {}
+    for name, spill_dir in (("shuffled", None), ("spilled", str(spill))):
+        prefix = dataset_prefix(str(tmp_path / name), "errors")
+        with BeamTestPipeline(runner=FnApiRunner()) as p:
+            _ = {"errors": p | beam.Create(rows)} | WriteParts(
+                {"errors": PartDataset(prefix, ERRORS, PART_KEYS["errors"])}, 3, spill_dir=spill_dir)
+        files = sorted(os.listdir(tmp_path / name / "errors"))
+        written[name] = {f: pq.read_table(tmp_path / name / "errors" / f).to_pylist() for f in files}
+    assert written["spilled"] == written["shuffled"] and sum(map(len, written["spilled"].values())) == 40
+    spilled = [f for f in os.listdir(spill) if f.startswith("rows-")]
+    assert spilled and sum(os.path.getsize(spill / f) for f in spilled) == sum(len(pack_row(r)) for r in rows)
+
+
+def test_a_spilled_row_cut_short_is_an_error_not_a_shorter_row(tmp_path):
+    from sitestrip.pipeline.parts import SpilledRow, _SpilledRows
+
+    path = tmp_path / "rows-1.bin"
+    path.write_bytes(b"0123456789")
+    spilled = _SpilledRows()
+    assert spilled.packed(SpilledRow((str(path), 2, 3))) == b"234"
+    assert spilled.packed(b"as it is") == b"as it is"
+    with pytest.raises(OSError, match="8 bytes at 4"):
+        spilled.packed(SpilledRow((str(path), 4, 8)))
+    spilled.close()
