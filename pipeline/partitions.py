@@ -83,10 +83,15 @@ BUCKETS = 256
 # per worker"), measured on the synthetic multi-site input with site shards of
 # 1,500-2,000 pages, 1 worker: peak RSS = FIXED_MB + HELD_PER_SPILLED_BYTE x a partition's
 # spilled bytes. FIXED_MB is what a run holds whatever its partitions (the interpreter, Beam,
-# the models, the largest shard's working set, a part being written); the partition adds its
-# rows, which the runner holds until they are written, and what the C heap keeps of them.
-# The plan aims at BUDGET_SHARE of the budget: the same run's peak moves by up to a tenth
-# with the machine's state (the heap's retention).
+# the models, the largest shard's working set, a part being written); the partition adds
+# what the runner holds of it (the places of its pages and rows, its menus and link targets)
+# and what the C heap keeps. The two were measured while the runner still held a partition's
+# packed rows; with the rows in the spill the same input (20,000 pages) peaks at 326 MB in
+# partitions of 8.4 MB and 342 MB in partitions of 27.3 MB, about 0.9 bytes held per spilled
+# byte, so the plan is conservative: it keeps partitions small, where the peak of a run of
+# small sites stays near that of its largest shard. The plan aims at BUDGET_SHARE of the
+# budget: the same run's peak moves by up to a tenth with the machine's state (the heap's
+# retention).
 FIXED_MB = 340
 HELD_PER_SPILLED_BYTE = 2.5
 BUDGET_SHARE = 0.9
