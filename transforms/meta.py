@@ -29,6 +29,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from email.utils import parsedate_to_datetime
+from functools import lru_cache
 
 import numpy as np
 
@@ -94,8 +95,17 @@ def page_metadata(root, base_url: str) -> PageMeta:
 def _page_metadata(root, base_url: str) -> PageMeta:
     names: dict = {}          # lower-cased meta name/property → first non-empty content
     canonical = None
-    for el in root.iter("meta", "link"):
-        if el.tag == "link":
+    scripts: list = []        # the JSON-LD scripts, document order (the first MAX_JSONLD_SCRIPTS)
+    # One walk of the tree for the meta and link elements and the scripts (a walk is most of
+    # what this function costs: the parsed tree holds every text node too).
+    for el in root.iter("meta", "link", "script"):
+        tag = el.tag
+        if tag == "script":
+            if len(scripts) < MAX_JSONLD_SCRIPTS and \
+                    (el.get("type") or "").strip().lower() == "application/ld+json":
+                scripts.append(el)
+            continue
+        if tag == "link":
             if canonical is None and "canonical" in (el.get("rel") or "").lower().split():
                 canonical = resolve_link(base_url, el.get("href") or "")
             continue
@@ -118,7 +128,7 @@ def _page_metadata(root, base_url: str) -> PageMeta:
     og_type = names.get("og:type")
     if og_type:
         _add_type(types, og_type)
-    ld = _jsonld(root, types)
+    ld = _jsonld(scripts, types)
     if description is None or published is None or author is None:
         if description is None:
             description = _clip(ld.get("description"), MAX_DESCRIPTION)
@@ -276,20 +286,15 @@ def _author_text(value) -> str | None:
     return _clip(", ".join(names), MAX_AUTHOR) if names else None
 
 
-def _jsonld(root, types: list) -> dict:
-    """description, datePublished and author of the page's JSON-LD: taken from the first
+def _jsonld(scripts: list, types: list) -> dict:
+    """description, datePublished and author of the page's JSON-LD (`scripts`: its
+    application/ld+json script elements, the first MAX_JSONLD_SCRIPTS): taken from the first
     object of an article- or page-like @type that has them, else from the first object
     that has them. Every @type met is added to `types` (_add_type)."""
     found: dict = {}
     fallback: dict = {}
-    scripts = 0
     visited = 0
-    for el in root.iter("script"):
-        if (el.get("type") or "").strip().lower() != "application/ld+json":
-            continue
-        scripts += 1
-        if scripts > MAX_JSONLD_SCRIPTS:
-            break
+    for el in scripts[:MAX_JSONLD_SCRIPTS]:
         text = el.text or ""
         if not text.strip() or len(text) > MAX_JSONLD_CHARS:
             continue
@@ -453,8 +458,9 @@ def node_extras(found: list, base_url: str, hrefs: list = (), page=None) -> Node
     href holds a "#". `page`: the flattened page (its link_node, end and tag arrays), which
     tells the links without text whose image's alt text is kept; None keeps none."""
     fragment_node, fragment = [], []
+    fragment_of = link_fragment
     for i, href in hrefs:
-        value = link_fragment(href)
+        value = fragment_of(href)
         if value:
             fragment_node.append(i)
             fragment.append(value)
@@ -494,7 +500,7 @@ def node_extras(found: list, base_url: str, hrefs: list = (), page=None) -> Node
                         alt_node.append(i)
                         alt.append(text)
                 continue
-            img = el if tag == "img" else el.find(".//img")
+            img = el if tag == "img" else next(el.iterdescendants("img"), None)     # el.find(".//img")
             if img is None:
                 continue
             images_in_links.append((i, img))
@@ -534,42 +540,53 @@ def _image_alts(page, images: list) -> list:
     node and an image (of `images`: (node, <img> element), document order) with a non-empty
     alt: the first such image's alt, in link order."""
     links, end, tag = page.link_node, page.end, page.tag
-    # Links per node (a subtree is a preorder range): an image in none is passed over at once.
-    cover = np.cumsum(np.bincount(links, minlength=page.size + 1) - np.bincount(end[links], minlength=page.size + 1))
-    nearest = None
+    nodes = np.fromiter((node for node, _ in images), dtype=np.int64, count=len(images))
+    # The links holding each image (a subtree is a preorder range): those starting at or
+    # before it less those ending at or before it. An image in none is passed over at once.
+    holding = links.searchsorted(nodes, side="right") - np.sort(end[links]).searchsorted(nodes, side="right")
+    inside = (holding > 0).nonzero()[0]
+    if not inside.size:
+        return []
+    nodes = nodes[inside]
+    # The innermost link holding each image: the last link starting before it, when that
+    # one holds it. Parsed HTML may nest links (libxml2 does not close an open <a>); an
+    # image after a nested link that closed is looked up among its ancestors, once per page.
+    held = links[links.searchsorted(nodes) - 1].astype(np.int64)
+    closed = end[held] <= nodes
+    if closed.any():
+        from sitestrip.transforms.tree import nearest_in_mask
+        mask = np.zeros(page.size, dtype=bool)
+        mask[links] = True
+        held[closed] = nearest_in_mask(page, mask)[nodes[closed]]
+    # Only a link without a text node gets an alt text: the images of the others are not read.
+    text_nodes = (tag == 0).nonzero()[0]        # 0: page.TEXT, the text-node pseudo tag
+    textless = text_nodes.searchsorted(end[held]) == text_nodes.searchsorted(held)
     out, done = [], set()
-    for node, img in images:
-        if cover[node] <= 0:
-            continue
-        # The innermost link holding the image: the last link starting before it, when that
-        # one holds it. Parsed HTML may nest links (libxml2 does not close an open <a>); an
-        # image after a nested link that closed is looked up among its ancestors, once per page.
-        link = int(links[np.searchsorted(links, node) - 1])
-        if end[link] <= node:
-            if nearest is None:
-                from sitestrip.transforms.tree import nearest_in_mask
-                mask = np.zeros(page.size, dtype=bool)
-                mask[links] = True
-                nearest = nearest_in_mask(page, mask)
-            link = int(nearest[node])
+    for k, link in zip(textless.nonzero()[0].tolist(), held[textless].tolist()):
         if link in done:
             continue
-        text = _clip(img.get("alt"), MAX_ALT)
+        text = _clip(images[inside[k]][1].get("alt"), MAX_ALT)
         if not text:
             continue
         done.add(link)
-        if not (tag[link:end[link]] == 0).any():      # 0: page.TEXT, the text-node pseudo tag
-            out.append((link, text))
+        out.append((link, text))
     return out
 
 
 def _is_pixel(img) -> bool:
     """A tracking pixel or spacer: width or height declared as at most 1 (design §10's rule)."""
     for attr in ("width", "height"):
-        value = (img.get(attr) or "").strip().lower().removesuffix("px")
-        if value.isdigit() and int(value) <= 1:
+        value = img.get(attr)
+        if value and _at_most_one_pixel(value):
             return True
     return False
+
+
+@lru_cache(maxsize=1 << 12)
+def _at_most_one_pixel(value: str) -> bool:
+    """A width or height attribute's value declares at most 1 (pixel); sizes repeat."""
+    value = value.strip().lower().removesuffix("px")
+    return value.isdigit() and int(value) <= 1
 
 
 def image_url(img, base_url: str) -> str | None:
@@ -590,24 +607,33 @@ def image_url(img, base_url: str) -> str | None:
 def code_language(pre) -> str | None:
     """The language a code block declares by class: on the <pre>, its <code> child, or a
     wrapper up to three levels above it (Sphinx's div.highlight-X)."""
-    candidates = [pre]
-    code = pre.find("code")
-    if code is not None:
-        candidates.insert(0, code)
+    code = next(pre.iterchildren("code"), None)         # pre.find("code"), without ElementPath
+    for el in (code, pre):
+        if el is not None:
+            cls = el.get("class")
+            lang = _class_language(cls) if cls else None
+            if lang:
+                return lang
     up = pre.getparent()
     for _ in range(_CODE_ANCESTORS):
         if up is None:
             break
-        candidates.append(up)
+        cls = up.get("class")
+        lang = _class_language(cls) if cls else None
+        if lang:
+            return lang
         up = up.getparent()
-    for el in candidates:
-        cls = el.get("class")
-        if not cls:
-            continue
-        for m in _CODE_CLASS.finditer(cls):
-            lang = next(g for g in m.groups() if g).rstrip(";").lower()
-            if lang.startswith("source-"):
-                lang = lang[len("source-"):]
-            if lang and lang not in _NOT_A_LANGUAGE:
-                return lang
+    return None
+
+
+@lru_cache(maxsize=1 << 12)
+def _class_language(cls: str) -> str | None:
+    """The code language a class attribute declares (code_language), or None; a site's code
+    blocks repeat a few class values."""
+    for m in _CODE_CLASS.finditer(cls):
+        lang = next(g for g in m.groups() if g).rstrip(";").lower()
+        if lang.startswith("source-"):
+            lang = lang[len("source-"):]
+        if lang and lang not in _NOT_A_LANGUAGE:
+            return lang
     return None

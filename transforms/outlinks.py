@@ -30,6 +30,7 @@ there; `PageLinks.rows` takes the run's URLs, or None for a null column.
 from __future__ import annotations
 
 import hashlib
+from itertools import repeat
 from typing import Container, Iterator
 
 import numpy as np
@@ -76,7 +77,7 @@ class PageLinks:
             return
         self.flags &= np.uint8(~_MENU & 0xFF)
         if node is not None and self.nodes.size:
-            lo, hi = np.searchsorted(self.nodes, [node, int(page.end[node])])
+            lo, hi = self.nodes.searchsorted((node, page.end[node])).tolist()
             self.flags[lo:hi] |= _MENU
 
     def seal(self) -> None:
@@ -184,7 +185,7 @@ def _in_site(urls, site: str) -> np.ndarray:
     so that is its beginning with `site` or "www." + `site` as the host, then "/" or ":"."""
     starts = tuple(f"{scheme}://{host}{after}" for scheme in ("http", "https") for host in (site, "www." + site)
                    for after in ("/", ":"))
-    return np.fromiter((url.startswith(starts) for url in urls), dtype=bool, count=len(urls))
+    return np.fromiter(map(str.startswith, urls, repeat(starts)), dtype=bool, count=len(urls))
 
 
 def page_links(page: CompactPage, main: np.ndarray | None, template: np.ndarray | None, menu_node: int | None,
@@ -214,8 +215,10 @@ def page_links(page: CompactPage, main: np.ndarray | None, template: np.ndarray 
     out.nodes, out.page_id, out.local, out.in_input = nodes, id(page), None, None
     # Alt text of the links without text (meta.node_extras): the image's, or the area's own.
     if side.alt_node.size and n:
-        for k, node, alt in zip(np.searchsorted(nodes, side.alt_node).tolist(), side.alt_node.tolist(), side.alt):
-            if k < n and int(nodes[k]) == node and not texts[k]:
+        at = nodes.searchsorted(side.alt_node)
+        found = nodes[np.minimum(at, n - 1)] == side.alt_node
+        for k, alt, ok in zip(at.tolist(), side.alt, found.tolist()):
+            if ok and not texts[k]:
                 texts[k] = alt
     flags = np.zeros(n, dtype=np.uint8)
     rel = np.zeros(n, dtype=np.uint8)
@@ -227,18 +230,18 @@ def page_links(page: CompactPage, main: np.ndarray | None, template: np.ndarray 
         if main is not None:
             flags[_in_main(page, nodes, main)] |= _MAIN
         if side.rel_node.size:
-            at = np.minimum(np.searchsorted(nodes, side.rel_node), n - 1)
+            at = np.minimum(nodes.searchsorted(side.rel_node), n - 1)
             ok = nodes[at] == side.rel_node
             rel[at[ok]] = np.array(side.rel, dtype=np.uint8)[ok]
         if frag_nodes.size:
-            at = np.searchsorted(nodes, frag_nodes).astype(np.int32)
+            at = nodes.searchsorted(frag_nodes).astype(np.int32)
             if side.area_node.size:         # the areas' fragments came after the links'
                 order = np.argsort(at, kind="stable")
                 at, frag_values = at[order], tuple(frag_values[k] for k in order.tolist())
             out.fragment_at, out.fragments = at, tuple(frag_values)
     out.flags, out.rel = flags, rel
     strings = "\x00".join(texts)
-    if "\x00" in strings:           # not from a parsed page (module docstring of PageLinks)
+    if strings.count("\x00") != len(texts) - 1:     # a text holds one: not from a parsed page
         strings = "\x00".join(t.replace("\x00", "\ufffd") for t in texts)
     out._strings = compression.pack(("\x00".join(urls) + "\x00" + strings + "\x00").encode("utf-8", "surrogatepass"),
                                "lz4")
@@ -253,11 +256,11 @@ def _anchor_texts(page: CompactPage, nodes: np.ndarray) -> list[str]:
     does no separator is computed."""
     if not nodes.size:
         return []
-    text_nodes = np.flatnonzero(page.tag == TEXT)
-    first = np.searchsorted(text_nodes, nodes)
-    counts = np.searchsorted(text_nodes, page.end[nodes]) - first
+    text_nodes = (page.tag == TEXT).nonzero()[0]
+    first = text_nodes.searchsorted(nodes)
+    counts = text_nodes.searchsorted(page.end[nodes]) - first
     bounds = np.zeros(nodes.size + 1, dtype=np.int64)
-    np.cumsum(counts, out=bounds[1:])
+    counts.cumsum(out=bounds[1:])
     total = int(bounds[-1])
     if total == nodes.size and (counts == 1).all():
         idx = text_nodes[first]
@@ -265,7 +268,7 @@ def _anchor_texts(page: CompactPage, nodes: np.ndarray) -> list[str]:
     else:
         # Each link's text nodes, one run after the other (subtree_texts, run_texts).
         starts = bounds[:-1]
-        idx = text_nodes[np.repeat(first - starts, counts) + np.arange(total)]
+        idx = text_nodes[(first - starts).repeat(counts) + np.arange(total)]
         codes = separators(page, idx)
         codes[starts[counts > 0]] = 0           # a run starts with nothing before it
     return joined(page, idx, codes, bounds.tolist())
@@ -279,7 +282,7 @@ def _in_main(page: CompactPage, nodes: np.ndarray, main: np.ndarray) -> np.ndarr
         return np.zeros(nodes.size, dtype=bool)
     below = text_nodes_below(page)
     judged = nodes.astype(np.int64)
-    climbing = np.flatnonzero(below[judged] == 0)
+    climbing = (below[judged] == 0).nonzero()[0]
     parent = page.parent
     while climbing.size:
         judged[climbing] = parent[judged[climbing]]

@@ -292,30 +292,129 @@ def resolve_link(base_url: str, href: str) -> str | None:
     """
     if not isinstance(href, str):
         return None
-    # Pages of a site link the same URLs (menus, footers): two kinds of href are answered once
-    # per process. One beginning with an http(s) scheme and "//" resolves to normalize_url(href)
-    # whatever the base (nothing to strip in front of it). One beginning with "/" is still
-    # rooted once cleaned, so it reads only the base's scheme and authority (its origin).
+    # Pages of a site link the same URLs (menus, sidebars, footers), so answers are kept per
+    # process, keyed by the href and what its answer reads of the base, no more (_href_kind):
+    # nothing for an http(s) URL or another scheme, the base's origin for a rooted path, its
+    # directory for a relative one. The fragment is cut from the key after its "#" (which keeps
+    # a space before it from being stripped as trailing space): no answer reads it. _resolve
+    # computes every answer from the whole base, the reference the tests compare them with.
     if href.startswith(_ABSOLUTE):
-        return _resolve_absolute(href)
-    base = normalize_url(base_url)
-    if base is not None and href.startswith("/"):
-        return _resolve_rooted(base[: base.index("/", base.index(":") + 3)], href)
-    return _resolve_against(base, href)
+        # _resolve_against's cleaning and backslashes are normalize_url's own first steps.
+        return _normalize_cached(href)
+    at = href.find("#")
+    if at >= 0:
+        href = href[: at + 1]
+    if len(href) > _MAX_CACHED_HREF:
+        return _resolve(base_url, href)
+    # An href beginning "/" stays rooted once cleaned (nothing in front is stripped).
+    kind = _ORIGIN if href.startswith("/") else _href_kind(href)
+    if kind >= _NOT_HTTP:
+        return None if kind == _NOT_HTTP else _normalize_cached(href)
+    base = _base_parts(base_url) if isinstance(base_url, str) else None
+    if base is None:
+        return None
+    if kind == _PAGE:
+        return base[0]
+    if kind == _WHOLE:
+        return _resolve_against(base[0], href)
+    return _resolve_in(base[kind], base[4], href)
 
 
 _ABSOLUTE = ("http://", "https://")
+# Longer hrefs (a data: URI, a long query) are computed each time, not kept: they are rare, and a
+# cache of them would be bounded by its entries only.
+_MAX_CACHED_HREF = 256
+
+# What resolving an href reads of a normalized base (_href_kind), as _resolve_against does it.
+# _ORIGIN, _PATH and _DIRECTORY index the part it reads in _base_parts' tuple.
+_PAGE, _ORIGIN, _PATH, _DIRECTORY, _WHOLE, _NOT_HTTP, _ANY_BASE = range(7)
 
 
 @lru_cache(maxsize=1 << 16)
-def _resolve_absolute(href: str) -> str | None:
-    return _resolve_against(None, href)
+def _href_kind(href: str) -> int:
+    """What _resolve_against(base, href) reads of a base that is a URL, decided on the cleaned
+    href as it decides: _NOT_HTTP, nothing (another scheme: None); _ANY_BASE, nothing (an
+    http(s) scheme and "//": normalize_url of the href); _ORIGIN, the base's scheme and
+    authority (a rooted or protocol-relative path); _PAGE, the whole base, which is the answer
+    ("", a fragment); _PATH, the base without its query ("?..."); _DIRECTORY, the base up to the
+    last "/" of its path (a relative path, merged there); _WHOLE, all of it (an http(s) scheme
+    without "//": relative, against a base of that scheme only)."""
+    href = _clean(href)
+    scheme_match = _SCHEME.match(href)
+    if scheme_match is not None:
+        if scheme_match.group(1).lower() not in _DEFAULT_PORT:
+            return _NOT_HTTP
+        if "\\" in href:
+            href = _backslashes_to_slashes(href)
+        return _ANY_BASE if href[scheme_match.end() :].startswith("//") else _WHOLE
+    if href.startswith(("/", "\\")):    # a leading backslash is read as "/"
+        return _ORIGIN
+    if not href or href.startswith("#"):
+        return _PAGE
+    if href.startswith("?"):
+        return _PATH
+    return _DIRECTORY
+
+
+@lru_cache(maxsize=1 << 12)
+def _base_parts(base_url: str) -> tuple | None:
+    """(the normalized base; the parts of it that the hrefs of kinds _ORIGIN, _PATH and
+    _DIRECTORY read: its origin and "/", the base without its query, the base up to the last
+    "/" of its path; the length of its origin, or 0), or None when the base is no URL.
+
+    Each part is a normalized URL, without query or fragment, that resolves the hrefs of its
+    kind as the whole base does. The origin's length lets _join put a merged path after it,
+    which holds when normalize_url leaves the origin as it is (it does: normalize_url is
+    idempotent), checked here once per base all the same; 0 leaves it to _resolve_against."""
+    base = normalize_url(base_url)
+    if base is None:
+        return None
+    path_start = base.index("/", base.index(":") + 3)
+    query_at = base.find("?", path_start)
+    path = base if query_at < 0 else base[:query_at]
+    root = base[: path_start + 1]
+    return base, root, path, path[: path.rindex("/") + 1], path_start if normalize_url(root) == root else 0
 
 
 @lru_cache(maxsize=1 << 16)
-def _resolve_rooted(origin: str, href: str) -> str | None:
-    # The base's path starts where the origin ends, as in any base with that origin.
-    return _resolve_against(origin + "/", href)
+def _resolve_in(part: str, origin_length: int, href: str) -> str | None:
+    """_resolve_against(part, href) for a part of _base_parts and an href of its kind (which any
+    base with that part resolves alike): by _join, or by _resolve_against itself where the
+    origin's length is 0."""
+    if origin_length:
+        return _join(part, origin_length, href)
+    return _resolve_against(part, href)
+
+
+def _join(part: str, origin_length: int, href: str) -> str | None:
+    """_resolve_against(part, href) for an href of kind _ORIGIN, _PATH or _DIRECTORY and a
+    part (_base_parts) whose origin, part[:origin_length], normalize_url leaves as it is.
+
+    _resolve_against answers normalize_url(P + h), h the cleaned href with its backslashes
+    read, P the origin for a rooted h, else the part (a path, or a directory ending "/"). That
+    string needs no cleaning (P begins "http", h is cleaned and not empty), has its first "?"
+    or "#" in h (P has neither) and its authority in P: so its normalization is the origin, then
+    _normalize_path of P's path and h's path, then h's query as normalize_url writes it. A
+    protocol-relative h ("//host") is left to _resolve_against."""
+    h = _clean(href)
+    if "\\" in h:
+        h = _backslashes_to_slashes(h)
+    if h.startswith("//"):
+        return _resolve_against(part, href)
+    at = h.find("#")
+    if at >= 0:
+        h = h[:at]
+    at = h.find("?")
+    if at >= 0:
+        query, h = h[at + 1 :], h[:at]
+    else:
+        query = ""
+    path = _normalize_path(h if h.startswith("/") else part[origin_length:] + h)
+    if not query:
+        return part[:origin_length] + path
+    if _QUERY_NEEDS_WORK.search(query) is not None:
+        query = _QUERY_TOKEN.sub(_fix_token, query)
+    return part[:origin_length] + path + "?" + query
 
 
 def _resolve(base_url: str, href: str) -> str | None:
@@ -401,6 +500,10 @@ def site_key(url: str) -> str | None:
 _FRAGMENT_RAW = frozenset(chr(c) for c in range(0x21, 0x7F)) - set('"<>`()')
 
 
+# Any character that _FRAGMENT_RAW does not hold: the common fragment has none.
+_FRAGMENT_NOT_RAW = re.compile("[^" + "".join(re.escape(c) for c in sorted(_FRAGMENT_RAW)) + "]")
+
+
 def link_fragment(href: str) -> str:
     """The fragment of an ``<a href>`` ("" when it has none or an empty one), percent-encoded
     as a browser sends it to the address bar, so that it can follow a Markdown link's URL.
@@ -409,12 +512,18 @@ def link_fragment(href: str) -> str:
     (normalize_url)."""
     if not isinstance(href, str):
         return ""
+    return _link_fragment(href) if len(href) <= _MAX_CACHED_HREF else _link_fragment.__wrapped__(href)
+
+
+# A site's pages repeat their in-page and sidebar links ("page.html#section").
+@lru_cache(maxsize=1 << 16)
+def _link_fragment(href: str) -> str:
     href = _clean(href)
     at = href.find("#")
     if at < 0:
         return ""
     fragment = href[at + 1:]
-    if all(c in _FRAGMENT_RAW for c in fragment):
+    if _FRAGMENT_NOT_RAW.search(fragment) is None:
         return fragment
     return "".join(c if c in _FRAGMENT_RAW else "".join(f"%{b:02X}" for b in c.encode("utf-8", "surrogatepass"))
                    for c in fragment)

@@ -4,6 +4,8 @@ import pickle
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from sitestrip.transforms.meta import (MAX_DESCRIPTION, MAX_JSONLD_SCRIPTS, PageMeta, code_language,
                                        iso_date, language_tag)
@@ -172,7 +174,82 @@ def test_node_extras_images_and_code_languages_survive_the_shuffle():
     ('<div class="highlight highlight-source-python"><pre>x</pre></div>', "python"),
     ('<pre class="nohighlight">x</pre>', None),
     ('<pre>x</pre>', None),
+    # the <code> child need not come first; a <code> grandchild is not the <pre>'s child
+    ('<pre><span>1</span><code class="language-go">x</code></pre>', "go"),
+    ('<div class="lang-c"><pre><span><code class="language-go">x</code></span></pre></div>', "c"),
+    # the first of the candidates that names a language: <code>, <pre>, then up to three wrappers
+    ('<div class="highlight-ruby"><pre class="language-none"><code class="nohighlight">x</code></pre></div>', "ruby"),
+    ('<div class="language-a"><div><div><div><pre>x</pre></div></div></div></div>', None),
 ])
 def test_code_language_classes(html, expected):
     _, body, _ = parse_tree(f"<body>{html}</body>")
     assert code_language(body.find(".//pre")) == expected
+
+
+def test_json_ld_bound_counts_json_ld_scripts_only():
+    """Other scripts, before or between, do not use up MAX_JSONLD_SCRIPTS; the meta tags after
+    the scripts (one walk finds both) are still read."""
+    others = '<script>var x = 1;</script><script type="text/javascript">f()</script>' * MAX_JSONLD_SCRIPTS
+    late = '<script type="application/ld+json">{"@type": "Article", "datePublished": "2024-01-01"}</script>'
+    m = meta_of(others + late + '<meta name="author" content="A. Writer">', body='<p>x</p><meta name="x" content="y">')
+    assert (m.published_date, m.author) == ("2024-01-01", "A. Writer")
+    ld = '<script type=" Application/LD+JSON ">{"@type": "Thing"}</script>'
+    assert meta_of(ld * MAX_JSONLD_SCRIPTS + others + late).published_date is None
+
+
+def _image_alts_reference(page, images):
+    """meta._image_alts as written before it was vectorized: image by image."""
+    from sitestrip.transforms.meta import MAX_ALT, _clip
+    from sitestrip.transforms.tree import nearest_in_mask
+    links, end, tag = page.link_node, page.end, page.tag
+    cover = np.cumsum(np.bincount(links, minlength=page.size + 1) - np.bincount(end[links], minlength=page.size + 1))
+    nearest = None
+    out, done = [], set()
+    for node, img in images:
+        if cover[node] <= 0:
+            continue
+        link = int(links[np.searchsorted(links, node) - 1])
+        if end[link] <= node:
+            if nearest is None:
+                mask = np.zeros(page.size, dtype=bool)
+                mask[links] = True
+                nearest = nearest_in_mask(page, mask)
+            link = int(nearest[node])
+        if link in done:
+            continue
+        text = _clip(img.get("alt"), MAX_ALT)
+        if not text:
+            continue
+        done.add(link)
+        if not (tag[link:end[link]] == 0).any():
+            out.append((link, text))
+    return out
+
+
+_alt_leaf = st.sampled_from(['<img alt="A">', '<img alt="">', "<img>", '<img alt=" B  c ">', "text", " ", "<br>",
+                             '<picture><source srcset="/s.webp"><img alt="P"></picture>', '<img alt="W" width="1">',
+                             '<a href="/open"><img alt="O">', '<a href="mailto:x"><img alt="M"></a>', "</a>"])
+_alt_html = st.recursive(
+    _alt_leaf,
+    lambda inner: st.builds(lambda tag, kids: f"<{tag}>{''.join(kids)}</{tag.split()[0]}>",
+                            st.sampled_from(['a href="/x"', 'a href="/y"', "span", "p", "div", "a"]),
+                            st.lists(inner, max_size=4)),
+    max_leaves=30)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_alt_html)
+def test_alt_texts_of_links_without_text_are_the_references(html):
+    """The alt texts kept for links without text (nested links that libxml2 leaves open,
+    images after a nested link closed, links holding text, pictures, pixels) are what the
+    image-by-image reference keeps."""
+    from sitestrip.transforms import meta
+    page = parse_page(f"<body>{html}</body>", URL)
+    got = (page.side.alt_node.tolist(), page.side.alt)
+    real = meta._image_alts
+    try:
+        meta._image_alts = _image_alts_reference
+        ref = parse_page(f"<body>{html}</body>", URL)
+    finally:
+        meta._image_alts = real
+    assert got == (ref.side.alt_node.tolist(), ref.side.alt)

@@ -285,3 +285,17 @@ def test_links_to_their_shards_own_pages_skip_the_target_join():
     assert [r["target_in_input"] for r in alpha.rows()] == [False] * 8 + [True] * 4 + [False]
     back = pickle.loads(pickle.dumps(held[1]))
     assert back.targets() == held[1].targets()
+
+
+def test_a_nul_in_an_anchor_text_is_replaced_and_the_strings_stay_aligned(monkeypatch):
+    """A NUL ends each packed URL and text (PageLinks): an anchor text holding one (not from a
+    parsed page) gets U+FFFD in its place; texts without one are packed as they are."""
+    from sitestrip.transforms import outlinks
+    page = parse_page('<body><p><a href="/a">A</a> <a href="/b">B</a> <a href="/c">C</a></p></body>', URL)
+    urls = ["https://docs.test/a", "https://docs.test/b", "https://docs.test/c"]
+    for texts, expected in ((["x\x00y", "", "\x00"], ["x\ufffdy", "", "\ufffd"]), (["", "", ""], ["", "", ""]),
+                            (["one", "two", "three"], ["one", "two", "three"])):
+        monkeypatch.setattr(outlinks, "_anchor_texts", lambda page, nodes, texts=texts: list(texts))
+        held = page_links(page, None, None, None, source_url=URL, row_url=URL, site="docs.test", warc_file="f",
+                          warc_offset=0)
+        assert held.strings() == (urls, expected)

@@ -616,3 +616,137 @@ def test_rooted_hrefs_by_hand():
     assert resolve_link("https://h/", "/\t/other.org/p") == "https://other.org/p"
     assert resolve_link("https://h/", "/\\other.org/p") == "https://other.org/p"
     assert resolve_link("not a url", "/x") is None
+
+
+# --------------------------------------------------------------------------
+# resolve_link's caches: each answer kept under what it reads of the base
+# --------------------------------------------------------------------------
+
+# Bases that share parts (origin, directory, path without query) are listed one after the
+# other, so that an answer cached for one is asked again from the next.
+_CACHE_BASES = [
+    "http://a/b/c/d;p?q", "http://a/b/c/d;p?q#frag", "http://a/b/c/d;p", "http://a/b/c/e?q=1/2",
+    "http://a/b/c/", "HTTP://A:80/b/c/x?y#z", "http://a/b/c/./d/../x", "http://a/b/c\\d?e\\f",
+    "  http://a/b/c/d  ", "http://a/b/c/\td", "http://a", "http://a?q", "http://a/?q#f", "http://a/%2e%2e/b/",
+    "https://Example.COM:443/dir/sub/page.html?x=1&y=2#top", "https://example.com/dir/sub/other.html",
+    "https://example.com./dir/sub/?", "https://example.com:8443/dir/sub/page.html",
+    "http://user:pw@host:8080/a/b", "http://host:8080/a/c?x", "http://[::1]:8080/x/y", "http://[0:0::1]:8080/x/z",
+    "http://[2001:DB8::1]/a/", "https://Bücher.example/ä/ö.html", "https://xn--bcher-kva.example/%C3%A4/x",
+    "http://ex%61mple.com/%7euser/%41/x.html", "http://example.com/~user/A/y.html?%zz", "http://a/b;p/c?x#y",
+    "http://例え。テスト/パス/", "http://a/ b/c d?e f", "http://a/%/x",
+    # not bases: every href that reads one resolves to None
+    "", "ftp://x/", "not a url", "http:/x", "mailto:a@b", "http://[::1/", "http://h:99999/", None, 42,
+]
+
+_CACHE_HREFS = [
+    # RFC 3986 5.4.1 and 5.4.2
+    "g:h", "g", "./g", "g/", "/g", "//g", "?y", "g?y", "#s", "g#s", "g?y#s", ";x", "g;x", "g;x?y#s", "", ".", "./",
+    "..", "../", "../g", "../..", "../../", "../../g", "../../../g", "../../../../g", "/./g", "/../g", "g.", ".g",
+    "g..", "..g", "./../g", "./g/.", "g/./h", "g/../h", "g;x=1/./y", "g;x=1/../y", "g?y/./x", "g?y/../x",
+    "g#s/./x", "g#s/../x", "http:g",
+    # schemes: the base's scheme or another, any case, with "//" or without
+    "https:g", "HTTP:g", "HTTP:?x", "http:", "http:?x", "http:#f", "https:/x", "https://Other.org/x#f",
+    "HtTp://Other.org/x", "http:\\\\host\\p", "javascript:void(0)", "java\nscript:alert(1)", "mailto:x@y", "tel:1",
+    "data:text/html,x", "ftp://x/y", "a:b", "c++:x", "+x:y", "1a:b", "./a:b",
+    # roots and protocol-relative ones, backslashes, whitespace that cleaning removes or keeps
+    "//", "///x", "//[::1]:81/p", "//user@h:0080/x", "//EXAMPLE.com./a", "//exa mple.com/", "//Bücher.example/x",
+    "//[::1", "//h:99999/", "//h:/x", "\\\\host\\path", "\\x\\y?a\\b#c\\d", "/\\host", "/\t/host/p", "\\", "/?", "/#",
+    "/..", "/a/../../b", "////x", " /a b ", "\t\n g \r", "a\tb", "\x00g", "g\x00", "\u3000g", "\ufeffg", " ", "\t#x",
+    # queries and fragments alone, percent-encoding, non-ASCII
+    "?", "#", "?#", "??x", "?a=b&c=%7e%zz#f", "?q=a b\\c", "%2e%2e/x", ".%2E/x", "%2e/", "%7Euser/%c3%a4",
+    "ä/ö?ü#é", "a b/c d?e f#g h", "x#frag with space", "x #f", "x# f", "x%", "100%/x", "g?q=\u00e9", "g/\ud800",
+    "x?y#z?w", "x#y?z", "#a#b", "?a#b?c",
+    # long ones, computed each time (longer than _MAX_CACHED_HREF once the fragment is cut) or not
+    "a" * 256, "a" * 257, "a" * 255 + "#" + "f" * 300, "x/" * 200, "../" * 100 + "g", "/" + "y" * 300 + "?z#f",
+    "data:image/png;base64," + "A" * 400, "?" + "q=%7e" * 80, " " * 300 + "g",
+]
+
+
+def test_cached_resolution_is_the_computed_one_for_every_base_and_href():
+    """Every href against every base: what resolve_link answers, first computed and then from
+    its caches (the second base sharing a part with the first is answered from the first's
+    entry), is what _resolve computes from the whole base."""
+    from sitestrip.transforms.urls import _resolve
+    for href in _CACHE_HREFS:
+        for base in _CACHE_BASES:
+            expected = _resolve(base, href)
+            assert resolve_link(base, href) == expected, (base, href)
+            assert resolve_link(base, href) == expected, (base, href)
+
+
+def test_every_valid_hand_built_base_takes_the_joined_path():
+    """_base_parts gives each base that is a URL its origin's length, so the hrefs above were
+    answered by _join, not by the fallback to _resolve_against."""
+    from sitestrip.transforms.urls import _base_parts
+    for base in _CACHE_BASES:
+        if isinstance(base, str) and normalize_url(base) is not None:
+            whole, root, path, directory, origin_length = _base_parts(base)
+            assert origin_length and root == whole[:origin_length] + "/", base
+            assert path.startswith(directory) and directory.endswith("/") and "?" not in path, base
+
+
+_href_head = st.sampled_from(["", ".", "..", "./", "../", "?", "#", "/", "//", "\\", " ", "\t", "http:", "HTTPS:",
+                              "x:", "a/", "%2e", "%2E%2e/", ";", "ä", "g"])
+
+
+@settings(max_examples=600, deadline=None)
+@given(st.sampled_from(_CACHE_BASES), _href_head, _hostile_tail)
+def test_relative_hrefs_resolve_as_computed(base, head, tail):
+    """Relative, query, fragment and scheme-relative hrefs of hostile characters against the
+    hand-built bases: the cached answer is the computed one."""
+    from sitestrip.transforms.urls import _resolve
+    href = head + tail
+    expected = _resolve(base, href)
+    assert resolve_link(base, href) == expected
+    assert resolve_link(base, href) == expected      # from the cache
+
+
+@pytest.mark.slow
+@settings(max_examples=1500, deadline=None)
+@given(_url, _url, st.one_of(_href, st.tuples(_href_head, _hostile_tail).map("".join)))
+def test_resolution_of_random_bases_sharing_parts_is_computed(base, other, href):
+    """Random bases (hostile hosts, ports, paths, queries and fragments), each asked with a
+    sibling that shares its directory and with a second random base, in either order."""
+    from sitestrip.transforms.urls import _resolve
+    sibling = base.split("#")[0].split("?")[0].rsplit("/", 1)[0] + "/sibling?other#f"
+    for b in (base, sibling, other, base):
+        assert resolve_link(b, href) == _resolve(b, href), (b, href)
+
+
+def test_resolution_caches_are_bounded():
+    """Every per-process cache of this module has a maximum size."""
+    from sitestrip.transforms import urls
+    caches = [f for f in vars(urls).values() if hasattr(f, "cache_info")]
+    assert {f.__name__ for f in caches} >= {"_href_kind", "_base_parts", "_resolve_in", "_normalize_cached",
+                                            "_normalize_host", "_link_fragment"}
+    assert all(f.cache_info().maxsize is not None for f in caches)
+
+
+def _link_fragment_reference(href):
+    """link_fragment as written before its cache and its pattern: character by character."""
+    from sitestrip.transforms.urls import _FRAGMENT_RAW, _clean
+    href = _clean(href)
+    at = href.find("#")
+    if at < 0:
+        return ""
+    fragment = href[at + 1:]
+    if all(c in _FRAGMENT_RAW for c in fragment):
+        return fragment
+    return "".join(c if c in _FRAGMENT_RAW else "".join(f"%{b:02X}" for b in c.encode("utf-8", "surrogatepass"))
+                   for c in fragment)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.one_of(_hostile_tail, st.text(max_size=20), st.text(max_size=20).map(lambda t: "a#" + t)))
+def test_link_fragment_is_its_reference(href):
+    from sitestrip.transforms.urls import link_fragment
+    assert link_fragment(href) == _link_fragment_reference(href)
+    assert link_fragment(href) == _link_fragment_reference(href)      # from the cache
+
+
+def test_link_fragment_pattern_is_the_raw_set():
+    """The pattern that finds a character to encode finds exactly those not in _FRAGMENT_RAW."""
+    from sitestrip.transforms.urls import _FRAGMENT_NOT_RAW, _FRAGMENT_RAW
+    for code in list(range(0x3000)) + [0xD800, 0xDFFF, 0xFEFF, 0xFFFF, 0x10FFFF]:
+        c = chr(code)
+        assert (_FRAGMENT_NOT_RAW.search(c) is None) == (c in _FRAGMENT_RAW), hex(code)
