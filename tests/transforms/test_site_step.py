@@ -346,11 +346,13 @@ def test_rows_do_not_depend_on_how_many_unpacked_pages_are_kept(monkeypatch):
 
 
 def test_held_rows_give_back_their_texts_exactly():
-    """A shard's rows wait for its site menus with their long texts packed: what is yielded
-    is the row as made, to the code point (non-ASCII, a lone surrogate, empty and missing
-    texts, other columns untouched), and a long text waits in a fraction of its size."""
+    """A shard's rows wait for its site menus with their long texts packed together: what is
+    yielded is the row as made, to the code point (non-ASCII, a lone surrogate, empty and
+    missing texts, other columns untouched, the columns in their order), and a long text waits
+    in a fraction of its size."""
     import sys
 
+    from sitestrip.transforms.compression import PACKED_TEXTS, PackedTexts
     from sitestrip.transforms.site_step import _held_row, _released_row
 
     long_text = "Apples grow on trees in orchards. " * 2000 + "café 日本 \ud800 ¶"
@@ -358,8 +360,15 @@ def test_held_rows_give_back_their_texts_exactly():
            "nontemplate_text": "", "menu_links": [{"url": "u", "text": "t"}]}
     made = dict(row)
     held = _held_row(row)
-    assert isinstance(held["main_text"], bytes) and isinstance(held["main_markdown"], bytes)
-    assert held["nontemplate_text"] == "" and held["menu_links"] is made["menu_links"]
-    assert len(held["main_text"]) * 20 < sys.getsizeof(long_text)
-    assert _released_row(held) == made
+    packed = held[PACKED_TEXTS]
+    assert isinstance(packed, PackedTexts) and packed.names == ("main_text", "main_markdown", "nontemplate_text")
+    assert held["main_text"] is held["main_markdown"] is held["nontemplate_text"] is None
+    assert held["menu_links"] is made["menu_links"]
+    assert len(packed.blob) * 20 < sys.getsizeof(long_text)
+    released = _released_row(held)
+    assert released == made and list(released) == list(made)
     assert _released_row(_held_row({"main_text": None})) == {"main_text": None}
+    assert _released_row(_held_row({"url": "u"})) == {"url": "u"}
+    # As the graph's writer reads them: each text's UTF-8 as the surrogates pass through.
+    assert [bytes(b) for b in packed.utf8()] == [made[name].encode("utf-8", "surrogatepass")
+                                                 for name in packed.names]
