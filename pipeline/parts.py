@@ -204,47 +204,63 @@ def _record_batches(keyed_rows: list, order: list, schema: pa.Schema):
 def _rows_batch(rows: list, schema: pa.Schema) -> pa.RecordBatch:
     """Rows (dicts) as one record batch of `schema`. Long texts a row carries packed
     (compression.PACKED_TEXTS: a pages row's, as transforms/site_step.py held and sent them)
-    become their columns from their UTF-8 as it is, never Python strings (`_text_column`).
-    Takes the packed texts out of `rows`."""
+    become their columns from their UTF-8 as it is, never Python strings: each row's texts
+    are unpacked in turn and appended to one buffer per column, so the batch holds its texts
+    once, with their offsets (`_TextColumn`). Takes the packed texts out of `rows`."""
     packs = [row.pop(compression.PACKED_TEXTS, None) for row in rows]
     batch = pa.RecordBatch.from_pylist(rows, schema=schema)
     if all(pack is None for pack in packs):
         return batch
-    utf8 = [dict(zip(pack.names, pack.utf8())) if pack is not None else None for pack in packs]
+    names = [name for name in dict.fromkeys(name for pack in packs if pack is not None for name in pack.names)
+             if schema.get_field_index(name) >= 0]
+    columns = {name: _TextColumn(len(rows)) for name in names}
+    for row, pack in zip(rows, packs):
+        texts = dict(zip(pack.names, pack.utf8())) if pack is not None else {}
+        for name, column in columns.items():
+            value = texts[name] if name in texts else row.get(name)
+            column.append(value.encode("utf-8", "surrogatepass") if isinstance(value, str) else value)
+        del texts
     arrays = batch.columns
-    for name in dict.fromkeys(name for pack in packs if pack is not None for name in pack.names):
+    for name, column in columns.items():
         at = schema.get_field_index(name)
-        if at < 0:
-            continue
-        values = []
-        for row, texts in zip(rows, utf8):
-            value = texts[name] if texts is not None and name in texts else row.get(name)
-            values.append(value.encode("utf-8", "surrogatepass") if isinstance(value, str) else value)
-        arrays[at] = _text_column(values, schema.field(at).type)
+        arrays[at] = column.array(schema.field(at).type)
     return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
 
-def _text_column(values: list, type_: pa.DataType) -> pa.Array:
-    """A string column of `type_` from each value's UTF-8 (bytes or a memoryview; None: null):
-    the values joined into one buffer with their offsets, then cast, which checks that it is
-    UTF-8. (pa.array of memoryviews would copy them too, but pyarrow 25 keeps the buffers
-    they view alive for good.) Not UTF-8 (a lone surrogate), or over the offsets' range: the
-    column from the strings, which fails as converting such a row always did."""
-    lengths = np.fromiter((0 if value is None else len(value) for value in values), dtype=np.int64,
-                          count=len(values))
-    offsets = np.zeros(len(values) + 1, dtype=np.int64)
-    np.cumsum(lengths, out=offsets[1:])
-    missing = [value is None for value in values]
-    try:
-        if offsets[-1] >= 1 << 31:
-            raise pa.ArrowInvalid("over the range of 32-bit offsets")
-        valid = pa.py_buffer(np.packbits(~np.array(missing), bitorder="little")) if any(missing) else None
-        data = pa.py_buffer(b"".join(value for value in values if value is not None))
-        joined = pa.Array.from_buffers(pa.binary(), len(values), [valid, pa.py_buffer(offsets.astype(np.int32)), data],
-                                       null_count=sum(missing))
-        return joined.cast(type_)
-    except pa.ArrowInvalid:
-        return pa.array([None if value is None else str(value, "utf-8", "surrogatepass") for value in values], type_)
+class _TextColumn:
+    """A string column built from each value's UTF-8 (bytes or a memoryview; None: null),
+    copied into one buffer as it comes, then cast, which checks that it is UTF-8. (pa.array of
+    memoryviews would copy them too, but pyarrow 25 keeps the buffers they view alive for
+    good.) Not UTF-8 (a lone surrogate), or over the offsets' range: the column from the
+    strings, which fails as converting such a row always did."""
+
+    def __init__(self, rows: int):
+        self.data = bytearray()
+        self.offsets = np.zeros(rows + 1, dtype=np.int64)
+        self.valid = np.ones(rows, dtype=bool)
+        self.n = 0
+
+    def append(self, value) -> None:
+        if value is None:
+            self.valid[self.n] = False
+        else:
+            self.data += value
+        self.n += 1
+        self.offsets[self.n] = len(self.data)
+
+    def array(self, type_: pa.DataType) -> pa.Array:
+        nulls = int(self.n - self.valid.sum())
+        try:
+            if len(self.data) >= 1 << 31:
+                raise pa.ArrowInvalid("over the range of 32-bit offsets")
+            valid = pa.py_buffer(np.packbits(self.valid, bitorder="little")) if nulls else None
+            joined = pa.Array.from_buffers(pa.binary(), self.n, [valid, pa.py_buffer(self.offsets.astype(np.int32)),
+                                                                 pa.py_buffer(self.data)], null_count=nulls)
+            return joined.cast(type_)
+        except pa.ArrowInvalid:
+            data = memoryview(self.data)
+            return pa.array([str(data[self.offsets[k]:self.offsets[k + 1]], "utf-8", "surrogatepass")
+                             if self.valid[k] else None for k in range(self.n)], type_)
 
 
 def _joined_columns(pieces: dict, schema: pa.Schema) -> pa.RecordBatch:
