@@ -254,14 +254,22 @@ class ProcessSite(_Reporting):
     """One site shard (its records, packed (pipeline/wire.py) or PageRecords, and with --state
     its stored pages) → (MAIN, pages row), (ERRORS, errors row), (CLUSTER_ROWS, sites row),
     (STATE_PAGES, StoredPage) and, with output.links, (PAGE_LINKS, PageLinks) outputs and, after
-    them, one (LINK_TARGETS, [(target URL, the source keys of the shard's pages linking to it)])
-    of the distinct targets the target join looks up (`join_link_targets`): one element, not
-    one per target, through the steps that pick each kind of output (`_of_kind`)."""
+    them, with `targets`, one (LINK_TARGETS, [(target URL, the source keys of the shard's pages
+    linking to it)]) of the distinct targets the target join looks up (`join_link_targets`):
+    one element, not one per target, through the steps that pick each kind of output
+    (`_of_kind`).
 
-    def __init__(self, config: Config, progress_dir: str | None = None, keep_state: bool = False):
+    With `packed_texts` a pages row carries its long texts packed (process_site's
+    `packed_texts`, compression.PACKED_TEXTS; those columns None): for a graph whose rows go to
+    parts.WriteParts, which unpacks them into Arrow columns as they are. With
+    `count_duplicates`, each pages row that is a duplicate is counted by its kind here."""
+
+    def __init__(self, config: Config, progress_dir: str | None = None, keep_state: bool = False,
+                 packed_texts: bool = False, targets: bool = True, count_duplicates: bool = False):
         super().__init__(progress_dir, SITES)
         self.config = config
         self.state = config.state if keep_state else None
+        self.packed_texts, self.targets, self.count_duplicates = packed_texts, targets, count_duplicates
 
     def setup(self):
         super().setup()
@@ -276,9 +284,9 @@ class ProcessSite(_Reporting):
         records = unpacked_records(records)
         if not records:
             return
-        wanted: dict = {}
+        wanted: dict | None = {} if self.targets else None
         for kind, row in process_site(site, records, self.config, self.model, shard=shard,
-                                      stored=stored, state=self.state):
+                                      stored=stored, state=self.state, packed_texts=self.packed_texts):
             if kind == "sites":
                 _count("template_clusters")
                 yield CLUSTER_ROWS, row
@@ -287,14 +295,17 @@ class ProcessSite(_Reporting):
                 yield STATE_PAGES, row
                 continue
             if kind == "links":
-                for target in row.targets():
-                    wanted.setdefault(target, []).append(row.key)
+                if wanted is not None:
+                    for target in row.targets():
+                        wanted.setdefault(target, []).append(row.key)
                 yield PAGE_LINKS, row
                 continue
             self.report(pages=1)
             if kind == "pages":
                 _count("pages")
                 _count(f"candidate_method_{row['candidate_method']}")
+                if self.count_duplicates and row.get("duplicate_kind"):
+                    _count(f"duplicates_{row['duplicate_kind']}")
                 yield MAIN, row
             else:
                 _count(f"errors_{row['stage']}")
@@ -375,12 +386,6 @@ def _marked_across_sites(item):
                 _count(f"duplicates_{marked['duplicate_kind']}")
             row = marked
         yield row
-
-
-def _counted_duplicate(row):
-    if row.get("duplicate_kind"):
-        _count(f"duplicates_{row['duplicate_kind']}")
-    return row
 
 
 def exact_duplicates_across_sites(pages):
@@ -493,6 +498,22 @@ def _unjoined_link_rows(links):
         yield links
 
 
+class _LinksPresentIn(beam.DoFn):
+    """A page's PageLinks with target_in_input from `lookup`, which knows the run's pages rows
+    (build_pipeline's `link_targets`: `lookup.present(targets)` answers which of the page's
+    distinct targets outside its shard have one), where join_link_targets joins them in the
+    graph."""
+
+    def __init__(self, lookup):
+        self.lookup = lookup
+
+    def process(self, links):
+        if len(links):
+            links.set_present(self.lookup.present(links.targets()))
+            _count("link_rows", len(links))
+            yield links
+
+
 def dataset_prefix(output: str, name: str, part: str = "part") -> str:
     return FileSystems.join(output, name, part)
 
@@ -556,20 +577,24 @@ def _merged_state(item, config):
         yield row
 
 
-def read_warcs(p: beam.Pipeline, warc_paths: list[str], config: Config, progress_dir: str | None = None):
-    """The WARC files' (MAIN, (site, PageRecord)) and (ERRORS, row) outputs (ReadWarcFile)."""
-    return (p
-            # One file per element; the reshuffle spreads files over workers. (Create's own
-            # reshuffle is off: it would be a second one, a group-by-key stage for nothing.)
-            | "WarcPaths" >> beam.Create(sorted(warc_paths), reshuffle=False)
-            | "SpreadFiles" >> beam.Reshuffle()
-            | "ReadWarc" >> beam.ParDo(ReadWarcFile(config, progress_dir)))
+def read_warcs(p: beam.Pipeline, warc_paths: list[str], config: Config, progress_dir: str | None = None,
+               spread: bool = True):
+    """The WARC files' (MAIN, (site, PageRecord)) and (ERRORS, row) outputs (ReadWarcFile).
+    `spread` False: no reshuffle of the files, for a runner of one worker (a local run's
+    spill, pipeline/partitions.py), which it could only spread to that worker."""
+    paths = (p
+             # One file per element; the reshuffle spreads files over workers. (Create's own
+             # reshuffle is off: it would be a second one, a group-by-key stage for nothing.)
+             | "WarcPaths" >> beam.Create(sorted(warc_paths), reshuffle=False))
+    if spread:
+        paths = paths | "SpreadFiles" >> beam.Reshuffle()
+    return paths | "ReadWarc" >> beam.ParDo(ReadWarcFile(config, progress_dir))
 
 
 def build_pipeline(p: beam.Pipeline, warc_paths: list[str], output: str, config: Config,
                    progress_dir: str | None = None, part_files: int | None = None,
                    state_dir: str | None = None, state_version: str | None = None,
-                   source=None, part_name: str = "part", link_targets: bool = True,
+                   source=None, part_name: str = "part", link_targets=True,
                    row_spill: str | None = None):
     """Add the sitestrip graph to `p`; returns the pages, menus and errors PCollections of rows
     (the sites rows, design §11, and with output.links the links rows are written alongside).
@@ -586,12 +611,19 @@ def build_pipeline(p: beam.Pipeline, warc_paths: list[str], output: str, config:
     caller moves it (pipeline/cli.py does, once the output is published).
 
     With `source`, a function of `p` that returns site shards, ((site, shard), its
-    PageRecords), and errors rows, the graph starts from those instead of reading `warc_paths`
-    and grouping the pages by shard: a partition of a local run (pipeline/partitions.py, never
-    with `state_dir`), whose part files are named `{part_name}-XXXXX-of-YYYYY.parquet`. With
-    `link_targets` False the links rows are written with target_in_input null, for the caller
-    to fill: a partition's graph holds only some of the run's pages rows. With `row_spill`, a
-    local directory, the rows wait there for their part's writer (parts.WriteParts)."""
+    PageRecords), and errors rows (None: none), the graph starts from those instead of reading
+    `warc_paths` and grouping the pages by shard: a partition of a local run
+    (pipeline/partitions.py, never with `state_dir`), whose part files are named
+    `{part_name}-XXXXX-of-YYYYY.parquet`. `link_targets` says how the links rows get
+    target_in_input: True, by the target join over this graph's pages rows
+    (join_link_targets); False, not at all (null, for the caller to fill); or an object
+    whose `present(targets)` gives those of a page's distinct targets that have a pages row
+    in the run (a local run's spilled pages: partitions.SpilledUrls), set as each page's
+    links leave its shard.
+
+    The pages rows carry their long texts packed (ProcessSite's `packed_texts`) to the
+    writer, which unpacks them (parts.WriteParts): what the returned `pages` holds. With
+    `row_spill`, a local directory, the rows wait there for their part's writer."""
     parts = part_files if part_files is not None else max(1, len(warc_paths))
     if source is not None:
         if state_dir is not None:
@@ -615,14 +647,16 @@ def build_pipeline(p: beam.Pipeline, warc_paths: list[str], output: str, config:
             grouped = ({"records": keyed, "stored": per_site | "StoredForShards" >> beam.FlatMap(_stored_for_shards)}
                        | "GroupBySite" >> beam.CoGroupByKey())
             carried = per_site | "CarriedState" >> beam.FlatMap(_carried)
-    sites = grouped | "ProcessSite" >> beam.ParDo(ProcessSite(config, progress_dir, keep_state=state_dir is not None))
+    joined = config.output.links and link_targets is True
+    sites = grouped | "ProcessSite" >> beam.ParDo(ProcessSite(
+        config, progress_dir, keep_state=state_dir is not None, packed_texts=True, targets=joined,
+        count_duplicates=config.duplicates.enabled))
     pages, site_errors = split_kinds(sites, "Site")
-    if config.duplicates.enabled:
-        pages = pages | "CountDuplicates" >> beam.Map(_counted_duplicate)
-        if config.duplicates.across_sites:
-            pages = exact_duplicates_across_sites(pages)
+    if config.duplicates.enabled and config.duplicates.across_sites:
+        pages = exact_duplicates_across_sites(pages)
     clusters = sites | "SiteClusters" >> beam.FlatMap(_of_kind, CLUSTER_ROWS)
-    errors = (read_errors, site_errors) | "AllErrors" >> beam.Flatten()
+    errors = (site_errors if read_errors is None
+              else (read_errors, site_errors) | "AllErrors" >> beam.Flatten())
     menus = (pages
              | "MenuKeys" >> beam.FlatMap(_menu_key)
              | "CountMenus" >> beam.CombinePerKey(CountMenus())
@@ -631,11 +665,13 @@ def build_pipeline(p: beam.Pipeline, warc_paths: list[str], output: str, config:
     rows_by_name = {"pages": pages, "menus": menus, "errors": errors, "sites": clusters}
     if config.output.links:
         page_links = sites | "SiteLinks" >> beam.FlatMap(_of_kind, PAGE_LINKS)
-        if link_targets:
+        if joined:
             shard_targets = sites | "SiteTargets" >> beam.FlatMap(_each_of_kind, LINK_TARGETS)
             rows_by_name["links"] = join_link_targets(page_links, pages, shard_targets)
-        else:
+        elif link_targets is False:
             rows_by_name["links"] = page_links | "LinkRows" >> beam.FlatMap(_unjoined_link_rows)
+        else:
+            rows_by_name["links"] = page_links | "LinkRows" >> beam.ParDo(_LinksPresentIn(link_targets))
     datasets = {name: PartDataset(dataset_prefix(output, name, part_name), schemas[name], PART_KEYS[name],
                                   PART_BY.get(name))
                 for name in rows_by_name}

@@ -35,8 +35,10 @@ of a Common Crawl input (one part per input WARC file by default, `build_pipelin
 tens of thousands of pages rows) no longer costs the worker twice its Parquet size
 uncompressed.
 
-Rows cross the shuffle to their part packed: one zstd-compressed pickle per row
-(`pack_row`), unpacked by the part's writer. Beam's local runner keeps a whole
+Rows cross the shuffle to their part packed: one LZ4-compressed pickle per row
+(`pack_row`), unpacked by the part's writer; a pages row's long texts inside it come packed
+already (transforms/compression.PackedTexts, by the per-site step that held them) and are
+turned into Arrow columns from their UTF-8 (`_rows_batch`), never into Python strings. Beam's local runner keeps a whole
 step's output in memory and decodes a group-by-key's values into Python objects
 before it groups them, so unpacked, every pages row of the run was held there
 as dicts at once: on docsites-dev that group-by-key raised the run's peak RSS
@@ -58,6 +60,8 @@ import pyarrow.parquet as pq
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
+from sitestrip.transforms import compression
+
 # The fields that identify a row of each dataset: its part and its place in the part.
 # pages: one row per record (a URL captured twice differs in file or offset); menus: one
 # row per (site, signature); errors: one row per record or file, the rest breaks ties.
@@ -73,6 +77,8 @@ PART_KEYS = {
 # of a page goes to one part, so a page's links cross the shuffle as one batch (WriteParts).
 PART_BY = {"links": ("source_url", "warc_file", "warc_offset")}
 CODEC = "zstd"
+# The codec of the rows crossing the shuffle to their part (pack_row): bytes a run never stores.
+ROW_CODEC = "lz4"
 # Rows converted to Arrow at a time, and the uncompressed bytes of one row group:
 # the values Beam's WriteToParquet uses.
 BATCH_ROWS = 1000
@@ -87,29 +93,23 @@ def part_of(row: dict, fields: tuple[str, ...], parts: int) -> int:
 
 def pack_row(row: dict) -> bytes:
     """A row as it crosses the shuffle to its part: exact (pickle keeps every value and type as
-    it is) and small (the text columns are most of a pages row): the pickle's length, 8 bytes
-    little-endian, then the pickle compressed with zstd at Arrow's default level (pyarrow's
-    codec, the one the Parquet files use). On docsites-dev's 1,881 pages rows zlib's fastest
-    level took 0.53 CPU s to compress and 0.33 s to unpack, to 19.4 MB; zstd 0.14 s and about
-    0.2 s, to 12.6 MB."""
+    it is) and small: the pickle's length, 8 bytes little-endian, then the pickle compressed
+    with LZ4 (pyarrow's codec). A pages row's long texts are most of its bytes and come packed
+    already (compression.PackedTexts, which the writer turns into Arrow columns as they are:
+    `_rows_batch`), so what is compressed here is mostly incompressible, and LZ4 passes over it
+    four times as fast as zstd did for the same size: docsites-dev's 1,881 pages rows, 14.2 MB,
+    in 0.012 CPU s and 0.012 s back (zstd: 14.1 MB, 0.053 s and 0.026 s); its links rows 3.7
+    MB against zstd's 3.1, in 0.008 s and 0.005 s against 0.038 s and 0.025 s. Before the
+    texts came packed, zstd over the whole row took 0.15 s and 0.06 s (zlib's fastest level
+    0.53 s and 0.33 s)."""
     raw = pickle.dumps(row, protocol=pickle.HIGHEST_PROTOCOL)
-    return len(raw).to_bytes(8, "little") + _row_codec().compress(raw, asbytes=True)
+    return len(raw).to_bytes(8, "little") + compression.codec(ROW_CODEC).compress(raw, asbytes=True)
 
 
 def unpack_row(packed: bytes) -> dict:
     size = int.from_bytes(packed[:8], "little")
-    return pickle.loads(_row_codec().decompress(memoryview(packed)[8:], decompressed_size=size, asbytes=True))
-
-
-_CODEC = None
-
-
-def _row_codec() -> pa.Codec:
-    # Made on first use in each process: a module global a pickled DoFn never carries.
-    global _CODEC
-    if _CODEC is None:
-        _CODEC = pa.Codec("zstd")
-    return _CODEC
+    return pickle.loads(compression.codec(ROW_CODEC).decompress(memoryview(packed)[8:], decompressed_size=size,
+                                                                asbytes=True))
 
 
 def sort_key(row: dict, fields: tuple[str, ...]) -> tuple:
@@ -138,10 +138,10 @@ def sorted_table(rows, schema: pa.Schema, fields: tuple[str, ...]) -> pa.Table:
     for row in rows:
         batch.append(row)
         if len(batch) == BATCH_ROWS:
-            batches.append(pa.RecordBatch.from_pylist(batch, schema=schema))
+            batches.append(_rows_batch(batch, schema))
             batch = []
     if batch:
-        batches.append(pa.RecordBatch.from_pylist(batch, schema=schema))
+        batches.append(_rows_batch(batch, schema))
     table = pa.Table.from_batches(batches, schema=schema)
     # Nulls last, and strings by their UTF-8 bytes: one total order on every machine.
     return table.sort_by([(f, "ascending") for f in fields])
@@ -217,7 +217,7 @@ def _batches(keyed_rows: list, order: list, schema: pa.Schema, packed):
         value = unpack_row(packed(keyed_rows[i][1]))
         if is_column_batch(value):
             if rows:
-                yield pa.RecordBatch.from_pylist(rows, schema=schema)
+                yield _rows_batch(rows, schema)
                 rows = []
             got = value.columns()
             if columns is None:
@@ -234,12 +234,74 @@ def _batches(keyed_rows: list, order: list, schema: pa.Schema, packed):
             columns, held = None, 0
         rows.append(value)
         if len(rows) == BATCH_ROWS:
-            yield pa.RecordBatch.from_pylist(rows, schema=schema)
+            yield _rows_batch(rows, schema)
             rows = []
     if columns is not None and held:
         yield _joined_columns(columns, schema)
     if rows:
-        yield pa.RecordBatch.from_pylist(rows, schema=schema)
+        yield _rows_batch(rows, schema)
+
+
+def _rows_batch(rows: list, schema: pa.Schema) -> pa.RecordBatch:
+    """Rows (dicts) as one record batch of `schema`. Long texts a row carries packed
+    (compression.PACKED_TEXTS: a pages row's, as transforms/site_step.py held and sent them)
+    become their columns from their UTF-8 as it is, never Python strings: each row's texts
+    are unpacked in turn and appended to one buffer per column, so the batch holds its texts
+    once, with their offsets (`_TextColumn`). Takes the packed texts out of `rows`."""
+    packs = [row.pop(compression.PACKED_TEXTS, None) for row in rows]
+    batch = pa.RecordBatch.from_pylist(rows, schema=schema)
+    if all(pack is None for pack in packs):
+        return batch
+    names = [name for name in dict.fromkeys(name for pack in packs if pack is not None for name in pack.names)
+             if schema.get_field_index(name) >= 0]
+    columns = {name: _TextColumn(len(rows)) for name in names}
+    for row, pack in zip(rows, packs):
+        texts = dict(zip(pack.names, pack.utf8())) if pack is not None else {}
+        for name, column in columns.items():
+            value = texts[name] if name in texts else row.get(name)
+            column.append(value.encode("utf-8", "surrogatepass") if isinstance(value, str) else value)
+        del texts
+    arrays = batch.columns
+    for name, column in columns.items():
+        at = schema.get_field_index(name)
+        arrays[at] = column.array(schema.field(at).type)
+    return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+
+class _TextColumn:
+    """A string column built from each value's UTF-8 (bytes or a memoryview; None: null),
+    copied into one buffer as it comes, then cast, which checks that it is UTF-8. (pa.array of
+    memoryviews would copy them too, but pyarrow 25 keeps the buffers they view alive for
+    good.) Not UTF-8 (a lone surrogate), or over the offsets' range: the column from the
+    strings, which fails as converting such a row always did."""
+
+    def __init__(self, rows: int):
+        self.data = bytearray()
+        self.offsets = np.zeros(rows + 1, dtype=np.int64)
+        self.valid = np.ones(rows, dtype=bool)
+        self.n = 0
+
+    def append(self, value) -> None:
+        if value is None:
+            self.valid[self.n] = False
+        else:
+            self.data += value
+        self.n += 1
+        self.offsets[self.n] = len(self.data)
+
+    def array(self, type_: pa.DataType) -> pa.Array:
+        nulls = int(self.n - self.valid.sum())
+        try:
+            if len(self.data) >= 1 << 31:
+                raise pa.ArrowInvalid("over the range of 32-bit offsets")
+            valid = pa.py_buffer(np.packbits(self.valid, bitorder="little")) if nulls else None
+            joined = pa.Array.from_buffers(pa.binary(), self.n, [valid, pa.py_buffer(self.offsets.astype(np.int32)),
+                                                                 pa.py_buffer(self.data)], null_count=nulls)
+            return joined.cast(type_)
+        except pa.ArrowInvalid:
+            data = memoryview(self.data)
+            return pa.array([str(data[self.offsets[k]:self.offsets[k + 1]], "utf-8", "surrogatepass")
+                             if self.valid[k] else None for k in range(self.n)], type_)
 
 
 def _joined_columns(pieces: dict, schema: pa.Schema) -> pa.RecordBatch:
@@ -404,11 +466,9 @@ class WriteParts(beam.PTransform):
         keyed = [rows | f"PartKeys_{name}" >> beam.ParDo(_KeyedRows(name, self.datasets[name].fields, parts,
                                                                     self.datasets[name].part_fields, self.spill_dir))
                  for name, rows in sorted(rows_by_name.items())]
-        every_part = (pipeline
-                      # A few integers: not worth the group-by-key stage of Create's reshuffle.
-                      | "PartIndexes" >> beam.Create([(name, index) for name in sorted(self.datasets)
-                                                      for index in range(parts)], reshuffle=False)
-                      | "PartMarkers" >> beam.Map(lambda key: (key, None)))
+        # A few integers: not worth the group-by-key stage of Create's reshuffle.
+        every_part = pipeline | "PartMarkers" >> beam.Create(
+            [((name, index), None) for name in sorted(self.datasets) for index in range(parts)], reshuffle=False)
         return ((*keyed, every_part)
                 | "WithMarkers" >> beam.Flatten()
                 | "GroupParts" >> beam.GroupByKey()

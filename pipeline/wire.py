@@ -1,6 +1,6 @@
 """A page record as it crosses the shuffles: one bytes value, packed once when it is keyed
 for the shard join (pipeline/graph.py, fused with the read step) and unpacked once by the
-per-site step.
+per-site step. A local run's spill (pipeline/partitions.py) writes the same bytes.
 
 A PageRecord crosses two group-by-keys between those steps (the shard join, then the group by
 shard). Given to the runner as an object, it was pickled and unpickled at each crossing, and

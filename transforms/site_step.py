@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import tempfile
 import time
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -737,7 +736,7 @@ def error_row(*, url, warc_file, warc_offset, stage, error_class, message) -> di
 
 def process_site(site: str, records: Iterable[PageRecord], config, model=None,
                  shard: int = 0, stored: Sequence[StoredPage] = (),
-                 state: StateParams | None = None) -> Iterator[tuple[str, dict]]:
+                 state: StateParams | None = None, packed_texts: bool = False) -> Iterator[tuple[str, dict]]:
     """Rows for one site shard: ("pages", row) or ("errors", row), one per record, each pages
     row followed, with output.links, by ("links", PageLinks): its links (transforms/outlinks.py);
     then one ("sites", row) per template cluster of the shard (design §11) when clusters are
@@ -746,7 +745,10 @@ def process_site(site: str, records: Iterable[PageRecord], config, model=None,
     Records are handled in (url, file, offset) order so output never depends
     on shuffle order. A URL captured twice is looked up as its first capture.
     A failure stays with its page; the rest of the site goes on. `stored` pages of
-    earlier runs are candidates only: rows are written for `records` alone.
+    earlier runs are candidates only: rows are written for `records` alone. With
+    `packed_texts`, a pages row comes with its long texts still packed as the shard held them
+    (compression.PACKED_TEXTS; those columns None), for a writer that unpacks them itself
+    (pipeline/parts.py).
     """
     records = list(records)
     stored_fingerprints = [s for s in stored if isinstance(s, StoredFingerprint)]
@@ -762,8 +764,6 @@ def process_site(site: str, records: Iterable[PageRecord], config, model=None,
     # (which replace them on most pages of a site: their links are then never read). A lone
     # page (`links` None) is analysed page-only by the same calls.
     page_rows, page_menus, row_pages, row_records, proposals = [], [], [], [], {}
-    # Unnamed, so a shard left unfinished (an error, a stopped worker) leaves no file behind.
-    held = _HeldTexts()
     duplicates = config.duplicates if config.duplicates.enabled else None
     fingerprints = []
     page_outlinks = [] if config.output.links else None    # per row: its links (transforms/outlinks.py)
@@ -784,7 +784,7 @@ def process_site(site: str, records: Iterable[PageRecord], config, model=None,
         record.page.forget_derived()
         if analysis.menu_proposal is not None:
             proposals[key] = analysis.menu_proposal
-        return _held_row(row, held), analysis.menu, (key, record.page), fp, held_links
+        return _held_row(row), analysis.menu, (key, record.page), fp, held_links
 
     for record in ordered:
         try:
@@ -844,13 +844,12 @@ def process_site(site: str, records: Iterable[PageRecord], config, model=None,
             page_outlinks[k].seal()
             page_outlinks[k].set_local(shard_urls)
             _add_links_ms(row["timing_ms"], _ms_since(start))
-        yield "pages", _released_row(row, held)
+        yield "pages", dict(row) if packed_texts else _released_row(row)
         if page_outlinks is not None:
             # One ("links", PageLinks) per pages row: its links, whose rows are made once the
             # run's URLs are known (pipeline/graph.py joins the targets; PageLinks.rows in one
             # process).
             yield "links", page_outlinks[k]
-    held.close()
     clusters = links.clusters if links is not None else None
     if clusters is not None:
         for row in cluster_rows(clusters, shard, page_rows,
@@ -870,62 +869,34 @@ def process_site(site: str, records: Iterable[PageRecord], config, model=None,
 
 
 # A shard's rows wait for its site menus (design §12) until its last page is analysed. Their
-# long texts (main text, its Markdown, the non-template text: 98% of a row's bytes) wait as
-# LZ4-compressed UTF-8, about a quarter of their size as str (docsites-dev's rows: 116 MB of
-# str, 67 MB of UTF-8, 31 MB with LZ4 for 0.2-0.35 CPU s both ways, zstd 22 MB for
-# 0.43-0.49 s), and past HELD_IN_MEMORY bytes a shard's packed texts wait in a temporary
-# file: held in memory they made a worker's peak follow its largest shard (a 2,000-page shard
-# held 28 MB of them; docs/performance.md, "Memory per worker"). Only the yielded copy is
-# whole again; the held row (cluster_rows reads it after) is not.
+# long texts (main text, its Markdown, the non-template text: 98% of a row's bytes) wait packed
+# together (compression.PackedTexts: their UTF-8 as one zstd frame, under the row's
+# compression.PACKED_TEXTS, the columns None meanwhile). docsites-dev's rows hold 116 MB of
+# str, 69 MB of UTF-8: 10.9 MB so, packed in 0.15 CPU s and unpacked in 0.06 s, where LZ4 per
+# text held 31.6 MB for 0.13 s and 0.03 s and zstd per text 22.1 MB for 0.26 s and 0.12 s
+# (the three texts share most of their lines, which one frame finds). Held as str they made a
+# shard's memory grow with its pages times their text. The rows leave packed for a caller
+# that writes them (`process_site(packed_texts=True)`: the graph, whose writer unpacks them
+# straight into Arrow columns, pipeline/parts.py), so they are packed once on their way to the
+# Parquet files; otherwise the yielded copy is whole again. The held row (cluster_rows reads
+# it after) is not.
 _HELD_TEXTS = ("main_text", "main_markdown", "nontemplate_text")
-HELD_IN_MEMORY = 4 << 20
 
 
-class _HeldText(tuple):
-    """Where a held row's packed text is in its shard's _HeldTexts: (offset, size); a type of
-    its own, which no column holds."""
-
-
-class _HeldTexts:
-    """The packed texts of a shard's held rows: in memory up to HELD_IN_MEMORY bytes, then in
-    an unnamed temporary file (TMPDIR), gone when closed. The system's page cache, not the
-    worker, holds what is read back soon."""
-
-    def __init__(self):
-        self.file = tempfile.SpooledTemporaryFile(max_size=HELD_IN_MEMORY)
-        self.end = 0
-
-    def put(self, text: str) -> _HeldText:
-        packed = compression.pack(text.encode("utf-8", "surrogatepass"), "lz4")
-        self.file.seek(self.end)
-        self.file.write(packed)
-        held = _HeldText((self.end, len(packed)))
-        self.end += len(packed)
-        return held
-
-    def get(self, held: _HeldText) -> str:
-        offset, size = held
-        self.file.seek(offset)
-        return compression.unpack(self.file.read(size), "lz4").decode("utf-8", "surrogatepass")
-
-    def close(self) -> None:
-        self.file.close()
-
-
-def _held_row(row: dict, held: _HeldTexts) -> dict:
-    for name in _HELD_TEXTS:
-        text = row.get(name)
-        if isinstance(text, str) and text:
-            row[name] = held.put(text)
+def _held_row(row: dict) -> dict:
+    texts = {name: row[name] for name in _HELD_TEXTS if isinstance(row.get(name), str)}
+    if texts:
+        for name in texts:
+            row[name] = None
+        row[compression.PACKED_TEXTS] = compression.PackedTexts.of(texts)
     return row
 
 
-def _released_row(row: dict, held: _HeldTexts) -> dict:
+def _released_row(row: dict) -> dict:
     out = dict(row)
-    for name in _HELD_TEXTS:
-        value = out.get(name)
-        if isinstance(value, _HeldText):
-            out[name] = held.get(value)
+    packed = out.pop(compression.PACKED_TEXTS, None)
+    if packed is not None:
+        out.update(packed.texts())
     return out
 
 

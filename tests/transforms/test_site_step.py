@@ -346,37 +346,29 @@ def test_rows_do_not_depend_on_how_many_unpacked_pages_are_kept(monkeypatch):
 
 
 def test_held_rows_give_back_their_texts_exactly():
-    """A shard's rows wait for its site menus with their long texts packed: what is yielded
-    is the row as made, to the code point (non-ASCII, a lone surrogate, empty and missing
-    texts, other columns untouched), and a long text waits in a fraction of its size."""
-    from sitestrip.transforms.site_step import _held_row, _HeldText, _HeldTexts, _released_row
+    """A shard's rows wait for its site menus with their long texts packed together: what is
+    yielded is the row as made, to the code point (non-ASCII, a lone surrogate, empty and
+    missing texts, other columns untouched, the columns in their order), and a long text waits
+    in a fraction of its size."""
+    import sys
+
+    from sitestrip.transforms.compression import PACKED_TEXTS, PackedTexts
+    from sitestrip.transforms.site_step import _held_row, _released_row
 
     long_text = "Apples grow on trees in orchards. " * 2000 + "café 日本 \ud800 ¶"
     row = {"url": "https://fruit.example/a.html", "main_text": long_text, "main_markdown": "# T\n\n¶",
            "nontemplate_text": "", "menu_links": [{"url": "u", "text": "t"}]}
     made = dict(row)
-    store = _HeldTexts()
-    held = _held_row(row, store)
-    assert isinstance(held["main_text"], _HeldText) and isinstance(held["main_markdown"], _HeldText)
-    assert held["nontemplate_text"] == "" and held["menu_links"] is made["menu_links"]
-    assert held["main_text"][1] * 20 < len(long_text.encode("utf-8", "surrogatepass"))
-    assert _released_row(held, store) == made
-    assert _released_row(_held_row({"main_text": None}, store), store) == {"main_text": None}
-
-
-def test_held_texts_move_to_a_file_past_their_memory_bound(monkeypatch):
-    """Past HELD_IN_MEMORY packed bytes a shard's held texts are in a temporary file, not in
-    the worker's memory, and every one still comes back exactly, in any order."""
-    import random
-
-    from sitestrip.transforms import site_step
-
-    monkeypatch.setattr(site_step, "HELD_IN_MEMORY", 1 << 12)
-    rng = random.Random(5)
-    texts = ["".join(rng.choice("abcdefghij klmnöπ\n") for _ in range(rng.randint(1, 3000))) for _ in range(60)]
-    store = site_step._HeldTexts()
-    held = [store.put(text) for text in texts]
-    assert store.file._rolled            # the packed texts outgrew 4 KiB: they are in a file
-    for k in rng.sample(range(len(texts)), len(texts)):
-        assert store.get(held[k]) == texts[k]
-    store.close()
+    held = _held_row(row)
+    packed = held[PACKED_TEXTS]
+    assert isinstance(packed, PackedTexts) and packed.names == ("main_text", "main_markdown", "nontemplate_text")
+    assert held["main_text"] is held["main_markdown"] is held["nontemplate_text"] is None
+    assert held["menu_links"] is made["menu_links"]
+    assert len(packed.blob) * 20 < sys.getsizeof(long_text)
+    released = _released_row(held)
+    assert released == made and list(released) == list(made)
+    assert _released_row(_held_row({"main_text": None})) == {"main_text": None}
+    assert _released_row(_held_row({"url": "u"})) == {"url": "u"}
+    # As the graph's writer reads them: each text's UTF-8 as the surrogates pass through.
+    assert [bytes(b) for b in packed.utf8()] == [made[name].encode("utf-8", "surrogatepass")
+                                                 for name in packed.names]
