@@ -784,7 +784,7 @@ def process_site(site: str, records: Iterable[PageRecord], config, model=None,
         record.page.forget_derived()
         if analysis.menu_proposal is not None:
             proposals[key] = analysis.menu_proposal
-        return _held_row(row), analysis.menu, (key, record.page), fp, held_links
+        return held_row(row), analysis.menu, (key, record.page), fp, held_links
 
     for record in ordered:
         try:
@@ -883,7 +883,9 @@ def process_site(site: str, records: Iterable[PageRecord], config, model=None,
 _HELD_TEXTS = ("main_text", "main_markdown", "nontemplate_text")
 
 
-def _held_row(row: dict) -> dict:
+def held_row(row: dict) -> dict:
+    """`row` with its long texts packed together, as a shard holds it and the graph's write
+    shuffle carries it (the columns None, compression.PACKED_TEXTS set)."""
     texts = {name: row[name] for name in _HELD_TEXTS if isinstance(row.get(name), str)}
     if texts:
         for name in texts:

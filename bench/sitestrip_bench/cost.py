@@ -4,7 +4,8 @@
         per-stage CPU ms per page (mean, p50, p90, p99) from the pages rows' `timing_ms`
         of finished `sitestrip run` outputs, and the bytes per page of what crosses the
         shuffles after the per-site step: a pages row packed as the part writer's shuffle
-        carries it (pipeline/parts.py `pack_row`) and pickled as the duplicates join
+        carries it (its long texts packed together, transforms/site_step.py `held_row`, then
+        pipeline/parts.py `pack_row`) and pickled as the duplicates join
         carries it (the rows that take part, transforms/duplicates.py
         `across_sites_eligible`). Rows are read back from the Parquet files, so a value's
         Python type may differ from the one the run pickled (a list for a tuple); sizes
@@ -31,6 +32,7 @@ from sitestrip_bench.stages import row_stages
 def stages(run: str) -> dict:
     from sitestrip.pipeline.parts import pack_row
     from sitestrip.transforms.duplicates import across_sites_eligible
+    from sitestrip.transforms.site_step import held_row
 
     table = pq.read_table(os.path.join(run, "pages"))
     rows = table.to_pylist()
@@ -42,7 +44,7 @@ def stages(run: str) -> dict:
             p50, p90, p99 = np.percentile(values, [50, 90, 99])
             out["stages"][stage] = {"mean": round(float(values.mean()), 3), "p50": round(float(p50), 3),
                                     "p90": round(float(p90), 3), "p99": round(float(p99), 3)}
-    packed = sum(len(pack_row(row)) for row in rows)
+    packed = sum(len(pack_row(held_row(dict(row)))) for row in rows)
     eligible = [row for row in rows if across_sites_eligible(row)]
     pickled = sum(len(pickle.dumps(row, protocol=pickle.HIGHEST_PROTOCOL)) for row in eligible)
     with open(os.path.join(run, "_SUCCESS"), encoding="utf-8") as f:

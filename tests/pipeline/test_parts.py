@@ -230,7 +230,7 @@ def test_a_sorted_part_is_written_in_key_order_one_row_group_per_row_group_bytes
 
 
 def test_packed_texts_are_written_as_their_strings(tmp_path, monkeypatch):
-    """Pages rows reach the writer with their long texts packed together (site_step._held_row,
+    """Pages rows reach the writer with their long texts packed together (site_step.held_row,
     compression.PACKED_TEXTS) and are written from their UTF-8 as it is: the same file as the
     rows with their strings, whatever the texts (non-ASCII, empty, None, missing, a row of a
     batch that came unpacked); a lone surrogate fails the part as converting its string does."""
@@ -238,7 +238,7 @@ def test_packed_texts_are_written_as_their_strings(tmp_path, monkeypatch):
 
     from sitestrip.pipeline import parts
     from sitestrip.pipeline.parts import pack_row, sort_key, write_sorted_part
-    from sitestrip.transforms.site_step import _held_row
+    from sitestrip.transforms.site_step import held_row
 
     monkeypatch.setattr(parts, "BATCH_ROWS", 3)
     schema = pa.schema([("url", pa.string()), ("warc_file", pa.string()), ("warc_offset", pa.int64()),
@@ -253,14 +253,14 @@ def test_packed_texts_are_written_as_their_strings(tmp_path, monkeypatch):
     rows = [row(3, "café 日本 ¶\n" * 500), row(1, "", None, "Non-template text"), row(2, None, "x", None),
             {"url": "https://p.example/0", "warc_file": "f.warc", "warc_offset": 0, "words": 0},
             row(5, "Plain row, never held."), row(4, "Ω" * 70_000, "Ω")]
-    held = [r if r["warc_offset"] == 5 else _held_row(dict(r)) for r in rows]
+    held = [r if r["warc_offset"] == 5 else held_row(dict(r)) for r in rows]
     path = str(tmp_path / "part-00000-of-00001.parquet")
     write_sorted_part([(sort_key(r, fields), pack_row(r)) for r in held], schema, path)
     got = pq.read_table(path)
     assert got.equals(sorted_table(iter(rows), schema, fields))
     assert got.column("main_text").to_pylist()[:3] == [None, "", None]
 
-    broken = _held_row(row(9, "a lone \ud800 surrogate"))
+    broken = held_row(row(9, "a lone \ud800 surrogate"))
     with pytest.raises(UnicodeEncodeError):
         write_sorted_part([(sort_key(broken, fields), pack_row(broken))], schema, path)
     with pytest.raises(UnicodeEncodeError):

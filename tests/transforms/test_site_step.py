@@ -353,13 +353,13 @@ def test_held_rows_give_back_their_texts_exactly():
     import sys
 
     from sitestrip.transforms.compression import PACKED_TEXTS, PackedTexts
-    from sitestrip.transforms.site_step import _held_row, _released_row
+    from sitestrip.transforms.site_step import held_row, _released_row
 
     long_text = "Apples grow on trees in orchards. " * 2000 + "café 日本 \ud800 ¶"
     row = {"url": "https://fruit.example/a.html", "main_text": long_text, "main_markdown": "# T\n\n¶",
            "nontemplate_text": "", "menu_links": [{"url": "u", "text": "t"}]}
     made = dict(row)
-    held = _held_row(row)
+    held = held_row(row)
     packed = held[PACKED_TEXTS]
     assert isinstance(packed, PackedTexts) and packed.names == ("main_text", "main_markdown", "nontemplate_text")
     assert held["main_text"] is held["main_markdown"] is held["nontemplate_text"] is None
@@ -367,8 +367,8 @@ def test_held_rows_give_back_their_texts_exactly():
     assert len(packed.blob) * 20 < sys.getsizeof(long_text)
     released = _released_row(held)
     assert released == made and list(released) == list(made)
-    assert _released_row(_held_row({"main_text": None})) == {"main_text": None}
-    assert _released_row(_held_row({"url": "u"})) == {"url": "u"}
+    assert _released_row(held_row({"main_text": None})) == {"main_text": None}
+    assert _released_row(held_row({"url": "u"})) == {"url": "u"}
     # As the graph's writer reads them: each text's UTF-8 as the surrogates pass through.
     assert [bytes(b) for b in packed.utf8()] == [made[name].encode("utf-8", "surrogatepass")
                                                  for name in packed.names]
