@@ -201,6 +201,19 @@ def url_digests(urls) -> bytes:
     return b"".join(hashlib.blake2b(url.encode("utf-8", "surrogatepass"), digest_size=16).digest() for url in urls)
 
 
+def distinct_digests(pieces: list) -> np.ndarray:
+    """Arrays of digests (numpy "S16") as one sorted array of the distinct ones: a set that
+    `digests_in` looks up."""
+    return np.unique(np.concatenate(pieces)) if pieces else np.empty(0, dtype="S16")
+
+
+def digests_in(digests: np.ndarray, wanted: np.ndarray) -> np.ndarray:
+    """Whether each of `wanted` is in `digests` (distinct_digests'): a boolean per digest."""
+    if not len(digests):
+        return np.zeros(len(wanted), dtype=bool)
+    return digests[np.minimum(np.searchsorted(digests, wanted), len(digests) - 1)] == wanted
+
+
 class SpillWriter:
     """The spill of one bundle: pages appended to their bucket's file, errors rows to an errors
     file, the digests of the pages' URLs to a file of their own (SpilledUrls), and on close the
@@ -383,7 +396,7 @@ class SpilledUrls:
         for path in index.url_files:
             with open(path, "rb") as fh:
                 found.append(np.frombuffer(fh.read(), dtype="S16"))
-        digests = np.unique(np.concatenate(found)) if found else np.empty(0, dtype="S16")
+        digests = distinct_digests(found)
         path = os.path.join(directory, cls.NAME)
         with open(path, "wb") as fh:
             fh.write(digests.tobytes())
@@ -406,8 +419,7 @@ class SpilledUrls:
         digests = self._loaded()
         if not urls or not len(digests):
             return set()
-        wanted = np.frombuffer(url_digests(urls), dtype="S16")
-        found = digests[np.minimum(np.searchsorted(digests, wanted), len(digests) - 1)] == wanted
+        found = digests_in(digests, np.frombuffer(url_digests(urls), dtype="S16"))
         return {url for url, there in zip(urls, found.tolist()) if there}
 
 
@@ -748,7 +760,7 @@ def page_url_digests(staging: str) -> np.ndarray:
         with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as fh:
             for batch in pq.ParquetFile(fh).iter_batches(columns=["url_normalized"]):
                 found.append(_url_digests(url for url in batch.column(0).to_pylist() if url is not None))
-    return np.unique(np.concatenate(found)) if found else np.empty(0, dtype="S16")
+    return distinct_digests(found)
 
 
 def fill_link_targets(staging: str) -> None:
@@ -778,9 +790,7 @@ def fill_link_targets(staging: str) -> None:
                 with pq.ParquetWriter(fh, schema, compression=CODEC, use_compliant_nested_type=False) as writer:
                     for group in range(parquet.num_row_groups):
                         table = parquet.read_row_group(group)
-                        targets = _url_digests(table.column("target_url").to_pylist())
-                        at = np.minimum(np.searchsorted(present, targets), max(0, len(present) - 1))
-                        found = (present[at] == targets) if len(present) else np.zeros(len(targets), dtype=bool)
+                        found = digests_in(present, _url_digests(table.column("target_url").to_pylist()))
                         table = table.set_column(column, schema.field(column), pa.array(found, pa.bool_()))
                         writer.write_table(table, row_group_size=table.num_rows)
         FileSystems.rename([temp], [path])
