@@ -88,7 +88,12 @@ def _detected_codec(body: bytes) -> str:
 
 def decode_html(body: bytes, http_charset: str | None) -> tuple[str, str]:
     """Decode an HTML payload; returns (text, Python codec name used)."""
-    text, codec = _decode(body, *_declared(body, http_charset))
+    return _text(body, *_declared(body, http_charset))
+
+
+def _text(body: bytes, codec: str | None, start: int) -> tuple[str, str]:
+    """_decode's text without NUL characters, which no reader of a page wants."""
+    text, codec = _decode(body, codec, start)
     if "\x00" in text:
         text = text.replace("\x00", "")
     return text, codec
@@ -118,9 +123,7 @@ def html_for_parse(body: bytes, http_charset: str | None) -> tuple[str | bytes, 
         if extent is not None and extent[1] < len(data):
             extent = None            # decoded with errors="replace": a U+FFFD at the end
     if extent is None:
-        text, codec = _decode(body, codec, start)
-        if "\x00" in text:
-            text = text.replace("\x00", "")
+        text, codec = _text(body, codec, start)
         return text, codec, len(text)
     chars = extent[0]
     if b"\x00" in data:
