@@ -132,6 +132,17 @@ static int utf8_valid(const unsigned char *s, size_t n) {
     return 1;
 }
 
+/* The base of a page's links (urls._base_parts) and the scratch of resolving them (below). */
+typedef struct {
+    int state;               /* 0: the base is no URL (relative hrefs give None), 1: parts below, 2: Python */
+    PyObject *base;          /* the normalized base, the answer of "" and "#..." */
+    const char *part[4];     /* _base_parts' base, root, path and directory, ASCII */
+    size_t part_n[4];
+    size_t origin;           /* the origin's length, 0: _join does not apply */
+} BaseParts;
+
+typedef struct { Vec out, in, tmp, tmp2; } UrlBufs;
+
 /* ------------------------------------------------------------------ the walk's state */
 
 typedef struct {
@@ -147,14 +158,16 @@ typedef struct {
     Consts k;
     PyObject *tag_props, *class_info, *id_info, *resolve, *count_words, *hidden_style, *permalink, *base_url;
     PyObject *links;          /* list of link URLs */
-    PyObject *fragment_hrefs; /* list of (link node, href) for the hrefs holding a "#" */
+    PyObject *fragments;      /* link_fragment of the links' hrefs that have one, parallel to fragment_node */
+    BaseParts parts;          /* urls._base_parts of the base */
+    UrlBufs url;
     struct LxmlDocument *doc;
     PyObject *href_cache;     /* href -> resolve_link result, this page */
     xmlNode *body;
     int bail;                 /* 1: not read exactly here, let Python do the page */
     /* per node */
     Vec parent, depth, tag, end, flags, hints, line, id_hash, class_ptr, attr_ptr, text_len, words, chars;
-    Vec class_hash, attr_hash, link_node, extra_node, extra_ptr;
+    Vec class_hash, attr_hash, link_node, extra_node, extra_ptr, fragment_node;
     Vec text;                 /* Py_UCS4: all text nodes concatenated */
     Vec raw, pending, scratch;  /* Py_UCS4 scratch: the raw text, pre's pending whitespace, collapsed */
     Vec hint_buf;             /* bytes: class_hints' and id_hints' scratch */
@@ -172,11 +185,12 @@ static void w_free(W *w) {
     Vec *all[] = {&w->parent, &w->depth, &w->tag, &w->end, &w->flags, &w->hints, &w->line, &w->id_hash,
                   &w->class_ptr, &w->attr_ptr, &w->text_len, &w->words, &w->chars, &w->class_hash,
                   &w->attr_hash, &w->link_node, &w->extra_node, &w->extra_ptr, &w->text, &w->raw,
-                  &w->pending, &w->scratch, &w->hint_buf, &w->stack_i, &w->stack_bits};
+                  &w->pending, &w->scratch, &w->hint_buf, &w->stack_i, &w->stack_bits, &w->fragment_node,
+                  &w->url.out, &w->url.in, &w->url.tmp, &w->url.tmp2};
     for (size_t k = 0; k < sizeof(all) / sizeof(all[0]); k++) free(all[k]->data);
     free(w->tags);
     Py_XDECREF(w->links);
-    Py_XDECREF(w->fragment_hrefs);
+    Py_XDECREF(w->fragments);
     Py_XDECREF(w->href_cache);
 }
 
@@ -880,6 +894,357 @@ static PyObject *call_info(PyObject *fn, const char *s, Py_ssize_t n, long *bits
     return r;
 }
 
+/* ------------------------------------------------------------------ links (urls.py) */
+
+/* urls.resolve_link and urls.link_fragment computed here for the common hrefs, on the UTF-8
+ * bytes of the href, step for step as urls.py does them on code points (every delimiter they
+ * look for is ASCII, and a non-ASCII character is percent-encoded as its UTF-8 bytes). What is
+ * rare or intricate is left to Python (R_PY): a backslash, a host that is not ASCII or holds a
+ * "%", an IPv6 literal, an http(s) scheme not written "http://" or "https://" at the start,
+ * a base that is not ASCII or whose origin _join does not rebuild. */
+
+enum { U_PATH = 1, U_QUERY = 2, U_HOST = 4, U_UNRESERVED = 8, U_FRAGMENT = 16, U_HEX = 32, U_SCHEME = 64 };
+static unsigned char url_class[256];
+static const char HEX_DIGITS[] = "0123456789ABCDEF";
+
+static void url_init(void) {
+    for (int c = 1; c < 256; c++) {
+        int alnum = c < 0x80 && ascii_alnum((Py_UCS4)c);
+        unsigned char k = 0;
+        if (alnum || strchr("-._~", c)) k |= U_UNRESERVED;
+        if (alnum || strchr("-._~!$&'()*+,;=:@/", c)) k |= U_PATH | U_QUERY;
+        if (c == '?') k |= U_QUERY;
+        if (alnum || strchr("-._~!$&'()*+,;=", c)) k |= U_HOST;
+        if (c >= 0x21 && c < 0x7F && !strchr("\"<>`()", c)) k |= U_FRAGMENT;
+        if ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F')) k |= U_HEX;
+        if (alnum || c == '+' || c == '.' || c == '-') k |= U_SCHEME;
+        url_class[c] = k;
+    }
+}
+
+/* R_NONE: resolve_link answers None; R_URL: the answer is in the output buffer; R_PY: Python
+ * answers; -1: an error is set. */
+enum { R_NONE, R_URL, R_PY, R_BASE };
+
+
+static int put_bytes(Vec *b, const char *s, size_t n) {
+    if (vec_reserve(b, n) < 0) return -1;
+    if (n) memcpy((char *)b->data + b->len, s, n);
+    b->len += n;
+    return 0;
+}
+
+/* _clean: C0 controls and spaces off both ends, tab, CR and LF out of the middle (into tmp). */
+static int url_clean(const char **s, size_t *n, Vec *tmp) {
+    const char *p = *s;
+    size_t a = 0, e = *n;
+    while (a < e && (unsigned char)p[a] <= 0x20) a++;
+    while (e > a && (unsigned char)p[e - 1] <= 0x20) e--;
+    p += a;
+    size_t m = e - a;
+    if (memchr(p, '\t', m) || memchr(p, '\n', m) || memchr(p, '\r', m)) {
+        tmp->len = 0;
+        if (vec_reserve(tmp, m) < 0) return -1;
+        char *o = (char *)tmp->data;
+        size_t j = 0;
+        for (size_t k = 0; k < m; k++)
+            if (p[k] != '\t' && p[k] != '\n' && p[k] != '\r') o[j++] = p[k];
+        tmp->len = j;
+        p = o;
+        m = j;
+    }
+    *s = p;
+    *n = m;
+    return 0;
+}
+
+static int hex_value(unsigned char c) { return c <= '9' ? c - '0' : (c | 0x20) - 'a' + 10; }
+
+/* _PATH_TOKEN.sub(_fix_token, s) (`safe` U_PATH) or _QUERY_TOKEN's (U_QUERY), appended to b. */
+static int url_escape(Vec *b, const char *s, size_t n, int safe) {
+    if (vec_reserve(b, 3 * n) < 0) return -1;
+    char *o = (char *)b->data + b->len;
+    size_t m = 0;
+    for (size_t k = 0; k < n;) {
+        unsigned char c = (unsigned char)s[k];
+        if (c == '%') {
+            if (k + 2 < n && (url_class[(unsigned char)s[k + 1]] & U_HEX) && (url_class[(unsigned char)s[k + 2]] & U_HEX)) {
+                int v = hex_value((unsigned char)s[k + 1]) * 16 + hex_value((unsigned char)s[k + 2]);
+                if (url_class[v] & U_UNRESERVED) {
+                    o[m++] = (char)v;
+                } else {
+                    o[m++] = '%';
+                    o[m++] = HEX_DIGITS[v >> 4];
+                    o[m++] = HEX_DIGITS[v & 15];
+                }
+                k += 3;
+            } else {
+                o[m++] = '%';
+                o[m++] = '2';
+                o[m++] = '5';
+                k++;
+            }
+        } else if (url_class[c] & safe) {
+            o[m++] = (char)c;
+            k++;
+        } else {
+            o[m++] = '%';
+            o[m++] = HEX_DIGITS[c >> 4];
+            o[m++] = HEX_DIGITS[c & 15];
+            k++;
+        }
+    }
+    b->len += m;
+    return 0;
+}
+
+/* _remove_dot_segments of the path b[start:] (it begins "/"), in place when it holds "/.":
+ * each kept segment is written at or before where it was read. */
+static void url_dot_segments(Vec *b, size_t start) {
+    char *p = (char *)b->data + start;
+    size_t n = b->len - start, m = 0, k = 1;
+    int found = 0;
+    for (size_t j = 0; j + 1 < n; j++) if (p[j] == '/' && p[j + 1] == '.') { found = 1; break; }
+    if (!found) return;
+    int last_dot = 0;
+    for (;;) {
+        size_t e = k;
+        while (e < n && p[e] != '/') e++;
+        size_t len = e - k;
+        if (len == 2 && p[k] == '.' && p[k + 1] == '.') {
+            while (m > 0 && p[--m] != '/') {}
+            last_dot = 1;
+        } else if (len == 1 && p[k] == '.') {
+            last_dot = 1;
+        } else {
+            p[m++] = '/';
+            memmove(p + m, p + k, len);
+            m += len;
+            last_dot = 0;
+        }
+        if (e >= n) break;
+        k = e + 1;
+    }
+    if (last_dot || !m) p[m++] = '/';
+    b->len = start + m;
+}
+
+/* _normalize_path of s[0..n) (it begins "/"), appended to b. */
+static int url_path(Vec *b, const char *s, size_t n) {
+    size_t start = b->len;
+    if (url_escape(b, s, n, U_PATH) < 0) return -1;
+    url_dot_segments(b, start);
+    return 0;
+}
+
+/* normalize_url (_normalize_cached) of s[0..n) into u->out. */
+static int url_normalize(UrlBufs *u, const char *s, size_t n) {
+    if (url_clean(&s, &n, &u->tmp2) < 0) return -1;
+    size_t scheme;
+    if (n >= 5 && (s[0] | 0x20) == 'h' && (s[1] | 0x20) == 't' && (s[2] | 0x20) == 't' && (s[3] | 0x20) == 'p') {
+        if (s[4] == ':') scheme = 4;
+        else if (n >= 6 && (s[4] | 0x20) == 's' && s[5] == ':') scheme = 5;
+        else return R_NONE;
+    } else {
+        return R_NONE;
+    }
+    if (memchr(s, '\\', n)) return R_PY;
+    const char *rest = s + scheme + 1;
+    size_t rn = n - scheme - 1;
+    if (rn < 2 || rest[0] != '/' || rest[1] != '/') return R_NONE;
+    rest += 2;
+    rn -= 2;
+    const char *at = memchr(rest, '#', rn);
+    if (at) rn = (size_t)(at - rest);
+    const char *query = NULL;
+    size_t qn = 0;
+    at = memchr(rest, '?', rn);
+    if (at) {
+        query = at + 1;
+        qn = (size_t)(rest + rn - query);
+        rn = (size_t)(at - rest);
+    }
+    at = memchr(rest, '/', rn);
+    size_t an = at ? (size_t)(at - rest) : rn;
+    const char *path = at ? at : "/";
+    size_t pn = at ? rn - an : 1;
+    if (memchr(rest, '[', an) || memchr(rest, ']', an)) return R_PY;
+    const char *host = rest;
+    size_t hn = an;
+    for (size_t k = an; k > 0; k--)
+        if (rest[k - 1] == '@') { host = rest + k; hn = an - k; break; }
+    const char *port = host + hn;
+    size_t portn = 0;
+    for (size_t k = hn; k > 0; k--)
+        if (host[k - 1] == ':') { port = host + k; portn = hn - k; hn = k - 1; break; }
+    for (size_t k = 0; k < hn; k++) {
+        unsigned char c = (unsigned char)host[k];
+        if (c == '%' || c >= 0x80) return R_PY;
+    }
+    for (size_t k = 0; k < hn; k++)
+        if (!(url_class[(unsigned char)host[k]] & U_HOST)) return R_NONE;
+    while (hn && host[hn - 1] == '.') hn--;
+    if (!hn) return R_NONE;
+    for (size_t k = 0; k < portn; k++)
+        if (port[k] < '0' || port[k] > '9') return R_NONE;
+    while (portn > 1 && port[0] == '0') { port++; portn--; }
+    if (portn > 5) return R_NONE;
+    long value = 0;
+    for (size_t k = 0; k < portn; k++) value = value * 10 + (port[k] - '0');
+    if (value > 65535) return R_NONE;
+    if (portn && value == (scheme == 4 ? 80 : 443) && (portn == 2 || portn == 3)) portn = 0;
+    Vec *b = &u->out;
+    b->len = 0;
+    if (put_bytes(b, scheme == 4 ? "http://" : "https://", scheme + 3) < 0 || vec_reserve(b, hn) < 0) return -1;
+    for (size_t k = 0; k < hn; k++) ((char *)b->data)[b->len++] = (char)(host[k] >= 'A' && host[k] <= 'Z' ? host[k] + 32 : host[k]);
+    if (portn && (put_bytes(b, ":", 1) < 0 || put_bytes(b, port, portn) < 0)) return -1;
+    if (url_path(b, path, pn) < 0) return -1;
+    if (qn && (put_bytes(b, "?", 1) < 0 || url_escape(b, query, qn, U_QUERY) < 0)) return -1;
+    return R_URL;
+}
+
+enum { K_PAGE, K_ORIGIN, K_PATH, K_DIRECTORY };
+
+/* resolve_link(base, href) of the href s[0..n): R_URL (in u->out), R_NONE, R_BASE (the
+ * normalized base), R_PY or -1. */
+static int url_resolve(UrlBufs *u, const BaseParts *b, const char *s, size_t n) {
+    if ((n >= 7 && memcmp(s, "http://", 7) == 0) || (n >= 8 && memcmp(s, "https://", 8) == 0))
+        return url_normalize(u, s, n);
+    const char *at = memchr(s, '#', n);
+    if (at) n = (size_t)(at - s) + 1;
+    int rooted = n && s[0] == '/';
+    const char *h = s;
+    size_t hn = n;
+    if (url_clean(&h, &hn, &u->tmp) < 0) return -1;
+    int kind;
+    if (rooted) {
+        kind = K_ORIGIN;
+    } else {
+        if (hn && ((h[0] | 0x20) >= 'a' && (h[0] | 0x20) <= 'z')) {
+            size_t k = 1;
+            while (k < hn && (url_class[(unsigned char)h[k]] & U_SCHEME)) k++;
+            if (k < hn && h[k] == ':') {
+                int http = (k == 4 || k == 5) && (h[0] | 0x20) == 'h' && (h[1] | 0x20) == 't' &&
+                           (h[2] | 0x20) == 't' && (h[3] | 0x20) == 'p' && (k == 4 || (h[4] | 0x20) == 's');
+                return http ? R_PY : R_NONE;
+            }
+        }
+        if (hn && (h[0] == '/' || h[0] == '\\')) kind = K_ORIGIN;
+        else if (!hn || h[0] == '#') kind = K_PAGE;
+        else if (h[0] == '?') kind = K_PATH;
+        else kind = K_DIRECTORY;
+    }
+    if (b->state == 0) return R_NONE;
+    if (b->state != 1) return R_PY;
+    if (kind == K_PAGE) return R_BASE;
+    if (!b->origin) return R_PY;
+    /* _join */
+    if (memchr(h, '\\', hn)) return R_PY;
+    const char *part = b->part[kind];
+    size_t part_n = b->part_n[kind], origin = b->origin;
+    if (hn >= 2 && h[0] == '/' && h[1] == '/') {
+        size_t colon = (size_t)((const char *)memchr(part, ':', part_n) - part);
+        u->in.len = 0;
+        if (put_bytes(&u->in, part, colon + 1) < 0 || put_bytes(&u->in, h, hn) < 0) return -1;
+        return url_normalize(u, (const char *)u->in.data, u->in.len);
+    }
+    at = memchr(h, '#', hn);
+    if (at) hn = (size_t)(at - h);
+    const char *query = NULL;
+    size_t qn = 0;
+    at = memchr(h, '?', hn);
+    if (at) {
+        query = at + 1;
+        qn = (size_t)(h + hn - query);
+        hn = (size_t)(at - h);
+    }
+    u->in.len = 0;
+    if (!(hn && h[0] == '/') && put_bytes(&u->in, part + origin, part_n - origin) < 0) return -1;
+    if (put_bytes(&u->in, h, hn) < 0) return -1;
+    Vec *o = &u->out;
+    o->len = 0;
+    if (put_bytes(o, part, origin) < 0 || url_path(o, (const char *)u->in.data, u->in.len) < 0) return -1;
+    if (qn && (put_bytes(o, "?", 1) < 0 || url_escape(o, query, qn, U_QUERY) < 0)) return -1;
+    return R_URL;
+}
+
+/* link_fragment of the href s[0..n) into u->out (empty: none). */
+static int url_fragment(UrlBufs *u, const char *s, size_t n) {
+    u->out.len = 0;
+    if (url_clean(&s, &n, &u->tmp) < 0) return -1;
+    const char *at = memchr(s, '#', n);
+    if (!at) return 0;
+    at++;
+    size_t fn = (size_t)(s + n - at);
+    if (vec_reserve(&u->out, 3 * fn) < 0) return -1;
+    char *o = (char *)u->out.data;
+    size_t m = 0;
+    for (size_t k = 0; k < fn; k++) {
+        unsigned char c = (unsigned char)at[k];
+        if (url_class[c] & U_FRAGMENT) {
+            o[m++] = (char)c;
+        } else {
+            o[m++] = '%';
+            o[m++] = HEX_DIGITS[c >> 4];
+            o[m++] = HEX_DIGITS[c & 15];
+        }
+    }
+    u->out.len = m;
+    return 0;
+}
+
+/* BaseParts of urls._base_parts(base) (`parts`: its tuple or None). */
+static int base_parts_of(PyObject *parts, BaseParts *b) {
+    memset(b, 0, sizeof(*b));
+    if (parts == Py_None) return 0;
+    if (!PyTuple_Check(parts) || PyTuple_GET_SIZE(parts) != 5) {
+        PyErr_SetString(PyExc_TypeError, "base parts: expected urls._base_parts' tuple or None");
+        return -1;
+    }
+    b->state = 2;
+    b->base = PyTuple_GET_ITEM(parts, 0);
+    for (int k = 0; k < 4; k++) {
+        PyObject *p = PyTuple_GET_ITEM(parts, k);
+        if (!PyUnicode_Check(p)) {
+            PyErr_SetString(PyExc_TypeError, "base parts: expected str parts");
+            return -1;
+        }
+        if (!PyUnicode_IS_ASCII(p)) return 0;
+        b->part[k] = (const char *)PyUnicode_DATA(p);
+        b->part_n[k] = (size_t)PyUnicode_GET_LENGTH(p);
+    }
+    Py_ssize_t origin = PyLong_AsSsize_t(PyTuple_GET_ITEM(parts, 4));
+    if (origin < 0) {
+        if (PyErr_Occurred()) return -1;
+        origin = 0;
+    }
+    for (int k = 1; k < 4; k++)
+        if ((size_t)origin > b->part_n[k]) return 0;
+    b->origin = (size_t)origin;
+    b->state = 1;
+    return 0;
+}
+
+static PyObject *ascii_str(const Vec *v) {
+    PyObject *s = PyUnicode_New((Py_ssize_t)v->len, 127);
+    if (s && v->len) memcpy(PyUnicode_DATA(s), v->data, v->len);
+    return s;
+}
+
+/* The answer of url_resolve as a new reference (str or None), NULL for R_PY (no error) or an
+ * error. */
+static PyObject *resolved_object(UrlBufs *u, const BaseParts *b, const char *s, size_t n, int *python) {
+    *python = 0;
+    int r = url_resolve(u, b, s, n);
+    switch (r) {
+    case R_NONE: Py_RETURN_NONE;
+    case R_URL: return ascii_str(&u->out);
+    case R_BASE: return Py_NewRef(b->base);
+    case R_PY: *python = 1; return NULL;
+    default: return NULL;
+    }
+}
+
 /* resolve_link's answers for the hrefs that begin "http://" or "https://", for the whole
  * process: resolve_link gives those normalize_url(href), whatever the base, and a site's
  * pages link the same absolute URLs (its menus, its other sites). Kept for one resolve
@@ -910,30 +1275,39 @@ static PyObject *resolve_uncached(W *w, PyObject *href, int absolute) {
     return target;
 }
 
-static int resolve_href(W *w, const char *s, Py_ssize_t n, int32_t i) {
+/* The answer of resolve_link for the href Python answers: kept per page, and per process for
+ * the absolute ones (resolve_uncached). */
+static PyObject *resolve_in_python(W *w, const char *s, Py_ssize_t n) {
     PyObject *href = PyUnicode_DecodeUTF8(s, n, NULL);
-    if (!href) return -1;
+    if (!href) return NULL;
     PyObject *target = PyDict_GetItemWithError(w->href_cache, href);
     if (target) {
         Py_INCREF(target);
-    } else {
-        if (PyErr_Occurred()) { Py_DECREF(href); return -1; }
+    } else if (!PyErr_Occurred()) {
         target = resolve_uncached(w, href, is_absolute_http(s, n));
-        if (!target || PyDict_SetItem(w->href_cache, href, target) < 0) {
-            Py_DECREF(href);
-            Py_XDECREF(target);
-            return -1;
-        }
+        if (target && PyDict_SetItem(w->href_cache, href, target) < 0) Py_CLEAR(target);
     }
     Py_DECREF(href);
+    return target;
+}
+
+static int resolve_href(W *w, const char *s, Py_ssize_t n, int32_t i) {
+    int python;
+    PyObject *target = resolved_object(&w->url, &w->parts, s, (size_t)n, &python);
+    if (!target && python) target = resolve_in_python(w, s, n);
+    if (!target) return -1;
     int r = 0;
     if (target != Py_None) {
         r = VPUSH(w->link_node, int32_t, i);
         if (!r) r = PyList_Append(w->links, target);
         if (!r && memchr(s, '#', (size_t)n)) {
-            PyObject *pair = Py_BuildValue("(is#)", (int)i, s, n);
-            r = pair ? PyList_Append(w->fragment_hrefs, pair) : -1;
-            Py_XDECREF(pair);
+            r = url_fragment(&w->url, s, (size_t)n);
+            if (!r && w->url.out.len) {
+                PyObject *fragment = ascii_str(&w->url.out);
+                r = fragment ? PyList_Append(w->fragments, fragment) : -1;
+                Py_XDECREF(fragment);
+                if (!r) r = VPUSH(w->fragment_node, int32_t, i);
+            }
         }
     }
     Py_DECREF(target);
@@ -1245,39 +1619,41 @@ static PyObject *results(W *w, struct LxmlDocument *doc) {
     PyObject *text = PyUnicode_FromKindAndData(PyUnicode_4BYTE_KIND, w->text.data ? w->text.data : (void *)"\0\0\0",
                                                (Py_ssize_t)w->text.len);
     if (!text) { Py_DECREF(extras); goto done; }
-    out = Py_BuildValue("(NNNNNNNNNNNNNNNNNNONO)",
+    out = Py_BuildValue("(NNNNNNNNNNNNNNNNNNONNO)",
                         as_bytes(&w->parent, 4), as_bytes(&w->depth, 4), as_bytes(&w->tag, 4),
                         as_bytes(&w->end, 4), as_bytes(&cc, 4), as_bytes(&w->flags, 2),
                         as_bytes(&w->hints, 4), as_bytes(&w->line, 4), as_bytes(&w->id_hash, 4),
                         as_bytes(&w->class_ptr, 4), as_bytes(&w->class_hash, 4), as_bytes(&w->attr_ptr, 4),
                         as_bytes(&w->attr_hash, 4), as_bytes(&tp, 4), text, as_bytes(&w->words, 4),
                         as_bytes(&w->chars, 4), as_bytes(&w->link_node, 4), w->links, extras,
-                        w->fragment_hrefs);
+                        as_bytes(&w->fragment_node, 4), w->fragments);
 done:
     free(tp.data);
     free(cc.data);
     return out;
 }
 
-/* walk(body, base_url, tag_props, class_info, id_info, resolve_link, count_words,
- *      hidden_style, permalink, browser, consts) */
+/* walk(body, base_url, base_parts, tag_props, class_info, id_info, resolve_link, count_words,
+ *      hidden_style, permalink, browser, consts); base_parts: urls._base_parts(base_url) */
 static PyObject *walk(PyObject *self, PyObject *args) {
     (void)self;
-    PyObject *body_o;
+    PyObject *body_o, *parts;
     W w;
     memset(&w, 0, sizeof(w));
-    if (!PyArg_ParseTuple(args, "OUOOOOOOOp(iiiiiiiiikk)", &body_o, &w.base_url, &w.tag_props, &w.class_info,
+    if (!PyArg_ParseTuple(args, "OUOOOOOOOOp(iiiiiiiiikk)", &body_o, &w.base_url, &parts, &w.tag_props, &w.class_info,
                           &w.id_info, &w.resolve, &w.count_words, &w.hidden_style, &w.permalink, &w.k.browser,
                           &w.k.f_link, &w.k.f_in_link, &w.k.f_nav_hint, &w.k.f_nav_word, &w.k.f_nav_all,
                           &w.k.f_space_before, &w.k.f_pre, &w.k.f_raised, &w.k.f_hidden, &w.k.hint_nav,
                           &w.k.hint_hidden))
         return NULL;
+    if (base_parts_of(parts, &w.parts) < 0) return NULL;
     if (!element_type || !PyObject_TypeCheck(body_o, element_type)) Py_RETURN_NONE;
     struct LxmlElement *body = (struct LxmlElement *)body_o;
     if (!body->_c_node || body->_c_node->type != XML_ELEMENT_NODE) Py_RETURN_NONE;
     Vec i32 = {0, 0, 0, sizeof(int32_t)};
     w.parent = w.depth = w.tag = w.end = w.line = w.class_ptr = w.attr_ptr = w.text_len = w.words = w.chars = i32;
-    w.link_node = w.extra_node = w.stack_i = i32;
+    w.link_node = w.extra_node = w.stack_i = w.fragment_node = i32;
+    w.url.out = w.url.in = w.url.tmp = w.url.tmp2 = (Vec){0, 0, 0, 1};
     w.flags = (Vec){0, 0, 0, sizeof(uint16_t)};
     w.hints = w.id_hash = w.class_hash = w.attr_hash = (Vec){0, 0, 0, sizeof(uint32_t)};
     w.extra_ptr = (Vec){0, 0, 0, sizeof(xmlNode *)};
@@ -1287,10 +1663,10 @@ static PyObject *walk(PyObject *self, PyObject *args) {
     w.body = body->_c_node;
     w.doc = body->_doc;
     w.links = PyList_New(0);
-    w.fragment_hrefs = PyList_New(0);
+    w.fragments = PyList_New(0);
     w.href_cache = PyDict_New();
     PyObject *out = NULL;
-    if (!w.links || !w.fragment_hrefs || !w.href_cache) goto done;
+    if (!w.links || !w.fragments || !w.href_cache) goto done;
     int r = run(&w);
     if (r == -2) {
         PyErr_Clear();
@@ -1517,6 +1893,40 @@ static PyObject *utf8_extent(PyObject *self, PyObject *arg) {
     return Py_BuildValue("(nn)", (Py_ssize_t)(end - cont), (Py_ssize_t)end);
 }
 
+/* resolve_link(base_parts, href): urls.resolve_link(base, href) as the walk answers it (base_parts:
+ * urls._base_parts(base)), or NotImplemented where the walk calls Python. */
+static PyObject *resolve_link_c(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *parts;
+    const char *s;
+    Py_ssize_t n;
+    if (!PyArg_ParseTuple(args, "Os#", &parts, &s, &n)) return NULL;
+    BaseParts b;
+    if (base_parts_of(parts, &b) < 0) return NULL;
+    UrlBufs u = {{0, 0, 0, 1}, {0, 0, 0, 1}, {0, 0, 0, 1}, {0, 0, 0, 1}};
+    int python;
+    PyObject *out = resolved_object(&u, &b, s, (size_t)n, &python);
+    if (!out && python) out = Py_NewRef(Py_NotImplemented);
+    free(u.out.data);
+    free(u.in.data);
+    free(u.tmp.data);
+    free(u.tmp2.data);
+    return out;
+}
+
+/* link_fragment(href): urls.link_fragment(href) as the walk computes it. */
+static PyObject *link_fragment_c(PyObject *self, PyObject *arg) {
+    (void)self;
+    Py_ssize_t n;
+    const char *s = PyUnicode_Check(arg) ? PyUnicode_AsUTF8AndSize(arg, &n) : NULL;
+    if (!s) { if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "link_fragment: expected a str"); return NULL; }
+    UrlBufs u = {{0, 0, 0, 1}, {0, 0, 0, 1}, {0, 0, 0, 1}, {0, 0, 0, 1}};
+    PyObject *out = url_fragment(&u, s, (size_t)n) < 0 ? NULL : ascii_str(&u.out);
+    free(u.out.data);
+    free(u.tmp.data);
+    return out;
+}
+
 /* hidden_style(value): page._HIDDEN_STYLE.search(value) as the walk answers it (a bool), or
  * None where the walk calls Python (for tests). */
 static PyObject *hidden_style_c(PyObject *self, PyObject *arg) {
@@ -1541,6 +1951,9 @@ static PyMethodDef methods[] = {
     {"utf8_extent", utf8_extent, METH_O,
      "utf8_extent(data): (code points, bytes) Python's incremental UTF-8 decoder reads of data, or None."},
     {"id_info", id_info_c, METH_O, "id_info(value): page._id_info as the walk answers it, or None."},
+    {"resolve_link", resolve_link_c, METH_VARARGS,
+     "resolve_link(base_parts, href): urls.resolve_link as the walk answers it, or NotImplemented."},
+    {"link_fragment", link_fragment_c, METH_O, "link_fragment(href): urls.link_fragment as the walk computes it."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -1550,6 +1963,7 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_flatten",
 
 PyMODINIT_FUNC PyInit__flatten(void) {
     crc_init();
+    url_init();
     if (import_lxml__etree() < 0) return NULL;
     PyObject *etree = PyImport_ImportModule("lxml.etree");
     if (!etree) return NULL;

@@ -452,18 +452,24 @@ class NodeExtras:
 NO_EXTRAS = NodeExtras()
 
 
-def node_extras(found: list, base_url: str, hrefs: list = (), page=None) -> NodeExtras:
+def node_extras(found: list, base_url: str, hrefs: list = (), page=None, fragments=None) -> NodeExtras:
     """NodeExtras of the (node index, lxml element) pairs of EXTRA_TAGS (and of `<a>` links
     with a `rel`) a flattening met and of the (node index, href) pairs of its links whose
     href holds a "#". `page`: the flattened page (its link_node, end and tag arrays), which
-    tells the links without text whose image's alt text is kept; None keeps none."""
-    fragment_node, fragment = [], []
-    fragment_of = link_fragment
-    for i, href in hrefs:
-        value = fragment_of(href)
-        if value:
-            fragment_node.append(i)
-            fragment.append(value)
+    tells the links without text whose image's alt text is kept; None keeps none.
+    `fragments`: instead of `hrefs`, their link_fragment already taken, (int32 nodes, the
+    non-empty fragments), as the compiled walk hands them over."""
+    if fragments is not None:
+        fragment_node, fragment = fragments
+        fragment_node = fragment_node.tolist()
+    else:
+        fragment_node, fragment = [], []
+        fragment_of = link_fragment
+        for i, href in hrefs:
+            value = fragment_of(href)
+            if value:
+                fragment_node.append(i)
+                fragment.append(value)
     if not found and not fragment:
         return NO_EXTRAS
     image_node, image_src, image_alt, code_node, code_lang = [], [], [], [], []

@@ -27,7 +27,7 @@ from sitestrip.transforms import compression
 from sitestrip.transforms.meta import EXTRA_TAGS, NO_EXTRAS, NodeExtras, node_extras, page_metadata
 from sitestrip.transforms.status import PARSE_FAILURE
 from sitestrip.transforms.tokens import count_words
-from sitestrip.transforms.urls import resolve_link
+from sitestrip.transforms.urls import _base_parts, resolve_link
 
 try:
     # Parse flattening compiled (transforms/_flatten.c, built by `pip install`); `_flatten`
@@ -1171,13 +1171,13 @@ def _flatten_compiled(body, url: str, title: str, base_url: str, html_len: int, 
                       rules: ParseRules = PRODUCT_RULES) -> CompactPage | None:
     """`_flatten`'s CompactPage from transforms/_flatten.c, or None where the compiled walk
     leaves the page to the reference (a tree it does not read exactly as lxml does)."""
-    out = _compiled.walk(body, base_url, _tag_props_of(rules), _class_info, _id_info,
+    out = _compiled.walk(body, base_url, _base_parts(base_url), _tag_props_of(rules), _class_info, _id_info,
                          resolve_link, count_words, _HIDDEN_STYLE.search, _permalink_of(rules),
                          rules.browser_text, _WALK_CONSTS)
     if out is None:
         return None
     (parent, depth, tag, end, child_count, flags, hints, line, id_hash, class_ptr, class_hash,
-     attr_ptr, attr_hash, text_ptr, text, words, chars, link_node, link_url, extra, fragment_hrefs) = out
+     attr_ptr, attr_hash, text_ptr, text, words, chars, link_node, link_url, extra, fragment_node, fragments) = out
 
     def arr(buf, dtype):
         return np.frombuffer(buf, dtype=dtype) if buf else np.zeros(0, dtype=dtype)
@@ -1194,7 +1194,7 @@ def _flatten_compiled(body, url: str, title: str, base_url: str, html_len: int, 
         link_node=arr(link_node, i32), link_url=tuple(link_url),
         html_bytes=html_len, notes=notes,
     )
-    page.side = node_extras(extra, base_url, fragment_hrefs, page)
+    page.side = node_extras(extra, base_url, page=page, fragments=(arr(fragment_node, i32), fragments))
     return page
 
 
