@@ -1893,6 +1893,117 @@ static PyObject *utf8_extent(PyObject *self, PyObject *arg) {
     return Py_BuildValue("(nn)", (Py_ssize_t)(end - cont), (Py_ssize_t)end);
 }
 
+/* ------------------------------------------------------------------ the declared metadata (meta.py) */
+
+/* The value of node's attribute `name` (no namespace) as lxml's get reads it, as a new str in
+ * *out (NULL: absent): 0, or -1 error, 1 not read here. */
+static int get_attr(xmlNode *node, const char *name, PyObject **out) {
+    *out = NULL;
+    for (xmlAttr *a = node->properties; a; a = a->next) {
+        if (a->type != XML_ATTRIBUTE_NODE || !a->name || a->ns || strcmp((const char *)a->name, name) != 0)
+            continue;
+        const char *s;
+        Py_ssize_t n;
+        PyObject *owned;
+        int r = attr_bytes(NULL, node, a, &s, &n, &owned);
+        if (r) return r;
+        if (owned) {
+            *out = owned;
+            return 0;
+        }
+        *out = PyUnicode_DecodeUTF8(s, n, NULL);
+        return *out ? 0 : -1;
+    }
+    return 0;
+}
+
+/* Whether the ASCII letters of v hold `word` (lower case) in any case, or v is not ASCII. */
+static int may_hold(PyObject *v, const char *word) {
+    if (!PyUnicode_IS_ASCII(v)) return 1;
+    const char *s = (const char *)PyUnicode_DATA(v);
+    size_t n = (size_t)PyUnicode_GET_LENGTH(v), w = strlen(word);
+    for (size_t i = 0; i + w <= n; i++) {
+        size_t k = 0;
+        while (k < w && ascii_lower(s[i + k]) == word[k]) k++;
+        if (k == w) return 1;
+    }
+    return 0;
+}
+
+/* meta_elements(root): what meta._page_metadata reads of root.iter("meta", "link", "script"),
+ * in document order: ([(name, property, content)] of the <meta> elements with a content
+ * attribute, [(rel, href)] of the <link> elements whose rel may hold "canonical", [the <script>
+ * elements whose type may be application/ld+json]), attributes None where absent; None where
+ * the tree is not read here as lxml reads it (the caller then iterates it itself). */
+static PyObject *meta_elements(PyObject *self, PyObject *arg) {
+    (void)self;
+    if (!element_type || !PyObject_TypeCheck(arg, element_type) || !((struct LxmlElement *)arg)->_c_node)
+        Py_RETURN_NONE;
+    struct LxmlElement *el = (struct LxmlElement *)arg;
+    xmlNode *root = el->_c_node, *cur = root;
+    if (root->type != XML_ELEMENT_NODE) Py_RETURN_NONE;
+    PyObject *metas = PyList_New(0), *links = PyList_New(0), *scripts = PyList_New(0), *out = NULL;
+    if (!metas || !links || !scripts) goto done;
+    int bail = 0;
+    while (cur) {
+        if (cur->type == XML_ENTITY_REF_NODE || cur->type == XML_ENTITY_NODE) { bail = 1; break; }
+        if (cur->type == XML_ELEMENT_NODE && cur->name) {
+            const char *name = (const char *)cur->name;
+            int kind = strcmp(name, "meta") == 0 ? 1 : strcmp(name, "link") == 0 ? 2 : strcmp(name, "script") == 0 ? 3 : 0;
+            if (kind && cur->ns) { bail = 1; break; }
+            PyObject *a = NULL, *b = NULL, *c = NULL;
+            int r = 0, keep = 0;
+            if (kind == 1) {
+                r = get_attr(cur, "content", &c);
+                if (!r && c) {
+                    r = get_attr(cur, "name", &a);
+                    if (!r) r = get_attr(cur, "property", &b);
+                    keep = !r;
+                }
+            } else if (kind == 2) {
+                r = get_attr(cur, "rel", &a);
+                if (!r && a && may_hold(a, "canonical")) {
+                    r = get_attr(cur, "href", &b);
+                    keep = !r;
+                }
+            } else if (kind == 3) {
+                r = get_attr(cur, "type", &a);
+                keep = !r && a && may_hold(a, "application/ld+json");
+            }
+            if (keep) {
+                PyObject *item;
+                if (kind == 1)
+                    item = Py_BuildValue("(OOO)", a ? a : Py_None, b ? b : Py_None, c);
+                else if (kind == 2)
+                    item = Py_BuildValue("(OO)", a, b ? b : Py_None);
+                else
+                    item = (PyObject *)elementFactory(el->_doc, cur);
+                if (!item || PyList_Append(kind == 1 ? metas : kind == 2 ? links : scripts, item) < 0) r = -1;
+                Py_XDECREF(item);
+            }
+            Py_XDECREF(a);
+            Py_XDECREF(b);
+            Py_XDECREF(c);
+            if (r < 0) goto done;
+            if (r > 0) { PyErr_Clear(); bail = 1; break; }
+            if (cur->children) { cur = cur->children; continue; }
+        }
+        while (cur != root && !cur->next) cur = cur->parent;
+        if (cur == root) break;
+        cur = cur->next;
+    }
+    if (bail) {
+        out = Py_NewRef(Py_None);
+    } else {
+        out = PyTuple_Pack(3, metas, links, scripts);
+    }
+done:
+    Py_XDECREF(metas);
+    Py_XDECREF(links);
+    Py_XDECREF(scripts);
+    return out;
+}
+
 /* resolve_link(base_parts, href): urls.resolve_link(base, href) as the walk answers it (base_parts:
  * urls._base_parts(base)), or NotImplemented where the walk calls Python. */
 static PyObject *resolve_link_c(PyObject *self, PyObject *args) {
@@ -1953,6 +2064,8 @@ static PyMethodDef methods[] = {
     {"id_info", id_info_c, METH_O, "id_info(value): page._id_info as the walk answers it, or None."},
     {"resolve_link", resolve_link_c, METH_VARARGS,
      "resolve_link(base_parts, href): urls.resolve_link as the walk answers it, or NotImplemented."},
+    {"meta_elements", meta_elements, METH_O,
+     "meta_elements(root): what meta._page_metadata reads of the document's meta, link and script elements."},
     {"link_fragment", link_fragment_c, METH_O, "link_fragment(href): urls.link_fragment as the walk computes it."},
     {NULL, NULL, 0, NULL},
 };

@@ -23,6 +23,7 @@ Sources, first found wins:
 from __future__ import annotations
 
 import json
+import os
 import re
 import zlib
 from collections import deque
@@ -34,6 +35,16 @@ from functools import lru_cache
 import numpy as np
 
 from sitestrip.transforms.urls import link_fragment, resolve_link
+
+try:
+    # One pass over the parsed tree for the <meta>, <link> and <script> elements
+    # (transforms/_flatten.c); _declared_elements iterates lxml's tree where it is missing.
+    from sitestrip.transforms import _flatten as _compiled
+except ImportError:  # pragma: no cover - a source tree used without installing
+    _compiled = None
+# Whether _declared_elements reads the tree with the compiled pass when it is built: the
+# switch of the compiled flattening (page.py), SITESTRIP_FLATTEN=python.
+_COMPILED = os.environ.get("SITESTRIP_FLATTEN", "compiled") != "python"
 
 # Longest value kept per column: a description is a sentence or two, an author a name or a
 # short list of names; longer ones are cut at a word boundary.
@@ -92,30 +103,50 @@ def page_metadata(root, base_url: str) -> PageMeta:
         return NO_META
 
 
+def _declared_elements(root) -> tuple:
+    """What _page_metadata reads of root.iter("meta", "link", "script"), as
+    transforms/_flatten.c's meta_elements gathers it in one pass over libxml2's tree (this is
+    its reference): ([(name, property, content)] of the <meta> elements with a content
+    attribute, [(rel, href)] of <link> elements, [<script> elements]), in document order, each
+    list holding at least the elements _page_metadata takes from it."""
+    if _compiled is not None and _COMPILED:
+        got = _compiled.meta_elements(root)
+        if got is not None:
+            return got
+    metas, links, scripts = [], [], []
+    for el in root.iter("meta", "link", "script"):
+        tag = el.tag
+        if tag == "script":
+            scripts.append(el)
+        elif tag == "link":
+            links.append((el.get("rel"), el.get("href")))
+        else:
+            content = el.get("content")
+            if content is not None:
+                metas.append((el.get("name"), el.get("property"), content))
+    return metas, links, scripts
+
+
 def _page_metadata(root, base_url: str) -> PageMeta:
     names: dict = {}          # lower-cased meta name/property → first non-empty content
     canonical = None
     scripts: list = []        # the JSON-LD scripts, document order (the first MAX_JSONLD_SCRIPTS)
-    # One walk of the tree for the meta and link elements and the scripts (a walk is most of
-    # what this function costs: the parsed tree holds every text node too).
-    for el in root.iter("meta", "link", "script"):
-        tag = el.tag
-        if tag == "script":
-            if len(scripts) < MAX_JSONLD_SCRIPTS and \
-                    (el.get("type") or "").strip().lower() == "application/ld+json":
-                scripts.append(el)
-            continue
-        if tag == "link":
-            if canonical is None and "canonical" in (el.get("rel") or "").lower().split():
-                canonical = resolve_link(base_url, el.get("href") or "")
-            continue
-        content = el.get("content")
-        if content is None or not content.strip():
+    metas, links, script_elements = _declared_elements(root)
+    for el in script_elements:
+        if len(scripts) < MAX_JSONLD_SCRIPTS and \
+                (el.get("type") or "").strip().lower() == "application/ld+json":
+            scripts.append(el)
+    for rel, href in links:
+        if "canonical" in (rel or "").lower().split():
+            canonical = resolve_link(base_url, href or "")
+            if canonical is not None:
+                break
+    for name, prop, content in metas:
+        if not content.strip():
             continue
         # Not itemprop: microdata describes any item on the page (a related video's
         # datePublished), not necessarily the page.
-        for attr in ("name", "property"):
-            key = el.get(attr)
+        for key in (name, prop):
             if key:
                 names.setdefault(key.strip().lower(), content)
     if canonical is None and "og:url" in names:
