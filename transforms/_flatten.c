@@ -1582,6 +1582,195 @@ static int run(W *w) {
     }
 }
 
+/* ------------------------------------------------------------------ node extras (meta.py) */
+
+/* What meta.node_extras reads of an image or of a link's rel, read here where the walk can
+ * (ASCII values, hrefs url_resolve answers); anything else is left to node_extras with lxml's
+ * element. The items: (node, src, alt) of an <img> or <picture> (src: image_url's answer, None
+ * for a pixel or no URL; alt: the alt attribute as read, None where absent), (node, rel bits)
+ * of an <a>, (node, element) for Python. */
+
+/* meta.py's REL_NOFOLLOW, REL_UGC, REL_SPONSORED (tests/transforms/test_flatten.py checks them). */
+enum { REL_NOFOLLOW = 1, REL_UGC = 2, REL_SPONSORED = 4 };
+
+static int ascii_space(unsigned char c) { return c < 0x80 && Py_UNICODE_ISSPACE((Py_UCS4)c); }
+
+/* The first attribute `name` of `node` in no namespace, as lxml's get reads it: 0 with its
+ * bytes, 2 absent, 1 not read here, -1 error. */
+static int attr_of(xmlNode *node, const char *name, const char **s, Py_ssize_t *n, PyObject **owned) {
+    *owned = NULL;
+    for (xmlAttr *a = node->properties; a; a = a->next)
+        if (a->type == XML_ATTRIBUTE_NODE && a->name && !a->ns && strcmp((const char *)a->name, name) == 0)
+            return attr_bytes(NULL, node, a, s, n, owned);
+    return 2;
+}
+
+/* Whether s.strip() is not empty: 1, 0, or -1 where only Python can tell (spaces and
+ * characters that are not ASCII, which may be spaces too). */
+static int not_blank(const char *s, Py_ssize_t n) {
+    int other = 0;
+    for (Py_ssize_t k = 0; k < n; k++) {
+        unsigned char c = (unsigned char)s[k];
+        if (c >= 0x80) other = 1;
+        else if (!ascii_space(c)) return 1;
+    }
+    return other ? -1 : 0;
+}
+
+/* meta._at_most_one_pixel of a value: 1, 0, or -1 for Python (not ASCII, or past int()'s
+ * digit limit). */
+static int one_pixel(const char *s, Py_ssize_t n) {
+    if (!ascii_only(s, n)) return -1;
+    Py_ssize_t a = 0, e = n;
+    while (a < e && ascii_space((unsigned char)s[a])) a++;
+    while (e > a && ascii_space((unsigned char)s[e - 1])) e--;
+    if (e - a >= 2 && ascii_lower(s[e - 2]) == 'p' && ascii_lower(s[e - 1]) == 'x') e -= 2;
+    if (e == a) return 0;
+    if (e - a > 4000) return -1;
+    for (Py_ssize_t k = a; k < e; k++) if (s[k] < '0' || s[k] > '9') return 0;
+    while (a < e && s[a] == '0') a++;
+    return e == a || (e - a == 1 && s[a] == '1');
+}
+
+/* resolve_link(base, s) as a new reference in *out: 0, 1 for Python, -1 error. */
+static int resolve_value(W *w, const char *s, Py_ssize_t n, PyObject **out) {
+    int python;
+    *out = resolved_object(&w->url, &w->parts, s, (size_t)n, &python);
+    if (*out) return 0;
+    return python ? 1 : -1;
+}
+
+/* meta.image_url(img, base) as a new reference in *out: 0, 1 for Python, -1 error. */
+static int image_url_of(W *w, xmlNode *img, PyObject **out) {
+    static const char *const lazy[] = {"src", "data-src", "data-lazy-src", "data-original"};
+    const char *s;
+    Py_ssize_t n;
+    PyObject *owned;
+    *out = NULL;
+    for (int k = 0; k < 4; k++) {
+        int r = attr_of(img, lazy[k], &s, &n, &owned);
+        if (r == 2) continue;
+        if (r) return r;
+        int blank = n ? not_blank(s, n) : 0;
+        if (blank == 1) r = resolve_value(w, s, n, out);
+        Py_XDECREF(owned);
+        if (blank < 0) return 1;
+        if (blank == 0) continue;
+        if (r) return r;
+        if (*out != Py_None) return 0;
+        Py_CLEAR(*out);
+    }
+    int r = attr_of(img, "srcset", &s, &n, &owned);
+    if (r == 2) { *out = Py_NewRef(Py_None); return 0; }
+    if (r) return r;
+    int blank = n ? not_blank(s, n) : 0;
+    if (blank == 0) { Py_XDECREF(owned); *out = Py_NewRef(Py_None); return 0; }
+    if (blank < 0 || !ascii_only(s, n)) { Py_XDECREF(owned); return 1; }
+    /* srcset.strip().split(",")[0].split()[0]: the first word before the first comma */
+    Py_ssize_t a = 0, e = n;
+    while (a < e && ascii_space((unsigned char)s[a])) a++;
+    const char *comma = memchr(s + a, ',', (size_t)(e - a));
+    if (comma) e = comma - s;
+    while (a < e && ascii_space((unsigned char)s[a])) a++;
+    Py_ssize_t b = a;
+    while (b < e && !ascii_space((unsigned char)s[b])) b++;
+    r = b > a ? resolve_value(w, s + a, b - a, out) : 1;
+    Py_XDECREF(owned);
+    return r;
+}
+
+/* The first <img> below `root` in document order (iterdescendants("img")); *bail where the
+ * tree is not read here as lxml reads it. */
+static xmlNode *first_img(xmlNode *root, int *bail) {
+    xmlNode *cur = root->children;
+    while (cur) {
+        if (cur->type == XML_ENTITY_REF_NODE || cur->type == XML_ENTITY_NODE) { *bail = 1; return NULL; }
+        if (cur->type == XML_ELEMENT_NODE) {
+            if (cur->name && strcmp((const char *)cur->name, "img") == 0) {
+                if (cur->ns) *bail = 1;
+                return cur->ns ? NULL : cur;
+            }
+            if (cur->children) { cur = cur->children; continue; }
+        }
+        while (cur != root && !cur->next) cur = cur->parent;
+        if (cur == root) return NULL;
+        cur = cur->next;
+    }
+    return NULL;
+}
+
+/* The item of an <img> or <picture> `node`: 0 (*item NULL: a picture without an image), 1 for
+ * Python, -1 error. */
+static int image_item(W *w, xmlNode *node, int32_t i, PyObject **item) {
+    *item = NULL;
+    xmlNode *img = node;
+    if (strcmp((const char *)node->name, "img") != 0) {
+        int bail = 0;
+        img = first_img(node, &bail);
+        if (bail) return 1;
+        if (!img) return 0;
+    }
+    const char *s;
+    Py_ssize_t n;
+    PyObject *owned;
+    int pixel = 0;
+    static const char *const sizes[] = {"width", "height"};
+    for (int k = 0; k < 2 && !pixel; k++) {
+        int r = attr_of(img, sizes[k], &s, &n, &owned);
+        if (r == 2) continue;
+        if (r) return r;
+        pixel = n ? one_pixel(s, n) : 0;
+        Py_XDECREF(owned);
+        if (pixel < 0) return 1;
+    }
+    PyObject *src = NULL, *alt = NULL;
+    if (pixel) {
+        src = Py_NewRef(Py_None);
+    } else {
+        int r = image_url_of(w, img, &src);
+        if (r) return r;
+    }
+    int r = attr_of(img, "alt", &s, &n, &owned);
+    if (r == 2) {
+        alt = Py_NewRef(Py_None);
+        r = 0;
+    } else if (r == 0) {
+        alt = owned ? owned : PyUnicode_DecodeUTF8(s, n, NULL);
+        if (!alt) r = -1;
+    }
+    if (r) { Py_DECREF(src); return r; }
+    *item = Py_BuildValue("(iNN)", (int)i, src, alt);
+    return *item ? 0 : -1;
+}
+
+/* The item of an <a>: (node, meta.rel_bits(rel)); 1 for Python where rel is not ASCII. */
+static int rel_item(xmlNode *node, int32_t i, PyObject **item) {
+    const char *s;
+    Py_ssize_t n;
+    PyObject *owned;
+    *item = NULL;
+    int r = attr_of(node, "rel", &s, &n, &owned), bits = 0;
+    if (r == 1 || r < 0) return r;
+    if (r == 0) {
+        if (!ascii_only(s, n)) { Py_XDECREF(owned); return 1; }
+        for (Py_ssize_t k = 0; k < n;) {
+            while (k < n && ascii_space((unsigned char)s[k])) k++;
+            Py_ssize_t a = k;
+            while (k < n && !ascii_space((unsigned char)s[k])) k++;
+            Py_ssize_t len = k - a;
+            char low[10];
+            if (!len || len > 9) continue;
+            for (Py_ssize_t j = 0; j < len; j++) low[j] = (char)ascii_lower(s[a + j]);
+            low[len] = 0;
+            bits |= strcmp(low, "nofollow") == 0 ? REL_NOFOLLOW : strcmp(low, "ugc") == 0 ? REL_UGC
+                    : strcmp(low, "sponsored") == 0 ? REL_SPONSORED : 0;
+        }
+        Py_XDECREF(owned);
+    }
+    *item = Py_BuildValue("(ii)", (int)i, bits);
+    return *item ? 0 : -1;
+}
+
 /* ------------------------------------------------------------------ results */
 
 static PyObject *as_bytes(const Vec *v, size_t item) {
@@ -1608,13 +1797,30 @@ static PyObject *results(W *w, struct LxmlDocument *doc) {
         tp.len = n + 1;
         cc.len = n;
     }
-    PyObject *extras = PyList_New((Py_ssize_t)w->extra_node.len);
+    PyObject *extras = PyList_New(0);
     if (!extras) goto done;
     for (size_t k = 0; k < w->extra_node.len; k++) {
-        PyObject *el = (PyObject *)elementFactory(doc, VAT(w->extra_ptr, xmlNode *, k));
-        PyObject *pair = el ? Py_BuildValue("(iN)", VAT(w->extra_node, int32_t, k), el) : NULL;
-        if (!pair) { Py_DECREF(extras); goto done; }
-        PyList_SET_ITEM(extras, (Py_ssize_t)k, pair);
+        xmlNode *node = VAT(w->extra_ptr, xmlNode *, k);
+        int32_t i = VAT(w->extra_node, int32_t, k);
+        PyObject *item = NULL;
+        int r = 1;
+        if (!node->ns && node->name) {
+            const char *name = (const char *)node->name;
+            if (strcmp(name, "img") == 0 || strcmp(name, "picture") == 0) r = image_item(w, node, i, &item);
+            else if (strcmp(name, "a") == 0) r = rel_item(node, i, &item);
+        }
+        if (r == 1) {
+            PyErr_Clear();
+            PyObject *el = (PyObject *)elementFactory(doc, node);
+            item = el ? Py_BuildValue("(iN)", (int)i, el) : NULL;
+            r = item ? 0 : -1;
+        }
+        if (r < 0 || (item && PyList_Append(extras, item) < 0)) {
+            Py_XDECREF(item);
+            Py_DECREF(extras);
+            goto done;
+        }
+        Py_XDECREF(item);
     }
     PyObject *text = PyUnicode_FromKindAndData(PyUnicode_4BYTE_KIND, w->text.data ? w->text.data : (void *)"\0\0\0",
                                                (Py_ssize_t)w->text.len);

@@ -488,8 +488,11 @@ def node_extras(found: list, base_url: str, hrefs: list = (), page=None, fragmen
     with a `rel`) a flattening met and of the (node index, href) pairs of its links whose
     href holds a "#". `page`: the flattened page (its link_node, end and tag arrays), which
     tells the links without text whose image's alt text is kept; None keeps none.
-    `fragments`: instead of `hrefs`, their link_fragment already taken, (int32 nodes, the
-    non-empty fragments), as the compiled walk hands them over."""
+
+    The compiled walk (transforms/_flatten.c) hands over what it has read itself instead:
+    `fragments`, the link_fragment of `hrefs` already taken (int32 nodes, the non-empty
+    fragments), and among `found` (node, image_url's answer or None, alt attribute) for an
+    image or picture and (node, rel_bits) for a link."""
     if fragments is not None:
         fragment_node, fragment = fragments
         fragment_node = fragment_node.tolist()
@@ -505,8 +508,23 @@ def node_extras(found: list, base_url: str, hrefs: list = (), page=None, fragmen
         return NO_EXTRAS
     image_node, image_src, image_alt, code_node, code_lang = [], [], [], [], []
     area_node, area_url, area_fragment, rel_node, rel, alt_node, alt = [], [], [], [], [], [], []
-    images_in_links = []     # (node, element) of the images and pictures, for the links without text
-    for i, el in found:
+    images_in_links = []     # (node, alt attribute) of the images and pictures, for the links without text
+    for item in found:
+        if len(item) == 3:
+            # an image the compiled walk read: (node, image_url's answer or None for a pixel, alt)
+            i, src, alt_value = item
+            images_in_links.append((i, alt_value))
+            if src:
+                image_node.append(i)
+                image_src.append(src)
+                image_alt.append(_clip(alt_value, MAX_ALT) or "")
+            continue
+        i, el = item
+        if type(el) is int:     # a link's rel bits, as the compiled walk read them
+            if el:
+                rel_node.append(i)
+                rel.append(el)
+            continue
         try:
             tag = el.tag
             if tag == "pre":
@@ -540,7 +558,7 @@ def node_extras(found: list, base_url: str, hrefs: list = (), page=None, fragmen
             img = el if tag == "img" else next(el.iterdescendants("img"), None)     # el.find(".//img")
             if img is None:
                 continue
-            images_in_links.append((i, img))
+            images_in_links.append((i, img.get("alt")))
             src = image_url(img, base_url) if not _is_pixel(img) else None
             if src:
                 image_node.append(i)
@@ -574,8 +592,8 @@ def _in_node_order(nodes: list, values: list) -> tuple[list, list]:
 
 def _image_alts(page, images: list) -> list:
     """(link node, alt text) of the `<a>` links of `page` (its link_node) that hold no text
-    node and an image (of `images`: (node, <img> element), document order) with a non-empty
-    alt: the first such image's alt, in link order."""
+    node and an image (of `images`: (node, the <img> element's alt attribute or None), document
+    order) with a non-empty alt: the first such image's alt, in link order."""
     links, end, tag = page.link_node, page.end, page.tag
     nodes = np.fromiter((node for node, _ in images), dtype=np.int64, count=len(images))
     # The links holding each image (a subtree is a preorder range): those starting at or
@@ -602,7 +620,7 @@ def _image_alts(page, images: list) -> list:
     for k, link in zip(textless.nonzero()[0].tolist(), held[textless].tolist()):
         if link in done:
             continue
-        text = _clip(images[inside[k]][1].get("alt"), MAX_ALT)
+        text = _clip(images[inside[k]][1], MAX_ALT)
         if not text:
             continue
         done.add(link)

@@ -205,7 +205,7 @@ def _image_alts_reference(page, images):
     cover = np.cumsum(np.bincount(links, minlength=page.size + 1) - np.bincount(end[links], minlength=page.size + 1))
     nearest = None
     out, done = [], set()
-    for node, img in images:
+    for node, alt in images:
         if cover[node] <= 0:
             continue
         link = int(links[np.searchsorted(links, node) - 1])
@@ -217,7 +217,7 @@ def _image_alts_reference(page, images):
             link = int(nearest[node])
         if link in done:
             continue
-        text = _clip(img.get("alt"), MAX_ALT)
+        text = _clip(alt, MAX_ALT)
         if not text:
             continue
         done.add(link)
