@@ -544,16 +544,32 @@ static Answer *answer_find(Answers *a, const char *s, size_t n, uint32_t code) {
     }
 }
 
+/* The table grown to twice its slots (from a few: a site has hundreds of distinct values, and
+ * a small table stays in the cache); 0, or -1 when it could not grow. */
+static int answers_grow(Answers *a) {
+    size_t cap = a->cap ? a->cap * 2 : 1024;
+    Answer *slot = calloc(cap, sizeof(Answer));
+    if (!slot) return -1;
+    for (size_t k = 0; k < a->cap; k++) {
+        if (!a->slot[k].used) continue;
+        size_t h = a->slot[k].code & (cap - 1);
+        while (slot[h].used) h = (h + 1) & (cap - 1);
+        slot[h] = a->slot[k];
+    }
+    free(a->slot);
+    a->slot = slot;
+    a->cap = cap;
+    return 0;
+}
+
 /* Stores an answer (the value and its nh hashes in one block; flags -1: Python answers it); a
  * failed allocation stores nothing. */
 static void answer_put(Answers *a, const char *s, size_t n, uint32_t code, int flags, uint32_t roles,
                        const uint32_t *hashes, uint32_t nh) {
-    if (!a->slot) {
-        a->slot = calloc(ANSWERS_CAP, sizeof(Answer));
-        if (!a->slot) return;
-        a->cap = ANSWERS_CAP;
+    if (a->used * 2 >= a->cap) {
+        if (a->cap >= ANSWERS_CAP) answers_clear(a);
+        else if (answers_grow(a) < 0) return;
     }
-    if (a->used * 2 >= a->cap) answers_clear(a);
     size_t at = (n + 3) & ~(size_t)3;
     char *key = malloc(at + nh * sizeof(uint32_t) + 1);
     if (!key) return;
