@@ -58,8 +58,13 @@ typedef struct {
 
 typedef struct { void *data; size_t len, cap, item; } Vec;
 
-static int vec_reserve(Vec *v, size_t more) {
-    if (v->len + more <= v->cap) return 0;
+static int vec_grow(Vec *v, size_t more);
+
+static inline int vec_reserve(Vec *v, size_t more) {
+    return v->len + more <= v->cap ? 0 : vec_grow(v, more);
+}
+
+static int vec_grow(Vec *v, size_t more) {
     size_t cap = v->cap ? v->cap : 64;
     while (cap < v->len + more) cap *= 2;
     void *p = realloc(v->data, cap * v->item);
@@ -111,7 +116,16 @@ static int utf8_valid(const unsigned char *s, size_t n) {
     size_t k = 0;
     while (k < n) {
         unsigned char c = s[k];
-        if (c < 0x80) { k++; continue; }
+        if (c < 0x80) {
+            k++;
+            while (k + 8 <= n) {      /* ASCII runs 8 bytes at a time */
+                uint64_t x;
+                memcpy(&x, s + k, 8);
+                if (x & 0x8080808080808080ULL) break;
+                k += 8;
+            }
+            continue;
+        }
         Py_UCS4 cp;
         int extra;
         if (c >= 0xC2 && c <= 0xDF) { cp = c & 0x1F; extra = 1; }
@@ -224,7 +238,8 @@ static int attr_bytes(W *w, xmlNode *node, xmlAttr *a, const char **s, Py_ssize_
     int first = 1;
     for (xmlAttr *b = node->properties; b && b != a; b = b->next) {
         const xmlChar *bh = b->ns ? b->ns->href : NULL;
-        if (b->type == XML_ATTRIBUTE_NODE && strcmp((const char *)b->name, (const char *)a->name) == 0 &&
+        if (b->type == XML_ATTRIBUTE_NODE && b->name && (b->name == a->name || (b->name[0] == a->name[0] &&
+            strcmp((const char *)b->name, (const char *)a->name) == 0)) &&
             ((!href && !bh) || (href && bh && strcmp((const char *)href, (const char *)bh) == 0))) {
             first = 0;
             break;
@@ -278,6 +293,9 @@ static int in_ranges(Py_UCS4 c, const Py_UCS4 *r, Py_ssize_t n) {
     return 0;
 }
 
+/* str.isalnum of one code point, without Python's tables for ASCII. */
+static inline int uni_alnum(Py_UCS4 c) { return c < 0x80 ? ascii_alnum(c) : Py_UNICODE_ISALNUM(c); }
+
 static int is_cjk(Py_UCS4 c) { return c >= 0x3040 && in_ranges(c, cjk_ranges, n_cjk); }
 static int is_mark(Py_UCS4 c) { return c >= 0x300 && in_ranges(c, mark_ranges, n_marks); }
 
@@ -289,12 +307,12 @@ static Py_ssize_t count_tokens(const Py_UCS4 *s, size_t n) {
     size_t k = 0;
     while (k < n) {
         Py_UCS4 c = s[k++];
-        if (!Py_UNICODE_ISALNUM(c)) continue;
+        if (!uni_alnum(c)) continue;
         count++;
         if (is_cjk(c)) {
             while (k < n && is_mark(s[k])) k++;
         } else {
-            while (k < n && ((Py_UNICODE_ISALNUM(s[k]) && !is_cjk(s[k])) || is_mark(s[k]))) k++;
+            while (k < n && ((uni_alnum(s[k]) && !is_cjk(s[k])) || is_mark(s[k]))) k++;
         }
     }
     return count;
@@ -758,10 +776,10 @@ static int add_text(W *w, int32_t p) {
             return 0;
         }
         const Py_UCS4 *s = (const Py_UCS4 *)w->text.data + start;
-        int apart = w->closed_since && w->opened_since && w->word_end && Py_UNICODE_ISALNUM(s[0]);
+        int apart = w->closed_since && w->opened_since && w->word_end && uni_alnum(s[0]);
         flag = (w->space_pending || Py_UNICODE_ISSPACE(raw[0]) || apart || !w->k.browser) ? w->k.f_space_before : 0;
         w->space_pending = Py_UNICODE_ISSPACE(raw[rn - 1]) ? 1 : 0;
-        w->word_end = Py_UNICODE_ISALNUM(s[chars - 1]) ? 1 : 0;
+        w->word_end = uni_alnum(s[chars - 1]) ? 1 : 0;
         text_n = chars;
         words = words_of(w, s, (size_t)chars);
     }
@@ -841,6 +859,23 @@ static int tag_of(W *w, xmlNode *node, TagSlot **out) {
 
 static int is_name(xmlAttr *a, const char *name) {
     return !(a->ns && a->ns->href) && strcmp((const char *)a->name, name) == 0;
+}
+
+/* The attributes the walk reads, by name (is_name), one test per attribute. */
+enum { A_OTHER, A_CLASS, A_ID, A_HREF, A_REL, A_ROLE, A_HIDDEN, A_ARIA_HIDDEN, A_STYLE };
+
+static int attr_kind(xmlAttr *a) {
+    if (a->ns && a->ns->href) return A_OTHER;
+    const char *s = (const char *)a->name;
+    switch (s[0]) {
+    case 'c': return strcmp(s, "class") == 0 ? A_CLASS : A_OTHER;
+    case 'i': return strcmp(s, "id") == 0 ? A_ID : A_OTHER;
+    case 'h': return strcmp(s, "href") == 0 ? A_HREF : strcmp(s, "hidden") == 0 ? A_HIDDEN : A_OTHER;
+    case 'r': return strcmp(s, "rel") == 0 ? A_REL : strcmp(s, "role") == 0 ? A_ROLE : A_OTHER;
+    case 'a': return strcmp(s, "aria-hidden") == 0 ? A_ARIA_HIDDEN : A_OTHER;
+    case 's': return strcmp(s, "style") == 0 ? A_STYLE : A_OTHER;
+    default: return A_OTHER;
+    }
 }
 
 static int ascii_lower(char c) { return c >= 'A' && c <= 'Z' ? c + 32 : c; }
@@ -1400,16 +1435,17 @@ static int start(W *w, xmlNode *node) {
         unsigned long rb = 0;
         int hf = 0;
         uint32_t hr = 0, hh = 0;
-        if (is_name(a, "class") && (r = class_hints(&w->hint_buf, s, n, &w->class_hash, &hf, &hr)) != 0) {
+        int kind = attr_kind(a);
+        if (kind == A_CLASS && (r = class_hints(&w->hint_buf, s, n, &w->class_hash, &hf, &hr)) != 0) {
             if (r < 0) goto fail_attr;
             flag |= hf;
             role |= hr;
-        } else if (is_name(a, "id") && (r = id_hints(&w->hint_buf, s, n, &hh, &hf, &hr)) != 0) {
+        } else if (kind == A_ID && (r = id_hints(&w->hint_buf, s, n, &hh, &hf, &hr)) != 0) {
             if (r < 0) goto fail_attr;
             if (hh) { id_value = hh; has_id = 1; }
             flag |= hf;
             role |= hr;
-        } else if (is_name(a, "class")) {
+        } else if (kind == A_CLASS) {
             PyObject *info = call_info(w->class_info, s, n, &fb, &rb);
             if (!info) goto fail_attr;
             PyObject *hashes = PyTuple_GET_ITEM(info, 0);
@@ -1425,7 +1461,7 @@ static int start(W *w, xmlNode *node) {
             if (PyErr_Occurred()) goto fail_attr;
             flag |= (int)fb;
             role |= (uint32_t)rb;
-        } else if (is_name(a, "id")) {
+        } else if (kind == A_ID) {
             PyObject *info = call_info(w->id_info, s, n, &fb, &rb);
             if (!info) goto fail_attr;
             unsigned long h = PyLong_AsUnsignedLong(PyTuple_GET_ITEM(info, 0));
@@ -1445,29 +1481,29 @@ static int start(W *w, xmlNode *node) {
             c = crc_feed(c, (const unsigned char *)"=", 1);
             c = crc_feed(c, (const unsigned char *)s, (size_t)n);
             if (VPUSH(w->attr_hash, uint32_t, crc_end(c)) < 0) goto fail_attr;
-            if (is_name(a, "href")) {
+            if (kind == A_HREF) {
                 has_href = 1;
                 Py_XDECREF(href_owner);
                 href_s = s;
                 href_n = n;
                 href_owner = owned;
                 owned = NULL;
-            } else if (is_name(a, "rel")) {
+            } else if (kind == A_REL) {
                 has_rel = 1;
-            } else if (is_name(a, "role") && (r = stripped_lower_is(s, n, "navigation")) != 0) {
+            } else if (kind == A_ROLE && (r = stripped_lower_is(s, n, "navigation")) != 0) {
                 if (r < 0) goto fail_attr;
                 flag |= w->k.f_nav_hint | w->k.f_nav_word;
                 role |= w->k.hint_nav;
-            } else if (is_name(a, "hidden")) {
+            } else if (kind == A_HIDDEN) {
                 role |= w->k.hint_hidden;
                 flag |= w->k.f_hidden;
-            } else if (is_name(a, "aria-hidden")) {
+            } else if (kind == A_ARIA_HIDDEN) {
                 if ((r = stripped_lower_is(s, n, "true")) < 0) goto fail_attr;
                 if (r) {
                     role |= w->k.hint_hidden;
                     flag |= w->k.f_hidden;
                 }
-            } else if (is_name(a, "style")) {
+            } else if (kind == A_STYLE) {
                 int truth = hidden_style_ascii(s, n);
                 if (truth < 0) {
                     PyObject *v = PyUnicode_DecodeUTF8(s, n, NULL);
