@@ -811,6 +811,54 @@ static int text_run(W *w, xmlNode *c, int32_t p) {
 
 /* ------------------------------------------------------------------ elements */
 
+/* tag_props' answers for names in no namespace, kept per process for one tag_props (the
+ * rules' function): a page asks for its forty-odd tags, every page the same ones. Emptied when
+ * full or asked for another function. */
+typedef struct { char *name; uint32_t code; long tid, bits; unsigned long hint; } TagProps;
+static TagProps *known_tags;
+static size_t known_cap, known_used;
+static PyObject *known_tags_of;
+enum { KNOWN_TAGS_MAX = 1 << 12 };
+
+static void tag_props_forget(void) {
+    for (size_t k = 0; k < known_cap; k++) free(known_tags[k].name);
+    if (known_tags) memset(known_tags, 0, known_cap * sizeof(TagProps));
+    known_used = 0;
+}
+
+static TagProps *tag_props_known(PyObject *fn, const char *name) {
+    if (fn != known_tags_of || !known_tags) return NULL;
+    size_t n = strlen(name);
+    uint32_t code = crc_end(crc_feed(crc_begin(), (const unsigned char *)name, n));
+    for (size_t h = code & (known_cap - 1);; h = (h + 1) & (known_cap - 1)) {
+        TagProps *t = &known_tags[h];
+        if (!t->name) return NULL;
+        if (t->code == code && strcmp(t->name, name) == 0) return t;
+    }
+}
+
+static void tag_props_keep(PyObject *fn, const char *name, long tid, long bits, unsigned long hint) {
+    if (fn != known_tags_of) {
+        tag_props_forget();
+        Py_XSETREF(known_tags_of, Py_NewRef(fn));
+    }
+    if (!known_tags) {
+        known_tags = calloc(2 * KNOWN_TAGS_MAX, sizeof(TagProps));
+        if (!known_tags) return;
+        known_cap = 2 * KNOWN_TAGS_MAX;
+    }
+    if (known_used >= KNOWN_TAGS_MAX) tag_props_forget();
+    size_t n = strlen(name);
+    char *copy = malloc(n + 1);
+    if (!copy) return;
+    memcpy(copy, name, n + 1);
+    uint32_t code = crc_end(crc_feed(crc_begin(), (const unsigned char *)name, n));
+    size_t h = code & (known_cap - 1);
+    while (known_tags[h].name) h = (h + 1) & (known_cap - 1);
+    known_tags[h] = (TagProps){copy, code, tid, bits, hint};
+    known_used++;
+}
+
 static int tag_of(W *w, xmlNode *node, TagSlot **out) {
     const xmlNs *ns = node->ns;
     if (w->tag_used * 2 >= w->tag_cap) {
@@ -832,19 +880,27 @@ static int tag_of(W *w, xmlNode *node, TagSlot **out) {
         if (w->tags[h].name == node->name && w->tags[h].ns == ns) { *out = &w->tags[h]; return 0; }
         h = (h + 1) & (w->tag_cap - 1);
     }
-    /* lxml's tag: "{href}name" in a namespace, else the name. */
-    PyObject *name;
     if (!node->name) return 1;
-    if (ns && ns->href) name = PyUnicode_FromFormat("{%s}%s", (const char *)ns->href, (const char *)node->name);
-    else name = PyUnicode_DecodeUTF8((const char *)node->name, (Py_ssize_t)strlen((const char *)node->name), NULL);
-    if (!name) { PyErr_Clear(); return 1; }
-    PyObject *props = PyObject_CallOneArg(w->tag_props, name);
-    Py_DECREF(name);
-    if (!props) return -1;
     long tid, bits;
     unsigned long hint;
-    if (!PyArg_ParseTuple(props, "llk", &tid, &bits, &hint)) { Py_DECREF(props); return -1; }
-    Py_DECREF(props);
+    TagProps *known = ns ? NULL : tag_props_known(w->tag_props, (const char *)node->name);
+    if (known) {
+        tid = known->tid;
+        bits = known->bits;
+        hint = known->hint;
+    } else {
+        /* lxml's tag: "{href}name" in a namespace, else the name. */
+        PyObject *name;
+        if (ns && ns->href) name = PyUnicode_FromFormat("{%s}%s", (const char *)ns->href, (const char *)node->name);
+        else name = PyUnicode_DecodeUTF8((const char *)node->name, (Py_ssize_t)strlen((const char *)node->name), NULL);
+        if (!name) { PyErr_Clear(); return 1; }
+        PyObject *props = PyObject_CallOneArg(w->tag_props, name);
+        Py_DECREF(name);
+        if (!props) return -1;
+        if (!PyArg_ParseTuple(props, "llk", &tid, &bits, &hint)) { Py_DECREF(props); return -1; }
+        Py_DECREF(props);
+        if (!ns) tag_props_keep(w->tag_props, (const char *)node->name, tid, bits, hint);
+    }
     TagSlot *slot = &w->tags[h];
     slot->name = node->name;
     slot->ns = ns;
@@ -1374,7 +1430,15 @@ static int may_be_permalink(W *w, xmlNode *node) {
     int href = 0, marked = w->in_title > 0;
     for (xmlAttr *a = node->properties; a; a = a->next) {
         if (a->type != XML_ATTRIBUTE_NODE || !a->name) continue;
-        if (is_name(a, "href")) href = 1;
+        if (is_name(a, "href")) {
+            /* _is_permalink reads el.get("href"), the first href in no namespace: one without
+             * a "#" is no permalink */
+            xmlNode *c = a->children;
+            if (!href && !a->ns && (!c || (!c->next && c->type == XML_TEXT_NODE && c->content &&
+                                           !strchr((const char *)c->content, '#'))))
+                return 0;
+            href = 1;
+        }
         else if (is_name(a, "aria-hidden")) marked = 1;
         else if (is_name(a, "class")) {
             xmlNode *c = a->children;
@@ -1387,6 +1451,118 @@ static int may_be_permalink(W *w, xmlNode *node) {
 }
 
 /* page.py's _is_permalink(element, in_title) of an <a> or <button>: 1, 0, or -1 on error. */
+static int attr_of(xmlNode *node, const char *name, const char **s, Py_ssize_t *n, PyObject **owned);
+static int ascii_space(unsigned char c);
+
+/* The first element at or after `c` among its siblings; *bail at an entity reference. */
+static xmlNode *first_element_from(xmlNode *c, int *bail) {
+    for (; c; c = c->next) {
+        if (c->type == XML_ELEMENT_NODE) return c;
+        if (c->type == XML_ENTITY_REF_NODE || c->type == XML_ENTITY_NODE || c->type == XML_DOCUMENT_NODE) {
+            *bail = 1;
+            return NULL;
+        }
+    }
+    return NULL;
+}
+
+/* page.py's _is_permalink(element, in_title) of the <a> or <button> `node`, read here: 1, 0,
+ * 2 where Python is asked (a value or a text that is not ASCII where that matters), -1 error.
+ * The anchor's text is its subtree's text as iterwalk gives it (dropped and leaf elements'
+ * insides left out, their tails kept), at most 64 events of elements below it. */
+static int permalink_here(W *w, xmlNode *node, int button) {
+    const char *s;
+    Py_ssize_t n;
+    PyObject *owned;
+    int r;
+    if (button) {
+        if (!w->in_title) return 0;
+    } else {
+        r = attr_of(node, "href", &s, &n, &owned);
+        if (r == 2) return 0;
+        if (r) return r < 0 ? -1 : 2;
+        int hash = memchr(s, '#', (size_t)n) != NULL;
+        Py_XDECREF(owned);
+        if (!hash) return 0;
+        if (!w->in_title) {
+            int marked = 0;
+            r = attr_of(node, "class", &s, &n, &owned);
+            if (r == 1 || r < 0) return r < 0 ? -1 : 2;
+            if (r == 0) {
+                if (!ascii_only(s, n)) { Py_XDECREF(owned); return 2; }
+                for (Py_ssize_t k = 0; k < n && !marked;) {
+                    while (k < n && ascii_space((unsigned char)s[k])) k++;
+                    Py_ssize_t a = k;
+                    while (k < n && !ascii_space((unsigned char)s[k])) k++;
+                    marked = k - a == 10 && memcmp(s + a, "headerlink", 10) == 0;
+                }
+                Py_XDECREF(owned);
+            }
+            if (!marked) {
+                r = attr_of(node, "aria-hidden", &s, &n, &owned);
+                if (r == 1 || r < 0) return r < 0 ? -1 : 2;
+                if (r == 0) {
+                    marked = stripped_lower_is(s, n, "true");
+                    Py_XDECREF(owned);
+                    if (marked < 0) return -1;
+                }
+            }
+            if (!marked) return 0;
+        }
+    }
+    Py_UCS4 text[10];
+    int count = 0, size = 0, bail = 0;
+#define FEED()                                                                                 \
+    do {                                                                                       \
+        const Py_UCS4 *t_ = (const Py_UCS4 *)w->raw.data;                                     \
+        for (size_t k_ = 0; k_ < w->raw.len; k_++)                                             \
+            if (!Py_UNICODE_ISSPACE(t_[k_])) {                                                 \
+                if (count == 9) return 0;                                                      \
+                text[count++] = t_[k_];                                                        \
+            }                                                                                  \
+    } while (0)
+    if ((r = collect_text(w, node->children)) != 0) return r < 0 ? -1 : 2;
+    FEED();
+    xmlNode *cur = first_element_from(node->children, &bail);
+    while (cur) {
+        if (++size > 64) return 0;
+        TagSlot *t;
+        if ((r = tag_of(w, cur, &t)) != 0) return r < 0 ? -1 : 2;
+        if (!(t->bits & (T_DROP | T_LEAF))) {
+            if ((r = collect_text(w, cur->children)) != 0) return r < 0 ? -1 : 2;
+            FEED();
+            xmlNode *child = first_element_from(cur->children, &bail);
+            if (bail) return 2;
+            if (child) { cur = child; continue; }
+        }
+        for (;;) {
+            /* the end event of cur: its tail */
+            if (++size > 64) return 0;
+            if ((r = collect_text(w, cur->next)) != 0) return r < 0 ? -1 : 2;
+            FEED();
+            xmlNode *sib = first_element_from(cur->next, &bail);
+            if (bail) return 2;
+            if (sib) { cur = sib; break; }
+            cur = cur->parent;
+            if (!cur || cur == node) { cur = NULL; break; }
+            if (cur->type != XML_ELEMENT_NODE) return 2;
+        }
+    }
+#undef FEED
+    if (bail) return 2;
+    int ascii = 1;
+    for (int k = 0; k < count; k++) if (text[k] >= 0x80) ascii = 0;
+    if (count == 9) {
+        if (!ascii) return 2;
+        static const char word[] = "permalink";
+        for (int k = 0; k < 9; k++) if (ascii_lower((char)text[k]) != word[k]) return 0;
+        return 1;
+    }
+    if (count > 4) return 0;
+    for (int k = 0; k < count; k++) if (uni_alnum(text[k])) return 0;
+    return 1;
+}
+
 static int is_permalink(W *w, xmlNode *node) {
     PyObject *el = (PyObject *)elementFactory(w->doc, node);
     if (!el) return -1;
@@ -1406,7 +1582,9 @@ static int start(W *w, xmlNode *node) {
     int bits = t->bits;
     int32_t i = (int32_t)w->parent.len;
     if (node != w->body && (((bits & T_A) && may_be_permalink(w, node)) || ((bits & T_BUTTON) && w->in_title > 0))) {
-        if ((r = is_permalink(w, node)) < 0) return -1;
+        r = permalink_here(w, node, !(bits & T_A));
+        if (r == 2) r = is_permalink(w, node);
+        if (r < 0) return -1;
         if (r) bits |= T_DROP;
     }
     if ((bits & T_DROP) && node != w->body) {
