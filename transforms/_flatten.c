@@ -174,6 +174,9 @@ typedef struct {
     PyObject *links;          /* list of link URLs */
     PyObject *fragments;      /* link_fragment of the links' hrefs that have one, parallel to fragment_node */
     BaseParts parts;          /* urls._base_parts of the base */
+    xmlNode *root;            /* the document's root, when the walk gathers its declared elements too */
+    Vec declared;             /* xmlNode *: the body's meta, link and script elements, document order */
+    int declared_bail;        /* ... of which one is not read here as lxml reads it */
     UrlBufs url;
     struct LxmlDocument *doc;
     PyObject *href_cache;     /* href -> resolve_link result, this page */
@@ -200,7 +203,7 @@ static void w_free(W *w) {
                   &w->class_ptr, &w->attr_ptr, &w->text_len, &w->words, &w->chars, &w->class_hash,
                   &w->attr_hash, &w->link_node, &w->extra_node, &w->extra_ptr, &w->text, &w->raw,
                   &w->pending, &w->scratch, &w->hint_buf, &w->stack_i, &w->stack_bits, &w->fragment_node,
-                  &w->url.out, &w->url.in, &w->url.tmp, &w->url.tmp2};
+                  &w->url.out, &w->url.in, &w->url.tmp, &w->url.tmp2, &w->declared};
     for (size_t k = 0; k < sizeof(all) / sizeof(all[0]); k++) free(all[k]->data);
     free(w->tags);
     Py_XDECREF(w->links);
@@ -1575,10 +1578,30 @@ static int is_permalink(W *w, xmlNode *node) {
 }
 
 /* The start event of element `node`: returns S_* or -1 (error) / -2 (bail). */
+static int declared_kind(const xmlNode *node);
+
+/* The meta, link and script elements below `top`, whose subtree the walk skips, for the
+ * declared metadata (walk's `root`). */
+static int declared_below(W *w, xmlNode *top) {
+    xmlNode *cur = top->children;
+    while (cur) {
+        if (cur->type == XML_ENTITY_REF_NODE || cur->type == XML_ENTITY_NODE) { w->declared_bail = 1; return 0; }
+        if (cur->type == XML_ELEMENT_NODE) {
+            if (declared_kind(cur) && VPUSH(w->declared, xmlNode *, cur) < 0) return -1;
+            if (cur->children) { cur = cur->children; continue; }
+        }
+        while (cur != top && !cur->next) cur = cur->parent;
+        if (cur == top) break;
+        cur = cur->next;
+    }
+    return 0;
+}
+
 static int start(W *w, xmlNode *node) {
     TagSlot *t;
     int r = tag_of(w, node, &t);
     if (r) return r < 0 ? -1 : -2;
+    if (w->root && declared_kind(node) && VPUSH(w->declared, xmlNode *, node) < 0) return -1;
     int bits = t->bits;
     int32_t i = (int32_t)w->parent.len;
     if (node != w->body && (((bits & T_A) && may_be_permalink(w, node)) || ((bits & T_BUTTON) && w->in_title > 0))) {
@@ -1588,6 +1611,7 @@ static int start(W *w, xmlNode *node) {
         if (r) bits |= T_DROP;
     }
     if ((bits & T_DROP) && node != w->body) {
+        if (w->root && node->children && declared_below(w, node) < 0) return -1;
         /* skipped subtree (a permalink anchor too); its end event adds the tail to the open
          * element */
         r = text_run(w, node->next, VAT(w->stack_i, int32_t, w->stack_i.len - 1));
@@ -1730,7 +1754,10 @@ static int start(W *w, xmlNode *node) {
     if (VPUSH(w->stack_i, int32_t, i) < 0 || VPUSH(w->stack_bits, int, bits) < 0) return -1;
     if (bits & T_A) w->in_link++;
     if (bits & T_TITLE) w->in_title++;
-    if (bits & T_LEAF) return S_LEAF;
+    if (bits & T_LEAF) {
+        if (w->root && node->children && declared_below(w, node) < 0) return -1;
+        return S_LEAF;
+    }
     if ((bits & T_PRE) && w->k.browser) {
         if (!w->pre_depth) {
             w->pre_first_text = w->n_texts;
@@ -2007,6 +2034,8 @@ static PyObject *as_bytes(const Vec *v, size_t item) {
     return PyByteArray_FromStringAndSize(v->data ? (const char *)v->data : "", (Py_ssize_t)(v->len * item));
 }
 
+static PyObject *declared_tuple(struct LxmlDocument *doc, xmlNode *top, xmlNode *skip, const Vec *instead);
+
 static PyObject *results(W *w, struct LxmlDocument *doc) {
     size_t n = w->parent.len;
     if (VPUSH(w->class_ptr, int32_t, (int32_t)w->class_hash.len) < 0) return NULL;
@@ -2055,14 +2084,17 @@ static PyObject *results(W *w, struct LxmlDocument *doc) {
     PyObject *text = PyUnicode_FromKindAndData(PyUnicode_4BYTE_KIND, w->text.data ? w->text.data : (void *)"\0\0\0",
                                                (Py_ssize_t)w->text.len);
     if (!text) { Py_DECREF(extras); goto done; }
-    out = Py_BuildValue("(NNNNNNNNNNNNNNNNNNONNO)",
+    PyObject *declared = !w->root || w->declared_bail ? Py_NewRef(Py_None)
+                         : declared_tuple(doc, w->root, w->body, &w->declared);
+    if (!declared) { Py_DECREF(extras); Py_DECREF(text); goto done; }
+    out = Py_BuildValue("(NNNNNNNNNNNNNNNNNNONNON)",
                         as_bytes(&w->parent, 4), as_bytes(&w->depth, 4), as_bytes(&w->tag, 4),
                         as_bytes(&w->end, 4), as_bytes(&cc, 4), as_bytes(&w->flags, 2),
                         as_bytes(&w->hints, 4), as_bytes(&w->line, 4), as_bytes(&w->id_hash, 4),
                         as_bytes(&w->class_ptr, 4), as_bytes(&w->class_hash, 4), as_bytes(&w->attr_ptr, 4),
                         as_bytes(&w->attr_hash, 4), as_bytes(&tp, 4), text, as_bytes(&w->words, 4),
                         as_bytes(&w->chars, 4), as_bytes(&w->link_node, 4), w->links, extras,
-                        as_bytes(&w->fragment_node, 4), w->fragments);
+                        as_bytes(&w->fragment_node, 4), w->fragments, declared);
 done:
     free(tp.data);
     free(cc.data);
@@ -2070,17 +2102,19 @@ done:
 }
 
 /* walk(body, base_url, base_parts, tag_props, class_info, id_info, resolve_link, count_words,
- *      hidden_style, permalink, browser, consts); base_parts: urls._base_parts(base_url) */
+ *      hidden_style, permalink, browser, consts[, root]); base_parts: urls._base_parts(base_url);
+ * with the document's root, the result's last item is meta_elements(root), gathered as the
+ * body is read (None without a root, or where meta_elements gives None). */
 static PyObject *walk(PyObject *self, PyObject *args) {
     (void)self;
-    PyObject *body_o, *parts;
+    PyObject *body_o, *parts, *root_o = Py_None;
     W w;
     memset(&w, 0, sizeof(w));
-    if (!PyArg_ParseTuple(args, "OUOOOOOOOOp(iiiiiiiiikk)", &body_o, &w.base_url, &parts, &w.tag_props, &w.class_info,
+    if (!PyArg_ParseTuple(args, "OUOOOOOOOOp(iiiiiiiiikk)|O", &body_o, &w.base_url, &parts, &w.tag_props, &w.class_info,
                           &w.id_info, &w.resolve, &w.count_words, &w.hidden_style, &w.permalink, &w.k.browser,
                           &w.k.f_link, &w.k.f_in_link, &w.k.f_nav_hint, &w.k.f_nav_word, &w.k.f_nav_all,
                           &w.k.f_space_before, &w.k.f_pre, &w.k.f_raised, &w.k.f_hidden, &w.k.hint_nav,
-                          &w.k.hint_hidden))
+                          &w.k.hint_hidden, &root_o))
         return NULL;
     if (base_parts_of(parts, &w.parts) < 0) return NULL;
     if (!element_type || !PyObject_TypeCheck(body_o, element_type)) Py_RETURN_NONE;
@@ -2090,6 +2124,7 @@ static PyObject *walk(PyObject *self, PyObject *args) {
     w.parent = w.depth = w.tag = w.end = w.line = w.class_ptr = w.attr_ptr = w.text_len = w.words = w.chars = i32;
     w.link_node = w.extra_node = w.stack_i = w.fragment_node = i32;
     w.url.out = w.url.in = w.url.tmp = w.url.tmp2 = (Vec){0, 0, 0, 1};
+    w.declared = (Vec){0, 0, 0, sizeof(xmlNode *)};
     w.flags = (Vec){0, 0, 0, sizeof(uint16_t)};
     w.hints = w.id_hash = w.class_hash = w.attr_hash = (Vec){0, 0, 0, sizeof(uint32_t)};
     w.extra_ptr = (Vec){0, 0, 0, sizeof(xmlNode *)};
@@ -2098,6 +2133,22 @@ static PyObject *walk(PyObject *self, PyObject *args) {
     w.hint_buf = (Vec){0, 0, 0, 1};
     w.body = body->_c_node;
     w.doc = body->_doc;
+    if (root_o != Py_None) {
+        /* the root of the body's own document */
+        struct LxmlElement *root = (struct LxmlElement *)root_o;
+        if (!PyObject_TypeCheck(root_o, element_type) || !root->_c_node || root->_doc != body->_doc ||
+            root->_c_node->type != XML_ELEMENT_NODE) {
+            PyErr_SetString(PyExc_ValueError, "walk: root must be an element of the body's document");
+            return NULL;
+        }
+        xmlNode *up = w.body;
+        while (up && up != root->_c_node) up = up->parent;
+        if (!up) {
+            PyErr_SetString(PyExc_ValueError, "walk: the body must lie under the root");
+            return NULL;
+        }
+        w.root = root->_c_node;
+    }
     w.links = PyList_New(0);
     w.fragments = PyList_New(0);
     w.href_cache = PyDict_New();
@@ -2366,78 +2417,118 @@ static int may_hold(PyObject *v, const char *word) {
     return 0;
 }
 
+/* 1, 2, 3 for an element named meta, link, script (in any namespace), else 0. */
+static int declared_kind(const xmlNode *node) {
+    const char *name = (const char *)node->name;
+    if (!name) return 0;
+    switch (name[0]) {
+    case 'm': return strcmp(name, "meta") == 0 ? 1 : 0;
+    case 'l': return strcmp(name, "link") == 0 ? 2 : 0;
+    case 's': return strcmp(name, "script") == 0 ? 3 : 0;
+    default: return 0;
+    }
+}
+
+typedef struct { PyObject *metas, *links, *scripts; struct LxmlDocument *doc; } Declared;
+
+/* What meta._page_metadata reads of one element of the document: 0, 1 where it is not read
+ * here as lxml reads it, -1 error. */
+static int declared_of(Declared *d, xmlNode *cur) {
+    int kind = declared_kind(cur);
+    if (!kind) return 0;
+    if (cur->ns) return 1;
+    PyObject *a = NULL, *b = NULL, *c = NULL;
+    int r = 0, keep = 0;
+    if (kind == 1) {
+        r = get_attr(cur, "content", &c);
+        if (!r && c) {
+            r = get_attr(cur, "name", &a);
+            if (!r) r = get_attr(cur, "property", &b);
+            keep = !r;
+        }
+    } else if (kind == 2) {
+        r = get_attr(cur, "rel", &a);
+        if (!r && a && may_hold(a, "canonical")) {
+            r = get_attr(cur, "href", &b);
+            keep = !r;
+        }
+    } else {
+        r = get_attr(cur, "type", &a);
+        keep = !r && a && may_hold(a, "application/ld+json");
+    }
+    if (keep) {
+        PyObject *item;
+        if (kind == 1)
+            item = Py_BuildValue("(OOO)", a ? a : Py_None, b ? b : Py_None, c);
+        else if (kind == 2)
+            item = Py_BuildValue("(OO)", a, b ? b : Py_None);
+        else
+            item = (PyObject *)elementFactory(d->doc, cur);
+        if (!item || PyList_Append(kind == 1 ? d->metas : kind == 2 ? d->links : d->scripts, item) < 0) r = -1;
+        Py_XDECREF(item);
+    }
+    Py_XDECREF(a);
+    Py_XDECREF(b);
+    Py_XDECREF(c);
+    if (r > 0) PyErr_Clear();
+    return r;
+}
+
+/* declared_of of every element of `top`'s subtree in document order (root.iter's), `top`
+ * itself with `with_top`; at `skip`, the elements listed in `instead` (the walk's, for the
+ * body it read) in place of its subtree's. 0, 1 where it is not read here, -1 error. */
+static int declared_scan(Declared *d, xmlNode *top, int with_top, xmlNode *skip, const Vec *instead) {
+    xmlNode *cur = with_top ? top : top->children;
+    if (!with_top && !cur) return 0;
+    while (cur) {
+        if (cur->type == XML_ENTITY_REF_NODE || cur->type == XML_ENTITY_NODE) return 1;
+        int descend = 0;
+        if (cur == skip) {
+            for (size_t k = 0; k < instead->len; k++) {
+                int r = declared_of(d, VAT(*instead, xmlNode *, k));
+                if (r) return r;
+            }
+        } else if (cur->type == XML_ELEMENT_NODE) {
+            int r = declared_of(d, cur);
+            if (r) return r;
+            descend = cur->children != NULL;
+        }
+        if (descend) { cur = cur->children; continue; }
+        while (cur != top && !cur->next) cur = cur->parent;
+        if (cur == top) break;
+        cur = cur->next;
+    }
+    return 0;
+}
+
+/* The declared elements as meta._declared_elements hands them over, or None (see above). */
+static PyObject *declared_tuple(struct LxmlDocument *doc, xmlNode *top, xmlNode *skip, const Vec *instead) {
+    Declared d = {PyList_New(0), PyList_New(0), PyList_New(0), doc};
+    PyObject *out = NULL;
+    if (d.metas && d.links && d.scripts) {
+        int r = declared_scan(&d, top, 1, skip, instead);
+        if (r == 0) out = PyTuple_Pack(3, d.metas, d.links, d.scripts);
+        else if (r > 0) out = Py_NewRef(Py_None);
+    }
+    Py_XDECREF(d.metas);
+    Py_XDECREF(d.links);
+    Py_XDECREF(d.scripts);
+    return out;
+}
+
 /* meta_elements(root): what meta._page_metadata reads of root.iter("meta", "link", "script"),
  * in document order: ([(name, property, content)] of the <meta> elements with a content
  * attribute, [(rel, href)] of the <link> elements whose rel may hold "canonical", [the <script>
  * elements whose type may be application/ld+json]), attributes None where absent; None where
- * the tree is not read here as lxml reads it (the caller then iterates it itself). */
+ * the tree is not read here as lxml reads it (the caller then iterates it itself). The walk
+ * gathers the same for parse_page (walk's `root`) as it reads the body. */
 static PyObject *meta_elements(PyObject *self, PyObject *arg) {
     (void)self;
     if (!element_type || !PyObject_TypeCheck(arg, element_type) || !((struct LxmlElement *)arg)->_c_node)
         Py_RETURN_NONE;
     struct LxmlElement *el = (struct LxmlElement *)arg;
-    xmlNode *root = el->_c_node, *cur = root;
-    if (root->type != XML_ELEMENT_NODE) Py_RETURN_NONE;
-    PyObject *metas = PyList_New(0), *links = PyList_New(0), *scripts = PyList_New(0), *out = NULL;
-    if (!metas || !links || !scripts) goto done;
-    int bail = 0;
-    while (cur) {
-        if (cur->type == XML_ENTITY_REF_NODE || cur->type == XML_ENTITY_NODE) { bail = 1; break; }
-        if (cur->type == XML_ELEMENT_NODE && cur->name) {
-            const char *name = (const char *)cur->name;
-            int kind = strcmp(name, "meta") == 0 ? 1 : strcmp(name, "link") == 0 ? 2 : strcmp(name, "script") == 0 ? 3 : 0;
-            if (kind && cur->ns) { bail = 1; break; }
-            PyObject *a = NULL, *b = NULL, *c = NULL;
-            int r = 0, keep = 0;
-            if (kind == 1) {
-                r = get_attr(cur, "content", &c);
-                if (!r && c) {
-                    r = get_attr(cur, "name", &a);
-                    if (!r) r = get_attr(cur, "property", &b);
-                    keep = !r;
-                }
-            } else if (kind == 2) {
-                r = get_attr(cur, "rel", &a);
-                if (!r && a && may_hold(a, "canonical")) {
-                    r = get_attr(cur, "href", &b);
-                    keep = !r;
-                }
-            } else if (kind == 3) {
-                r = get_attr(cur, "type", &a);
-                keep = !r && a && may_hold(a, "application/ld+json");
-            }
-            if (keep) {
-                PyObject *item;
-                if (kind == 1)
-                    item = Py_BuildValue("(OOO)", a ? a : Py_None, b ? b : Py_None, c);
-                else if (kind == 2)
-                    item = Py_BuildValue("(OO)", a, b ? b : Py_None);
-                else
-                    item = (PyObject *)elementFactory(el->_doc, cur);
-                if (!item || PyList_Append(kind == 1 ? metas : kind == 2 ? links : scripts, item) < 0) r = -1;
-                Py_XDECREF(item);
-            }
-            Py_XDECREF(a);
-            Py_XDECREF(b);
-            Py_XDECREF(c);
-            if (r < 0) goto done;
-            if (r > 0) { PyErr_Clear(); bail = 1; break; }
-            if (cur->children) { cur = cur->children; continue; }
-        }
-        while (cur != root && !cur->next) cur = cur->parent;
-        if (cur == root) break;
-        cur = cur->next;
-    }
-    if (bail) {
-        out = Py_NewRef(Py_None);
-    } else {
-        out = PyTuple_Pack(3, metas, links, scripts);
-    }
-done:
-    Py_XDECREF(metas);
-    Py_XDECREF(links);
-    Py_XDECREF(scripts);
-    return out;
+    if (el->_c_node->type != XML_ELEMENT_NODE) Py_RETURN_NONE;
+    return declared_tuple(el->_doc, el->_c_node, NULL, NULL);
 }
 
 /* resolve_link(base_parts, href): urls.resolve_link(base, href) as the walk answers it (base_parts:

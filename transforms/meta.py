@@ -93,12 +93,14 @@ MAX_DECLARED_TYPES = 8
 _TYPE_NAME = re.compile(r"[a-z][a-z0-9_.:-]{0,40}")
 
 
-def page_metadata(root, base_url: str) -> PageMeta:
-    """The declared metadata of a parsed document (`root`: lxml's root element, or None)."""
+def page_metadata(root, base_url: str, declared: tuple | None = None) -> PageMeta:
+    """The declared metadata of a parsed document (`root`: lxml's root element, or None).
+    `declared`: what _declared_elements gives of the document, already gathered (the compiled
+    walk gathers it as it reads the body), or None to gather it here."""
     if root is None:
         return NO_META
     try:
-        return _page_metadata(root, base_url)
+        return _page_metadata(root, base_url, declared)
     except Exception:  # noqa: BLE001 - hostile markup must cost the columns, never the page
         return NO_META
 
@@ -127,11 +129,11 @@ def _declared_elements(root) -> tuple:
     return metas, links, scripts
 
 
-def _page_metadata(root, base_url: str) -> PageMeta:
+def _page_metadata(root, base_url: str, declared: tuple | None = None) -> PageMeta:
     names: dict = {}          # lower-cased meta name/property → first non-empty content
     canonical = None
     scripts: list = []        # the JSON-LD scripts, document order (the first MAX_JSONLD_SCRIPTS)
-    metas, links, script_elements = _declared_elements(root)
+    metas, links, script_elements = _declared_elements(root) if declared is None else declared
     for el in script_elements:
         if len(scripts) < MAX_JSONLD_SCRIPTS and \
                 (el.get("type") or "").strip().lower() == "application/ld+json":

@@ -767,11 +767,12 @@ def parse_page(html: str | bytes, url: str, max_nodes: int | None = None,
             if b is not None:
                 base_url = resolve_link(url, b.get("href")) or url
     page = None
+    declared = []
     if _compiled is not None and _COMPILED and body is not None:
-        page = _flatten_compiled(body, url, title, base_url, chars, notes, rules)
+        page = _flatten_compiled(body, url, title, base_url, chars, notes, rules, root, declared)
     if page is None:
         page = _flatten(body, url, title, base_url, chars, notes, rules)
-    page.meta = page_metadata(root, base_url).as_tuple()
+    page.meta = page_metadata(root, base_url, declared[0] if declared else None).as_tuple()
     return page
 
 
@@ -1168,16 +1169,24 @@ def _permalink_of(rules: ParseRules):
 
 
 def _flatten_compiled(body, url: str, title: str, base_url: str, html_len: int, notes: tuple,
-                      rules: ParseRules = PRODUCT_RULES) -> CompactPage | None:
+                      rules: ParseRules = PRODUCT_RULES, root=None, declared: list | None = None
+                      ) -> CompactPage | None:
     """`_flatten`'s CompactPage from transforms/_flatten.c, or None where the compiled walk
-    leaves the page to the reference (a tree it does not read exactly as lxml does)."""
+    leaves the page to the reference (a tree it does not read exactly as lxml does).
+
+    With the document's `root` (the body lies under it), the walk also gathers what
+    meta.page_metadata reads of the document (meta._declared_elements), which it appends to
+    `declared`: one pass over the body for both."""
     out = _compiled.walk(body, base_url, _base_parts(base_url), _tag_props_of(rules), _class_info, _id_info,
                          resolve_link, count_words, _HIDDEN_STYLE.search, _permalink_of(rules),
-                         rules.browser_text, _WALK_CONSTS)
+                         rules.browser_text, _WALK_CONSTS, root)
     if out is None:
         return None
     (parent, depth, tag, end, child_count, flags, hints, line, id_hash, class_ptr, class_hash,
-     attr_ptr, attr_hash, text_ptr, text, words, chars, link_node, link_url, extra, fragment_node, fragments) = out
+     attr_ptr, attr_hash, text_ptr, text, words, chars, link_node, link_url, extra, fragment_node, fragments,
+     gathered) = out
+    if declared is not None:
+        declared.append(gathered)
 
     def arr(buf, dtype):
         return np.frombuffer(buf, dtype=dtype) if buf else np.zeros(0, dtype=dtype)

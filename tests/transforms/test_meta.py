@@ -310,7 +310,17 @@ _META_PIECE = st.sampled_from([
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(_META_PIECE, max_size=8), st.lists(_META_PIECE, max_size=6))
-def test_declared_metadata_read_by_the_pass_is_the_reference(head, body):
-    got, ref = _metadata_both_ways(f"<html lang=en><head>{''.join(head)}</head><body>{''.join(body)}</body></html>")
+@given(st.lists(_META_PIECE, max_size=8), st.lists(_META_PIECE, max_size=6), st.booleans())
+def test_declared_metadata_read_by_the_pass_is_the_reference(head, body, bare):
+    """meta_elements against root.iter; and what the walk gathers as it reads the body is what
+    meta_elements gathers (a document that is a bare body too)."""
+    from sitestrip.transforms import page as P
+
+    html = f"<body>{''.join(body)}</body>" if bare else \
+        f"<html lang=en><head>{''.join(head)}</head><body>{''.join(body)}</body></html>"
+    got, ref = _metadata_both_ways(html)
     assert got == ref
+    root, body_el, _ = parse_tree(html)
+    gathered = []
+    P._flatten_compiled(body_el, URL, "", URL, 0, (), P.PRODUCT_RULES, root, gathered)
+    assert gathered == [P._compiled.meta_elements(root)]
