@@ -654,12 +654,25 @@ _PACKED_FIELDS = frozenset({
     "class_hash", "attr_ptr", "attr_hash", "text_ptr", "text", "words", "chars", "link_node", "link_url"})
 
 
-def _parser() -> etree.HTMLParser:
+def _new_parser() -> etree.HTMLParser:
     # huge_tree lifts libxml2's 256-level depth cap to 2048 and its text-node
     # size cap; no_network keeps the parser from ever fetching anything.
     return etree.HTMLParser(encoding="utf-8", remove_comments=True, remove_pis=True,
                             huge_tree=True, no_network=True, collect_ids=False,
                             default_doctype=False)
+
+
+_PARSERS = threading.local()
+
+
+def _parser() -> etree.HTMLParser:
+    """This thread's parser. One per thread, kept: an lxml parser reads one document at a time,
+    and making one costs more than a small page's parse (its error log is the last document's:
+    lxml empties it when a parse begins)."""
+    parser = getattr(_PARSERS, "parser", None)
+    if parser is None:
+        parser = _PARSERS.parser = _new_parser()
+    return parser
 
 
 def _collapse(s: str | None) -> str:
@@ -691,8 +704,13 @@ def parse_tree(html: str | bytes) -> tuple:
             notes.append(f"{PARSE_FAILURE}lxml built no tree from {len(text)} characters{why}")
     body = None
     if root is not None:
-        body = root if root.tag == "body" else root.find("body")
+        # iterchildren(tag) is what find(tag) runs (lxml's ElementPath), without the path machinery
+        body = root if root.tag == "body" else next(root.iterchildren("body"), None)
     return root, body, tuple(notes)
+
+
+def _href_of(el):
+    return el.get("href")
 
 
 @dataclass(frozen=True)
@@ -758,14 +776,15 @@ def parse_page(html: str | bytes, url: str, max_nodes: int | None = None,
             raise TooManyNodes(f"{count} parsed nodes, more than read.max_nodes = {max_nodes}")
     title, base_url = "", url
     if root is not None:
-        head = root.find("head")
+        # find("head"), find("title") and find("base[@href]"), as lxml's ElementPath runs them
+        head = next(root.iterchildren("head"), None)
         if head is not None:
-            t = head.find("title")
+            t = next(head.iterchildren("title"), None)
             if t is not None:
                 title = _collapse(t.text)
-            b = head.find("base[@href]")
-            if b is not None:
-                base_url = resolve_link(url, b.get("href")) or url
+            href = next((h for h in map(_href_of, head.iterchildren("base")) if h is not None), None)
+            if href is not None:
+                base_url = resolve_link(url, href) or url
     page = None
     declared = []
     if _compiled is not None and _COMPILED and body is not None:
