@@ -16,21 +16,25 @@
  *     decodes them.
  * Class and id hints (_class_info, _id_info), the hidden-style pattern and the role and
  * aria-hidden tests are answered here for ASCII values, the hints from page.py's word tables
- * (set_hint_tables) and kept per process by value; resolve_link's answers for hrefs beginning
- * "http://" or "https://" are kept per process too. What is rare or intricate stays in Python
- * and is called back: a tag's properties (name.lower() and the rules' sets, once per name),
- * values that are not ASCII, a class list with the hidden hint (its responsive exception),
- * resolve_link for other hrefs (once per page and href), and whether a link that may be a
- * permalink anchor is one (_is_permalink, with lxml's element: it reads the link's subtree
- * ahead). count_words' tokens are counted here (tokens.py's pattern, with its CJK and mark
- * ranges handed over by set_token_ranges; Python's count_words where they are not set).
+ * (set_hint_tables) and kept per process by value. Links are resolved here (urls.py's
+ * resolve_link and link_fragment, on the href's UTF-8 bytes), permalink anchors decided
+ * (_is_permalink), and what meta.py reads of the tree is read as the walk passes: the images'
+ * URL, pixel size and alt and the links' rel flags (node_extras), the document's meta, link
+ * and script elements (page_metadata). What is rare or intricate stays in Python and is
+ * called back: a tag's properties (name.lower() and the rules' sets, once per name and
+ * process), values that are not ASCII where Python's case or whitespace rules matter, a class
+ * list with the hidden hint (its responsive exception), the rare hrefs (resolve_link, its
+ * answer kept per page, and per process for the absolute ones). count_words' tokens are
+ * counted here (tokens.py's pattern, with its CJK and mark ranges handed over by
+ * set_token_ranges; Python's count_words where they are not set).
  * Anything this file does not read exactly as lxml would
  * (entity references, invalid UTF-8, an element that is not lxml's) makes `walk` return
  * None, and page.py runs the reference instead, so the result is the same either way.
  *
  * No recursion over the DOM: the walk climbs back through parent pointers. lxml's public C
- * API (its headers ship in the lxml wheel) gives the element objects node_extras reads: the
- * EXTRA_TAGS elements and the http(s) <a> links with a rel attribute, in node order.
+ * API (its headers ship in the lxml wheel) gives the element objects Python reads: the
+ * EXTRA_TAGS elements and http(s) <a> links with a rel that are not read here, the JSON-LD
+ * scripts, in node order.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
