@@ -22,8 +22,8 @@
  * URL, pixel size and alt and the links' rel flags (node_extras), the document's meta, link
  * and script elements (page_metadata). What is rare or intricate stays in Python and is
  * called back: a tag's properties (name.lower() and the rules' sets, once per name and
- * process), values that are not ASCII where Python's case or whitespace rules matter, a class
- * list with the hidden hint (its responsive exception), the rare hrefs (resolve_link, its
+ * process), values that are not ASCII where Python's case or whitespace rules matter, the
+ * rare hrefs (resolve_link, its
  * answer kept per page, and per process for the absolute ones). count_words' tokens are
  * counted here (tokens.py's pattern, with its CJK and mark ranges handed over by
  * set_token_ranges; Python's count_words where they are not set).
@@ -368,9 +368,9 @@ static Py_ssize_t collapse_into(Vec *out, const Py_UCS4 *s, size_t n) {
 /* ------------------------------------------------------------------ class and id hints */
 
 /* page.py's _class_info and _id_info for values made of ASCII characters only, from the word
- * tables set_hint_tables hands over (HINT_WORDS' exact words and prefixes, _hides' word sets).
- * What is not ASCII, and a class list whose roles hold the "hidden" hint (the responsive
- * exception, _SHOWN_AT_A_SIZE, stays a regular expression), are called back to Python. */
+ * tables set_hint_tables hands over (HINT_WORDS' exact words and prefixes, _hides' word sets)
+ * and the responsive exception (_SHOWN_AT_A_SIZE, shown_at_a_size below). What is not ASCII is
+ * called back to Python. */
 
 typedef struct { char **word; uint32_t *bits; size_t *len; size_t n; } WordSet;
 
@@ -587,8 +587,8 @@ static int answers_grow(Answers *a) {
     return 0;
 }
 
-/* Stores an answer (the value and its nh hashes in one block; flags -1: Python answers it); a
- * failed allocation stores nothing. */
+/* Stores an answer (the value and its nh hashes in one block); a failed allocation stores
+ * nothing. */
 static void answer_put(Answers *a, const char *s, size_t n, uint32_t code, int flags, uint32_t roles,
                        const uint32_t *hashes, uint32_t nh) {
     if (a->used * 2 >= a->cap) {
@@ -628,14 +628,73 @@ static int hint_scratch(Vec *v, size_t n, char **low, char **run, Span **parts) 
     return 0;
 }
 
+/* Whether the lower-cased ASCII token t[0..n) is in `words` (NULL-ended) followed by the end or,
+ * with `more`, by "-" and one or more of [a-z-]; the index past the word matched, or 0. */
+static int word_then(const char *t, size_t n, size_t at, const char *const *words, int more) {
+    for (const char *const *w = words; *w; w++) {
+        size_t len = strlen(*w);
+        if (at + len > n || memcmp(t + at, *w, len) != 0) continue;
+        size_t k = at + len;
+        if (k == n) return 1;
+        if (more && t[k] == '-' && k + 1 < n) {
+            size_t j = k + 1;
+            while (j < n && ((t[j] >= 'a' && t[j] <= 'z') || t[j] == '-')) j++;
+            if (j == n) return 1;
+        }
+    }
+    return 0;
+}
+
+/* page.py's _SHOWN_AT_A_SIZE.fullmatch(token.lower()) of an ASCII token: a class that shows its
+ * element at some screen size (d-md-block, md:flex, visible-lg, show-for-medium). */
+static int shown_at_a_size_of(const char *t, size_t n);
+
+static int shown_at_a_size(const char *s, size_t n) {
+    char small[64], *t = n <= sizeof(small) ? small : malloc(n);
+    if (!t) return 0;
+    for (size_t k = 0; k < n; k++) t[k] = (char)(s[k] >= 'A' && s[k] <= 'Z' ? s[k] + 32 : s[k]);
+    int shown = shown_at_a_size_of(t, n);
+    if (t != small) free(t);
+    return shown;
+}
+
+/* shown_at_a_size of the lower-cased token t[0..n) */
+static int shown_at_a_size_of(const char *t, size_t n) {
+    static const char *const d_sizes[] = {"sm", "md", "lg", "xl", "xxl", NULL};
+    static const char *const sizes[] = {"sm", "md", "lg", "xl", "2xl", NULL};
+    static const char *const displays[] = {"block", "inline", "inline-block", "flex", "inline-flex", "grid",
+                                           "inline-grid", "table", "table-row", "table-cell", "contents",
+                                           "flow-root", "list-item", "visible", "not-sr-only", NULL};
+    static const char *const visible[] = {"xs", "sm", "md", "lg", "xl", NULL};
+    static const char *const show_for[] = {"small", "medium", "large", "xlarge", "xxlarge", NULL};
+    if (n > 2 && t[0] == 'd' && t[1] == '-') {
+        for (const char *const *w = d_sizes; *w; w++) {
+            size_t len = strlen(*w), k = 2 + len;
+            if (k + 1 >= n || memcmp(t + 2, *w, len) != 0 || t[k] != '-') continue;
+            size_t j = k + 1;
+            while (j < n && ((t[j] >= 'a' && t[j] <= 'z') || t[j] == '-')) j++;
+            if (j == n && !(n - k - 1 == 4 && memcmp(t + k + 1, "none", 4) == 0)) return 1;
+        }
+    }
+    for (const char *const *w = sizes; *w; w++) {
+        size_t len = strlen(*w);
+        if (len + 1 < n && memcmp(t, *w, len) == 0 && t[len] == ':') {
+            for (const char *const *d = displays; *d; d++)
+                if (n - len - 1 == strlen(*d) && memcmp(t + len + 1, *d, n - len - 1) == 0) return 1;
+        }
+    }
+    if (n > 8 && memcmp(t, "visible-", 8) == 0 && word_then(t, n, 8, visible, 1)) return 1;
+    if (n > 9 && memcmp(t, "show-for-", 9) == 0 && word_then(t, n, 9, show_for, 1)) return 1;
+    return 0;
+}
+
 /* _class_info(value) of an ASCII class value into `hashes` (sorted, distinct), *flags,
- * *roles: 1 done, 0 when Python must answer (not ASCII, or the hidden hint), -1 error. */
+ * *roles: 1 done, 0 when Python must answer (not ASCII), -1 error. */
 static int class_hints(Vec *scratch, const char *s, Py_ssize_t n, Vec *hashes, int *flags, uint32_t *roles) {
     if (!hints_ready || !ascii_only(s, n)) return 0;
     uint32_t code = crc_end(crc_feed(crc_begin(), (const unsigned char *)s, (size_t)n));
     Answer *got = answer_find(&class_answers, s, (size_t)n, code);
     if (got) {
-        if (got->flags < 0) return 0;
         if (vec_reserve(hashes, got->nh) < 0) return -1;
         if (got->nh) memcpy((uint32_t *)hashes->data + hashes->len, got->hashes, got->nh * sizeof(uint32_t));
         hashes->len += got->nh;
@@ -667,9 +726,13 @@ static int class_hints(Vec *scratch, const char *s, Py_ssize_t n, Vec *hashes, i
         VAT(*hashes, uint32_t, hashes->len++) = crc_end(crc_feed(crc_begin(), (const unsigned char *)s + a, (size_t)(k - a)));
     }
     if (r & hk.hidden) {
-        hashes->len = start;
-        answer_put(&class_answers, s, (size_t)n, code, -1, 0, NULL, 0);
-        return 0;
+        /* responsive: hidden on some screens, shown on others (_class_info) */
+        for (Py_ssize_t k = 0; k < n;) {
+            while (k < n && Py_UNICODE_ISSPACE((Py_UCS4)(unsigned char)s[k])) k++;
+            Py_ssize_t a = k;
+            while (k < n && !Py_UNICODE_ISSPACE((Py_UCS4)(unsigned char)s[k])) k++;
+            if (k > a && shown_at_a_size(s + a, (size_t)(k - a))) { r &= ~hk.hidden; break; }
+        }
     }
     uint32_t *h = (uint32_t *)hashes->data + start;
     size_t m = hashes->len - start, u = 0;
