@@ -254,6 +254,41 @@ static int as_text(PyObject *s, Text *t) {
     return 0;
 }
 
+/* `s` lower-cased as str.lower() does, into `l`. An ASCII str is lowered here, code point by
+ * code point into l's scratch buffer (str.lower maps A-Z and nothing else of ASCII, to one
+ * code point each); any other is str.lower's, called, whose result is held in *low until the
+ * caller releases it (Py_XDECREF), since `l` may read it in place. */
+static int lower_text(PyObject *s, Text *l, PyObject **low) {
+    *low = NULL;
+    if (!PyUnicode_Check(s)) {
+        PyErr_Format(PyExc_TypeError, "block texts must be str, not %.100s", Py_TYPE(s)->tp_name);
+        return -1;
+    }
+    if (PyUnicode_CheckExact(s) && PyUnicode_IS_ASCII(s)) {
+        Py_ssize_t n = PyUnicode_GET_LENGTH(s);
+        if (n > l->cap) {
+            Py_UCS4 *grown = PyMem_Realloc(l->own, (size_t)n * sizeof(Py_UCS4));
+            if (grown == NULL) {
+                PyErr_NoMemory();
+                return -1;
+            }
+            l->own = grown;
+            l->cap = n;
+        }
+        const Py_UCS1 *from = PyUnicode_1BYTE_DATA(s);
+        for (Py_ssize_t i = 0; i < n; i++) {
+            Py_UCS4 c = from[i];
+            l->own[i] = c >= 'A' && c <= 'Z' ? c + 32 : c;
+        }
+        l->s = l->own;
+        l->n = n;
+        return 0;
+    }
+    *low = PyObject_CallMethodNoArgs(s, lower_name);
+    if (*low == NULL) return -1;
+    return as_text(*low, l);
+}
+
 static int writable_int64(PyObject *obj, Py_buffer *view, Py_ssize_t items, const char *what) {
     if (PyObject_GetBuffer(obj, view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | PyBUF_WRITABLE) < 0) return -1;
     if (view->itemsize != 8 || view->len != items * 8) {
@@ -306,11 +341,10 @@ static PyObject *text_columns(PyObject *self, PyObject *args) {
         row[C_LENGTH] = t.n;
         row[C_CLOSING] = t.n > 0 && is_closing(at(&t, t.n - 1));
         row[C_UPPER] = t.n > 0 && Py_UNICODE_ISUPPER(at(&t, 0)) != 0;
-        PyObject *low = PyObject_CallMethodNoArgs(s, lower_name);
-        if (low == NULL) goto fail;
-        if (as_text(low, &l) < 0) { Py_DECREF(low); goto fail; }
+        PyObject *low;
+        if (lower_text(s, &l, &low) < 0) { Py_XDECREF(low); goto fail; }
         row[C_PATTERNS] = pattern_bits(&l);
-        Py_DECREF(low);
+        Py_XDECREF(low);
     }
     PyMem_Free(t.own);
     PyMem_Free(l.own);
@@ -349,14 +383,8 @@ static PyObject *text_keys(PyObject *self, PyObject *args) {
     int64_t *keys = view.buf;
     Text l = {0};
     for (Py_ssize_t b = 0; b < nb; b++) {
-        PyObject *s = PyList_GET_ITEM(texts, b);
-        if (!PyUnicode_Check(s)) {
-            PyErr_Format(PyExc_TypeError, "block texts must be str, not %.100s", Py_TYPE(s)->tp_name);
-            goto fail;
-        }
-        PyObject *low = PyObject_CallMethodNoArgs(s, lower_name);
-        if (low == NULL) goto fail;
-        if (as_text(low, &l) < 0) { Py_DECREF(low); goto fail; }
+        PyObject *low;
+        if (lower_text(PyList_GET_ITEM(texts, b), &l, &low) < 0) { Py_XDECREF(low); goto fail; }
         uint32_t crc = crc_begin();
         int in_word = 0, words = 0;
         for (Py_ssize_t i = 0; i < l.n; i++) {
@@ -370,7 +398,7 @@ static PyObject *text_keys(PyObject *self, PyObject *args) {
             crc = crc_code_point(crc, c);
         }
         keys[b] = (int64_t)crc_end(crc);
-        Py_DECREF(low);
+        Py_XDECREF(low);
     }
     PyMem_Free(l.own);
     PyBuffer_Release(&view);
@@ -1449,9 +1477,8 @@ static PyObject *role_any(PyObject *self, PyObject *args) {
             PyErr_SetString(PyExc_ValueError, "role_any: a block outside the texts");
             goto done;
         }
-        PyObject *low = PyObject_CallMethodNoArgs(PyList_GET_ITEM(texts, blocks[i]), lower_name);
-        if (low == NULL) goto done;
-        if (as_text(low, &l) < 0) { Py_DECREF(low); goto done; }
+        PyObject *low;
+        if (lower_text(PyList_GET_ITEM(texts, blocks[i]), &l, &low) < 0) { Py_XDECREF(low); goto done; }
         int64_t bits = 0;
         for (Py_ssize_t p = 0; p < l.n;) {
             Py_UCS4 c = at(&l, p);
@@ -1469,7 +1496,7 @@ static PyObject *role_any(PyObject *self, PyObject *args) {
                 p++;
             }
         }
-        Py_DECREF(low);
+        Py_XDECREF(low);
         out[i] = bits;
     }
     result = Py_None;

@@ -14,6 +14,7 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <math.h>
 #include <stdint.h>
 
 static int get(PyObject *obj, Py_buffer *view, Py_ssize_t itemsize, int writable, const char *what) {
@@ -162,10 +163,103 @@ fail:
     return NULL;
 }
 
+/* forest(X, width, steps, feature, threshold, left, value, roots, out, per_tree): the walk of
+ * `leaves` and `leaf_sums` from each tree's root over X as it is (float32 blocks x width, NaN
+ * allowed), each group of blocks' NaN-folded rows (X2 of `leaves`: NaN as +inf, then as -inf)
+ * built here in a buffer that stays in the first level cache, instead of in a
+ * [blocks, 2 width] matrix numpy fills first.
+ * per_tree 0: out float64[blocks], the leaf values' sums in tree order (leaf_sums's);
+ * per_tree 1: out float64[trees, blocks], the leaf value each tree reaches (`leaves` followed by
+ * value[node]). Returns the number of infinite cells of X, whose rows are still walked (the
+ * caller refuses such features, model.py). */
+static PyObject *forest(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *objs[9];
+    Py_ssize_t width;
+    int per_tree;
+    if (!PyArg_ParseTuple(args, "OnOOOOOOOp", &objs[0], &width, &objs[1], &objs[2], &objs[3], &objs[4], &objs[5],
+                          &objs[6], &objs[7], &per_tree)) return NULL;
+    Py_buffer v[8];
+    const Py_ssize_t sizes[8] = {4, 8, 8, 4, 8, 8, 8, 8};
+    const char *names[8] = {"X", "steps", "feature", "threshold", "left", "value", "roots", "out"};
+    int held = 0;
+    float *both = NULL;
+    Py_ssize_t infinite = 0;
+    for (; held < 8; held++)
+        if (get(objs[held], &v[held], sizes[held], held == 7, names[held]) < 0) goto fail;
+    {
+        const float *x = v[0].buf, *th = v[3].buf;
+        const int64_t *steps = v[1].buf, *f = v[2].buf, *lf = v[4].buf, *roots = v[6].buf;
+        const double *value = v[5].buf;
+        double *out = v[7].buf;
+        Py_ssize_t rows = v[1].len / 8, table = v[4].len / 8;
+        Py_ssize_t blocks = width > 0 ? v[0].len / 4 / width : 0;
+        int bad = width <= 0 || rows == 0 || v[0].len != blocks * width * 4 || v[6].len / 8 != rows
+                  || v[2].len / 8 != table || v[3].len / 4 != table || v[5].len / 8 != table
+                  || v[7].len / 8 != (per_tree ? rows * blocks : blocks);
+        for (Py_ssize_t r = 0; r < rows && !bad; r++) bad = roots[r] < 0 || roots[r] >= table;
+        for (Py_ssize_t k = 0; k < table && !bad; k++)
+            bad = f[k] < 0 || f[k] >= 2 * width || lf[k] < 0 || lf[k] + 1 >= table + (lf[k] == k);
+        if (bad) {
+            PyErr_SetString(PyExc_ValueError, "forest: node table, roots, features and output do not fit together");
+            goto fail;
+        }
+        both = PyMem_Malloc((size_t)(LANES * 2 * width) * sizeof(float));
+        if (both == NULL) {
+            PyErr_NoMemory();
+            goto fail;
+        }
+        for (Py_ssize_t b0 = 0; b0 < blocks; b0 += LANES) {
+            Py_ssize_t lanes = blocks - b0 < LANES ? blocks - b0 : LANES;
+            const float *row[LANES];
+            double sum[LANES];
+            for (Py_ssize_t j = 0; j < lanes; j++) {
+                const float *from = x + (b0 + j) * width;
+                float *to = both + j * 2 * width;
+                for (Py_ssize_t c = 0; c < width; c++) {
+                    float value_c = from[c];
+                    infinite += isinf(value_c) != 0;
+                    to[c] = isnan(value_c) ? INFINITY : value_c;
+                    to[width + c] = isnan(value_c) ? -INFINITY : value_c;
+                }
+                row[j] = to;
+            }
+            for (Py_ssize_t r = 0; r < rows; r++) {
+                int64_t k[LANES];
+                for (Py_ssize_t j = 0; j < lanes; j++) k[j] = roots[r];
+                for (int64_t s = 0; s < steps[r]; s++) {
+                    int64_t moved = 0;   /* as in `leaves` */
+                    for (Py_ssize_t j = 0; j < lanes; j++) {
+                        int64_t next = lf[k[j]] + (row[j][f[k[j]]] > th[k[j]]);
+                        moved |= next ^ k[j];
+                        k[j] = next;
+                    }
+                    if (!moved) break;
+                }
+                if (per_tree)
+                    for (Py_ssize_t j = 0; j < lanes; j++) out[r * blocks + b0 + j] = value[k[j]];
+                else
+                    for (Py_ssize_t j = 0; j < lanes; j++) sum[j] = r == 0 ? value[k[j]] : sum[j] + value[k[j]];
+            }
+            if (!per_tree)
+                for (Py_ssize_t j = 0; j < lanes; j++) out[b0 + j] = sum[j];
+        }
+    }
+    PyMem_Free(both);
+    for (int i = 0; i < 8; i++) PyBuffer_Release(&v[i]);
+    return PyLong_FromSsize_t(infinite);
+fail:
+    PyMem_Free(both);
+    for (int i = 0; i < held; i++) PyBuffer_Release(&v[i]);
+    return NULL;
+}
+
 static PyMethodDef methods[] = {
     {"leaves", leaves, METH_VARARGS, "leaves(node, X2, steps, feature, threshold, left): walk to the leaves in place."},
     {"leaf_sums", leaf_sums, METH_VARARGS,
      "leaf_sums(X2, steps, feature, threshold, left, value, roots, out): a gbdt ensemble's leaf sums per block."},
+    {"forest", forest, METH_VARARGS,
+     "forest(X, width, steps, feature, threshold, left, value, roots, out, per_tree): leaf sums or values."},
     {NULL, NULL, 0, NULL},
 };
 

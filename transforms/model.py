@@ -475,6 +475,18 @@ class BlockModel:
         """P(main) of each block: X is float32[n, F] (other float dtypes are rounded to
         float32 first), NaN allowed, ±inf refused; groups (ceml only) int[n] indices
         into group_names."""
+        n_features = len(self.feature_names)
+        if (self.kind == "gbdt" and _compiled is not None and _COMPILED and type(X) is np.ndarray
+                and X.dtype == np.float32 and X.ndim == 2 and X.shape[1] == n_features
+                and X.shape[0] % _SLICE != 1 and X.flags.c_contiguous):
+            # Every block in one compiled pass over X as it is: _evaluate's leaf sums of each
+            # 256-block slice, block by block the same. A page whose last slice is one block
+            # (n % 256 == 1) takes the path below, which sums that block's leaves with numpy.
+            sums = np.empty(X.shape[0])
+            if _compiled.forest(X, n_features, self._tree_depth, self._feature64, self._threshold, self._left64,
+                                self._value, self._roots64, sums, False):
+                self._checked(X, groups)            # raises: infinite features
+            return np.exp(-np.logaddexp(0.0, -(self.base_score + sums)))
         X, groups = self._checked(X, groups)
         if X.shape[0] == 0:
             return np.zeros(0, dtype=np.float64)
@@ -591,6 +603,8 @@ class EnsembleSet:
         self._roots = np.concatenate([m._roots + o for m, o in zip(self.models, offsets)])
         self._tree_depth = np.concatenate([m._tree_depth for m in self.models])
         self._bounds = np.cumsum([0] + [m._roots.size for m in self.models]).tolist()
+        self._roots64 = np.asarray(self._roots, dtype=np.int64)
+        self._width = len(first.feature_names)
 
     def predict_proba(self, X) -> list:
         """[each model's predict_proba(X)]."""
@@ -605,10 +619,10 @@ class EnsembleSet:
                 for e in range(len(self.models))]
 
     def _evaluate(self, X) -> list:
-        node = np.empty((self._roots.size, X.shape[0]), dtype=np.intp)
-        node[:] = self._roots[:, None]
-        _compiled.leaves(node, _both(X), self._tree_depth, self._feature64, self._threshold, self._left64)
-        values = self._value[node]
+        # The leaf value each tree reaches per block, self._value[node] of the `leaves` walk.
+        values = np.empty((self._roots.size, X.shape[0]))
+        _compiled.forest(np.ascontiguousarray(X), self._width, self._tree_depth, self._feature64, self._threshold,
+                         self._left64, self._value, self._roots64, values, True)
         out = []
         for e, m in enumerate(self.models):
             raw = m.base_score + values[self._bounds[e]:self._bounds[e + 1]].sum(axis=0)
