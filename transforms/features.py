@@ -373,12 +373,14 @@ def block_features(page: CompactPage, blocks: Blocks, texts: list[str], *,
     # trained so), and the page-level results.
     rated = (page.tag != TEXT) & (page.child_count > 0)
     rated_owner = nearest_in_mask(page, rated)[owner]
-    if rated.any():
+    rated_nodes = np.flatnonzero(rated)
+    if rated_nodes.size:
         feats = content_features(page, rated, conex_features)
-        z = np.zeros((page.size, 4))
-        z[rated] = standardize(feats.matrix()[rated])
-        safe = np.maximum(rated_owner, 0)
-        zs = np.where((rated_owner >= 0)[:, None], z[safe], 0.0)
+        # The rated rows of feats.matrix() only, and each block's row found among them.
+        z = standardize(np.stack([feats.word[rated_nodes], feats.hyperlink[rated_nodes],
+                                  feats.children[rated_nodes], feats.position[rated_nodes]], axis=1))
+        at = np.searchsorted(rated_nodes, rated_owner)
+        zs = np.where((rated_owner >= 0)[:, None], z[np.minimum(at, rated_nodes.size - 1)], 0.0)
         x[:, col["conex_word"]:col["conex_word"] + 4] = zs
     x[:, col["in_page_conex"]] = conex_main[tn[starts]]
     if menu_node is not None:

@@ -605,6 +605,8 @@ class EnsembleSet:
         self._bounds = np.cumsum([0] + [m._roots.size for m in self.models]).tolist()
         self._roots64 = np.asarray(self._roots, dtype=np.int64)
         self._width = len(first.feature_names)
+        self._same_size = len({m._roots.size for m in self.models}) == 1
+        self._base_scores = np.array([m.base_score for m in self.models])
 
     def predict_proba(self, X) -> list:
         """[each model's predict_proba(X)]."""
@@ -617,6 +619,21 @@ class EnsembleSet:
         parts = [self._evaluate(X[i:i + _SLICE]) for i in range(0, n, _SLICE)]
         return [parts[0][e] if len(parts) == 1 else np.concatenate([p[e] for p in parts])
                 for e in range(len(self.models))]
+
+    def stacked(self, X) -> np.ndarray:
+        """float64[n, len(models)]: np.stack(self.predict_proba(X), axis=1)."""
+        if not (self._joined and self._same_size and _compiled is not None and _COMPILED
+                and type(X) is np.ndarray and X.dtype == np.float32 and X.shape == (1, self._width)):
+            return np.stack(self.predict_proba(X), axis=1)
+        # One row (a page's type): every ensemble's leaf values summed along its own row of a
+        # [models, trees] matrix (the same pairwise sum numpy takes over a [trees, 1] slice)
+        # and turned into probabilities over one vector: the values of predict_proba's loop.
+        values = np.empty(self._roots.size)
+        if _compiled.forest(np.ascontiguousarray(X), self._width, self._tree_depth, self._feature64,
+                            self._threshold, self._left64, self._value, self._roots64, values, True):
+            self.models[0]._checked(X, None)        # raises: infinite features
+        raw = self._base_scores + values.reshape(len(self.models), -1).sum(axis=1)
+        return np.exp(-np.logaddexp(0.0, -raw))[None, :]
 
     def _evaluate(self, X) -> list:
         # The leaf value each tree reaches per block, self._value[node] of the `leaves` walk.

@@ -182,12 +182,14 @@ def page_type_features(page: CompactPage, url: str, texts: list, words: np.ndarr
     n = len(texts)
     # The scalar head as a list, the array parts assigned as arrays: each value is the one the
     # list of Python and numpy scalars held, rounded to float32 once at the end as before.
-    head = [np.log1p(total), np.log1p(n), np.log1p(total / max(n, 1)), np.log1p(float(w.max()) if n else 0.0),
-            float(w[w >= 40].sum()) / total if total else 0.0, len(page.title.split())]
+    short = "\n".join([t for t, k in zip(texts, (w <= SHORT_BLOCK_WORDS).tolist()) if k]).lower()
+    # Every logarithm of the head in one call (numpy's log1p of one value is its log1p of that
+    # value in an array).
+    logs = np.log1p([total, n, total / max(n, 1), float(w.max()) if n else 0.0] + _cue_counts(short))
+    head = [*logs[:4].tolist(), float(w[w >= 40].sum()) / total if total else 0.0, len(page.title.split())]
     head += _url_columns(url)
     head += _declared_columns(page)
-    short = "\n".join([t for t, k in zip(texts, (w <= SHORT_BLOCK_WORDS).tolist()) if k]).lower()
-    head += [np.log1p(count) for count in _cue_counts(short)]
+    head += logs[4:].tolist()
     row = np.zeros(len(PAGE_FEATURE_NAMES))
     i = len(head)
     row[:i] = head
@@ -237,7 +239,7 @@ class PageTypeModel:
         features = np.atleast_2d(features)
         if features.shape[0] == 0:
             return np.zeros((0, len(PAGE_TYPES)))
-        p = np.stack(self._set.predict_proba(features), axis=1)
+        p = self._set.stacked(features)
         return p / np.maximum(p.sum(axis=1, keepdims=True), 1e-12)
 
 
