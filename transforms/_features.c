@@ -1634,6 +1634,126 @@ done:
     return result;
 }
 
+/* numpy's sum of n float64 values (its pairwise_sum: eight running sums over blocks of at most
+ * 128 values, halves above that, -0.0 as the start of a short run), the sum np.add.reduceat
+ * adds to a segment's first value. */
+static double numpy_pairwise_sum(const double *a, Py_ssize_t n) {
+    if (n < 8) {
+        double res = -0.0;
+        for (Py_ssize_t i = 0; i < n; i++) res += a[i];
+        return res;
+    }
+    if (n <= 128) {
+        double r[8];
+        Py_ssize_t i;
+        for (int j = 0; j < 8; j++) r[j] = a[j];
+        for (i = 8; i < n - (n % 8); i += 8)
+            for (int j = 0; j < 8; j++) r[j] += a[i + j];
+        double res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));
+        for (; i < n; i++) res += a[i];
+        return res;
+    }
+    Py_ssize_t n2 = n / 2;
+    n2 -= n2 % 8;
+    return numpy_pairwise_sum(a, n2) + numpy_pairwise_sum(a + n2, n - n2);
+}
+
+/* site_columns(occ float64[n], tag int32[n], words int32[n], end int32[n], words_below int64[n],
+ * text_nodes int64[t], ptr int64[nb+1], owner int64[nb], block_words int64[nb], up int64[levels, nb],
+ * n_cand, out float64[nb, 5 + levels]): features._site_columns's columns from the template's
+ * occurrences, in the order occ_min, occ_mean, occ_max, occ_owner, template_word_share, then
+ * region_template per row of `up` (the owners' ancestors at each region level). The same
+ * divisions of the same values; occ_mean's sum is np.add.reduceat's (a segment's first value
+ * plus numpy's pairwise sum of the rest), template words are whole numbers and add exactly. */
+static PyObject *site_columns(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *o[11];
+    double n_cand;
+    if (!PyArg_ParseTuple(args, "OOOOOOOOOOdO", &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], &o[6], &o[7], &o[10],
+                          &o[8], &n_cand, &o[9])) return NULL;
+    Py_buffer v[11];
+    int held = 0;
+    PyObject *result = NULL;
+    int64_t *below = NULL;
+    double *scratch = NULL;
+    Py_ssize_t n = 0;
+    if (get_array(o[0], &v[held], 8, -1, 0, "occ") < 0) goto done;
+    n = v[held++].len / 8;
+    if (get_array(o[1], &v[held++], 4, n, 0, "tag") < 0) { held--; goto done; }
+    if (get_array(o[2], &v[held++], 4, n, 0, "words") < 0) { held--; goto done; }
+    if (get_array(o[3], &v[held++], 4, n, 0, "end") < 0) { held--; goto done; }
+    if (get_array(o[4], &v[held++], 8, n, 0, "words_below") < 0) { held--; goto done; }
+    if (get_array(o[5], &v[held++], 8, -1, 0, "text_nodes") < 0) { held--; goto done; }
+    if (get_array(o[6], &v[held++], 8, -1, 0, "ptr") < 0) { held--; goto done; }
+    if (get_array(o[7], &v[held++], 8, -1, 0, "owner") < 0) { held--; goto done; }
+    if (get_array(o[8], &v[held++], 8, -1, 0, "up") < 0) { held--; goto done; }
+    if (get_array(o[9], &v[held++], 8, -1, 1, "out") < 0) { held--; goto done; }
+    if (get_array(o[10], &v[held++], 8, v[7].len / 8, 0, "block_words") < 0) { held--; goto done; }
+    {
+        const int64_t *bw = v[10].buf;
+        const double *occ = v[0].buf;
+        const int32_t *tag = v[1].buf, *words = v[2].buf, *end = v[3].buf;
+        const int64_t *wb = v[4].buf, *tn = v[5].buf, *ptr = v[6].buf, *owner = v[7].buf, *up = v[8].buf;
+        double *out = v[9].buf;
+        Py_ssize_t t = v[5].len / 8, nb = v[7].len / 8;
+        Py_ssize_t levels = nb > 0 ? v[8].len / 8 / nb : 0, width = 5 + levels;
+        int bad = nb == 0 || v[6].len / 8 != nb + 1 || v[8].len != levels * nb * 8 || v[9].len != nb * width * 8
+                  || ptr[0] != 0 || ptr[nb] != t;
+        for (Py_ssize_t b = 0; b < nb && !bad; b++) bad = ptr[b + 1] <= ptr[b] || owner[b] < 0 || owner[b] >= n;
+        for (Py_ssize_t i = 0; i < t && !bad; i++) bad = tn[i] < 0 || tn[i] >= n;
+        for (Py_ssize_t i = 0; i < levels * nb && !bad; i++) bad = up[i] < 0 || up[i] >= n;
+        for (Py_ssize_t i = 0; i < n && !bad; i++) bad = end[i] <= i || end[i] > n;
+        if (bad) {
+            PyErr_SetString(PyExc_ValueError, "site_columns: arrays that do not fit together");
+            goto done;
+        }
+        /* Template words below each node: prefix sums over preorder, a subtree being [v, end[v]). */
+        below = PyMem_Malloc((size_t)(n + 1) * sizeof(int64_t));
+        scratch = PyMem_Malloc((size_t)(t > 0 ? t : 1) * sizeof(double));
+        if (below == NULL || scratch == NULL) {
+            PyErr_NoMemory();
+            goto done;
+        }
+        below[0] = 0;
+        for (Py_ssize_t i = 0; i < n; i++)
+            below[i + 1] = below[i] + (occ[i] > 0 && tag[i] == 0 ? words[i] : 0);
+        for (Py_ssize_t b = 0; b < nb; b++) {
+            double *row = out + b * width;
+            Py_ssize_t lo = ptr[b], hi = ptr[b + 1];
+            for (Py_ssize_t i = lo; i < hi; i++) scratch[i] = occ[tn[i]] / n_cand;
+            double least = scratch[lo], most = scratch[lo];
+            int64_t template_words = 0;
+            for (Py_ssize_t i = lo; i < hi; i++) {
+                double value = scratch[i];
+                /* np.minimum / np.maximum: a NaN wins (occurrences hold none) */
+                least = value < least || isnan(value) ? value : least;
+                most = value > most || isnan(value) ? value : most;
+                int64_t node = tn[i];
+                template_words += occ[node] > 0 && tag[node] == 0 ? words[node] : 0;
+            }
+            double total = scratch[lo];
+            total += numpy_pairwise_sum(scratch + lo + 1, hi - lo - 1);
+            row[0] = least;
+            row[1] = total / (double)(hi - lo);
+            row[2] = most;
+            row[3] = occ[owner[b]] / n_cand;
+            row[4] = (double)template_words / (double)(bw[b] > 1 ? bw[b] : 1);
+            for (Py_ssize_t k = 0; k < levels; k++) {
+                int64_t a = up[k * nb + b];
+                int64_t sw = wb[a];
+                row[5 + k] = (double)(below[end[a]] - below[a]) / (double)(sw > 1 ? sw : 1);
+            }
+        }
+        result = Py_None;
+        Py_INCREF(result);
+    }
+done:
+    PyMem_Free(below);
+    PyMem_Free(scratch);
+    for (int i = 0; i < held; i++) PyBuffer_Release(&v[i]);
+    return result;
+}
+
 /* region_columns(p float64[n], w float64[n], ancestors int64[n, L], total, out float64[n, R]):
  * region.region_features's columns 0..R-1 (everything but the own columns), raw where the
  * reference takes a logarithm: column 1 holds clip(p)/(1 - clip(p)) (region.py takes np.log),
@@ -2058,6 +2178,8 @@ static PyMethodDef methods[] = {
      "structure_columns(...): block_features's owner, position and neighbour columns (raw; see above)."},
     {"owner_hints", owner_hints, METH_VARARGS,
      "owner_hints(parent, hints, owner, near_levels, far_levels, near, far): block_features's near/far hint bits."},
+    {"site_columns", site_columns, METH_VARARGS,
+     "site_columns(occ, tag, words, end, words_below, text_nodes, ptr, owner, block_words, up, n_cand, out)."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -172,12 +172,21 @@ def _names() -> tuple:
 
 FEATURE_NAMES = _names()
 _COLUMN = {name: i for i, name in enumerate(FEATURE_NAMES)}
-_NEAR_COLUMNS = [_COLUMN[f"near_{h}"] for h in HINT_NAMES]
-_PATTERN_COLUMNS = [_COLUMN[f"contains_{name}"] for name, _ in _TEXT_PATTERNS]
-_FAR_COLUMNS = [_COLUMN[f"far_{h}"] for h in HINT_NAMES]
-_CONTEXT_COLUMNS = [_COLUMN[f"in_{t}"] for t in _CONTEXT_TAGS]
+
+
+def _columns(names) -> slice | list:
+    """The columns of `names`, as a slice where they are adjacent and in order: numpy writes a
+    slice of columns in one strided pass, a list of them through an index array."""
+    at = [_COLUMN[name] for name in names]
+    return slice(at[0], at[-1] + 1) if at == list(range(at[0], at[0] + len(at))) else at
+
+
+_NEAR_COLUMNS = _columns(f"near_{h}" for h in HINT_NAMES)
+_PATTERN_COLUMNS = _columns(f"contains_{name}" for name, _ in _TEXT_PATTERNS)
+_FAR_COLUMNS = _columns(f"far_{h}" for h in HINT_NAMES)
+_CONTEXT_COLUMNS = _columns(f"in_{t}" for t in _CONTEXT_TAGS)
 _CONTEXT_SHIFTS = np.arange(len(_CONTEXT_TAGS), dtype=np.int64)
-_CONTAINS_COLUMNS = [_COLUMN["contains_time"], _COLUMN["contains_img"]]
+_CONTAINS_COLUMNS = _columns(("contains_time", "contains_img"))
 assert [_COLUMN[f"group_{g}"] for g in GROUPS] == list(range(_COLUMN[f"group_{GROUPS[0]}"],
                                                               _COLUMN[f"group_{GROUPS[-1]}"] + 1))
 _GROUP_CODES = np.arange(len(GROUPS))
@@ -695,8 +704,12 @@ def _group_size(keys: np.ndarray) -> np.ndarray:
 
 
 _SITE_COLUMNS = slice(_COLUMN["has_site"], _COLUMN["text_site_share"] + 1)
-_METHOD_COLUMNS = [_COLUMN[f"method_{m}"] for m in METHODS]
-_REGION_TEMPLATE_COLUMNS = [_COLUMN[f"region_template_{k}"] for k in _REGION_LEVELS]
+_METHOD_COLUMNS = _columns(f"method_{m}" for m in METHODS)
+_REGION_TEMPLATE_COLUMNS = _columns(f"region_template_{k}" for k in _REGION_LEVELS)
+# transforms/_features.c site_columns's columns, in its order.
+_OCCURRENCE_COLUMNS = _columns(["occ_min", "occ_mean", "occ_max", "occ_owner", "template_word_share"]
+                               + [f"region_template_{k}" for k in _REGION_LEVELS])
+assert isinstance(_OCCURRENCE_COLUMNS, slice)
 
 
 def _no_site(x: np.ndarray) -> None:
@@ -730,6 +743,18 @@ def _site_columns(page: CompactPage, blocks: Blocks, owner: np.ndarray, site: Si
     x[:, _METHOD_COLUMNS] = [site.method == m for m in METHODS]
     occ = site.occurrences.astype(np.float64)
     n_cand = max(site.candidates, 1)
+    if _compiled is not None and _COMPILED and isinstance(up, np.ndarray):
+        i64 = np.int64
+        out = np.empty((blocks.count, 5 + len(_REGION_LEVELS)))
+        _compiled.site_columns(occ, page.tag, page.words, page.end, words_below(page),
+                               np.ascontiguousarray(blocks.text_nodes, dtype=i64),
+                               np.ascontiguousarray(blocks.ptr, dtype=i64), owner,
+                               np.ascontiguousarray(blocks.words, dtype=i64),
+                               np.ascontiguousarray(up[list(_REGION_LEVELS)]), float(n_cand), out)
+        x[:, _OCCURRENCE_COLUMNS] = out
+        x[:, col["text_on_candidates"]] = site.text_on_candidates
+        x[:, col["text_site_share"]] = site.text_site_share
+        return
     tn, starts = blocks.text_nodes, blocks.ptr[:-1]
     occ_text = occ[tn] / n_cand
     x[:, col["occ_min"]] = np.minimum.reduceat(occ_text, starts)
