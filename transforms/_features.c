@@ -1754,6 +1754,84 @@ done:
     return result;
 }
 
+/* conex_columns(word, hyperlink, children, position float64[n], rated int64[m] sorted,
+ * rated_owner int64[nb], out float64[nb, 4]): block_features's page ConEx columns, the four
+ * ratios of the rated nodes standardized (conex_page.standardize) and read at each block's
+ * nearest rated node (rated_owner, -1: none, 0). The same operations as standardize's numpy:
+ * np.add.reduce over the rows of an [m, 4] matrix adds down each column in row order, then
+ * the divisions, the square root and the deviations' quotient, each rounded once. */
+static PyObject *conex_columns(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *o[7];
+    if (!PyArg_ParseTuple(args, "OOOOOOO", &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], &o[6])) return NULL;
+    Py_buffer v[7];
+    int held = 0;
+    PyObject *result = NULL;
+    Py_ssize_t n = 0;
+    if (get_array(o[0], &v[held], 8, -1, 0, "word") < 0) goto done;
+    n = v[held++].len / 8;
+    for (int i = 1; i < 4; i++) {
+        if (get_array(o[i], &v[held], 8, n, 0, "ratio") < 0) goto done;
+        held++;
+    }
+    if (get_array(o[4], &v[held], 8, -1, 0, "rated") < 0) goto done;
+    held++;
+    if (get_array(o[5], &v[held], 8, -1, 0, "rated_owner") < 0) goto done;
+    held++;
+    if (get_array(o[6], &v[held], 8, v[5].len / 8 * 4, 1, "out") < 0) goto done;
+    held++;
+    {
+        const double *ratio[4] = {v[0].buf, v[1].buf, v[2].buf, v[3].buf};
+        const int64_t *rated = v[4].buf, *rated_owner = v[5].buf;
+        double *out = v[6].buf;
+        Py_ssize_t m = v[4].len / 8, nb = v[5].len / 8;
+        int bad = m == 0;
+        for (Py_ssize_t i = 0; i < m && !bad; i++) bad = rated[i] < 0 || rated[i] >= n || (i && rated[i] <= rated[i - 1]);
+        if (bad) {
+            PyErr_SetString(PyExc_ValueError, "conex_columns: rated nodes must be sorted, distinct nodes of the page");
+            goto done;
+        }
+        double mean[4], std[4];
+        for (int c = 0; c < 4; c++) {
+            const double *r = ratio[c];
+            double total = r[rated[0]];
+            for (Py_ssize_t i = 1; i < m; i++) total += r[rated[i]];
+            mean[c] = total / (double)m;
+            double d0 = r[rated[0]] - mean[c];
+            double squares = d0 * d0;
+            for (Py_ssize_t i = 1; i < m; i++) {
+                double d = r[rated[i]] - mean[c];
+                squares += d * d;
+            }
+            std[c] = sqrt(squares / (double)m);
+        }
+        for (Py_ssize_t b = 0; b < nb; b++) {
+            double *row = out + 4 * b;
+            int64_t node = rated_owner[b];
+            Py_ssize_t lo = 0, hi = m;       /* node's place among the rated nodes */
+            while (lo < hi) {
+                Py_ssize_t mid = lo + (hi - lo) / 2;
+                if (rated[mid] < node) lo = mid + 1; else hi = mid;
+            }
+            if (node < 0 || lo >= m || rated[lo] != node) {
+                if (node >= 0) {
+                    PyErr_SetString(PyExc_ValueError, "conex_columns: a block's rated node is not rated");
+                    goto done;
+                }
+                row[0] = row[1] = row[2] = row[3] = 0.0;
+                continue;
+            }
+            for (int c = 0; c < 4; c++)
+                row[c] = std[c] > 0 ? (ratio[c][node] - mean[c]) / std[c] : 0.0;
+        }
+        result = Py_None;
+        Py_INCREF(result);
+    }
+done:
+    for (int i = 0; i < held; i++) PyBuffer_Release(&v[i]);
+    return result;
+}
+
 /* region_columns(p float64[n], w float64[n], ancestors int64[n, L], total, out float64[n, R]):
  * region.region_features's columns 0..R-1 (everything but the own columns), raw where the
  * reference takes a logarithm: column 1 holds clip(p)/(1 - clip(p)) (region.py takes np.log),
@@ -2180,6 +2258,8 @@ static PyMethodDef methods[] = {
      "owner_hints(parent, hints, owner, near_levels, far_levels, near, far): block_features's near/far hint bits."},
     {"site_columns", site_columns, METH_VARARGS,
      "site_columns(occ, tag, words, end, words_below, text_nodes, ptr, owner, block_words, up, n_cand, out)."},
+    {"conex_columns", conex_columns, METH_VARARGS,
+     "conex_columns(word, hyperlink, children, position, rated, rated_owner, out): the page ConEx columns."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -380,17 +380,7 @@ def block_features(page: CompactPage, blocks: Blocks, texts: list[str], *,
     # Page ConEx's four ratios (design §3) of the block's nearest non-leaf element, standardized
     # over every non-leaf element (not only ConEx's rated tags: the shipped models were
     # trained so), and the page-level results.
-    rated = (page.tag != TEXT) & (page.child_count > 0)
-    rated_owner = nearest_in_mask(page, rated)[owner]
-    rated_nodes = np.flatnonzero(rated)
-    if rated_nodes.size:
-        feats = content_features(page, rated, conex_features)
-        # The rated rows of feats.matrix() only, and each block's row found among them.
-        z = standardize(np.stack([feats.word[rated_nodes], feats.hyperlink[rated_nodes],
-                                  feats.children[rated_nodes], feats.position[rated_nodes]], axis=1))
-        at = np.searchsorted(rated_nodes, rated_owner)
-        zs = np.where((rated_owner >= 0)[:, None], z[np.minimum(at, rated_nodes.size - 1)], 0.0)
-        x[:, col["conex_word"]:col["conex_word"] + 4] = zs
+    x[:, col["conex_word"]:col["conex_word"] + 4] = _conex_columns(page, owner, conex_features)
     x[:, col["in_page_conex"]] = conex_main[tn[starts]]
     if menu_node is not None:
         first = tn[starts]
@@ -401,6 +391,32 @@ def block_features(page: CompactPage, blocks: Blocks, texts: list[str], *,
     # Filled by the page type model (transforms/page_type.py) once the page's row is known.
     x[:, col[f"page_type_{PAGE_TYPES[0]}"]:col[f"page_type_{PAGE_TYPES[-1]}"] + 1] = np.nan
     return x.astype(np.float32)
+
+
+def _conex_columns(page: CompactPage, owner: np.ndarray, conex_features: ContentFeatures | None) -> np.ndarray:
+    """float64[blocks, 4]: page ConEx's ratios of each block's nearest rated (non-leaf) element,
+    standardized over the rated elements; 0 for a block under none. Compiled, one pass over the
+    rated elements (_features.c conex_columns); standardize over their rows otherwise."""
+    rated = (page.tag != TEXT) & (page.child_count > 0)
+    rated_owner = nearest_in_mask(page, rated)[owner]
+    rated_nodes = np.flatnonzero(rated)
+    if not rated_nodes.size:
+        return np.zeros((owner.size, 4))
+    feats = content_features(page, rated, conex_features)
+    if _compiled is not None and _COMPILED:
+        zs = np.empty((owner.size, 4))
+        f64 = np.float64
+        _compiled.conex_columns(np.ascontiguousarray(feats.word, dtype=f64),
+                                np.ascontiguousarray(feats.hyperlink, dtype=f64),
+                                np.ascontiguousarray(feats.children, dtype=f64),
+                                np.ascontiguousarray(feats.position, dtype=f64), rated_nodes,
+                                np.ascontiguousarray(rated_owner, dtype=np.int64), zs)
+        return zs
+    # The rated rows of feats.matrix() only, and each block's row found among them.
+    z = standardize(np.stack([feats.word[rated_nodes], feats.hyperlink[rated_nodes],
+                              feats.children[rated_nodes], feats.position[rated_nodes]], axis=1))
+    at = np.searchsorted(rated_nodes, rated_owner)
+    return np.where((rated_owner >= 0)[:, None], z[np.minimum(at, rated_nodes.size - 1)], 0.0)
 
 
 def _role_columns(page: CompactPage, blocks: Blocks, owner: np.ndarray, texts: list[str], x: np.ndarray) -> None:

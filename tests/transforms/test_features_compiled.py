@@ -714,3 +714,22 @@ def test_site_columns_in_float64_by_both_paths(runs, monkeypatch):
     ref = np.zeros_like(got)
     F._site_columns(page, blocks, owner, site, ref, up)
     assert got.tobytes() == ref.tobytes()
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_conex_columns_in_float64_by_both_paths(seed, monkeypatch):
+    """_features.c conex_columns against standardize over the rated elements' rows, before the
+    float32 rounding: the same means, deviations and quotients to the last bit, on seeded
+    generated pages and on a page whose blocks sit under no rated element but BODY."""
+    require_built("_features")
+    rng = random.Random(seed)
+    pages = [generated_page(rng) for _ in range(5)]
+    pages.append(parse_page("<html><body>one<b>two</b></body></html>", "http://ex.com/"))
+    for page in pages:
+        owner = B.page_blocks(page).owner.astype(np.int64)
+        got = F._conex_columns(page, owner, None)
+        monkeypatch.setattr(F, "_COMPILED", False)
+        ref = F._conex_columns(page, owner, None)
+        monkeypatch.setattr(F, "_COMPILED", True)
+        assert got.shape == ref.shape == (owner.size, 4)
+        assert got.tobytes() == ref.tobytes()
