@@ -1362,49 +1362,64 @@ done:
 
 static inline Py_ssize_t pair_key(Py_UCS4 a, Py_UCS4 b) { return (Py_ssize_t)(((a << 5) ^ b) & 255); }
 
-/* count_strings(text, strings, out int64[len(strings)]): text.count(s) of every s, as
- * str.count counts: occurrences found left to right, each search resuming after the one
- * found, so occurrences of one string never overlap (an empty string counts len(text) + 1).
- * One pass over the text for all the strings: at each position, the strings starting with
- * its characters whose previous occurrence has ended are tried there. */
-static PyObject *count_strings(PyObject *self, PyObject *args) {
-    (void)self;
-    PyObject *text, *strings, *out_o;
-    if (!PyArg_ParseTuple(args, "UO!O", &text, &PyTuple_Type, &strings, &out_o)) return NULL;
-    Py_ssize_t m = PyTuple_GET_SIZE(strings);
-    Py_buffer view;
-    if (writable_int64(out_o, &view, m, "out") < 0) return NULL;
-    int64_t *out = view.buf;
-    PyObject *result = NULL;
-    Text t = {0};
-    Text *pat = PyMem_Calloc((size_t)(m > 0 ? m : 1), sizeof(Text));
-    Py_ssize_t *next = PyMem_Calloc((size_t)(m > 0 ? m : 1), sizeof(Py_ssize_t));
-    /* the strings by their first two characters (one character: by that one), each bucket a
-     * chain; each string's count is its own, so the order they are tried in does not matter */
-    Py_ssize_t bucket[256 + 64], *chain = PyMem_Malloc((size_t)(m > 0 ? m : 1) * sizeof(Py_ssize_t));
-    if (pat == NULL || next == NULL || chain == NULL) { PyErr_NoMemory(); goto done; }
-    for (int j = 0; j < 256 + 64; j++) bucket[j] = -1;
+/* The strings count_strings looks for, by their first two characters (one character: by that
+ * one), each bucket a chain; each string's count is its own, so the order they are tried in
+ * does not matter. */
+typedef struct {
+    Py_ssize_t m;
+    Text *pat;
+    Py_ssize_t *next, *chain;
+    Py_ssize_t bucket[256 + 64];
+} Needles;
+
+static void needles_free(Needles *nd) {
+    if (nd->pat != NULL)
+        for (Py_ssize_t j = 0; j < nd->m; j++) PyMem_Free(nd->pat[j].own);
+    PyMem_Free(nd->pat);
+    PyMem_Free(nd->next);
+    PyMem_Free(nd->chain);
+}
+
+static int needles_init(Needles *nd, PyObject *strings) {
+    Py_ssize_t m = nd->m = PyTuple_GET_SIZE(strings);
+    nd->pat = PyMem_Calloc((size_t)(m > 0 ? m : 1), sizeof(Text));
+    nd->next = PyMem_Calloc((size_t)(m > 0 ? m : 1), sizeof(Py_ssize_t));
+    nd->chain = PyMem_Malloc((size_t)(m > 0 ? m : 1) * sizeof(Py_ssize_t));
+    if (nd->pat == NULL || nd->next == NULL || nd->chain == NULL) { PyErr_NoMemory(); return -1; }
+    for (int j = 0; j < 256 + 64; j++) nd->bucket[j] = -1;
     for (Py_ssize_t j = 0; j < m; j++)
-        if (as_text(PyTuple_GET_ITEM(strings, j), &pat[j]) < 0) goto done;
+        if (as_text(PyTuple_GET_ITEM(strings, j), &nd->pat[j]) < 0) return -1;
     for (Py_ssize_t j = 0; j < m; j++) {
-        chain[j] = -1;
-        if (pat[j].n == 0) continue;
-        Py_ssize_t key = pat[j].n == 1 ? 256 + (pat[j].s[0] & 63) : pair_key(pat[j].s[0], pat[j].s[1]);
-        chain[j] = bucket[key];
-        bucket[key] = j;
+        nd->chain[j] = -1;
+        if (nd->pat[j].n == 0) continue;
+        Py_ssize_t key = nd->pat[j].n == 1 ? 256 + (nd->pat[j].s[0] & 63) : pair_key(nd->pat[j].s[0], nd->pat[j].s[1]);
+        nd->chain[j] = nd->bucket[key];
+        nd->bucket[key] = j;
     }
-    if (as_text(text, &t) < 0) goto done;
-    for (Py_ssize_t j = 0; j < m; j++) out[j] = pat[j].n == 0 ? t.n + 1 : 0;
-    for (Py_ssize_t i = 0; i < t.n; i++) {
-        Py_UCS4 c = at(&t, i);
-        Py_ssize_t first = bucket[256 + (c & 63)];
-        Py_ssize_t second = i + 1 < t.n ? bucket[pair_key(c, at(&t, i + 1))] : -1;
+    return 0;
+}
+
+/* Adds t.count(s) of every string s to out: occurrences found left to right, each search
+ * resuming after the one found, so occurrences of one string never overlap (an empty string
+ * counts len(t) + 1). One pass over t for all the strings: at each position, the strings
+ * starting with its characters whose previous occurrence has ended are tried there. */
+static void needles_count(Needles *nd, const Text *t, int64_t *out) {
+    const Text *pat = nd->pat;
+    Py_ssize_t *next = nd->next, *chain = nd->chain;
+    for (Py_ssize_t j = 0; j < nd->m; j++) {
+        next[j] = 0;
+        if (pat[j].n == 0) out[j] += t->n + 1;
+    }
+    for (Py_ssize_t i = 0; i < t->n; i++) {
+        Py_UCS4 c = at(t, i);
+        Py_ssize_t first = nd->bucket[256 + (c & 63)];
+        Py_ssize_t second = i + 1 < t->n ? nd->bucket[pair_key(c, at(t, i + 1))] : -1;
         for (int pass = 0; pass < 2; pass++) {
             for (Py_ssize_t j = pass ? second : first; j >= 0; j = chain[j]) {
                 const Text *q = &pat[j];
-                if (i < next[j] || q->s[0] != c || i + q->n > t.n) continue;
+                if (i < next[j] || q->s[0] != c || i + q->n > t->n) continue;
                 Py_ssize_t r = 1;
-                while (r < q->n && q->s[r] == at(&t, i + r)) r++;
+                while (r < q->n && q->s[r] == at(t, i + r)) r++;
                 if (r == q->n) {
                     out[j]++;
                     next[j] = i + q->n;
@@ -1412,15 +1427,80 @@ static PyObject *count_strings(PyObject *self, PyObject *args) {
             }
         }
     }
+}
+
+/* count_strings(text, strings, out int64[len(strings)]): text.count(s) of every s, as
+ * str.count counts (needles_count). */
+static PyObject *count_strings(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *text, *strings, *out_o;
+    if (!PyArg_ParseTuple(args, "UO!O", &text, &PyTuple_Type, &strings, &out_o)) return NULL;
+    Py_buffer view;
+    if (writable_int64(out_o, &view, PyTuple_GET_SIZE(strings), "out") < 0) return NULL;
+    int64_t *out = view.buf;
+    PyObject *result = NULL;
+    Text t = {0};
+    Needles nd = {0};
+    if (needles_init(&nd, strings) < 0) goto done;
+    if (as_text(text, &t) < 0) goto done;
+    for (Py_ssize_t j = 0; j < nd.m; j++) out[j] = 0;
+    needles_count(&nd, &t, out);
     result = Py_None;
     Py_INCREF(result);
 done:
-    if (pat != NULL)
-        for (Py_ssize_t j = 0; j < m; j++) PyMem_Free(pat[j].own);
-    PyMem_Free(pat);
-    PyMem_Free(next);
-    PyMem_Free(chain);
+    needles_free(&nd);
     PyMem_Free(t.own);
+    PyBuffer_Release(&view);
+    return result;
+}
+
+/* count_lowered(texts, blocks int64[k], strings, out int64[len(strings)]):
+ * "\n".join(texts[b] for b in blocks).lower().count(s) of every s, for strings that hold no
+ * '\n' and no empty one: then no occurrence spans two texts, so the counts are the sums of each
+ * text's own, and a text lowered alone is lowered as in the joined text (the one rule of
+ * str.lower that reads a neighbour, Greek final sigma, sees the '\n' as it sees the text's
+ * end, and no string holds a sigma that it could decide). */
+static PyObject *count_lowered(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *texts, *blocks_o, *strings, *out_o;
+    if (!PyArg_ParseTuple(args, "O!OO!O", &PyList_Type, &texts, &blocks_o, &PyTuple_Type, &strings, &out_o))
+        return NULL;
+    Py_buffer bv, view;
+    if (get_array(blocks_o, &bv, 8, -1, 0, "blocks") < 0) return NULL;
+    if (writable_int64(out_o, &view, PyTuple_GET_SIZE(strings), "out") < 0) { PyBuffer_Release(&bv); return NULL; }
+    const int64_t *blocks = bv.buf;
+    int64_t *out = view.buf;
+    Py_ssize_t k = bv.len / 8, nb = PyList_GET_SIZE(texts);
+    PyObject *result = NULL;
+    Text l = {0};
+    Needles nd = {0};
+    if (needles_init(&nd, strings) < 0) goto done;
+    for (Py_ssize_t j = 0; j < nd.m; j++) {
+        out[j] = 0;
+        const Text *q = &nd.pat[j];
+        int bad = q->n == 0;
+        for (Py_ssize_t r = 0; r < q->n && !bad; r++) bad = q->s[r] == '\n' || q->s[r] == 0x3A3 || q->s[r] == 0x3C3 || q->s[r] == 0x3C2;
+        if (bad) {
+            PyErr_SetString(PyExc_ValueError, "count_lowered: an empty string, or one holding a newline or a sigma");
+            goto done;
+        }
+    }
+    for (Py_ssize_t i = 0; i < k; i++) {
+        if (blocks[i] < 0 || blocks[i] >= nb) {
+            PyErr_SetString(PyExc_ValueError, "count_lowered: a block outside the texts");
+            goto done;
+        }
+        PyObject *low;
+        if (lower_text(PyList_GET_ITEM(texts, blocks[i]), &l, &low) < 0) { Py_XDECREF(low); goto done; }
+        needles_count(&nd, &l, out);
+        Py_XDECREF(low);
+    }
+    result = Py_None;
+    Py_INCREF(result);
+done:
+    needles_free(&nd);
+    PyMem_Free(l.own);
+    PyBuffer_Release(&bv);
     PyBuffer_Release(&view);
     return result;
 }
@@ -2260,6 +2340,8 @@ static PyMethodDef methods[] = {
      "site_columns(occ, tag, words, end, words_below, text_nodes, ptr, owner, block_words, up, n_cand, out)."},
     {"conex_columns", conex_columns, METH_VARARGS,
      "conex_columns(word, hyperlink, children, position, rated, rated_owner, out): the page ConEx columns."},
+    {"count_lowered", count_lowered, METH_VARARGS,
+     "count_lowered(texts, blocks, strings, out): counts of each string in the listed texts, lower-cased."},
     {NULL, NULL, 0, NULL},
 };
 
