@@ -1912,6 +1912,51 @@ done:
     return result;
 }
 
+/* owner_ancestors(parent int32[n], owner int64[nb], out int64[nb, L]): region.owner_ancestors
+ * for the levels 0 .. L - 1: row b holds owner b and its ancestors one level up after another,
+ * the root standing for the levels above it. */
+static PyObject *owner_ancestors(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *parent_o, *owner_o, *out_o;
+    if (!PyArg_ParseTuple(args, "OOO", &parent_o, &owner_o, &out_o)) return NULL;
+    Py_buffer v[3];
+    int held = 0;
+    PyObject *result = NULL;
+    Py_ssize_t n = 0, nb = 0;
+    if (get_array(parent_o, &v[held], 4, -1, 0, "parent") < 0) goto done;
+    n = v[held++].len / 4;
+    if (get_array(owner_o, &v[held], 8, -1, 0, "owner") < 0) goto done;
+    nb = v[held++].len / 8;
+    if (get_array(out_o, &v[held], 8, -1, 1, "out") < 0) goto done;
+    held++;
+    {
+        const int32_t *parent = v[0].buf;
+        const int64_t *owner = v[1].buf;
+        int64_t *out = v[2].buf;
+        Py_ssize_t levels = nb > 0 ? v[2].len / 8 / nb : 0;
+        if (nb > 0 && (levels == 0 || v[2].len != nb * levels * 8)) {
+            PyErr_SetString(PyExc_ValueError, "owner_ancestors: out must be [owners, levels]");
+            goto done;
+        }
+        for (Py_ssize_t b = 0; b < nb; b++) {
+            int64_t a = owner[b];
+            for (Py_ssize_t k = 0; k < levels; k++) {
+                if (a < 0 || a >= n) {
+                    PyErr_Format(PyExc_ValueError, "owner_ancestors: node %lld is not a node of the page", (long long)a);
+                    goto done;
+                }
+                out[b * levels + k] = a;
+                if (parent[a] >= 0) a = parent[a];
+            }
+        }
+        result = Py_None;
+        Py_INCREF(result);
+    }
+done:
+    for (int k = 0; k < held; k++) PyBuffer_Release(&v[k]);
+    return result;
+}
+
 /* region_columns(p float64[n], w float64[n], ancestors int64[n, L], total, out float64[n, R]):
  * region.region_features's columns 0..R-1 (everything but the own columns), raw where the
  * reference takes a logarithm: column 1 holds clip(p)/(1 - clip(p)) (region.py takes np.log),
@@ -2342,6 +2387,8 @@ static PyMethodDef methods[] = {
      "conex_columns(word, hyperlink, children, position, rated, rated_owner, out): the page ConEx columns."},
     {"count_lowered", count_lowered, METH_VARARGS,
      "count_lowered(texts, blocks, strings, out): counts of each string in the listed texts, lower-cased."},
+    {"owner_ancestors", owner_ancestors, METH_VARARGS,
+     "owner_ancestors(parent, owner, out): each owner and its ancestors level by level."},
     {NULL, NULL, 0, NULL},
 };
 

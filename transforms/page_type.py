@@ -24,7 +24,7 @@ from urllib.parse import urlsplit
 import numpy as np
 
 from sitestrip.transforms.model import EnsembleSet
-from sitestrip.transforms.page import TAG_ID, TEXT, CompactPage
+from sitestrip.transforms.page import TAG_ID, CompactPage
 
 try:
     # The text cues' counts in one pass over the text (transforms/_features.c count_strings, built
@@ -204,8 +204,8 @@ def page_type_features(page: CompactPage, url: str, texts: list, words: np.ndarr
     row = np.zeros(len(PAGE_FEATURE_NAMES))
     i = len(head)
     row[:i] = head
-    tag_counts = np.bincount(np.minimum(page.tag[page.tag != TEXT], _COUNTED_IDS.max() + 1),
-                             minlength=int(_COUNTED_IDS.max()) + 2)
+    # Text nodes and unknown tags (ids past the counted ones) fall in entries never read.
+    tag_counts = np.bincount(np.minimum(page.tag, _COUNTED_IDS.max() + 1), minlength=int(_COUNTED_IDS.max()) + 2)
     row[i:i + _COUNTED_IDS.size] = np.log1p(tag_counts[_COUNTED_IDS])
     i += _COUNTED_IDS.size
     if n:

@@ -180,6 +180,10 @@ def owner_ancestors(parent: np.ndarray, owner: np.ndarray) -> np.ndarray:
     """int64[blocks, len(LEVELS)]: each level's ancestor of the owners, level 0 the owner itself
     (the root stays the root)."""
     out = np.empty((owner.size, len(LEVELS)), dtype=np.int64)
+    if _compiled is not None and _COMPILED and LEVELS == tuple(range(len(LEVELS))):
+        _compiled.owner_ancestors(np.ascontiguousarray(parent, dtype=np.int32),
+                                  np.ascontiguousarray(owner, dtype=np.int64), out)
+        return out
     at = owner.astype(np.int64)
     out[:, 0] = at
     for k in range(max(LEVELS)):
