@@ -198,12 +198,22 @@ static unsigned may_start(Py_UCS4 c, Py_UCS4 d) {
     }
 }
 
+/* may_start of every pair of ASCII characters, looked up: a switch on the text's characters
+ * jumps somewhere else at almost every position, which the processor cannot predict. */
+static uint8_t may_start_ascii[128][128];
+
+static void may_start_init(void) {
+    for (Py_UCS4 c = 0; c < 128; c++)
+        for (Py_UCS4 d = 0; d < 128; d++) may_start_ascii[c][d] = (uint8_t)may_start(c, d);
+}
+
 /* Bit g set for every pattern g that the reference's leftmost, non-overlapping scan finds. */
 static int64_t pattern_bits(const Text *t) {
     int64_t bits = 0;
     Py_ssize_t p = 0;
     while (p < t->n) {
-        unsigned tried = may_start(at(t, p), p + 1 < t->n ? at(t, p + 1) : 0);
+        Py_UCS4 c = at(t, p), d = p + 1 < t->n ? at(t, p + 1) : 0;
+        unsigned tried = c < 128 && d < 128 ? may_start_ascii[c][d] : may_start(c, d);
         if (p == 0 || at(t, p - 1) == '\n') tried |= 1u << (N_PATTERNS - 1);
         Py_ssize_t e = -1;
         for (int g = 0; tried && g < N_PATTERNS; g++) {
@@ -299,6 +309,23 @@ static int writable_int64(PyObject *obj, Py_buffer *view, Py_ssize_t items, cons
     return 0;
 }
 
+/* What text_columns counts of a character: a space (' ', '\n'), a digit (str.isdigit), is_punct,
+ * is_end, a comma; the ASCII ones looked up in a table (a switch per character of a text is a
+ * jump the processor mostly mispredicts). */
+enum { K_SPACE = 1, K_DIGIT = 2, K_PUNCT = 4, K_END = 8, K_COMMA = 16 };
+
+static unsigned wide_class(Py_UCS4 c) {
+    return (c == ' ' || c == '\n' ? K_SPACE : 0) | (c < 128 ? (c >= '0' && c <= '9' ? K_DIGIT : 0)
+                                                           : (Py_UNICODE_ISDIGIT(c) ? K_DIGIT : 0))
+           | (is_punct(c) ? K_PUNCT : 0) | (is_end(c) ? K_END : 0) | (c == ',' ? K_COMMA : 0);
+}
+
+static uint8_t ascii_class[128];
+
+static void ascii_class_init(void) {
+    for (Py_UCS4 c = 0; c < 128; c++) ascii_class[c] = (uint8_t)wide_class(c);
+}
+
 /* text_columns(texts, counts): counts is int64 [len(texts), C_COUNT], written row by row. */
 static PyObject *text_columns(PyObject *self, PyObject *args) {
     (void)self;
@@ -316,18 +343,15 @@ static PyObject *text_columns(PyObject *self, PyObject *args) {
         int after_space = 1;
         for (Py_ssize_t i = 0; i < t.n; i++) {
             Py_UCS4 c = at(&t, i);
-            int space = c == ' ' || c == '\n';
+            unsigned k = c < 128 ? ascii_class[c] : wide_class(c);
+            int space = (k & K_SPACE) != 0;
             words += !space && after_space;
             after_space = space;
-            if (c < 128) {
-                digits += c >= '0' && c <= '9';
-            } else {
-                digits += Py_UNICODE_ISDIGIT(c) != 0;
-            }
-            if (is_punct(c)) {
+            digits += (k & K_DIGIT) != 0;
+            if (k & K_PUNCT) {
                 punct++;
-                commas += c == ',';
-                if (is_end(c)) {
+                commas += (k & K_COMMA) != 0;
+                if (k & K_END) {
                     Py_UCS4 next = i + 1 < t.n ? at(&t, i + 1) : '\n';
                     sentences += next == ' ' || next == '\n';
                 }
@@ -2399,6 +2423,8 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_features",
 PyMODINIT_FUNC PyInit__features(void) {
     crc_init();
     role_cues_init();
+    may_start_init();
+    ascii_class_init();
     lower_name = PyUnicode_InternFromString("lower");
     if (lower_name == NULL) return NULL;
     PyObject *m = PyModule_Create(&module);
