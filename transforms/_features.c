@@ -1394,6 +1394,9 @@ typedef struct {
     Text *pat;
     Py_ssize_t *next, *chain;
     Py_ssize_t bucket[256 + 64];
+    /* start[c][d]: some string may start at a position holding the ASCII characters c, d
+     * (d 0 past the text's end): one lookup turns most positions away. */
+    uint8_t start[128][128];
 } Needles;
 
 static void needles_free(Needles *nd) {
@@ -1414,6 +1417,11 @@ static int needles_init(Needles *nd, PyObject *strings) {
     for (Py_ssize_t j = 0; j < m; j++)
         if (as_text(PyTuple_GET_ITEM(strings, j), &nd->pat[j]) < 0) return -1;
     for (Py_ssize_t j = 0; j < m; j++) {
+        const Text *q = &nd->pat[j];
+        if (q->n == 1 && q->s[0] < 128) memset(nd->start[q->s[0]], 1, 128);
+        if (q->n >= 2 && q->s[0] < 128 && q->s[1] < 128) nd->start[q->s[0]][q->s[1]] = 1;
+    }
+    for (Py_ssize_t j = 0; j < m; j++) {
         nd->chain[j] = -1;
         if (nd->pat[j].n == 0) continue;
         Py_ssize_t key = nd->pat[j].n == 1 ? 256 + (nd->pat[j].s[0] & 63) : pair_key(nd->pat[j].s[0], nd->pat[j].s[1]);
@@ -1427,26 +1435,28 @@ static int needles_init(Needles *nd, PyObject *strings) {
  * resuming after the one found, so occurrences of one string never overlap (an empty string
  * counts len(t) + 1). One pass over t for all the strings: at each position, the strings
  * starting with its characters whose previous occurrence has ended are tried there. */
-static void needles_count(Needles *nd, const Text *t, int64_t *out) {
+static void needles_count(Needles *nd, const Text *t, int64_t *out, Py_ssize_t base) {
+    /* next[j]: where string j's last occurrence ended, counted from the start of the first
+     * text of the call (`base`: this text's start there, past every earlier text's end), so
+     * that a new text needs no reset. */
     const Text *pat = nd->pat;
     Py_ssize_t *next = nd->next, *chain = nd->chain;
-    for (Py_ssize_t j = 0; j < nd->m; j++) {
-        next[j] = 0;
+    for (Py_ssize_t j = 0; j < nd->m; j++)
         if (pat[j].n == 0) out[j] += t->n + 1;
-    }
     for (Py_ssize_t i = 0; i < t->n; i++) {
-        Py_UCS4 c = at(t, i);
+        Py_UCS4 c = at(t, i), d = i + 1 < t->n ? at(t, i + 1) : 0;
+        if (c < 128 && d < 128 && !nd->start[c][d]) continue;
         Py_ssize_t first = nd->bucket[256 + (c & 63)];
         Py_ssize_t second = i + 1 < t->n ? nd->bucket[pair_key(c, at(t, i + 1))] : -1;
         for (int pass = 0; pass < 2; pass++) {
             for (Py_ssize_t j = pass ? second : first; j >= 0; j = chain[j]) {
                 const Text *q = &pat[j];
-                if (i < next[j] || q->s[0] != c || i + q->n > t->n) continue;
+                if (base + i < next[j] || q->s[0] != c || i + q->n > t->n) continue;
                 Py_ssize_t r = 1;
                 while (r < q->n && q->s[r] == at(t, i + r)) r++;
                 if (r == q->n) {
                     out[j]++;
-                    next[j] = i + q->n;
+                    next[j] = base + i + q->n;
                 }
             }
         }
@@ -1468,7 +1478,7 @@ static PyObject *count_strings(PyObject *self, PyObject *args) {
     if (needles_init(&nd, strings) < 0) goto done;
     if (as_text(text, &t) < 0) goto done;
     for (Py_ssize_t j = 0; j < nd.m; j++) out[j] = 0;
-    needles_count(&nd, &t, out);
+    needles_count(&nd, &t, out, 0);
     result = Py_None;
     Py_INCREF(result);
 done:
@@ -1497,11 +1507,28 @@ static PyObject *count_lowered(PyObject *self, PyObject *args) {
     Py_ssize_t k = bv.len / 8, nb = PyList_GET_SIZE(texts);
     PyObject *result = NULL;
     Text l = {0};
-    Needles nd = {0};
-    if (needles_init(&nd, strings) < 0) goto done;
-    for (Py_ssize_t j = 0; j < nd.m; j++) {
+    /* The strings are the page type's cue strings, one tuple for every page: their table is
+     * made for the first call and kept, with the tuple it was made from. */
+    static PyObject *kept_strings = NULL;
+    static Needles kept = {0};
+    if (strings != kept_strings) {
+        needles_free(&kept);
+        memset(&kept, 0, sizeof kept);
+        Py_CLEAR(kept_strings);
+        if (needles_init(&kept, strings) < 0) {
+            needles_free(&kept);
+            memset(&kept, 0, sizeof kept);
+            goto done;
+        }
+        Py_INCREF(strings);
+        kept_strings = strings;
+    }
+    Needles *nd = &kept;
+    Py_ssize_t base = 0;
+    for (Py_ssize_t j = 0; j < nd->m; j++) {
         out[j] = 0;
-        const Text *q = &nd.pat[j];
+        nd->next[j] = 0;
+        const Text *q = &nd->pat[j];
         int bad = q->n == 0;
         for (Py_ssize_t r = 0; r < q->n && !bad; r++) bad = q->s[r] == '\n' || q->s[r] == 0x3A3 || q->s[r] == 0x3C3 || q->s[r] == 0x3C2;
         if (bad) {
@@ -1516,13 +1543,13 @@ static PyObject *count_lowered(PyObject *self, PyObject *args) {
         }
         PyObject *low;
         if (lower_text(PyList_GET_ITEM(texts, blocks[i]), &l, &low) < 0) { Py_XDECREF(low); goto done; }
-        needles_count(&nd, &l, out);
+        needles_count(nd, &l, out, base);
+        base += l.n + 1;
         Py_XDECREF(low);
     }
     result = Py_None;
     Py_INCREF(result);
 done:
-    needles_free(&nd);
     PyMem_Free(l.own);
     PyBuffer_Release(&bv);
     PyBuffer_Release(&view);
