@@ -2008,6 +2008,41 @@ done:
     return result;
 }
 
+/* bit_columns(bits uint32 or int64 [nb], x float64[nb, F], first, count): x[b, first + k] =
+ * bit k of bits[b] (0.0 or 1.0) for k < count, what (bits[:, None] >> arange(count)) & 1
+ * assigned to those columns writes, without the [nb, count] temporaries. */
+static PyObject *bit_columns(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *bits_o, *x_o;
+    Py_ssize_t first, count;
+    if (!PyArg_ParseTuple(args, "OOnn", &bits_o, &x_o, &first, &count)) return NULL;
+    Py_buffer bv, xv;
+    if (PyObject_GetBuffer(bits_o, &bv, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) return NULL;
+    if (get_array(x_o, &xv, 8, -1, 1, "x") < 0) { PyBuffer_Release(&bv); return NULL; }
+    PyObject *result = NULL;
+    Py_ssize_t nb = bv.itemsize > 0 ? bv.len / bv.itemsize : 0;
+    Py_ssize_t width = nb > 0 ? xv.len / 8 / nb : 0;
+    if ((bv.itemsize != 4 && bv.itemsize != 8) || (nb > 0 && xv.len != nb * width * 8) || first < 0 || count < 0
+        || count > 8 * bv.itemsize || first + count > width) {
+        PyErr_SetString(PyExc_ValueError, "bit_columns: bits of 4 or 8 bytes per row, and columns inside x");
+        goto done;
+    }
+    {
+        double *x = xv.buf;
+        for (Py_ssize_t b = 0; b < nb; b++) {
+            uint64_t v = bv.itemsize == 4 ? ((const uint32_t *)bv.buf)[b] : (uint64_t)((const int64_t *)bv.buf)[b];
+            double *row = x + b * width + first;
+            for (Py_ssize_t k = 0; k < count; k++) row[k] = (double)((v >> k) & 1);
+        }
+        result = Py_None;
+        Py_INCREF(result);
+    }
+done:
+    PyBuffer_Release(&bv);
+    PyBuffer_Release(&xv);
+    return result;
+}
+
 /* region_columns(p float64[n], w float64[n], ancestors int64[n, L], total, out float64[n, R]):
  * region.region_features's columns 0..R-1 (everything but the own columns), raw where the
  * reference takes a logarithm: column 1 holds clip(p)/(1 - clip(p)) (region.py takes np.log),
@@ -2440,6 +2475,7 @@ static PyMethodDef methods[] = {
      "count_lowered(texts, blocks, strings, out): counts of each string in the listed texts, lower-cased."},
     {"owner_ancestors", owner_ancestors, METH_VARARGS,
      "owner_ancestors(parent, owner, out): each owner and its ancestors level by level."},
+    {"bit_columns", bit_columns, METH_VARARGS, "bit_columns(bits, x, first, count): bits spread over columns of x."},
     {NULL, NULL, 0, NULL},
 };
 

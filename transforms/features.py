@@ -185,7 +185,6 @@ _NEAR_COLUMNS = _columns(f"near_{h}" for h in HINT_NAMES)
 _PATTERN_COLUMNS = _columns(f"contains_{name}" for name, _ in _TEXT_PATTERNS)
 _FAR_COLUMNS = _columns(f"far_{h}" for h in HINT_NAMES)
 _CONTEXT_COLUMNS = _columns(f"in_{t}" for t in _CONTEXT_TAGS)
-_CONTEXT_SHIFTS = np.arange(len(_CONTEXT_TAGS), dtype=np.int64)
 _CONTAINS_COLUMNS = _columns(("contains_time", "contains_img"))
 assert [_COLUMN[f"group_{g}"] for g in GROUPS] == list(range(_COLUMN[f"group_{GROUPS[0]}"],
                                                               _COLUMN[f"group_{GROUPS[-1]}"] + 1))
@@ -260,6 +259,15 @@ def _char_classes() -> np.ndarray:
     return _CHAR_CLASSES
 
 
+def _spread_bits(bits: np.ndarray, x: np.ndarray, columns, count: int) -> None:
+    """x[:, columns] = bit k of each row's `bits` for k < count (an integer array per block)."""
+    if (_compiled is not None and _COMPILED and isinstance(columns, slice) and x.dtype == np.float64
+            and x.flags.c_contiguous and bits.dtype.itemsize in (4, 8)):
+        _compiled.bit_columns(np.ascontiguousarray(bits), x, columns.start, count)
+    else:
+        x[:, columns] = (bits[:, None] >> np.arange(count, dtype=bits.dtype)) & 1
+
+
 def _text_columns(texts: list[str], x: np.ndarray) -> None:
     if _compiled is not None and _COMPILED:
         _text_columns_compiled(texts, x)
@@ -287,8 +295,7 @@ def _text_columns_compiled(texts: list[str], x: np.ndarray) -> None:
     x[:, col["digit_share"]] = counts[:, _C_DIGITS] / np.maximum(counts[:, _C_LENGTH], 1)
     x[:, col["ends_with_punct"]] = counts[:, _C_CLOSING]
     x[:, col["upper_start"]] = counts[:, _C_UPPER]
-    pattern_bit = np.arange(len(_TEXT_PATTERNS), dtype=np.int64)
-    x[:, _PATTERN_COLUMNS] = (counts[:, _C_PATTERNS, None] >> pattern_bit) & 1
+    _spread_bits(counts[:, _C_PATTERNS], x, _PATTERN_COLUMNS, len(_TEXT_PATTERNS))
 
 
 def _text_columns_python(texts: list[str], x: np.ndarray) -> None:
@@ -373,9 +380,8 @@ def block_features(page: CompactPage, blocks: Blocks, texts: list[str], *,
 
     # Class/id hints of the owner and its nearest ancestors (never BODY).
     near, far = _owner_hints(page, owner)
-    hint_bit = np.arange(len(HINT_NAMES), dtype=np.uint32)
-    x[:, _NEAR_COLUMNS] = (near[:, None] >> hint_bit) & 1
-    x[:, _FAR_COLUMNS] = (far[:, None] >> hint_bit) & 1
+    _spread_bits(near, x, _NEAR_COLUMNS, len(HINT_NAMES))
+    _spread_bits(far, x, _FAR_COLUMNS, len(HINT_NAMES))
 
     # Page ConEx's four ratios (design §3) of the block's nearest non-leaf element, standardized
     # over every non-leaf element (not only ConEx's rated tags: the shipped models were
@@ -432,7 +438,7 @@ def _role_columns(page: CompactPage, blocks: Blocks, owner: np.ndarray, texts: l
         contains = np.empty((first.size, 2), dtype=np.int64)
         _compiled.role_nodes(page.parent, page.tag, page.end, _CONTEXT_BITS, _CONTAINS_BITS,
                              np.ascontiguousarray(first, dtype=np.int64), owner, context, contains)
-        x[:, _CONTEXT_COLUMNS] = (context[:, None] >> _CONTEXT_SHIFTS) & 1
+        _spread_bits(context, x, _CONTEXT_COLUMNS, len(_CONTEXT_TAGS))
         x[:, _CONTAINS_COLUMNS] = contains > 0
     else:
         _role_elements_python(page, first, owner, x)

@@ -733,3 +733,20 @@ def test_conex_columns_in_float64_by_both_paths(seed, monkeypatch):
         monkeypatch.setattr(F, "_COMPILED", True)
         assert got.shape == ref.shape == (owner.size, 4)
         assert got.tobytes() == ref.tobytes()
+
+
+def test_spread_bits_by_both_paths(monkeypatch):
+    """_features.c bit_columns against numpy's shifts, for uint32 hint bits and int64 context
+    bits, into a slice of columns in the middle of a matrix that holds other values."""
+    require_built("_features")
+    rng = np.random.default_rng(9)
+    for bits in (rng.integers(0, 1 << 31, 40).astype(np.uint32), rng.integers(0, 1 << 40, 40),
+                 np.zeros(0, dtype=np.int64)):
+        for columns, count in ((slice(3, 22), 19), (slice(0, 8), 8), (slice(30, 48), 18)):
+            got = rng.random((bits.size, 50))
+            ref = got.copy()
+            F._spread_bits(bits, got, columns, count)
+            monkeypatch.setattr(F, "_COMPILED", False)
+            F._spread_bits(bits, ref, columns, count)
+            monkeypatch.setattr(F, "_COMPILED", True)
+            assert got.tobytes() == ref.tobytes()
