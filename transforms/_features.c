@@ -2023,7 +2023,7 @@ static PyObject *bit_columns(PyObject *self, PyObject *args) {
     Py_ssize_t nb = bv.itemsize > 0 ? bv.len / bv.itemsize : 0;
     Py_ssize_t width = nb > 0 ? xv.len / 8 / nb : 0;
     if ((bv.itemsize != 4 && bv.itemsize != 8) || (nb > 0 && xv.len != nb * width * 8) || first < 0 || count < 0
-        || count > 8 * bv.itemsize || first + count > width) {
+        || count > 8 * bv.itemsize || (nb > 0 && first + count > width)) {
         PyErr_SetString(PyExc_ValueError, "bit_columns: bits of 4 or 8 bytes per row, and columns inside x");
         goto done;
     }
