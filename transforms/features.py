@@ -172,6 +172,7 @@ def _names() -> tuple:
 
 FEATURE_NAMES = _names()
 _COLUMN = {name: i for i, name in enumerate(FEATURE_NAMES)}
+_ROLE_ANY_COLUMNS = tuple(_COLUMN["role_" + name] for name in _ROLE_ANY_NAMES)
 
 
 def _columns(names) -> slice | list:
@@ -470,10 +471,14 @@ def _role_columns(page: CompactPage, blocks: Blocks, owner: np.ndarray, texts: l
     if short_ids.size and compiled:
         bits = np.empty(short_ids.size, dtype=np.int64)
         _compiled.role_any(texts if type(texts) is list else list(texts), short_ids, bits)
-        for k, name in enumerate(_ROLE_ANY_NAMES):
-            hit = short_ids[(bits & (1 << k)) != 0].tolist()
-            rows += hit
-            columns += [col["role_" + name]] * len(hit)
+        # Few short blocks hold a cue: only theirs are looked at (every pair is set to 1, so
+        # the pairs' order does not matter).
+        found = np.flatnonzero(bits)
+        for i, b in zip(short_ids[found].tolist(), bits[found].tolist()):
+            for k, column in enumerate(_ROLE_ANY_COLUMNS):
+                if b >> k & 1:
+                    rows.append(i)
+                    columns.append(column)
     elif short_ids.size:
         _role_any_python(texts, short_ids.tolist(), rows, columns)
     if rows:
@@ -546,6 +551,21 @@ _STRUCTURE_NAMES = (
     "next_same_group", "same_shape_siblings_log", "same_shape_max_log", "same_tag_siblings_log",
 ) + tuple(name for name, _ in _SIBLING_TAGS) + tuple(f"region_share_{k}" for k in _REGION_LEVELS)
 _STRUCTURE_COLUMNS = np.array([_COLUMN[name] for name in _STRUCTURE_NAMES])
+
+
+def _runs(columns) -> list:
+    """[(first column, last column + 1, first index into `columns`)] of each run of adjacent
+    columns in `columns`: a matrix of them is written as a few slices, not through an index
+    array."""
+    runs, start = [], 0
+    for k in range(1, len(columns) + 1):
+        if k == len(columns) or columns[k] != columns[k - 1] + 1:
+            runs.append((int(columns[start]), int(columns[k - 1]) + 1, start))
+            start = k
+    return runs
+
+
+_STRUCTURE_RUNS = _runs(_STRUCTURE_COLUMNS)
 _STRUCTURE_LOG = np.array([_COLUMN[name] for name in _STRUCTURE_NAMES if name.endswith("_log")])
 _SIBLING_TABLES = np.stack([table for _, table in _SIBLING_TAGS])
 _UP_LEVELS = max(max(_REGION_LEVELS), _SHAPE_LEVELS)
@@ -568,7 +588,8 @@ def _structure_compiled(page: CompactPage, blocks: Blocks, owner: np.ndarray, x:
         np.ascontiguousarray(blocks.group, dtype=np.int8), np.ascontiguousarray(blocks.is_instance, dtype=bool),
         _HEADING_LEVEL, _SIBLING_TABLES, (F_IN_LINK, HINT_BIT["hidden"], TAG_ID["a"], TEXT),
         np.array(_REGION_LEVELS, dtype=i64), _SHAPE_LEVELS, raw, up)
-    x[:, _STRUCTURE_COLUMNS] = raw
+    for first, end, at in _STRUCTURE_RUNS:
+        x[:, first:end] = raw[:, at:at + end - first]
     x[:, _STRUCTURE_LOG] = np.log1p(x[:, _STRUCTURE_LOG])
     return up
 
