@@ -2008,7 +2008,7 @@ done:
     return result;
 }
 
-/* bit_columns(bits uint32 or int64 [nb], x float64[nb, F], first, count): x[b, first + k] =
+/* bit_columns(bits uint32 or int64 [nb], x float32 or float64 [nb, F], first, count): x[b, first + k] =
  * bit k of bits[b] (0.0 or 1.0) for k < count, what (bits[:, None] >> arange(count)) & 1
  * assigned to those columns writes, without the [nb, count] temporaries. */
 static PyObject *bit_columns(PyObject *self, PyObject *args) {
@@ -2018,21 +2018,32 @@ static PyObject *bit_columns(PyObject *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "OOnn", &bits_o, &x_o, &first, &count)) return NULL;
     Py_buffer bv, xv;
     if (PyObject_GetBuffer(bits_o, &bv, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) return NULL;
-    if (get_array(x_o, &xv, 8, -1, 1, "x") < 0) { PyBuffer_Release(&bv); return NULL; }
+    if (PyObject_GetBuffer(x_o, &xv, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | PyBUF_WRITABLE) < 0) {
+        PyBuffer_Release(&bv);
+        return NULL;
+    }
     PyObject *result = NULL;
     Py_ssize_t nb = bv.itemsize > 0 ? bv.len / bv.itemsize : 0;
-    Py_ssize_t width = nb > 0 ? xv.len / 8 / nb : 0;
-    if ((bv.itemsize != 4 && bv.itemsize != 8) || (nb > 0 && xv.len != nb * width * 8) || first < 0 || count < 0
+    Py_ssize_t xs = xv.itemsize;
+    Py_ssize_t width = nb > 0 && xs > 0 ? xv.len / xs / nb : 0;
+    /* x's items are float32 ('f') or float64 ('d') */
+    int is_float = xv.format != NULL && (strcmp(xv.format, xs == 4 ? "f" : "d") == 0 || strcmp(xv.format, xs == 4 ? "<f" : "<d") == 0);
+    if ((bv.itemsize != 4 && bv.itemsize != 8) || (xs != 4 && xs != 8) || !is_float
+        || (nb > 0 && xv.len != nb * width * xs) || first < 0 || count < 0
         || count > 8 * bv.itemsize || (nb > 0 && first + count > width)) {
         PyErr_SetString(PyExc_ValueError, "bit_columns: bits of 4 or 8 bytes per row, and columns inside x");
         goto done;
     }
     {
-        double *x = xv.buf;
         for (Py_ssize_t b = 0; b < nb; b++) {
             uint64_t v = bv.itemsize == 4 ? ((const uint32_t *)bv.buf)[b] : (uint64_t)((const int64_t *)bv.buf)[b];
-            double *row = x + b * width + first;
-            for (Py_ssize_t k = 0; k < count; k++) row[k] = (double)((v >> k) & 1);
+            if (xs == 4) {
+                float *row = (float *)xv.buf + b * width + first;
+                for (Py_ssize_t k = 0; k < count; k++) row[k] = (float)((v >> k) & 1);
+            } else {
+                double *row = (double *)xv.buf + b * width + first;
+                for (Py_ssize_t k = 0; k < count; k++) row[k] = (double)((v >> k) & 1);
+            }
         }
         result = Py_None;
         Py_INCREF(result);

@@ -262,7 +262,7 @@ def _char_classes() -> np.ndarray:
 
 def _spread_bits(bits: np.ndarray, x: np.ndarray, columns, count: int) -> None:
     """x[:, columns] = bit k of each row's `bits` for k < count (an integer array per block)."""
-    if (_compiled is not None and _COMPILED and isinstance(columns, slice) and x.dtype == np.float64
+    if (_compiled is not None and _COMPILED and isinstance(columns, slice) and x.dtype in (np.float32, np.float64)
             and x.flags.c_contiguous and bits.dtype.itemsize in (4, 8)):
         _compiled.bit_columns(np.ascontiguousarray(bits), x, columns.start, count)
     else:
@@ -364,7 +364,11 @@ def block_features(page: CompactPage, blocks: Blocks, texts: list[str], *,
     """float32[blocks, len(FEATURE_NAMES)] for one page. `conex_features`: the content
     features page ConEx computed for this page, if it did (the ratios are not computed twice)."""
     nb = blocks.count
-    x = np.zeros((nb, len(FEATURE_NAMES)), dtype=np.float64)
+    # Compiled, every column is written once from its float64 value and never read back, so
+    # the float32 matrix holds what the float64 one rounds to at the end (the reference
+    # reads some columns back, so it keeps the float64 matrix).
+    compiled = _compiled is not None and _COMPILED
+    x = np.zeros((nb, len(FEATURE_NAMES)), dtype=np.float32 if compiled else np.float64)
     if nb == 0:
         return x.astype(np.float32)
     col = _COLUMN
@@ -374,7 +378,7 @@ def block_features(page: CompactPage, blocks: Blocks, texts: list[str], *,
     _text_columns(texts, x)
     x[:, col[f"group_{GROUPS[0]}"]:col[f"group_{GROUPS[-1]}"] + 1] = blocks.group[:, None] == _GROUP_CODES
     # The owner element's structure, the block's place in the page and its neighbours.
-    if _compiled is not None and _COMPILED:
+    if compiled:
         up = _structure_compiled(page, blocks, owner, x)
     else:
         up = _structure_python(page, blocks, owner, x)
@@ -397,7 +401,7 @@ def block_features(page: CompactPage, blocks: Blocks, texts: list[str], *,
     _role_columns(page, blocks, owner, texts, x)
     # Filled by the page type model (transforms/page_type.py) once the page's row is known.
     x[:, col[f"page_type_{PAGE_TYPES[0]}"]:col[f"page_type_{PAGE_TYPES[-1]}"] + 1] = np.nan
-    return x.astype(np.float32)
+    return x if x.dtype == np.float32 else x.astype(np.float32)
 
 
 def _conex_columns(page: CompactPage, owner: np.ndarray, conex_features: ContentFeatures | None) -> np.ndarray:
@@ -567,6 +571,8 @@ def _runs(columns) -> list:
 
 _STRUCTURE_RUNS = _runs(_STRUCTURE_COLUMNS)
 _STRUCTURE_LOG = np.array([_COLUMN[name] for name in _STRUCTURE_NAMES if name.endswith("_log")])
+# The same columns' places in structure_columns's raw matrix, in _STRUCTURE_LOG's order.
+_RAW_LOG = np.array([_STRUCTURE_NAMES.index(FEATURE_NAMES[c]) for c in _STRUCTURE_LOG])
 _SIBLING_TABLES = np.stack([table for _, table in _SIBLING_TAGS])
 _UP_LEVELS = max(max(_REGION_LEVELS), _SHAPE_LEVELS)
 
@@ -588,9 +594,12 @@ def _structure_compiled(page: CompactPage, blocks: Blocks, owner: np.ndarray, x:
         np.ascontiguousarray(blocks.group, dtype=np.int8), np.ascontiguousarray(blocks.is_instance, dtype=bool),
         _HEADING_LEVEL, _SIBLING_TABLES, (F_IN_LINK, HINT_BIT["hidden"], TAG_ID["a"], TEXT),
         np.array(_REGION_LEVELS, dtype=i64), _SHAPE_LEVELS, raw, up)
+    # The logarithms of the raw float64 values, gathered in _STRUCTURE_LOG's order as the
+    # reference gathers them from its float64 matrix.
+    logs = np.log1p(raw[:, _RAW_LOG])
     for first, end, at in _STRUCTURE_RUNS:
         x[:, first:end] = raw[:, at:at + end - first]
-    x[:, _STRUCTURE_LOG] = np.log1p(x[:, _STRUCTURE_LOG])
+    x[:, _STRUCTURE_LOG] = logs
     return up
 
 
