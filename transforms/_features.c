@@ -198,12 +198,22 @@ static unsigned may_start(Py_UCS4 c, Py_UCS4 d) {
     }
 }
 
+/* may_start of every pair of ASCII characters, looked up: a switch on the text's characters
+ * jumps somewhere else at almost every position, which the processor cannot predict. */
+static uint8_t may_start_ascii[128][128];
+
+static void may_start_init(void) {
+    for (Py_UCS4 c = 0; c < 128; c++)
+        for (Py_UCS4 d = 0; d < 128; d++) may_start_ascii[c][d] = (uint8_t)may_start(c, d);
+}
+
 /* Bit g set for every pattern g that the reference's leftmost, non-overlapping scan finds. */
 static int64_t pattern_bits(const Text *t) {
     int64_t bits = 0;
     Py_ssize_t p = 0;
     while (p < t->n) {
-        unsigned tried = may_start(at(t, p), p + 1 < t->n ? at(t, p + 1) : 0);
+        Py_UCS4 c = at(t, p), d = p + 1 < t->n ? at(t, p + 1) : 0;
+        unsigned tried = c < 128 && d < 128 ? may_start_ascii[c][d] : may_start(c, d);
         if (p == 0 || at(t, p - 1) == '\n') tried |= 1u << (N_PATTERNS - 1);
         Py_ssize_t e = -1;
         for (int g = 0; tried && g < N_PATTERNS; g++) {
@@ -254,6 +264,41 @@ static int as_text(PyObject *s, Text *t) {
     return 0;
 }
 
+/* `s` lower-cased as str.lower() does, into `l`. An ASCII str is lowered here, code point by
+ * code point into l's scratch buffer (str.lower maps A-Z and nothing else of ASCII, to one
+ * code point each); any other is str.lower's, called, whose result is held in *low until the
+ * caller releases it (Py_XDECREF), since `l` may read it in place. */
+static int lower_text(PyObject *s, Text *l, PyObject **low) {
+    *low = NULL;
+    if (!PyUnicode_Check(s)) {
+        PyErr_Format(PyExc_TypeError, "block texts must be str, not %.100s", Py_TYPE(s)->tp_name);
+        return -1;
+    }
+    if (PyUnicode_CheckExact(s) && PyUnicode_IS_ASCII(s)) {
+        Py_ssize_t n = PyUnicode_GET_LENGTH(s);
+        if (n > l->cap) {
+            Py_UCS4 *grown = PyMem_Realloc(l->own, (size_t)n * sizeof(Py_UCS4));
+            if (grown == NULL) {
+                PyErr_NoMemory();
+                return -1;
+            }
+            l->own = grown;
+            l->cap = n;
+        }
+        const Py_UCS1 *from = PyUnicode_1BYTE_DATA(s);
+        for (Py_ssize_t i = 0; i < n; i++) {
+            Py_UCS4 c = from[i];
+            l->own[i] = c >= 'A' && c <= 'Z' ? c + 32 : c;
+        }
+        l->s = l->own;
+        l->n = n;
+        return 0;
+    }
+    *low = PyObject_CallMethodNoArgs(s, lower_name);
+    if (*low == NULL) return -1;
+    return as_text(*low, l);
+}
+
 static int writable_int64(PyObject *obj, Py_buffer *view, Py_ssize_t items, const char *what) {
     if (PyObject_GetBuffer(obj, view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | PyBUF_WRITABLE) < 0) return -1;
     if (view->itemsize != 8 || view->len != items * 8) {
@@ -262,6 +307,23 @@ static int writable_int64(PyObject *obj, Py_buffer *view, Py_ssize_t items, cons
         return -1;
     }
     return 0;
+}
+
+/* What text_columns counts of a character: a space (' ', '\n'), a digit (str.isdigit), is_punct,
+ * is_end, a comma; the ASCII ones looked up in a table (a switch per character of a text is a
+ * jump the processor mostly mispredicts). */
+enum { K_SPACE = 1, K_DIGIT = 2, K_PUNCT = 4, K_END = 8, K_COMMA = 16 };
+
+static unsigned wide_class(Py_UCS4 c) {
+    return (c == ' ' || c == '\n' ? K_SPACE : 0) | (c < 128 ? (c >= '0' && c <= '9' ? K_DIGIT : 0)
+                                                           : (Py_UNICODE_ISDIGIT(c) ? K_DIGIT : 0))
+           | (is_punct(c) ? K_PUNCT : 0) | (is_end(c) ? K_END : 0) | (c == ',' ? K_COMMA : 0);
+}
+
+static uint8_t ascii_class[128];
+
+static void ascii_class_init(void) {
+    for (Py_UCS4 c = 0; c < 128; c++) ascii_class[c] = (uint8_t)wide_class(c);
 }
 
 /* text_columns(texts, counts): counts is int64 [len(texts), C_COUNT], written row by row. */
@@ -281,18 +343,15 @@ static PyObject *text_columns(PyObject *self, PyObject *args) {
         int after_space = 1;
         for (Py_ssize_t i = 0; i < t.n; i++) {
             Py_UCS4 c = at(&t, i);
-            int space = c == ' ' || c == '\n';
+            unsigned k = c < 128 ? ascii_class[c] : wide_class(c);
+            int space = (k & K_SPACE) != 0;
             words += !space && after_space;
             after_space = space;
-            if (c < 128) {
-                digits += c >= '0' && c <= '9';
-            } else {
-                digits += Py_UNICODE_ISDIGIT(c) != 0;
-            }
-            if (is_punct(c)) {
+            digits += (k & K_DIGIT) != 0;
+            if (k & K_PUNCT) {
                 punct++;
-                commas += c == ',';
-                if (is_end(c)) {
+                commas += (k & K_COMMA) != 0;
+                if (k & K_END) {
                     Py_UCS4 next = i + 1 < t.n ? at(&t, i + 1) : '\n';
                     sentences += next == ' ' || next == '\n';
                 }
@@ -306,11 +365,10 @@ static PyObject *text_columns(PyObject *self, PyObject *args) {
         row[C_LENGTH] = t.n;
         row[C_CLOSING] = t.n > 0 && is_closing(at(&t, t.n - 1));
         row[C_UPPER] = t.n > 0 && Py_UNICODE_ISUPPER(at(&t, 0)) != 0;
-        PyObject *low = PyObject_CallMethodNoArgs(s, lower_name);
-        if (low == NULL) goto fail;
-        if (as_text(low, &l) < 0) { Py_DECREF(low); goto fail; }
+        PyObject *low;
+        if (lower_text(s, &l, &low) < 0) { Py_XDECREF(low); goto fail; }
         row[C_PATTERNS] = pattern_bits(&l);
-        Py_DECREF(low);
+        Py_XDECREF(low);
     }
     PyMem_Free(t.own);
     PyMem_Free(l.own);
@@ -349,14 +407,8 @@ static PyObject *text_keys(PyObject *self, PyObject *args) {
     int64_t *keys = view.buf;
     Text l = {0};
     for (Py_ssize_t b = 0; b < nb; b++) {
-        PyObject *s = PyList_GET_ITEM(texts, b);
-        if (!PyUnicode_Check(s)) {
-            PyErr_Format(PyExc_TypeError, "block texts must be str, not %.100s", Py_TYPE(s)->tp_name);
-            goto fail;
-        }
-        PyObject *low = PyObject_CallMethodNoArgs(s, lower_name);
-        if (low == NULL) goto fail;
-        if (as_text(low, &l) < 0) { Py_DECREF(low); goto fail; }
+        PyObject *low;
+        if (lower_text(PyList_GET_ITEM(texts, b), &l, &low) < 0) { Py_XDECREF(low); goto fail; }
         uint32_t crc = crc_begin();
         int in_word = 0, words = 0;
         for (Py_ssize_t i = 0; i < l.n; i++) {
@@ -370,7 +422,7 @@ static PyObject *text_keys(PyObject *self, PyObject *args) {
             crc = crc_code_point(crc, c);
         }
         keys[b] = (int64_t)crc_end(crc);
-        Py_DECREF(low);
+        Py_XDECREF(low);
     }
     PyMem_Free(l.own);
     PyBuffer_Release(&view);
@@ -1334,65 +1386,172 @@ done:
 
 static inline Py_ssize_t pair_key(Py_UCS4 a, Py_UCS4 b) { return (Py_ssize_t)(((a << 5) ^ b) & 255); }
 
-/* count_strings(text, strings, out int64[len(strings)]): text.count(s) of every s, as
- * str.count counts: occurrences found left to right, each search resuming after the one
- * found, so occurrences of one string never overlap (an empty string counts len(text) + 1).
- * One pass over the text for all the strings: at each position, the strings starting with
- * its characters whose previous occurrence has ended are tried there. */
-static PyObject *count_strings(PyObject *self, PyObject *args) {
-    (void)self;
-    PyObject *text, *strings, *out_o;
-    if (!PyArg_ParseTuple(args, "UO!O", &text, &PyTuple_Type, &strings, &out_o)) return NULL;
-    Py_ssize_t m = PyTuple_GET_SIZE(strings);
-    Py_buffer view;
-    if (writable_int64(out_o, &view, m, "out") < 0) return NULL;
-    int64_t *out = view.buf;
-    PyObject *result = NULL;
-    Text t = {0};
-    Text *pat = PyMem_Calloc((size_t)(m > 0 ? m : 1), sizeof(Text));
-    Py_ssize_t *next = PyMem_Calloc((size_t)(m > 0 ? m : 1), sizeof(Py_ssize_t));
-    /* the strings by their first two characters (one character: by that one), each bucket a
-     * chain; each string's count is its own, so the order they are tried in does not matter */
-    Py_ssize_t bucket[256 + 64], *chain = PyMem_Malloc((size_t)(m > 0 ? m : 1) * sizeof(Py_ssize_t));
-    if (pat == NULL || next == NULL || chain == NULL) { PyErr_NoMemory(); goto done; }
-    for (int j = 0; j < 256 + 64; j++) bucket[j] = -1;
+/* The strings count_strings looks for, by their first two characters (one character: by that
+ * one), each bucket a chain; each string's count is its own, so the order they are tried in
+ * does not matter. */
+typedef struct {
+    Py_ssize_t m;
+    Text *pat;
+    Py_ssize_t *next, *chain;
+    Py_ssize_t bucket[256 + 64];
+    /* start[c][d]: some string may start at a position holding the ASCII characters c, d
+     * (d 0 past the text's end): one lookup turns most positions away. */
+    uint8_t start[128][128];
+} Needles;
+
+static void needles_free(Needles *nd) {
+    if (nd->pat != NULL)
+        for (Py_ssize_t j = 0; j < nd->m; j++) PyMem_Free(nd->pat[j].own);
+    PyMem_Free(nd->pat);
+    PyMem_Free(nd->next);
+    PyMem_Free(nd->chain);
+}
+
+static int needles_init(Needles *nd, PyObject *strings) {
+    Py_ssize_t m = nd->m = PyTuple_GET_SIZE(strings);
+    nd->pat = PyMem_Calloc((size_t)(m > 0 ? m : 1), sizeof(Text));
+    nd->next = PyMem_Calloc((size_t)(m > 0 ? m : 1), sizeof(Py_ssize_t));
+    nd->chain = PyMem_Malloc((size_t)(m > 0 ? m : 1) * sizeof(Py_ssize_t));
+    if (nd->pat == NULL || nd->next == NULL || nd->chain == NULL) { PyErr_NoMemory(); return -1; }
+    for (int j = 0; j < 256 + 64; j++) nd->bucket[j] = -1;
     for (Py_ssize_t j = 0; j < m; j++)
-        if (as_text(PyTuple_GET_ITEM(strings, j), &pat[j]) < 0) goto done;
+        if (as_text(PyTuple_GET_ITEM(strings, j), &nd->pat[j]) < 0) return -1;
     for (Py_ssize_t j = 0; j < m; j++) {
-        chain[j] = -1;
-        if (pat[j].n == 0) continue;
-        Py_ssize_t key = pat[j].n == 1 ? 256 + (pat[j].s[0] & 63) : pair_key(pat[j].s[0], pat[j].s[1]);
-        chain[j] = bucket[key];
-        bucket[key] = j;
+        const Text *q = &nd->pat[j];
+        if (q->n == 1 && q->s[0] < 128) memset(nd->start[q->s[0]], 1, 128);
+        if (q->n >= 2 && q->s[0] < 128 && q->s[1] < 128) nd->start[q->s[0]][q->s[1]] = 1;
     }
-    if (as_text(text, &t) < 0) goto done;
-    for (Py_ssize_t j = 0; j < m; j++) out[j] = pat[j].n == 0 ? t.n + 1 : 0;
-    for (Py_ssize_t i = 0; i < t.n; i++) {
-        Py_UCS4 c = at(&t, i);
-        Py_ssize_t first = bucket[256 + (c & 63)];
-        Py_ssize_t second = i + 1 < t.n ? bucket[pair_key(c, at(&t, i + 1))] : -1;
+    for (Py_ssize_t j = 0; j < m; j++) {
+        nd->chain[j] = -1;
+        if (nd->pat[j].n == 0) continue;
+        Py_ssize_t key = nd->pat[j].n == 1 ? 256 + (nd->pat[j].s[0] & 63) : pair_key(nd->pat[j].s[0], nd->pat[j].s[1]);
+        nd->chain[j] = nd->bucket[key];
+        nd->bucket[key] = j;
+    }
+    return 0;
+}
+
+/* Adds t.count(s) of every string s to out: occurrences found left to right, each search
+ * resuming after the one found, so occurrences of one string never overlap (an empty string
+ * counts len(t) + 1). One pass over t for all the strings: at each position, the strings
+ * starting with its characters whose previous occurrence has ended are tried there. */
+static void needles_count(Needles *nd, const Text *t, int64_t *out, Py_ssize_t base) {
+    /* next[j]: where string j's last occurrence ended, counted from the start of the first
+     * text of the call (`base`: this text's start there, past every earlier text's end), so
+     * that a new text needs no reset. */
+    const Text *pat = nd->pat;
+    Py_ssize_t *next = nd->next, *chain = nd->chain;
+    for (Py_ssize_t j = 0; j < nd->m; j++)
+        if (pat[j].n == 0) out[j] += t->n + 1;
+    for (Py_ssize_t i = 0; i < t->n; i++) {
+        Py_UCS4 c = at(t, i), d = i + 1 < t->n ? at(t, i + 1) : 0;
+        if (c < 128 && d < 128 && !nd->start[c][d]) continue;
+        Py_ssize_t first = nd->bucket[256 + (c & 63)];
+        Py_ssize_t second = i + 1 < t->n ? nd->bucket[pair_key(c, at(t, i + 1))] : -1;
         for (int pass = 0; pass < 2; pass++) {
             for (Py_ssize_t j = pass ? second : first; j >= 0; j = chain[j]) {
                 const Text *q = &pat[j];
-                if (i < next[j] || q->s[0] != c || i + q->n > t.n) continue;
+                if (base + i < next[j] || q->s[0] != c || i + q->n > t->n) continue;
                 Py_ssize_t r = 1;
-                while (r < q->n && q->s[r] == at(&t, i + r)) r++;
+                while (r < q->n && q->s[r] == at(t, i + r)) r++;
                 if (r == q->n) {
                     out[j]++;
-                    next[j] = i + q->n;
+                    next[j] = base + i + q->n;
                 }
             }
         }
     }
+}
+
+/* count_strings(text, strings, out int64[len(strings)]): text.count(s) of every s, as
+ * str.count counts (needles_count). */
+static PyObject *count_strings(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *text, *strings, *out_o;
+    if (!PyArg_ParseTuple(args, "UO!O", &text, &PyTuple_Type, &strings, &out_o)) return NULL;
+    Py_buffer view;
+    if (writable_int64(out_o, &view, PyTuple_GET_SIZE(strings), "out") < 0) return NULL;
+    int64_t *out = view.buf;
+    PyObject *result = NULL;
+    Text t = {0};
+    Needles nd = {0};
+    if (needles_init(&nd, strings) < 0) goto done;
+    if (as_text(text, &t) < 0) goto done;
+    for (Py_ssize_t j = 0; j < nd.m; j++) out[j] = 0;
+    needles_count(&nd, &t, out, 0);
     result = Py_None;
     Py_INCREF(result);
 done:
-    if (pat != NULL)
-        for (Py_ssize_t j = 0; j < m; j++) PyMem_Free(pat[j].own);
-    PyMem_Free(pat);
-    PyMem_Free(next);
-    PyMem_Free(chain);
+    needles_free(&nd);
     PyMem_Free(t.own);
+    PyBuffer_Release(&view);
+    return result;
+}
+
+/* count_lowered(texts, blocks int64[k], strings, out int64[len(strings)]):
+ * "\n".join(texts[b] for b in blocks).lower().count(s) of every s, for strings that hold no
+ * '\n' and no empty one: then no occurrence spans two texts, so the counts are the sums of each
+ * text's own, and a text lowered alone is lowered as in the joined text (the one rule of
+ * str.lower that reads a neighbour, Greek final sigma, sees the '\n' as it sees the text's
+ * end, and no string holds a sigma that it could decide). */
+static PyObject *count_lowered(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *texts, *blocks_o, *strings, *out_o;
+    if (!PyArg_ParseTuple(args, "O!OO!O", &PyList_Type, &texts, &blocks_o, &PyTuple_Type, &strings, &out_o))
+        return NULL;
+    Py_buffer bv, view;
+    if (get_array(blocks_o, &bv, 8, -1, 0, "blocks") < 0) return NULL;
+    if (writable_int64(out_o, &view, PyTuple_GET_SIZE(strings), "out") < 0) { PyBuffer_Release(&bv); return NULL; }
+    const int64_t *blocks = bv.buf;
+    int64_t *out = view.buf;
+    Py_ssize_t k = bv.len / 8, nb = PyList_GET_SIZE(texts);
+    PyObject *result = NULL;
+    Text l = {0};
+    /* The strings are the page type's cue strings, one tuple for every page: their table is
+     * made for the first call and kept, with the tuple it was made from. */
+    static PyObject *kept_strings = NULL;
+    static Needles kept = {0};
+    if (strings != kept_strings) {
+        needles_free(&kept);
+        memset(&kept, 0, sizeof kept);
+        Py_CLEAR(kept_strings);
+        if (needles_init(&kept, strings) < 0) {
+            needles_free(&kept);
+            memset(&kept, 0, sizeof kept);
+            goto done;
+        }
+        Py_INCREF(strings);
+        kept_strings = strings;
+    }
+    Needles *nd = &kept;
+    Py_ssize_t base = 0;
+    for (Py_ssize_t j = 0; j < nd->m; j++) {
+        out[j] = 0;
+        nd->next[j] = 0;
+        const Text *q = &nd->pat[j];
+        int bad = q->n == 0;
+        for (Py_ssize_t r = 0; r < q->n && !bad; r++) bad = q->s[r] == '\n' || q->s[r] == 0x3A3 || q->s[r] == 0x3C3 || q->s[r] == 0x3C2;
+        if (bad) {
+            PyErr_SetString(PyExc_ValueError, "count_lowered: an empty string, or one holding a newline or a sigma");
+            goto done;
+        }
+    }
+    for (Py_ssize_t i = 0; i < k; i++) {
+        if (blocks[i] < 0 || blocks[i] >= nb) {
+            PyErr_SetString(PyExc_ValueError, "count_lowered: a block outside the texts");
+            goto done;
+        }
+        PyObject *low;
+        if (lower_text(PyList_GET_ITEM(texts, blocks[i]), &l, &low) < 0) { Py_XDECREF(low); goto done; }
+        needles_count(nd, &l, out, base);
+        base += l.n + 1;
+        Py_XDECREF(low);
+    }
+    result = Py_None;
+    Py_INCREF(result);
+done:
+    PyMem_Free(l.own);
+    PyBuffer_Release(&bv);
     PyBuffer_Release(&view);
     return result;
 }
@@ -1449,9 +1608,8 @@ static PyObject *role_any(PyObject *self, PyObject *args) {
             PyErr_SetString(PyExc_ValueError, "role_any: a block outside the texts");
             goto done;
         }
-        PyObject *low = PyObject_CallMethodNoArgs(PyList_GET_ITEM(texts, blocks[i]), lower_name);
-        if (low == NULL) goto done;
-        if (as_text(low, &l) < 0) { Py_DECREF(low); goto done; }
+        PyObject *low;
+        if (lower_text(PyList_GET_ITEM(texts, blocks[i]), &l, &low) < 0) { Py_XDECREF(low); goto done; }
         int64_t bits = 0;
         for (Py_ssize_t p = 0; p < l.n;) {
             Py_UCS4 c = at(&l, p);
@@ -1469,7 +1627,7 @@ static PyObject *role_any(PyObject *self, PyObject *args) {
                 p++;
             }
         }
-        Py_DECREF(low);
+        Py_XDECREF(low);
         out[i] = bits;
     }
     result = Py_None;
@@ -1604,6 +1762,295 @@ static PyObject *page_blocks(PyObject *self, PyObject *args) {
 done:
     PyMem_Free(work);
     for (int i = 0; i < held; i++) PyBuffer_Release(&v[i]);
+    return result;
+}
+
+/* numpy's sum of n float64 values (its pairwise_sum: eight running sums over blocks of at most
+ * 128 values, halves above that, -0.0 as the start of a short run), the sum np.add.reduceat
+ * adds to a segment's first value. */
+static double numpy_pairwise_sum(const double *a, Py_ssize_t n) {
+    if (n < 8) {
+        double res = -0.0;
+        for (Py_ssize_t i = 0; i < n; i++) res += a[i];
+        return res;
+    }
+    if (n <= 128) {
+        double r[8];
+        Py_ssize_t i;
+        for (int j = 0; j < 8; j++) r[j] = a[j];
+        for (i = 8; i < n - (n % 8); i += 8)
+            for (int j = 0; j < 8; j++) r[j] += a[i + j];
+        double res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));
+        for (; i < n; i++) res += a[i];
+        return res;
+    }
+    Py_ssize_t n2 = n / 2;
+    n2 -= n2 % 8;
+    return numpy_pairwise_sum(a, n2) + numpy_pairwise_sum(a + n2, n - n2);
+}
+
+/* site_columns(occ float64[n], tag int32[n], words int32[n], end int32[n], words_below int64[n],
+ * text_nodes int64[t], ptr int64[nb+1], owner int64[nb], block_words int64[nb], up int64[levels, nb],
+ * n_cand, out float64[nb, 5 + levels]): features._site_columns's columns from the template's
+ * occurrences, in the order occ_min, occ_mean, occ_max, occ_owner, template_word_share, then
+ * region_template per row of `up` (the owners' ancestors at each region level). The same
+ * divisions of the same values; occ_mean's sum is np.add.reduceat's (a segment's first value
+ * plus numpy's pairwise sum of the rest), template words are whole numbers and add exactly. */
+static PyObject *site_columns(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *o[11];
+    double n_cand;
+    if (!PyArg_ParseTuple(args, "OOOOOOOOOOdO", &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], &o[6], &o[7], &o[10],
+                          &o[8], &n_cand, &o[9])) return NULL;
+    Py_buffer v[11];
+    int held = 0;
+    PyObject *result = NULL;
+    int64_t *below = NULL;
+    double *scratch = NULL;
+    Py_ssize_t n = 0;
+    if (get_array(o[0], &v[held], 8, -1, 0, "occ") < 0) goto done;
+    n = v[held++].len / 8;
+    if (get_array(o[1], &v[held++], 4, n, 0, "tag") < 0) { held--; goto done; }
+    if (get_array(o[2], &v[held++], 4, n, 0, "words") < 0) { held--; goto done; }
+    if (get_array(o[3], &v[held++], 4, n, 0, "end") < 0) { held--; goto done; }
+    if (get_array(o[4], &v[held++], 8, n, 0, "words_below") < 0) { held--; goto done; }
+    if (get_array(o[5], &v[held++], 8, -1, 0, "text_nodes") < 0) { held--; goto done; }
+    if (get_array(o[6], &v[held++], 8, -1, 0, "ptr") < 0) { held--; goto done; }
+    if (get_array(o[7], &v[held++], 8, -1, 0, "owner") < 0) { held--; goto done; }
+    if (get_array(o[8], &v[held++], 8, -1, 0, "up") < 0) { held--; goto done; }
+    if (get_array(o[9], &v[held++], 8, -1, 1, "out") < 0) { held--; goto done; }
+    if (get_array(o[10], &v[held++], 8, v[7].len / 8, 0, "block_words") < 0) { held--; goto done; }
+    {
+        const int64_t *bw = v[10].buf;
+        const double *occ = v[0].buf;
+        const int32_t *tag = v[1].buf, *words = v[2].buf, *end = v[3].buf;
+        const int64_t *wb = v[4].buf, *tn = v[5].buf, *ptr = v[6].buf, *owner = v[7].buf, *up = v[8].buf;
+        double *out = v[9].buf;
+        Py_ssize_t t = v[5].len / 8, nb = v[7].len / 8;
+        Py_ssize_t levels = nb > 0 ? v[8].len / 8 / nb : 0, width = 5 + levels;
+        int bad = nb == 0 || v[6].len / 8 != nb + 1 || v[8].len != levels * nb * 8 || v[9].len != nb * width * 8
+                  || ptr[0] != 0 || ptr[nb] != t;
+        for (Py_ssize_t b = 0; b < nb && !bad; b++) bad = ptr[b + 1] <= ptr[b] || owner[b] < 0 || owner[b] >= n;
+        for (Py_ssize_t i = 0; i < t && !bad; i++) bad = tn[i] < 0 || tn[i] >= n;
+        for (Py_ssize_t i = 0; i < levels * nb && !bad; i++) bad = up[i] < 0 || up[i] >= n;
+        for (Py_ssize_t i = 0; i < n && !bad; i++) bad = end[i] <= i || end[i] > n;
+        if (bad) {
+            PyErr_SetString(PyExc_ValueError, "site_columns: arrays that do not fit together");
+            goto done;
+        }
+        /* Template words below each node: prefix sums over preorder, a subtree being [v, end[v]). */
+        below = PyMem_Malloc((size_t)(n + 1) * sizeof(int64_t));
+        scratch = PyMem_Malloc((size_t)(t > 0 ? t : 1) * sizeof(double));
+        if (below == NULL || scratch == NULL) {
+            PyErr_NoMemory();
+            goto done;
+        }
+        below[0] = 0;
+        for (Py_ssize_t i = 0; i < n; i++)
+            below[i + 1] = below[i] + (occ[i] > 0 && tag[i] == 0 ? words[i] : 0);
+        for (Py_ssize_t b = 0; b < nb; b++) {
+            double *row = out + b * width;
+            Py_ssize_t lo = ptr[b], hi = ptr[b + 1];
+            for (Py_ssize_t i = lo; i < hi; i++) scratch[i] = occ[tn[i]] / n_cand;
+            double least = scratch[lo], most = scratch[lo];
+            int64_t template_words = 0;
+            for (Py_ssize_t i = lo; i < hi; i++) {
+                double value = scratch[i];
+                /* np.minimum / np.maximum: a NaN wins (occurrences hold none) */
+                least = value < least || isnan(value) ? value : least;
+                most = value > most || isnan(value) ? value : most;
+                int64_t node = tn[i];
+                template_words += occ[node] > 0 && tag[node] == 0 ? words[node] : 0;
+            }
+            double total = scratch[lo];
+            total += numpy_pairwise_sum(scratch + lo + 1, hi - lo - 1);
+            row[0] = least;
+            row[1] = total / (double)(hi - lo);
+            row[2] = most;
+            row[3] = occ[owner[b]] / n_cand;
+            row[4] = (double)template_words / (double)(bw[b] > 1 ? bw[b] : 1);
+            for (Py_ssize_t k = 0; k < levels; k++) {
+                int64_t a = up[k * nb + b];
+                int64_t sw = wb[a];
+                row[5 + k] = (double)(below[end[a]] - below[a]) / (double)(sw > 1 ? sw : 1);
+            }
+        }
+        result = Py_None;
+        Py_INCREF(result);
+    }
+done:
+    PyMem_Free(below);
+    PyMem_Free(scratch);
+    for (int i = 0; i < held; i++) PyBuffer_Release(&v[i]);
+    return result;
+}
+
+/* conex_columns(word, hyperlink, children, position float64[n], rated int64[m] sorted,
+ * rated_owner int64[nb], out float64[nb, 4]): block_features's page ConEx columns, the four
+ * ratios of the rated nodes standardized (conex_page.standardize) and read at each block's
+ * nearest rated node (rated_owner, -1: none, 0). The same operations as standardize's numpy:
+ * np.add.reduce over the rows of an [m, 4] matrix adds down each column in row order, then
+ * the divisions, the square root and the deviations' quotient, each rounded once. */
+static PyObject *conex_columns(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *o[7];
+    if (!PyArg_ParseTuple(args, "OOOOOOO", &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], &o[6])) return NULL;
+    Py_buffer v[7];
+    int held = 0;
+    PyObject *result = NULL;
+    Py_ssize_t n = 0;
+    if (get_array(o[0], &v[held], 8, -1, 0, "word") < 0) goto done;
+    n = v[held++].len / 8;
+    for (int i = 1; i < 4; i++) {
+        if (get_array(o[i], &v[held], 8, n, 0, "ratio") < 0) goto done;
+        held++;
+    }
+    if (get_array(o[4], &v[held], 8, -1, 0, "rated") < 0) goto done;
+    held++;
+    if (get_array(o[5], &v[held], 8, -1, 0, "rated_owner") < 0) goto done;
+    held++;
+    if (get_array(o[6], &v[held], 8, v[5].len / 8 * 4, 1, "out") < 0) goto done;
+    held++;
+    {
+        const double *ratio[4] = {v[0].buf, v[1].buf, v[2].buf, v[3].buf};
+        const int64_t *rated = v[4].buf, *rated_owner = v[5].buf;
+        double *out = v[6].buf;
+        Py_ssize_t m = v[4].len / 8, nb = v[5].len / 8;
+        int bad = m == 0;
+        for (Py_ssize_t i = 0; i < m && !bad; i++) bad = rated[i] < 0 || rated[i] >= n || (i && rated[i] <= rated[i - 1]);
+        if (bad) {
+            PyErr_SetString(PyExc_ValueError, "conex_columns: rated nodes must be sorted, distinct nodes of the page");
+            goto done;
+        }
+        double mean[4], std[4];
+        for (int c = 0; c < 4; c++) {
+            const double *r = ratio[c];
+            double total = r[rated[0]];
+            for (Py_ssize_t i = 1; i < m; i++) total += r[rated[i]];
+            mean[c] = total / (double)m;
+            double d0 = r[rated[0]] - mean[c];
+            double squares = d0 * d0;
+            for (Py_ssize_t i = 1; i < m; i++) {
+                double d = r[rated[i]] - mean[c];
+                squares += d * d;
+            }
+            std[c] = sqrt(squares / (double)m);
+        }
+        for (Py_ssize_t b = 0; b < nb; b++) {
+            double *row = out + 4 * b;
+            int64_t node = rated_owner[b];
+            Py_ssize_t lo = 0, hi = m;       /* node's place among the rated nodes */
+            while (lo < hi) {
+                Py_ssize_t mid = lo + (hi - lo) / 2;
+                if (rated[mid] < node) lo = mid + 1; else hi = mid;
+            }
+            if (node < 0 || lo >= m || rated[lo] != node) {
+                if (node >= 0) {
+                    PyErr_SetString(PyExc_ValueError, "conex_columns: a block's rated node is not rated");
+                    goto done;
+                }
+                row[0] = row[1] = row[2] = row[3] = 0.0;
+                continue;
+            }
+            for (int c = 0; c < 4; c++)
+                row[c] = std[c] > 0 ? (ratio[c][node] - mean[c]) / std[c] : 0.0;
+        }
+        result = Py_None;
+        Py_INCREF(result);
+    }
+done:
+    for (int i = 0; i < held; i++) PyBuffer_Release(&v[i]);
+    return result;
+}
+
+/* owner_ancestors(parent int32[n], owner int64[nb], out int64[nb, L]): region.owner_ancestors
+ * for the levels 0 .. L - 1: row b holds owner b and its ancestors one level up after another,
+ * the root standing for the levels above it. */
+static PyObject *owner_ancestors(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *parent_o, *owner_o, *out_o;
+    if (!PyArg_ParseTuple(args, "OOO", &parent_o, &owner_o, &out_o)) return NULL;
+    Py_buffer v[3];
+    int held = 0;
+    PyObject *result = NULL;
+    Py_ssize_t n = 0, nb = 0;
+    if (get_array(parent_o, &v[held], 4, -1, 0, "parent") < 0) goto done;
+    n = v[held++].len / 4;
+    if (get_array(owner_o, &v[held], 8, -1, 0, "owner") < 0) goto done;
+    nb = v[held++].len / 8;
+    if (get_array(out_o, &v[held], 8, -1, 1, "out") < 0) goto done;
+    held++;
+    {
+        const int32_t *parent = v[0].buf;
+        const int64_t *owner = v[1].buf;
+        int64_t *out = v[2].buf;
+        Py_ssize_t levels = nb > 0 ? v[2].len / 8 / nb : 0;
+        if (nb > 0 && (levels == 0 || v[2].len != nb * levels * 8)) {
+            PyErr_SetString(PyExc_ValueError, "owner_ancestors: out must be [owners, levels]");
+            goto done;
+        }
+        for (Py_ssize_t b = 0; b < nb; b++) {
+            int64_t a = owner[b];
+            for (Py_ssize_t k = 0; k < levels; k++) {
+                if (a < 0 || a >= n) {
+                    PyErr_Format(PyExc_ValueError, "owner_ancestors: node %lld is not a node of the page", (long long)a);
+                    goto done;
+                }
+                out[b * levels + k] = a;
+                if (parent[a] >= 0) a = parent[a];
+            }
+        }
+        result = Py_None;
+        Py_INCREF(result);
+    }
+done:
+    for (int k = 0; k < held; k++) PyBuffer_Release(&v[k]);
+    return result;
+}
+
+/* bit_columns(bits uint32 or int64 [nb], x float32 or float64 [nb, F], first, count): x[b, first + k] =
+ * bit k of bits[b] (0.0 or 1.0) for k < count, what (bits[:, None] >> arange(count)) & 1
+ * assigned to those columns writes, without the [nb, count] temporaries. */
+static PyObject *bit_columns(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *bits_o, *x_o;
+    Py_ssize_t first, count;
+    if (!PyArg_ParseTuple(args, "OOnn", &bits_o, &x_o, &first, &count)) return NULL;
+    Py_buffer bv, xv;
+    if (PyObject_GetBuffer(bits_o, &bv, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) return NULL;
+    if (PyObject_GetBuffer(x_o, &xv, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | PyBUF_WRITABLE) < 0) {
+        PyBuffer_Release(&bv);
+        return NULL;
+    }
+    PyObject *result = NULL;
+    Py_ssize_t nb = bv.itemsize > 0 ? bv.len / bv.itemsize : 0;
+    Py_ssize_t xs = xv.itemsize;
+    Py_ssize_t width = nb > 0 && xs > 0 ? xv.len / xs / nb : 0;
+    /* x's items are float32 ('f') or float64 ('d') */
+    int is_float = xv.format != NULL && (strcmp(xv.format, xs == 4 ? "f" : "d") == 0 || strcmp(xv.format, xs == 4 ? "<f" : "<d") == 0);
+    if ((bv.itemsize != 4 && bv.itemsize != 8) || (xs != 4 && xs != 8) || !is_float
+        || (nb > 0 && xv.len != nb * width * xs) || first < 0 || count < 0
+        || count > 8 * bv.itemsize || (nb > 0 && first + count > width)) {
+        PyErr_SetString(PyExc_ValueError, "bit_columns: bits of 4 or 8 bytes per row, and columns inside x");
+        goto done;
+    }
+    {
+        for (Py_ssize_t b = 0; b < nb; b++) {
+            uint64_t v = bv.itemsize == 4 ? ((const uint32_t *)bv.buf)[b] : (uint64_t)((const int64_t *)bv.buf)[b];
+            if (xs == 4) {
+                float *row = (float *)xv.buf + b * width + first;
+                for (Py_ssize_t k = 0; k < count; k++) row[k] = (float)((v >> k) & 1);
+            } else {
+                double *row = (double *)xv.buf + b * width + first;
+                for (Py_ssize_t k = 0; k < count; k++) row[k] = (double)((v >> k) & 1);
+            }
+        }
+        result = Py_None;
+        Py_INCREF(result);
+    }
+done:
+    PyBuffer_Release(&bv);
+    PyBuffer_Release(&xv);
     return result;
 }
 
@@ -2031,6 +2478,15 @@ static PyMethodDef methods[] = {
      "structure_columns(...): block_features's owner, position and neighbour columns (raw; see above)."},
     {"owner_hints", owner_hints, METH_VARARGS,
      "owner_hints(parent, hints, owner, near_levels, far_levels, near, far): block_features's near/far hint bits."},
+    {"site_columns", site_columns, METH_VARARGS,
+     "site_columns(occ, tag, words, end, words_below, text_nodes, ptr, owner, block_words, up, n_cand, out)."},
+    {"conex_columns", conex_columns, METH_VARARGS,
+     "conex_columns(word, hyperlink, children, position, rated, rated_owner, out): the page ConEx columns."},
+    {"count_lowered", count_lowered, METH_VARARGS,
+     "count_lowered(texts, blocks, strings, out): counts of each string in the listed texts, lower-cased."},
+    {"owner_ancestors", owner_ancestors, METH_VARARGS,
+     "owner_ancestors(parent, owner, out): each owner and its ancestors level by level."},
+    {"bit_columns", bit_columns, METH_VARARGS, "bit_columns(bits, x, first, count): bits spread over columns of x."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -2041,6 +2497,8 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_features",
 PyMODINIT_FUNC PyInit__features(void) {
     crc_init();
     role_cues_init();
+    may_start_init();
+    ascii_class_init();
     lower_name = PyUnicode_InternFromString("lower");
     if (lower_name == NULL) return NULL;
     PyObject *m = PyModule_Create(&module);

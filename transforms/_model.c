@@ -14,7 +14,9 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <math.h>
 #include <stdint.h>
+#include <string.h>
 
 static int get(PyObject *obj, Py_buffer *view, Py_ssize_t itemsize, int writable, const char *what) {
     int flags = PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0);
@@ -162,10 +164,175 @@ fail:
     return NULL;
 }
 
+/* A node table checked once and copied (forest_table), so that a page's walks (forest) do not
+ * check the whole table again for a few hundred blocks, or one row. */
+typedef struct {
+    Py_ssize_t table, rows, width;
+    int64_t *steps, *feature, *left, *roots;
+    float *threshold;
+    double *value;
+    void *memory;
+} Forest;
+
+static const char forest_name[] = "sitestrip.forest";
+
+static void forest_free(PyObject *capsule) {
+    Forest *t = PyCapsule_GetPointer(capsule, forest_name);
+    if (t != NULL) {
+        PyMem_Free(t->memory);
+        PyMem_Free(t);
+    }
+}
+
+/* forest_table(width, steps, feature, threshold, left, value, roots): the node table of
+ * `leaves` and `leaf_sums` (feature a column of 0 .. 2 width - 1 of the NaN-folded rows),
+ * checked as they check it and copied, as a capsule for `forest`. */
+static PyObject *forest_table(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *objs[6];
+    Py_ssize_t width;
+    if (!PyArg_ParseTuple(args, "nOOOOOO", &width, &objs[0], &objs[1], &objs[2], &objs[3], &objs[4], &objs[5]))
+        return NULL;
+    Py_buffer v[6];
+    const Py_ssize_t sizes[6] = {8, 8, 4, 8, 8, 8};
+    const char *names[6] = {"steps", "feature", "threshold", "left", "value", "roots"};
+    int held = 0;
+    PyObject *capsule = NULL;
+    for (; held < 6; held++)
+        if (get(objs[held], &v[held], sizes[held], 0, names[held]) < 0) goto done;
+    {
+        const int64_t *steps = v[0].buf, *f = v[1].buf, *lf = v[3].buf, *roots = v[5].buf;
+        Py_ssize_t rows = v[0].len / 8, table = v[3].len / 8;
+        int bad = width <= 0 || rows == 0 || v[5].len / 8 != rows || v[1].len / 8 != table
+                  || v[2].len / 4 != table || v[4].len / 8 != table;
+        for (Py_ssize_t r = 0; r < rows && !bad; r++) bad = roots[r] < 0 || roots[r] >= table || steps[r] < 0;
+        for (Py_ssize_t k = 0; k < table && !bad; k++)
+            bad = f[k] < 0 || f[k] >= 2 * width || lf[k] < 0 || lf[k] + 1 >= table + (lf[k] == k);
+        if (bad) {
+            PyErr_SetString(PyExc_ValueError, "forest_table: node table, roots and features do not fit together");
+            goto done;
+        }
+        Forest *t = PyMem_Calloc(1, sizeof(Forest));
+        char *memory = PyMem_Malloc((size_t)(v[0].len + v[1].len + v[2].len + v[3].len + v[4].len + v[5].len) + 1);
+        if (t == NULL || memory == NULL) {
+            PyMem_Free(t);
+            PyMem_Free(memory);
+            PyErr_NoMemory();
+            goto done;
+        }
+        t->memory = memory;
+        t->table = table;
+        t->rows = rows;
+        t->width = width;
+        /* The 8-byte arrays first, then the 4-byte thresholds, so every array stays aligned. */
+        t->steps = (int64_t *)memory; memcpy(memory, v[0].buf, (size_t)v[0].len); memory += v[0].len;
+        t->feature = (int64_t *)memory; memcpy(memory, v[1].buf, (size_t)v[1].len); memory += v[1].len;
+        t->left = (int64_t *)memory; memcpy(memory, v[3].buf, (size_t)v[3].len); memory += v[3].len;
+        t->value = (double *)memory; memcpy(memory, v[4].buf, (size_t)v[4].len); memory += v[4].len;
+        t->roots = (int64_t *)memory; memcpy(memory, v[5].buf, (size_t)v[5].len); memory += v[5].len;
+        t->threshold = (float *)memory; memcpy(memory, v[2].buf, (size_t)v[2].len);
+        capsule = PyCapsule_New(t, forest_name, forest_free);
+        if (capsule == NULL) {
+            PyMem_Free(t->memory);
+            PyMem_Free(t);
+        }
+    }
+done:
+    for (int i = 0; i < held; i++) PyBuffer_Release(&v[i]);
+    return capsule;
+}
+
+/* forest(table, X, out, per_tree): the walk of `leaves` and `leaf_sums` from each tree's root of
+ * a forest_table over X as it is (float32 blocks x width, NaN allowed), each group of blocks'
+ * NaN-folded rows (X2 of `leaves`: NaN as +inf, then as -inf) built here in a buffer that stays
+ * in the first level cache, instead of in a [blocks, 2 width] matrix numpy fills first.
+ * per_tree 0: out float64[blocks], the leaf values' sums in tree order (leaf_sums's);
+ * per_tree 1: out float64[trees, blocks], the leaf value each tree reaches (`leaves` followed by
+ * value[node]). Returns the number of infinite cells of X, whose rows are still walked (the
+ * caller refuses such features, model.py). */
+static PyObject *forest(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *capsule, *x_o, *out_o;
+    int per_tree;
+    if (!PyArg_ParseTuple(args, "OOOp", &capsule, &x_o, &out_o, &per_tree)) return NULL;
+    const Forest *t = PyCapsule_GetPointer(capsule, forest_name);
+    if (t == NULL) return NULL;
+    Py_buffer xv, ov;
+    if (get(x_o, &xv, 4, 0, "X") < 0) return NULL;
+    if (get(out_o, &ov, 8, 1, "out") < 0) {
+        PyBuffer_Release(&xv);
+        return NULL;
+    }
+    PyObject *result = NULL;
+    float *both = NULL;
+    Py_ssize_t infinite = 0;
+    {
+        const float *x = xv.buf, *th = t->threshold;
+        const int64_t *steps = t->steps, *f = t->feature, *lf = t->left, *roots = t->roots;
+        const double *value = t->value;
+        double *out = ov.buf;
+        Py_ssize_t rows = t->rows, width = t->width;
+        Py_ssize_t blocks = xv.len / 4 / width;
+        if (xv.len != blocks * width * 4 || ov.len / 8 != (per_tree ? rows * blocks : blocks)) {
+            PyErr_SetString(PyExc_ValueError, "forest: features or output do not fit the node table");
+            goto done;
+        }
+        both = PyMem_Malloc((size_t)(LANES * 2 * width) * sizeof(float));
+        if (both == NULL) {
+            PyErr_NoMemory();
+            goto done;
+        }
+        for (Py_ssize_t b0 = 0; b0 < blocks; b0 += LANES) {
+            Py_ssize_t lanes = blocks - b0 < LANES ? blocks - b0 : LANES;
+            const float *row[LANES];
+            double sum[LANES];
+            for (Py_ssize_t j = 0; j < lanes; j++) {
+                const float *from = x + (b0 + j) * width;
+                float *to = both + j * 2 * width;
+                for (Py_ssize_t c = 0; c < width; c++) {
+                    float value_c = from[c];
+                    infinite += isinf(value_c) != 0;
+                    to[c] = isnan(value_c) ? INFINITY : value_c;
+                    to[width + c] = isnan(value_c) ? -INFINITY : value_c;
+                }
+                row[j] = to;
+            }
+            for (Py_ssize_t r = 0; r < rows; r++) {
+                int64_t k[LANES];
+                for (Py_ssize_t j = 0; j < lanes; j++) k[j] = roots[r];
+                for (int64_t s = 0; s < steps[r]; s++) {
+                    int64_t moved = 0;   /* as in `leaves` */
+                    for (Py_ssize_t j = 0; j < lanes; j++) {
+                        int64_t next = lf[k[j]] + (row[j][f[k[j]]] > th[k[j]]);
+                        moved |= next ^ k[j];
+                        k[j] = next;
+                    }
+                    if (!moved) break;
+                }
+                if (per_tree)
+                    for (Py_ssize_t j = 0; j < lanes; j++) out[r * blocks + b0 + j] = value[k[j]];
+                else
+                    for (Py_ssize_t j = 0; j < lanes; j++) sum[j] = r == 0 ? value[k[j]] : sum[j] + value[k[j]];
+            }
+            if (!per_tree)
+                for (Py_ssize_t j = 0; j < lanes; j++) out[b0 + j] = sum[j];
+        }
+        result = PyLong_FromSsize_t(infinite);
+    }
+done:
+    PyMem_Free(both);
+    PyBuffer_Release(&xv);
+    PyBuffer_Release(&ov);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"leaves", leaves, METH_VARARGS, "leaves(node, X2, steps, feature, threshold, left): walk to the leaves in place."},
     {"leaf_sums", leaf_sums, METH_VARARGS,
      "leaf_sums(X2, steps, feature, threshold, left, value, roots, out): a gbdt ensemble's leaf sums per block."},
+    {"forest_table", forest_table, METH_VARARGS,
+     "forest_table(width, steps, feature, threshold, left, value, roots): a checked node table for forest."},
+    {"forest", forest, METH_VARARGS, "forest(table, X, out, per_tree): leaf sums or leaf values per block."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -172,12 +172,21 @@ def _names() -> tuple:
 
 FEATURE_NAMES = _names()
 _COLUMN = {name: i for i, name in enumerate(FEATURE_NAMES)}
-_NEAR_COLUMNS = [_COLUMN[f"near_{h}"] for h in HINT_NAMES]
-_PATTERN_COLUMNS = [_COLUMN[f"contains_{name}"] for name, _ in _TEXT_PATTERNS]
-_FAR_COLUMNS = [_COLUMN[f"far_{h}"] for h in HINT_NAMES]
-_CONTEXT_COLUMNS = [_COLUMN[f"in_{t}"] for t in _CONTEXT_TAGS]
-_CONTEXT_SHIFTS = np.arange(len(_CONTEXT_TAGS), dtype=np.int64)
-_CONTAINS_COLUMNS = [_COLUMN["contains_time"], _COLUMN["contains_img"]]
+_ROLE_ANY_COLUMNS = tuple(_COLUMN["role_" + name] for name in _ROLE_ANY_NAMES)
+
+
+def _columns(names) -> slice | list:
+    """The columns of `names`, as a slice where they are adjacent and in order: numpy writes a
+    slice of columns in one strided pass, a list of them through an index array."""
+    at = [_COLUMN[name] for name in names]
+    return slice(at[0], at[-1] + 1) if at == list(range(at[0], at[0] + len(at))) else at
+
+
+_NEAR_COLUMNS = _columns(f"near_{h}" for h in HINT_NAMES)
+_PATTERN_COLUMNS = _columns(f"contains_{name}" for name, _ in _TEXT_PATTERNS)
+_FAR_COLUMNS = _columns(f"far_{h}" for h in HINT_NAMES)
+_CONTEXT_COLUMNS = _columns(f"in_{t}" for t in _CONTEXT_TAGS)
+_CONTAINS_COLUMNS = _columns(("contains_time", "contains_img"))
 assert [_COLUMN[f"group_{g}"] for g in GROUPS] == list(range(_COLUMN[f"group_{GROUPS[0]}"],
                                                               _COLUMN[f"group_{GROUPS[-1]}"] + 1))
 _GROUP_CODES = np.arange(len(GROUPS))
@@ -251,6 +260,15 @@ def _char_classes() -> np.ndarray:
     return _CHAR_CLASSES
 
 
+def _spread_bits(bits: np.ndarray, x: np.ndarray, columns, count: int) -> None:
+    """x[:, columns] = bit k of each row's `bits` for k < count (an integer array per block)."""
+    if (_compiled is not None and _COMPILED and isinstance(columns, slice) and x.dtype in (np.float32, np.float64)
+            and x.flags.c_contiguous and bits.dtype.itemsize in (4, 8)):
+        _compiled.bit_columns(np.ascontiguousarray(bits), x, columns.start, count)
+    else:
+        x[:, columns] = (bits[:, None] >> np.arange(count, dtype=bits.dtype)) & 1
+
+
 def _text_columns(texts: list[str], x: np.ndarray) -> None:
     if _compiled is not None and _COMPILED:
         _text_columns_compiled(texts, x)
@@ -278,8 +296,7 @@ def _text_columns_compiled(texts: list[str], x: np.ndarray) -> None:
     x[:, col["digit_share"]] = counts[:, _C_DIGITS] / np.maximum(counts[:, _C_LENGTH], 1)
     x[:, col["ends_with_punct"]] = counts[:, _C_CLOSING]
     x[:, col["upper_start"]] = counts[:, _C_UPPER]
-    pattern_bit = np.arange(len(_TEXT_PATTERNS), dtype=np.int64)
-    x[:, _PATTERN_COLUMNS] = (counts[:, _C_PATTERNS, None] >> pattern_bit) & 1
+    _spread_bits(counts[:, _C_PATTERNS], x, _PATTERN_COLUMNS, len(_TEXT_PATTERNS))
 
 
 def _text_columns_python(texts: list[str], x: np.ndarray) -> None:
@@ -347,7 +364,11 @@ def block_features(page: CompactPage, blocks: Blocks, texts: list[str], *,
     """float32[blocks, len(FEATURE_NAMES)] for one page. `conex_features`: the content
     features page ConEx computed for this page, if it did (the ratios are not computed twice)."""
     nb = blocks.count
-    x = np.zeros((nb, len(FEATURE_NAMES)), dtype=np.float64)
+    # Compiled, every column is written once from its float64 value and never read back, so
+    # the float32 matrix holds what the float64 one rounds to at the end (the reference
+    # reads some columns back, so it keeps the float64 matrix).
+    compiled = _compiled is not None and _COMPILED
+    x = np.zeros((nb, len(FEATURE_NAMES)), dtype=np.float32 if compiled else np.float64)
     if nb == 0:
         return x.astype(np.float32)
     col = _COLUMN
@@ -357,29 +378,20 @@ def block_features(page: CompactPage, blocks: Blocks, texts: list[str], *,
     _text_columns(texts, x)
     x[:, col[f"group_{GROUPS[0]}"]:col[f"group_{GROUPS[-1]}"] + 1] = blocks.group[:, None] == _GROUP_CODES
     # The owner element's structure, the block's place in the page and its neighbours.
-    if _compiled is not None and _COMPILED:
+    if compiled:
         up = _structure_compiled(page, blocks, owner, x)
     else:
         up = _structure_python(page, blocks, owner, x)
 
     # Class/id hints of the owner and its nearest ancestors (never BODY).
     near, far = _owner_hints(page, owner)
-    hint_bit = np.arange(len(HINT_NAMES), dtype=np.uint32)
-    x[:, _NEAR_COLUMNS] = (near[:, None] >> hint_bit) & 1
-    x[:, _FAR_COLUMNS] = (far[:, None] >> hint_bit) & 1
+    _spread_bits(near, x, _NEAR_COLUMNS, len(HINT_NAMES))
+    _spread_bits(far, x, _FAR_COLUMNS, len(HINT_NAMES))
 
     # Page ConEx's four ratios (design §3) of the block's nearest non-leaf element, standardized
     # over every non-leaf element (not only ConEx's rated tags: the shipped models were
     # trained so), and the page-level results.
-    rated = (page.tag != TEXT) & (page.child_count > 0)
-    rated_owner = nearest_in_mask(page, rated)[owner]
-    if rated.any():
-        feats = content_features(page, rated, conex_features)
-        z = np.zeros((page.size, 4))
-        z[rated] = standardize(feats.matrix()[rated])
-        safe = np.maximum(rated_owner, 0)
-        zs = np.where((rated_owner >= 0)[:, None], z[safe], 0.0)
-        x[:, col["conex_word"]:col["conex_word"] + 4] = zs
+    x[:, col["conex_word"]:col["conex_word"] + 4] = _conex_columns(page, owner, conex_features)
     x[:, col["in_page_conex"]] = conex_main[tn[starts]]
     if menu_node is not None:
         first = tn[starts]
@@ -389,7 +401,33 @@ def block_features(page: CompactPage, blocks: Blocks, texts: list[str], *,
     _role_columns(page, blocks, owner, texts, x)
     # Filled by the page type model (transforms/page_type.py) once the page's row is known.
     x[:, col[f"page_type_{PAGE_TYPES[0]}"]:col[f"page_type_{PAGE_TYPES[-1]}"] + 1] = np.nan
-    return x.astype(np.float32)
+    return x if x.dtype == np.float32 else x.astype(np.float32)
+
+
+def _conex_columns(page: CompactPage, owner: np.ndarray, conex_features: ContentFeatures | None) -> np.ndarray:
+    """float64[blocks, 4]: page ConEx's ratios of each block's nearest rated (non-leaf) element,
+    standardized over the rated elements; 0 for a block under none. Compiled, one pass over the
+    rated elements (_features.c conex_columns); standardize over their rows otherwise."""
+    rated = (page.tag != TEXT) & (page.child_count > 0)
+    rated_owner = nearest_in_mask(page, rated)[owner]
+    rated_nodes = np.flatnonzero(rated)
+    if not rated_nodes.size:
+        return np.zeros((owner.size, 4))
+    feats = content_features(page, rated, conex_features)
+    if _compiled is not None and _COMPILED:
+        zs = np.empty((owner.size, 4))
+        f64 = np.float64
+        _compiled.conex_columns(np.ascontiguousarray(feats.word, dtype=f64),
+                                np.ascontiguousarray(feats.hyperlink, dtype=f64),
+                                np.ascontiguousarray(feats.children, dtype=f64),
+                                np.ascontiguousarray(feats.position, dtype=f64), rated_nodes,
+                                np.ascontiguousarray(rated_owner, dtype=np.int64), zs)
+        return zs
+    # The rated rows of feats.matrix() only, and each block's row found among them.
+    z = standardize(np.stack([feats.word[rated_nodes], feats.hyperlink[rated_nodes],
+                              feats.children[rated_nodes], feats.position[rated_nodes]], axis=1))
+    at = np.searchsorted(rated_nodes, rated_owner)
+    return np.where((rated_owner >= 0)[:, None], z[np.minimum(at, rated_nodes.size - 1)], 0.0)
 
 
 def _role_columns(page: CompactPage, blocks: Blocks, owner: np.ndarray, texts: list[str], x: np.ndarray) -> None:
@@ -405,7 +443,7 @@ def _role_columns(page: CompactPage, blocks: Blocks, owner: np.ndarray, texts: l
         contains = np.empty((first.size, 2), dtype=np.int64)
         _compiled.role_nodes(page.parent, page.tag, page.end, _CONTEXT_BITS, _CONTAINS_BITS,
                              np.ascontiguousarray(first, dtype=np.int64), owner, context, contains)
-        x[:, _CONTEXT_COLUMNS] = (context[:, None] >> _CONTEXT_SHIFTS) & 1
+        _spread_bits(context, x, _CONTEXT_COLUMNS, len(_CONTEXT_TAGS))
         x[:, _CONTAINS_COLUMNS] = contains > 0
     else:
         _role_elements_python(page, first, owner, x)
@@ -437,10 +475,14 @@ def _role_columns(page: CompactPage, blocks: Blocks, owner: np.ndarray, texts: l
     if short_ids.size and compiled:
         bits = np.empty(short_ids.size, dtype=np.int64)
         _compiled.role_any(texts if type(texts) is list else list(texts), short_ids, bits)
-        for k, name in enumerate(_ROLE_ANY_NAMES):
-            hit = short_ids[(bits & (1 << k)) != 0].tolist()
-            rows += hit
-            columns += [col["role_" + name]] * len(hit)
+        # Few short blocks hold a cue: only theirs are looked at (every pair is set to 1, so
+        # the pairs' order does not matter).
+        found = np.flatnonzero(bits)
+        for i, b in zip(short_ids[found].tolist(), bits[found].tolist()):
+            for k, column in enumerate(_ROLE_ANY_COLUMNS):
+                if b >> k & 1:
+                    rows.append(i)
+                    columns.append(column)
     elif short_ids.size:
         _role_any_python(texts, short_ids.tolist(), rows, columns)
     if rows:
@@ -513,7 +555,24 @@ _STRUCTURE_NAMES = (
     "next_same_group", "same_shape_siblings_log", "same_shape_max_log", "same_tag_siblings_log",
 ) + tuple(name for name, _ in _SIBLING_TAGS) + tuple(f"region_share_{k}" for k in _REGION_LEVELS)
 _STRUCTURE_COLUMNS = np.array([_COLUMN[name] for name in _STRUCTURE_NAMES])
+
+
+def _runs(columns) -> list:
+    """[(first column, last column + 1, first index into `columns`)] of each run of adjacent
+    columns in `columns`: a matrix of them is written as a few slices, not through an index
+    array."""
+    runs, start = [], 0
+    for k in range(1, len(columns) + 1):
+        if k == len(columns) or columns[k] != columns[k - 1] + 1:
+            runs.append((int(columns[start]), int(columns[k - 1]) + 1, start))
+            start = k
+    return runs
+
+
+_STRUCTURE_RUNS = _runs(_STRUCTURE_COLUMNS)
 _STRUCTURE_LOG = np.array([_COLUMN[name] for name in _STRUCTURE_NAMES if name.endswith("_log")])
+# The same columns' places in structure_columns's raw matrix, in _STRUCTURE_LOG's order.
+_RAW_LOG = np.array([_STRUCTURE_NAMES.index(FEATURE_NAMES[c]) for c in _STRUCTURE_LOG])
 _SIBLING_TABLES = np.stack([table for _, table in _SIBLING_TAGS])
 _UP_LEVELS = max(max(_REGION_LEVELS), _SHAPE_LEVELS)
 
@@ -535,8 +594,12 @@ def _structure_compiled(page: CompactPage, blocks: Blocks, owner: np.ndarray, x:
         np.ascontiguousarray(blocks.group, dtype=np.int8), np.ascontiguousarray(blocks.is_instance, dtype=bool),
         _HEADING_LEVEL, _SIBLING_TABLES, (F_IN_LINK, HINT_BIT["hidden"], TAG_ID["a"], TEXT),
         np.array(_REGION_LEVELS, dtype=i64), _SHAPE_LEVELS, raw, up)
-    x[:, _STRUCTURE_COLUMNS] = raw
-    x[:, _STRUCTURE_LOG] = np.log1p(x[:, _STRUCTURE_LOG])
+    # The logarithms of the raw float64 values, gathered in _STRUCTURE_LOG's order as the
+    # reference gathers them from its float64 matrix.
+    logs = np.log1p(raw[:, _RAW_LOG])
+    for first, end, at in _STRUCTURE_RUNS:
+        x[:, first:end] = raw[:, at:at + end - first]
+    x[:, _STRUCTURE_LOG] = logs
     return up
 
 
@@ -693,8 +756,12 @@ def _group_size(keys: np.ndarray) -> np.ndarray:
 
 
 _SITE_COLUMNS = slice(_COLUMN["has_site"], _COLUMN["text_site_share"] + 1)
-_METHOD_COLUMNS = [_COLUMN[f"method_{m}"] for m in METHODS]
-_REGION_TEMPLATE_COLUMNS = [_COLUMN[f"region_template_{k}"] for k in _REGION_LEVELS]
+_METHOD_COLUMNS = _columns(f"method_{m}" for m in METHODS)
+_REGION_TEMPLATE_COLUMNS = _columns(f"region_template_{k}" for k in _REGION_LEVELS)
+# transforms/_features.c site_columns's columns, in its order.
+_OCCURRENCE_COLUMNS = _columns(["occ_min", "occ_mean", "occ_max", "occ_owner", "template_word_share"]
+                               + [f"region_template_{k}" for k in _REGION_LEVELS])
+assert isinstance(_OCCURRENCE_COLUMNS, slice)
 
 
 def _no_site(x: np.ndarray) -> None:
@@ -728,6 +795,18 @@ def _site_columns(page: CompactPage, blocks: Blocks, owner: np.ndarray, site: Si
     x[:, _METHOD_COLUMNS] = [site.method == m for m in METHODS]
     occ = site.occurrences.astype(np.float64)
     n_cand = max(site.candidates, 1)
+    if _compiled is not None and _COMPILED and isinstance(up, np.ndarray):
+        i64 = np.int64
+        out = np.empty((blocks.count, 5 + len(_REGION_LEVELS)))
+        _compiled.site_columns(occ, page.tag, page.words, page.end, words_below(page),
+                               np.ascontiguousarray(blocks.text_nodes, dtype=i64),
+                               np.ascontiguousarray(blocks.ptr, dtype=i64), owner,
+                               np.ascontiguousarray(blocks.words, dtype=i64),
+                               np.ascontiguousarray(up[list(_REGION_LEVELS)]), float(n_cand), out)
+        x[:, _OCCURRENCE_COLUMNS] = out
+        x[:, col["text_on_candidates"]] = site.text_on_candidates
+        x[:, col["text_site_share"]] = site.text_site_share
+        return
     tn, starts = blocks.text_nodes, blocks.ptr[:-1]
     occ_text = occ[tn] / n_cand
     x[:, col["occ_min"]] = np.minimum.reduceat(occ_text, starts)

@@ -475,6 +475,17 @@ class BlockModel:
         """P(main) of each block: X is float32[n, F] (other float dtypes are rounded to
         float32 first), NaN allowed, ±inf refused; groups (ceml only) int[n] indices
         into group_names."""
+        n_features = len(self.feature_names)
+        if (self.kind == "gbdt" and _compiled is not None and _COMPILED and type(X) is np.ndarray
+                and X.dtype == np.float32 and X.ndim == 2 and X.shape[1] == n_features
+                and X.shape[0] % _SLICE != 1 and X.flags.c_contiguous):
+            # Every block in one compiled pass over X as it is: _evaluate's leaf sums of each
+            # 256-block slice, block by block the same. A page whose last slice is one block
+            # (n % 256 == 1) takes the path below, which sums that block's leaves with numpy.
+            sums = np.empty(X.shape[0])
+            if _compiled.forest(self._forest(), X, sums, False):
+                self._checked(X, groups)            # raises: infinite features
+            return np.exp(-np.logaddexp(0.0, -(self.base_score + sums)))
         X, groups = self._checked(X, groups)
         if X.shape[0] == 0:
             return np.zeros(0, dtype=np.float64)
@@ -554,6 +565,23 @@ class BlockModel:
             np.take(self._left, at, out=ix, mode="clip")
             np.add(ix, go, out=at)
 
+    def __getstate__(self):
+        # The compiled table (a capsule) and the page type set holding one are made again
+        # where the model is used next.
+        state = dict(self.__dict__)
+        state.pop("_forest_table", None)
+        state.pop("_page_type_model", None)
+        return state
+
+    def _forest(self):
+        """The node table as _model.c forest_table checked and copied it, made once per model."""
+        table = self.__dict__.get("_forest_table")
+        if table is None:
+            table = self._forest_table = _compiled.forest_table(
+                len(self.feature_names), self._tree_depth, self._feature64, self._threshold, self._left64,
+                self._value, self._roots64)
+        return table
+
     def is_main(self, X, groups=None) -> np.ndarray:
         return self.predict_proba(X, groups) >= self.threshold
 
@@ -591,6 +619,11 @@ class EnsembleSet:
         self._roots = np.concatenate([m._roots + o for m, o in zip(self.models, offsets)])
         self._tree_depth = np.concatenate([m._tree_depth for m in self.models])
         self._bounds = np.cumsum([0] + [m._roots.size for m in self.models]).tolist()
+        self._roots64 = np.asarray(self._roots, dtype=np.int64)
+        self._width = len(first.feature_names)
+        self._same_size = len({m._roots.size for m in self.models}) == 1
+        self._table = None
+        self._base_scores = np.array([m.base_score for m in self.models])
 
     def predict_proba(self, X) -> list:
         """[each model's predict_proba(X)]."""
@@ -604,11 +637,34 @@ class EnsembleSet:
         return [parts[0][e] if len(parts) == 1 else np.concatenate([p[e] for p in parts])
                 for e in range(len(self.models))]
 
+    def __getstate__(self):
+        return dict(self.__dict__, _table=None)          # the capsule is made again where used
+
+    def _forest(self):
+        """Every ensemble's trees as one table checked and copied by _model.c forest_table."""
+        if self._table is None:
+            self._table = _compiled.forest_table(self._width, self._tree_depth, self._feature64, self._threshold,
+                                                 self._left64, self._value, self._roots64)
+        return self._table
+
+    def stacked(self, X) -> np.ndarray:
+        """float64[n, len(models)]: np.stack(self.predict_proba(X), axis=1)."""
+        if not (self._joined and self._same_size and _compiled is not None and _COMPILED
+                and type(X) is np.ndarray and X.dtype == np.float32 and X.shape == (1, self._width)):
+            return np.stack(self.predict_proba(X), axis=1)
+        # One row (a page's type): every ensemble's leaf values summed along its own row of a
+        # [models, trees] matrix (the same pairwise sum numpy takes over a [trees, 1] slice)
+        # and turned into probabilities over one vector: the values of predict_proba's loop.
+        values = np.empty(self._roots.size)
+        if _compiled.forest(self._forest(), np.ascontiguousarray(X), values, True):
+            self.models[0]._checked(X, None)        # raises: infinite features
+        raw = self._base_scores + values.reshape(len(self.models), -1).sum(axis=1)
+        return np.exp(-np.logaddexp(0.0, -raw))[None, :]
+
     def _evaluate(self, X) -> list:
-        node = np.empty((self._roots.size, X.shape[0]), dtype=np.intp)
-        node[:] = self._roots[:, None]
-        _compiled.leaves(node, _both(X), self._tree_depth, self._feature64, self._threshold, self._left64)
-        values = self._value[node]
+        # The leaf value each tree reaches per block, self._value[node] of the `leaves` walk.
+        values = np.empty((self._roots.size, X.shape[0]))
+        _compiled.forest(self._forest(), np.ascontiguousarray(X), values, True)
         out = []
         for e, m in enumerate(self.models):
             raw = m.base_score + values[self._bounds[e]:self._bounds[e + 1]].sum(axis=0)

@@ -24,7 +24,7 @@ from urllib.parse import urlsplit
 import numpy as np
 
 from sitestrip.transforms.model import EnsembleSet
-from sitestrip.transforms.page import TAG_ID, TEXT, CompactPage
+from sitestrip.transforms.page import TAG_ID, CompactPage
 
 try:
     # The text cues' counts in one pass over the text (transforms/_features.c count_strings, built
@@ -107,6 +107,18 @@ def _cue_counts(short: str) -> list:
     return [sum(short.count(s) for s in strings) for _, strings in _CUES]
 
 
+def _short_cue_counts(texts: list, words: np.ndarray) -> list:
+    """_cue_counts of the page's short blocks' texts, newline-joined and lower-cased."""
+    if _compiled is not None and _COMPILED and type(texts) is list:
+        # Each text lowered and counted on its own in C, the joined text never built
+        # (_features.c count_lowered says why the counts are the same).
+        counts = np.empty(len(_CUE_STRINGS), dtype=np.int64)
+        _compiled.count_lowered(texts, np.flatnonzero(words <= SHORT_BLOCK_WORDS), _CUE_STRINGS, counts)
+        return np.add.reduceat(counts, _CUE_STARTS).tolist()
+    short = "\n".join([t for t, k in zip(texts, (words <= SHORT_BLOCK_WORDS).tolist()) if k]).lower()
+    return _cue_counts(short)
+
+
 # Element counts per page (tag names), log-scaled.
 _COUNTED_TAGS = ("article", "time", "form", "input", "img", "table", "pre", "code", "dl", "h1", "h2",
                  "h3", "li", "blockquote", "figure", "button", "select", "iframe", "address")
@@ -182,17 +194,18 @@ def page_type_features(page: CompactPage, url: str, texts: list, words: np.ndarr
     n = len(texts)
     # The scalar head as a list, the array parts assigned as arrays: each value is the one the
     # list of Python and numpy scalars held, rounded to float32 once at the end as before.
-    head = [np.log1p(total), np.log1p(n), np.log1p(total / max(n, 1)), np.log1p(float(w.max()) if n else 0.0),
-            float(w[w >= 40].sum()) / total if total else 0.0, len(page.title.split())]
+    # Every logarithm of the head in one call (numpy's log1p of one value is its log1p of that
+    # value in an array).
+    logs = np.log1p([total, n, total / max(n, 1), float(w.max()) if n else 0.0] + _short_cue_counts(texts, w))
+    head = [*logs[:4].tolist(), float(w[w >= 40].sum()) / total if total else 0.0, len(page.title.split())]
     head += _url_columns(url)
     head += _declared_columns(page)
-    short = "\n".join([t for t, k in zip(texts, (w <= SHORT_BLOCK_WORDS).tolist()) if k]).lower()
-    head += [np.log1p(count) for count in _cue_counts(short)]
+    head += logs[4:].tolist()
     row = np.zeros(len(PAGE_FEATURE_NAMES))
     i = len(head)
     row[:i] = head
-    tag_counts = np.bincount(np.minimum(page.tag[page.tag != TEXT], _COUNTED_IDS.max() + 1),
-                             minlength=int(_COUNTED_IDS.max()) + 2)
+    # Text nodes and unknown tags (ids past the counted ones) fall in entries never read.
+    tag_counts = np.bincount(np.minimum(page.tag, _COUNTED_IDS.max() + 1), minlength=int(_COUNTED_IDS.max()) + 2)
     row[i:i + _COUNTED_IDS.size] = np.log1p(tag_counts[_COUNTED_IDS])
     i += _COUNTED_IDS.size
     if n:
@@ -237,7 +250,7 @@ class PageTypeModel:
         features = np.atleast_2d(features)
         if features.shape[0] == 0:
             return np.zeros((0, len(PAGE_TYPES)))
-        p = np.stack(self._set.predict_proba(features), axis=1)
+        p = self._set.stacked(features)
         return p / np.maximum(p.sum(axis=1, keepdims=True), 1e-12)
 
 

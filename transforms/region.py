@@ -93,7 +93,9 @@ def _region_features_compiled(p: np.ndarray, words: np.ndarray, own: np.ndarray,
     w = np.ascontiguousarray(words, dtype=np.float64)
     total = float((p * w).sum())
     n = p.size
-    out = np.empty((n, len(REGION_FEATURE_NAMES)))
+    # float32 as the reference's float64 matrix rounds to at its end: each value is rounded once
+    # either way.
+    out = np.empty((n, len(REGION_FEATURE_NAMES)), dtype=np.float32)
     raw = np.empty((n, _OWN_START))
     _compiled.region_columns(p, w, np.ascontiguousarray(ancestors, dtype=np.int64), total, raw)
     raw[:, 1] = np.log(np.ascontiguousarray(raw[:, 1]))
@@ -101,7 +103,7 @@ def _region_features_compiled(p: np.ndarray, words: np.ndarray, own: np.ndarray,
     raw[:, _RCOL["page_main_words_log"]] = np.log1p(total)
     out[:, :_OWN_START] = raw
     out[:, _OWN_START:] = own
-    return out.astype(np.float32)
+    return out
 
 
 def _region_features_python(p: np.ndarray, words: np.ndarray, own: np.ndarray, ancestors: np.ndarray) -> np.ndarray:
@@ -180,6 +182,10 @@ def owner_ancestors(parent: np.ndarray, owner: np.ndarray) -> np.ndarray:
     """int64[blocks, len(LEVELS)]: each level's ancestor of the owners, level 0 the owner itself
     (the root stays the root)."""
     out = np.empty((owner.size, len(LEVELS)), dtype=np.int64)
+    if _compiled is not None and _COMPILED and LEVELS == tuple(range(len(LEVELS))):
+        _compiled.owner_ancestors(np.ascontiguousarray(parent, dtype=np.int32),
+                                  np.ascontiguousarray(owner, dtype=np.int64), out)
+        return out
     at = owner.astype(np.int64)
     out[:, 0] = at
     for k in range(max(LEVELS)):

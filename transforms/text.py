@@ -119,4 +119,9 @@ def run_texts(page: CompactPage, idx: np.ndarray, starts: np.ndarray) -> list[st
     # A run's separators depend only on neighbours inside it; the pair across two runs is
     # overwritten by the next run's leading _NONE.
     codes[starts[starts < idx.size]] = _NONE
+    if _compiled is not None and _COMPILED:
+        # joined's compiled call with the bounds as the array they are (no list between)
+        ptr = page.text_ptr
+        return _compiled.joined_spans(page.text, ptr[idx].astype(np.int64), ptr[idx + 1].astype(np.int64), codes,
+                                      np.minimum(np.append(starts, idx.size).astype(np.int64), idx.size))
     return joined(page, idx, codes, np.append(starts, idx.size).tolist())

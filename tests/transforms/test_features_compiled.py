@@ -232,7 +232,7 @@ def test_text_keys_of_no_texts_and_non_str_texts():
 # references (tree.nearest_in_mask_doubling, the numpy code), the module switches set together as
 # SITESTRIP_FEATURES=python sets them; the block texts and keys of both paths compared too.
 
-def page_by_path(page, compiled, site_seed=None):
+def page_by_path(page, compiled, site_seed=None, candidates=4):
     """(blocks, texts, keys, float32 features) of one page by one path; with `site_seed`, site
     signals drawn from a generator of that seed (so the site columns are compared too)."""
     saved = F._COMPILED, T._COMPILED, B._COMPILED
@@ -243,7 +243,7 @@ def page_by_path(page, compiled, site_seed=None):
         site = None
         if site_seed is not None:
             rng = np.random.default_rng(site_seed)
-            site = F.SiteSignals(occurrences=rng.integers(0, 5, page.size), candidates=4, method="cs",
+            site = F.SiteSignals(occurrences=rng.integers(0, candidates + 1, page.size), candidates=candidates, method="cs",
                                  cs_size=3, site_pages=9, text_on_candidates=rng.random(blocks.count),
                                  text_site_share=rng.random(blocks.count))
         conex_main = main_content(page)
@@ -253,9 +253,9 @@ def page_by_path(page, compiled, site_seed=None):
         F._COMPILED, T._COMPILED, B._COMPILED = saved
 
 
-def assert_same_page(page, site_seed=None):
-    blocks, texts, keys, x = page_by_path(page, True, site_seed)
-    ref_blocks, ref_texts, ref_keys, ref_x = page_by_path(page, False, site_seed)
+def assert_same_page(page, site_seed=None, candidates=4):
+    blocks, texts, keys, x = page_by_path(page, True, site_seed, candidates)
+    ref_blocks, ref_texts, ref_keys, ref_x = page_by_path(page, False, site_seed, candidates)
     for field in ("ptr", "text_nodes", "owner", "group", "is_instance", "words"):
         got, ref = getattr(blocks, field), getattr(ref_blocks, field)
         assert got.dtype == ref.dtype and got.tolist() == ref.tolist(), field
@@ -676,3 +676,77 @@ def test_page_blocks_refuses_malformed_arrays():
         call(end=np.full(n, n + 1, np.int32))
     with pytest.raises(ValueError, match="length"):
         call(parent=page.parent[:-1].copy())
+
+
+@pytest.mark.parametrize("runs", [1, 2, 7, 8, 9, 15, 16, 17, 127, 128, 129, 300, 1031])
+def test_site_columns_of_long_blocks_by_both_paths(runs):
+    """_features.c site_columns against _site_columns's numpy: one paragraph of `runs` inline
+    runs (one block of `runs` text nodes, on either side of numpy's pairwise-sum thresholds of
+    8 and 128 values), a list beside it, and occurrences over several candidates that make each
+    text node's share a fraction, so occ_mean's sum depends on the order it is taken in."""
+    require_built("_features")
+    body = "<p>" + "".join(f"<b>w{i}</b> x{i} " if i % 3 else f"<i>y{i}</i>" for i in range(runs)) + "</p>"
+    page = parse_page(f"<html><body><ul><li>Home</li><li>About</li></ul>{body}</body></html>", "http://ex.com/")
+    blocks = B.page_blocks(page)
+    assert int(np.diff(blocks.ptr).max()) >= runs
+    for seed in range(3):
+        assert_same_page(page, site_seed=seed, candidates=7)
+
+
+@pytest.mark.parametrize("runs", [9, 17, 129, 300, 1031])
+def test_site_columns_in_float64_by_both_paths(runs, monkeypatch):
+    """The same page's site columns before the float32 rounding: occ_mean's sum in
+    _features.c is np.add.reduceat's to the last bit (sevenths of candidates add differently in
+    another order)."""
+    require_built("_features")
+    body = "<p>" + "".join(f"<b>w{i}</b> x{i} " for i in range(runs)) + "</p>"
+    page = parse_page(f"<html><body><ul><li>Home</li></ul>{body}</body></html>", "http://ex.com/")
+    blocks = B.page_blocks(page)
+    owner = blocks.owner.astype(np.int64)
+    up = F._ancestors(page, owner, F._UP_LEVELS)
+    rng = np.random.default_rng(runs)
+    site = F.SiteSignals(occurrences=rng.integers(0, 8, page.size), candidates=7, method="cs", cs_size=3,
+                         site_pages=9, text_on_candidates=rng.random(blocks.count),
+                         text_site_share=rng.random(blocks.count))
+    got = np.zeros((blocks.count, len(FEATURE_NAMES)))
+    F._site_columns(page, blocks, owner, site, got, np.array(up))
+    monkeypatch.setattr(F, "_COMPILED", False)
+    ref = np.zeros_like(got)
+    F._site_columns(page, blocks, owner, site, ref, up)
+    assert got.tobytes() == ref.tobytes()
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_conex_columns_in_float64_by_both_paths(seed, monkeypatch):
+    """_features.c conex_columns against standardize over the rated elements' rows, before the
+    float32 rounding: the same means, deviations and quotients to the last bit, on seeded
+    generated pages and on a page whose blocks sit under no rated element but BODY."""
+    require_built("_features")
+    rng = random.Random(seed)
+    pages = [generated_page(rng) for _ in range(5)]
+    pages.append(parse_page("<html><body>one<b>two</b></body></html>", "http://ex.com/"))
+    for page in pages:
+        owner = B.page_blocks(page).owner.astype(np.int64)
+        got = F._conex_columns(page, owner, None)
+        monkeypatch.setattr(F, "_COMPILED", False)
+        ref = F._conex_columns(page, owner, None)
+        monkeypatch.setattr(F, "_COMPILED", True)
+        assert got.shape == ref.shape == (owner.size, 4)
+        assert got.tobytes() == ref.tobytes()
+
+
+def test_spread_bits_by_both_paths(monkeypatch):
+    """_features.c bit_columns against numpy's shifts, for uint32 hint bits and int64 context
+    bits, into a slice of columns in the middle of a matrix that holds other values."""
+    require_built("_features")
+    rng = np.random.default_rng(9)
+    for bits in (rng.integers(0, 1 << 31, 40).astype(np.uint32), rng.integers(0, 1 << 40, 40),
+                 np.zeros(0, dtype=np.int64)):
+        for columns, count in ((slice(3, 22), 19), (slice(0, 8), 8), (slice(30, 48), 18)):
+            got = rng.random((bits.size, 50))
+            ref = got.copy()
+            F._spread_bits(bits, got, columns, count)
+            monkeypatch.setattr(F, "_COMPILED", False)
+            F._spread_bits(bits, ref, columns, count)
+            monkeypatch.setattr(F, "_COMPILED", True)
+            assert got.tobytes() == ref.tobytes()

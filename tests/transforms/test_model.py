@@ -607,3 +607,40 @@ def test_compiled_leaf_sums_are_numpys_sums(rows, monkeypatch):
         reference = model.predict_proba(X)
         monkeypatch.setattr(model_module, "_COMPILED", True)
         assert compiled.tobytes() == reference.tobytes()
+
+
+def test_infinite_features_are_refused_on_the_compiled_pass():
+    """Two rows or more take _model.c forest, which counts the infinite cells it walks; the
+    model refuses them with the same message as the one-row path."""
+    require_built("_model")
+    model = load_model(encode_model(_doc(), compress=False))
+    for rows in (2, 3, 40):
+        X = np.zeros((rows, 2), dtype=np.float32)
+        X[rows - 1, 0] = -np.inf
+        with pytest.raises(ValueError, match=r"infinite in \['f0'\]"):
+            model.predict_proba(X)
+
+
+def test_forest_table_refuses_a_table_that_does_not_fit():
+    """_model.c forest_table checks a node table once as `leaves` checks it on every call: a
+    feature column outside the NaN-folded row, a child past the table, a root outside it; and
+    forest refuses features of another width than the table's."""
+    from sitestrip.transforms import _model
+    require_built("_model")
+    model = load_model(encode_model(_doc(), compress=False))
+    args = dict(width=2, steps=model._tree_depth, feature=model._feature64, threshold=model._threshold,
+                left=model._left64, value=model._value, roots=model._roots64)
+
+    def table(**changed):
+        a = dict(args, **changed)
+        return _model.forest_table(a["width"], a["steps"], a["feature"], a["threshold"], a["left"], a["value"],
+                                   a["roots"])
+
+    table()
+    for changed in (dict(feature=np.full_like(model._feature64, 4)), dict(left=model._left64 + model._left64.size),
+                    dict(roots=model._roots64 + model._left64.size), dict(width=0)):
+        with pytest.raises(ValueError, match="do not fit"):
+            table(**changed)
+    out = np.empty(3)
+    with pytest.raises(ValueError, match="do not fit"):
+        _model.forest(table(), np.zeros((3, 3), dtype=np.float32), out, False)

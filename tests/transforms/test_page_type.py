@@ -167,3 +167,25 @@ def test_nan_helpers_are_numpys_nan_to_num():
     x = np.array([[1.0, np.nan], [np.inf, -np.inf], [np.nan, 3.0]])
     assert _without_nan(x.copy()).tobytes() == np.nan_to_num(x.copy(), nan=0.0).tobytes()
     assert _without_nan(x[[0, 2]].copy()).tobytes() == np.nan_to_num(x[[0, 2]], nan=0.0).tobytes()
+
+
+def test_short_cue_counts_per_text_are_the_joined_texts_counts(monkeypatch):
+    """_features.c count_lowered (each short text lowered and counted on its own) against the
+    reference's one str.count per cue over the short texts newline-joined and lower-cased:
+    seeded texts of cue strings in any case, ASCII and not (Greek capital sigmas next to cue
+    letters, "İ", "ẞ", "Ä"), blocks long and short, and a list with no short block."""
+    from helpers.compiled import require_built
+    from sitestrip.transforms import page_type as PT
+    require_built("_features")
+    import random
+    rng = random.Random(5)
+    pieces = list(PT._CUE_STRINGS) + [s.upper() for s in PT._CUE_STRINGS] + [
+        "x", " ", "\n", "ä", "Ä", "ΣΑΣ", "Σ", "İ", "ẞ", "BY ", "Posted", "€9"]
+    for _ in range(150):
+        texts = ["".join(rng.choice(pieces) for _ in range(rng.randint(0, 12))) for _ in range(rng.randint(0, 9))]
+        words = np.array([rng.choice([1, 5, 20, 21, 40]) for _ in texts], dtype=np.int64)
+        compiled = PT._short_cue_counts(texts, words)
+        monkeypatch.setattr(PT, "_COMPILED", False)
+        reference = PT._short_cue_counts(texts, words)
+        monkeypatch.setattr(PT, "_COMPILED", True)
+        assert compiled == reference

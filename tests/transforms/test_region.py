@@ -156,3 +156,20 @@ def test_region_columns_refuses_malformed_arrays():
         c.region_columns(p, w, np.full((2, len(LEVELS)), -1, np.int64), 1.7, out)
     with pytest.raises(ValueError, match="width"):
         c.region_columns(p, w, np.zeros((2, len(LEVELS)), np.int64), 1.7, np.empty((2, 3)))
+
+
+def test_owner_ancestors_compiled_and_reference(monkeypatch):
+    """_features.c owner_ancestors against the numpy walk on seeded random trees (preorder:
+    each node's parent before it), owners anywhere, a page's root among them."""
+    from helpers.compiled import require_built
+    from sitestrip.transforms import region as R
+    require_built("_features")
+    rng = np.random.default_rng(4)
+    for n in (1, 2, 5, 40, 300):
+        parent = np.array([-1] + [int(rng.integers(0, i)) for i in range(1, n)], dtype=np.int32)
+        owner = rng.integers(0, n, 50).astype(np.int32)
+        got = R.owner_ancestors(parent, owner)
+        monkeypatch.setattr(R, "_COMPILED", False)
+        ref = R.owner_ancestors(parent, owner)
+        monkeypatch.setattr(R, "_COMPILED", True)
+        assert got.dtype == ref.dtype and got.tolist() == ref.tolist()
