@@ -23,6 +23,7 @@ Sources, first found wins:
 from __future__ import annotations
 
 import json
+import os
 import re
 import zlib
 from collections import deque
@@ -34,6 +35,16 @@ from functools import lru_cache
 import numpy as np
 
 from sitestrip.transforms.urls import link_fragment, resolve_link
+
+try:
+    # One pass over the parsed tree for the <meta>, <link> and <script> elements
+    # (transforms/_flatten.c); _declared_elements iterates lxml's tree where it is missing.
+    from sitestrip.transforms import _flatten as _compiled
+except ImportError:  # pragma: no cover - a source tree used without installing
+    _compiled = None
+# Whether _declared_elements reads the tree with the compiled pass when it is built: the
+# switch of the compiled flattening (page.py), SITESTRIP_FLATTEN=python.
+_COMPILED = os.environ.get("SITESTRIP_FLATTEN", "compiled") != "python"
 
 # Longest value kept per column: a description is a sentence or two, an author a name or a
 # short list of names; longer ones are cut at a word boundary.
@@ -82,40 +93,62 @@ MAX_DECLARED_TYPES = 8
 _TYPE_NAME = re.compile(r"[a-z][a-z0-9_.:-]{0,40}")
 
 
-def page_metadata(root, base_url: str) -> PageMeta:
-    """The declared metadata of a parsed document (`root`: lxml's root element, or None)."""
+def page_metadata(root, base_url: str, declared: tuple | None = None) -> PageMeta:
+    """The declared metadata of a parsed document (`root`: lxml's root element, or None).
+    `declared`: what _declared_elements gives of the document, already gathered (the compiled
+    walk gathers it as it reads the body), or None to gather it here."""
     if root is None:
         return NO_META
     try:
-        return _page_metadata(root, base_url)
+        return _page_metadata(root, base_url, declared)
     except Exception:  # noqa: BLE001 - hostile markup must cost the columns, never the page
         return NO_META
 
 
-def _page_metadata(root, base_url: str) -> PageMeta:
-    names: dict = {}          # lower-cased meta name/property → first non-empty content
-    canonical = None
-    scripts: list = []        # the JSON-LD scripts, document order (the first MAX_JSONLD_SCRIPTS)
-    # One walk of the tree for the meta and link elements and the scripts (a walk is most of
-    # what this function costs: the parsed tree holds every text node too).
+def _declared_elements(root) -> tuple:
+    """What _page_metadata reads of root.iter("meta", "link", "script"), as
+    transforms/_flatten.c's meta_elements gathers it in one pass over libxml2's tree (this is
+    its reference): ([(name, property, content)] of the <meta> elements with a content
+    attribute, [(rel, href)] of <link> elements, [<script> elements]), in document order, each
+    list holding at least the elements _page_metadata takes from it."""
+    if _compiled is not None and _COMPILED:
+        got = _compiled.meta_elements(root)
+        if got is not None:
+            return got
+    metas, links, scripts = [], [], []
     for el in root.iter("meta", "link", "script"):
         tag = el.tag
         if tag == "script":
-            if len(scripts) < MAX_JSONLD_SCRIPTS and \
-                    (el.get("type") or "").strip().lower() == "application/ld+json":
-                scripts.append(el)
-            continue
-        if tag == "link":
-            if canonical is None and "canonical" in (el.get("rel") or "").lower().split():
-                canonical = resolve_link(base_url, el.get("href") or "")
-            continue
-        content = el.get("content")
-        if content is None or not content.strip():
+            scripts.append(el)
+        elif tag == "link":
+            links.append((el.get("rel"), el.get("href")))
+        else:
+            content = el.get("content")
+            if content is not None:
+                metas.append((el.get("name"), el.get("property"), content))
+    return metas, links, scripts
+
+
+def _page_metadata(root, base_url: str, declared: tuple | None = None) -> PageMeta:
+    names: dict = {}          # lower-cased meta name/property → first non-empty content
+    canonical = None
+    scripts: list = []        # the JSON-LD scripts, document order (the first MAX_JSONLD_SCRIPTS)
+    metas, links, script_elements = _declared_elements(root) if declared is None else declared
+    for el in script_elements:
+        if len(scripts) < MAX_JSONLD_SCRIPTS and \
+                (el.get("type") or "").strip().lower() == "application/ld+json":
+            scripts.append(el)
+    for rel, href in links:
+        if "canonical" in (rel or "").lower().split():
+            canonical = resolve_link(base_url, href or "")
+            if canonical is not None:
+                break
+    for name, prop, content in metas:
+        if not content.strip():
             continue
         # Not itemprop: microdata describes any item on the page (a related video's
         # datePublished), not necessarily the page.
-        for attr in ("name", "property"):
-            key = el.get(attr)
+        for key in (name, prop):
             if key:
                 names.setdefault(key.strip().lower(), content)
     if canonical is None and "og:url" in names:
@@ -452,24 +485,48 @@ class NodeExtras:
 NO_EXTRAS = NodeExtras()
 
 
-def node_extras(found: list, base_url: str, hrefs: list = (), page=None) -> NodeExtras:
+def node_extras(found: list, base_url: str, hrefs: list = (), page=None, fragments=None) -> NodeExtras:
     """NodeExtras of the (node index, lxml element) pairs of EXTRA_TAGS (and of `<a>` links
     with a `rel`) a flattening met and of the (node index, href) pairs of its links whose
     href holds a "#". `page`: the flattened page (its link_node, end and tag arrays), which
-    tells the links without text whose image's alt text is kept; None keeps none."""
-    fragment_node, fragment = [], []
-    fragment_of = link_fragment
-    for i, href in hrefs:
-        value = fragment_of(href)
-        if value:
-            fragment_node.append(i)
-            fragment.append(value)
+    tells the links without text whose image's alt text is kept; None keeps none.
+
+    The compiled walk (transforms/_flatten.c) hands over what it has read itself instead:
+    `fragments`, the link_fragment of `hrefs` already taken (int32 nodes, the non-empty
+    fragments), and among `found` (node, image_url's answer or None, alt attribute) for an
+    image or picture and (node, rel_bits) for a link."""
+    if fragments is not None:
+        fragment_node, fragment = fragments
+        fragment_node = fragment_node.tolist()
+    else:
+        fragment_node, fragment = [], []
+        fragment_of = link_fragment
+        for i, href in hrefs:
+            value = fragment_of(href)
+            if value:
+                fragment_node.append(i)
+                fragment.append(value)
     if not found and not fragment:
         return NO_EXTRAS
     image_node, image_src, image_alt, code_node, code_lang = [], [], [], [], []
     area_node, area_url, area_fragment, rel_node, rel, alt_node, alt = [], [], [], [], [], [], []
-    images_in_links = []     # (node, element) of the images and pictures, for the links without text
-    for i, el in found:
+    images_in_links = []     # (node, alt attribute) of the images and pictures, for the links without text
+    for item in found:
+        if len(item) == 3:
+            # an image the compiled walk read: (node, image_url's answer or None for a pixel, alt)
+            i, src, alt_value = item
+            images_in_links.append((i, alt_value))
+            if src:
+                image_node.append(i)
+                image_src.append(src)
+                image_alt.append(_clip(alt_value, MAX_ALT) or "")
+            continue
+        i, el = item
+        if type(el) is int:     # a link's rel bits, as the compiled walk read them
+            if el:
+                rel_node.append(i)
+                rel.append(el)
+            continue
         try:
             tag = el.tag
             if tag == "pre":
@@ -503,7 +560,7 @@ def node_extras(found: list, base_url: str, hrefs: list = (), page=None) -> Node
             img = el if tag == "img" else next(el.iterdescendants("img"), None)     # el.find(".//img")
             if img is None:
                 continue
-            images_in_links.append((i, img))
+            images_in_links.append((i, img.get("alt")))
             src = image_url(img, base_url) if not _is_pixel(img) else None
             if src:
                 image_node.append(i)
@@ -537,8 +594,8 @@ def _in_node_order(nodes: list, values: list) -> tuple[list, list]:
 
 def _image_alts(page, images: list) -> list:
     """(link node, alt text) of the `<a>` links of `page` (its link_node) that hold no text
-    node and an image (of `images`: (node, <img> element), document order) with a non-empty
-    alt: the first such image's alt, in link order."""
+    node and an image (of `images`: (node, the <img> element's alt attribute or None), document
+    order) with a non-empty alt: the first such image's alt, in link order."""
     links, end, tag = page.link_node, page.end, page.tag
     nodes = np.fromiter((node for node, _ in images), dtype=np.int64, count=len(images))
     # The links holding each image (a subtree is a preorder range): those starting at or
@@ -565,7 +622,7 @@ def _image_alts(page, images: list) -> list:
     for k, link in zip(textless.nonzero()[0].tolist(), held[textless].tolist()):
         if link in done:
             continue
-        text = _clip(images[inside[k]][1].get("alt"), MAX_ALT)
+        text = _clip(images[inside[k]][1], MAX_ALT)
         if not text:
             continue
         done.add(link)

@@ -27,7 +27,7 @@ from sitestrip.transforms import compression
 from sitestrip.transforms.meta import EXTRA_TAGS, NO_EXTRAS, NodeExtras, node_extras, page_metadata
 from sitestrip.transforms.status import PARSE_FAILURE
 from sitestrip.transforms.tokens import count_words
-from sitestrip.transforms.urls import resolve_link
+from sitestrip.transforms.urls import _base_parts, resolve_link
 
 try:
     # Parse flattening compiled (transforms/_flatten.c, built by `pip install`); `_flatten`
@@ -654,12 +654,25 @@ _PACKED_FIELDS = frozenset({
     "class_hash", "attr_ptr", "attr_hash", "text_ptr", "text", "words", "chars", "link_node", "link_url"})
 
 
-def _parser() -> etree.HTMLParser:
+def _new_parser() -> etree.HTMLParser:
     # huge_tree lifts libxml2's 256-level depth cap to 2048 and its text-node
     # size cap; no_network keeps the parser from ever fetching anything.
     return etree.HTMLParser(encoding="utf-8", remove_comments=True, remove_pis=True,
                             huge_tree=True, no_network=True, collect_ids=False,
                             default_doctype=False)
+
+
+_PARSERS = threading.local()
+
+
+def _parser() -> etree.HTMLParser:
+    """This thread's parser. One per thread, kept: an lxml parser reads one document at a time,
+    and making one costs more than a small page's parse (its error log is the last document's:
+    lxml empties it when a parse begins)."""
+    parser = getattr(_PARSERS, "parser", None)
+    if parser is None:
+        parser = _PARSERS.parser = _new_parser()
+    return parser
 
 
 def _collapse(s: str | None) -> str:
@@ -691,8 +704,13 @@ def parse_tree(html: str | bytes) -> tuple:
             notes.append(f"{PARSE_FAILURE}lxml built no tree from {len(text)} characters{why}")
     body = None
     if root is not None:
-        body = root if root.tag == "body" else root.find("body")
+        # iterchildren(tag) is what find(tag) runs (lxml's ElementPath), without the path machinery
+        body = root if root.tag == "body" else next(root.iterchildren("body"), None)
     return root, body, tuple(notes)
+
+
+def _href_of(el):
+    return el.get("href")
 
 
 @dataclass(frozen=True)
@@ -758,20 +776,22 @@ def parse_page(html: str | bytes, url: str, max_nodes: int | None = None,
             raise TooManyNodes(f"{count} parsed nodes, more than read.max_nodes = {max_nodes}")
     title, base_url = "", url
     if root is not None:
-        head = root.find("head")
+        # find("head"), find("title") and find("base[@href]"), as lxml's ElementPath runs them
+        head = next(root.iterchildren("head"), None)
         if head is not None:
-            t = head.find("title")
+            t = next(head.iterchildren("title"), None)
             if t is not None:
                 title = _collapse(t.text)
-            b = head.find("base[@href]")
-            if b is not None:
-                base_url = resolve_link(url, b.get("href")) or url
+            href = next((h for h in map(_href_of, head.iterchildren("base")) if h is not None), None)
+            if href is not None:
+                base_url = resolve_link(url, href) or url
     page = None
+    declared = []
     if _compiled is not None and _COMPILED and body is not None:
-        page = _flatten_compiled(body, url, title, base_url, chars, notes, rules)
+        page = _flatten_compiled(body, url, title, base_url, chars, notes, rules, root, declared)
     if page is None:
         page = _flatten(body, url, title, base_url, chars, notes, rules)
-    page.meta = page_metadata(root, base_url).as_tuple()
+    page.meta = page_metadata(root, base_url, declared[0] if declared else None).as_tuple()
     return page
 
 
@@ -1168,16 +1188,24 @@ def _permalink_of(rules: ParseRules):
 
 
 def _flatten_compiled(body, url: str, title: str, base_url: str, html_len: int, notes: tuple,
-                      rules: ParseRules = PRODUCT_RULES) -> CompactPage | None:
+                      rules: ParseRules = PRODUCT_RULES, root=None, declared: list | None = None
+                      ) -> CompactPage | None:
     """`_flatten`'s CompactPage from transforms/_flatten.c, or None where the compiled walk
-    leaves the page to the reference (a tree it does not read exactly as lxml does)."""
-    out = _compiled.walk(body, base_url, _tag_props_of(rules), _class_info, _id_info,
+    leaves the page to the reference (a tree it does not read exactly as lxml does).
+
+    With the document's `root` (the body lies under it), the walk also gathers what
+    meta.page_metadata reads of the document (meta._declared_elements), which it appends to
+    `declared`: one pass over the body for both."""
+    out = _compiled.walk(body, base_url, _base_parts(base_url), _tag_props_of(rules), _class_info, _id_info,
                          resolve_link, count_words, _HIDDEN_STYLE.search, _permalink_of(rules),
-                         rules.browser_text, _WALK_CONSTS)
+                         rules.browser_text, _WALK_CONSTS, root)
     if out is None:
         return None
     (parent, depth, tag, end, child_count, flags, hints, line, id_hash, class_ptr, class_hash,
-     attr_ptr, attr_hash, text_ptr, text, words, chars, link_node, link_url, extra, fragment_hrefs) = out
+     attr_ptr, attr_hash, text_ptr, text, words, chars, link_node, link_url, extra, fragment_node, fragments,
+     gathered) = out
+    if declared is not None:
+        declared.append(gathered)
 
     def arr(buf, dtype):
         return np.frombuffer(buf, dtype=dtype) if buf else np.zeros(0, dtype=dtype)
@@ -1194,7 +1222,7 @@ def _flatten_compiled(body, url: str, title: str, base_url: str, html_len: int, 
         link_node=arr(link_node, i32), link_url=tuple(link_url),
         html_bytes=html_len, notes=notes,
     )
-    page.side = node_extras(extra, base_url, fragment_hrefs, page)
+    page.side = node_extras(extra, base_url, page=page, fragments=(arr(fragment_node, i32), fragments))
     return page
 
 

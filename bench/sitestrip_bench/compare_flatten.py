@@ -25,6 +25,7 @@ import time
 
 from sitestrip.pipeline.page_source import Page, read_pages
 from sitestrip.pipeline.warc import open_warc
+from sitestrip.transforms import meta as M
 from sitestrip.transforms import page as P
 from sitestrip.transforms.charset import decode_html
 
@@ -46,12 +47,14 @@ def pages_of(folder: str) -> list[tuple[str, str]]:
 
 
 def flattened(html: str, url: str, rules: P.ParseRules, compiled: bool) -> P.CompactPage:
-    saved = P._COMPILED
-    P._COMPILED = compiled
+    """parse_page with the compiled passes or their references: page.py's flattening and
+    meta.py's reading of the declared metadata (one switch, SITESTRIP_FLATTEN, for both)."""
+    saved = P._COMPILED, M._COMPILED
+    P._COMPILED = M._COMPILED = compiled
     try:
         return P.parse_page(html, url, rules=rules)
     finally:
-        P._COMPILED = saved
+        P._COMPILED, M._COMPILED = saved
 
 
 def compare(pages) -> tuple[int, int, int]:

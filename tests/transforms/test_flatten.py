@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from lxml import etree
 
+from sitestrip.transforms import meta as M
 from sitestrip.transforms import page as P
 from sitestrip.transforms.tokens import count_words
 from sitestrip.transforms.meta import REL_NOFOLLOW, REL_SPONSORED, REL_UGC
@@ -43,17 +44,22 @@ def assert_same(body, rules=PRODUCT_RULES, url=URL):
 
 
 def assert_same_parse(html, rules=PRODUCT_RULES, url=URL):
-    """parse_page both ways (title, base URL and metadata included)."""
-    saved = P._COMPILED
-    try:
-        P._COMPILED = False
-        ref = parse_page(html, url, rules=rules)
-        P._COMPILED = True
-        got = parse_page(html, url, rules=rules)
-    finally:
-        P._COMPILED = saved
+    """parse_page both ways (title, base URL and metadata included): the reference flattening
+    and node_extras of lxml's elements, and meta's reference reading of the declared metadata."""
+    ref = parse_both_ways(html, False, rules, url)
+    got = parse_both_ways(html, True, rules, url)
     assert ref.differing_fields(got) == []
     return got
+
+
+def parse_both_ways(html, compiled, rules=PRODUCT_RULES, url=URL):
+    """parse_page with the compiled passes (page.py's and meta.py's switch) on or off."""
+    saved = P._COMPILED, M._COMPILED
+    try:
+        P._COMPILED = M._COMPILED = compiled
+        return parse_page(html, url, rules=rules)
+    finally:
+        P._COMPILED, M._COMPILED = saved
 
 
 def test_the_compiled_flattening_is_built_and_used_by_default(monkeypatch):
@@ -292,12 +298,7 @@ def test_link_extras_by_hand(compiled):
     alt of links without text: 4's image (whitespace collapsed), 17's picture's image, 22's
     1x1 pixel too (it is no Markdown image, but it is what the link shows), the area 7's own;
     19 has text, so its icon's alt is not its anchor; the area 10 has no alt."""
-    saved = P._COMPILED
-    try:
-        P._COMPILED = compiled
-        page = parse_page(LINKS_HTML, "http://ex.com/dir/page.html")
-    finally:
-        P._COMPILED = saved
+    page = parse_both_ways(LINKS_HTML, compiled, url="http://ex.com/dir/page.html")
     side = page.side
     assert page.link_node.tolist() == [2, 4, 15, 17, 19, 22]
     assert page.link_url[:2] == ("http://ex.com/a", "http://ex.com/base/b")
@@ -350,8 +351,9 @@ def test_class_and_id_hints_by_hand():
     parts are nav, bar: the part "nav" gives F_NAV_HINT and F_NAV_WORD and the nav role, and
     "main" the main role; hashes sorted. "MainNav" as an id: parts main, nav (nav word, nav and
     main roles, "nav" in the lower-cased value); "x123 " is stripped, a run of 3 digits is
-    F_VOLATILE_ID. A class list with a hiding word ("sr-only") is answered by Python, which
-    also holds the responsive exception; so is a value that is not ASCII."""
+    F_VOLATILE_ID. A class list with a hiding word ("sr-only") has the hidden role unless a
+    token shows the element at some screen size (the responsive exception); a value that is
+    not ASCII is answered by Python."""
     C = P._compiled
     got = C.class_info("nav-bar  main\t")
     assert got == (tuple(sorted({_crc("nav-bar"), _crc("main")})), P.F_NAV_HINT | P.F_NAV_WORD,
@@ -363,7 +365,16 @@ def test_class_and_id_hints_by_hand():
     assert C.class_info("x_ad") == ((_crc("x_ad"),), 0, P.HINT_BIT["ad"])
     assert C.class_info("x_ad_y") == ((_crc("x_ad_y"),), 0, 0)    # "_ad" then a word character
     assert C.class_info("loads") == ((_crc("loads"),), 0, 0) and C.class_info("my-ads")[2] == P.HINT_BIT["ad"]
-    assert C.class_info("sr-only") is None and C.class_info("menü") is None
+    hidden = P.HINT_BIT["hidden"]
+    assert C.class_info("sr-only")[2] == hidden and C.class_info("menü") is None
+    for shown in ("d-none d-md-block", "hidden MD:Flex", "hidden-xs visible-lg", "hide show-for-medium-up",
+                  "d-none d-xxl-inline-block", "sr-only sm:not-sr-only", "hidden visible-xs--"):
+        assert C.class_info(shown)[2] & hidden == 0, shown
+    for still in ("d-none d-md-none", "d-none d-md-", "hidden md:hidden", "hidden visible-xs-", "hidden visible-xxs",
+                  "hidden show-for-tiny", "d-none d-md-Block1"):
+        assert C.class_info(still)[2] & hidden, still
+    for value in ("sr-only", "d-none d-md-block", "d-none d-md-none", "hidden visible-xs-"):
+        assert C.class_info(value) == P._class_info(value)
     assert C.id_info("MainNav") == (_crc("MainNav"), P.F_NAV_HINT | P.F_NAV_WORD,
                                     P.HINT_BIT["nav"] | P.HINT_BIT["main"])
     assert C.id_info(" x123 ") == (_crc("x123"), P.F_VOLATILE_ID, 0)
@@ -382,7 +393,8 @@ _HINT_TABLE_WORDS = sorted(set(P._HINT_EXACT) | {p for p, _ in P._HINT_PREFIX} |
                            | P._SCREEN_READER_PARTS | set(P._SCREEN_READER_RUNS)
                            | {"ad", "adv", "ads", "advert", "adblock", "adbox", "print", "only", "visible", "show",
                               "printonly", "d", "none", "display", "x", "1", "123", "Nav", "MENU", "NavBar",
-                              "XMLHttp", "comment", "disqus", "md", "block"})
+                              "XMLHttp", "comment", "disqus", "md", "block", "d-md-block", "md:flex", "2xl:grid",
+                              "visible-lg", "show-for-", "xlarge", "d-xxl-", "not-sr-only", "inline-block", "xs"})
 _HINT_VALUE = st.lists(st.one_of(st.sampled_from(_HINT_TABLE_WORDS),
                                  st.sampled_from(["-", "_", " ", ":", "\t", "\x1c", ".", "1", "A", "Q", "é", "\x85"])),
                        max_size=8).map("".join)
@@ -393,14 +405,14 @@ _HINT_VALUE = st.lists(st.one_of(st.sampled_from(_HINT_TABLE_WORDS),
 def test_class_and_id_hints_are_the_references(value, upper, repeat):
     """On values built from the hint tables' own words, separators, capitals and characters
     that are not ASCII: the walk's answer, where it gives one, is _class_info's and _id_info's;
-    it answers every ASCII value but a class list with the hidden role."""
+    it answers every ASCII value."""
     if upper:
         value = value.title()
     value = " ".join([value] * repeat) if repeat > 1 else value
     C = P._compiled
     for _ in range(2):           # computed, then from the cache
         got, ref = C.class_info(value), P._class_info(value)
-        if value.isascii() and not ref[2] & P.HINT_BIT["hidden"]:
+        if value.isascii():
             assert got == ref
         else:
             assert got is None or got == ref
@@ -469,3 +481,65 @@ def test_node_count_by_hand_and_the_cap():
                 parse_page(html, URL, max_nodes=3)
     finally:
         P._COMPILED = saved
+
+
+# --- what the walk reads for node_extras itself: images, rel flags ---
+
+IMAGES = [
+    '<img src="/a.png" alt=" An   image ">', '<img src="/t.gif" width="1">', '<img src="/t.gif" height=" 01PX ">',
+    '<img src="/t.gif" width="1 px">', '<img src="/t.gif" width="²">', '<img src="/t.gif" width="0">',
+    '<img src="/w.gif" width="100">', '<img src="data:image/gif;base64,R0" data-src="/lazy.jpg">',
+    '<img src=" " data-lazy-src="/l2.jpg" data-original="/l3.jpg">', '<img src="mailto:x" data-original="l3.jpg">',
+    '<img srcset=" /s1.jpg 1x, /s2.jpg 2x">', '<img srcset=", /s.jpg">', '<img srcset="\u00a0">',
+    '<img srcset="é.jpg 2x">', '<img src="/é ü.png" alt="ünï\u00a0cøde  alt">', '<img src="\u00a0">',
+    '<img alt="' + "word " * 80 + '">', '<img src="/x.png" alt="' + "w" * 400 + '">', '<img>',
+    '<img src="HTTP://Other.org/i.png">', '<img src="http://[::1]/i.png">', '<img src="//cdn.example/i.png">',
+    '<picture><source srcset="/s.webp"><span><img src="/p.jpg" alt="in picture"></span></picture>',
+    '<picture><source srcset="/s.webp"></picture>', '<picture><img src="/a.jpg"><img src="/b.jpg"></picture>',
+    '<a href="/l1"><img src="/i1.png" alt="one"></a>', '<a href="/l2"><img alt=""><img alt=" two "></a>',
+    '<a href="/l3" rel="NoFollow ugc"><img src="/i3.png" alt="three"></a>', '<a href="/l4" rel="sponsored\u00a0ugc">x</a>',
+    '<a href="/l5" rel="">y</a>', '<a href="mailto:x" rel="nofollow">m</a>', '<a href="/l6" rel=" noopener ">z</a>',
+]
+
+
+@pytest.mark.parametrize("html", IMAGES)
+def test_images_and_rel_flags_read_by_the_walk_are_node_extras(html):
+    """Each image, picture and link alone, and all of them on one page: what the walk reads
+    itself (URLs, pixels, alt texts, rel flags) and what it leaves to node_extras with lxml's
+    element give the reference's NodeExtras."""
+    assert_same_parse(f"<body><p>{html}</p></body>")
+    assert_same_parse(f"<body><a href='/outer'>{html}</a></body>")
+
+
+def test_all_images_on_one_page_are_node_extras():
+    got = assert_same_parse("<html><head><base href='http://ex.com/b/'></head><body>" + "".join(IMAGES) + "</body></html>")
+    # "1 px" declares no size (the space stays once "px" is cut); "1", " 01PX " and "0" declare a
+    # pixel; "²" is a digit that int() refuses, which costs node_extras the image
+    assert got.side.image_src[:3] == ("http://ex.com/a.png", "http://ex.com/t.gif", "http://ex.com/w.gif")
+
+
+# --- permalink anchors decided in the walk ---
+
+PERMALINKS = [
+    '<h2>Title<a class="headerlink" href="#t">¶</a></h2>', '<h2>Title<a href="#t"> Permalink </a></h2>',
+    '<h2>Title<a href="#t">PERMALINK</a></h2>', '<h2>Title<a href="#t">permalinK</a></h2>',
+    '<h2>Title<a href="#t">perma link</a></h2>', '<h2>Title<a href="#t">permalinks</a></h2>',
+    '<h2>Title<a href="#t">\U0001f517</a></h2>', '<h2>Title<a href="#t">§ 1</a></h2>', '<h2>Title<a href="#t">#</a></h2>',
+    '<h2>Title<a href="/t">¶</a></h2>', '<h2>Title<a href="#t">Title</a></h2>', '<h2><a href="#t"></a>T</h2>',
+    '<p><a class="x headerlink" href="#t">¶</a></p>', '<p><a class="headerlinks" href="#t">¶</a></p>',
+    '<p><a class="Headerlink" href="#t">¶</a></p>', '<p><a aria-hidden=" TRUE " href="#t">¶</a></p>',
+    '<p><a aria-hidden="false" href="#t">¶</a></p>', '<p><a class="headerlinké" href="#t">¶</a></p>',
+    '<p><a class="headerlink\u00a0x" href="#t">¶</a></p>', '<p><a href="#t">¶</a></p>',
+    '<h3>T<a href="#t"><span>¶</span><script>x</script><img alt="i">\u200b</a></h3>',
+    '<h3>T<a href="#t"><svg><text>permalink</text></svg>¶</a></h3>',
+    '<h3>T<a href="#t">' + "<b></b>" * 31 + '¶</a></h3>', '<h3>T<a href="#t">' + "<b></b>" * 33 + '¶</a></h3>',
+    '<h3>T<a href="#t"><b>p<i>erma</i></b>link</a></h3>', '<h3>T<a href="#t">٣</a></h3>',
+    '<h3>T<button class="copy">\U0001f517</button></h3>', '<p><button>¶</button></p>', '<h3>T<button>Copy</button></h3>',
+    '<dt>x<a href="page#t">¶</a></dt>', '<caption>x <a href="#t">¶</a> tail</caption>',
+]
+
+
+@pytest.mark.parametrize("html", PERMALINKS)
+def test_permalinks_decided_by_the_walk_are_the_references(html):
+    for rules in ALL_RULES:
+        assert_same_parse(f"<body>{html}<p>after</p></body>", rules)

@@ -205,7 +205,7 @@ def _image_alts_reference(page, images):
     cover = np.cumsum(np.bincount(links, minlength=page.size + 1) - np.bincount(end[links], minlength=page.size + 1))
     nearest = None
     out, done = [], set()
-    for node, img in images:
+    for node, alt in images:
         if cover[node] <= 0:
             continue
         link = int(links[np.searchsorted(links, node) - 1])
@@ -217,7 +217,7 @@ def _image_alts_reference(page, images):
             link = int(nearest[node])
         if link in done:
             continue
-        text = _clip(img.get("alt"), MAX_ALT)
+        text = _clip(alt, MAX_ALT)
         if not text:
             continue
         done.add(link)
@@ -253,3 +253,74 @@ def test_alt_texts_of_links_without_text_are_the_references(html):
     finally:
         meta._image_alts = real
     assert got == (ref.side.alt_node.tolist(), ref.side.alt)
+
+
+# --- the declared elements gathered in one compiled pass (transforms/_flatten.c meta_elements) ---
+
+def _metadata_both_ways(html: str) -> tuple:
+    """page_metadata of a parsed document with meta_elements and with root.iter, its reference."""
+    from helpers.compiled import require_built
+    from sitestrip.transforms import meta
+
+    require_built("_flatten")
+    root, _, _ = parse_tree(html)
+    saved = meta._COMPILED
+    try:
+        meta._COMPILED = True
+        got = meta.page_metadata(root, URL)
+        meta._COMPILED = False
+        ref = meta.page_metadata(root, URL)
+    finally:
+        meta._COMPILED = saved
+    return got, ref
+
+
+def test_meta_elements_by_hand():
+    """What the pass hands over: every <meta> with a content attribute, the <link>s whose rel
+    may say canonical, the <script>s whose type may be JSON-LD; <head> and <body> alike, in
+    document order, inside elements flattening drops too."""
+    from helpers.compiled import require_built
+
+    C = require_built("_flatten")
+    root, _, _ = parse_tree('<html><head><meta name="a" content="1"><meta property="b" content="">'
+                            '<meta name="c"><link rel="Canonical" href="/x"><link rel="icon" href="/i">'
+                            '<script type="application/LD+json">{}</script><script>f()</script></head>'
+                            '<body><template><meta name="d" content="2"></template>'
+                            '<svg><link rel="canonicalé"></svg><script type="x">y</script></body></html>')
+    metas, links, scripts = C.meta_elements(root)
+    assert metas == [("a", None, "1"), (None, "b", ""), ("d", None, "2")]
+    assert links == [("Canonical", "/x"), ("canonicalé", None)]
+    assert [s.text for s in scripts] == ["{}"]
+
+
+_META_PIECE = st.sampled_from([
+    '<meta name="description" content=" D ">', '<meta property="og:description" content="OG">',
+    '<meta name="Author" property="article:author" content="A. B.">', '<meta name="author" content="  ">',
+    '<meta name="date" content="2024-01-02">', '<meta name="\u00a0date" content="2023-01-01">', '<meta content="x">',
+    '<meta property="og:url" content="/og">', '<meta property="og:type" content="Article">',
+    '<link rel="canonical" href="mailto:x">', '<link rel="canonical alternate" href="/c1">', '<link rel="CANONICAL">',
+    '<link rel="canonical\u00a0x" href="/c2">', '<link href="/c3" rel=" canonical ">', '<link rel="icon" href="/i">',
+    '<script type="application/ld+json">{"@type": "NewsArticle", "author": {"name": "L D"}}</script>',
+    '<script type=" Application/LD+JSON ">{"datePublished": "2022-02-02", "@type": "WebPage"}</script>',
+    '<script type="application/ld+json\u00a0">{"description": "nbsp"}</script>', '<script>var x;</script>',
+    '<script type="text/javascript">f()</script>', '<template><meta name="description" content="T"></template>',
+    '<noscript><meta name="author" content="N"></noscript>', '<p>text</p>', '<svg><script type="application/ld+json">'
+    '{"description": "in svg"}</script></svg>',
+])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_META_PIECE, max_size=8), st.lists(_META_PIECE, max_size=6), st.booleans())
+def test_declared_metadata_read_by_the_pass_is_the_reference(head, body, bare):
+    """meta_elements against root.iter; and what the walk gathers as it reads the body is what
+    meta_elements gathers (a document that is a bare body too)."""
+    from sitestrip.transforms import page as P
+
+    html = f"<body>{''.join(body)}</body>" if bare else \
+        f"<html lang=en><head>{''.join(head)}</head><body>{''.join(body)}</body></html>"
+    got, ref = _metadata_both_ways(html)
+    assert got == ref
+    root, body_el, _ = parse_tree(html)
+    gathered = []
+    P._flatten_compiled(body_el, URL, "", URL, 0, (), P.PRODUCT_RULES, root, gathered)
+    assert gathered == [P._compiled.meta_elements(root)]

@@ -750,3 +750,83 @@ def test_link_fragment_pattern_is_the_raw_set():
     for code in list(range(0x3000)) + [0xD800, 0xDFFF, 0xFEFF, 0xFFFF, 0x10FFFF]:
         c = chr(code)
         assert (_FRAGMENT_NOT_RAW.search(c) is None) == (c in _FRAGMENT_RAW), hex(code)
+
+
+# --------------------------------------------------------------------------
+# the compiled walk's own resolution (transforms/_flatten.c: resolve_link, link_fragment)
+# --------------------------------------------------------------------------
+
+def _walk_answer(base, href):
+    """What the compiled walk answers for `href` on a page of base `base`: its URL or None, or
+    NotImplemented where it asks resolve_link."""
+    from helpers.compiled import require_built
+    from sitestrip.transforms.urls import _base_parts
+    return require_built("_flatten").resolve_link(_base_parts(base), href)
+
+
+def _utf8(s):
+    """Whether lxml could hand `s` over (hrefs of a parsed page are UTF-8 without NULs)."""
+    try:
+        s.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return "\x00" not in s
+
+
+def test_the_walk_resolves_hrefs_as_computed_for_every_base_and_href():
+    """Every hand-built href against every base that is a str: where the walk answers, it is
+    what _resolve computes; it leaves few to Python."""
+    from sitestrip.transforms.urls import _resolve
+    asked = answered = 0
+    for href in filter(_utf8, _CACHE_HREFS):
+        for base in _CACHE_BASES:
+            if not isinstance(base, str):
+                continue
+            got = _walk_answer(base, href)
+            asked += 1
+            if got is not NotImplemented:
+                answered += 1
+                assert got == _resolve(base, href), (base, href)
+    assert answered > 0.8 * asked
+
+
+@pytest.mark.parametrize("base, href, expected", [
+    ("http://ex.com/dir/page.html", "http://Other.ORG:80/a/./b/../c?x y#f", "http://other.org/a/c?x%20y"),
+    ("http://ex.com/dir/page.html", "https://h:0443/%7e%2f%zz/é", "https://h/~%2F%25zz/%C3%A9"),
+    ("http://ex.com/dir/page.html", "../up/../x?q#f", "http://ex.com/x?q"),
+    ("http://ex.com/dir/page.html", "/a b/./c/..", "http://ex.com/a%20b/"),
+    ("http://ex.com/dir/page.html?x=1", "?y=2", "http://ex.com/dir/page.html?y=2"),
+    ("http://ex.com/dir/page.html?x=1", "#top", "http://ex.com/dir/page.html?x=1"),
+    ("http://ex.com/dir/page.html", " //cdn.example/i.jpg ", "http://cdn.example/i.jpg"),
+    ("http://ex.com/dir/page.html", "javascript:void(0)", None),
+    ("http://ex.com/dir/page.html", "http://h:99999/", None),
+    ("http://ex.com/dir/page.html", "http://a b/", None),
+    ("not a url", "x.html", None),
+])
+def test_the_walk_resolves_hrefs_by_hand(base, href, expected):
+    assert _walk_answer(base, href) == expected
+
+
+@pytest.mark.parametrize("href", ["HTTP://h/", "http://h\\x", "http://[::1]/", "http://bücher.example/",
+                                  "http://ex%61mple.com/", " http://h/", "https:x"])
+def test_the_walk_leaves_rare_hrefs_to_python(href):
+    assert _walk_answer("http://ex.com/", href) is NotImplemented
+
+
+@settings(max_examples=600, deadline=None)
+@given(st.sampled_from([b for b in _CACHE_BASES if isinstance(b, str)]),
+       st.sampled_from(["", "http://", "https://", "//", "/", "../", "?", "#", "x:", "a/"]), _hostile_tail)
+def test_the_walk_resolves_generated_hrefs_as_computed(base, head, tail):
+    from sitestrip.transforms.urls import _resolve
+    href = head + tail
+    if _utf8(href):
+        got = _walk_answer(base, href)
+        assert got is NotImplemented or got == _resolve(base, href)
+
+
+def test_the_walk_takes_fragments_as_link_fragment():
+    from helpers.compiled import require_built
+    from sitestrip.transforms.urls import link_fragment
+    C = require_built("_flatten")
+    for href in filter(_utf8, _CACHE_HREFS + ["#a(b)<c>", "x#\u00e9 \"q\"", " #f\t", "#%41", "#"]):
+        assert C.link_fragment(href) == link_fragment(href), href
