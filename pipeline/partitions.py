@@ -776,7 +776,7 @@ def fill_link_targets(staging: str) -> None:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from sitestrip.pipeline.parts import CODEC, temporary_path
+    from sitestrip.pipeline.parts import temporary_path, writer_options
 
     present = page_url_digests(staging)
     for path in _dataset_files(staging, "links"):
@@ -786,8 +786,7 @@ def fill_link_targets(staging: str) -> None:
             schema = parquet.schema_arrow
             column = schema.get_field_index("target_in_input")
             with FileSystems.create(temp, compression_type=CompressionTypes.UNCOMPRESSED) as fh:
-                # The writer options of parts.write_table, which wrote the file.
-                with pq.ParquetWriter(fh, schema, compression=CODEC, use_compliant_nested_type=False) as writer:
+                with pq.ParquetWriter(fh, schema, **writer_options(schema)) as writer:
                     for group in range(parquet.num_row_groups):
                         table = parquet.read_row_group(group)
                         found = digests_in(present, _url_digests(table.column("target_url").to_pylist()))

@@ -83,6 +83,19 @@ ROW_CODEC = "lz4"
 # the values Beam's WriteToParquet uses.
 BATCH_ROWS = 1000
 ROW_GROUP_BYTES = 64 * 1024 * 1024
+# Columns whose values no two rows share: a page's own texts, a state row's page. Parquet's dictionary encoding
+# (its default for every column) builds a dictionary of each before it gives up on it, which
+# made writing a 9.6 MB group of 482 pages rows peak 32 MB above its columns, 17 MB without
+# those dictionaries, in files 3 % smaller; the other columns keep theirs (site, warc_file, ...).
+UNSHARED_COLUMNS = frozenset({"main_text", "main_markdown", "nontemplate_text", "page_blob"})
+
+
+def writer_options(schema: pa.Schema) -> dict:
+    """pq.ParquetWriter's options for a dataset of `schema`: codec zstd, lists keeping the
+    element name "item" (Beam's WriteToParquet default, which the files of earlier sitestrip
+    versions have), and dictionary encoding for every column but UNSHARED_COLUMNS."""
+    return {"compression": CODEC, "use_compliant_nested_type": False,
+            "use_dictionary": [name for name in schema.names if name not in UNSHARED_COLUMNS]}
 
 
 def part_of(row: dict, fields: tuple[str, ...], parts: int) -> int:
@@ -153,10 +166,7 @@ def write_table(table: pa.Table, path: str) -> None:
     rows_per_group = max(1, ROW_GROUP_BYTES * table.num_rows // max(1, table.nbytes))
     temp = temporary_path(path)
     with FileSystems.create(temp, compression_type=CompressionTypes.UNCOMPRESSED) as fh:
-        # use_compliant_nested_type=False is Beam's default: lists keep the element name
-        # "item" that the files of earlier sitestrip versions have.
-        with pq.ParquetWriter(fh, table.schema, compression=CODEC,
-                              use_compliant_nested_type=False) as writer:
+        with pq.ParquetWriter(fh, table.schema, **writer_options(table.schema)) as writer:
             if table.num_rows:      # an empty part has no row group, as Beam writes it
                 writer.write_table(table, row_group_size=rows_per_group)
     FileSystems.rename([temp], [path])
@@ -329,7 +339,7 @@ def write_sorted_part(keyed_rows: list, schema: pa.Schema, path: str) -> None:
     order = sorted(range(len(keyed_rows)), key=lambda i: keyed_rows[i][0])
     temp = temporary_path(path)
     with FileSystems.create(temp, compression_type=CompressionTypes.UNCOMPRESSED) as fh:
-        with pq.ParquetWriter(fh, schema, compression=CODEC, use_compliant_nested_type=False) as writer:
+        with pq.ParquetWriter(fh, schema, **writer_options(schema)) as writer:
             group, group_bytes = [], 0.0
             for batch in _record_batches(keyed_rows, order, schema):
                 # A group closes when the next rows would take it past ROW_GROUP_BYTES (rows

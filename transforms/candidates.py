@@ -170,6 +170,13 @@ def directory_sequence(url: str) -> tuple[str, ...]:
     return _directories_of_normalized(normalized)
 
 
+def forget_site_urls() -> None:
+    """Empty the caches keyed by URLs (directory_sequence and the directories of each key
+    page's links): one site's, like urls.forget_site_urls, emptied with them as a shard begins."""
+    directory_sequence.cache_clear()
+    _directories_of_normalized.cache_clear()
+
+
 def _h_distance(h: tuple[str, ...], h2: tuple[str, ...]) -> int:
     if h == h2:
         return 0

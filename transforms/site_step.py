@@ -18,6 +18,7 @@ import numpy as np
 
 from sitestrip.transforms import compression
 from sitestrip.transforms.blocks import Blocks, block_texts, page_blocks, render_blocks
+from sitestrip.transforms.candidates import forget_site_urls as forget_directories
 from sitestrip.transforms.candidates import CandidateSelection, in_site, page_key_links, select_candidates, site_links
 from sitestrip.transforms.charset import html_for_parse
 from sitestrip.transforms.conex_page import main_content, main_content_and_features
@@ -39,7 +40,7 @@ from sitestrip.transforms.status import WARC_TRUNCATED, page_status
 from sitestrip.transforms.template import TemplateResult, detect_template
 from sitestrip.transforms.tree import (distinct_inverse, subtree_mask, subtree_sum, text_nodes_below, text_of,
                                       words_in)
-from sitestrip.transforms.urls import normalize_url, site_key
+from sitestrip.transforms.urls import forget_site_urls, normalize_url, site_key
 
 
 class StageError(Exception):
@@ -750,6 +751,10 @@ def process_site(site: str, records: Iterable[PageRecord], config, model=None,
     (compression.PACKED_TEXTS; those columns None), for a writer that unpacks them itself
     (pipeline/parts.py).
     """
+    # The URL caches hold the previous shard's URLs, which this one does not share: a worker
+    # then holds one shard's entries, not a long run's full caches.
+    forget_site_urls()
+    forget_directories()
     records = list(records)
     stored_fingerprints = [s for s in stored if isinstance(s, StoredFingerprint)]
     stored = [s for s in stored if not isinstance(s, StoredFingerprint)]

@@ -437,3 +437,27 @@ def test_a_spilled_row_cut_short_is_an_error_not_a_shorter_row(tmp_path):
     with pytest.raises(OSError, match="8 bytes at 4"):
         spilled.packed(SpilledRow((str(path), 4, 8)))
     spilled.close()
+
+
+def test_a_pages_own_texts_are_written_without_a_dictionary(tmp_path):
+    """Both writers (write_table and write_sorted_part) dictionary-encode every column but the
+    texts no two rows share (parts.UNSHARED_COLUMNS): the file keeps its rows, the site column a
+    dictionary, main_text none."""
+    import pyarrow as pa
+
+    from sitestrip.pipeline.parts import pack_row, sort_key, write_sorted_part
+    schema = pa.schema([("url", pa.string()), ("warc_file", pa.string()), ("warc_offset", pa.int64()),
+                        ("site", pa.string()), ("main_text", pa.string())])
+    rows = [{"url": f"https://p.example/{i}", "warc_file": "f.warc", "warc_offset": i, "site": "p.example",
+             "main_text": f"Page {i} says something of its own."} for i in range(50)]
+    fields = PART_KEYS["pages"]
+    table = sorted_table(iter(rows), schema, fields)
+    written = [str(tmp_path / "a-00000-of-00001.parquet"), str(tmp_path / "b-00000-of-00001.parquet")]
+    write_table(table, written[0])
+    write_sorted_part([(sort_key(r, fields), pack_row(r)) for r in rows], schema, written[1])
+    for path in written:
+        assert pq.read_table(path).equals(table)
+        group = pq.ParquetFile(path).metadata.row_group(0)
+        encodings = {group.column(c).path_in_schema: group.column(c).encodings for c in range(group.num_columns)}
+        assert "RLE_DICTIONARY" in encodings["site"]
+        assert "RLE_DICTIONARY" not in encodings["main_text"]

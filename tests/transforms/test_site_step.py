@@ -372,3 +372,19 @@ def test_held_rows_give_back_their_texts_exactly():
     # As the graph's writer reads them: each text's UTF-8 as the surrogates pass through.
     assert [bytes(b) for b in packed.utf8()] == [made[name].encode("utf-8", "surrogatepass")
                                                  for name in packed.names]
+
+
+def test_a_shard_begins_without_the_previous_shards_urls():
+    """The URL caches hold one shard's entries: 3,000 URLs of another site seen before, then a
+    five-page shard, leave its own few hundred entries at most (every page's links, their
+    directories), never the other site's 3,000."""
+    from sitestrip.transforms.candidates import directory_sequence
+    from sitestrip.transforms.urls import _normalize_cached, normalize_url
+    for i in range(3000):
+        directory_sequence(normalize_url(f"https://other.example/d{i % 40}/p{i}.html"))
+    assert _normalize_cached.cache_info().currsize >= 3000
+    assert directory_sequence.cache_info().currsize >= 3000
+    rows = [r for kind, r in rows_for([record(x) for x in PAGES]) if kind == "pages"]
+    assert len(rows) == len(PAGES)
+    assert 0 < _normalize_cached.cache_info().currsize < 300
+    assert directory_sequence.cache_info().currsize < 300

@@ -722,6 +722,20 @@ def test_resolution_caches_are_bounded():
     assert all(f.cache_info().maxsize is not None for f in caches)
 
 
+
+def test_forgetting_a_sites_urls_empties_the_url_caches_and_keeps_the_answers():
+    """forget_site_urls empties every cache keyed by a URL or an href (the hosts' cache, shared
+    by every page of a site and bounded at 16,384, stays); answers are computed again the same."""
+    from sitestrip.transforms import urls
+    base = "https://docs.example.org/guide/intro.html"
+    hrefs = ["/api/", "../faq.html", "setup.html#install", "https://other.example/x", "?page=2"]
+    before = [resolve_link(base, h) for h in hrefs] + [urls.link_fragment(h) for h in hrefs]
+    keyed = [urls._normalize_cached, urls._href_kind, urls._base_parts, urls._resolve_in, urls._link_fragment]
+    assert all(f.cache_info().currsize > 0 for f in keyed)
+    urls.forget_site_urls()
+    assert [f.cache_info().currsize for f in keyed] == [0] * len(keyed)
+    assert [resolve_link(base, h) for h in hrefs] + [urls.link_fragment(h) for h in hrefs] == before
+
 def _link_fragment_reference(href):
     """link_fragment as written before its cache and its pattern: character by character."""
     from sitestrip.transforms.urls import _FRAGMENT_RAW, _clean
