@@ -533,14 +533,16 @@ def shard_files(plan: PartitionPlan, partition: int) -> list[tuple[tuple[str, in
 
 
 def read_shard(element):
-    """((site, shard), places in the spill) → ((site, shard), its PageRecords), as the group by
-    shard of the one graph hands them to ProcessSite."""
+    """((site, shard), places in the spill) → ((site, shard), its packed records), as the group
+    by shard of the one graph hands them to ProcessSite, which unpacks them. Packed, not
+    PageRecords: the runner estimates the size of a step's first outputs by encoding them,
+    which pickled every page of a partition's first shards again."""
     key, files = element
     records = []
     for path, offsets in files:
         with open(path, "rb") as fh:
             for offset in offsets:
-                records.append(decode_page(read_frame(fh, offset)))
+                records.append(read_frame(fh, offset))
     return key, records
 
 
