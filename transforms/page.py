@@ -679,12 +679,16 @@ _BLOB_ITEMSIZES = (4, 4, 4, 4, 2, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4)
 
 
 def _blob_layout(arrays: tuple, n: int) -> bool:
-    """Whether `arrays` (CompactPage._raw's order) fit the compiled layout: the item sizes it
-    writes, C-contiguous and of the node count's lengths (anything else is laid out by the
-    reference, as it always was)."""
+    """Whether `arrays` (CompactPage._raw's order) fit the compiled layout: integers of the
+    item sizes it writes (`parent` and `end` int32, which the reference subtracts from int32
+    node numbers), C-contiguous and of the node count's lengths. Anything else is laid out by
+    the reference, as it always was."""
     for array, size in zip(arrays, _BLOB_ITEMSIZES):
-        if array.itemsize != size or array.ndim != 1 or not array.flags.c_contiguous:
+        if array.itemsize != size or array.dtype.kind not in "iu" or array.ndim != 1 \
+                or not array.flags.c_contiguous:
             return False
+    if arrays[0].dtype != np.int32 or arrays[1].dtype != np.int32:
+        return False
     return all(array.size == n for array in arrays[:8] + arrays[13:15]) \
         and arrays[8].size == arrays[10].size == arrays[12].size == n + 1
 

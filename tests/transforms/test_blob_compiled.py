@@ -64,14 +64,15 @@ def test_int32_arithmetic_wraps_as_numpy_s():
 
 
 def test_arrays_of_other_item_sizes_take_the_reference(monkeypatch):
-    """An array the layout does not hold at its item size (a hand-built page's int64 depths)
-    is laid out by the reference, as it always was."""
+    """An array the layout does not hold as it is (a hand-built page's int64 depths, unsigned
+    parents, float word counts) is laid out by the reference, as it always was."""
     require_built("_blob")
-    page = parse_page(PAGES[1], "http://ex.com/")
-    page.depth = page.depth.astype(np.int64)
     calls = []
     monkeypatch.setattr(page_module, "_blob", type("Spy", (), {"raw": lambda *a: calls.append(a)}))
-    assert page._raw() == page._raw_reference(*text_and_links(page))
+    for name, dtype in (("depth", np.int64), ("parent", np.uint32), ("words", np.float32)):
+        page = parse_page(PAGES[1], "http://ex.com/")
+        setattr(page, name, getattr(page, name).astype(dtype))
+        assert page._raw() == page._raw_reference(*text_and_links(page))
     assert calls == []
 
 
