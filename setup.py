@@ -4,7 +4,8 @@ flattening (transforms/_flatten.c), main_markdown's inline rendering (transforms
 a page's blocks, block texts' feature columns and text keys, the blocks stage's per-node loops
 (nearest marked ancestors, sibling shapes, class/id hints, block roles), the page type's text
 cues and the main-region columns (transforms/_features.c), the cutting and joining
-of text spans behind every output text (transforms/_text.c) and the language identifier's
+of text spans behind every output text (transforms/_text.c), the compact page's blob content
+laid out and rebuilt (transforms/_blob.c) and the language identifier's
 prediction over the packaged fastText model (transforms/_language.c). The two that hash text share
 transforms/_crc32.h, zlib's crc32 as a table, so zlib's headers are not needed.
 
@@ -29,6 +30,7 @@ setup(ext_modules=[
     Extension("sitestrip.transforms._model", ["transforms/_model.c"], extra_compile_args=flags),
     Extension("sitestrip.transforms._markdown", ["transforms/_markdown.c"], extra_compile_args=flags),
     Extension("sitestrip.transforms._text", ["transforms/_text.c"], extra_compile_args=flags),
+    Extension("sitestrip.transforms._blob", ["transforms/_blob.c"], extra_compile_args=flags),
     Extension("sitestrip.transforms._language", ["transforms/_language.c"], extra_compile_args=flags),
     Extension("sitestrip.transforms._features", ["transforms/_features.c"], extra_compile_args=flags,
               depends=["transforms/_crc32.h"]),

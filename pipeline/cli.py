@@ -497,6 +497,8 @@ def _local_runner(options, workers: int, worker_level: str):
     from apache_beam.transforms.environments import SubprocessSDKEnvironment
     options.view_as(TypeOptions).pipeline_type_check = False
     cache_dofn_specs()
+    cache_function_arguments()
+    cache_option_views()
     direct = options.view_as(DirectOptions)
     direct.direct_num_workers = workers
     if workers == 1:
@@ -533,6 +535,89 @@ def cache_dofn_specs() -> None:
 
     get_dofn_specs.sitestrip_cached = True
     userstate.get_dofn_specs = get_dofn_specs
+
+
+def cache_function_arguments() -> None:
+    """Beam's arguments and defaults of a function or method (`core.get_function_args_defaults`:
+    inspect.signature) and its check of a DoFn's source, computed once per function instead
+    of each time a graph is built,
+    translated and run: a DoFn method's are asked for whenever its DoFn is wrapped, and a
+    local run builds and runs a graph per partition (pipeline/partitions.py) from DoFn objects
+    of its own, about 1,500 calls a partition. Keyed by the function itself (a bound method
+    by its function: a signature does not depend on the instance), other callables are
+    inspected as before; each caller gets lists of its own. Once per process; a Beam without
+    the function is left as it is."""
+    import inspect
+
+    from apache_beam.transforms import core
+    compute = getattr(core, "get_function_args_defaults", None)
+    if compute is None or getattr(compute, "sitestrip_cached", False):
+        return
+    known: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+    def get_function_args_defaults(f):
+        if inspect.ismethod(f):
+            function, bound = f.__func__, True
+        elif inspect.isfunction(f):
+            function, bound = f, False
+        else:
+            return compute(f)
+        per_function = known.get(function)
+        if per_function is None:
+            per_function = known[function] = {}
+        got = per_function.get(bound)
+        if got is None:
+            got = per_function[bound] = compute(f)
+        return list(got[0]), list(got[1])
+
+    get_function_args_defaults.sitestrip_cached = True
+    core.get_function_args_defaults = get_function_args_defaults
+    # The same for the check of a DoFn's process method for both `yield` and `return` (a warning
+    # only), which reads and tokenizes the method's source at every ParDo.
+    check = getattr(core, "_check_fn_use_yield_and_return", None)
+    if check is not None:
+        checked: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+        def check_fn_use_yield_and_return(fn):
+            function = fn.__func__ if inspect.ismethod(fn) else fn if inspect.isfunction(fn) else None
+            if function is None:
+                return check(fn)
+            got = checked.get(function)
+            if got is None:
+                got = checked[function] = check(fn)
+            return got
+
+        core._check_fn_use_yield_and_return = check_fn_use_yield_and_return
+
+
+def cache_option_views() -> None:
+    """One view of a PipelineOptions object per options class (`PipelineOptions.view_as`),
+    where Beam made a new one at each call: its constructor builds an argument parser of every
+    option of the class and parses the flags again, and building, translating and running a
+    graph asks about 100 times, about a third of a partition's fixed cost in a local run
+    (pipeline/partitions.py). A view holds no value of its own: every view of an object reads
+    and writes that object's options, so one view serves every caller. Once per process."""
+    from apache_beam.options.pipeline_options import PipelineOptions
+    make = PipelineOptions.view_as
+    if getattr(make, "sitestrip_cached", False):
+        return
+    views: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+    def view_as(self, cls):
+        try:
+            per_options = views.get(self)
+        except TypeError:           # an options object neither hashable nor weakly referenceable
+            return make(self, cls)
+        if per_options is None:
+            per_options = views[self] = {}
+        got = per_options.get(cls)
+        # A view of flags that changed since is made again.
+        if got is None or got[0] is not self._flags:
+            got = per_options[cls] = (self._flags, make(self, cls))
+        return got[1]
+
+    view_as.sitestrip_cached = True
+    PipelineOptions.view_as = view_as
 
 
 def run(argv: list[str], prog: str = "sitestrip run") -> int:

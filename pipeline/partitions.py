@@ -532,16 +532,34 @@ def shard_files(plan: PartitionPlan, partition: int) -> list[tuple[tuple[str, in
     return [(key, sorted(files.items())) for key, files in sorted(shards.items())]
 
 
+class ShardRecords:
+    """A shard's packed records in the spill, read as they are iterated (`files`: [(spill file,
+    [offset, ...]), ...]): what ProcessSite gets for a shard of a partition, and unpacks
+    (wire.unpacked_records) one record after the other.
+
+    The runner estimates the size of a step's first outputs by encoding them: as PageRecords
+    every page of a partition's first shards was pickled again, and as a list of the packed
+    records they would be held beside the pages made from them while the shard is
+    processed. This pickles as its places."""
+
+    def __init__(self, files: list):
+        self.files = files
+
+    def __iter__(self) -> Iterator[bytes]:
+        for path, offsets in self.files:
+            with open(path, "rb") as fh:
+                for offset in offsets:
+                    yield read_frame(fh, offset)
+
+    def __len__(self) -> int:
+        return sum(len(offsets) for _, offsets in self.files)
+
+
 def read_shard(element):
-    """((site, shard), places in the spill) → ((site, shard), its PageRecords), as the group by
-    shard of the one graph hands them to ProcessSite."""
+    """((site, shard), places in the spill) → ((site, shard), its records as ShardRecords), as
+    the group by shard of the one graph hands them to ProcessSite, which unpacks them."""
     key, files = element
-    records = []
-    for path, offsets in files:
-        with open(path, "rb") as fh:
-            for offset in offsets:
-                records.append(decode_page(read_frame(fh, offset)))
-    return key, records
+    return key, ShardRecords(files)
 
 
 def read_errors(path: str):

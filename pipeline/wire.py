@@ -37,6 +37,7 @@ def unpack_record(packed: bytes) -> PageRecord:
 
 
 def unpacked_records(records):
-    """A shard's records as PageRecords: packed ones (the graph's) unpacked, others as they are
-    (a caller that gives PageRecords, e.g. a partition's source)."""
+    """A shard's records (any iterable: the group by shard's values, a partition's
+    partitions.ShardRecords) as PageRecords: packed ones (the graph's) unpacked, others as they
+    are (a caller that gives PageRecords)."""
     return [unpack_record(r) if isinstance(r, (bytes, memoryview)) else r for r in records]

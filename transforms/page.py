@@ -421,13 +421,25 @@ class CompactPage:
     def _raw(self) -> bytes:
         """The blob's content before compression (_rebuild_arrays reads it back): a header of
         seven int64 counts, then the arrays, delta-encoded where that makes them compress,
-        the text and the link URLs. The arrays go into the join through the buffer protocol,
-        never copied to bytes of their own."""
+        the text and the link URLs. Laid out in one compiled pass (transforms/_blob.c) where
+        the arrays have the item sizes the layout has; `_raw_reference` is its reference."""
+        text = self.text.encode("utf-8", "surrogatepass")
+        links = "\n".join(self.link_url).encode("utf-8", "surrogatepass")
+        arrays = (self.parent, self.end, self.depth, self.tag, self.flags, self.hints, self.line, self.id_hash,
+                  self.class_ptr, self.class_hash, self.attr_ptr, self.attr_hash, self.text_ptr, self.words,
+                  self.chars, self.link_node)
+        if _BLOB_COMPILED and _blob is not None and _blob_layout(arrays, self.size):
+            return _blob.raw(*arrays, text, links, TEXT, F_PRE)
+        return self._raw_reference(text, links)
+
+    def _raw_reference(self, text: bytes, links: bytes) -> bytes:
+        """_raw with numpy (`text`, `links`: the page's text and its joined link URLs as UTF-8).
+        The arrays go into the join through the buffer protocol, never copied to bytes of their
+        own."""
         n = self.size
         order = np.arange(n, dtype=np.int32)
         is_text = self.tag == TEXT
         is_pre = is_text & ((self.flags & F_PRE) != 0)
-        text = self.text.encode("utf-8", "surrogatepass")
         text_parts = (_steps(self.text_ptr)[is_text], self.words[is_text], self.chars[is_pre])
         header = np.array([n, text_parts[0].size, self.class_hash.size, self.attr_hash.size,
                            self.link_node.size, len(text), text_parts[2].size], dtype=np.int64)
@@ -436,8 +448,7 @@ class CompactPage:
             _steps(self.line, first=True), self.id_hash, _steps(self.class_ptr), self.class_hash,
             _steps(self.attr_ptr), self.attr_hash, *text_parts, self.link_node,
         )
-        return b"".join([np.ascontiguousarray(a) for a in parts]
-                        + [text, "\n".join(self.link_url).encode("utf-8", "surrogatepass")])
+        return b"".join([np.ascontiguousarray(a) for a in parts] + [text, links])
 
     def __getstate__(self):
         blob = self._packed()
@@ -503,49 +514,75 @@ class CompactPage:
 
     def _rebuild_arrays(self) -> None:
         raw = _unpack_blob(self.__dict__["_blob"], self.__dict__["_blob_v"])
-        n, n_text, n_class, n_attr, n_link, n_text_bytes, n_pre = \
-            np.frombuffer(raw, dtype=np.int64, count=7).tolist()
-        pos = 56
-
-        def take(count, dtype):
-            # A copy: an array of its own, aligned and writable as the parsed page's are.
-            nonlocal pos
-            arr = np.frombuffer(raw, dtype=dtype, count=count, offset=pos).copy()
-            pos += arr.nbytes
-            return arr
-
-        i32, u32 = np.int32, np.uint32
-        order = np.arange(n, dtype=i32)
-        parent = order - take(n, i32)
-        end = order + take(n, i32)
-        depth, tag, flags, hints = take(n, i32), take(n, i32), take(n, np.uint16), take(n, u32)
-        line = np.cumsum(take(n, i32), dtype=i32)
-        id_hash = take(n, u32)
-        class_ptr = _offsets(take(n, i32))
-        class_hash = take(n_class, u32)
-        attr_ptr = _offsets(take(n, i32))
-        attr_hash = take(n_attr, u32)
-        is_text = tag == TEXT
-        lengths = np.zeros(n, dtype=i32)
-        lengths[is_text] = take(n_text, i32)
-        words = np.zeros(n, dtype=i32)
-        words[is_text] = take(n_text, i32)
-        chars = lengths.copy()
-        chars[is_text & ((flags & F_PRE) != 0)] = take(n_pre, i32)
-        link_node = take(n_link, i32)
+        if _BLOB_COMPILED and _blob is not None:
+            arrays, pos = _arrays_compiled(raw)
+        else:
+            arrays, pos = _arrays_reference(raw)
+        n_text_bytes = int(np.frombuffer(raw, dtype=np.int64, count=7)[5])
         view = memoryview(raw)
         text = str(view[pos:pos + n_text_bytes], "utf-8", "surrogatepass")
         links = str(view[pos + n_text_bytes:], "utf-8", "surrogatepass")
-        child_count = np.bincount(parent[1:], minlength=n).astype(i32) if n > 1 else np.zeros(n, i32)
-        arrays = dict(
-            depth=depth, tag=tag, end=end, child_count=child_count, flags=flags,
-            hints=hints,
-            line=line, id_hash=id_hash, class_ptr=class_ptr, class_hash=class_hash,
-            attr_ptr=attr_ptr, attr_hash=attr_hash, text_ptr=_offsets(lengths),
-            text=text, words=words, chars=chars,
-            link_node=link_node, link_url=tuple(links.split("\n")) if n_link else ())
+        parent = arrays.pop("parent")
+        arrays.update(text=text, link_url=tuple(links.split("\n")) if arrays["link_node"].size else ())
         # `parent` last: its presence says the page is unpacked (__getattr__, _unpack).
         self.__dict__.update(arrays, parent=parent)
+
+
+def _arrays_reference(raw: bytes) -> tuple[dict, int]:
+    """The node arrays of a blob's content (CompactPage._raw) with numpy, and the offset of the
+    text after them: the reference of `_arrays_compiled`."""
+    n, n_text, n_class, n_attr, n_link, n_text_bytes, n_pre = \
+        np.frombuffer(raw, dtype=np.int64, count=7).tolist()
+    pos = 56
+
+    def take(count, dtype):
+        # A copy: an array of its own, aligned and writable as the parsed page's are.
+        nonlocal pos
+        arr = np.frombuffer(raw, dtype=dtype, count=count, offset=pos).copy()
+        pos += arr.nbytes
+        return arr
+
+    i32, u32 = np.int32, np.uint32
+    order = np.arange(n, dtype=i32)
+    parent = order - take(n, i32)
+    end = order + take(n, i32)
+    depth, tag, flags, hints = take(n, i32), take(n, i32), take(n, np.uint16), take(n, u32)
+    line = np.cumsum(take(n, i32), dtype=i32)
+    id_hash = take(n, u32)
+    class_ptr = _offsets(take(n, i32))
+    class_hash = take(n_class, u32)
+    attr_ptr = _offsets(take(n, i32))
+    attr_hash = take(n_attr, u32)
+    is_text = tag == TEXT
+    lengths = np.zeros(n, dtype=i32)
+    lengths[is_text] = take(n_text, i32)
+    words = np.zeros(n, dtype=i32)
+    words[is_text] = take(n_text, i32)
+    chars = lengths.copy()
+    chars[is_text & ((flags & F_PRE) != 0)] = take(n_pre, i32)
+    link_node = take(n_link, i32)
+    child_count = np.bincount(parent[1:], minlength=n).astype(i32) if n > 1 else np.zeros(n, i32)
+    return dict(parent=parent, depth=depth, tag=tag, end=end, child_count=child_count, flags=flags,
+                hints=hints, line=line, id_hash=id_hash, class_ptr=class_ptr, class_hash=class_hash,
+                attr_ptr=attr_ptr, attr_hash=attr_hash, text_ptr=_offsets(lengths), words=words,
+                chars=chars, link_node=link_node), pos
+
+
+def _arrays_compiled(raw: bytes) -> tuple[dict, int]:
+    """_arrays_reference in one pass (transforms/_blob.c): the arrays allocated here at the
+    header's sizes and filled there."""
+    n, _n_text, n_class, n_attr, n_link = np.frombuffer(raw, dtype=np.int64, count=5).tolist()
+    if min(n, n_class, n_attr, n_link) < 0 or max(n, n_class, n_attr, n_link) > len(raw):
+        raise ValueError(f"compact page blob of {len(raw)} bytes declares {n} nodes")
+    empty = np.empty
+    i32, u32 = np.int32, np.uint32
+    arrays = dict(parent=empty(n, i32), end=empty(n, i32), depth=empty(n, i32), tag=empty(n, i32),
+                  flags=empty(n, np.uint16), hints=empty(n, u32), line=empty(n, i32), id_hash=empty(n, u32),
+                  class_ptr=empty(n + 1, i32), class_hash=empty(n_class, u32), attr_ptr=empty(n + 1, i32),
+                  attr_hash=empty(n_attr, u32), text_ptr=empty(n + 1, i32), words=empty(n, i32),
+                  chars=empty(n, i32), link_node=empty(n_link, i32), child_count=empty(n, i32))
+    pos = _blob.rebuild(raw, *arrays.values(), TEXT, F_PRE)
+    return arrays, pos
 
 
 def _steps(values: np.ndarray, first: bool = False) -> np.ndarray:
@@ -625,6 +662,35 @@ class RecentPages:
 # docsites-dev 200k nodes rebuild 2,212 pages (300k: 2,119; 150k: 2,739; 100k: 3,600) and
 # hold about 15 MB less than 300k at a 2,000-page shard (docs/performance.md, "Memory per worker").
 UNPACKED = RecentPages(200_000, lambda page: page._drop_unpacked())
+
+
+try:
+    # The blob's content laid out and rebuilt in one pass (transforms/_blob.c, built by `pip
+    # install`); CompactPage._raw_reference and _arrays_reference run where it is missing.
+    from sitestrip.transforms import _blob
+except ImportError:  # pragma: no cover - a source tree used without installing
+    _blob = None
+
+# Whether the compiled blob layout runs when it is built (tests switch it off to run the
+# reference); SITESTRIP_BLOB=python does the same for a whole process.
+_BLOB_COMPILED = os.environ.get("SITESTRIP_BLOB", "compiled") != "python"
+# The item size of each array of CompactPage._raw's layout, in its argument order.
+_BLOB_ITEMSIZES = (4, 4, 4, 4, 2, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4)
+
+
+def _blob_layout(arrays: tuple, n: int) -> bool:
+    """Whether `arrays` (CompactPage._raw's order) fit the compiled layout: integers of the
+    item sizes it writes (`parent` and `end` int32, which the reference subtracts from int32
+    node numbers), C-contiguous and of the node count's lengths. Anything else is laid out by
+    the reference, as it always was."""
+    for array, size in zip(arrays, _BLOB_ITEMSIZES):
+        if array.itemsize != size or array.dtype.kind not in "iu" or array.ndim != 1 \
+                or not array.flags.c_contiguous:
+            return False
+    if arrays[0].dtype != np.int32 or arrays[1].dtype != np.int32:
+        return False
+    return all(array.size == n for array in arrays[:8] + arrays[13:15]) \
+        and arrays[8].size == arrays[10].size == arrays[12].size == n + 1
 
 
 # The blob's format, the "v" of a pickled page: 3, zlib's level 1 of the packed arrays (what

@@ -284,6 +284,31 @@ def test_a_page_comes_back_from_the_spill_as_it_went_in(tmp_path):
     assert json.loads(line)["message"] == "the file is empty \udcff"
 
 
+def test_a_shard_reaches_the_site_step_as_its_places_and_unpacks_in_order(tmp_path, monkeypatch):
+    """read_shard hands ProcessSite a shard's records as their places in the spill, read as
+    they are unpacked: pickled (the runner encodes a step's first outputs to estimate their
+    size) it is the places, not the pages."""
+    from sitestrip.pipeline.partitions import ShardRecords, read_shard
+    from sitestrip.pipeline.wire import unpacked_records
+
+    monkeypatch.setattr(SpillWriter, "FLUSH_BYTES", 1)
+    urls = [f"https://example.org/{i}.html" for i in range(4)]
+    writer = SpillWriter(str(tmp_path))
+    for url in urls:
+        writer.add_page(build_page_record(url=url, body=page(url, ["/"]), http_charset=None, warc_file="f",
+                                          warc_offset=0, warc_record_id="r", fetch_date="d",
+                                          content_type="text/html", truncated=None))
+    writer.close()
+    (path,) = read_index(str(tmp_path), 10).page_files[bucket_of("example.org")]
+    with open(path, "rb") as fh:
+        offsets = [offset for offset, _, _ in iter_heads(fh)]
+    key, records = read_shard((("example.org", 0), [(path, offsets[::-1])]))
+    assert key == ("example.org", 0) and isinstance(records, ShardRecords) and len(records) == 4
+    assert len(pickle.dumps(records)) < 300
+    assert [r.url for r in unpacked_records(records)] == urls[::-1]
+    assert [r.url for r in unpacked_records(pickle.loads(pickle.dumps(records)))] == urls[::-1]
+
+
 def test_a_bucket_written_in_many_flushes_reads_back_in_order(tmp_path, monkeypatch):
     monkeypatch.setattr(SpillWriter, "FLUSH_BYTES", 1)
     urls = [f"https://example.org/{i}.html" for i in range(5)]
