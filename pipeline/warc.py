@@ -4,7 +4,8 @@ warcio parses each record's WARC and HTTP header blocks and decodes the entity b
 (gzip, deflate, br) through its BufferedReader. What it does not do is done here:
 
 - The container: a `.warc.gz` is a sequence of gzip members; Common Crawl writes one
-  member per record. Members are inflated one at a time with zlib, so a record's
+  member per record. Members are inflated one at a time (isal when installed, else
+  zlib; see `_Container._inflate_whole`), so a record's
   offset is its member's offset, and a record cut short inside its member is told
   apart from the next record, which starts the next member. (warcio's ArchiveIterator
   reads on across members and stops at the first damage.)
@@ -48,6 +49,18 @@ try:
 except ImportError:
     brotli = None
 
+try:
+    from isal import isal_zlib
+except ImportError:
+    isal_zlib = None
+
+# isal inflates a member in about half zlib's CPU time. Its errors are not zlib's (other
+# messages, other points of detection) and it accepts headers zlib refuses, so it only
+# ever inflates a member whole: any failure, cut or excess and zlib reads the member
+# from its first byte as if isal had never run. Tests switch it off to compare both
+# paths; SITESTRIP_INFLATE=zlib does so for a process.
+_ISAL = isal_zlib is not None and os.environ.get("SITESTRIP_INFLATE", "isal") != "zlib"
+
 # Bounded brotli output (output_buffer_limit) arrived in brotli 1.2.
 _BROTLI_BOUNDED = brotli is not None and hasattr(brotli.Decompressor, "can_accept_more_data")
 _DECOMPRESSION_ERRORS = (zlib.error, brotli.error) if brotli is not None else (zlib.error,)
@@ -82,6 +95,11 @@ _OUT_BLOCK = 256 * 1024
 # Raw bytes kept behind the read position so that a rescan after damage can start
 # at the damaged member's first byte; a longer member is rescanned from its last _RETAIN bytes.
 _RETAIN = 8 << 20
+# A member inflating to more than this is left to zlib, which reads it in bounded steps.
+_WHOLE_LIMIT = 8 << 20
+# FLG bits zlib checks and isal does not: FHCRC (isal reports a mismatch as a data
+# checksum error) and the reserved bits (isal ignores them).
+_ZLIB_ONLY_FLAGS = 0xE2
 _GZIP_MAGIC = b"\x1f\x8b"
 _MEMBER_START = b"\x1f\x8b\x08"       # magic + deflate, the only method gzip defines
 _RECORD_START = b"WARC/"
@@ -229,6 +247,10 @@ class _Container:
             self.feed += len(data)
             self._retain()
             return data
+        if _ISAL and self.feed == self.seg_start:
+            data = self._inflate_whole()
+            if data is not None:
+                return data
         inflater = self.inflater
         while True:
             try:
@@ -259,6 +281,48 @@ class _Container:
             self.pending = inflater.unconsumed_tail
             if data:
                 return data
+
+    def _inflate_whole(self) -> bytes | None:
+        """The whole member inflated by isal, or None (nothing consumed) for zlib to read it.
+
+        Only a member that isal inflates to its end, checksum and length included, is
+        taken: zlib inflates such a member to the same bytes without an error, so which
+        one read it changes nothing downstream. Anything else (damage, a cut, a member
+        over _WHOLE_LIMIT) is read by zlib from the start, so that its error, its message
+        and the bytes delivered before it are zlib's."""
+        raw = self.raw
+        start = self.seg_start
+        head = raw.get(start, start + 4)
+        if len(head) < 4 or head[2] != 8 or head[3] & _ZLIB_ONLY_FLAGS:
+            return None
+        inflater = isal_zlib.decompressobj(isal_zlib.MAX_WBITS | 16)
+        feed, room, parts = start, _WHOLE_LIMIT, []
+        try:
+            while room > 0:              # max_length 0 would mean no limit
+                stop = feed + _IN_BLOCK
+                if stop > raw.end:
+                    raw.fill(stop)
+                first, last = feed - raw.base, min(stop, raw.end) - raw.base
+                if first >= last:
+                    return None
+                feed += last - first
+                with memoryview(raw.buf) as view, view[first:last] as piece:
+                    data = inflater.decompress(piece, room)
+                room -= len(data)
+                parts.append(data)
+                if inflater.eof:
+                    break
+                if inflater.unconsumed_tail:
+                    return None
+            else:
+                return None
+        except isal_zlib.error:
+            return None
+        self.feed = feed
+        self.ended = True
+        self.member_end = feed - len(inflater.unused_data)
+        self._retain()
+        return parts[0] if len(parts) == 1 else b"".join(parts)
 
     def want(self, n: int, cross: bool = False) -> int:
         """Bytes available in out[i:], after inflating until there are `n` or the segment
