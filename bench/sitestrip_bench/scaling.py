@@ -405,7 +405,9 @@ class TreeSampler(threading.Thread):
         super().__init__(daemon=True)
         self.root, self.interval = root, interval
         self.stop = threading.Event()
-        self.peak_rss_kb = self.peak_pss_kb = 0
+        # RssAnon apart: VmRSS also counts the shared libraries' pages the process touched,
+        # which vary with the page cache by tens of MB between installs of the same packages.
+        self.peak_rss_kb = self.peak_pss_kb = self.peak_anon_kb = 0
         self.hwm_kb: dict[int, int] = {}
         self.cpu: dict[int, float] = {}
         self.names: dict[int, str] = {}
@@ -428,18 +430,20 @@ class TreeSampler(threading.Thread):
             pid = stack.pop()
             tree.append(pid)
             stack.extend(children.get(pid, ()))
-        rss = pss = 0
+        rss = pss = anon = 0
         for pid in tree:
-            status = _status_kb(pid, "VmRSS", "VmHWM")
+            status = _status_kb(pid, "VmRSS", "VmHWM", "RssAnon")
             if not status:
                 continue
             if pid not in self.names:
                 self.names[pid] = _cmd(pid)
             rss += status.get("VmRSS", 0)
+            anon += status.get("RssAnon", 0)
             pss += _pss_kb(pid)
             self.hwm_kb[pid] = max(self.hwm_kb.get(pid, 0), status.get("VmHWM", 0))
             self.cpu[pid] = max(self.cpu.get(pid, 0.0), _cpu_s(pid))
         self.peak_rss_kb, self.peak_pss_kb = max(self.peak_rss_kb, rss), max(self.peak_pss_kb, pss)
+        self.peak_anon_kb = max(self.peak_anon_kb, anon)
         self.series.append((round(time.monotonic() - self.started, 2), len(tree), rss, pss))
 
 
@@ -491,6 +495,7 @@ def run_pipeline(inputs: list[str], output: str, workers: int = 1, extra: tuple 
         "maxrss_mb_time_v": round(timed.get("maxrss_kb", 0) / 1024),
         "peak_tree_rss_mb": round(sampler.peak_rss_kb / 1024),
         "peak_tree_pss_mb": round(sampler.peak_pss_kb / 1024),
+        "peak_tree_anon_mb": round(sampler.peak_anon_kb / 1024),
         "peak_mb_by_process": {k: [round(v / 1024) for v in sorted(vs, reverse=True)] for k, vs in by_kind.items()},
         "rss_series": sampler.series[::max(1, len(sampler.series) // 400)],
         "summary": stdout.strip().splitlines(),
@@ -798,13 +803,13 @@ def _run_table(title: str, runs: list[dict]) -> None:
     print(f"\n### {title}\n")
     print("| input | workers | pages | wall s | pages/s | user+sys s (time -v) | CPU s (tree) | "
           "peak RSS MB (time -v, largest process) | peak RSS MB (tree sum) | peak PSS MB (tree sum) | "
-          "per process peak MB |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+          "peak anonymous RSS MB (tree sum) | per process peak MB |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in runs:
         per = "; ".join(f"{k} {', '.join(map(str, v))}" for k, v in sorted(r["peak_mb_by_process"].items()))
         print(f"| {r['input']} | {r['workers']} | {r['pages']} | {r['wall_s']:.1f} | {r['pages_per_s']:.1f} | "
               f"{(r['user_s'] or 0) + (r['sys_s'] or 0):.1f} | {r['tree_cpu_s']:.1f} | {r['maxrss_mb_time_v']} | "
-              f"{r['peak_tree_rss_mb']} | {r['peak_tree_pss_mb']} | {per} |")
+              f"{r['peak_tree_rss_mb']} | {r['peak_tree_pss_mb']} | {r.get('peak_tree_anon_mb', '–')} | {per} |")
 
 
 def cmd_workers(args) -> dict:
