@@ -42,6 +42,25 @@ static int get(PyObject *obj, Py_buffer *view, Py_ssize_t itemsize, int writable
  * the next tree's, read most features from the second level: the shipped model's first stage
  * took 0.56 ms a page of news-ctf2015-dev that way with 8 lanes, 0.41-0.42 this way). */
 #define LANES 16
+/* Walk `lanes` feature rows down one tree from k[j] (their start nodes) for at most `steps`
+ * steps, leaving each lane's node in k. A node stays where it is only at a leaf (its own left
+ * child, threshold +inf; an inner node's children come after it), so once no lane moved,
+ * every lane is at its leaf and the remaining steps would change nothing: leaf-wise trees put
+ * most leaves well above the tree's deepest one (the shipped model: 5.6 steps needed per walk,
+ * 11.0 levels deep). */
+static inline void walk_lanes(int64_t *k, const float *const *row, Py_ssize_t lanes, int64_t steps,
+                              const int64_t *lf, const int64_t *f, const float *th) {
+    for (int64_t s = 0; s < steps; s++) {
+        int64_t moved = 0;
+        for (Py_ssize_t j = 0; j < lanes; j++) {
+            int64_t next = lf[k[j]] + (row[j][f[k[j]]] > th[k[j]]);
+            moved |= next ^ k[j];
+            k[j] = next;
+        }
+        if (!moved) break;
+    }
+}
+
 static PyObject *leaves(PyObject *self, PyObject *args) {
     (void)self;
     PyObject *node_o, *x_o, *steps_o, *feat_o, *thr_o, *left_o;
@@ -77,20 +96,7 @@ static PyObject *leaves(PyObject *self, PyObject *args) {
                 int64_t *at = nd + r * blocks;
                 int64_t k[LANES];
                 for (Py_ssize_t j = 0; j < lanes; j++) k[j] = at[b0 + j];
-                for (int64_t s = 0; s < steps[r]; s++) {
-                    /* A node stays where it is only at a leaf (its own left child, threshold
-                     * +inf; an inner node's children come after it), so once no lane moved,
-                     * every lane is at its leaf and the remaining steps would change nothing:
-                     * leaf-wise trees put most leaves well above the tree's deepest one
-                     * (the shipped model: 5.6 steps needed per walk, 11.0 levels deep). */
-                    int64_t moved = 0;
-                    for (Py_ssize_t j = 0; j < lanes; j++) {
-                        int64_t next = lf[k[j]] + (row[j][f[k[j]]] > th[k[j]]);
-                        moved |= next ^ k[j];
-                        k[j] = next;
-                    }
-                    if (!moved) break;
-                }
+                walk_lanes(k, row, lanes, steps[r], lf, f, th);
                 for (Py_ssize_t j = 0; j < lanes; j++) at[b0 + j] = k[j];
             }
         }
@@ -143,15 +149,7 @@ static PyObject *leaf_sums(PyObject *self, PyObject *args) {
             for (Py_ssize_t r = 0; r < rows; r++) {
                 int64_t k[LANES];
                 for (Py_ssize_t j = 0; j < lanes; j++) k[j] = roots[r];
-                for (int64_t s = 0; s < steps[r]; s++) {
-                    int64_t moved = 0;   /* as in `leaves` */
-                    for (Py_ssize_t j = 0; j < lanes; j++) {
-                        int64_t next = lf[k[j]] + (row[j][f[k[j]]] > th[k[j]]);
-                        moved |= next ^ k[j];
-                        k[j] = next;
-                    }
-                    if (!moved) break;
-                }
+                walk_lanes(k, row, lanes, steps[r], lf, f, th);
                 for (Py_ssize_t j = 0; j < lanes; j++) sum[j] = r == 0 ? value[k[j]] : sum[j] + value[k[j]];
             }
             for (Py_ssize_t j = 0; j < lanes; j++) out[b0 + j] = sum[j];
@@ -300,15 +298,7 @@ static PyObject *forest(PyObject *self, PyObject *args) {
             for (Py_ssize_t r = 0; r < rows; r++) {
                 int64_t k[LANES];
                 for (Py_ssize_t j = 0; j < lanes; j++) k[j] = roots[r];
-                for (int64_t s = 0; s < steps[r]; s++) {
-                    int64_t moved = 0;   /* as in `leaves` */
-                    for (Py_ssize_t j = 0; j < lanes; j++) {
-                        int64_t next = lf[k[j]] + (row[j][f[k[j]]] > th[k[j]]);
-                        moved |= next ^ k[j];
-                        k[j] = next;
-                    }
-                    if (!moved) break;
-                }
+                walk_lanes(k, row, lanes, steps[r], lf, f, th);
                 if (per_tree)
                     for (Py_ssize_t j = 0; j < lanes; j++) out[r * blocks + b0 + j] = value[k[j]];
                 else
