@@ -250,6 +250,18 @@ def test_a_run_of_one_partition_writes_the_files_of_the_one_graph(corpus, one_gr
     assert {"menus", "sites"} <= set(empty_first)
 
 
+def _spilled_bucket(tmp_path, urls):
+    """The spill file of example.org's bucket after `urls`' pages are spilled in that order."""
+    writer = SpillWriter(str(tmp_path))
+    for url in urls:
+        writer.add_page(build_page_record(url=url, body=page(url, ["/"]), http_charset=None, warc_file="f",
+                                          warc_offset=0, warc_record_id="r", fetch_date="d",
+                                          content_type="text/html", truncated=None))
+    writer.close()
+    (path,) = read_index(str(tmp_path), 10).page_files[bucket_of("example.org")]
+    return path
+
+
 def test_a_page_comes_back_from_the_spill_as_it_went_in(tmp_path):
     body = page("Spilled \u00e9t\u00e9", ["/a.html", "/b.html"])
     record = build_page_record(url="https://Example.org/dir/p.html?q=\u00fc", body=body, http_charset=None,
@@ -293,13 +305,7 @@ def test_a_shard_reaches_the_site_step_as_its_places_and_unpacks_in_order(tmp_pa
 
     monkeypatch.setattr(SpillWriter, "FLUSH_BYTES", 1)
     urls = [f"https://example.org/{i}.html" for i in range(4)]
-    writer = SpillWriter(str(tmp_path))
-    for url in urls:
-        writer.add_page(build_page_record(url=url, body=page(url, ["/"]), http_charset=None, warc_file="f",
-                                          warc_offset=0, warc_record_id="r", fetch_date="d",
-                                          content_type="text/html", truncated=None))
-    writer.close()
-    (path,) = read_index(str(tmp_path), 10).page_files[bucket_of("example.org")]
+    path = _spilled_bucket(tmp_path, urls)
     with open(path, "rb") as fh:
         offsets = [offset for offset, _, _ in iter_heads(fh)]
     key, records = read_shard((("example.org", 0), [(path, offsets[::-1])]))
@@ -312,13 +318,7 @@ def test_a_shard_reaches_the_site_step_as_its_places_and_unpacks_in_order(tmp_pa
 def test_a_bucket_written_in_many_flushes_reads_back_in_order(tmp_path, monkeypatch):
     monkeypatch.setattr(SpillWriter, "FLUSH_BYTES", 1)
     urls = [f"https://example.org/{i}.html" for i in range(5)]
-    writer = SpillWriter(str(tmp_path))
-    for url in urls:
-        writer.add_page(build_page_record(url=url, body=page(url, ["/"]), http_charset=None, warc_file="f",
-                                          warc_offset=0, warc_record_id="r", fetch_date="d",
-                                          content_type="text/html", truncated=None))
-    writer.close()
-    (path,) = read_index(str(tmp_path), 10).page_files[bucket_of("example.org")]
+    path = _spilled_bucket(tmp_path, urls)
     with open(path, "rb") as fh:
         assert [decode_page(packed).url for _, _, packed in iter_frames(fh)] == urls
     with open(path, "rb") as fh:
