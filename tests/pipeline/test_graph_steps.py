@@ -54,3 +54,29 @@ def test_a_pages_group_sets_target_in_input_from_its_present_targets():
         found = dict(zip(got.strings()[0], got.in_input.tolist()))
         assert found[outside] is bool(present)
         assert found["https://docs.test/beta.html"] is True       # a page of the shard
+
+
+def test_a_large_shard_gives_the_heap_back_when_it_is_done_and_a_small_one_does_not(monkeypatch):
+    """ProcessSite trims the C heap after a shard of TRIM_AFTER_PAGES pages or more, once its
+    rows are all out; a smaller shard keeps the heap as it is."""
+    from sitestrip.pipeline import graph
+    calls = []
+    monkeypatch.setattr(graph, "give_back_heap", lambda: calls.append(len(rows)))
+    dofn = ProcessSite(config_from_dict({}))
+    dofn.setup()
+    records = site_records()
+    for at_least, expected in ((len(records) + 1, []), (len(records), [len(records)])):
+        monkeypatch.setattr(graph, "TRIM_AFTER_PAGES", at_least)
+        calls.clear()
+        rows = []
+        for kind, value in dofn.process((("docs.test", 0), site_records())):
+            if kind == graph.MAIN:
+                rows.append(value)
+        assert calls == expected
+
+
+def test_the_heap_is_given_back_where_the_c_library_is_glibc():
+    import platform
+
+    from sitestrip.pipeline.graph import give_back_heap
+    assert give_back_heap() is (platform.libc_ver()[0] == "glibc")
