@@ -287,7 +287,10 @@ class _Container:
 
         Only a member that isal inflates to its end, checksum and length included, is
         taken: zlib inflates such a member to the same bytes without an error, so which
-        one read it changes nothing downstream. Anything else (damage, a cut, a member
+        one read it changes nothing downstream. (The one exception would be a member whose
+        deflate stream zlib refuses, an invalid code table, that isal still inflates to the
+        right checksum: a compressor's fault that neither the dev corpora nor a fuzz of
+        their members produced.) Anything else (damage, a cut, a member
         over _WHOLE_LIMIT) is read by zlib from the start, so that its error, its message
         and the bytes delivered before it are zlib's."""
         raw = self.raw
