@@ -928,8 +928,8 @@ def cmd_memory(args) -> dict:
         trimmed = None
         if args.trim:
             # What the C allocator keeps of freed memory: RSS after giving it back.
-            import ctypes
-            ctypes.CDLL("libc.so.6").malloc_trim(0)
+            from sitestrip.pipeline.graph import give_back_heap
+            give_back_heap()
             trimmed = _rss_mb()[0]
         log.append({"stage": bundle_manager.stage.name, "cpu_s": round(time.process_time() - started, 2),
                     "rss_before": rss_before, "rss_after": rss_after, "hwm_before": hwm_before,
