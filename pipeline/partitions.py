@@ -76,7 +76,7 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.metrics import Metrics
 
 from sitestrip.pipeline.graph import MAIN, NAMESPACE, build_pipeline, dataset_prefix, read_warcs
-from sitestrip.pipeline.wire import pack_record, unpack_record
+from sitestrip.pipeline.wire import pack_record
 from sitestrip.transforms.site_step import PageRecord
 from sitestrip.transforms.shards import ShardPlan, page_cell, plan_shards
 
@@ -190,10 +190,6 @@ def read_frame(fh, offset: int) -> bytes:
     fh.seek(offset)
     _part(fh, _length(fh))
     return _part(fh, _length(fh))
-
-
-def decode_page(packed: bytes) -> PageRecord:
-    return unpack_record(packed)
 
 
 def url_digests(urls) -> bytes:

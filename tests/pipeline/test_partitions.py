@@ -21,8 +21,8 @@ from sitestrip.configs import RunLimits, load_config
 from sitestrip.pipeline import partitions
 from sitestrip.pipeline.cli import _counters, main
 from sitestrip.pipeline.graph import build_pipeline
-from sitestrip.pipeline.wire import pack_record
-from sitestrip.pipeline.partitions import (BUCKETS, SpillIndex, SpilledUrls, SpillWriter, bucket_of, decode_page,
+from sitestrip.pipeline.wire import pack_record, unpack_record
+from sitestrip.pipeline.partitions import (BUCKETS, SpillIndex, SpilledUrls, SpillWriter, bucket_of,
                                            iter_frames, iter_heads, partition_bytes, plan_partitions, read_frame,
                                            read_index, run_partitioned)
 from sitestrip.schemas import DATASETS
@@ -280,7 +280,7 @@ def test_a_page_comes_back_from_the_spill_as_it_went_in(tmp_path):
         ((site, cell, packed),) = list(iter_frames(fh))
     # A page is spilled as it crosses the shuffles of the one graph (pipeline/wire.py).
     assert packed == pack_record(record)
-    back = decode_page(packed)
+    back = unpack_record(packed)
     assert (site, cell) == ("example.org", ("dir", cell[1]))
     for field in dataclasses.fields(record):
         if field.name != "page":
@@ -320,10 +320,10 @@ def test_a_bucket_written_in_many_flushes_reads_back_in_order(tmp_path, monkeypa
     urls = [f"https://example.org/{i}.html" for i in range(5)]
     path = _spilled_bucket(tmp_path, urls)
     with open(path, "rb") as fh:
-        assert [decode_page(packed).url for _, _, packed in iter_frames(fh)] == urls
+        assert [unpack_record(packed).url for _, _, packed in iter_frames(fh)] == urls
     with open(path, "rb") as fh:
         heads = list(iter_heads(fh))
-        assert [decode_page(read_frame(fh, offset)).url for offset, _, _ in reversed(heads)] == urls[::-1]
+        assert [unpack_record(read_frame(fh, offset)).url for offset, _, _ in reversed(heads)] == urls[::-1]
 
 
 def test_a_cut_spill_file_is_an_error_not_fewer_pages(tmp_path):
