@@ -511,6 +511,17 @@ def _local_runner(options, workers: int, worker_level: str):
     return FnApiRunner(default_environment=SubprocessSDKEnvironment.from_command_string(command))
 
 
+def _replace_once(owner, name: str, wrap) -> None:
+    """`owner.name` replaced by `wrap(original)`, once per process (a replacement is marked);
+    a Beam without it is left as it is."""
+    original = getattr(owner, name, None)
+    if original is None or getattr(original, "sitestrip_cached", False):
+        return
+    replacement = wrap(original)
+    replacement.sitestrip_cached = True
+    setattr(owner, name, replacement)
+
+
 def cache_dofn_specs() -> None:
     """Beam's state and timer specs of a DoFn (`userstate.get_dofn_specs`: every method's
     signature inspected), computed once per DoFn object instead of at each of the five or
@@ -519,22 +530,21 @@ def cache_dofn_specs() -> None:
     partition (pipeline/partitions.py). A DoFn's methods do not change once it is in a graph.
     Once per process; a Beam without the function is left as it is."""
     from apache_beam.transforms import userstate
-    compute = getattr(userstate, "get_dofn_specs", None)
-    if compute is None or getattr(compute, "sitestrip_cached", False):
-        return
-    specs: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
-    def get_dofn_specs(dofn):
-        try:
-            got = specs.get(dofn)
-        except TypeError:           # a DoFn neither hashable nor weakly referenceable
-            return compute(dofn)
-        if got is None:
-            got = specs[dofn] = compute(dofn)
-        return set(got[0]), set(got[1])
+    def cached(compute):
+        specs: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
-    get_dofn_specs.sitestrip_cached = True
-    userstate.get_dofn_specs = get_dofn_specs
+        def get_dofn_specs(dofn):
+            try:
+                got = specs.get(dofn)
+            except TypeError:           # a DoFn neither hashable nor weakly referenceable
+                return compute(dofn)
+            if got is None:
+                got = specs[dofn] = compute(dofn)
+            return set(got[0]), set(got[1])
+        return get_dofn_specs
+
+    _replace_once(userstate, "get_dofn_specs", cached)
 
 
 def cache_function_arguments() -> None:
@@ -550,32 +560,29 @@ def cache_function_arguments() -> None:
     import inspect
 
     from apache_beam.transforms import core
-    compute = getattr(core, "get_function_args_defaults", None)
-    if compute is None or getattr(compute, "sitestrip_cached", False):
-        return
-    known: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
-    def get_function_args_defaults(f):
-        if inspect.ismethod(f):
-            function, bound = f.__func__, True
-        elif inspect.isfunction(f):
-            function, bound = f, False
-        else:
-            return compute(f)
-        per_function = known.get(function)
-        if per_function is None:
-            per_function = known[function] = {}
-        got = per_function.get(bound)
-        if got is None:
-            got = per_function[bound] = compute(f)
-        return list(got[0]), list(got[1])
+    def cached_arguments(compute):
+        known: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
-    get_function_args_defaults.sitestrip_cached = True
-    core.get_function_args_defaults = get_function_args_defaults
+        def get_function_args_defaults(f):
+            if inspect.ismethod(f):
+                function, bound = f.__func__, True
+            elif inspect.isfunction(f):
+                function, bound = f, False
+            else:
+                return compute(f)
+            per_function = known.get(function)
+            if per_function is None:
+                per_function = known[function] = {}
+            got = per_function.get(bound)
+            if got is None:
+                got = per_function[bound] = compute(f)
+            return list(got[0]), list(got[1])
+        return get_function_args_defaults
+
     # The same for the check of a DoFn's process method for both `yield` and `return` (a warning
     # only), which reads and tokenizes the method's source at every ParDo.
-    check = getattr(core, "_check_fn_use_yield_and_return", None)
-    if check is not None:
+    def cached_check(check):
         checked: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
         def check_fn_use_yield_and_return(fn):
@@ -586,8 +593,10 @@ def cache_function_arguments() -> None:
             if got is None:
                 got = checked[function] = check(fn)
             return got
+        return check_fn_use_yield_and_return
 
-        core._check_fn_use_yield_and_return = check_fn_use_yield_and_return
+    _replace_once(core, "get_function_args_defaults", cached_arguments)
+    _replace_once(core, "_check_fn_use_yield_and_return", cached_check)
 
 
 def cache_option_views() -> None:
@@ -598,26 +607,25 @@ def cache_option_views() -> None:
     (pipeline/partitions.py). A view holds no value of its own: every view of an object reads
     and writes that object's options, so one view serves every caller. Once per process."""
     from apache_beam.options.pipeline_options import PipelineOptions
-    make = PipelineOptions.view_as
-    if getattr(make, "sitestrip_cached", False):
-        return
-    views: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
-    def view_as(self, cls):
-        try:
-            per_options = views.get(self)
-        except TypeError:           # an options object neither hashable nor weakly referenceable
-            return make(self, cls)
-        if per_options is None:
-            per_options = views[self] = {}
-        got = per_options.get(cls)
-        # A view of flags that changed since is made again.
-        if got is None or got[0] is not self._flags:
-            got = per_options[cls] = (self._flags, make(self, cls))
-        return got[1]
+    def cached(make):
+        views: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
-    view_as.sitestrip_cached = True
-    PipelineOptions.view_as = view_as
+        def view_as(self, cls):
+            try:
+                per_options = views.get(self)
+            except TypeError:           # an options object neither hashable nor weakly referenceable
+                return make(self, cls)
+            if per_options is None:
+                per_options = views[self] = {}
+            got = per_options.get(cls)
+            # A view of flags that changed since is made again.
+            if got is None or got[0] is not self._flags:
+                got = per_options[cls] = (self._flags, make(self, cls))
+            return got[1]
+        return view_as
+
+    _replace_once(PipelineOptions, "view_as", cached)
 
 
 def run(argv: list[str], prog: str = "sitestrip run") -> int:
