@@ -499,6 +499,7 @@ def _local_runner(options, workers: int, worker_level: str):
     cache_dofn_specs()
     cache_function_arguments()
     cache_option_views()
+    sample_states_briefly()
     direct = options.view_as(DirectOptions)
     direct.direct_num_workers = workers
     if workers == 1:
@@ -626,6 +627,33 @@ def cache_option_views() -> None:
         return view_as
 
     _replace_once(PipelineOptions, "view_as", cached)
+
+
+# How often Beam's state sampler wakes in a local run's bundles (sample_states_briefly).
+STATE_SAMPLING_MS = 10
+
+
+def sample_states_briefly() -> None:
+    """Beam's state sampler wakes every 10 ms instead of every 200 in this process's bundles.
+
+    The sampler is a thread per bundle that sleeps between samples of which step is running
+    (Beam's msec counters, which the product does not read), and a bundle ends only when
+    that thread has woken and seen the end: up to a full period of idle wall time per bundle,
+    spent by every partition of a local run. On docsites-dev (16 bundles, 1 worker) the ends
+    waited 0.40-0.59 s in all, about 4 % of the run's wall time; at 10 ms, 0.05 s. Each wake
+    takes a lock and adds two numbers, without the GIL. The local runner and its worker
+    processes (pipeline/worker.py) call this; other runners keep Beam's period. Once per
+    process; a Beam without the sampler is left as it is."""
+    from apache_beam.runners.worker import statesampler
+
+    def briefly(sampler):
+        class StateSampler(sampler):
+            def __init__(self, prefix, counter_factory, sampling_period_ms=STATE_SAMPLING_MS):
+                super().__init__(prefix, counter_factory, sampling_period_ms)
+        StateSampler.__doc__ = sampler.__doc__
+        return StateSampler
+
+    _replace_once(statesampler, "StateSampler", briefly)
 
 
 def run(argv: list[str], prog: str = "sitestrip run") -> int:
