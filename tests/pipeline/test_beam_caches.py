@@ -1,5 +1,6 @@
 """What a local run keeps of Beam's introspection (pipeline/cli.py): the answers are Beam's own."""
 import apache_beam as beam
+import pytest
 from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions, StandardOptions, TypeOptions
 from apache_beam.transforms import core
 
@@ -63,6 +64,7 @@ def test_one_view_per_options_object_and_class_sharing_its_values():
     assert other.view_as(TypeOptions).pipeline_type_check is True
 
 
+@pytest.mark.beam
 def test_a_local_run_s_bundles_sample_states_every_few_ms_and_still_count_them():
     """sample_states_briefly: Beam's bundles make samplers of the short period (a bundle's end
     waits for its sampler's next wake), once per process, and a pipeline still runs."""
