@@ -338,9 +338,20 @@ def failure(counters: dict) -> str | None:
     return None
 
 
+def _errors_columns(fh):
+    """What the summary reads of an errors part file. One file's reader, not pq.read_table,
+    which imports pyarrow.dataset and pyarrow.compute (0.05-0.07 CPU s of every run, which
+    reads these files at its end) to read a dataset of files. No Arrow worker threads: the
+    process exits right after, and a pool started with Beam's gRPC threads alive aborted the
+    interpreter at exit now and then ("terminate called without an active exception"); a
+    run's errors are few."""
+    import pyarrow.parquet as pq
+    return pq.ParquetFile(fh).read(columns=["url", "warc_file", "warc_offset", "stage", "error_class", "message"],
+                                   use_threads=False)
+
+
 def first_errors(output: str, limit: int = FIRST_ERRORS) -> tuple[list[dict], int]:
     """(up to `limit` errors rows in (file, offset) order, number of rows) of a run's output."""
-    import pyarrow.parquet as pq
     from apache_beam.io.filesystems import FileSystems
 
     from sitestrip.pipeline.graph import dataset_prefix
@@ -349,12 +360,7 @@ def first_errors(output: str, limit: int = FIRST_ERRORS) -> tuple[list[dict], in
     for match in FileSystems.match([pattern]):
         for meta in match.metadata_list:
             with FileSystems.open(meta.path) as fh:
-                # No Arrow worker threads: the process exits right after this, and a pool
-                # started here with Beam's gRPC threads alive aborted the interpreter at exit
-                # now and then ("terminate called without an active exception"); a failed
-                # run's errors are few.
-                table = pq.read_table(fh, columns=["url", "warc_file", "warc_offset", "stage",
-                                                   "error_class", "message"], use_threads=False)
+                table = _errors_columns(fh)
             total += table.num_rows
             rows.extend(table.to_pylist())
     rows.sort(key=lambda r: (r["warc_file"] or "", r["warc_offset"] or -1, r["url"] or ""))
@@ -389,7 +395,6 @@ def _report_failure(reason: str, errors_root: str, args) -> None:
 def unread_inputs(errors_root: str) -> list[dict]:
     """The input files a run could not read at all (missing, empty, unreadable, not a WARC):
     the errors rows of stage read about a whole file, as {"file", "error_class", "message"}."""
-    import pyarrow.parquet as pq
     from apache_beam.io.filesystems import FileSystems
 
     from sitestrip.pipeline.graph import dataset_prefix
@@ -397,8 +402,7 @@ def unread_inputs(errors_root: str) -> list[dict]:
     for match in FileSystems.match([dataset_prefix(errors_root, "errors") + "-*"]):
         for meta in match.metadata_list:
             with FileSystems.open(meta.path) as fh:
-                table = pq.read_table(fh, columns=["url", "warc_file", "warc_offset", "stage",
-                                                   "error_class", "message"], use_threads=False)
+                table = _errors_columns(fh)
             for r in table.to_pylist():
                 if r["stage"] == "read" and r["warc_offset"] is None and r["url"] is None:
                     out.append({"file": r["warc_file"], "error_class": r["error_class"],
