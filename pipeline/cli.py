@@ -338,9 +338,20 @@ def failure(counters: dict) -> str | None:
     return None
 
 
+def _errors_columns(fh):
+    """What the summary reads of an errors part file. One file's reader, not pq.read_table,
+    which imports pyarrow.dataset and pyarrow.compute (0.05-0.07 CPU s of every run, which
+    reads these files at its end) to read a dataset of files. No Arrow worker threads: the
+    process exits right after, and a pool started with Beam's gRPC threads alive aborted the
+    interpreter at exit now and then ("terminate called without an active exception"); a
+    run's errors are few."""
+    import pyarrow.parquet as pq
+    return pq.ParquetFile(fh).read(columns=["url", "warc_file", "warc_offset", "stage", "error_class", "message"],
+                                   use_threads=False)
+
+
 def first_errors(output: str, limit: int = FIRST_ERRORS) -> tuple[list[dict], int]:
     """(up to `limit` errors rows in (file, offset) order, number of rows) of a run's output."""
-    import pyarrow.parquet as pq
     from apache_beam.io.filesystems import FileSystems
 
     from sitestrip.pipeline.graph import dataset_prefix
@@ -349,12 +360,7 @@ def first_errors(output: str, limit: int = FIRST_ERRORS) -> tuple[list[dict], in
     for match in FileSystems.match([pattern]):
         for meta in match.metadata_list:
             with FileSystems.open(meta.path) as fh:
-                # No Arrow worker threads: the process exits right after this, and a pool
-                # started here with Beam's gRPC threads alive aborted the interpreter at exit
-                # now and then ("terminate called without an active exception"); a failed
-                # run's errors are few.
-                table = pq.read_table(fh, columns=["url", "warc_file", "warc_offset", "stage",
-                                                   "error_class", "message"], use_threads=False)
+                table = _errors_columns(fh)
             total += table.num_rows
             rows.extend(table.to_pylist())
     rows.sort(key=lambda r: (r["warc_file"] or "", r["warc_offset"] or -1, r["url"] or ""))
@@ -389,7 +395,6 @@ def _report_failure(reason: str, errors_root: str, args) -> None:
 def unread_inputs(errors_root: str) -> list[dict]:
     """The input files a run could not read at all (missing, empty, unreadable, not a WARC):
     the errors rows of stage read about a whole file, as {"file", "error_class", "message"}."""
-    import pyarrow.parquet as pq
     from apache_beam.io.filesystems import FileSystems
 
     from sitestrip.pipeline.graph import dataset_prefix
@@ -397,8 +402,7 @@ def unread_inputs(errors_root: str) -> list[dict]:
     for match in FileSystems.match([dataset_prefix(errors_root, "errors") + "-*"]):
         for meta in match.metadata_list:
             with FileSystems.open(meta.path) as fh:
-                table = pq.read_table(fh, columns=["url", "warc_file", "warc_offset", "stage",
-                                                   "error_class", "message"], use_threads=False)
+                table = _errors_columns(fh)
             for r in table.to_pylist():
                 if r["stage"] == "read" and r["warc_offset"] is None and r["url"] is None:
                     out.append({"file": r["warc_file"], "error_class": r["error_class"],
@@ -499,6 +503,7 @@ def _local_runner(options, workers: int, worker_level: str):
     cache_dofn_specs()
     cache_function_arguments()
     cache_option_views()
+    sample_states_briefly()
     direct = options.view_as(DirectOptions)
     direct.direct_num_workers = workers
     if workers == 1:
@@ -628,6 +633,33 @@ def cache_option_views() -> None:
     _replace_once(PipelineOptions, "view_as", cached)
 
 
+# How often Beam's state sampler wakes in a local run's bundles (sample_states_briefly).
+STATE_SAMPLING_MS = 10
+
+
+def sample_states_briefly() -> None:
+    """Beam's state sampler wakes every 10 ms instead of every 200 in this process's bundles.
+
+    The sampler is a thread per bundle that sleeps between samples of which step is running
+    (Beam's msec counters, which the product does not read), and a bundle ends only when
+    that thread has woken and seen the end: up to a full period of idle wall time per bundle,
+    spent by every partition of a local run. On docsites-dev (16 bundles, 1 worker) the ends
+    waited 0.40-0.59 s in all, about 4 % of the run's wall time; at 10 ms, 0.05 s. Each wake
+    takes a lock and adds two numbers, without the GIL. The local runner and its worker
+    processes (pipeline/worker.py) call this; other runners keep Beam's period. Once per
+    process; a Beam without the sampler is left as it is."""
+    from apache_beam.runners.worker import statesampler
+
+    def briefly(sampler):
+        class StateSampler(sampler):
+            def __init__(self, prefix, counter_factory, sampling_period_ms=STATE_SAMPLING_MS):
+                super().__init__(prefix, counter_factory, sampling_period_ms)
+        StateSampler.__doc__ = sampler.__doc__
+        return StateSampler
+
+    _replace_once(statesampler, "StateSampler", briefly)
+
+
 def run(argv: list[str], prog: str = "sitestrip run") -> int:
     from sitestrip.pipeline.signals import Guard
     # Until the run has a staging directory (its own handler then takes over) a signal has
@@ -638,6 +670,7 @@ def run(argv: list[str], prog: str = "sitestrip run") -> int:
 
 def _run_command(argv: list[str], prog: str) -> int:
     use_system_allocator_for_arrow()      # `python run.py` comes here without main()
+    one_blas_thread()
     bound_c_heap()
     from sitestrip.pipeline.console import import_beam_quietly, run_logging
     import_beam_quietly()
@@ -1199,6 +1232,26 @@ def use_system_allocator_for_arrow() -> None:
     os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")
 
 
+# What caps numpy's BLAS threads; one the user set is left alone (one_blas_thread).
+BLAS_THREADS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS")
+
+
+def one_blas_thread() -> None:
+    """numpy's OpenBLAS runs one thread, unless the user set its count.
+
+    By default OpenBLAS starts a thread per core when numpy is imported, and after each call
+    big enough to share (a page type's block-weighted feature sums are a matrix-vector product)
+    those threads spin waiting for the next: CPU that does no work, on every core, in every
+    worker, while a worker is one process per core by design. A `sitestrip run` of
+    news-ctf2015-dev on 2 cores spent 2.7 % of its CPU samples in `blas_thread_server`. The
+    product's matrix products are small, and a product split over threads is summed in the
+    same order, so results do not change. OpenBLAS reads the variable when it is loaded, so
+    this runs before numpy is imported (run() and main() call it first); the local workers of
+    --workers N inherit it."""
+    if not any(name in os.environ for name in BLAS_THREADS):
+        os.environ["OPENBLAS_NUM_THREADS"] = "1"
+
+
 # glibc's malloc, as `sitestrip run` sets it (bound_c_heap).
 C_HEAP = {"MALLOC_MMAP_THRESHOLD_": 2 << 20, "MALLOC_TRIM_THRESHOLD_": 32 << 20}
 _MALLOPT = {"MALLOC_MMAP_THRESHOLD_": -3, "MALLOC_TRIM_THRESHOLD_": -1}     # M_MMAP_THRESHOLD, M_TRIM_THRESHOLD
@@ -1237,6 +1290,7 @@ def main(argv: list[str] | None = None) -> int:
     except (AttributeError, ValueError, OSError):   # io.UnsupportedOperation is an OSError
         pass
     use_system_allocator_for_arrow()
+    one_blas_thread()
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["run"]:
         return run(argv[1:])        # it imports Beam itself, under its signal handler

@@ -1,9 +1,10 @@
 """What a local run keeps of Beam's introspection (pipeline/cli.py): the answers are Beam's own."""
 import apache_beam as beam
+import pytest
 from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions, StandardOptions, TypeOptions
 from apache_beam.transforms import core
 
-from sitestrip.pipeline.cli import cache_function_arguments, cache_option_views
+from sitestrip.pipeline.cli import STATE_SAMPLING_MS, cache_function_arguments, cache_option_views, sample_states_briefly
 
 
 class _Counting(beam.DoFn):
@@ -61,3 +62,23 @@ def test_one_view_per_options_object_and_class_sharing_its_values():
     other = PipelineOptions([])
     assert other.view_as(TypeOptions) is not view
     assert other.view_as(TypeOptions).pipeline_type_check is True
+
+
+@pytest.mark.beam
+def test_a_local_run_s_bundles_sample_states_every_few_ms_and_still_count_them():
+    """sample_states_briefly: Beam's bundles make samplers of the short period (a bundle's end
+    waits for its sampler's next wake), once per process, and a pipeline still runs."""
+    from apache_beam.runners.portability.fn_api_runner import FnApiRunner
+    from apache_beam.runners.worker import statesampler
+    from apache_beam.testing.util import assert_that, equal_to
+    from apache_beam.utils.counters import CounterFactory
+    sample_states_briefly()
+    replaced = statesampler.StateSampler
+    sample_states_briefly()
+    assert statesampler.StateSampler is replaced               # no subclass of a subclass
+    sampler = statesampler.StateSampler("step", CounterFactory())
+    assert sampler.sampling_period_ms == STATE_SAMPLING_MS < statesampler.DEFAULT_SAMPLING_PERIOD_MS
+    assert isinstance(sampler, replaced.__mro__[1])
+    with beam.Pipeline(runner=FnApiRunner()) as p:
+        got = p | beam.Create([1, 2, 3]) | beam.Map(lambda x: x * 2)
+        assert_that(got, equal_to([2, 4, 6]))

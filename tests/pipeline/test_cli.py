@@ -276,3 +276,31 @@ def test_progress_lines_by_hand():
         "per-site: 400 of 400 pages (100%), 9 sites, 8.0 pages/s"
     # under a second of per-site work: no rate yet
     assert describe({READ: read, SITES: sites}, 10, 0.5) == "per-site: 100 of 400 pages (25%), 7 sites"
+
+
+_BLAS_PROBE = """
+import os, sys
+if sys.argv[1] == "capped":
+    from sitestrip.pipeline.cli import one_blas_thread
+    one_blas_thread()
+import numpy
+from threadpoolctl import threadpool_info
+print(os.environ.get("OPENBLAS_NUM_THREADS"), max(i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"))
+"""
+
+
+@pytest.mark.parametrize("preset", [None, "2"])
+def test_the_cli_gives_numpy_one_blas_thread_unless_the_user_chose_a_count(preset):
+    """one_blas_thread runs before numpy is imported: numpy's OpenBLAS then has one thread,
+    none spinning beside the worker; a count the user set wins (OpenBLAS caps it at the
+    machine's cores)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS")}
+    if preset:
+        env["OPENBLAS_NUM_THREADS"] = preset
+    out = subprocess.run([sys.executable, "-c", _BLAS_PROBE, "capped"], env=env, capture_output=True, text=True,
+                         check=True)
+    value, threads = out.stdout.split()
+    if preset is None:
+        assert (value, int(threads)) == ("1", 1)
+    else:
+        assert value == preset and 1 <= int(threads) <= min(int(preset), os.cpu_count())
