@@ -35,7 +35,8 @@ def codec(name: str):
 
 
 class _Zstd(threading.local):
-    """This thread's zstd contexts: a context is not safe to share between threads."""
+    """This thread's zstd contexts: a context is not safe to share between threads. Once used
+    they hold about 1.4 MB (the compressor's, for level 1's window) and 0.1 MB."""
 
     def __init__(self):
         self.compressor = zstandard.ZstdCompressor(level=ZSTD_LEVEL)
