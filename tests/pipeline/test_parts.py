@@ -461,3 +461,27 @@ def test_a_pages_own_texts_are_written_without_a_dictionary(tmp_path):
         encodings = {group.column(c).path_in_schema: group.column(c).encodings for c in range(group.num_columns)}
         assert "RLE_DICTIONARY" in encodings["site"]
         assert "RLE_DICTIONARY" not in encodings["main_text"]
+
+
+@pytest.mark.parametrize("type_", ["string", "large_string"])
+def test_a_text_column_is_the_array_of_its_strings(type_):
+    """_TextColumn (a buffer at the values' size, checked as UTF-8) gives pa.array's column of
+    the strings, nulls and empty strings included; not UTF-8, it fails as the strings do."""
+    import pyarrow as pa
+
+    from sitestrip.pipeline.parts import _TextColumn
+
+    type_ = getattr(pa, type_)()
+    values = ["café", None, "", "日本 ¶\n" * 100, "x"]
+    utf8 = [None if v is None else memoryview(v.encode("utf-8")) for v in values]
+    column = _TextColumn(len(values), sum(len(v) for v in utf8 if v is not None))
+    for value in utf8:
+        column.append(value)
+    got = column.array(type_)
+    assert got.type == type_ and got.equals(pa.array(values, type_)) and got.null_count == 1
+
+    lone = "a lone \ud800".encode("utf-8", "surrogatepass")
+    column = _TextColumn(1, len(lone))
+    column.append(lone)
+    with pytest.raises(UnicodeEncodeError):
+        column.array(type_)
