@@ -33,6 +33,8 @@ from __future__ import annotations
 
 import heapq
 import re
+from itertools import compress, groupby
+from operator import itemgetter
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Callable, Iterator, Mapping, Sequence
@@ -472,20 +474,26 @@ def key_page_links(page: CompactPage, site: str) -> list[tuple[str, int]]:
 
 
 def _key_link_positions(page: CompactPage, site: str) -> np.ndarray:
-    """Positions in page.link_url of key_page_links(page, site)."""
+    """Positions in page.link_url of key_page_links(page, site), ascending."""
     own = normalize_url(page.url) or page.url
-    first: dict[str, int] = {}
-    for position, url in enumerate(page.link_url):
-        first.setdefault(url, position)
+    urls = page.link_url
+    # Each distinct URL's first position, in one dict built by C: written backwards, the first
+    # occurrence is written last (a setdefault per link cost a Python step per link).
+    first = dict(zip(reversed(urls), range(len(urls) - 1, -1, -1)))
     first.pop(own, None)
-    urls = list(first)
+    distinct = list(first)
     # The host of every distinct URL in one regex pass (_site_of_normalized's slicing: after
     # the first "//", up to the next "/"); a URL without "//" takes the function itself.
-    hosts = _AUTHORITY.findall("\n".join(urls))
-    if len(hosts) != len(urls):
-        return np.array([first[u] for u in urls if _site_of_normalized(u) == site], dtype=np.int32)
-    site_of = {host: _host_word(host) for host in set(hosts)}
-    return np.array([first[u] for u, host in zip(urls, hosts) if site_of[host] == site], dtype=np.int32)
+    hosts = _AUTHORITY.findall("\n".join(distinct))
+    if len(hosts) != len(distinct):
+        kept = [first[u] for u in distinct if _site_of_normalized(u) == site]
+    else:
+        in_site_hosts = {host for host in set(hosts) if _host_word(host) == site}
+        kept = list(compress(first.values(), map(in_site_hosts.__contains__, hosts)))
+    positions = np.array(kept, dtype=np.int32)
+    # The dict holds the URLs by their last occurrence: first positions in document order.
+    positions.sort()
+    return positions
 
 
 # Per line of joined URLs (a link URL has no newline: link_url is stored newline-separated).
@@ -501,24 +509,27 @@ def _tiers(page: CompactPage, links: Sequence[tuple[str, int]], of_page: bool = 
     """Links grouped by link relevance w.r.t. the page URL, tiers in Def. 4.2.5 order,
     each tier in document order (node index, then input position). `of_page`: every link
     URL is one of page.link_url (select_candidates's links are)."""
+    if not links:
+        return []
     size = page.size
+    urls = [url for url, _ in links]
+    nodes = [int(node) for _, node in links]
+    if min(nodes) < 0 or max(nodes) >= size:
+        bad = next(node for node in nodes if not 0 <= node < size)
+        raise ValueError(f"link node {bad} outside the page ({size} nodes)")
     reference = directory_sequence(page.url)
-    # The page's own link URLs are normalized already; re-normalizing 100,000
-    # of them would cost more than sorting them.
-    normalized = None if of_page else set(page.link_url)
-    groups: dict[tuple[int, int], list[tuple[int, int, str]]] = {}
-    for i, (url, node) in enumerate(links):
-        node = int(node)
-        if not 0 <= node < size:
-            raise ValueError(f"link node {node} outside the page ({size} nodes)")
-        dirs = _directories_of_normalized(url) if of_page or url in normalized else directory_sequence(url)
-        rank = link_relevance_rank(_h_distance(reference, dirs))
-        groups.setdefault(rank, []).append((node, i, url))
-    tiers = []
-    for rank in sorted(groups):
-        members = sorted(groups[rank])
-        tiers.append([(url, node) for node, _, url in members])
-    return tiers
+    if of_page:
+        dirs = list(map(_directories_of_normalized, urls))
+    else:
+        # The page's own link URLs are normalized already; re-normalizing 100,000
+        # of them would cost more than sorting them.
+        normalized = set(page.link_url)
+        dirs = [_directories_of_normalized(url) if url in normalized else directory_sequence(url) for url in urls]
+    # A page's links share few directories (menus, one section's pages): each one's rank is
+    # computed once, and the links are ordered by (rank, node, position) in one sort.
+    rank_of = {d: link_relevance_rank(_h_distance(reference, d)) for d in set(dirs)}
+    ordered = sorted(zip(map(rank_of.__getitem__, dirs), nodes, range(len(urls)), urls))
+    return [[(url, node) for _, node, _, url in members] for _, members in groupby(ordered, key=itemgetter(0))]
 
 
 def sort_links(page: CompactPage, links: list[tuple[str, int]]) -> list[tuple[str, int]]:
@@ -737,7 +748,9 @@ def page_key_links(page: CompactPage, url: str, site: str) -> tuple[np.ndarray, 
     """(positions in page.link_url of key_page_links(page, site), the page's outlinks: their
     targets but `url`) of one page of `site` at normalized `url`."""
     positions = _key_link_positions(page, site)
-    return positions, frozenset(target for target, _ in _links_at(page, positions) if target != url)
+    targets = set(map(page.link_url.__getitem__, positions.tolist()))
+    targets.discard(url)
+    return positions, frozenset(targets)
 
 
 def site_links(pages: Mapping[str, CompactPage], site: str, key_links: Mapping | None = None) -> SiteLinks:

@@ -137,10 +137,11 @@ class _Budget:
         self.limit_ms = limit_ms
         self.start = time.thread_time() - spent_ms / 1000.0
 
-    def check(self, stage: str) -> None:
+    def check(self, stage: str, now: float | None = None) -> None:
+        """`now`: time.thread_time() when the caller has just read it."""
         if self.limit_ms is None:
             return
-        spent = _ms_since(self.start)
+        spent = ((time.thread_time() if now is None else now) - self.start) * 1000.0
         if spent > self.limit_ms:
             raise StageError(stage, "TimeBudgetExceeded",
                              f"{spent:.0f} ms of CPU time, over site.page_budget_ms = {self.limit_ms:g}")
@@ -165,11 +166,12 @@ class _Stage:
             self.budget.check(self.name)
 
     def __exit__(self, kind, exc, tb):
-        self.timing[self.name] = self.timing.get(self.name, 0.0) + _ms_since(self.start)
+        now = time.thread_time()
+        self.timing[self.name] = self.timing.get(self.name, 0.0) + (now - self.start) * 1000.0
         if exc is not None and not isinstance(exc, StageError) and isinstance(exc, Exception):
             raise StageError(self.name, type(exc).__name__, str(exc)[:500]) from exc
-        if exc is None:
-            self._check()
+        if exc is None and self.budget is not None:
+            self.budget.check(self.name, now)
         return False
 
 
@@ -855,6 +857,8 @@ def process_site(site: str, records: Iterable[PageRecord], config, model=None,
             # run's URLs are known (pipeline/graph.py joins the targets; PageLinks.rows in one
             # process).
             yield "links", page_outlinks[k]
+            # Its consumer has it (set_local keeps its strings decoded for targets()).
+            page_outlinks[k] = None
     clusters = links.clusters if links is not None else None
     if clusters is not None:
         for row in cluster_rows(clusters, shard, page_rows,
