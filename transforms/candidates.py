@@ -33,8 +33,7 @@ from __future__ import annotations
 
 import heapq
 import re
-from itertools import compress, groupby
-from operator import itemgetter
+from itertools import compress
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Callable, Iterator, Mapping, Sequence
@@ -509,27 +508,29 @@ def _tiers(page: CompactPage, links: Sequence[tuple[str, int]], of_page: bool = 
     """Links grouped by link relevance w.r.t. the page URL, tiers in Def. 4.2.5 order,
     each tier in document order (node index, then input position). `of_page`: every link
     URL is one of page.link_url (select_candidates's links are)."""
-    if not links:
-        return []
     size = page.size
-    urls = [url for url, _ in links]
-    nodes = [int(node) for _, node in links]
-    if min(nodes) < 0 or max(nodes) >= size:
-        bad = next(node for node in nodes if not 0 <= node < size)
-        raise ValueError(f"link node {bad} outside the page ({size} nodes)")
     reference = directory_sequence(page.url)
-    if of_page:
-        dirs = list(map(_directories_of_normalized, urls))
-    else:
-        # The page's own link URLs are normalized already; re-normalizing 100,000
-        # of them would cost more than sorting them.
-        normalized = set(page.link_url)
-        dirs = [_directories_of_normalized(url) if url in normalized else directory_sequence(url) for url in urls]
+    # The page's own link URLs are normalized already; re-normalizing 100,000
+    # of them would cost more than sorting them.
+    normalized = None if of_page else set(page.link_url)
     # A page's links share few directories (menus, one section's pages): each one's rank is
-    # computed once, and the links are ordered by (rank, node, position) in one sort.
-    rank_of = {d: link_relevance_rank(_h_distance(reference, d)) for d in set(dirs)}
-    ordered = sorted(zip(map(rank_of.__getitem__, dirs), nodes, range(len(urls)), urls))
-    return [[(url, node) for _, node, _, url in members] for _, members in groupby(ordered, key=itemgetter(0))]
+    # computed once.
+    rank_of: dict = {}
+    groups: dict[tuple[int, int], list[tuple[int, int, str]]] = {}
+    for i, (url, node) in enumerate(links):
+        node = int(node)
+        if not 0 <= node < size:
+            raise ValueError(f"link node {node} outside the page ({size} nodes)")
+        dirs = _directories_of_normalized(url) if of_page or url in normalized else directory_sequence(url)
+        rank = rank_of.get(dirs)
+        if rank is None:
+            rank = rank_of[dirs] = link_relevance_rank(_h_distance(reference, dirs))
+        group = groups.get(rank)
+        if group is None:
+            groups[rank] = [(node, i, url)]
+        else:
+            group.append((node, i, url))
+    return [[(url, node) for node, _, url in sorted(groups[rank])] for rank in sorted(groups)]
 
 
 def sort_links(page: CompactPage, links: list[tuple[str, int]]) -> list[tuple[str, int]]:
@@ -554,9 +555,12 @@ def _loadable_in_order(page: CompactPage, links: Sequence[tuple[str, int]],
     """
     tree = None
     for tier in _tiers(page, links, of_page):
-        wanted = np.array([url in loadable for url, _ in tier], dtype=bool)
-        if not wanted.any():
+        # Most tiers of a page with many directories hold no loadable link: skipped before
+        # any array is made.
+        hits = [url in loadable for url, _ in tier]
+        if not any(hits):
             continue
+        wanted = np.array(hits, dtype=bool)
         nodes = np.array([node for _, node in tier], dtype=np.int64)
         if _dispersion_compiled() and nodes.size <= _COMPILED_DISPERSION_NODES:
             order = _dispersion_order(page, nodes, wanted)
@@ -676,9 +680,11 @@ def select_candidates(key_url: str, key_page: CompactPage, site: SiteLinks,
     known = site.key_links.get(key_url)
     positions = known[1] if known is not None and known[0] is key_page and site_name == site.site \
         else _key_link_positions(key_page, site_name)
-    links = [(url, node) for url, node in _links_at(key_page, positions) if url != key_url]
+    urls = key_page.link_url
+    links = [(url, node) for url, node in zip(map(urls.__getitem__, positions.tolist()),
+                                               key_page.link_node[positions].tolist()) if url != key_url]
     linked = {url for url, _ in links}
-    loadable = {url for url in linked if url in site.outlinks}
+    loadable = linked & site.outlinks.keys()
 
     walked: list[str] = []        # loaded pages, in walk order
     mutual: list[int] = []        # bitmask over walk positions

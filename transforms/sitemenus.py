@@ -121,9 +121,8 @@ def propose_menus(page: CompactPage, template: np.ndarray, params: MenexParams =
                   scores=None) -> MenuProposal:
     """MenEx Alg. 1 roots among the template nodes holding two or more links, with Alg. 2 scores.
     `scores`: menex.menu_scores(page, params), when page-level MenEx computed them already."""
-    empty = MenuProposal(np.zeros(0, np.int64), np.zeros(0, np.uint64), np.zeros(0))
     if page.size == 0:
-        return empty
+        return _no_proposal()
     f, all_weights = menu_scores(page, params) if scores is None else scores
     # A list of links whose elements map but whose anchors differ page by page (related
     # articles, a listing) is content in the template's skeleton rather than a menu: a block
@@ -132,7 +131,7 @@ def propose_menus(page: CompactPage, template: np.ndarray, params: MenexParams =
     eligible, weights = _menu_eligible(page, template, f.hyperlinks, all_weights, min_anchor_share)
     top = weights.max()
     if top <= 0:
-        return empty
+        return _no_proposal()
     ptr, kids = children(page)
     candidates = np.flatnonzero(weights > params.candidate_threshold * top)
     if tree._COMPILED and _compiled is not None:
@@ -146,7 +145,7 @@ def propose_menus(page: CompactPage, template: np.ndarray, params: MenexParams =
                                  for c in candidates}), dtype=np.int64)
     nodes = nodes[eligible[nodes]]
     if nodes.size == 0:
-        return empty
+        return _no_proposal()
     # Alg. 2's measure of each root: the mean weight of its heavy descendants, else its own.
     heavy = np.flatnonzero(weights > params.menu_threshold * top)
     prefix = np.concatenate(([0.0], np.cumsum(weights[heavy])))
@@ -154,6 +153,10 @@ def propose_menus(page: CompactPage, template: np.ndarray, params: MenexParams =
     mean = (prefix[hi] - prefix[lo]) / np.maximum(hi - lo, 1)
     keys = node_keys(page) if keys is None else keys
     return MenuProposal(nodes, keys[nodes], np.where(hi > lo, mean, weights[nodes]))
+
+
+def _no_proposal() -> MenuProposal:
+    return MenuProposal(np.zeros(0, np.int64), np.zeros(0, np.uint64), np.zeros(0))
 
 
 def _menu_eligible(page: CompactPage, template: np.ndarray, hyperlinks: np.ndarray, weights: np.ndarray,
