@@ -1,9 +1,8 @@
 /* The site step's per-page loops outside the big stages, compiled (transforms/sitemenus.py).
  *
- * sitemenus.py and tree.py stay the reference: each function here has a numpy twin there
- * (`_menu_eligible_python`, `_menu_elements_python`, `_text_of_python`), and the tests
- * (tests/transforms/test_sitemenus.py, test_tree.py) run hand-built and generated pages
- * through both. On a page's few hundred nodes numpy spent
+ * sitemenus.py, tree.py and clusters.py stay the reference: each function here has a numpy
+ * twin there (named below), and the tests (tests/transforms/test_sitemenus.py, test_tree.py,
+ * test_clusters.py) run hand-built and generated pages through both. On a page's few hundred nodes numpy spent
  * a dozen calls per step, most of their cost the calls themselves; one pass here does each.
  * Every output is a boolean, an integer count or an input float copied, so the arrays are the
  * reference's bit for bit (the one comparison of floats, a share of anchor characters, is
@@ -16,7 +15,9 @@
  *     one text node (when it has exactly one);
  *   text_codes: tree.text_of's text nodes and the separator before each (text.gaps and
  *     text.separators), which text.joined then joins (tree.py holds this one's reference:
- *     `_text_of_python`).
+ *     `_text_of_python`);
+ *   leaf_elements: clusters.page_signature's leaves, the elements without an element child
+ *     (clusters.py: `_leaf_elements_python`).
  *
  * Only the Python C API and the buffer protocol are used (no numpy headers).
  */
@@ -284,6 +285,46 @@ static PyObject *text_codes(PyObject *self, PyObject *args) {
     return PyLong_FromSsize_t(k);
 }
 
+/* leaf_elements(tag int32[n], parent int32[n], text_tag, out int64[n]) -> k: the k elements
+ * (tag not text_tag) no element has as its parent, in document order. */
+static PyObject *leaf_elements(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *tag_o, *parent_o, *out_o;
+    int text_tag;
+    if (!PyArg_ParseTuple(args, "OOiO", &tag_o, &parent_o, &text_tag, &out_o)) return NULL;
+    Py_buffer tv, pv, ov;
+    if (get_array(tag_o, &tv, 4, -1, 0, "tag") < 0) return NULL;
+    Py_ssize_t n = tv.len / 4;
+    if (get_array(parent_o, &pv, 4, n, 0, "parent") < 0) { PyBuffer_Release(&tv); return NULL; }
+    if (get_array(out_o, &ov, 8, n, 1, "out") < 0) { PyBuffer_Release(&tv); PyBuffer_Release(&pv); return NULL; }
+    const int32_t *tag = tv.buf, *parent = pv.buf;
+    int64_t *out = ov.buf;
+    uint8_t *inner = PyMem_Calloc((size_t)n + 1, 1);
+    Py_ssize_t k = -1;
+    if (!inner) {
+        PyErr_NoMemory();
+    } else {
+        int ok = 1;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            int32_t p = parent[i];
+            if (p >= n) {
+                PyErr_Format(PyExc_ValueError, "parent[%zd] = %d outside the page", i, (int)p);
+                ok = 0;
+                break;
+            }
+            if (tag[i] != text_tag && p >= 0) inner[p] = 1;
+        }
+        if (ok) {
+            k = 0;
+            for (Py_ssize_t i = 0; i < n; i++)
+                if (tag[i] != text_tag && !inner[i]) out[k++] = i;
+        }
+    }
+    PyMem_Free(inner);
+    PyBuffer_Release(&tv); PyBuffer_Release(&pv); PyBuffer_Release(&ov);
+    return k < 0 ? NULL : PyLong_FromSsize_t(k);
+}
+
 static PyMethodDef methods[] = {
     {"menu_eligible", menu_eligible, METH_VARARGS,
      "menu_eligible(tag, flags, chars, end, template, hyperlinks, weights, text_tag, in_link_flag, share, "
@@ -294,11 +335,13 @@ static PyMethodDef methods[] = {
     {"text_codes", text_codes, METH_VARARGS,
      "text_codes(tag, flags, line, mask, text, text_ptr, text_tag, space_flags, pre_flag, idx, codes) -> k: "
      "tree.text_of's text nodes and separators."},
+    {"leaf_elements", leaf_elements, METH_VARARGS,
+     "leaf_elements(tag, parent, text_tag, out) -> k: clusters.page_signature's leaf elements."},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_site",
-                                    "The site step's per-page loops, compiled (see sitemenus.py, tree.py).",
+                                    "The site step's per-page loops, compiled (see sitemenus.py, tree.py, clusters.py).",
                                     -1, methods, NULL, NULL, NULL, NULL};
 
 PyMODINIT_FUNC PyInit__site(void) {
