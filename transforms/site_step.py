@@ -310,19 +310,19 @@ class SiteBlocks:
         return self._keys_and_words(url)[0]
 
     def _keys_and_words(self, url: str) -> tuple:
-        """(the page's distinct block text keys, sorted; the words of its blocks with each)."""
+        """(the page's distinct block text keys, sorted; the words of its blocks with each;
+        their total, a float)."""
         got = self._distinct.get(url)
         if got is None:
             own = self.of(url)
             keys, inverse = distinct_inverse(own.keys)
             words = np.bincount(inverse.ravel(), weights=own.blocks.words, minlength=keys.size)
-            got = self._distinct[url] = (keys, words)
+            got = self._distinct[url] = (keys, words, float(words.sum()))
         return got
 
     def shared_word_share(self, url: str, other: str) -> float:
         """The share of `url`'s block words whose block text `other` shows too."""
-        keys, words = self._keys_and_words(url)
-        total = float(words.sum())
+        keys, words, total = self._keys_and_words(url)
         if total == 0:
             return 0.0
         # Both key arrays are sorted and distinct (np.unique): a binary search finds the shared
