@@ -86,38 +86,36 @@ class PageLinks:
 
     def strings(self) -> tuple[list[str], list[str]]:
         """(target URLs, anchor texts), in link order."""
-        if self._decoded is not None:
-            return self._decoded
         n = len(self)
         if not n:
             return [], []
         parts = compression.unpack(self._strings, "lz4").decode("utf-8", "surrogatepass").split("\x00")
         return parts[:n], parts[n:2 * n]
 
-    # The two steps of each stage of the links' way read the strings one after the other:
-    # set_local then targets in the page's shard, set_present then columns after the target
-    # join. The first keeps them decoded for the second, which lets them go (a shard holds
-    # every page's links packed until its menus are known; a pickled copy never holds them).
-    def _held_strings(self) -> tuple[list[str], list[str]]:
-        self._decoded = self.strings()
-        return self._decoded
-
-    def _release_strings(self) -> tuple[list[str], list[str]]:
-        got = self.strings()
-        self._decoded = None
-        return got
+    def _target_urls(self) -> list[str]:
+        """strings()[0], without a str made for each anchor text; the ones set_local keeps for
+        targets, which is called right after it in the page's shard (pipeline/graph.py) and
+        lets them go (a shard holds every page's links packed until its menus are known; a
+        pickled copy never holds them)."""
+        if self._decoded is not None:
+            return self._decoded
+        n = len(self)
+        if not n:
+            return []
+        return compression.unpack(self._strings, "lz4").decode("utf-8", "surrogatepass").split("\x00", n)[:n]
 
     def set_local(self, shard_urls: Container) -> None:
         """Mark the links whose target is one of `shard_urls`, the normalized URLs of the pages
         rows of the page's own shard: their target_in_input is True whatever the join says,
         and they need not go through it (targets)."""
-        self.local = np.fromiter(map(shard_urls.__contains__, self._held_strings()[0]), dtype=bool,
-                                 count=len(self))
+        self._decoded = urls = self._target_urls()
+        self.local = np.fromiter(map(shard_urls.__contains__, urls), dtype=bool, count=len(self))
 
     def targets(self) -> list[str]:
         """The distinct target URLs the target join must look up (those not known in the
         page's shard: set_local), sorted."""
-        urls = self._release_strings()[0]
+        urls = self._target_urls()
+        self._decoded = None
         if self.local is not None:
             urls = compress(urls, (~self.local).tolist())
         return sorted(set(urls))
@@ -125,7 +123,7 @@ class PageLinks:
     def set_present(self, present: Container) -> None:
         """target_in_input from `present`, the normalized URLs that have a pages row in this run
         (those of the page's shard aside, set_local: they need not be in it)."""
-        found = np.fromiter(map(present.__contains__, self._held_strings()[0]), dtype=bool, count=len(self))
+        found = np.fromiter(map(present.__contains__, self._target_urls()), dtype=bool, count=len(self))
         self.in_input = found if self.local is None else found | self.local
 
     def regions(self) -> np.ndarray:
@@ -142,7 +140,7 @@ class PageLinks:
         """The links rows as columns: {column of schemas.LINKS: its values in link order}, a
         list, or a numpy array for the numbers and flags (the writer converts those without
         a Python object per value: pipeline/parts.py)."""
-        urls, texts = self._release_strings()
+        urls, texts = self.strings()
         n = len(urls)
         fragments = [None] * n
         for k, fragment in zip(self.fragment_at.tolist(), self.fragments):
