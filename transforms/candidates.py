@@ -33,9 +33,9 @@ from __future__ import annotations
 
 import heapq
 import re
-from itertools import compress
 from dataclasses import dataclass, field
 from functools import lru_cache
+from itertools import compress
 from typing import Callable, Iterator, Mapping, Sequence
 
 import numpy as np
@@ -476,8 +476,8 @@ def _key_link_positions(page: CompactPage, site: str) -> np.ndarray:
     """Positions in page.link_url of key_page_links(page, site), ascending."""
     own = normalize_url(page.url) or page.url
     urls = page.link_url
-    # Each distinct URL's first position, in one dict built by C: written backwards, the first
-    # occurrence is written last (a setdefault per link cost a Python step per link).
+    # Each distinct URL's first position, the dict built in C from the links read backwards:
+    # a URL's first occurrence is the last one written.
     first = dict(zip(reversed(urls), range(len(urls) - 1, -1, -1)))
     first.pop(own, None)
     distinct = list(first)

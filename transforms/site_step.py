@@ -858,7 +858,8 @@ def process_site(site: str, records: Iterable[PageRecord], config, model=None,
             # run's URLs are known (pipeline/graph.py joins the targets; PageLinks.rows in one
             # process).
             yield "links", page_outlinks[k]
-            # Its consumer has it (set_local keeps its strings decoded for targets()).
+            # Not held here: set_local keeps its target URLs decoded until targets() reads them,
+            # which a consumer that never calls it would otherwise leave held to the shard's end.
             page_outlinks[k] = None
     clusters = links.clusters if links is not None else None
     if clusters is not None:

@@ -335,14 +335,16 @@ def _menu_elements(page: CompactPage, root: int, l0: int, l1: int) -> tuple:
     link its one text node (-1: none or more), None where _menu_elements_python runs."""
     if not (tree._COMPILED and _site_compiled is not None):
         return _menu_elements_python(page, root, l0, l1)
-    size = int(page.end[root]) - root
-    nodes, first, past, stop, depth = np.empty((5, size), dtype=np.int64)
+    out = np.empty((5, int(page.end[root]) - root), dtype=np.int64)
     text_node = np.empty(l1 - l0, dtype=np.int64)
     k = _site_compiled.menu_elements(
         np.ascontiguousarray(page.link_node, dtype=np.int32), l0, l1, root,
         np.ascontiguousarray(page.end, dtype=np.int32), np.ascontiguousarray(page.tag, dtype=np.int32),
-        np.ascontiguousarray(page.depth, dtype=np.int32), TEXT, nodes, first, past, stop, depth, text_node)
-    return nodes[:k], first[:k], past[:k], stop[:k], depth[:k], text_node
+        np.ascontiguousarray(page.depth, dtype=np.int32), TEXT, *out, text_node)
+    # Copied out of the subtree-sized buffer: a shard's MenuLinks keep their ranges until its
+    # menus' own links are decided, and a menu's root may be the whole page.
+    nodes, first, past, stop, depth = out[:, :k].copy()
+    return nodes, first, past, stop, depth, text_node
 
 
 def _menu_elements_python(page: CompactPage, root: int, l0: int, l1: int) -> tuple:
