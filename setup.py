@@ -5,8 +5,9 @@ a page's blocks, block texts' feature columns and text keys, the blocks stage's 
 (nearest marked ancestors, sibling shapes, class/id hints, block roles), the page type's text
 cues and the main-region columns (transforms/_features.c), the cutting and joining
 of text spans behind every output text (transforms/_text.c), the compact page's blob content
-laid out and rebuilt (transforms/_blob.c) and the language identifier's
-prediction over the packaged fastText model (transforms/_language.c). The two that hash text share
+laid out and rebuilt (transforms/_blob.c), the site menus' per-page loops (transforms/_site.c)
+and the language identifier's prediction over the packaged fastText model
+(transforms/_language.c). The two that hash text share
 transforms/_crc32.h, zlib's crc32 as a table, so zlib's headers are not needed.
 
 Everything else is declared in pyproject.toml; setuptools reads ext_modules from here. The
@@ -31,6 +32,7 @@ setup(ext_modules=[
     Extension("sitestrip.transforms._markdown", ["transforms/_markdown.c"], extra_compile_args=flags),
     Extension("sitestrip.transforms._text", ["transforms/_text.c"], extra_compile_args=flags),
     Extension("sitestrip.transforms._blob", ["transforms/_blob.c"], extra_compile_args=flags),
+    Extension("sitestrip.transforms._site", ["transforms/_site.c"], extra_compile_args=flags),
     Extension("sitestrip.transforms._language", ["transforms/_language.c"], extra_compile_args=flags),
     Extension("sitestrip.transforms._features", ["transforms/_features.c"], extra_compile_args=flags,
               depends=["transforms/_crc32.h"]),

@@ -35,6 +35,7 @@ import heapq
 import re
 from dataclasses import dataclass, field
 from functools import lru_cache
+from itertools import compress
 from typing import Callable, Iterator, Mapping, Sequence
 
 import numpy as np
@@ -472,20 +473,26 @@ def key_page_links(page: CompactPage, site: str) -> list[tuple[str, int]]:
 
 
 def _key_link_positions(page: CompactPage, site: str) -> np.ndarray:
-    """Positions in page.link_url of key_page_links(page, site)."""
+    """Positions in page.link_url of key_page_links(page, site), ascending."""
     own = normalize_url(page.url) or page.url
-    first: dict[str, int] = {}
-    for position, url in enumerate(page.link_url):
-        first.setdefault(url, position)
+    urls = page.link_url
+    # Each distinct URL's first position, the dict built in C from the links read backwards:
+    # a URL's first occurrence is the last one written.
+    first = dict(zip(reversed(urls), range(len(urls) - 1, -1, -1)))
     first.pop(own, None)
-    urls = list(first)
+    distinct = list(first)
     # The host of every distinct URL in one regex pass (_site_of_normalized's slicing: after
     # the first "//", up to the next "/"); a URL without "//" takes the function itself.
-    hosts = _AUTHORITY.findall("\n".join(urls))
-    if len(hosts) != len(urls):
-        return np.array([first[u] for u in urls if _site_of_normalized(u) == site], dtype=np.int32)
-    site_of = {host: _host_word(host) for host in set(hosts)}
-    return np.array([first[u] for u, host in zip(urls, hosts) if site_of[host] == site], dtype=np.int32)
+    hosts = _AUTHORITY.findall("\n".join(distinct))
+    if len(hosts) != len(distinct):
+        kept = [first[u] for u in distinct if _site_of_normalized(u) == site]
+    else:
+        in_site_hosts = {host for host in set(hosts) if _host_word(host) == site}
+        kept = list(compress(first.values(), map(in_site_hosts.__contains__, hosts)))
+    positions = np.array(kept, dtype=np.int32)
+    # The dict holds the URLs by their last occurrence: first positions in document order.
+    positions.sort()
+    return positions
 
 
 # Per line of joined URLs (a link URL has no newline: link_url is stored newline-separated).
@@ -506,19 +513,24 @@ def _tiers(page: CompactPage, links: Sequence[tuple[str, int]], of_page: bool = 
     # The page's own link URLs are normalized already; re-normalizing 100,000
     # of them would cost more than sorting them.
     normalized = None if of_page else set(page.link_url)
+    # A page's links share few directories (menus, one section's pages): each one's rank is
+    # computed once.
+    rank_of: dict = {}
     groups: dict[tuple[int, int], list[tuple[int, int, str]]] = {}
     for i, (url, node) in enumerate(links):
         node = int(node)
         if not 0 <= node < size:
             raise ValueError(f"link node {node} outside the page ({size} nodes)")
         dirs = _directories_of_normalized(url) if of_page or url in normalized else directory_sequence(url)
-        rank = link_relevance_rank(_h_distance(reference, dirs))
-        groups.setdefault(rank, []).append((node, i, url))
-    tiers = []
-    for rank in sorted(groups):
-        members = sorted(groups[rank])
-        tiers.append([(url, node) for node, _, url in members])
-    return tiers
+        rank = rank_of.get(dirs)
+        if rank is None:
+            rank = rank_of[dirs] = link_relevance_rank(_h_distance(reference, dirs))
+        group = groups.get(rank)
+        if group is None:
+            groups[rank] = [(node, i, url)]
+        else:
+            group.append((node, i, url))
+    return [[(url, node) for node, _, url in sorted(groups[rank])] for rank in sorted(groups)]
 
 
 def sort_links(page: CompactPage, links: list[tuple[str, int]]) -> list[tuple[str, int]]:
@@ -543,9 +555,12 @@ def _loadable_in_order(page: CompactPage, links: Sequence[tuple[str, int]],
     """
     tree = None
     for tier in _tiers(page, links, of_page):
-        wanted = np.array([url in loadable for url, _ in tier], dtype=bool)
-        if not wanted.any():
+        # Most tiers of a page with many directories hold no loadable link: skipped before
+        # any array is made.
+        hits = [url in loadable for url, _ in tier]
+        if not any(hits):
             continue
+        wanted = np.array(hits, dtype=bool)
         nodes = np.array([node for _, node in tier], dtype=np.int64)
         if _dispersion_compiled() and nodes.size <= _COMPILED_DISPERSION_NODES:
             order = _dispersion_order(page, nodes, wanted)
@@ -665,9 +680,11 @@ def select_candidates(key_url: str, key_page: CompactPage, site: SiteLinks,
     known = site.key_links.get(key_url)
     positions = known[1] if known is not None and known[0] is key_page and site_name == site.site \
         else _key_link_positions(key_page, site_name)
-    links = [(url, node) for url, node in _links_at(key_page, positions) if url != key_url]
+    urls = key_page.link_url
+    links = [(url, node) for url, node in zip(map(urls.__getitem__, positions.tolist()),
+                                               key_page.link_node[positions].tolist()) if url != key_url]
     linked = {url for url, _ in links}
-    loadable = {url for url in linked if url in site.outlinks}
+    loadable = linked & site.outlinks.keys()
 
     walked: list[str] = []        # loaded pages, in walk order
     mutual: list[int] = []        # bitmask over walk positions
@@ -737,7 +754,9 @@ def page_key_links(page: CompactPage, url: str, site: str) -> tuple[np.ndarray, 
     """(positions in page.link_url of key_page_links(page, site), the page's outlinks: their
     targets but `url`) of one page of `site` at normalized `url`."""
     positions = _key_link_positions(page, site)
-    return positions, frozenset(target for target, _ in _links_at(page, positions) if target != url)
+    targets = set(map(page.link_url.__getitem__, positions.tolist()))
+    targets.discard(url)
+    return positions, frozenset(targets)
 
 
 def site_links(pages: Mapping[str, CompactPage], site: str, key_links: Mapping | None = None) -> SiteLinks:

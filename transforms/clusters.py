@@ -38,6 +38,12 @@ try:
     from sitestrip.transforms import _features as _compiled
 except ImportError:  # pragma: no cover - a source tree used without installing
     _compiled = None
+try:
+    # page_signature's leaf elements in one pass (transforms/_site.c leaf_elements);
+    # _leaf_elements_python is the reference.
+    from sitestrip.transforms import _site as _site_compiled
+except ImportError:  # pragma: no cover - a source tree used without installing
+    _site_compiled = None
 
 PATH_IDS = ("all", "stable", "none")
 FILL_ORDERS = ("url", "closest", "farthest")
@@ -154,15 +160,28 @@ def subtree_path_hashes_reference(end: np.ndarray, depth: np.ndarray, labels: np
 
 def page_signature(page: CompactPage, path_ids: str = "all") -> np.ndarray:
     """Sorted distinct uint64 hashes of the page's root-to-leaf element paths."""
-    n = page.size
-    if n == 0:
+    if page.size == 0:
         return np.zeros(0, dtype=np.uint64)
+    return tree.sorted_distinct(path_hashes(page, node_labels(page, path_ids))[_leaf_elements(page)])
+
+
+def _leaf_elements(page: CompactPage) -> np.ndarray:
+    """The elements of the page without an element child, in document order (int64)."""
+    if not (tree._COMPILED and _site_compiled is not None):
+        return _leaf_elements_python(page)
+    out = np.empty(page.size, dtype=np.int64)
+    k = _site_compiled.leaf_elements(np.ascontiguousarray(page.tag, dtype=np.int32),
+                                     np.ascontiguousarray(page.parent, dtype=np.int32), TEXT, out)
+    return out[:k]
+
+
+def _leaf_elements_python(page: CompactPage) -> np.ndarray:
+    """_leaf_elements with numpy."""
     element = page.tag != TEXT
     parent = page.parent.astype(np.int64)
-    has_element_child = np.zeros(n, dtype=bool)
+    has_element_child = np.zeros(page.size, dtype=bool)
     has_element_child[parent[element & (parent >= 0)]] = True
-    leaves = np.flatnonzero(element & ~has_element_child)
-    return tree.sorted_distinct(path_hashes(page, node_labels(page, path_ids))[leaves])
+    return np.flatnonzero(element & ~has_element_child)
 
 
 def similarity(a: np.ndarray, b: np.ndarray) -> float:

@@ -30,7 +30,7 @@ there; `PageLinks.rows` takes the run's URLs, or None for a null column.
 from __future__ import annotations
 
 import hashlib
-from itertools import repeat
+from itertools import compress, repeat
 from typing import Container, Iterator
 
 import numpy as np
@@ -63,7 +63,7 @@ class PageLinks:
     The Parquet writer (pipeline/parts.py) takes a PageLinks as a batch of rows: `key_row`
     places it (its first row's identifying fields), `columns` gives its rows as columns."""
     __slots__ = ("source_url", "site", "warc_file", "warc_offset", "key", "nodes", "page_id", "flags", "rel",
-                 "fragment_at", "fragments", "local", "in_input", "_strings")
+                 "fragment_at", "fragments", "local", "in_input", "_strings", "_decoded")
 
     def __len__(self) -> int:
         return int(self.flags.size)
@@ -92,24 +92,38 @@ class PageLinks:
         parts = compression.unpack(self._strings, "lz4").decode("utf-8", "surrogatepass").split("\x00")
         return parts[:n], parts[n:2 * n]
 
+    def _target_urls(self) -> list[str]:
+        """strings()[0], without a str made for each anchor text; the ones set_local keeps for
+        targets, which is called right after it in the page's shard (pipeline/graph.py) and
+        lets them go (a shard holds every page's links packed until its menus are known; a
+        pickled copy never holds them)."""
+        if self._decoded is not None:
+            return self._decoded
+        n = len(self)
+        if not n:
+            return []
+        return compression.unpack(self._strings, "lz4").decode("utf-8", "surrogatepass").split("\x00", n)[:n]
+
     def set_local(self, shard_urls: Container) -> None:
         """Mark the links whose target is one of `shard_urls`, the normalized URLs of the pages
         rows of the page's own shard: their target_in_input is True whatever the join says,
         and they need not go through it (targets)."""
-        self.local = np.fromiter((url in shard_urls for url in self.strings()[0]), dtype=bool, count=len(self))
+        self._decoded = urls = self._target_urls()
+        self.local = np.fromiter(map(shard_urls.__contains__, urls), dtype=bool, count=len(self))
 
     def targets(self) -> list[str]:
         """The distinct target URLs the target join must look up (those not known in the
         page's shard: set_local), sorted."""
-        urls = self.strings()[0]
+        urls = self._target_urls()
+        self._decoded = None
         if self.local is not None:
-            urls = [url for url, known in zip(urls, self.local.tolist()) if not known]
+            urls = compress(urls, (~self.local).tolist())
         return sorted(set(urls))
 
     def set_present(self, present: Container) -> None:
         """target_in_input from `present`, the normalized URLs that have a pages row in this run
         (those of the page's shard aside, set_local: they need not be in it)."""
-        found = np.fromiter((url in present for url in self.strings()[0]), dtype=bool, count=len(self))
+        found = np.fromiter(map(present.__contains__, self._target_urls()), dtype=bool, count=len(self))
         self.in_input = found if self.local is None else found | self.local
 
     def regions(self) -> np.ndarray:
@@ -168,7 +182,7 @@ class PageLinks:
         self.fragment_at = np.frombuffer(fragment_at, dtype=np.int32)
         self.local = None if local is None else np.frombuffer(local, dtype=bool)
         self.in_input = None if in_input is None else np.frombuffer(in_input, dtype=bool)
-        self.nodes = self.page_id = None
+        self.nodes = self.page_id = self._decoded = None
 
 
 def source_key(url: str, warc_file, warc_offset) -> bytes:
@@ -212,7 +226,7 @@ def page_links(page: CompactPage, main: np.ndarray | None, template: np.ndarray 
     out = PageLinks()
     out.source_url, out.site, out.warc_file, out.warc_offset = source_url, site, warc_file, warc_offset
     out.key = source_key(row_url, warc_file, warc_offset)
-    out.nodes, out.page_id, out.local, out.in_input = nodes, id(page), None, None
+    out.nodes, out.page_id, out.local, out.in_input, out._decoded = nodes, id(page), None, None, None
     # Alt text of the links without text (meta.node_extras): the image's, or the area's own.
     if side.alt_node.size and n:
         at = nodes.searchsorted(side.alt_node)

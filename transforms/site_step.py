@@ -137,13 +137,18 @@ class _Budget:
         self.limit_ms = limit_ms
         self.start = time.thread_time() - spent_ms / 1000.0
 
-    def check(self, stage: str) -> None:
+    def check(self, stage: str, now: float | None = None) -> None:
+        """`now`: time.thread_time() when the caller has just read it."""
         if self.limit_ms is None:
             return
-        spent = _ms_since(self.start)
+        spent = ((time.thread_time() if now is None else now) - self.start) * 1000.0
         if spent > self.limit_ms:
             raise StageError(stage, "TimeBudgetExceeded",
                              f"{spent:.0f} ms of CPU time, over site.page_budget_ms = {self.limit_ms:g}")
+
+
+def _no_check() -> None:
+    """A stage's budget check when it has no budget."""
 
 
 class _Stage:
@@ -158,18 +163,16 @@ class _Stage:
 
     def __enter__(self):
         self.start = time.thread_time()
-        return self._check
-
-    def _check(self) -> None:
-        if self.budget is not None:
-            self.budget.check(self.name)
+        # Called once per wave of a tree mapping: the budget's own check, not a method around it.
+        return _no_check if self.budget is None else partial(self.budget.check, self.name)
 
     def __exit__(self, kind, exc, tb):
-        self.timing[self.name] = self.timing.get(self.name, 0.0) + _ms_since(self.start)
+        now = time.thread_time()
+        self.timing[self.name] = self.timing.get(self.name, 0.0) + (now - self.start) * 1000.0
         if exc is not None and not isinstance(exc, StageError) and isinstance(exc, Exception):
             raise StageError(self.name, type(exc).__name__, str(exc)[:500]) from exc
-        if exc is None:
-            self._check()
+        if exc is None and self.budget is not None:
+            self.budget.check(self.name, now)
         return False
 
 
@@ -307,19 +310,19 @@ class SiteBlocks:
         return self._keys_and_words(url)[0]
 
     def _keys_and_words(self, url: str) -> tuple:
-        """(the page's distinct block text keys, sorted; the words of its blocks with each)."""
+        """(the page's distinct block text keys, sorted; the words of its blocks with each;
+        their total, a float)."""
         got = self._distinct.get(url)
         if got is None:
             own = self.of(url)
             keys, inverse = distinct_inverse(own.keys)
             words = np.bincount(inverse.ravel(), weights=own.blocks.words, minlength=keys.size)
-            got = self._distinct[url] = (keys, words)
+            got = self._distinct[url] = (keys, words, float(words.sum()))
         return got
 
     def shared_word_share(self, url: str, other: str) -> float:
         """The share of `url`'s block words whose block text `other` shows too."""
-        keys, words = self._keys_and_words(url)
-        total = float(words.sum())
+        keys, words, total = self._keys_and_words(url)
         if total == 0:
             return 0.0
         # Both key arrays are sorted and distinct (np.unique): a binary search finds the shared
@@ -855,6 +858,9 @@ def process_site(site: str, records: Iterable[PageRecord], config, model=None,
             # run's URLs are known (pipeline/graph.py joins the targets; PageLinks.rows in one
             # process).
             yield "links", page_outlinks[k]
+            # Not held here: set_local keeps its target URLs decoded until targets() reads them,
+            # which a consumer that never calls it would otherwise leave held to the shard's end.
+            page_outlinks[k] = None
     clusters = links.clusters if links is not None else None
     if clusters is not None:
         for row in cluster_rows(clusters, shard, page_rows,

@@ -43,6 +43,12 @@ try:
     from sitestrip.transforms import _features as _compiled
 except ImportError:  # pragma: no cover - a source tree used without installing
     _compiled = None
+try:
+    # propose_menus's eligible roots and menu_links's elements in one pass each
+    # (transforms/_site.c); _menu_eligible_python and _menu_elements_python are the references.
+    from sitestrip.transforms import _site as _site_compiled
+except ImportError:  # pragma: no cover - a source tree used without installing
+    _site_compiled = None
 
 _CLASS_SALT = np.uint64(0x2545F4914F6CDD1D)
 
@@ -115,22 +121,17 @@ def propose_menus(page: CompactPage, template: np.ndarray, params: MenexParams =
                   scores=None) -> MenuProposal:
     """MenEx Alg. 1 roots among the template nodes holding two or more links, with Alg. 2 scores.
     `scores`: menex.menu_scores(page, params), when page-level MenEx computed them already."""
-    empty = MenuProposal(np.zeros(0, np.int64), np.zeros(0, np.uint64), np.zeros(0))
     if page.size == 0:
-        return empty
+        return _no_proposal()
     f, all_weights = menu_scores(page, params) if scores is None else scores
     # A list of links whose elements map but whose anchors differ page by page (related
     # articles, a listing) is content in the template's skeleton rather than a menu: a block
     # qualifies when at least `min_anchor_share` of its anchor text is template too. (A
     # weight scaled by that share instead was measured worse: docs/structure.md.)
-    link_text = (page.tag == TEXT) & ((page.flags & F_IN_LINK) != 0)
-    anchor_chars = subtree_sum(page, np.where(link_text, page.chars, 0))
-    template_chars = subtree_sum(page, np.where(link_text & template, page.chars, 0))
-    eligible = template & (f.hyperlinks >= 2) & (template_chars >= min_anchor_share * anchor_chars)
-    weights = np.where(eligible, all_weights, 0.0)
+    eligible, weights = _menu_eligible(page, template, f.hyperlinks, all_weights, min_anchor_share)
     top = weights.max()
     if top <= 0:
-        return empty
+        return _no_proposal()
     ptr, kids = children(page)
     candidates = np.flatnonzero(weights > params.candidate_threshold * top)
     if tree._COMPILED and _compiled is not None:
@@ -144,7 +145,7 @@ def propose_menus(page: CompactPage, template: np.ndarray, params: MenexParams =
                                  for c in candidates}), dtype=np.int64)
     nodes = nodes[eligible[nodes]]
     if nodes.size == 0:
-        return empty
+        return _no_proposal()
     # Alg. 2's measure of each root: the mean weight of its heavy descendants, else its own.
     heavy = np.flatnonzero(weights > params.menu_threshold * top)
     prefix = np.concatenate(([0.0], np.cumsum(weights[heavy])))
@@ -152,6 +153,37 @@ def propose_menus(page: CompactPage, template: np.ndarray, params: MenexParams =
     mean = (prefix[hi] - prefix[lo]) / np.maximum(hi - lo, 1)
     keys = node_keys(page) if keys is None else keys
     return MenuProposal(nodes, keys[nodes], np.where(hi > lo, mean, weights[nodes]))
+
+
+def _no_proposal() -> MenuProposal:
+    return MenuProposal(np.zeros(0, np.int64), np.zeros(0, np.uint64), np.zeros(0))
+
+
+def _menu_eligible(page: CompactPage, template: np.ndarray, hyperlinks: np.ndarray, weights: np.ndarray,
+                   min_anchor_share: float) -> tuple[np.ndarray, np.ndarray]:
+    """(eligible, weights): per node, whether it may be a menu root (see propose_menus), and its
+    weight where it may, else 0.0. Compiled (transforms/_site.c), else _menu_eligible_python."""
+    if not (tree._COMPILED and _site_compiled is not None):
+        return _menu_eligible_python(page, template, hyperlinks, weights, min_anchor_share)
+    eligible = np.empty(page.size, dtype=bool)
+    out = np.empty(page.size, dtype=np.float64)
+    _site_compiled.menu_eligible(
+        np.ascontiguousarray(page.tag, dtype=np.int32), np.ascontiguousarray(page.flags, dtype=np.uint16),
+        np.ascontiguousarray(page.chars, dtype=np.int32), np.ascontiguousarray(page.end, dtype=np.int32),
+        np.ascontiguousarray(template, dtype=bool), np.ascontiguousarray(hyperlinks, dtype=np.int64),
+        np.ascontiguousarray(weights, dtype=np.float64), TEXT, F_IN_LINK, float(min_anchor_share), eligible, out)
+    return eligible, out
+
+
+def _menu_eligible_python(page: CompactPage, template: np.ndarray, hyperlinks: np.ndarray, weights: np.ndarray,
+                          min_anchor_share: float) -> tuple[np.ndarray, np.ndarray]:
+    """_menu_eligible with numpy: template elements holding two or more links whose template
+    anchor characters are at least `min_anchor_share` of their anchor characters."""
+    link_text = (page.tag == TEXT) & ((page.flags & F_IN_LINK) != 0)
+    anchor_chars = subtree_sum(page, np.where(link_text, page.chars, 0))
+    template_chars = subtree_sum(page, np.where(link_text & template, page.chars, 0))
+    eligible = template & (hyperlinks >= 2) & (template_chars >= min_anchor_share * anchor_chars)
+    return eligible, np.where(eligible, weights, 0.0)
 
 
 def choose_menu_keys(proposals: Mapping[str, MenuProposal], group_of: Mapping[str, object]) -> dict:
@@ -257,30 +289,25 @@ def _labels(page: CompactPage, nodes: np.ndarray) -> np.ndarray:
 def menu_links(page: CompactPage, root: int, url_ids: dict) -> MenuLinks:
     """The links of the menu rooted at `root` and its parts (see MenuLinks; `url_ids`: URL →
     id, extended with the URLs seen first here)."""
-    l0, l1 = int(np.searchsorted(page.link_node, root)), int(np.searchsorted(page.link_node, page.end[root]))
-    link_nodes = page.link_node[l0:l1].astype(np.int64)
+    link_node = page.link_node
+    l0, l1 = link_node.searchsorted(np.array((root, page.end[root]), dtype=link_node.dtype)).tolist()
     urls = page.link_url[l0:l1]
-    links = list(zip(urls, subtree_texts(page, link_nodes)))
     uid = np.fromiter((url_ids.setdefault(u, len(url_ids)) for u in urls), dtype=np.int64, count=len(urls))
-    if not links:       # its <a href> lead nowhere a page is (javascript:, mailto:): no parts
+    if not urls:        # its <a href> lead nowhere a page is (javascript:, mailto:): no parts
         none = np.zeros(0, dtype=np.int64)
-        return MenuLinks(links, uid, none.astype(np.uint64), none, none, none.astype(bool),
+        return MenuLinks([], uid, none.astype(np.uint64), none, none, none.astype(bool),
                          none.astype(np.uint64), none, none)
-    # The elements of the subtree that hold links (closed under ancestors, up to the root), and
-    # the range of links of each: a prefix count of the links in preorder.
-    lo, hi = root, int(page.end[root])
-    prefix = np.zeros(hi - lo + 1, dtype=np.int64)
-    prefix[link_nodes - lo + 1] = 1
-    prefix = np.cumsum(prefix)
-    end = page.end[lo:hi].astype(np.int64) - lo
-    first, past = prefix[:-1], prefix[end]
-    local = np.flatnonzero((past > first) & (page.tag[lo:hi] != TEXT))
-    nodes = local + lo
-    inner_lo, inner_hi = first[local], past[local]
+    nodes, inner_lo, inner_hi, stop, depth, text_node = _menu_elements(page, root, l0, l1)
+    if text_node is not None and text_node.min() >= 0:
+        # Every link holds one text node (a menu's links, mostly): its text is that node's own
+        # (tree.subtree_texts, with no separator to decide).
+        ptr, text = page.text_ptr, page.text
+        texts = [text[a:b] for a, b in zip(ptr[text_node].tolist(), ptr[text_node + 1].tolist())]
+    else:
+        texts = subtree_texts(page, link_node[l0:l1].astype(np.int64))
+    links = list(zip(urls, texts))
     # Keys relative to the root: clusters.path_hashes' ancestor sum, over these elements alone
     # (each one's ancestors up to the root are among them; each one's subtree ends at `stop`).
-    depth = page.depth[nodes].astype(np.int64) - int(page.depth[root])
-    stop = np.searchsorted(local, end[local])
     inner = subtree_path_hashes(stop, depth, _labels(page, nodes))
     # The parts: children of the deepest element holding all the links (the root, or the last
     # one in preorder of those holding the whole range).
@@ -298,6 +325,40 @@ def menu_links(page: CompactPage, root: int, url_ids: dict) -> MenuLinks:
         crumb[owner[same]] = True
     return MenuLinks(links, uid, inner[parts], inner_lo[parts], inner_hi[parts], crumb,
                      inner, inner_lo, inner_hi)
+
+
+def _menu_elements(page: CompactPage, root: int, l0: int, l1: int) -> tuple:
+    """(nodes, first, past, stop, depth, text_node) of the menu rooted at `root`, whose links are
+    page.link_node[l0:l1]: the elements of its subtree that hold links (closed under ancestors,
+    up to the root), in preorder, with the range [first, past) of the links each holds, the
+    number of them before each one's subtree ends, and their depths below the root; and per
+    link its one text node (-1: none or more), None where _menu_elements_python runs."""
+    if not (tree._COMPILED and _site_compiled is not None):
+        return _menu_elements_python(page, root, l0, l1)
+    out = np.empty((5, int(page.end[root]) - root), dtype=np.int64)
+    text_node = np.empty(l1 - l0, dtype=np.int64)
+    k = _site_compiled.menu_elements(
+        np.ascontiguousarray(page.link_node, dtype=np.int32), l0, l1, root,
+        np.ascontiguousarray(page.end, dtype=np.int32), np.ascontiguousarray(page.tag, dtype=np.int32),
+        np.ascontiguousarray(page.depth, dtype=np.int32), TEXT, *out, text_node)
+    # Copied out of the subtree-sized buffer: a shard's MenuLinks keep their ranges until its
+    # menus' own links are decided, and a menu's root may be the whole page.
+    nodes, first, past, stop, depth = out[:, :k].copy()
+    return nodes, first, past, stop, depth, text_node
+
+
+def _menu_elements_python(page: CompactPage, root: int, l0: int, l1: int) -> tuple:
+    """_menu_elements with numpy (text_node None): a prefix count of the links in preorder."""
+    link_nodes = page.link_node[l0:l1].astype(np.int64)
+    lo, hi = root, int(page.end[root])
+    prefix = np.zeros(hi - lo + 1, dtype=np.int64)
+    prefix[link_nodes - lo + 1] = 1
+    prefix = np.cumsum(prefix)
+    end = page.end[lo:hi].astype(np.int64) - lo
+    first, past = prefix[:-1], prefix[end]
+    local = np.flatnonzero((past > first) & (page.tag[lo:hi] != TEXT))
+    depth = page.depth[local + lo].astype(np.int64) - int(page.depth[root])
+    return local + lo, first[local], past[local], np.searchsorted(local, end[local]), depth, None
 
 
 def _pair_hash(keys: np.ndarray, uids: np.ndarray) -> np.ndarray:

@@ -8,8 +8,8 @@ import os
 
 import numpy as np
 
-from sitestrip.transforms.page import F_IN_LINK, F_LINK, TAG_ID, TEXT, CompactPage
-from sitestrip.transforms.text import gaps, join_text, run_texts
+from sitestrip.transforms.page import F_IN_LINK, F_LINK, F_PRE, F_RAISED, F_SPACE_BEFORE, TAG_ID, TEXT, CompactPage
+from sitestrip.transforms.text import gaps, join_text, joined, run_texts
 
 try:
     # nearest_in_mask's forward pass, compiled with the block loops (transforms/_features.c,
@@ -17,6 +17,12 @@ try:
     from sitestrip.transforms import _features as _compiled
 except ImportError:  # pragma: no cover - a source tree used without installing
     _compiled = None
+try:
+    # text_of's selection and separators in one pass (transforms/_site.c text_codes);
+    # _text_of_python is the reference.
+    from sitestrip.transforms import _site as _site_compiled
+except ImportError:  # pragma: no cover - a source tree used without installing
+    _site_compiled = None
 # The block loops' switch (SITESTRIP_FEATURES=python runs the references of tree, blocks and
 # features alike); tests set the module flags to compare the paths.
 _COMPILED = os.environ.get("SITESTRIP_FEATURES", "compiled") != "python"
@@ -175,6 +181,23 @@ def text_of(page: CompactPage, mask: np.ndarray | None = None) -> str:
     """Text of the text nodes selected by `mask` (all when None), as a browser shows it
     (transforms/text.py): document order, one line per block, inline runs joined with the
     whitespace the HTML has, preformatted text verbatim."""
+    if not (_COMPILED and _site_compiled is not None):
+        return _text_of_python(page, mask)
+    n = page.size
+    idx = np.empty(n, dtype=np.int64)
+    codes = np.empty(n, dtype=np.int8)
+    k = _site_compiled.text_codes(
+        np.ascontiguousarray(page.tag, dtype=np.int32), np.ascontiguousarray(page.flags, dtype=np.uint16),
+        np.ascontiguousarray(page.line, dtype=np.int32),
+        None if mask is None else np.ascontiguousarray(mask, dtype=bool), page.text,
+        np.ascontiguousarray(page.text_ptr, dtype=np.int32), TEXT, F_SPACE_BEFORE | F_RAISED, F_PRE, idx, codes)
+    if k == 0:
+        return ""
+    return joined(page, idx[:k], codes[:k], [0, k])[0]
+
+
+def _text_of_python(page: CompactPage, mask: np.ndarray | None = None) -> str:
+    """text_of with numpy: text.join_text of the selected text nodes, with text.gaps."""
     sel = page.tag == TEXT
     if mask is not None:
         sel &= mask
@@ -199,6 +222,12 @@ def subtree_texts(page: CompactPage, nodes: np.ndarray) -> list[str]:
     text_nodes = lo + np.flatnonzero(page.tag[lo:hi] == TEXT)
     first = np.searchsorted(text_nodes, nodes)
     counts = np.searchsorted(text_nodes, page.end[nodes]) - first
+    if counts.min() == 1 and counts.max() == 1:
+        # Every subtree holds one text node (a menu's links, mostly): its text is that node's
+        # own, with no separator to decide.
+        ptr, text = page.text_ptr, page.text
+        at = text_nodes[first]
+        return [text[a:b] for a, b in zip(ptr[at].tolist(), ptr[at + 1].tolist())]
     # Each subtree's text nodes, one run after the other: run r starts at starts[r].
     starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
     idx = text_nodes[np.repeat(first - starts, counts) + np.arange(int(counts.sum()))]

@@ -208,7 +208,7 @@ def _check_members(names, prefix=""):
     assert f"{prefix}transforms/unicode_marks.json" in names
     assert f"{prefix}transforms/etdm.py" in names and f"{prefix}pipeline/graph.py" in names
     # The compiled parts (setup.py): their C sources in the sdist, built modules in the wheel.
-    for module in ("_etdm", "_model", "_flatten", "_markdown", "_features", "_text", "_language"):
+    for module in ("_etdm", "_model", "_flatten", "_markdown", "_features", "_text", "_language", "_site"):
         if prefix:
             assert any(n.startswith(f"{prefix}transforms/{module}.") and n.endswith((".so", ".pyd"))
                        for n in names), module

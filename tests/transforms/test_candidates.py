@@ -771,3 +771,36 @@ def test_compiled_dispersion_is_the_reference_order():
             assert C._dispersion_order(page, nodes, wanted) == list(C._dispersion(C._Tree(page), nodes, wanted))
     with pytest.raises(ValueError, match="document order"):
         C._dispersion_order(page, np.array([1, 0], dtype=np.int64), np.ones(2, dtype=bool))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from([
+    "http://www.ex.com/a/b/k.html", "http://ex.com/a/b/", "http://ex.com/a/b/c/d.html", "http://ex.com/a/x.html",
+    "http://ex.com/", "http://other.org/a/b/k.html", "https://ex.com/a/b/c/", "http://ex.com/z/y/x/w.html",
+    "http://ex.com/a/b/k.html?x=/c/d", "ex.com/a/b/", "mailto:x@ex.com"]), st.integers(0, 9)), max_size=30),
+    st.booleans())
+def test_tiers_agree_with_the_one_link_at_a_time_definition(links, of_page):
+    """_tiers (ranks per distinct directory, one sort) against Def. 4.2.5 written as a loop over
+    the links: each link's rank from h_distance of its directories to the page's, tiers in rank
+    order, each in (node, input position) order; with `of_page` the links are the page's own."""
+    from sitestrip.transforms.candidates import (_directories_of_normalized, _h_distance, _tiers,
+                                                 link_relevance_rank)
+    page = parse_page("<body>" + "<p>x</p>" * 5 + "</body>", "http://www.ex.com/a/b/k.html")
+    assert page.size == 11
+    if of_page:
+        links = [(url, node) for url, node in links if "://" in url]
+        page.link_url = tuple(url for url, _ in links)
+    groups: dict = {}
+    for i, (url, node) in enumerate(links):
+        dirs = _directories_of_normalized(url) if url in page.link_url else directory_sequence(url)
+        groups.setdefault(link_relevance_rank(_h_distance(directory_sequence(page.url), dirs)), []).append(
+            (node, i, url))
+    expected = [[(url, node) for node, _, url in sorted(groups[rank])] for rank in sorted(groups)]
+    assert _tiers(page, links, of_page) == expected
+
+
+def test_tiers_reject_a_link_outside_the_page():
+    from sitestrip.transforms.candidates import _tiers
+    page = parse_page("<body><p>x</p></body>", "http://ex.com/")
+    with pytest.raises(ValueError, match="link node 7 outside the page"):
+        _tiers(page, [("http://ex.com/a", 1), ("http://ex.com/b", 7), ("http://ex.com/c", -1)])

@@ -325,3 +325,33 @@ def test_compiled_node_labels_are_the_reference():
         page = parse_page(f"<html><body>{fragment(0)}</body></html>", "http://ex.com/")
         for path_ids in PATH_IDS:
             assert np.array_equal(node_labels(page, path_ids), node_labels_reference(page, path_ids))
+
+
+def test_compiled_leaf_elements_are_the_reference():
+    """transforms/_site.c leaf_elements (page_signature's leaves) against _leaf_elements_python
+    on seeded pages of nested elements with and without text, and page_signature the same
+    with either path."""
+    import random
+
+    from helpers.compiled import require_built
+    from sitestrip.transforms import tree
+    from sitestrip.transforms.clusters import _leaf_elements, _leaf_elements_python, page_signature
+    require_built("_site")
+    rng = random.Random(3)
+
+    def fragment(depth):
+        tags = ["div", "p", "span", "ul", "li", "br", "img"]
+        return "".join(f"<{t}>{fragment(depth + 1) if depth < 6 and rng.random() < 0.5 else rng.choice(['', 'x'])}</{t}>"
+                       for t in rng.choices(tags, k=rng.randrange(0, 4)))
+
+    assert tree._COMPILED
+    for _ in range(80):
+        page = parse_page(f"<html><body>{fragment(0)}</body></html>", "http://ex.com/")
+        got, want = _leaf_elements(page), _leaf_elements_python(page)
+        assert got.dtype == want.dtype and np.array_equal(got, want)
+        signature = page_signature(page)
+        tree._COMPILED = False
+        try:
+            assert np.array_equal(signature, page_signature(page))
+        finally:
+            tree._COMPILED = True

@@ -299,3 +299,26 @@ def test_a_nul_in_an_anchor_text_is_replaced_and_the_strings_stay_aligned(monkey
         held = page_links(page, None, None, None, source_url=URL, row_url=URL, site="docs.test", warc_file="f",
                           warc_offset=0)
         assert held.strings() == (urls, expected)
+
+
+def test_target_urls_kept_from_set_local_to_targets_are_the_packed_ones():
+    """set_local keeps the decoded target URLs for targets, which lets them go: every step
+    gives what it gives from the packed string alone, and a pickled copy (what crosses a
+    shuffle) never carries them."""
+    _page, held = _links()
+    fresh = pickle.loads(pickle.dumps(held))
+    urls, texts = fresh.strings()
+    assert fresh._target_urls() == urls
+    shard = {urls[1], urls[4]}
+    held.set_local(shard)
+    assert held._decoded == urls
+    assert pickle.loads(pickle.dumps(held))._decoded is None
+    assert held.local.tolist() == [u in shard for u in urls]
+    assert held.targets() == sorted({u for u in urls if u not in shard})
+    assert held._decoded is None
+    present = {urls[0], urls[-1]}
+    held.set_present(present)
+    columns = held.columns()
+    assert columns["target_url"] == urls and columns["anchor_text"] == texts
+    assert columns["target_in_input"].tolist() == [u in present or u in shard for u in urls]
+    assert held.strings() == (urls, texts) and held._decoded is None

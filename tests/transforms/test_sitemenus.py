@@ -433,3 +433,58 @@ def test_menu_proposal_is_the_same_with_the_compiled_roots():
         for a, b in ((got.nodes, want.nodes), (got.keys, want.keys), (got.scores, want.scores)):
             assert a.dtype == b.dtype and a.tobytes() == b.tobytes()
     assert proposed >= 20
+
+
+def test_menu_links_and_eligible_roots_compiled_are_the_python_references():
+    """menu_links with its elements and the links' single text nodes from transforms/_site.c
+    menu_elements, and propose_menus's eligible roots from menu_eligible, against their numpy
+    references (_menu_elements_python, subtree_texts, _menu_eligible_python) on seeded pages of
+    nested link lists: links with one text node, none (an image) or several (markup inside),
+    breadcrumb classes, every element as a menu root, random template masks and shares."""
+    import random
+
+    from helpers.compiled import require_built
+    from sitestrip.transforms import sitemenus, tree
+    from sitestrip.transforms.menex import menu_scores
+    require_built("_site")
+    rng = random.Random(7)
+
+    def link():
+        inner = rng.choice(["one", "<b>two</b> words", "<img src=/i.png>", "a <i>b</i> c", "", "x"])
+        return f'<a href="/p{rng.randrange(12)}">{inner}</a>'
+
+    def block(depth):
+        if depth > 3 or rng.random() < 0.3:
+            return "".join(link() for _ in range(rng.randrange(0, 5))) + rng.choice(["", "some words"])
+        cls = rng.choice(["", " class=breadcrumb", " class=nav", " id=menu"])
+        return "".join(f"<{t}{cls}>{block(depth + 1)}</{t}>"
+                       for t in rng.choices(["div", "ul", "li", "nav", "p", "ol"], k=rng.randrange(1, 4)))
+
+    fields = ("uid", "keys", "lo", "hi", "crumb", "inner", "inner_lo", "inner_hi")
+    assert tree._COMPILED
+    roots = eligible_seen = 0
+    for _ in range(60):
+        page = parse_page(f"<html><body>{block(0)}</body></html>", "http://ex.com/")
+        for root in range(page.size):
+            if page.tag[root] == sitemenus.TEXT:
+                continue
+            got = sitemenus.menu_links(page, root, {})
+            tree._COMPILED = False
+            try:
+                want = sitemenus.menu_links(page, root, {})
+            finally:
+                tree._COMPILED = True
+            assert got.links == want.links
+            for name in fields:
+                a, b = getattr(got, name), getattr(want, name)
+                assert a.dtype == b.dtype and np.array_equal(a, b), name
+            roots += 1
+        f, weights = menu_scores(page)
+        for share in (0.0, 0.25, 0.5, 1.0):
+            template = np.array([rng.random() < 0.8 for _ in range(page.size)], dtype=bool)
+            got = sitemenus._menu_eligible(page, template, f.hyperlinks, weights, share)
+            want = sitemenus._menu_eligible_python(page, template, f.hyperlinks, weights, share)
+            for a, b in zip(got, want):
+                assert a.dtype == b.dtype and a.tobytes() == b.tobytes()
+            eligible_seen += int(got[0].sum())
+    assert roots > 500 and eligible_seen > 100

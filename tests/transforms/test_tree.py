@@ -36,3 +36,42 @@ def test_sorted_distinct_and_distinct_inverse_are_numpys_unique():
         assert sorted_distinct(x).dtype == want[0].dtype and sorted_distinct(x).tolist() == want[0].tolist()
     floats = np.array([2.0, np.nan, 1.0, 2.0])
     assert np.array_equal(sorted_distinct(floats), np.unique(floats), equal_nan=True)
+
+
+def test_text_of_compiled_is_the_python_reference():
+    """tree.text_of from transforms/_site.c text_codes against _text_of_python (text.gaps and
+    text.separators) on seeded pages of inline and block elements, <pre> text beginning with
+    whitespace or not, superscripts and line breaks, with no mask, an empty one, a full one
+    and random ones (text nodes left out between kept ones: the gaps)."""
+    import random
+
+    from helpers.compiled import require_built
+    from sitestrip.transforms import tree
+    from sitestrip.transforms.tree import _text_of_python, text_of
+    require_built("_site")
+    rng = random.Random(5)
+    words = ["a", "b c", " lead", "trail ", "\n  indented", "x\ty", "é", "\u3000wide", ""]
+
+    def fragment(depth):
+        out = []
+        for _ in range(rng.randrange(1, 4)):
+            tag = rng.choice(["p", "span", "b", "pre", "sup", "div", "li", "br", "text"])
+            if tag == "text":
+                out.append(rng.choice(words) + rng.choice(["", " ", "\n"]))
+            elif tag == "br":
+                out.append("<br>")
+            else:
+                inner = fragment(depth + 1) if depth < 4 and rng.random() < 0.6 else rng.choice(words)
+                out.append(f"<{tag}>{inner}</{tag}>{rng.choice(['', ' ', chr(10)])}")
+        return "".join(out)
+
+    assert tree._COMPILED
+    checked = 0
+    for _ in range(150):
+        page = parse_page(f"<html><body>{fragment(0)}</body></html>", "http://ex.com/")
+        masks = [None, np.zeros(page.size, dtype=bool), np.ones(page.size, dtype=bool)]
+        masks += [np.array([rng.random() < p for _ in range(page.size)], dtype=bool) for p in (0.3, 0.7, 0.9)]
+        for mask in masks:
+            assert text_of(page, mask) == _text_of_python(page, mask)
+            checked += 1
+    assert checked == 900

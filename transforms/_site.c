@@ -1,0 +1,349 @@
+/* The site step's per-page loops outside the big stages, compiled (transforms/sitemenus.py).
+ *
+ * sitemenus.py, tree.py and clusters.py stay the reference: each function here has a numpy
+ * twin there (named below), and the tests (tests/transforms/test_sitemenus.py, test_tree.py,
+ * test_clusters.py) run hand-built and generated pages through both. On a page's few hundred nodes numpy spent
+ * a dozen calls per step, most of their cost the calls themselves; one pass here does each.
+ * Every output is a boolean, an integer count or an input float copied, so the arrays are the
+ * reference's bit for bit (the one comparison of floats, a share of anchor characters, is
+ * made on the same float64 values numpy compares).
+ *
+ *   menu_eligible: propose_menus's eligible roots (template elements with two or more links
+ *     and at least `share` of their anchor characters template) and their weights;
+ *   menu_elements: menu_links's elements of a menu subtree that hold links, with their ranges
+ *     of links, subtree ends among themselves and depths below the root, and per link its
+ *     one text node (when it has exactly one);
+ *   text_codes: tree.text_of's text nodes and the separator before each (text.gaps and
+ *     text.separators), which text.joined then joins (tree.py holds this one's reference:
+ *     `_text_of_python`);
+ *   leaf_elements: clusters.page_signature's leaves, the elements without an element child
+ *     (clusters.py: `_leaf_elements_python`).
+ *
+ * Only the Python C API and the buffer protocol are used (no numpy headers).
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+
+static int get_array(PyObject *obj, Py_buffer *view, Py_ssize_t itemsize, Py_ssize_t items,
+                     int writable, const char *what) {
+    int flags = PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0);
+    if (PyObject_GetBuffer(obj, view, flags) < 0) return -1;
+    if (view->itemsize != itemsize || (items >= 0 && view->len != items * itemsize)) {
+        PyErr_Format(PyExc_ValueError, "%s: expected a contiguous array of %zd-byte items%s", what, itemsize,
+                     items >= 0 ? " of the expected length" : "");
+        PyBuffer_Release(view);
+        return -1;
+    }
+    return 0;
+}
+
+/* menu_eligible(tag int32[n], flags uint16[n], chars int32[n], end int32[n], template bool[n],
+ *               hyperlinks int64[n], weights float64[n], text_tag, in_link_flag, share,
+ *               eligible bool[n], out float64[n]):
+ * a node is eligible when it is template, holds two or more links, and the characters of the
+ * text nodes in links (tag text_tag, flag in_link_flag) of its subtree that are template are
+ * at least `share` times all of them; out is its weight where eligible, else 0.0. Subtree
+ * sums are prefix-sum differences over [i, end[i]), as tree.subtree_sum takes them. */
+static PyObject *menu_eligible(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *objs[9];
+    int text_tag, in_link;
+    double share;
+    if (!PyArg_ParseTuple(args, "OOOOOOOiidOO", &objs[0], &objs[1], &objs[2], &objs[3], &objs[4], &objs[5],
+                          &objs[6], &text_tag, &in_link, &share, &objs[7], &objs[8]))
+        return NULL;
+    static const Py_ssize_t sizes[9] = {4, 2, 4, 4, 1, 8, 8, 1, 8};
+    static const char *names[9] = {"tag", "flags", "chars", "end", "template", "hyperlinks", "weights",
+                                   "eligible", "out"};
+    Py_buffer v[9];
+    Py_ssize_t n = -1;
+    int got = 0;
+    for (; got < 9; got++) {
+        if (get_array(objs[got], &v[got], sizes[got], n, got >= 7, names[got]) < 0) break;
+        if (got == 0) n = v[0].len / 4;
+    }
+    int64_t *prefix = NULL;
+    int ok = got == 9;
+    if (ok) {
+        prefix = PyMem_Malloc(2 * ((size_t)n + 1) * sizeof(int64_t));
+        if (!prefix) { PyErr_NoMemory(); ok = 0; }
+    }
+    if (ok) {
+        const int32_t *tag = v[0].buf, *chars = v[2].buf, *end = v[3].buf;
+        const uint16_t *flags = v[1].buf;
+        const uint8_t *template = v[4].buf;
+        const int64_t *links = v[5].buf;
+        const double *w = v[6].buf;
+        uint8_t *eligible = v[7].buf;
+        double *out = v[8].buf;
+        int64_t *anchor = prefix, *kept = prefix + n + 1;
+        anchor[0] = kept[0] = 0;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            int64_t c = (tag[i] == text_tag && (flags[i] & in_link)) ? chars[i] : 0;
+            anchor[i + 1] = anchor[i] + c;
+            kept[i + 1] = kept[i] + (template[i] ? c : 0);
+        }
+        for (Py_ssize_t i = 0; i < n && ok; i++) {
+            int32_t e = end[i];
+            if (e <= i || e > n) {
+                PyErr_Format(PyExc_ValueError, "end[%zd] = %d does not fit a preorder page of %zd nodes", i, (int)e, n);
+                ok = 0;
+                break;
+            }
+            int good = template[i] && links[i] >= 2
+                && (double)(kept[e] - kept[i]) >= share * (double)(anchor[e] - anchor[i]);
+            eligible[i] = (uint8_t)good;
+            out[i] = good ? w[i] : 0.0;
+        }
+    }
+    PyMem_Free(prefix);
+    for (int k = 0; k < got; k++) PyBuffer_Release(&v[k]);
+    if (!ok) return NULL;
+    Py_RETURN_NONE;
+}
+
+/* menu_elements(link_node int32[m], l0, l1, root, end int32[n], tag int32[n], depth int32[n], text_tag,
+ *               nodes int64[s], first int64[s], past int64[s], stop int64[s], below int64[s],
+ *               text_node int64[l1 - l0]) -> k:
+ * with s = end[root] - root and the menu's links link_node[l0:l1] (sorted, inside the subtree of
+ * `root`), the k elements of the subtree (tag not text_tag) holding one of them, in preorder:
+ * `nodes`, their first link and one past their last (`first`, `past`, counted from l0), the
+ * number of those elements before their subtree's end (`stop`), their depth below the root
+ * (`below`); and per link the one text node of its subtree, or -1 when it has none or more. */
+static PyObject *menu_elements(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *objs[10];
+    Py_ssize_t l0, l1, root;
+    int text_tag;
+    if (!PyArg_ParseTuple(args, "OnnnOOOiOOOOOO", &objs[0], &l0, &l1, &root, &objs[1], &objs[2], &objs[3],
+                          &text_tag, &objs[4], &objs[5], &objs[6], &objs[7], &objs[8], &objs[9]))
+        return NULL;
+    static const Py_ssize_t sizes[10] = {4, 4, 4, 4, 8, 8, 8, 8, 8, 8};
+    static const char *names[10] = {"link_node", "end", "tag", "depth", "nodes", "first", "past", "stop",
+                                    "below", "text_node"};
+    Py_buffer v[10];
+    Py_ssize_t n = -1, s = -1;
+    int got = 0, ok = 1;
+    for (; got < 10 && ok; got++) {
+        Py_ssize_t items = got == 0 || got == 1 ? -1 : got <= 3 ? n : got <= 8 ? s : l1 - l0;
+        if (get_array(objs[got], &v[got], sizes[got], items, got >= 4, names[got]) < 0) break;
+        if (got == 1) {
+            n = v[1].len / 4;
+            Py_ssize_t m = v[0].len / 4;
+            if (root < 0 || root >= n || l0 < 0 || l1 < l0 || l1 > m) {
+                PyErr_SetString(PyExc_ValueError, "menu_elements: root or link range outside the page");
+                ok = 0;
+            } else {
+                s = ((const int32_t *)v[1].buf)[root] - root;
+                if (s < 1 || root + s > n) {
+                    PyErr_SetString(PyExc_ValueError, "menu_elements: end[root] does not fit the page");
+                    ok = 0;
+                }
+            }
+        }
+    }
+    if (got < 10) ok = 0;
+    int64_t *links_before = NULL, *elements_before = NULL, *texts_before = NULL;
+    Py_ssize_t k = 0;
+    if (ok) {
+        /* Per position p of the subtree: links, elements holding links, and text nodes before it. */
+        links_before = PyMem_Malloc(3 * ((size_t)s + 1) * sizeof(int64_t));
+        if (!links_before) { PyErr_NoMemory(); ok = 0; }
+        elements_before = links_before + s + 1;
+        texts_before = elements_before + s + 1;
+    }
+    if (ok) {
+        const int32_t *link_node = v[0].buf, *end = v[1].buf, *tag = v[2].buf, *depth = v[3].buf;
+        int64_t *nodes = v[4].buf, *first = v[5].buf, *past = v[6].buf, *stop = v[7].buf, *below = v[8].buf;
+        int64_t *text_node = v[9].buf;
+        Py_ssize_t hi = root + s, at = l0;
+        links_before[0] = texts_before[0] = 0;
+        for (Py_ssize_t p = 0; p < s; p++) {
+            Py_ssize_t x = root + p;
+            int64_t count = 0;
+            while (at < l1 && link_node[at] == x) { count++; at++; }
+            if (at < l1 && link_node[at] < x) break;
+            links_before[p + 1] = links_before[p] + (count > 0);   /* a node marked once, as numpy's mask */
+            texts_before[p + 1] = texts_before[p] + (tag[x] == text_tag);
+        }
+        if (at != l1) {
+            PyErr_SetString(PyExc_ValueError, "menu_elements: links not sorted inside the subtree of the root");
+            ok = 0;
+        }
+        for (Py_ssize_t p = 0; p < s && ok; p++) {
+            Py_ssize_t x = root + p;
+            int32_t e = end[x];
+            if (e <= x || e > hi) {
+                PyErr_Format(PyExc_ValueError, "end[%zd] = %d does not fit the subtree of the root", x, (int)e);
+                ok = 0;
+                break;
+            }
+            elements_before[p] = k;
+            if (tag[x] != text_tag && links_before[e - root] > links_before[p]) {
+                nodes[k] = x;
+                first[k] = links_before[p];
+                past[k] = links_before[e - root];
+                below[k] = (int64_t)depth[x] - depth[root];
+                k++;
+            }
+        }
+        if (ok) {
+            elements_before[s] = k;
+            for (Py_ssize_t j = 0; j < k; j++) stop[j] = elements_before[end[nodes[j]] - root];
+            for (Py_ssize_t j = l0; j < l1; j++) {
+                Py_ssize_t p = link_node[j] - root;
+                int64_t lo = texts_before[p], up = texts_before[end[link_node[j]] - root];
+                if (up - lo == 1) {
+                    /* the one text node of the link's subtree: the first position past lo texts */
+                    Py_ssize_t q = p;
+                    while (tag[root + q] != text_tag) q++;
+                    text_node[j - l0] = root + q;
+                } else {
+                    text_node[j - l0] = -1;
+                }
+            }
+        }
+    }
+    PyMem_Free(links_before);
+    for (int i = 0; i < got; i++) PyBuffer_Release(&v[i]);
+    if (!ok) return NULL;
+    return PyLong_FromSsize_t(k);
+}
+
+/* text_codes(tag int32[n], flags uint16[n], line int32[n], mask bool[n] or None, text str,
+ *            text_ptr int32[n+1], text_tag, space_flags, pre_flag, idx int64[n], codes int8[n]) -> k:
+ * the k text nodes of the page in `mask` (all when None), in document order, and the code of
+ * what goes before each (0 nothing, 1 a space, 2 a newline; the first gets 0): a newline
+ * where `line` moved since the previous one; else a space where its flags have one of
+ * `space_flags`, or where some text node of the page lies between the two (one left out),
+ * unless it is verbatim (`pre_flag`) and its own text begins with whitespace
+ * (str.isspace of its first character: Py_UNICODE_ISSPACE), which then decides alone. */
+static PyObject *text_codes(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *tag_o, *flags_o, *line_o, *mask_o, *text, *ptr_o, *idx_o, *codes_o;
+    int text_tag, space_flags, pre_flag;
+    if (!PyArg_ParseTuple(args, "OOOOUOiiiOO", &tag_o, &flags_o, &line_o, &mask_o, &text, &ptr_o, &text_tag,
+                          &space_flags, &pre_flag, &idx_o, &codes_o))
+        return NULL;
+    PyObject *objs[7] = {tag_o, flags_o, line_o, ptr_o, idx_o, codes_o, mask_o};
+    static const Py_ssize_t sizes[7] = {4, 2, 4, 4, 8, 1, 1};
+    static const char *names[7] = {"tag", "flags", "line", "text_ptr", "idx", "codes", "mask"};
+    int with_mask = mask_o != Py_None, wanted = with_mask ? 7 : 6;
+    Py_buffer v[7];
+    Py_ssize_t n = -1;
+    int got = 0;
+    for (; got < wanted; got++) {
+        Py_ssize_t items = got == 0 ? -1 : got == 3 ? n + 1 : n;
+        if (get_array(objs[got], &v[got], sizes[got], items, got == 4 || got == 5, names[got]) < 0) break;
+        if (got == 0) n = v[0].len / 4;
+    }
+    int ok = got == wanted;
+    Py_ssize_t k = 0;
+    if (ok) {
+        const int32_t *tag = v[0].buf, *line = v[2].buf, *ptr = v[3].buf;
+        const uint16_t *flags = v[1].buf;
+        const uint8_t *mask = with_mask ? v[6].buf : NULL;
+        int64_t *idx = v[4].buf;
+        int8_t *codes = v[5].buf;
+        Py_ssize_t length = PyUnicode_GET_LENGTH(text);
+        int kind = PyUnicode_KIND(text);
+        const void *data = PyUnicode_DATA(text);
+        int64_t rank = 0, previous_rank = 0;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            if (tag[i] != text_tag) continue;
+            int64_t r = rank++;
+            if (mask && !mask[i]) continue;
+            int8_t code = 0;
+            if (k > 0) {
+                int64_t before = idx[k - 1];
+                uint16_t f = flags[i];
+                int space = (f & space_flags) != 0;
+                if (r - previous_rank > 1) {
+                    if (f & pre_flag) {
+                        int32_t a = ptr[i], b = ptr[i + 1];
+                        if (a < 0 || b > length || a > b) {
+                            PyErr_Format(PyExc_ValueError, "text_ptr of node %zd outside the page's text", i);
+                            ok = 0;
+                            break;
+                        }
+                        space = !(a < b && Py_UNICODE_ISSPACE(PyUnicode_READ(kind, data, a)));
+                    } else {
+                        space = 1;
+                    }
+                }
+                code = line[i] != line[before] ? 2 : space ? 1 : 0;
+            }
+            idx[k] = i;
+            codes[k] = code;
+            previous_rank = r;
+            k++;
+        }
+    }
+    for (int j = 0; j < got; j++) PyBuffer_Release(&v[j]);
+    if (!ok) return NULL;
+    return PyLong_FromSsize_t(k);
+}
+
+/* leaf_elements(tag int32[n], parent int32[n], text_tag, out int64[n]) -> k: the k elements
+ * (tag not text_tag) no element has as its parent, in document order. */
+static PyObject *leaf_elements(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *tag_o, *parent_o, *out_o;
+    int text_tag;
+    if (!PyArg_ParseTuple(args, "OOiO", &tag_o, &parent_o, &text_tag, &out_o)) return NULL;
+    Py_buffer tv, pv, ov;
+    if (get_array(tag_o, &tv, 4, -1, 0, "tag") < 0) return NULL;
+    Py_ssize_t n = tv.len / 4;
+    if (get_array(parent_o, &pv, 4, n, 0, "parent") < 0) { PyBuffer_Release(&tv); return NULL; }
+    if (get_array(out_o, &ov, 8, n, 1, "out") < 0) { PyBuffer_Release(&tv); PyBuffer_Release(&pv); return NULL; }
+    const int32_t *tag = tv.buf, *parent = pv.buf;
+    int64_t *out = ov.buf;
+    uint8_t *inner = PyMem_Calloc((size_t)n + 1, 1);
+    Py_ssize_t k = -1;
+    if (!inner) {
+        PyErr_NoMemory();
+    } else {
+        int ok = 1;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            int32_t p = parent[i];
+            if (p >= n) {
+                PyErr_Format(PyExc_ValueError, "parent[%zd] = %d outside the page", i, (int)p);
+                ok = 0;
+                break;
+            }
+            if (tag[i] != text_tag && p >= 0) inner[p] = 1;
+        }
+        if (ok) {
+            k = 0;
+            for (Py_ssize_t i = 0; i < n; i++)
+                if (tag[i] != text_tag && !inner[i]) out[k++] = i;
+        }
+    }
+    PyMem_Free(inner);
+    PyBuffer_Release(&tv); PyBuffer_Release(&pv); PyBuffer_Release(&ov);
+    return k < 0 ? NULL : PyLong_FromSsize_t(k);
+}
+
+static PyMethodDef methods[] = {
+    {"menu_eligible", menu_eligible, METH_VARARGS,
+     "menu_eligible(tag, flags, chars, end, template, hyperlinks, weights, text_tag, in_link_flag, share, "
+     "eligible, out): sitemenus.propose_menus's eligible roots and their weights."},
+    {"menu_elements", menu_elements, METH_VARARGS,
+     "menu_elements(link_node, l0, l1, root, end, tag, depth, text_tag, nodes, first, past, stop, below, "
+     "text_node) -> k: sitemenus.menu_links's elements holding links and the links' text nodes."},
+    {"text_codes", text_codes, METH_VARARGS,
+     "text_codes(tag, flags, line, mask, text, text_ptr, text_tag, space_flags, pre_flag, idx, codes) -> k: "
+     "tree.text_of's text nodes and separators."},
+    {"leaf_elements", leaf_elements, METH_VARARGS,
+     "leaf_elements(tag, parent, text_tag, out) -> k: clusters.page_signature's leaf elements."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_site",
+                                    "The site step's per-page loops, compiled (see sitemenus.py, tree.py, clusters.py).",
+                                    -1, methods, NULL, NULL, NULL, NULL};
+
+PyMODINIT_FUNC PyInit__site(void) {
+    return PyModule_Create(&module);
+}
