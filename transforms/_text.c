@@ -255,6 +255,71 @@ static PyObject *word_hashes(PyObject *self, PyObject *args) {
     return out;
 }
 
+/* Whether code point c is one of separator_len's characters. */
+static int separator_cp(Py_UCS4 c) {
+    return (c >= 0xA0 && c <= 0xBF) || (c >= 0x2000 && c <= 0x206F) || c == 0x2122 ||
+           (c >= 0x3000 && c <= 0x303F) || (c >= 0xFF01 && c <= 0xFF0F) || (c >= 0xFF1A && c <= 0xFF20);
+}
+
+/* word_hashes_text(text, lower): word_hashes of text.lower() encoded as UTF-8 ("surrogatepass"),
+ * read from the str itself: each code point lower-cased (Py_UNICODE_TOLOWER, the first
+ * character of str.lower's mapping; only ASCII with `lower` 0, for a text lowered already) and
+ * hashed as the bytes of its UTF-8. str.lower differs from that per-character mapping only
+ * where it gives several characters (U+0130) or looks at the context (U+03A3, final sigma):
+ * the caller lowers a text holding either first. No lowered copy, no UTF-8 copy. */
+static PyObject *word_hashes_text(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *text;
+    int lower;
+    if (!PyArg_ParseTuple(args, "Up", &text, &lower)) return NULL;
+    int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text), count = 0;
+    /* a word needs a character, and a separator after it unless it ends the text */
+    PyObject *out = PyBytes_FromStringAndSize(NULL, ((n + 1) / 2 + 1) * 8);
+    if (out == NULL) return NULL;
+    uint64_t *words = (uint64_t *)PyBytes_AS_STRING(out);
+    uint64_t h = 0, power = 1;
+    int inside = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Py_UCS4 c = PyUnicode_READ(kind, data, i);
+        int word;
+        if (c < 0x80) {
+            if (c >= 'A' && c <= 'Z') c += 32;
+            word = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
+        } else {
+            if (lower) c = Py_UNICODE_TOLOWER(c);
+            if (c < 0x80) word = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
+            else word = !separator_cp(c);
+        }
+        if (word) {
+            unsigned char b[4];
+            int len;
+            if (c < 0x80) { b[0] = (unsigned char)c; len = 1; }
+            else if (c < 0x800) { b[0] = 0xC0 | (c >> 6); b[1] = 0x80 | (c & 0x3F); len = 2; }
+            else if (c < 0x10000) {
+                b[0] = 0xE0 | (c >> 12); b[1] = 0x80 | ((c >> 6) & 0x3F); b[2] = 0x80 | (c & 0x3F); len = 3;
+            } else {
+                b[0] = 0xF0 | (c >> 18); b[1] = 0x80 | ((c >> 12) & 0x3F); b[2] = 0x80 | ((c >> 6) & 0x3F);
+                b[3] = 0x80 | (c & 0x3F); len = 4;
+            }
+            for (int j = 0; j < len; j++) {
+                h += ((uint64_t)b[j] + 1) * power;
+                power *= WORD_P;
+            }
+            inside = 1;
+        } else if (inside) {
+            words[count++] = fmix64(h);
+            h = 0;
+            power = 1;
+            inside = 0;
+        }
+    }
+    if (inside) words[count++] = fmix64(h);
+    if (_PyBytes_Resize(&out, count * 8) < 0) return NULL;
+    return out;
+}
+
 /* near_signature(words uint64[n], k, num_perm) -> bytes of uint32[num_perm]: duplicates.py
  * near_signature (shingle_hashes then minhash) for n >= 1. A shingle's hash is the k words
  * folded by h * P + word, finalized by fmix64; a bin keeps its least shingle hash (what the
@@ -307,6 +372,8 @@ static PyObject *near_signature(PyObject *self, PyObject *args) {
 static PyMethodDef methods[] = {
     {"word_hashes", word_hashes, METH_VARARGS,
      "word_hashes(utf8): the uint64 hash of every word, as bytes (duplicates.py word_hashes)."},
+    {"word_hashes_text", word_hashes_text, METH_VARARGS,
+     "word_hashes_text(text, lower): word_hashes of the text's lower-cased UTF-8, read from the str."},
     {"near_signature", near_signature, METH_VARARGS,
      "near_signature(words, k, num_perm): duplicates.py near_signature's uint32 values, as bytes."},
     {"collapsed_spans", collapsed_spans, METH_VARARGS,

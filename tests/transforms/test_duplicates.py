@@ -253,6 +253,18 @@ def test_compiled_word_hashes_equal_the_reference():
         assert np.array_equal(word_hashes(t, compiled=True), word_hashes(t, compiled=False)), repr(t)
 
 
+
+def test_compiled_word_hashes_lower_every_character_as_str_lower():
+    # Each code point between letters, as a word and next to words: the compiled per-character
+    # lowering against str.lower, with the texts that need str.lower whole (U+0130, U+03A3).
+    chars = [chr(c) for c in range(0x80, 0x110000)]
+    for start in range(0, len(chars), 1 << 16):
+        part = chars[start:start + (1 << 16)]
+        for t in ("a".join(part), " ".join(part), "Ab" + "".join(part)):
+            assert np.array_equal(word_hashes(t, compiled=True), word_hashes(t, compiled=False)), start
+    for t in ("ΟΔΟΣ οδός", "ΣΑΣ Σ aΣ Σa", "İstanbul İ", "Kelvin \u212a Ångström \u212b"):
+        assert np.array_equal(word_hashes(t, compiled=True), word_hashes(t, compiled=False)), t
+
 def test_compiled_near_signature_of_one_shingle_by_hand():
     """One word: one shingle, hash h = fmix64(word). With 8 bins it fills bin h's top 3 bits
     with h's low 32 bits; every other bin takes that bin's value plus its distance to it
