@@ -37,7 +37,8 @@ import numpy as np
 
 from sitestrip.transforms import compression
 from sitestrip.transforms.meta import REL_NOFOLLOW, REL_SPONSORED, REL_UGC
-from sitestrip.transforms.page import TEXT, CompactPage
+from sitestrip.transforms import text as text_module
+from sitestrip.transforms.page import F_RAISED, F_SPACE_BEFORE, TEXT, CompactPage
 from sitestrip.transforms.text import joined, separators
 from sitestrip.transforms.tree import text_nodes_below
 
@@ -263,13 +264,19 @@ def page_links(page: CompactPage, main: np.ndarray | None, template: np.ndarray 
     return out
 
 
-def _anchor_texts(page: CompactPage, nodes: np.ndarray) -> list[str]:
+def _anchor_texts(page: CompactPage, nodes: np.ndarray, compiled: bool | None = None) -> list[str]:
     """The text of each link's subtree, as the text joiner gives it (transforms/text.py):
-    tree.subtree_texts with the joiner's own separators and joining, for the one case it has
-    to be fast for: most links hold one text node, whose text is its own, and when every link
+    tree.subtree_texts with the joiner's own separators and joining. Compiled
+    (transforms/_text.c `subtree_texts`: the subtrees walked, no pass over the page) unless
+    SITESTRIP_TEXT=python or `compiled` is False; the numpy below is its reference, fast for
+    the common case: most links hold one text node, whose text is its own, and when every link
     does no separator is computed."""
     if not nodes.size:
         return []
+    if (text_module._COMPILED if compiled is None else compiled) and text_module._compiled is not None:
+        return text_module._compiled.subtree_texts(
+            _int32(page.tag), np.ascontiguousarray(page.flags, dtype=np.uint16), _int32(page.line),
+            _int32(page.end), page.text, _int32(page.text_ptr), _int32(nodes), TEXT, F_SPACE_BEFORE | F_RAISED)
     text_nodes = (page.tag == TEXT).nonzero()[0]
     first = text_nodes.searchsorted(nodes)
     counts = text_nodes.searchsorted(page.end[nodes]) - first
@@ -286,6 +293,10 @@ def _anchor_texts(page: CompactPage, nodes: np.ndarray) -> list[str]:
         codes = separators(page, idx)
         codes[starts[counts > 0]] = 0           # a run starts with nothing before it
     return joined(page, idx, codes, bounds.tolist())
+
+
+def _int32(values: np.ndarray) -> np.ndarray:
+    return np.ascontiguousarray(values, dtype=np.int32)
 
 
 def _in_main(page: CompactPage, nodes: np.ndarray, main: np.ndarray) -> np.ndarray:

@@ -322,3 +322,22 @@ def test_target_urls_kept_from_set_local_to_targets_are_the_packed_ones():
     assert columns["target_url"] == urls and columns["anchor_text"] == texts
     assert columns["target_in_input"].tolist() == [u in present or u in shard for u in urls]
     assert held.strings() == (urls, texts) and held._decoded is None
+
+
+SEPARATED = """<html><body><p><a href="/1">one <b>two</b><br>three</a> <a href="/2"><i>x</i><sup>2</sup>,y</a>
+<a href="/3"></a><a href="/4"><img src=i.png alt=pic></a><div><a href="/5"><p>block</p><p>next <span>in</span></p></a></div>
+<pre><a href="/6">  keep   its
+ spaces</a></pre><a href="/7">caf\u00e9 \ud83d\ude00 \u4e2d</a></p></body></html>"""
+
+
+@pytest.mark.parametrize("html", [PAGE, SEPARATED])
+def test_compiled_anchor_texts_equal_the_reference(html):
+    from sitestrip.transforms import outlinks, text
+    assert text._compiled is not None, "transforms/_text.c is not built: pip install -e ."
+    page = parse_page(html, URL)
+    # Every element as a link: nested subtrees, subtrees without text, the whole page.
+    for nodes in (page.link_node, np.flatnonzero(page.tag != outlinks.TEXT).astype(np.int32),
+                  np.zeros(0, dtype=np.int32)):
+        assert outlinks._anchor_texts(page, nodes, compiled=True) == outlinks._anchor_texts(page, nodes, compiled=False)
+    assert outlinks._anchor_texts(page, page.link_node, compiled=True)[:2] == ["one two\nthree", "x 2,y"] \
+        or html is PAGE
