@@ -35,9 +35,9 @@ from typing import Container, Iterator
 
 import numpy as np
 
-from sitestrip.transforms import compression
-from sitestrip.transforms.meta import REL_NOFOLLOW, REL_SPONSORED, REL_UGC
+from sitestrip.transforms import compression, tree
 from sitestrip.transforms import text as text_module
+from sitestrip.transforms.meta import REL_NOFOLLOW, REL_SPONSORED, REL_UGC
 from sitestrip.transforms.page import F_RAISED, F_SPACE_BEFORE, TEXT, CompactPage
 from sitestrip.transforms.text import joined, separators
 from sitestrip.transforms.tree import text_nodes_below
@@ -299,13 +299,20 @@ def _int32(values: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(values, dtype=np.int32)
 
 
-def _in_main(page: CompactPage, nodes: np.ndarray, main: np.ndarray) -> np.ndarray:
+def _in_main(page: CompactPage, nodes: np.ndarray, main: np.ndarray, compiled: bool | None = None) -> np.ndarray:
     """Per link node: in the main-content node set, a link without text judged by its nearest
     ancestor that has text (an image link in a kept paragraph is content, a logo in a header
-    is not). The climb is one vector step per level, for the links without text only."""
+    is not). Compiled (transforms/_site.c `in_main`) unless SITESTRIP_FEATURES=python or
+    `compiled` is False; the reference climbs one vector step per level, for the links
+    without text only."""
     if not main.any():
         return np.zeros(nodes.size, dtype=bool)
     below = text_nodes_below(page)
+    if (tree._COMPILED if compiled is None else compiled) and tree._site_compiled is not None:
+        out = np.zeros(nodes.size, dtype=bool)
+        tree._site_compiled.in_main(_int32(page.parent), np.ascontiguousarray(below, dtype=np.int64),
+                                    np.ascontiguousarray(main, dtype=bool), _int32(nodes), out)
+        return out
     judged = nodes.astype(np.int64)
     climbing = (below[judged] == 0).nonzero()[0]
     parent = page.parent

@@ -341,3 +341,16 @@ def test_compiled_anchor_texts_equal_the_reference(html):
         assert outlinks._anchor_texts(page, nodes, compiled=True) == outlinks._anchor_texts(page, nodes, compiled=False)
     assert outlinks._anchor_texts(page, page.link_node, compiled=True)[:2] == ["one two\nthree", "x 2,y"] \
         or html is PAGE
+
+
+@pytest.mark.parametrize("html", [PAGE, SEPARATED])
+def test_compiled_in_main_equals_the_reference(html):
+    from sitestrip.transforms import outlinks, tree
+    assert tree._site_compiled is not None, "transforms/_site.c is not built: pip install -e ."
+    page = parse_page(html, URL)
+    rng = np.random.default_rng(5)
+    every = np.arange(page.size, dtype=np.int32)
+    for main in [rng.random(page.size) < share for share in (0.0, 0.2, 0.5, 1.0)]:
+        for nodes in (page.link_node, every):
+            assert np.array_equal(outlinks._in_main(page, nodes, main, compiled=True),
+                                  outlinks._in_main(page, nodes, main, compiled=False))
