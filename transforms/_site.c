@@ -18,6 +18,7 @@
  *     `_text_of_python`);
  *   in_main: outlinks._in_main's main-content judgement per link node, a link without text
  *     by its nearest ancestor with text (outlinks.py holds the reference);
+ *   in_site: outlinks._in_site's test of each link target's host against the site key;
  *   leaf_elements: clusters.page_signature's leaves, the elements without an element child
  *     (clusters.py: `_leaf_elements_python`).
  *
@@ -368,6 +369,60 @@ static PyObject *in_main(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+/* Whether text[at:] begins with prefix. */
+static int begins_with(PyObject *text, Py_ssize_t at, PyObject *prefix) {
+    Py_ssize_t length = PyUnicode_GET_LENGTH(text);
+    return PyUnicode_Tailmatch(text, prefix, at, length, -1) == 1;
+}
+
+/* in_site(urls list of str, site str, out bool[len(urls)]): per URL, whether it begins with
+ * "http://" or "https://", then `site` or "www." + `site`, then "/" or ":". outlinks.py
+ * `_in_site`'s str.startswith over those eight prefixes is the reference. */
+static PyObject *in_site(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *urls, *site, *out_o;
+    if (!PyArg_ParseTuple(args, "O!UO", &PyList_Type, &urls, &site, &out_o)) return NULL;
+    Py_ssize_t m = PyList_GET_SIZE(urls);
+    Py_buffer ov;
+    if (get_array(out_o, &ov, 1, m, 1, "out") < 0) return NULL;
+    uint8_t *out = ov.buf;
+    PyObject *http = PyUnicode_FromString("http://"), *https = PyUnicode_FromString("https://");
+    PyObject *www = PyUnicode_FromString("www.");
+    int ok = http != NULL && https != NULL && www != NULL;
+    Py_ssize_t site_len = PyUnicode_GET_LENGTH(site);
+    for (Py_ssize_t r = 0; r < m && ok; r++) {
+        PyObject *url = PyList_GET_ITEM(urls, r);
+        if (!PyUnicode_Check(url)) {
+            PyErr_SetString(PyExc_TypeError, "in_site: urls must be str");
+            ok = 0;
+            break;
+        }
+        Py_ssize_t length = PyUnicode_GET_LENGTH(url), at;
+        if (begins_with(url, 0, https)) at = 8;
+        else if (begins_with(url, 0, http)) at = 7;
+        else { out[r] = 0; continue; }
+        int found = 0;
+        for (int with_www = 0; with_www < 2 && !found; with_www++) {
+            Py_ssize_t host = at;
+            if (with_www) {
+                if (!begins_with(url, host, www)) continue;
+                host += 4;
+            }
+            if (host + site_len < length && begins_with(url, host, site)) {
+                Py_UCS4 after = PyUnicode_READ_CHAR(url, host + site_len);
+                found = after == '/' || after == ':';
+            }
+        }
+        out[r] = (uint8_t)found;
+    }
+    Py_XDECREF(http);
+    Py_XDECREF(https);
+    Py_XDECREF(www);
+    PyBuffer_Release(&ov);
+    if (!ok) return NULL;
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
     {"menu_eligible", menu_eligible, METH_VARARGS,
      "menu_eligible(tag, flags, chars, end, template, hyperlinks, weights, text_tag, in_link_flag, share, "
@@ -380,6 +435,8 @@ static PyMethodDef methods[] = {
      "tree.text_of's text nodes and separators."},
     {"in_main", in_main, METH_VARARGS,
      "in_main(parent, below, main, nodes, out): outlinks._in_main's judgement of each link node."},
+    {"in_site", in_site, METH_VARARGS,
+     "in_site(urls, site, out): outlinks._in_site's site test of each normalized URL."},
     {"leaf_elements", leaf_elements, METH_VARARGS,
      "leaf_elements(tag, parent, text_tag, out) -> k: clusters.page_signature's leaf elements."},
     {NULL, NULL, 0, NULL},

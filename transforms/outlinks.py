@@ -43,10 +43,14 @@ from sitestrip.transforms.text import joined, separators
 from sitestrip.transforms.tree import text_nodes_below
 
 REGIONS = ("main", "menu", "template", "other")
-_REGION_NAMES = np.array(REGIONS, dtype=object)
 
 # Per link, bits of PageLinks.flags.
 _MAIN, _TEMPLATE, _MENU, _IN_SITE = 1, 2, 4, 8
+# Index into REGIONS per value of the flags (PageLinks.regions), and the name itself: a link's
+# region is one table lookup.
+_REGION_OF_FLAGS = np.array([0 if f & _MAIN else 1 if f & _MENU else 2 if f & _TEMPLATE else 3 for f in range(256)],
+                            dtype=np.int8)
+_REGION_NAME_OF_FLAGS = np.array([REGIONS[r] for r in _REGION_OF_FLAGS.tolist()], dtype=object)
 
 
 class PageLinks:
@@ -129,8 +133,7 @@ class PageLinks:
 
     def regions(self) -> np.ndarray:
         """Index into REGIONS per link: main > menu > template > other."""
-        f = self.flags
-        return np.where(f & _MAIN, 0, np.where(f & _MENU, 1, np.where(f & _TEMPLATE, 2, 3))).astype(np.int8)
+        return _REGION_OF_FLAGS[self.flags]
 
     def key_row(self) -> dict:
         """The identifying fields (PART_KEYS["links"]) of the first row."""
@@ -153,7 +156,7 @@ class PageLinks:
             "position": np.arange(n, dtype=np.int32), "target_url": urls, "fragment": fragments, "anchor_text": texts,
             "rel_nofollow": (rel & REL_NOFOLLOW) != 0, "rel_ugc": (rel & REL_UGC) != 0,
             "rel_sponsored": (rel & REL_SPONSORED) != 0, "in_site": (flags & _IN_SITE) != 0,
-            "region": _REGION_NAMES[self.regions()].tolist(),
+            "region": _REGION_NAME_OF_FLAGS[self.flags].tolist(),
             "target_in_input": [None] * n if self.in_input is None else self.in_input.copy(),
         }
 
@@ -194,10 +197,16 @@ def source_key(url: str, warc_file, warc_offset) -> bytes:
     return hashlib.blake2b(raw.encode("utf-8", "surrogatepass"), digest_size=16).digest()
 
 
-def _in_site(urls, site: str) -> np.ndarray:
+def _in_site(urls, site: str, compiled: bool | None = None) -> np.ndarray:
     """Per normalized URL of `urls`: its site key (urls.site_key: the host without one leading
     "www." and without its port) is `site`. A normalized URL is "scheme://host[:port]/...",
-    so that is its beginning with `site` or "www." + `site` as the host, then "/" or ":"."""
+    so that is its beginning with `site` or "www." + `site` as the host, then "/" or ":".
+    Compiled (transforms/_site.c `in_site`) unless SITESTRIP_FEATURES=python or `compiled` is
+    False; the reference is str.startswith over the eight prefixes."""
+    if (tree._COMPILED if compiled is None else compiled) and tree._site_compiled is not None:
+        out = np.zeros(len(urls), dtype=bool)
+        tree._site_compiled.in_site(urls if type(urls) is list else list(urls), site, out)
+        return out
     starts = tuple(f"{scheme}://{host}{after}" for scheme in ("http", "https") for host in (site, "www." + site)
                    for after in ("/", ":"))
     return np.fromiter(map(str.startswith, urls, repeat(starts)), dtype=bool, count=len(urls))

@@ -354,3 +354,19 @@ def test_compiled_in_main_equals_the_reference(html):
         for nodes in (page.link_node, every):
             assert np.array_equal(outlinks._in_main(page, nodes, main, compiled=True),
                                   outlinks._in_main(page, nodes, main, compiled=False))
+
+
+def test_compiled_in_site_equals_the_reference():
+    import random
+    from sitestrip.transforms import outlinks, tree
+    assert tree._site_compiled is not None, "transforms/_site.c is not built: pip install -e ."
+    rng = random.Random(2)
+    parts = ["http://", "https://", "ftp://", "www.", "docs.test", "docs.tes", "docs.testx", "/", ":", ":8080/", "a",
+             "", "\u00e9", "www.docs.test"]
+    urls = ["".join(rng.choice(parts) for _ in range(rng.randrange(0, 6))) for _ in range(3000)]
+    urls += ["https://docs.test", "https://docs.test/", "http://www.docs.test:80/x", "https://www.www.docs.test/"]
+    for site in ("docs.test", "www.docs.test", "", "\u00e9"):
+        got = outlinks._in_site(urls, site, compiled=True)
+        assert np.array_equal(got, outlinks._in_site(urls, site, compiled=False)), site
+    assert outlinks._in_site(["https://docs.test/", "http://www.docs.test:80/x", "https://docs.testx/"],
+                             "docs.test", compiled=True).tolist() == [True, True, False]
