@@ -346,24 +346,11 @@ static int separator_cp(Py_UCS4 c) {
            (c >= 0x3000 && c <= 0x303F) || (c >= 0xFF01 && c <= 0xFF0F) || (c >= 0xFF1A && c <= 0xFF20);
 }
 
-/* word_hashes_text(text, lower): word_hashes of text.lower() encoded as UTF-8 ("surrogatepass"),
- * read from the str itself: each code point lower-cased (Py_UNICODE_TOLOWER, the first
- * character of str.lower's mapping; only ASCII with `lower` 0, for a text lowered already) and
- * hashed as the bytes of its UTF-8. str.lower differs from that per-character mapping only
- * where it gives several characters (U+0130) or looks at the context (U+03A3, final sigma):
- * the caller lowers a text holding either first. No lowered copy, no UTF-8 copy. */
-static PyObject *word_hashes_text(PyObject *self, PyObject *args) {
-    (void)self;
-    PyObject *text;
-    int lower;
-    if (!PyArg_ParseTuple(args, "Up", &text, &lower)) return NULL;
-    int kind = PyUnicode_KIND(text);
-    const void *data = PyUnicode_DATA(text);
-    Py_ssize_t n = PyUnicode_GET_LENGTH(text), count = 0;
-    /* a word needs a character, and a separator after it unless it ends the text */
-    PyObject *out = PyBytes_FromStringAndSize(NULL, ((n + 1) / 2 + 1) * 8);
-    if (out == NULL) return NULL;
-    uint64_t *words = (uint64_t *)PyBytes_AS_STRING(out);
+/* The loop of word_hashes_text for one kind of str, which each call site below fixes, so that
+ * every character is read without a switch on the kind. */
+static inline __attribute__((always_inline)) Py_ssize_t hash_words_of(int kind, const void *data, Py_ssize_t n,
+                                                                    int lower, uint64_t *words) {
+    Py_ssize_t count = 0;
     uint64_t h = 0, power = 1;
     int inside = 0;
     for (Py_ssize_t i = 0; i < n; i++) {
@@ -401,6 +388,31 @@ static PyObject *word_hashes_text(PyObject *self, PyObject *args) {
         }
     }
     if (inside) words[count++] = fmix64(h);
+    return count;
+}
+
+/* word_hashes_text(text, lower): word_hashes of text.lower() encoded as UTF-8 ("surrogatepass"),
+ * read from the str itself: each code point lower-cased (Py_UNICODE_TOLOWER, the first
+ * character of str.lower's mapping; only ASCII with `lower` 0, for a text lowered already) and
+ * hashed as the bytes of its UTF-8. str.lower differs from that per-character mapping only
+ * where it gives several characters (U+0130) or looks at the context (U+03A3, final sigma):
+ * the caller lowers a text holding either first. No lowered copy, no UTF-8 copy. */
+static PyObject *word_hashes_text(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *text;
+    int lower;
+    if (!PyArg_ParseTuple(args, "Up", &text, &lower)) return NULL;
+    const void *data = PyUnicode_DATA(text);
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text), count;
+    /* a word needs a character, and a separator after it unless it ends the text */
+    PyObject *out = PyBytes_FromStringAndSize(NULL, ((n + 1) / 2 + 1) * 8);
+    if (out == NULL) return NULL;
+    uint64_t *words = (uint64_t *)PyBytes_AS_STRING(out);
+    switch (PyUnicode_KIND(text)) {
+    case PyUnicode_1BYTE_KIND: count = hash_words_of(PyUnicode_1BYTE_KIND, data, n, lower, words); break;
+    case PyUnicode_2BYTE_KIND: count = hash_words_of(PyUnicode_2BYTE_KIND, data, n, lower, words); break;
+    default: count = hash_words_of(PyUnicode_4BYTE_KIND, data, n, lower, words); break;
+    }
     if (_PyBytes_Resize(&out, count * 8) < 0) return NULL;
     return out;
 }

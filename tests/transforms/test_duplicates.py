@@ -262,7 +262,9 @@ def test_compiled_word_hashes_lower_every_character_as_str_lower():
         part = chars[start:start + (1 << 16)]
         for t in ("a".join(part), " ".join(part), "Ab" + "".join(part)):
             assert np.array_equal(word_hashes(t, compiled=True), word_hashes(t, compiled=False)), start
-    for t in ("ΟΔΟΣ οδός", "ΣΑΣ Σ aΣ Σa", "İstanbul İ", "Kelvin \u212a Ångström \u212b"):
+    latin1 = "".join(chr(c) for c in range(0x80, 0x100))      # a str of the 1-byte kind
+    for t in ("ΟΔΟΣ οδός", "ΣΑΣ Σ aΣ Σa", "İstanbul İ", "Kelvin \u212a Ångström \u212b", latin1,
+              "a".join(latin1), "\u00c0\u00c9 CAF\u00c9 \u00b5\u00ff \u00d7\u00f7"):
         assert np.array_equal(word_hashes(t, compiled=True), word_hashes(t, compiled=False)), t
 
 def test_compiled_near_signature_of_one_shingle_by_hand():
