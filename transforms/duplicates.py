@@ -149,7 +149,8 @@ def content_hash(words: np.ndarray) -> str | None:
     once case, spaces and punctuation are set aside."""
     if words.size == 0:
         return None
-    return hashlib.blake2b(words.astype("<u8").tobytes(), digest_size=8).hexdigest()
+    # The array's own buffer: the bytes of words.astype("<u8").tobytes(), without two copies.
+    return hashlib.blake2b(np.ascontiguousarray(words, dtype="<u8"), digest_size=8).hexdigest()
 
 
 def shingle_hashes(words: np.ndarray, k: int) -> np.ndarray:

@@ -317,3 +317,11 @@ def test_a_page_with_a_near_duplicate_is_judged_again_without_it():
     assert "Apples grow on trees in orchards." in a["main_text"]
     assert (copy["duplicate_of"], copy["duplicate_kind"]) == ("https://fruit.example/a.html", "near")
     assert all(note not in rows[f"https://fruit.example/{p}.html"]["notes"] for p in PAGES[1:])
+
+
+def test_content_hash_is_the_blake2b_of_the_little_endian_words():
+    import hashlib
+    words = word_hashes("one Two three, four five six seven")
+    for array in (words, words[::2], words.astype(">u8"), words[::-1]):
+        expected = hashlib.blake2b(array.astype("<u8").tobytes(), digest_size=8).hexdigest()
+        assert content_hash(array) == expected
