@@ -16,6 +16,9 @@
  *   text_codes: tree.text_of's text nodes and the separator before each (text.gaps and
  *     text.separators), which text.joined then joins (tree.py holds this one's reference:
  *     `_text_of_python`);
+ *   in_main: outlinks._in_main's main-content judgement per link node, a link without text
+ *     by its nearest ancestor with text (outlinks.py holds the reference);
+ *   in_site: outlinks._in_site's test of each link target's host against the site key;
  *   leaf_elements: clusters.page_signature's leaves, the elements without an element child
  *     (clusters.py: `_leaf_elements_python`).
  *
@@ -325,6 +328,101 @@ static PyObject *leaf_elements(PyObject *self, PyObject *args) {
     return k < 0 ? NULL : PyLong_FromSsize_t(k);
 }
 
+/* in_main(parent int32[n], below int64[n], main bool[n], nodes int32[m], out bool[m]):
+ * per node, main[] of itself, or, when its subtree holds no text node (below 0), of its
+ * nearest ancestor whose subtree holds one; False when none does. outlinks.py `_in_main`'s
+ * numpy climb is the reference. */
+static PyObject *in_main(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *objs[5];
+    if (!PyArg_ParseTuple(args, "OOOOO", &objs[0], &objs[1], &objs[2], &objs[3], &objs[4])) return NULL;
+    static const Py_ssize_t sizes[5] = {4, 8, 1, 4, 1};
+    static const char *names[5] = {"parent", "below", "main", "nodes", "out"};
+    Py_buffer v[5];
+    Py_ssize_t n = -1, m = -1;
+    int got = 0;
+    for (; got < 5; got++) {
+        Py_ssize_t items = got == 0 || got == 3 ? -1 : got == 4 ? m : n;
+        if (get_array(objs[got], &v[got], sizes[got], items, got == 4, names[got]) < 0) break;
+        if (got == 0) n = v[0].len / 4;
+        if (got == 3) m = v[3].len / 4;
+    }
+    int ok = got == 5;
+    if (ok) {
+        const int32_t *parent = v[0].buf, *nodes = v[3].buf;
+        const int64_t *below = v[1].buf;
+        const uint8_t *main = v[2].buf;
+        uint8_t *out = v[4].buf;
+        for (Py_ssize_t r = 0; r < m && ok; r++) {
+            int64_t j = nodes[r], steps = 0;
+            while (j >= 0 && j < n && below[j] == 0 && steps++ <= n) j = parent[j];
+            if (j >= n || steps > n) {
+                PyErr_Format(PyExc_ValueError, "node %d: its ancestors leave the page", (int)nodes[r]);
+                ok = 0;
+            } else {
+                out[r] = j >= 0 && main[j];
+            }
+        }
+    }
+    for (int j = 0; j < got; j++) PyBuffer_Release(&v[j]);
+    if (!ok) return NULL;
+    Py_RETURN_NONE;
+}
+
+/* Whether text[at:] begins with prefix. */
+static int begins_with(PyObject *text, Py_ssize_t at, PyObject *prefix) {
+    Py_ssize_t length = PyUnicode_GET_LENGTH(text);
+    return PyUnicode_Tailmatch(text, prefix, at, length, -1) == 1;
+}
+
+/* in_site(urls list of str, site str, out bool[len(urls)]): per URL, whether it begins with
+ * "http://" or "https://", then `site` or "www." + `site`, then "/" or ":". outlinks.py
+ * `_in_site`'s str.startswith over those eight prefixes is the reference. */
+static PyObject *in_site(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *urls, *site, *out_o;
+    if (!PyArg_ParseTuple(args, "O!UO", &PyList_Type, &urls, &site, &out_o)) return NULL;
+    Py_ssize_t m = PyList_GET_SIZE(urls);
+    Py_buffer ov;
+    if (get_array(out_o, &ov, 1, m, 1, "out") < 0) return NULL;
+    uint8_t *out = ov.buf;
+    PyObject *http = PyUnicode_FromString("http://"), *https = PyUnicode_FromString("https://");
+    PyObject *www = PyUnicode_FromString("www.");
+    int ok = http != NULL && https != NULL && www != NULL;
+    Py_ssize_t site_len = PyUnicode_GET_LENGTH(site);
+    for (Py_ssize_t r = 0; r < m && ok; r++) {
+        PyObject *url = PyList_GET_ITEM(urls, r);
+        if (!PyUnicode_Check(url)) {
+            PyErr_SetString(PyExc_TypeError, "in_site: urls must be str");
+            ok = 0;
+            break;
+        }
+        Py_ssize_t length = PyUnicode_GET_LENGTH(url), at;
+        if (begins_with(url, 0, https)) at = 8;
+        else if (begins_with(url, 0, http)) at = 7;
+        else { out[r] = 0; continue; }
+        int found = 0;
+        for (int with_www = 0; with_www < 2 && !found; with_www++) {
+            Py_ssize_t host = at;
+            if (with_www) {
+                if (!begins_with(url, host, www)) continue;
+                host += 4;
+            }
+            if (host + site_len < length && begins_with(url, host, site)) {
+                Py_UCS4 after = PyUnicode_READ_CHAR(url, host + site_len);
+                found = after == '/' || after == ':';
+            }
+        }
+        out[r] = (uint8_t)found;
+    }
+    Py_XDECREF(http);
+    Py_XDECREF(https);
+    Py_XDECREF(www);
+    PyBuffer_Release(&ov);
+    if (!ok) return NULL;
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
     {"menu_eligible", menu_eligible, METH_VARARGS,
      "menu_eligible(tag, flags, chars, end, template, hyperlinks, weights, text_tag, in_link_flag, share, "
@@ -335,6 +433,10 @@ static PyMethodDef methods[] = {
     {"text_codes", text_codes, METH_VARARGS,
      "text_codes(tag, flags, line, mask, text, text_ptr, text_tag, space_flags, pre_flag, idx, codes) -> k: "
      "tree.text_of's text nodes and separators."},
+    {"in_main", in_main, METH_VARARGS,
+     "in_main(parent, below, main, nodes, out): outlinks._in_main's judgement of each link node."},
+    {"in_site", in_site, METH_VARARGS,
+     "in_site(urls, site, out): outlinks._in_site's site test of each normalized URL."},
     {"leaf_elements", leaf_elements, METH_VARARGS,
      "leaf_elements(tag, parent, text_tag, out) -> k: clusters.page_signature's leaf elements."},
     {NULL, NULL, 0, NULL},

@@ -180,6 +180,91 @@ done:
     return out;
 }
 
+static int get_items(PyObject *obj, Py_buffer *view, Py_ssize_t itemsize, Py_ssize_t items, const char *what) {
+    if (PyObject_GetBuffer(obj, view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) return -1;
+    if (view->itemsize != itemsize || (items >= 0 && view->len != items * itemsize)) {
+        PyErr_Format(PyExc_ValueError, "%s: expected a contiguous array of %zd-byte items%s", what, itemsize,
+                     items >= 0 ? " of the expected length" : "");
+        PyBuffer_Release(view);
+        return -1;
+    }
+    return 0;
+}
+
+/* subtree_texts(tag int32[n], flags uint16[n], line int32[n], end int32[n], text, text_ptr int32[n+1],
+ *               nodes int32[m], text_tag, space_flags) -> list of m str:
+ * per node, its subtree's text nodes (tag text_tag in [node, end[node])) joined as text.py
+ * joins a run of consecutive text nodes: a newline before one whose `line` moved since the
+ * previous one, else a space where its flags have one of `space_flags`, else nothing; nothing
+ * before the first. outlinks.py `_anchor_texts` (numpy, text.separators and text.joined) is the
+ * reference. Costs the subtrees' sizes, not the page's. */
+static PyObject *subtree_texts(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *objs[6], *text, *out = NULL;
+    int text_tag, space_flags;
+    if (!PyArg_ParseTuple(args, "OOOOUOOii", &objs[0], &objs[1], &objs[2], &objs[3], &text, &objs[4], &objs[5],
+                          &text_tag, &space_flags))
+        return NULL;
+    static const Py_ssize_t sizes[6] = {4, 2, 4, 4, 4, 4};
+    static const char *names[6] = {"tag", "flags", "line", "end", "text_ptr", "nodes"};
+    Py_buffer v[6];
+    Py_ssize_t n = -1;
+    int got = 0;
+    Py_UCS4 *buf = NULL;
+    for (; got < 6; got++) {
+        Py_ssize_t items = got == 0 || got == 5 ? -1 : got == 4 ? n + 1 : n;
+        if (get_items(objs[got], &v[got], sizes[got], items, names[got]) < 0) goto done;
+        if (got == 0) n = v[0].len / 4;
+    }
+    const int32_t *tag = v[0].buf, *line = v[2].buf, *end = v[3].buf, *ptr = v[4].buf, *nodes = v[5].buf;
+    const uint16_t *flags = v[1].buf;
+    Py_ssize_t m = v[5].len / 4, length = PyUnicode_GET_LENGTH(text), cap = 0;
+    int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    /* Checked first: every range inside the page, every text span inside the text. */
+    for (Py_ssize_t r = 0; r < m; r++) {
+        int32_t lo = nodes[r];
+        if (lo < 0 || lo >= n || end[lo] < lo || end[lo] > n) {
+            PyErr_Format(PyExc_ValueError, "node %d or its end outside the page (%zd nodes)", (int)lo, n);
+            goto done;
+        }
+        Py_ssize_t size = 0;
+        for (int32_t i = lo; i < end[lo]; i++) {
+            if (tag[i] != text_tag) continue;
+            if (ptr[i] < 0 || ptr[i + 1] < ptr[i] || ptr[i + 1] > length) {
+                PyErr_Format(PyExc_ValueError, "text_ptr of node %d outside the page's text", (int)i);
+                goto done;
+            }
+            size += ptr[i + 1] - ptr[i] + 1;
+        }
+        if (size > cap) cap = size;
+    }
+    buf = PyMem_Malloc((size_t)(cap + 1) * sizeof(Py_UCS4));
+    if (buf == NULL) { PyErr_NoMemory(); goto done; }
+    out = PyList_New(m);
+    if (out == NULL) goto done;
+    for (Py_ssize_t r = 0; r < m; r++) {
+        int32_t lo = nodes[r], previous = -1;
+        Py_ssize_t at = 0;
+        for (int32_t i = lo; i < end[lo]; i++) {
+            if (tag[i] != text_tag) continue;
+            if (previous >= 0) {
+                if (line[i] != line[previous]) buf[at++] = '\n';
+                else if (flags[i] & space_flags) buf[at++] = ' ';
+            }
+            for (int32_t j = ptr[i]; j < ptr[i + 1]; j++) buf[at++] = PyUnicode_READ(kind, data, j);
+            previous = i;
+        }
+        PyObject *s = PyUnicode_FromKindAndData(PyUnicode_4BYTE_KIND, buf, at);
+        if (s == NULL) { Py_CLEAR(out); goto done; }
+        PyList_SET_ITEM(out, r, s);
+    }
+done:
+    PyMem_Free(buf);
+    for (int j = 0; j < got; j++) PyBuffer_Release(&v[j]);
+    return out;
+}
+
 /* Word hashes for duplicate detection (transforms/duplicates.py `word_hashes`, whose numpy
  * expression is the reference): words are runs of ASCII letters, digits and "_" (ASCII
  * lower-cased) and of non-ASCII characters other than the punctuation and spaces below; a
@@ -255,6 +340,83 @@ static PyObject *word_hashes(PyObject *self, PyObject *args) {
     return out;
 }
 
+/* Whether code point c is one of separator_len's characters. */
+static int separator_cp(Py_UCS4 c) {
+    return (c >= 0xA0 && c <= 0xBF) || (c >= 0x2000 && c <= 0x206F) || c == 0x2122 ||
+           (c >= 0x3000 && c <= 0x303F) || (c >= 0xFF01 && c <= 0xFF0F) || (c >= 0xFF1A && c <= 0xFF20);
+}
+
+/* The loop of word_hashes_text for one kind of str, which each call site below fixes, so that
+ * every character is read without a switch on the kind. */
+static inline __attribute__((always_inline)) Py_ssize_t hash_words_of(int kind, const void *data, Py_ssize_t n,
+                                                                    int lower, uint64_t *words) {
+    Py_ssize_t count = 0;
+    uint64_t h = 0, power = 1;
+    int inside = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Py_UCS4 c = PyUnicode_READ(kind, data, i);
+        int word;
+        if (c < 0x80) {
+            if (c >= 'A' && c <= 'Z') c += 32;
+            word = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
+        } else {
+            if (lower) c = Py_UNICODE_TOLOWER(c);
+            if (c < 0x80) word = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
+            else word = !separator_cp(c);
+        }
+        if (word) {
+            unsigned char b[4];
+            int len;
+            if (c < 0x80) { b[0] = (unsigned char)c; len = 1; }
+            else if (c < 0x800) { b[0] = 0xC0 | (c >> 6); b[1] = 0x80 | (c & 0x3F); len = 2; }
+            else if (c < 0x10000) {
+                b[0] = 0xE0 | (c >> 12); b[1] = 0x80 | ((c >> 6) & 0x3F); b[2] = 0x80 | (c & 0x3F); len = 3;
+            } else {
+                b[0] = 0xF0 | (c >> 18); b[1] = 0x80 | ((c >> 12) & 0x3F); b[2] = 0x80 | ((c >> 6) & 0x3F);
+                b[3] = 0x80 | (c & 0x3F); len = 4;
+            }
+            for (int j = 0; j < len; j++) {
+                h += ((uint64_t)b[j] + 1) * power;
+                power *= WORD_P;
+            }
+            inside = 1;
+        } else if (inside) {
+            words[count++] = fmix64(h);
+            h = 0;
+            power = 1;
+            inside = 0;
+        }
+    }
+    if (inside) words[count++] = fmix64(h);
+    return count;
+}
+
+/* word_hashes_text(text, lower): word_hashes of text.lower() encoded as UTF-8 ("surrogatepass"),
+ * read from the str itself: each code point lower-cased (Py_UNICODE_TOLOWER, the first
+ * character of str.lower's mapping; only ASCII with `lower` 0, for a text lowered already) and
+ * hashed as the bytes of its UTF-8. str.lower differs from that per-character mapping only
+ * where it gives several characters (U+0130) or looks at the context (U+03A3, final sigma):
+ * the caller lowers a text holding either first. No lowered copy, no UTF-8 copy. */
+static PyObject *word_hashes_text(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *text;
+    int lower;
+    if (!PyArg_ParseTuple(args, "Up", &text, &lower)) return NULL;
+    const void *data = PyUnicode_DATA(text);
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text), count;
+    /* a word needs a character, and a separator after it unless it ends the text */
+    PyObject *out = PyBytes_FromStringAndSize(NULL, ((n + 1) / 2 + 1) * 8);
+    if (out == NULL) return NULL;
+    uint64_t *words = (uint64_t *)PyBytes_AS_STRING(out);
+    switch (PyUnicode_KIND(text)) {
+    case PyUnicode_1BYTE_KIND: count = hash_words_of(PyUnicode_1BYTE_KIND, data, n, lower, words); break;
+    case PyUnicode_2BYTE_KIND: count = hash_words_of(PyUnicode_2BYTE_KIND, data, n, lower, words); break;
+    default: count = hash_words_of(PyUnicode_4BYTE_KIND, data, n, lower, words); break;
+    }
+    if (_PyBytes_Resize(&out, count * 8) < 0) return NULL;
+    return out;
+}
+
 /* near_signature(words uint64[n], k, num_perm) -> bytes of uint32[num_perm]: duplicates.py
  * near_signature (shingle_hashes then minhash) for n >= 1. A shingle's hash is the k words
  * folded by h * P + word, finalized by fmix64; a bin keeps its least shingle hash (what the
@@ -307,8 +469,12 @@ static PyObject *near_signature(PyObject *self, PyObject *args) {
 static PyMethodDef methods[] = {
     {"word_hashes", word_hashes, METH_VARARGS,
      "word_hashes(utf8): the uint64 hash of every word, as bytes (duplicates.py word_hashes)."},
+    {"word_hashes_text", word_hashes_text, METH_VARARGS,
+     "word_hashes_text(text, lower): word_hashes of the text's lower-cased UTF-8, read from the str."},
     {"near_signature", near_signature, METH_VARARGS,
      "near_signature(words, k, num_perm): duplicates.py near_signature's uint32 values, as bytes."},
+    {"subtree_texts", subtree_texts, METH_VARARGS,
+     "subtree_texts(tag, flags, line, end, text, text_ptr, nodes, text_tag, space_flags): per node, its subtree's text."},
     {"collapsed_spans", collapsed_spans, METH_VARARGS,
      "collapsed_spans(text, starts, ends, lengths): the spans whitespace-collapsed, concatenated; lengths written."},
     {"joined_spans", joined_spans, METH_VARARGS,

@@ -122,9 +122,16 @@ def word_hashes(text: str | None, compiled: bool | None = None) -> np.ndarray:
     difference of two prefix sums, scaled back by the inverse power of its start."""
     if not text:
         return np.zeros(0, dtype=_U64)
-    lowered = text if text.isascii() else text.lower()
     if (_COMPILED if compiled is None else compiled) and _compiled is not None:
-        return np.frombuffer(_compiled.word_hashes(lowered.encode("utf-8", "surrogatepass")), dtype=_U64)
+        # The C lowers each character as it reads it; str.lower maps these two otherwise
+        # (U+0130 to two characters, U+03A3 by its neighbours), so a text with either is
+        # lowered whole first.
+        ascii = text.isascii()
+        whole = not ascii and ("\u0130" in text or "\u03a3" in text)
+        if whole:
+            text = text.lower()
+        return np.frombuffer(_compiled.word_hashes_text(text, not (ascii or whole)), dtype=_U64)
+    lowered = text if text.isascii() else text.lower()
     data = np.frombuffer(_NOT_WORDS.sub(" ", lowered.lower()).encode("utf-8", "surrogatepass"), dtype=np.uint8)
     inside = _WORD_BYTE[data]
     edges = np.flatnonzero(np.diff(inside.astype(np.int8), prepend=0, append=0))
@@ -142,7 +149,8 @@ def content_hash(words: np.ndarray) -> str | None:
     once case, spaces and punctuation are set aside."""
     if words.size == 0:
         return None
-    return hashlib.blake2b(words.astype("<u8").tobytes(), digest_size=8).hexdigest()
+    # The array's own buffer: the bytes of words.astype("<u8").tobytes(), without two copies.
+    return hashlib.blake2b(np.ascontiguousarray(words, dtype="<u8"), digest_size=8).hexdigest()
 
 
 def shingle_hashes(words: np.ndarray, k: int) -> np.ndarray:

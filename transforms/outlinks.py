@@ -35,17 +35,22 @@ from typing import Container, Iterator
 
 import numpy as np
 
-from sitestrip.transforms import compression
+from sitestrip.transforms import compression, tree
+from sitestrip.transforms import text as text_module
 from sitestrip.transforms.meta import REL_NOFOLLOW, REL_SPONSORED, REL_UGC
-from sitestrip.transforms.page import TEXT, CompactPage
+from sitestrip.transforms.page import F_RAISED, F_SPACE_BEFORE, TEXT, CompactPage
 from sitestrip.transforms.text import joined, separators
 from sitestrip.transforms.tree import text_nodes_below
 
 REGIONS = ("main", "menu", "template", "other")
-_REGION_NAMES = np.array(REGIONS, dtype=object)
 
 # Per link, bits of PageLinks.flags.
 _MAIN, _TEMPLATE, _MENU, _IN_SITE = 1, 2, 4, 8
+# Index into REGIONS per value of the flags (PageLinks.regions), and the name itself: a link's
+# region is one table lookup.
+_REGION_OF_FLAGS = np.array([0 if f & _MAIN else 1 if f & _MENU else 2 if f & _TEMPLATE else 3 for f in range(256)],
+                            dtype=np.int8)
+_REGION_NAME_OF_FLAGS = np.array([REGIONS[r] for r in _REGION_OF_FLAGS.tolist()], dtype=object)
 
 
 class PageLinks:
@@ -128,8 +133,7 @@ class PageLinks:
 
     def regions(self) -> np.ndarray:
         """Index into REGIONS per link: main > menu > template > other."""
-        f = self.flags
-        return np.where(f & _MAIN, 0, np.where(f & _MENU, 1, np.where(f & _TEMPLATE, 2, 3))).astype(np.int8)
+        return _REGION_OF_FLAGS[self.flags]
 
     def key_row(self) -> dict:
         """The identifying fields (PART_KEYS["links"]) of the first row."""
@@ -152,7 +156,7 @@ class PageLinks:
             "position": np.arange(n, dtype=np.int32), "target_url": urls, "fragment": fragments, "anchor_text": texts,
             "rel_nofollow": (rel & REL_NOFOLLOW) != 0, "rel_ugc": (rel & REL_UGC) != 0,
             "rel_sponsored": (rel & REL_SPONSORED) != 0, "in_site": (flags & _IN_SITE) != 0,
-            "region": _REGION_NAMES[self.regions()].tolist(),
+            "region": _REGION_NAME_OF_FLAGS[self.flags].tolist(),
             "target_in_input": [None] * n if self.in_input is None else self.in_input.copy(),
         }
 
@@ -193,10 +197,16 @@ def source_key(url: str, warc_file, warc_offset) -> bytes:
     return hashlib.blake2b(raw.encode("utf-8", "surrogatepass"), digest_size=16).digest()
 
 
-def _in_site(urls, site: str) -> np.ndarray:
+def _in_site(urls, site: str, compiled: bool | None = None) -> np.ndarray:
     """Per normalized URL of `urls`: its site key (urls.site_key: the host without one leading
     "www." and without its port) is `site`. A normalized URL is "scheme://host[:port]/...",
-    so that is its beginning with `site` or "www." + `site` as the host, then "/" or ":"."""
+    so that is its beginning with `site` or "www." + `site` as the host, then "/" or ":".
+    Compiled (transforms/_site.c `in_site`) unless SITESTRIP_FEATURES=python or `compiled` is
+    False; the reference is str.startswith over the eight prefixes."""
+    if (tree._COMPILED if compiled is None else compiled) and tree._site_compiled is not None:
+        out = np.zeros(len(urls), dtype=bool)
+        tree._site_compiled.in_site(urls if type(urls) is list else list(urls), site, out)
+        return out
     starts = tuple(f"{scheme}://{host}{after}" for scheme in ("http", "https") for host in (site, "www." + site)
                    for after in ("/", ":"))
     return np.fromiter(map(str.startswith, urls, repeat(starts)), dtype=bool, count=len(urls))
@@ -263,13 +273,19 @@ def page_links(page: CompactPage, main: np.ndarray | None, template: np.ndarray 
     return out
 
 
-def _anchor_texts(page: CompactPage, nodes: np.ndarray) -> list[str]:
+def _anchor_texts(page: CompactPage, nodes: np.ndarray, compiled: bool | None = None) -> list[str]:
     """The text of each link's subtree, as the text joiner gives it (transforms/text.py):
-    tree.subtree_texts with the joiner's own separators and joining, for the one case it has
-    to be fast for: most links hold one text node, whose text is its own, and when every link
+    tree.subtree_texts with the joiner's own separators and joining. Compiled
+    (transforms/_text.c `subtree_texts`: the subtrees walked, no pass over the page) unless
+    SITESTRIP_TEXT=python or `compiled` is False; the numpy below is its reference, fast for
+    the common case: most links hold one text node, whose text is its own, and when every link
     does no separator is computed."""
     if not nodes.size:
         return []
+    if (text_module._COMPILED if compiled is None else compiled) and text_module._compiled is not None:
+        return text_module._compiled.subtree_texts(
+            _int32(page.tag), np.ascontiguousarray(page.flags, dtype=np.uint16), _int32(page.line),
+            _int32(page.end), page.text, _int32(page.text_ptr), _int32(nodes), TEXT, F_SPACE_BEFORE | F_RAISED)
     text_nodes = (page.tag == TEXT).nonzero()[0]
     first = text_nodes.searchsorted(nodes)
     counts = text_nodes.searchsorted(page.end[nodes]) - first
@@ -288,13 +304,24 @@ def _anchor_texts(page: CompactPage, nodes: np.ndarray) -> list[str]:
     return joined(page, idx, codes, bounds.tolist())
 
 
-def _in_main(page: CompactPage, nodes: np.ndarray, main: np.ndarray) -> np.ndarray:
+def _int32(values: np.ndarray) -> np.ndarray:
+    return np.ascontiguousarray(values, dtype=np.int32)
+
+
+def _in_main(page: CompactPage, nodes: np.ndarray, main: np.ndarray, compiled: bool | None = None) -> np.ndarray:
     """Per link node: in the main-content node set, a link without text judged by its nearest
     ancestor that has text (an image link in a kept paragraph is content, a logo in a header
-    is not). The climb is one vector step per level, for the links without text only."""
+    is not). Compiled (transforms/_site.c `in_main`) unless SITESTRIP_FEATURES=python or
+    `compiled` is False; the reference climbs one vector step per level, for the links
+    without text only."""
     if not main.any():
         return np.zeros(nodes.size, dtype=bool)
     below = text_nodes_below(page)
+    if (tree._COMPILED if compiled is None else compiled) and tree._site_compiled is not None:
+        out = np.zeros(nodes.size, dtype=bool)
+        tree._site_compiled.in_main(_int32(page.parent), np.ascontiguousarray(below, dtype=np.int64),
+                                    np.ascontiguousarray(main, dtype=bool), _int32(nodes), out)
+        return out
     judged = nodes.astype(np.int64)
     climbing = (below[judged] == 0).nonzero()[0]
     parent = page.parent

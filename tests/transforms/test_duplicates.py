@@ -253,6 +253,20 @@ def test_compiled_word_hashes_equal_the_reference():
         assert np.array_equal(word_hashes(t, compiled=True), word_hashes(t, compiled=False)), repr(t)
 
 
+
+def test_compiled_word_hashes_lower_every_character_as_str_lower():
+    # Each code point between letters, as a word and next to words: the compiled per-character
+    # lowering against str.lower, with the texts that need str.lower whole (U+0130, U+03A3).
+    chars = [chr(c) for c in range(0x80, 0x110000)]
+    for start in range(0, len(chars), 1 << 16):
+        part = chars[start:start + (1 << 16)]
+        for t in ("a".join(part), " ".join(part), "Ab" + "".join(part)):
+            assert np.array_equal(word_hashes(t, compiled=True), word_hashes(t, compiled=False)), start
+    latin1 = "".join(chr(c) for c in range(0x80, 0x100))      # a str of the 1-byte kind
+    for t in ("ΟΔΟΣ οδός", "ΣΑΣ Σ aΣ Σa", "İstanbul İ", "Kelvin \u212a Ångström \u212b", latin1,
+              "a".join(latin1), "\u00c0\u00c9 CAF\u00c9 \u00b5\u00ff \u00d7\u00f7"):
+        assert np.array_equal(word_hashes(t, compiled=True), word_hashes(t, compiled=False)), t
+
 def test_compiled_near_signature_of_one_shingle_by_hand():
     """One word: one shingle, hash h = fmix64(word). With 8 bins it fills bin h's top 3 bits
     with h's low 32 bits; every other bin takes that bin's value plus its distance to it
@@ -303,3 +317,11 @@ def test_a_page_with_a_near_duplicate_is_judged_again_without_it():
     assert "Apples grow on trees in orchards." in a["main_text"]
     assert (copy["duplicate_of"], copy["duplicate_kind"]) == ("https://fruit.example/a.html", "near")
     assert all(note not in rows[f"https://fruit.example/{p}.html"]["notes"] for p in PAGES[1:])
+
+
+def test_content_hash_is_the_blake2b_of_the_little_endian_words():
+    import hashlib
+    words = word_hashes("one Two three, four five six seven")
+    for array in (words, words[::2], words.astype(">u8"), words[::-1]):
+        expected = hashlib.blake2b(array.astype("<u8").tobytes(), digest_size=8).hexdigest()
+        assert content_hash(array) == expected

@@ -322,3 +322,51 @@ def test_target_urls_kept_from_set_local_to_targets_are_the_packed_ones():
     assert columns["target_url"] == urls and columns["anchor_text"] == texts
     assert columns["target_in_input"].tolist() == [u in present or u in shard for u in urls]
     assert held.strings() == (urls, texts) and held._decoded is None
+
+
+SEPARATED = """<html><body><p><a href="/1">one <b>two</b><br>three</a> <a href="/2"><i>x</i><sup>2</sup>,y</a>
+<a href="/3"></a><a href="/4"><img src=i.png alt=pic></a><div><a href="/5"><p>block</p><p>next <span>in</span></p></a></div>
+<pre><a href="/6">  keep   its
+ spaces</a></pre><a href="/7">caf\u00e9 \ud83d\ude00 \u4e2d</a></p></body></html>"""
+
+
+@pytest.mark.parametrize("html", [PAGE, SEPARATED])
+def test_compiled_anchor_texts_equal_the_reference(html):
+    from sitestrip.transforms import outlinks, text
+    assert text._compiled is not None, "transforms/_text.c is not built: pip install -e ."
+    page = parse_page(html, URL)
+    # Every element as a link: nested subtrees, subtrees without text, the whole page.
+    for nodes in (page.link_node, np.flatnonzero(page.tag != outlinks.TEXT).astype(np.int32),
+                  np.zeros(0, dtype=np.int32)):
+        assert outlinks._anchor_texts(page, nodes, compiled=True) == outlinks._anchor_texts(page, nodes, compiled=False)
+    assert outlinks._anchor_texts(page, page.link_node, compiled=True)[:2] == ["one two\nthree", "x 2,y"] \
+        or html is PAGE
+
+
+@pytest.mark.parametrize("html", [PAGE, SEPARATED])
+def test_compiled_in_main_equals_the_reference(html):
+    from sitestrip.transforms import outlinks, tree
+    assert tree._site_compiled is not None, "transforms/_site.c is not built: pip install -e ."
+    page = parse_page(html, URL)
+    rng = np.random.default_rng(5)
+    every = np.arange(page.size, dtype=np.int32)
+    for main in [rng.random(page.size) < share for share in (0.0, 0.2, 0.5, 1.0)]:
+        for nodes in (page.link_node, every):
+            assert np.array_equal(outlinks._in_main(page, nodes, main, compiled=True),
+                                  outlinks._in_main(page, nodes, main, compiled=False))
+
+
+def test_compiled_in_site_equals_the_reference():
+    import random
+    from sitestrip.transforms import outlinks, tree
+    assert tree._site_compiled is not None, "transforms/_site.c is not built: pip install -e ."
+    rng = random.Random(2)
+    parts = ["http://", "https://", "ftp://", "www.", "docs.test", "docs.tes", "docs.testx", "/", ":", ":8080/", "a",
+             "", "\u00e9", "www.docs.test"]
+    urls = ["".join(rng.choice(parts) for _ in range(rng.randrange(0, 6))) for _ in range(3000)]
+    urls += ["https://docs.test", "https://docs.test/", "http://www.docs.test:80/x", "https://www.www.docs.test/"]
+    for site in ("docs.test", "www.docs.test", "", "\u00e9"):
+        got = outlinks._in_site(urls, site, compiled=True)
+        assert np.array_equal(got, outlinks._in_site(urls, site, compiled=False)), site
+    assert outlinks._in_site(["https://docs.test/", "http://www.docs.test:80/x", "https://docs.testx/"],
+                             "docs.test", compiled=True).tolist() == [True, True, False]
