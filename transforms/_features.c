@@ -326,7 +326,40 @@ static void ascii_class_init(void) {
     for (Py_UCS4 c = 0; c < 128; c++) ascii_class[c] = (uint8_t)wide_class(c);
 }
 
-/* text_columns(texts, counts): counts is int64 [len(texts), C_COUNT], written row by row. */
+/* The counts of one block text `t` (C_WORDS .. C_UPPER) into row. */
+static void text_counts(const Text *t, int64_t *row) {
+    int64_t words = 0, punct = 0, sentences = 0, commas = 0, digits = 0;
+    int after_space = 1;
+    for (Py_ssize_t i = 0; i < t->n; i++) {
+        Py_UCS4 c = at(t, i);
+        unsigned k = c < 128 ? ascii_class[c] : wide_class(c);
+        int space = (k & K_SPACE) != 0;
+        words += !space && after_space;
+        after_space = space;
+        digits += (k & K_DIGIT) != 0;
+        if (k & K_PUNCT) {
+            punct++;
+            commas += (k & K_COMMA) != 0;
+            if (k & K_END) {
+                Py_UCS4 next = i + 1 < t->n ? at(t, i + 1) : '\n';
+                sentences += next == ' ' || next == '\n';
+            }
+        }
+    }
+    row[C_WORDS] = words;
+    row[C_PUNCT] = punct;
+    row[C_SENTENCES] = sentences;
+    row[C_COMMAS] = commas;
+    row[C_DIGITS] = digits;
+    row[C_LENGTH] = t->n;
+    row[C_CLOSING] = t->n > 0 && is_closing(at(t, t->n - 1));
+    row[C_UPPER] = t->n > 0 && Py_UNICODE_ISUPPER(at(t, 0)) != 0;
+}
+
+/* text_columns(texts, counts): counts is int64 [len(texts), C_COUNT], written row by row.
+ * An ASCII text is counted over its lowered copy, the one the patterns read: lowering maps
+ * A-Z to a-z and nothing else, which no count but the upper first character tells apart,
+ * and that one is read from the text itself. */
 static PyObject *text_columns(PyObject *self, PyObject *args) {
     (void)self;
     PyObject *texts, *out_o;
@@ -338,35 +371,18 @@ static PyObject *text_columns(PyObject *self, PyObject *args) {
     Text t = {0}, l = {0};
     for (Py_ssize_t b = 0; b < nb; b++, row += C_COUNT) {
         PyObject *s = PyList_GET_ITEM(texts, b);
-        if (as_text(s, &t) < 0) goto fail;
-        int64_t words = 0, punct = 0, sentences = 0, commas = 0, digits = 0;
-        int after_space = 1;
-        for (Py_ssize_t i = 0; i < t.n; i++) {
-            Py_UCS4 c = at(&t, i);
-            unsigned k = c < 128 ? ascii_class[c] : wide_class(c);
-            int space = (k & K_SPACE) != 0;
-            words += !space && after_space;
-            after_space = space;
-            digits += (k & K_DIGIT) != 0;
-            if (k & K_PUNCT) {
-                punct++;
-                commas += (k & K_COMMA) != 0;
-                if (k & K_END) {
-                    Py_UCS4 next = i + 1 < t.n ? at(&t, i + 1) : '\n';
-                    sentences += next == ' ' || next == '\n';
-                }
-            }
+        int ascii = PyUnicode_Check(s) && PyUnicode_CheckExact(s) && PyUnicode_IS_ASCII(s);
+        if (!ascii) {
+            if (as_text(s, &t) < 0) goto fail;
+            text_counts(&t, row);
         }
-        row[C_WORDS] = words;
-        row[C_PUNCT] = punct;
-        row[C_SENTENCES] = sentences;
-        row[C_COMMAS] = commas;
-        row[C_DIGITS] = digits;
-        row[C_LENGTH] = t.n;
-        row[C_CLOSING] = t.n > 0 && is_closing(at(&t, t.n - 1));
-        row[C_UPPER] = t.n > 0 && Py_UNICODE_ISUPPER(at(&t, 0)) != 0;
         PyObject *low;
         if (lower_text(s, &l, &low) < 0) { Py_XDECREF(low); goto fail; }
+        if (ascii) {
+            text_counts(&l, row);
+            Py_UCS1 first = l.n > 0 ? PyUnicode_1BYTE_DATA(s)[0] : 0;
+            row[C_UPPER] = first >= 'A' && first <= 'Z';
+        }
         row[C_PATTERNS] = pattern_bits(&l);
         Py_XDECREF(low);
     }
@@ -407,8 +423,28 @@ static PyObject *text_keys(PyObject *self, PyObject *args) {
     int64_t *keys = view.buf;
     Text l = {0};
     for (Py_ssize_t b = 0; b < nb; b++) {
+        PyObject *s = PyList_GET_ITEM(texts, b);
+        if (PyUnicode_Check(s) && PyUnicode_CheckExact(s) && PyUnicode_IS_ASCII(s)) {
+            /* Read in place, A-Z lowered as lower_text lowers them, no copy made. */
+            const Py_UCS1 *from = PyUnicode_1BYTE_DATA(s);
+            Py_ssize_t n = PyUnicode_GET_LENGTH(s);
+            uint32_t crc = crc_begin();
+            int in_word = 0, words = 0;
+            for (Py_ssize_t i = 0; i < n; i++) {
+                Py_UCS4 c = from[i];
+                if (Py_UNICODE_ISSPACE(c)) {
+                    in_word = 0;
+                    continue;
+                }
+                if (!in_word && words++) crc = crc_byte(crc, ' ');
+                in_word = 1;
+                crc = crc_byte(crc, (unsigned char)(c >= 'A' && c <= 'Z' ? c + 32 : c));
+            }
+            keys[b] = (int64_t)crc_end(crc);
+            continue;
+        }
         PyObject *low;
-        if (lower_text(PyList_GET_ITEM(texts, b), &l, &low) < 0) { Py_XDECREF(low); goto fail; }
+        if (lower_text(s, &l, &low) < 0) { Py_XDECREF(low); goto fail; }
         uint32_t crc = crc_begin();
         int in_word = 0, words = 0;
         for (Py_ssize_t i = 0; i < l.n; i++) {

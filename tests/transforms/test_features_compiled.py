@@ -764,3 +764,19 @@ def test_spread_bits_by_both_paths(monkeypatch):
             F._spread_bits(bits, ref, columns, count)
             monkeypatch.setattr(F, "_COMPILED", True)
             assert got.tobytes() == ref.tobytes()
+
+
+def test_ascii_texts_counted_over_their_lowered_copy():
+    """An ASCII text's counts are taken over its lowered copy (_features.c text_columns): upper
+    case at the start and inside, every ASCII punctuation and digit, texts that end in a
+    capital, and a str subclass (counted the other way) give the reference's columns."""
+
+    class Text(str):
+        pass
+
+    texts = ["ABC. Def, 12! GHI?", "Z", "a", "", " X", "Copyright 2024 ACME. All Rights Reserved",
+             "BY JOHN SMITH\nPOSTED: Monday", "!\"#$%&'()*+,-./0123456789:;<=>?@[\\]^_`{|}~",
+             "Read More »", Text("Read More, Sign UP."), "MORE", "Like. Follow!"]
+    x = assert_same(texts)
+    assert x[0, _COLUMN["upper_start"]] == 1 and x[2, _COLUMN["upper_start"]] == 0
+    assert x[4, _COLUMN["upper_start"]] == 0
