@@ -326,7 +326,40 @@ static void ascii_class_init(void) {
     for (Py_UCS4 c = 0; c < 128; c++) ascii_class[c] = (uint8_t)wide_class(c);
 }
 
-/* text_columns(texts, counts): counts is int64 [len(texts), C_COUNT], written row by row. */
+/* The counts of one block text `t` (C_WORDS .. C_UPPER) into row. */
+static void text_counts(const Text *t, int64_t *row) {
+    int64_t words = 0, punct = 0, sentences = 0, commas = 0, digits = 0;
+    int after_space = 1;
+    for (Py_ssize_t i = 0; i < t->n; i++) {
+        Py_UCS4 c = at(t, i);
+        unsigned k = c < 128 ? ascii_class[c] : wide_class(c);
+        int space = (k & K_SPACE) != 0;
+        words += !space && after_space;
+        after_space = space;
+        digits += (k & K_DIGIT) != 0;
+        if (k & K_PUNCT) {
+            punct++;
+            commas += (k & K_COMMA) != 0;
+            if (k & K_END) {
+                Py_UCS4 next = i + 1 < t->n ? at(t, i + 1) : '\n';
+                sentences += next == ' ' || next == '\n';
+            }
+        }
+    }
+    row[C_WORDS] = words;
+    row[C_PUNCT] = punct;
+    row[C_SENTENCES] = sentences;
+    row[C_COMMAS] = commas;
+    row[C_DIGITS] = digits;
+    row[C_LENGTH] = t->n;
+    row[C_CLOSING] = t->n > 0 && is_closing(at(t, t->n - 1));
+    row[C_UPPER] = t->n > 0 && Py_UNICODE_ISUPPER(at(t, 0)) != 0;
+}
+
+/* text_columns(texts, counts): counts is int64 [len(texts), C_COUNT], written row by row.
+ * An ASCII text is counted over its lowered copy, the one the patterns read: lowering maps
+ * A-Z to a-z and nothing else, which no count but the upper first character tells apart,
+ * and that one is read from the text itself. */
 static PyObject *text_columns(PyObject *self, PyObject *args) {
     (void)self;
     PyObject *texts, *out_o;
@@ -338,35 +371,18 @@ static PyObject *text_columns(PyObject *self, PyObject *args) {
     Text t = {0}, l = {0};
     for (Py_ssize_t b = 0; b < nb; b++, row += C_COUNT) {
         PyObject *s = PyList_GET_ITEM(texts, b);
-        if (as_text(s, &t) < 0) goto fail;
-        int64_t words = 0, punct = 0, sentences = 0, commas = 0, digits = 0;
-        int after_space = 1;
-        for (Py_ssize_t i = 0; i < t.n; i++) {
-            Py_UCS4 c = at(&t, i);
-            unsigned k = c < 128 ? ascii_class[c] : wide_class(c);
-            int space = (k & K_SPACE) != 0;
-            words += !space && after_space;
-            after_space = space;
-            digits += (k & K_DIGIT) != 0;
-            if (k & K_PUNCT) {
-                punct++;
-                commas += (k & K_COMMA) != 0;
-                if (k & K_END) {
-                    Py_UCS4 next = i + 1 < t.n ? at(&t, i + 1) : '\n';
-                    sentences += next == ' ' || next == '\n';
-                }
-            }
+        int ascii = PyUnicode_Check(s) && PyUnicode_CheckExact(s) && PyUnicode_IS_ASCII(s);
+        if (!ascii) {
+            if (as_text(s, &t) < 0) goto fail;
+            text_counts(&t, row);
         }
-        row[C_WORDS] = words;
-        row[C_PUNCT] = punct;
-        row[C_SENTENCES] = sentences;
-        row[C_COMMAS] = commas;
-        row[C_DIGITS] = digits;
-        row[C_LENGTH] = t.n;
-        row[C_CLOSING] = t.n > 0 && is_closing(at(&t, t.n - 1));
-        row[C_UPPER] = t.n > 0 && Py_UNICODE_ISUPPER(at(&t, 0)) != 0;
         PyObject *low;
         if (lower_text(s, &l, &low) < 0) { Py_XDECREF(low); goto fail; }
+        if (ascii) {
+            text_counts(&l, row);
+            Py_UCS1 first = l.n > 0 ? PyUnicode_1BYTE_DATA(s)[0] : 0;
+            row[C_UPPER] = first >= 'A' && first <= 'Z';
+        }
         row[C_PATTERNS] = pattern_bits(&l);
         Py_XDECREF(low);
     }
@@ -407,8 +423,28 @@ static PyObject *text_keys(PyObject *self, PyObject *args) {
     int64_t *keys = view.buf;
     Text l = {0};
     for (Py_ssize_t b = 0; b < nb; b++) {
+        PyObject *s = PyList_GET_ITEM(texts, b);
+        if (PyUnicode_Check(s) && PyUnicode_CheckExact(s) && PyUnicode_IS_ASCII(s)) {
+            /* Read in place, A-Z lowered as lower_text lowers them, no copy made. */
+            const Py_UCS1 *from = PyUnicode_1BYTE_DATA(s);
+            Py_ssize_t n = PyUnicode_GET_LENGTH(s);
+            uint32_t crc = crc_begin();
+            int in_word = 0, words = 0;
+            for (Py_ssize_t i = 0; i < n; i++) {
+                Py_UCS4 c = from[i];
+                if (Py_UNICODE_ISSPACE(c)) {
+                    in_word = 0;
+                    continue;
+                }
+                if (!in_word && words++) crc = crc_byte(crc, ' ');
+                in_word = 1;
+                crc = crc_byte(crc, (unsigned char)(c >= 'A' && c <= 'Z' ? c + 32 : c));
+            }
+            keys[b] = (int64_t)crc_end(crc);
+            continue;
+        }
         PyObject *low;
-        if (lower_text(PyList_GET_ITEM(texts, b), &l, &low) < 0) { Py_XDECREF(low); goto fail; }
+        if (lower_text(s, &l, &low) < 0) { Py_XDECREF(low); goto fail; }
         uint32_t crc = crc_begin();
         int in_word = 0, words = 0;
         for (Py_ssize_t i = 0; i < l.n; i++) {
@@ -1391,6 +1427,7 @@ static inline Py_ssize_t pair_key(Py_UCS4 a, Py_UCS4 b) { return (Py_ssize_t)(((
  * does not matter. */
 typedef struct {
     Py_ssize_t m;
+    int has_empty;      /* some string is empty (each text then adds to its count) */
     Text *pat;
     Py_ssize_t *next, *chain;
     Py_ssize_t bucket[256 + 64];
@@ -1414,8 +1451,10 @@ static int needles_init(Needles *nd, PyObject *strings) {
     nd->chain = PyMem_Malloc((size_t)(m > 0 ? m : 1) * sizeof(Py_ssize_t));
     if (nd->pat == NULL || nd->next == NULL || nd->chain == NULL) { PyErr_NoMemory(); return -1; }
     for (int j = 0; j < 256 + 64; j++) nd->bucket[j] = -1;
-    for (Py_ssize_t j = 0; j < m; j++)
+    for (Py_ssize_t j = 0; j < m; j++) {
         if (as_text(PyTuple_GET_ITEM(strings, j), &nd->pat[j]) < 0) return -1;
+        if (nd->pat[j].n == 0) nd->has_empty = 1;
+    }
     for (Py_ssize_t j = 0; j < m; j++) {
         const Text *q = &nd->pat[j];
         if (q->n == 1 && q->s[0] < 128) memset(nd->start[q->s[0]], 1, 128);
@@ -1441,8 +1480,9 @@ static void needles_count(Needles *nd, const Text *t, int64_t *out, Py_ssize_t b
      * that a new text needs no reset. */
     const Text *pat = nd->pat;
     Py_ssize_t *next = nd->next, *chain = nd->chain;
-    for (Py_ssize_t j = 0; j < nd->m; j++)
-        if (pat[j].n == 0) out[j] += t->n + 1;
+    if (nd->has_empty)
+        for (Py_ssize_t j = 0; j < nd->m; j++)
+            if (pat[j].n == 0) out[j] += t->n + 1;
     for (Py_ssize_t i = 0; i < t->n; i++) {
         Py_UCS4 c = at(t, i), d = i + 1 < t->n ? at(t, i + 1) : 0;
         if (c < 128 && d < 128 && !nd->start[c][d]) continue;
@@ -1575,6 +1615,11 @@ static const Cue role_cues[] = {
 /* Per ASCII character, the cues starting with it in role_cues's order, -1 ending the list
  * (filled once, at import). */
 static int8_t role_cues_by_start[128][N_ROLE_CUES + 1];
+/* role_cue_pair[c][d]: some cue begins with the ASCII characters c, d. Every cue is ASCII and
+ * at least two characters long, so no cue can begin at a position whose pair is not marked
+ * (or that holds a wider character, or the text's last one): one lookup turns most positions
+ * away before any cue is tried. */
+static uint8_t role_cue_pair[128][128];
 
 static void role_cues_init(void) {
     for (int c = 0; c < 128; c++) {
@@ -1582,6 +1627,10 @@ static void role_cues_init(void) {
         for (int k = 0; k < N_ROLE_CUES; k++)
             if ((unsigned char)role_cues[k].text[0] == c) role_cues_by_start[c][used++] = (int8_t)k;
         role_cues_by_start[c][used] = -1;
+    }
+    for (int k = 0; k < N_ROLE_CUES; k++) {
+        unsigned char c = (unsigned char)role_cues[k].text[0], d = (unsigned char)role_cues[k].text[1];
+        if (c < 128 && d != 0 && d < 128) role_cue_pair[c][d] = 1;
     }
 }
 
@@ -1612,14 +1661,19 @@ static PyObject *role_any(PyObject *self, PyObject *args) {
         if (lower_text(PyList_GET_ITEM(texts, blocks[i]), &l, &low) < 0) { Py_XDECREF(low); goto done; }
         int64_t bits = 0;
         for (Py_ssize_t p = 0; p < l.n;) {
-            Py_UCS4 c = at(&l, p);
+            Py_UCS4 c = at(&l, p), d = p + 1 < l.n ? at(&l, p + 1) : 0;
+            if (c >= 128 || d >= 128 || !role_cue_pair[c][d]) {
+                p++;
+                continue;
+            }
             Py_ssize_t e = -1;
             int group = 0;
-            if (c < 128)
+            {
                 for (const int8_t *k = role_cues_by_start[c]; *k >= 0 && e < 0; k++) {
                     e = lit(&l, p, role_cues[*k].text, 0, role_cues[*k].right);
                     group = role_cues[*k].group;
                 }
+            }
             if (e > p) {
                 bits |= (int64_t)1 << group;
                 p = e;

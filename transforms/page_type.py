@@ -149,6 +149,16 @@ def _names() -> tuple:
 
 
 PAGE_FEATURE_NAMES = _names()
+# Bit k of a path word's entry: the word is one of _URL_FAMILIES[k]'s (one lookup per word of
+# the path instead of a set intersection per family).
+_URL_WORD_FAMILIES: dict = {}
+for _k, (_, _family) in enumerate(_URL_FAMILIES):
+    for _word in _family:
+        _URL_WORD_FAMILIES[_word] = _URL_WORD_FAMILIES.get(_word, 0) | 1 << _k
+# Tag ids past the counted ones share one bin; the threshold of "three or more alike" as
+# numpy's float64 log1p, the value the comparison has always used.
+_TAG_BINS = int(_COUNTED_IDS.max()) + 2
+_THREE_ALIKE = np.log1p(2)
 
 
 def _url_columns(url: str) -> list:
@@ -158,10 +168,12 @@ def _url_columns(url: str) -> list:
         parts = urlsplit("")
     path = parts.path.lower()
     segments = [s for s in path.split("/") if s]
-    words = set(_URL_WORD.findall(path))
+    families = 0
+    for word in _URL_WORD.findall(path):
+        families |= _URL_WORD_FAMILIES.get(word, 0)
     out = [len(segments), bool(_DATE_PATH.search(path)), bool(_NUMERIC_SEGMENT.search(path)),
            bool(parts.query), path.endswith((".html", ".htm", ".php", ".asp", ".aspx")), path.endswith("/")]
-    out += [bool(words.intersection(family)) for _, family in _URL_FAMILIES]
+    out += [bool(families >> k & 1) for k in range(len(_URL_FAMILIES))]
     return out
 
 
@@ -205,7 +217,7 @@ def page_type_features(page: CompactPage, url: str, texts: list, words: np.ndarr
     i = len(head)
     row[:i] = head
     # Text nodes and unknown tags (ids past the counted ones) fall in entries never read.
-    tag_counts = np.bincount(np.minimum(page.tag, _COUNTED_IDS.max() + 1), minlength=int(_COUNTED_IDS.max()) + 2)
+    tag_counts = np.bincount(np.minimum(page.tag, _TAG_BINS - 1), minlength=_TAG_BINS)
     row[i:i + _COUNTED_IDS.size] = np.log1p(tag_counts[_COUNTED_IDS])
     i += _COUNTED_IDS.size
     if n:
@@ -213,7 +225,7 @@ def page_type_features(page: CompactPage, url: str, texts: list, words: np.ndarr
         values = _without_nan(X.take(_weighted_columns(column), axis=1).astype(np.float64))
         row[i:i + len(_WEIGHTED)] = weights @ values
         i += len(_WEIGHTED)
-        repeated = X[:, column["same_shape_max_log"]] >= np.log1p(2)     # three or more alike
+        repeated = X[:, column["same_shape_max_log"]] >= _THREE_ALIKE     # three or more alike
         row[i:] = [float(weights[repeated].sum()), float(weights[w < 8].sum()),
                    float(np.fmax.reduce(X[:, column["region_share_1"]])),     # np.nanmax's reduction
                    float(X[0, column["has_site"]]), _finite(X[0, column["site_pages_log"]])]

@@ -600,6 +600,20 @@ def test_role_any_cues_by_hand():
                          (10, "role_subscribe"), (10, "role_reading_time")}
 
 
+def test_role_any_cues_at_texts_ends_and_beside_wider_characters():
+    """A cue's first two characters decide where the compiled scan tries the cues: cues cut
+    short at a text's end ("d", "dp", "sign u") are none, whole ones at either end are found,
+    and a wider character next to a cue is no cue character ("ésubscribe", "share thisé" are
+    cues; "teilené" is none, é being a word character after the \\b)."""
+    texts = ["d", "dp", "dpa", "x dpa", "sign u", "sign up", "ésubscribe", "share thisé", "teilené", "teilen",
+             "é", "éé", "a", "ap", "ap photo", "read: lesezeit", "mins rea", "Ünewsletter"]
+    compiled, reference = _role_any_both(texts)
+    assert compiled == reference
+    assert reference == {(2, "role_credit"), (3, "role_credit"), (5, "role_subscribe"), (6, "role_subscribe"),
+                         (7, "role_subscribe"), (9, "role_subscribe"), (14, "role_credit"),
+                         (15, "role_reading_time"), (17, "role_subscribe")}
+
+
 def test_role_any_cues_on_seeded_texts():
     """3,000 seeded texts built from every cue's pieces, prefixes and word characters around
     them, upper case and non-ASCII: the compiled scan finds the reference regex's groups."""
@@ -750,3 +764,19 @@ def test_spread_bits_by_both_paths(monkeypatch):
             F._spread_bits(bits, ref, columns, count)
             monkeypatch.setattr(F, "_COMPILED", True)
             assert got.tobytes() == ref.tobytes()
+
+
+def test_ascii_texts_counted_over_their_lowered_copy():
+    """An ASCII text's counts are taken over its lowered copy (_features.c text_columns): upper
+    case at the start and inside, every ASCII punctuation and digit, texts that end in a
+    capital, and a str subclass (counted the other way) give the reference's columns."""
+
+    class Text(str):
+        pass
+
+    texts = ["ABC. Def, 12! GHI?", "Z", "a", "", " X", "Copyright 2024 ACME. All Rights Reserved",
+             "BY JOHN SMITH\nPOSTED: Monday", "!\"#$%&'()*+,-./0123456789:;<=>?@[\\]^_`{|}~",
+             "Read More »", Text("Read More, Sign UP."), "MORE", "Like. Follow!"]
+    x = assert_same(texts)
+    assert x[0, _COLUMN["upper_start"]] == 1 and x[2, _COLUMN["upper_start"]] == 0
+    assert x[4, _COLUMN["upper_start"]] == 0

@@ -189,3 +189,25 @@ def test_short_cue_counts_per_text_are_the_joined_texts_counts(monkeypatch):
         reference = PT._short_cue_counts(texts, words)
         monkeypatch.setattr(PT, "_COMPILED", True)
         assert compiled == reference
+
+
+def test_url_family_columns_are_the_path_words_set_intersections():
+    """_url_columns's family columns, looked up word by word, against each family's set
+    intersection with the path's words (a word in two families, "artikel", sets both)."""
+    import re
+    from urllib.parse import urlsplit
+
+    from sitestrip.transforms.page_type import _URL_FAMILIES, _url_columns
+
+    urls = ["https://a.example/forum/t/123", "https://a.example/Shop/Artikel-42.html", "https://a.example/",
+            "https://a.example/docs/api/reference/", "https://a.example/p?q=1", "http://[::1", "",
+            "https://a.example/2015/07/news/story-x", "https://a.example/über/kontakt", "https://a.example/tagged"]
+    for url in urls:
+        try:
+            path = urlsplit(url).path.lower()
+        except ValueError:
+            path = ""
+        words = set(re.findall(r"[a-z]+", path))
+        expected = [bool(words.intersection(family)) for _, family in _URL_FAMILIES]
+        assert _url_columns(url)[-len(_URL_FAMILIES):] == expected, url
+    assert _url_columns(urls[1])[-len(_URL_FAMILIES):] == [False, True, False, False, True, False]
