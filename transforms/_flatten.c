@@ -2095,6 +2095,55 @@ static int rel_item(xmlNode *node, int32_t i, PyObject **item) {
     return *item ? 0 : -1;
 }
 
+/* The item of a <pre>: (node, the non-empty class attributes meta.code_language reads, in its
+ * order: the first <code> child's, the <pre>'s, then up to three ancestors'), so that it asks
+ * _class_language of strings and needs no element; 1 for Python where the tree is not read
+ * here as lxml reads it, -1 error. */
+static int pre_item(xmlNode *node, int32_t i, PyObject **item) {
+    enum { CODE_ANCESTORS = 3 };           /* meta._CODE_ANCESTORS */
+    xmlNode *order[2 + CODE_ANCESTORS];
+    int count = 0;
+    *item = NULL;
+    for (xmlNode *c = node->children; c; c = c->next) {
+        if (c->type == XML_ENTITY_REF_NODE || c->type == XML_ENTITY_NODE || c->type == XML_DOCUMENT_NODE) return 1;
+        if (c->type == XML_ELEMENT_NODE && c->name && strcmp((const char *)c->name, "code") == 0) {
+            if (c->ns) return 1;
+            order[count++] = c;
+            break;
+        }
+    }
+    order[count++] = node;
+    xmlNode *up = node->parent;
+    for (int d = 0; d < CODE_ANCESTORS && up; d++, up = up->parent) {
+        if (up->type == XML_DOCUMENT_NODE || up->type == XML_HTML_DOCUMENT_NODE) break;
+        if (up->type != XML_ELEMENT_NODE || up->ns) return 1;
+        order[count++] = up;
+    }
+    PyObject *classes = PyList_New(0);
+    if (!classes) return -1;
+    for (int k = 0; k < count; k++) {
+        const char *s;
+        Py_ssize_t n;
+        PyObject *owned;
+        int r = attr_of(order[k], "class", &s, &n, &owned);
+        if (r == 2) continue;
+        if (r) { Py_DECREF(classes); return r; }
+        if (!n) { Py_XDECREF(owned); continue; }
+        PyObject *value = owned ? owned : PyUnicode_DecodeUTF8(s, n, NULL);
+        if (!value || PyList_Append(classes, value) < 0) {
+            Py_XDECREF(value);
+            Py_DECREF(classes);
+            return -1;
+        }
+        Py_DECREF(value);
+    }
+    PyObject *values = PyList_AsTuple(classes);
+    Py_DECREF(classes);
+    if (!values) return -1;
+    *item = Py_BuildValue("(iN)", (int)i, values);
+    return *item ? 0 : -1;
+}
+
 /* ------------------------------------------------------------------ results */
 
 static PyObject *as_bytes(const Vec *v, size_t item) {
@@ -2134,6 +2183,7 @@ static PyObject *results(W *w, struct LxmlDocument *doc) {
             const char *name = (const char *)node->name;
             if (strcmp(name, "img") == 0 || strcmp(name, "picture") == 0) r = image_item(w, node, i, &item);
             else if (strcmp(name, "a") == 0) r = rel_item(node, i, &item);
+            else if (strcmp(name, "pre") == 0) r = pre_item(node, i, &item);
         }
         if (r == 1) {
             PyErr_Clear();

@@ -518,6 +518,38 @@ def test_all_images_on_one_page_are_node_extras():
     assert got.side.image_src[:3] == ("http://ex.com/a.png", "http://ex.com/t.gif", "http://ex.com/w.gif")
 
 
+CODE_BLOCKS = [
+    '<pre>x = 1</pre>', '<pre class="python">x</pre>', '<pre class="">x</pre>', '<pre><code class="language-rust">x</code></pre>',
+    '<pre class="lang-go"><code class="language-c">x</code></pre>', '<pre><code>a</code><code class="lang-js">b</code></pre>',
+    '<pre><span class="lang-js">x</span><code class="">y</code></pre>', '<pre><b><code class="lang-js">x</code></b></pre>',
+    '<div class="highlight-python notranslate"><div class="highlight"><pre>x</pre></div></div>',
+    '<div class="language-ruby"><div><div><div><pre>x</pre></div></div></div></div>',
+    '<div class="language-ruby"><div><div><pre>x</pre></div></div></div>', '<pre class="brush: php;">x</pre>',
+    '<pre class="source-perl">x</pre>', '<pre class="language-text">x</pre>', '<pre class="ñ lang-é">x</pre>',
+    '<pre class="sourceCode haskell">x</pre>', '<pre class="  ">x</pre>', '<pre class="x" class="lang-go">x</pre>',
+]
+
+
+@pytest.mark.parametrize("html", CODE_BLOCKS)
+def test_code_languages_read_by_the_walk_are_node_extras(html):
+    """A code block's class values, gathered by the walk (its <code> child's, its own, three
+    ancestors'), give the language meta.code_language gives of the element."""
+    assert_same_parse(f"<body><section>{html}</section></body>")
+    assert_same_parse(f"<body>{html}</body>")
+    assert_same_parse(f"<html><body>{''.join(CODE_BLOCKS)}</body></html>")
+
+
+def test_a_code_blocks_class_values_by_hand(monkeypatch):
+    html = ('<body><div class="highlight-python"><div class="highlight"><pre>x</pre></div></div>'
+                            '<pre class="lang-go"><code class="language-c">y</code></pre><pre>z</pre></body>')
+    assert assert_same_parse(html).side.code_lang == ("python", "c")
+    # the walk reads them itself: no element reaches meta.code_language
+    monkeypatch.setattr(M, "code_language", lambda pre: pytest.fail("read from the element"))
+    assert parse_both_ways(html, True).side.code_lang == ("python", "c")
+    assert M._classes_language(("highlight", "", "brush: php;")) == "php"
+    assert M._classes_language(()) is None
+
+
 # --- permalink anchors decided in the walk ---
 
 PERMALINKS = [
