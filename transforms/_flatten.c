@@ -2694,6 +2694,71 @@ static PyObject *hidden_style_c(PyObject *self, PyObject *arg) {
     return PyBool_FromLong(r);
 }
 
+/* image_links(link_node, end, tag, images): for each image node of `images` (int64, ascending)
+ * the innermost link of `link_node` (int32, ascending, preorder) whose subtree holds it when
+ * that subtree holds no text node (tag 0), else -1, as a list; None where the arrays are not a
+ * page's (a node out of range, images out of order), for meta._image_alts' numpy reading.
+ * Subtrees are preorder ranges [i, end[i]), nested or apart, so one pass over the links with
+ * a stack of the open ones finds each image's innermost holder; the text nodes before each
+ * node, counted once, say whether a range holds one. */
+static PyObject *image_links(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *objs[4];
+    if (!PyArg_ParseTuple(args, "OOOO", &objs[0], &objs[1], &objs[2], &objs[3])) return NULL;
+    static const Py_ssize_t sizes[4] = {4, 4, 4, 8};
+    Py_buffer v[4];
+    int got = 0;
+    PyObject *out = NULL;
+    int32_t *stack = NULL, *texts_before = NULL;
+    for (; got < 4; got++) {
+        if (PyObject_GetBuffer(objs[got], &v[got], PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) goto done;
+        if (v[got].ndim != 1 || v[got].itemsize != sizes[got]) {
+            got++;
+            out = Py_NewRef(Py_None);
+            goto done;
+        }
+    }
+    const int32_t *links = v[0].buf, *end = v[1].buf, *tag = v[2].buf;
+    const int64_t *images = v[3].buf;
+    const Py_ssize_t n_links = v[0].len / 4, n = v[1].len / 4, n_images = v[3].len / 8;
+    int bad = v[2].len / 4 != n;
+    for (Py_ssize_t k = 0; k < n_links && !bad; k++)
+        bad = links[k] < 0 || links[k] >= n || (k && links[k] <= links[k - 1]) || end[links[k]] < links[k]
+              || end[links[k]] > n;
+    for (Py_ssize_t k = 0; k < n_images && !bad; k++)
+        bad = images[k] < 0 || images[k] >= n || (k && images[k] < images[k - 1]);
+    if (bad) { out = Py_NewRef(Py_None); goto done; }
+    stack = malloc(sizeof(int32_t) * (size_t)(n_links ? n_links : 1));
+    texts_before = malloc(sizeof(int32_t) * (size_t)(n + 1));
+    if (!stack || !texts_before) { PyErr_NoMemory(); goto done; }
+    texts_before[0] = 0;
+    for (Py_ssize_t i = 0; i < n; i++) texts_before[i + 1] = texts_before[i] + (tag[i] == 0);
+    out = PyList_New(n_images);
+    if (!out) goto done;
+    Py_ssize_t open = 0, next = 0;
+    for (Py_ssize_t k = 0; k < n_images; k++) {
+        int64_t x = images[k];
+        while (next < n_links && links[next] < x) {
+            while (open && end[stack[open - 1]] <= links[next]) open--;
+            stack[open++] = links[next++];
+        }
+        while (open && end[stack[open - 1]] <= x) open--;
+        long held = -1;
+        if (open) {
+            int32_t link = stack[open - 1];
+            if (texts_before[end[link]] == texts_before[link]) held = link;
+        }
+        PyObject *item = PyLong_FromLong(held);
+        if (!item) { Py_CLEAR(out); goto done; }
+        PyList_SET_ITEM(out, k, item);
+    }
+done:
+    for (int k = 0; k < got; k++) PyBuffer_Release(&v[k]);
+    free(stack);
+    free(texts_before);
+    return out;
+}
+
 static PyMethodDef methods[] = {
     {"walk", walk, METH_VARARGS, "walk(body, ...): the arrays of page._flatten, or None to run the reference."},
     {"set_token_ranges", set_token_ranges, METH_VARARGS,
@@ -2711,6 +2776,8 @@ static PyMethodDef methods[] = {
     {"meta_elements", meta_elements, METH_O,
      "meta_elements(root): what meta._page_metadata reads of the document's meta, link and script elements."},
     {"link_fragment", link_fragment_c, METH_O, "link_fragment(href): urls.link_fragment as the walk computes it."},
+    {"image_links", image_links, METH_VARARGS,
+     "image_links(link_node, end, tag, images): the textless link holding each image, -1 for none, or None."},
     {NULL, NULL, 0, NULL},
 };
 

