@@ -19,8 +19,8 @@
  * (set_hint_tables) and kept per process by value. Links are resolved here (urls.py's
  * resolve_link and link_fragment, on the href's UTF-8 bytes), permalink anchors decided
  * (_is_permalink), and what meta.py reads of the tree is read as the walk passes: the images'
- * URL, pixel size and alt and the links' rel flags (node_extras), the document's meta, link
- * and script elements (page_metadata). What is rare or intricate stays in Python and is
+ * URL, pixel size and alt, the links' rel flags and the code blocks' class values
+ * (node_extras), the document's meta, link and script elements (page_metadata). What is rare or intricate stays in Python and is
  * called back: a tag's properties (name.lower() and the rules' sets, once per name and
  * process), values that are not ASCII where Python's case or whitespace rules matter, the
  * rare hrefs (resolve_link, its
