@@ -19,8 +19,8 @@
  * (set_hint_tables) and kept per process by value. Links are resolved here (urls.py's
  * resolve_link and link_fragment, on the href's UTF-8 bytes), permalink anchors decided
  * (_is_permalink), and what meta.py reads of the tree is read as the walk passes: the images'
- * URL, pixel size and alt and the links' rel flags (node_extras), the document's meta, link
- * and script elements (page_metadata). What is rare or intricate stays in Python and is
+ * URL, pixel size and alt, the links' rel flags and the code blocks' class values
+ * (node_extras), the document's meta, link and script elements (page_metadata). What is rare or intricate stays in Python and is
  * called back: a tag's properties (name.lower() and the rules' sets, once per name and
  * process), values that are not ASCII where Python's case or whitespace rules matter, the
  * rare hrefs (resolve_link, its
@@ -2095,6 +2095,55 @@ static int rel_item(xmlNode *node, int32_t i, PyObject **item) {
     return *item ? 0 : -1;
 }
 
+/* The item of a <pre>: (node, the non-empty class attributes meta.code_language reads, in its
+ * order: the first <code> child's, the <pre>'s, then up to three ancestors'), so that it asks
+ * _class_language of strings and needs no element; 1 for Python where the tree is not read
+ * here as lxml reads it, -1 error. */
+static int pre_item(xmlNode *node, int32_t i, PyObject **item) {
+    enum { CODE_ANCESTORS = 3 };           /* meta._CODE_ANCESTORS */
+    xmlNode *order[2 + CODE_ANCESTORS];
+    int count = 0;
+    *item = NULL;
+    for (xmlNode *c = node->children; c; c = c->next) {
+        if (c->type == XML_ENTITY_REF_NODE || c->type == XML_ENTITY_NODE || c->type == XML_DOCUMENT_NODE) return 1;
+        if (c->type == XML_ELEMENT_NODE && c->name && strcmp((const char *)c->name, "code") == 0) {
+            if (c->ns) return 1;
+            order[count++] = c;
+            break;
+        }
+    }
+    order[count++] = node;
+    xmlNode *up = node->parent;
+    for (int d = 0; d < CODE_ANCESTORS && up; d++, up = up->parent) {
+        if (up->type == XML_DOCUMENT_NODE || up->type == XML_HTML_DOCUMENT_NODE) break;
+        if (up->type != XML_ELEMENT_NODE || up->ns) return 1;
+        order[count++] = up;
+    }
+    PyObject *classes = PyList_New(0);
+    if (!classes) return -1;
+    for (int k = 0; k < count; k++) {
+        const char *s;
+        Py_ssize_t n;
+        PyObject *owned;
+        int r = attr_of(order[k], "class", &s, &n, &owned);
+        if (r == 2) continue;
+        if (r) { Py_DECREF(classes); return r; }
+        if (!n) { Py_XDECREF(owned); continue; }
+        PyObject *value = owned ? owned : PyUnicode_DecodeUTF8(s, n, NULL);
+        if (!value || PyList_Append(classes, value) < 0) {
+            Py_XDECREF(value);
+            Py_DECREF(classes);
+            return -1;
+        }
+        Py_DECREF(value);
+    }
+    PyObject *values = PyList_AsTuple(classes);
+    Py_DECREF(classes);
+    if (!values) return -1;
+    *item = Py_BuildValue("(iN)", (int)i, values);
+    return *item ? 0 : -1;
+}
+
 /* ------------------------------------------------------------------ results */
 
 static PyObject *as_bytes(const Vec *v, size_t item) {
@@ -2134,6 +2183,7 @@ static PyObject *results(W *w, struct LxmlDocument *doc) {
             const char *name = (const char *)node->name;
             if (strcmp(name, "img") == 0 || strcmp(name, "picture") == 0) r = image_item(w, node, i, &item);
             else if (strcmp(name, "a") == 0) r = rel_item(node, i, &item);
+            else if (strcmp(name, "pre") == 0) r = pre_item(node, i, &item);
         }
         if (r == 1) {
             PyErr_Clear();
@@ -2644,6 +2694,71 @@ static PyObject *hidden_style_c(PyObject *self, PyObject *arg) {
     return PyBool_FromLong(r);
 }
 
+/* image_links(link_node, end, tag, images): for each image node of `images` (int64, ascending)
+ * the innermost link of `link_node` (int32, ascending, preorder) whose subtree holds it when
+ * that subtree holds no text node (tag 0), else -1, as a list; None where the arrays are not a
+ * page's (a node out of range, images out of order), for meta._image_alts' numpy reading.
+ * Subtrees are preorder ranges [i, end[i]), nested or apart, so one pass over the links with
+ * a stack of the open ones finds each image's innermost holder; the text nodes before each
+ * node, counted once, say whether a range holds one. */
+static PyObject *image_links(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *objs[4];
+    if (!PyArg_ParseTuple(args, "OOOO", &objs[0], &objs[1], &objs[2], &objs[3])) return NULL;
+    static const Py_ssize_t sizes[4] = {4, 4, 4, 8};
+    Py_buffer v[4];
+    int got = 0;
+    PyObject *out = NULL;
+    int32_t *stack = NULL, *texts_before = NULL;
+    for (; got < 4; got++) {
+        if (PyObject_GetBuffer(objs[got], &v[got], PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) goto done;
+        if (v[got].ndim != 1 || v[got].itemsize != sizes[got]) {
+            got++;
+            out = Py_NewRef(Py_None);
+            goto done;
+        }
+    }
+    const int32_t *links = v[0].buf, *end = v[1].buf, *tag = v[2].buf;
+    const int64_t *images = v[3].buf;
+    const Py_ssize_t n_links = v[0].len / 4, n = v[1].len / 4, n_images = v[3].len / 8;
+    int bad = v[2].len / 4 != n;
+    for (Py_ssize_t k = 0; k < n_links && !bad; k++)
+        bad = links[k] < 0 || links[k] >= n || (k && links[k] <= links[k - 1]) || end[links[k]] < links[k]
+              || end[links[k]] > n;
+    for (Py_ssize_t k = 0; k < n_images && !bad; k++)
+        bad = images[k] < 0 || images[k] >= n || (k && images[k] < images[k - 1]);
+    if (bad) { out = Py_NewRef(Py_None); goto done; }
+    stack = malloc(sizeof(int32_t) * (size_t)(n_links ? n_links : 1));
+    texts_before = malloc(sizeof(int32_t) * (size_t)(n + 1));
+    if (!stack || !texts_before) { PyErr_NoMemory(); goto done; }
+    texts_before[0] = 0;
+    for (Py_ssize_t i = 0; i < n; i++) texts_before[i + 1] = texts_before[i] + (tag[i] == 0);
+    out = PyList_New(n_images);
+    if (!out) goto done;
+    Py_ssize_t open = 0, next = 0;
+    for (Py_ssize_t k = 0; k < n_images; k++) {
+        int64_t x = images[k];
+        while (next < n_links && links[next] < x) {
+            while (open && end[stack[open - 1]] <= links[next]) open--;
+            stack[open++] = links[next++];
+        }
+        while (open && end[stack[open - 1]] <= x) open--;
+        long held = -1;
+        if (open) {
+            int32_t link = stack[open - 1];
+            if (texts_before[end[link]] == texts_before[link]) held = link;
+        }
+        PyObject *item = PyLong_FromLong(held);
+        if (!item) { Py_CLEAR(out); goto done; }
+        PyList_SET_ITEM(out, k, item);
+    }
+done:
+    for (int k = 0; k < got; k++) PyBuffer_Release(&v[k]);
+    free(stack);
+    free(texts_before);
+    return out;
+}
+
 static PyMethodDef methods[] = {
     {"walk", walk, METH_VARARGS, "walk(body, ...): the arrays of page._flatten, or None to run the reference."},
     {"set_token_ranges", set_token_ranges, METH_VARARGS,
@@ -2661,6 +2776,8 @@ static PyMethodDef methods[] = {
     {"meta_elements", meta_elements, METH_O,
      "meta_elements(root): what meta._page_metadata reads of the document's meta, link and script elements."},
     {"link_fragment", link_fragment_c, METH_O, "link_fragment(href): urls.link_fragment as the walk computes it."},
+    {"image_links", image_links, METH_VARARGS,
+     "image_links(link_node, end, tag, images): the textless link holding each image, -1 for none, or None."},
     {NULL, NULL, 0, NULL},
 };
 

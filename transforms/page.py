@@ -10,6 +10,7 @@ Subtrees are contiguous in preorder: the subtree of node i is the index range
 """
 from __future__ import annotations
 
+import operator
 import os
 import re
 import threading
@@ -428,8 +429,16 @@ class CompactPage:
         arrays = (self.parent, self.end, self.depth, self.tag, self.flags, self.hints, self.line, self.id_hash,
                   self.class_ptr, self.class_hash, self.attr_ptr, self.attr_hash, self.text_ptr, self.words,
                   self.chars, self.link_node)
-        if _BLOB_COMPILED and _blob is not None and _blob_layout(arrays, self.size):
-            return _blob.raw(*arrays, text, links, TEXT, F_PRE)
+        if _BLOB_COMPILED and _blob is not None:
+            if tuple(map(_DTYPE_OF, arrays)) == _BLOB_DTYPES:
+                # The parsed page's own dtypes: _blob.raw checks the rest of _blob_layout (one
+                # dimension, contiguous, the node count's lengths) and refuses what fails it.
+                try:
+                    return _blob.raw(*arrays, text, links, TEXT, F_PRE)
+                except (TypeError, ValueError, BufferError):
+                    pass
+            if _blob_layout(arrays, self.size):
+                return _blob.raw(*arrays, text, links, TEXT, F_PRE)
         return self._raw_reference(text, links)
 
     def _raw_reference(self, text: bytes, links: bytes) -> bytes:
@@ -676,6 +685,12 @@ except ImportError:  # pragma: no cover - a source tree used without installing
 _BLOB_COMPILED = os.environ.get("SITESTRIP_BLOB", "compiled") != "python"
 # The item size of each array of CompactPage._raw's layout, in its argument order.
 _BLOB_ITEMSIZES = (4, 4, 4, 4, 2, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4)
+# The dtypes of those arrays in a parsed or rebuilt page, which fit the layout wherever the
+# arrays are contiguous and of the node count's lengths.
+_BLOB_DTYPES = tuple(np.dtype(t) for t in ("int32", "int32", "int32", "int32", "uint16", "uint32", "int32",
+                                           "uint32", "int32", "uint32", "int32", "uint32", "int32", "int32",
+                                           "int32", "int32"))
+_DTYPE_OF = operator.attrgetter("dtype")
 
 
 def _blob_layout(arrays: tuple, n: int) -> bool:
@@ -1253,6 +1268,20 @@ def _permalink_of(rules: ParseRules):
     return got
 
 
+# (rules, (_tag_props_of(rules), _permalink_of(rules))) of the last parse: a frozen ParseRules
+# hashes all its fields on every dict lookup, and a run parses every page with the same rules.
+_LAST_RULES: tuple = (None, None)
+
+
+def _walk_callables(rules: ParseRules) -> tuple:
+    global _LAST_RULES
+    last_rules, got = _LAST_RULES
+    if last_rules is not rules:
+        got = (_tag_props_of(rules), _permalink_of(rules))
+        _LAST_RULES = (rules, got)
+    return got
+
+
 def _flatten_compiled(body, url: str, title: str, base_url: str, html_len: int, notes: tuple,
                       rules: ParseRules = PRODUCT_RULES, root=None, declared: list | None = None
                       ) -> CompactPage | None:
@@ -1262,8 +1291,9 @@ def _flatten_compiled(body, url: str, title: str, base_url: str, html_len: int, 
     With the document's `root` (the body lies under it), the walk also gathers what
     meta.page_metadata reads of the document (meta._declared_elements), which it appends to
     `declared`: one pass over the body for both."""
-    out = _compiled.walk(body, base_url, _base_parts(base_url), _tag_props_of(rules), _class_info, _id_info,
-                         resolve_link, count_words, _HIDDEN_STYLE.search, _permalink_of(rules),
+    tag_props, permalink = _walk_callables(rules)
+    out = _compiled.walk(body, base_url, _base_parts(base_url), tag_props, _class_info, _id_info,
+                         resolve_link, count_words, _HIDDEN_STYLE.search, permalink,
                          rules.browser_text, _WALK_CONSTS, root)
     if out is None:
         return None
@@ -1273,9 +1303,9 @@ def _flatten_compiled(body, url: str, title: str, base_url: str, html_len: int, 
     if declared is not None:
         declared.append(gathered)
 
-    def arr(buf, dtype):
-        return np.frombuffer(buf, dtype=dtype) if buf else np.zeros(0, dtype=dtype)
-
+    # The walk hands over bytearrays: their arrays are writable, as the reference's are, and
+    # an empty one gives an empty array of the dtype.
+    arr = np.frombuffer
     i32, u32 = np.int32, np.uint32
     page = CompactPage(
         url=url, title=title, base_url=base_url,

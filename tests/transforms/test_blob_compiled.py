@@ -76,6 +76,39 @@ def test_arrays_of_other_item_sizes_take_the_reference(monkeypatch):
     assert calls == []
 
 
+@pytest.mark.parametrize("change", ["strided", "two_d", "short", "long_pointer"])
+def test_arrays_of_the_pages_dtypes_that_do_not_fit_take_the_reference(change):
+    """The page's own dtypes go straight to the compiled layout, which refuses what
+    _blob_layout refuses (not one dimension, not contiguous, not the node count's lengths):
+    those are laid out by the reference."""
+    require_built("_blob")
+    page = parse_page(PAGES[2], "http://ex.com/")
+    expected = None
+    if change == "strided":
+        page.depth = np.repeat(page.depth, 2)[::2]
+        assert not page.depth.flags.c_contiguous
+        expected = page._raw_reference(*text_and_links(page))
+    elif change == "two_d":
+        page.hints = page.hints.reshape(1, -1)
+    elif change == "short":
+        page.words = page.words[:-1]
+    else:
+        page.class_ptr = np.append(page.class_ptr, page.class_ptr[-1])
+    assert not page_module._blob_layout((page.parent, page.end, page.depth, page.tag, page.flags, page.hints,
+                                         page.line, page.id_hash, page.class_ptr, page.class_hash, page.attr_ptr,
+                                         page.attr_hash, page.text_ptr, page.words, page.chars, page.link_node),
+                                        page.size)
+    try:
+        reference = page._raw_reference(*text_and_links(page))
+    except Exception as exc:   # noqa: BLE001 - the reference's own refusal is what _raw gives
+        with pytest.raises(type(exc)):
+            page._raw()
+    else:
+        assert page._raw() == reference
+        if expected is not None:
+            assert reference == expected
+
+
 def test_a_page_round_trips_through_its_blob_on_either_path(monkeypatch):
     require_built("_blob")
     for compiled in (True, False):

@@ -4,6 +4,7 @@ The compiled walk must give the reference's CompactPage field for field on every
 generated HTML under the three kinds of ParseRules, trees lxml's parser keeps comments and
 processing instructions in, and trees built by hand with the node kinds parsing never makes.
 """
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -518,6 +519,38 @@ def test_all_images_on_one_page_are_node_extras():
     assert got.side.image_src[:3] == ("http://ex.com/a.png", "http://ex.com/t.gif", "http://ex.com/w.gif")
 
 
+CODE_BLOCKS = [
+    '<pre>x = 1</pre>', '<pre class="python">x</pre>', '<pre class="">x</pre>', '<pre><code class="language-rust">x</code></pre>',
+    '<pre class="lang-go"><code class="language-c">x</code></pre>', '<pre><code>a</code><code class="lang-js">b</code></pre>',
+    '<pre><span class="lang-js">x</span><code class="">y</code></pre>', '<pre><b><code class="lang-js">x</code></b></pre>',
+    '<div class="highlight-python notranslate"><div class="highlight"><pre>x</pre></div></div>',
+    '<div class="language-ruby"><div><div><div><pre>x</pre></div></div></div></div>',
+    '<div class="language-ruby"><div><div><pre>x</pre></div></div></div>', '<pre class="brush: php;">x</pre>',
+    '<pre class="source-perl">x</pre>', '<pre class="language-text">x</pre>', '<pre class="ñ lang-é">x</pre>',
+    '<pre class="sourceCode haskell">x</pre>', '<pre class="  ">x</pre>', '<pre class="x" class="lang-go">x</pre>',
+]
+
+
+@pytest.mark.parametrize("html", CODE_BLOCKS)
+def test_code_languages_read_by_the_walk_are_node_extras(html):
+    """A code block's class values, gathered by the walk (its <code> child's, its own, three
+    ancestors'), give the language meta.code_language gives of the element."""
+    assert_same_parse(f"<body><section>{html}</section></body>")
+    assert_same_parse(f"<body>{html}</body>")
+    assert_same_parse(f"<html><body>{''.join(CODE_BLOCKS)}</body></html>")
+
+
+def test_a_code_blocks_class_values_by_hand(monkeypatch):
+    html = ('<body><div class="highlight-python"><div class="highlight"><pre>x</pre></div></div>'
+                            '<pre class="lang-go"><code class="language-c">y</code></pre><pre>z</pre></body>')
+    assert assert_same_parse(html).side.code_lang == ("python", "c")
+    # the walk reads them itself: no element reaches meta.code_language
+    monkeypatch.setattr(M, "code_language", lambda pre: pytest.fail("read from the element"))
+    assert parse_both_ways(html, True).side.code_lang == ("python", "c")
+    assert M._classes_language(("highlight", "", "brush: php;")) == "php"
+    assert M._classes_language(()) is None
+
+
 # --- permalink anchors decided in the walk ---
 
 PERMALINKS = [
@@ -543,3 +576,59 @@ PERMALINKS = [
 def test_permalinks_decided_by_the_walk_are_the_references(html):
     for rules in ALL_RULES:
         assert_same_parse(f"<body>{html}<p>after</p></body>", rules)
+
+
+# --- the links without text that an image's alt text names ---
+
+LINKED_IMAGES = [
+    '<a href="/a"><img alt="one"></a>', '<a href="/a">text<img alt="one"></a>', '<a href="/a"><img alt=" "><img alt="two"></a>',
+    '<a href="/a"><span><img alt="deep"></span></a><a href="/b"><img></a>', '<img alt="outside"><a href="/a"></a>',
+    '<a href="/a"><a href="/b"><img alt="nested"></a><img alt="after"></a>', '<a href="mailto:x"><img alt="not http"></a>',
+    '<a href="/a"><img alt="first"><img alt="second"></a>', '<a href="/a"><picture><img alt="in picture"></picture></a>',
+    '<p><a href="/a"><b><img alt="x"></b></a>tail<a href="/c"><img alt="y"></a></p>',
+]
+
+
+@pytest.mark.parametrize("html", LINKED_IMAGES + ["".join(LINKED_IMAGES)])
+def test_the_links_an_image_names_are_the_references(html):
+    """parse_page's alt texts of links with the compiled passes (image_links among them) and
+    with the references."""
+    ref = parse_both_ways(f"<body>{html}</body>", False).side
+    got = parse_both_ways(f"<body>{html}</body>", True).side
+    assert (ref.alt_node.tolist(), ref.alt) == (got.alt_node.tolist(), got.alt)
+
+
+def test_the_links_an_image_names_by_hand():
+    page = parse_page('<body><a href="/a"><img alt="one"><img alt="two"></a><a href="/b">t<img alt="x"></a>'
+                      '<a href="/c"><span><img alt=" "><img alt="three"></span></a></body>', URL)
+    assert page.side.alt == ("one", "three")
+
+
+def test_image_links_on_generated_trees():
+    """_flatten.c image_links against the numpy reading, on random nestings of links, images and
+    text (links nested in links, as libxml2 leaves unclosed ones)."""
+    import random
+    rng = random.Random(7)
+    for _ in range(300):
+        parts, open_links = ["<body>"], 0
+        for _ in range(rng.randint(1, 30)):
+            r = rng.random()
+            if r < 0.25:
+                parts.append(f'<a href="/l{rng.randint(0, 9)}">')
+                open_links += 1
+            elif r < 0.4 and open_links:
+                parts.append("</a>")
+                open_links -= 1
+            elif r < 0.7:
+                parts.append(f'<img alt="{rng.choice(["", " ", "a", "b c"])}">')
+            elif r < 0.8:
+                parts.append("word")
+            else:
+                parts.append(rng.choice(["<span>", "</span>", "<div>", "</div>"]))
+        html = "".join(parts) + "</body>"
+        page = parse_page(html, URL)
+        images = [(i, "alt") for i in range(page.size) if page.tag[i] == P.TAG_ID["img"]]
+        if not images:
+            continue
+        nodes = np.array([i for i, _ in images], dtype=np.int64)
+        assert M._image_alts_reference(page, images, nodes) == M._image_alts(page, images), html
