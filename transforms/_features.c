@@ -61,6 +61,7 @@
 #include <string.h>
 
 #include "_crc32.h"
+#include "_buffers.h"
 
 /* The columns of the counts array, in this order (features.py reads them by these names). */
 enum { C_WORDS, C_PUNCT, C_SENTENCES, C_COMMAS, C_DIGITS, C_LENGTH, C_CLOSING, C_UPPER, C_PATTERNS, C_COUNT };
@@ -476,19 +477,6 @@ fail:
  * (or an integer count stored as float64), and the one float the grouping compares, a
  * node's class sum, is summed here in the order np.bincount sums it: each node's class
  * hashes as float64, in index order, from 0.0. */
-
-static int get_array(PyObject *obj, Py_buffer *view, Py_ssize_t itemsize, Py_ssize_t items,
-                     int writable, const char *what) {
-    int flags = PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0);
-    if (PyObject_GetBuffer(obj, view, flags) < 0) return -1;
-    if (view->itemsize != itemsize || (items >= 0 && view->len != items * itemsize)) {
-        PyErr_Format(PyExc_ValueError, "%s: expected a contiguous array of %zd-byte items%s", what, itemsize,
-                     items >= 0 ? " of the page's length" : "");
-        PyBuffer_Release(view);
-        return -1;
-    }
-    return 0;
-}
 
 /* nearest_in_mask(parent int32[n], mask bool[n], out int64[n]): tree.nearest_in_mask with the
  * node itself included. Preorder puts a parent before its children, so one forward pass

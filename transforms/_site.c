@@ -28,18 +28,7 @@
 #include <Python.h>
 #include <stdint.h>
 
-static int get_array(PyObject *obj, Py_buffer *view, Py_ssize_t itemsize, Py_ssize_t items,
-                     int writable, const char *what) {
-    int flags = PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0);
-    if (PyObject_GetBuffer(obj, view, flags) < 0) return -1;
-    if (view->itemsize != itemsize || (items >= 0 && view->len != items * itemsize)) {
-        PyErr_Format(PyExc_ValueError, "%s: expected a contiguous array of %zd-byte items%s", what, itemsize,
-                     items >= 0 ? " of the expected length" : "");
-        PyBuffer_Release(view);
-        return -1;
-    }
-    return 0;
-}
+#include "_buffers.h"
 
 /* menu_eligible(tag int32[n], flags uint16[n], chars int32[n], end int32[n], template bool[n],
  *               hyperlinks int64[n], weights float64[n], text_tag, in_link_flag, share,

@@ -16,6 +16,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "_buffers.h"
+
 static int get_int64(PyObject *obj, Py_buffer *view, int writable, const char *what) {
     int flags = PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0);
     if (PyObject_GetBuffer(obj, view, flags) < 0) return -1;
@@ -181,14 +183,7 @@ done:
 }
 
 static int get_items(PyObject *obj, Py_buffer *view, Py_ssize_t itemsize, Py_ssize_t items, const char *what) {
-    if (PyObject_GetBuffer(obj, view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) return -1;
-    if (view->itemsize != itemsize || (items >= 0 && view->len != items * itemsize)) {
-        PyErr_Format(PyExc_ValueError, "%s: expected a contiguous array of %zd-byte items%s", what, itemsize,
-                     items >= 0 ? " of the expected length" : "");
-        PyBuffer_Release(view);
-        return -1;
-    }
-    return 0;
+    return get_array(obj, view, itemsize, items, 0, what);
 }
 
 /* subtree_texts(tag int32[n], flags uint16[n], line int32[n], end int32[n], text, text_ptr int32[n+1],

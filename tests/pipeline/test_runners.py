@@ -216,6 +216,7 @@ def _check_members(names, prefix=""):
             assert f"transforms/{module}.c" in names and "setup.py" in names, module
     if not prefix:
         assert "transforms/_crc32.h" in names       # included by _flatten.c and _features.c
+        assert "transforms/_buffers.h" in names     # included by _features.c, _site.c and _text.c
     assert [n for n in names if "bench" in n.split("/")[:2] or n.startswith("sitestrip_bench/")] == []
 
 
