@@ -292,6 +292,34 @@ static int separator_len(const unsigned char *s, Py_ssize_t left) {
     return 0;
 }
 
+/* A word's rolling hash as word_hashes and word_hashes_text share it: each UTF-8 byte b of
+ * the word adds (b + 1) * WORD_P^k, and a word's end stores fmix64 of the sum. One definition,
+ * so the bytes and the str readers hash alike. */
+typedef struct {
+    uint64_t h, power;
+    int inside;
+} WordHash;
+
+static inline void word_byte(WordHash *w, unsigned char b) {
+    w->h += ((uint64_t)b + 1) * w->power;
+    w->power *= WORD_P;
+    w->inside = 1;
+}
+
+/* Ends the word being hashed, if any, into words[*count]. */
+static inline void word_end(WordHash *w, uint64_t *words, Py_ssize_t *count) {
+    if (!w->inside) return;
+    words[(*count)++] = fmix64(w->h);
+    w->h = 0;
+    w->power = 1;
+    w->inside = 0;
+}
+
+/* Whether a lower-cased ASCII character belongs to a word. */
+static inline int ascii_word(Py_UCS4 c) {
+    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
+}
+
 static PyObject *word_hashes(PyObject *self, PyObject *args) {
     Py_buffer buf;
     if (!PyArg_ParseTuple(args, "y*", &buf)) return NULL;
@@ -303,33 +331,24 @@ static PyObject *word_hashes(PyObject *self, PyObject *args) {
         return NULL;
     }
     uint64_t *words = (uint64_t *)PyBytes_AS_STRING(out);
-    uint64_t h = 0, power = 1;
-    int inside = 0;
+    WordHash w = {0, 1, 0};
     Py_ssize_t i = 0;
     while (i < n) {
         unsigned char c = s[i];
         int len = 1, word;
         if (c < 0x80) {
             if (c >= 'A' && c <= 'Z') c += 32;
-            word = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
+            word = ascii_word(c);
         } else {
             len = separator_len(s + i, n - i);
             word = len == 0;
             if (word) len = 1;
         }
-        if (word) {
-            h += ((uint64_t)c + 1) * power;
-            power *= WORD_P;
-            inside = 1;
-        } else if (inside) {
-            words[count++] = fmix64(h);
-            h = 0;
-            power = 1;
-            inside = 0;
-        }
+        if (word) word_byte(&w, c);
+        else word_end(&w, words, &count);
         i += len;
     }
-    if (inside) words[count++] = fmix64(h);
+    word_end(&w, words, &count);
     PyBuffer_Release(&buf);
     if (_PyBytes_Resize(&out, count * 8) < 0) return NULL;
     return out;
@@ -346,18 +365,16 @@ static int separator_cp(Py_UCS4 c) {
 static inline __attribute__((always_inline)) Py_ssize_t hash_words_of(int kind, const void *data, Py_ssize_t n,
                                                                     int lower, uint64_t *words) {
     Py_ssize_t count = 0;
-    uint64_t h = 0, power = 1;
-    int inside = 0;
+    WordHash w = {0, 1, 0};
     for (Py_ssize_t i = 0; i < n; i++) {
         Py_UCS4 c = PyUnicode_READ(kind, data, i);
         int word;
         if (c < 0x80) {
             if (c >= 'A' && c <= 'Z') c += 32;
-            word = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
+            word = ascii_word(c);
         } else {
             if (lower) c = Py_UNICODE_TOLOWER(c);
-            if (c < 0x80) word = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
-            else word = !separator_cp(c);
+            word = c < 0x80 ? ascii_word(c) : !separator_cp(c);
         }
         if (word) {
             unsigned char b[4];
@@ -370,19 +387,12 @@ static inline __attribute__((always_inline)) Py_ssize_t hash_words_of(int kind, 
                 b[0] = 0xF0 | (c >> 18); b[1] = 0x80 | ((c >> 12) & 0x3F); b[2] = 0x80 | ((c >> 6) & 0x3F);
                 b[3] = 0x80 | (c & 0x3F); len = 4;
             }
-            for (int j = 0; j < len; j++) {
-                h += ((uint64_t)b[j] + 1) * power;
-                power *= WORD_P;
-            }
-            inside = 1;
-        } else if (inside) {
-            words[count++] = fmix64(h);
-            h = 0;
-            power = 1;
-            inside = 0;
+            for (int j = 0; j < len; j++) word_byte(&w, b[j]);
+        } else {
+            word_end(&w, words, &count);
         }
     }
-    if (inside) words[count++] = fmix64(h);
+    word_end(&w, words, &count);
     return count;
 }
 
