@@ -63,6 +63,7 @@ typedef struct {
     unsigned char *flags;       /* bit 0 candidate, bit 1 same id, bit 2 classes = attributes = 1 */
     unsigned char *used_r, *used_c;
     int64_t *rank_r, *rank_c, *anchors_r, *anchors_c, *taken;
+    int64_t *live;              /* option 3: the candidate cells still open, in row-major order */
     size_t cells, rows, cols;
 } Work;
 
@@ -114,6 +115,9 @@ static int reserve(Work *w, int64_t m, int64_t n) {
         int64_t *t = realloc(w->taken, 2 * cells * sizeof(int64_t));
         if (!t) return -1;
         w->taken = t;
+        int64_t *l = realloc(w->live, cells * sizeof(int64_t));
+        if (!l) return -1;
+        w->live = l;
         w->cells = cells;
     }
     if (grow_side((size_t)m + 2, &w->rows, &w->used_r, &w->rank_r, &w->anchors_r) < 0) return -1;
@@ -121,21 +125,36 @@ static int reserve(Work *w, int64_t m, int64_t n) {
     return 0;
 }
 
+/* The scores' arithmetic, inlined into the loops over a group's cells: as calls they were a
+ * fifth of a page's template mapping (option 3 rescores every open cell after each pair). */
+#if defined(_MSC_VER)
+#define CELL_INLINE static __forceinline
+#else
+#define CELL_INLINE static inline __attribute__((always_inline))
+#endif
+
 /* position_score of etdm.py: child i of ca siblings against child j of cb siblings. */
-static double position(int64_t i, int64_t ca, int64_t j, int64_t cb) {
+CELL_INLINE double position(int64_t i, int64_t ca, int64_t j, int64_t cb) {
     int64_t k = cb - ca;
     int64_t lo = i + (k < 0 ? k : 0), hi = i + (k > 0 ? k : 0);
     int64_t d = lo - j;
     if (j - hi > d) d = j - hi;
     if (d < 0) d = 0;
-    double v = 1.0 - (double)d / (double)(ca < cb ? ca : cb);
+    int64_t mn = ca < cb ? ca : cb;
+    if (d == 0 && mn > 0) return 1.0;      /* 1 - 0 / mn, without the division */
+    double v = 1.0 - (double)d / (double)mn;
     return v < 0.0 ? 0.0 : v;
 }
 
-static double encode(const Params *p, double base, double pos, unsigned char f) {
+CELL_INLINE double encode(const Params *p, double base, double pos, unsigned char f) {
     if (!(f & CAND)) return NO_MATCH;
-    double s = quantize(base + p->wp * pos);
-    if ((f & IDC) || ((f & CA1) && pos == 1.0)) return p->cert + s;
+    double x = base + p->wp * pos;
+    int certain = (f & IDC) || ((f & CA1) && pos == 1.0);
+    /* quantize moves x by half a step of 1e-9 at most: far below the threshold, it cannot
+     * reach it, and the rounding is not needed to know that. */
+    if (!certain && x < p->tq - 1e-6) return NO_MATCH;
+    double s = quantize(x);
+    if (certain) return p->cert + s;
     return s >= p->tq ? s : NO_MATCH;
 }
 
@@ -232,6 +251,45 @@ static int by_score(const void *u, const void *v) {
     return (a->y > b->y) - (a->y < b->y);
 }
 
+/* Option 3's loop of solve, on scores S already filled: every cell outside the candidates
+ * (flags CAND) holds NO_MATCH and keeps it (encode gives a non-candidate NO_MATCH, and a taken
+ * pair's row and column are NO_MATCH from then on), so the rescoring after each pair and the
+ * search for the best visit only the candidate cells of open rows and columns, in row-major
+ * order: the first maximum among them is the first maximum of the matrix unless that is
+ * NO_MATCH, where the greedy stops. The scores are fill's over the whole matrix, cell by cell. */
+static int64_t solve_rescored(const Params *p, Work *w, int64_t m, int64_t n, int64_t taken) {
+    double *S = w->score;
+    const double *B = w->base;
+    const unsigned char *F = w->flags;
+    int64_t *live = w->live, open = 0;
+    for (int64_t c = 0; c < m * n; c++)
+        if (F[c] & CAND) live[open++] = c;
+    for (;;) {
+        int64_t best = -1;
+        double top = NO_MATCH;
+        for (int64_t k = 0; k < open; k++)
+            if (S[live[k]] > top) { top = S[live[k]]; best = live[k]; }
+        if (best < 0) return taken;
+        int64_t x = best / n, y = best % n;
+        w->taken[2 * taken] = x;
+        w->taken[2 * taken + 1] = y;
+        taken++;
+        w->used_r[x] = w->used_c[y] = 1;
+        for (int64_t c = 0; c < n; c++) S[x * n + c] = NO_MATCH;
+        for (int64_t r = 0; r < m; r++) S[r * n + y] = NO_MATCH;
+        int64_t sr = 0, sc = 0, kept = 0;
+        for (int64_t r = 0; r < m; r++) if (!w->used_r[r]) w->rank_r[r] = sr++;
+        for (int64_t c = 0; c < n; c++) if (!w->used_c[c]) w->rank_c[c] = sc++;
+        for (int64_t k = 0; k < open; k++) {
+            int64_t c = live[k], r = c / n, col = c % n;
+            if (r == x || col == y) continue;
+            live[kept++] = c;
+            S[c] = encode(p, B[c], position(w->rank_r[r], sr, w->rank_c[col], sc), F[c]);
+        }
+        open = kept;
+    }
+}
+
 /* The greedy sibling assignment of one group (etdm.py _solve: the same shortcuts, then
  * option 4's pass in score order or the gap greedy of _solve_dense). Candidate scores are
  * in w->base / w->flags as an m×n row-major matrix; the pairs taken go to w->taken as
@@ -288,6 +346,8 @@ static int64_t solve(const Params *p, Work *w, int64_t m, int64_t n) {
      * lowest key index, then the lowest other index), then rescore what it changed. */
     memset(w->used_r, 0, (size_t)m);
     memset(w->used_c, 0, (size_t)n);
+    if (p->opt == 3)
+        return solve_rescored(p, w, m, n, taken);
     int64_t *ak = w->anchors_r, *ao = w->anchors_c, anchors = 2;
     ak[0] = -1; ak[1] = m; ao[0] = -1; ao[1] = n;
     for (;;) {
@@ -500,6 +560,7 @@ done:
     free(now.items); free(next.items);
     free(w.base); free(w.score); free(w.flags); free(w.used_r); free(w.used_c);
     free(w.rank_r); free(w.rank_c); free(w.anchors_r); free(w.anchors_c); free(w.taken);
+    free(w.live);
     return ret;
 }
 

@@ -229,6 +229,22 @@ def test_position_options_give_different_mappings(option, extra, any_engine):
     assert got.tolist() == expected
 
 
+@pytest.mark.parametrize("option", [1, 2, 3, 4])
+@pytest.mark.parametrize("below, mapped", [(4e-10, True), (6e-10, False)])
+def test_a_score_within_rounding_of_the_threshold_is_judged_rounded(option, below, mapped, any_engine):
+    """Scores are rounded to 1e-9 before the threshold: <i data-v=a> against <i data-v=b>
+    (classes 1, attributes 0, children 1, position 1) with wc + wch + wp = 0.7 − `below` scores
+    0.7 once rounded when `below` is under half a step, and stays under 0.7 above it. The
+    compiled rescoring turns cells far below the threshold away before rounding; these sit
+    right at it."""
+    params = opts(option, w_classes=0.3, w_attributes=0.3, w_children=0.3, w_position=0.1 - below,
+                  threshold=0.7)
+    key, other = page("<div><i data-v=a></i><b></b></div>"), page("<div><i data-v=b></i><b></b></div>")
+    got = map_pages(key, other, params)
+    assert got[:2].tolist() == [0, 1]
+    assert bool(got[2] == 2) is mapped
+
+
 def test_crossing_id_match_renumbers_the_gap_it_lands_in(any_engine):
     """Key [X A N] vs other [N' A]; N and N' share id=n (attributes {} vs {v=q} → 0), X = {v=q, w=1}
     against N' = {v=q} is a partial match (attributes 1/2).
