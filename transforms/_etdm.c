@@ -125,8 +125,8 @@ static int reserve(Work *w, int64_t m, int64_t n) {
     return 0;
 }
 
-/* The scores' arithmetic, inlined into the loops over a group's cells: as calls they were a
- * fifth of a page's template mapping (option 3 rescores every open cell after each pair). */
+/* The scores' arithmetic, inlined into the loops over a group's cells: called, it costs a fifth
+ * of a page's template mapping (option 3 rescores every open cell after each pair). */
 #if defined(_MSC_VER)
 #define CELL_INLINE static __forceinline
 #else

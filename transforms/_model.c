@@ -63,8 +63,8 @@ static inline void walk_lanes(int64_t *k, const float *const *row, Py_ssize_t la
 
 /* walk_lanes over lane-interleaved rows: column c of lane j at cols[c * LANES + j], and fl[k]
  * the node's column times LANES, so a lane's value is one load at a constant offset from the
- * node's column (no per-lane row pointer to read). Unrolled over the lanes: the loop's own
- * bookkeeping was a quarter of the instructions of a step. */
+ * node's column (no per-lane row pointer to read). Unrolled over the lanes: a loop's counter,
+ * test and branch would be a quarter of the instructions of a step. */
 static inline void walk_columns(int64_t *k, const float *cols, Py_ssize_t lanes, int64_t steps,
                                 const int64_t *lf, const int64_t *fl, const float *th) {
     for (int64_t s = 0; s < steps; s++) {
@@ -262,8 +262,9 @@ done:
 
 /* forest(table, X, out, per_tree): the walk of `leaves` and `leaf_sums` from each tree's root of
  * a forest_table over X as it is (float32 blocks x width, NaN allowed), each group of blocks'
- * NaN-folded rows (X2 of `leaves`: NaN as +inf, then as -inf) built here in a buffer that stays
- * in the first level cache, instead of in a [blocks, 2 width] matrix numpy fills first.
+ * NaN-folded rows (X2 of `leaves`: NaN as +inf, then as -inf) built here, lane-interleaved for
+ * walk_columns, in a buffer that stays in the first level cache, instead of in a [blocks, 2 width]
+ * matrix numpy fills first.
  * per_tree 0: out float64[blocks], the leaf values' sums in tree order (leaf_sums's);
  * per_tree 1: out float64[trees, blocks], the leaf value each tree reaches (`leaves` followed by
  * value[node]). Returns the number of infinite cells of X, whose rows are still walked (the
