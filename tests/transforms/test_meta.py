@@ -324,3 +324,108 @@ def test_declared_metadata_read_by_the_pass_is_the_reference(head, body, bare):
     gathered = []
     P._flatten_compiled(body_el, URL, "", URL, 0, (), P.PRODUCT_RULES, root, gathered)
     assert gathered == [P._compiled.meta_elements(root)]
+
+
+def _extras_fields(extras) -> dict:
+    return {name: (getattr(extras, name).dtype.str, getattr(extras, name).tolist())
+            if isinstance(getattr(extras, name), np.ndarray) else getattr(extras, name)
+            for name in extras.__dataclass_fields__}
+
+
+def _full_extras(**strings):
+    from sitestrip.transforms.meta import NodeExtras
+    i32 = np.int32
+    fields = dict(image_node=np.array([3, 9], dtype=i32), image_src=("https://x.org/\u00e9.png", "https://x.org/b"),
+                  image_alt=("caf\u00e9 \ud83d\ude00", ""), code_node=np.array([12], dtype=i32),
+                  code_lang=("python",), fragment_node=np.array([4, 5, 6], dtype=i32),
+                  fragment=("top", "a%20b", "\udcff lone"), area_node=np.array([20], dtype=i32),
+                  area_url=("https://x.org/area",), area_fragment=("",), rel_node=np.array([4, 20], dtype=i32),
+                  rel=(1, 6), alt_node=np.array([20], dtype=i32), alt=("Area\none",))
+    fields.update(strings)
+    return NodeExtras(**fields)
+
+
+def test_node_extras_pack_in_the_fixed_layout_and_read_back():
+    """Every field back with its type (int32 nodes, tuples of str and int), non-ASCII, lone
+    surrogates and empty strings kept; the pack starts with the layout's byte, never zlib's."""
+    from sitestrip.transforms.meta import NodeExtras
+    extras = _full_extras()
+    packed = extras.packed()
+    assert packed[:1] == b"\x01"
+    back = NodeExtras.unpacked(packed)
+    assert _extras_fields(back) == _extras_fields(extras)
+    assert back == extras and back.packed() == packed
+    back.image_node[0] = 7          # an array of its own, writable as a parsed page's are
+    assert NodeExtras.unpacked(packed).image_node.tolist() == [3, 9]
+
+
+@pytest.mark.parametrize("fields", [
+    dict(rel_node=np.array([2], dtype=np.int32), rel=(4,)),                    # no strings at all
+    dict(code_node=np.array([1], dtype=np.int32), code_lang=("",)),             # one empty string
+    dict(fragment_node=np.array([1, 2], dtype=np.int32), fragment=("", "")),
+    dict(image_node=np.array([1], dtype=np.int32), image_src=("https://i/",), image_alt=("alt",)),
+])
+def test_node_extras_of_few_fields_read_back(fields):
+    from sitestrip.transforms.meta import NodeExtras
+    extras = NodeExtras(**fields)
+    packed = extras.packed()
+    assert packed[:1] == b"\x01"
+    assert _extras_fields(NodeExtras.unpacked(packed)) == _extras_fields(extras)
+
+
+def test_node_extras_with_a_nul_in_a_string_pack_as_json():
+    """NUL separates the layout's strings: a string holding one packs as older versions did
+    (zlib'd JSON) and reads back the same."""
+    import zlib
+
+    from sitestrip.transforms.meta import NodeExtras
+    extras = _full_extras(alt=("a\0b",))
+    packed = extras.packed()
+    assert packed[:1] == b"\x78" and zlib.decompress(packed)[:1] == b"["
+    assert _extras_fields(NodeExtras.unpacked(packed)) == _extras_fields(extras)
+
+
+def test_node_extras_of_older_versions_read_as_the_layout_does():
+    """A JSON pack (what state files written before the layout hold) and the layout's pack of
+    the same extras read back to equal fields."""
+    from sitestrip.transforms.meta import NodeExtras
+    extras = _full_extras()
+    old = extras._packed_json()
+    assert old[:1] == b"\x78"
+    assert _extras_fields(NodeExtras.unpacked(old)) == _extras_fields(NodeExtras.unpacked(extras.packed()))
+
+
+@pytest.mark.parametrize("damage", ["cut", "count", "strings", "garbage"])
+def test_damaged_node_extras_are_refused(damage):
+    """A damaged layout is a ValueError (or zstd's OSError), which a state file's reader
+    (transforms/state.py) reports as a damaged stored page."""
+    from sitestrip.transforms import compression
+    from sitestrip.transforms.meta import NodeExtras
+    extras = _full_extras()
+    raw = bytearray(extras._layout())
+    if damage == "cut":
+        blob = b"\x01" + compression.pack(bytes(raw[:20]))
+    elif damage == "count":
+        raw[0:4] = (1000).to_bytes(4, "little")
+        blob = b"\x01" + compression.pack(bytes(raw))
+    elif damage == "strings":
+        blob = b"\x01" + compression.pack(bytes(raw) + b"\0extra")
+    else:
+        blob = b"\x01" + b"\x10" + bytes(20)
+    with pytest.raises((ValueError, OSError)):
+        NodeExtras.unpacked(blob)
+
+
+@pytest.mark.parametrize("fields", [
+    dict(image_node=np.array([1, 2], dtype=np.int32), image_src=("a",), image_alt=("b",)),   # unequal
+    dict(alt_node=np.array([1], dtype=np.int32), alt=(None,)),                             # not a string
+    dict(rel_node=np.array([1], dtype=np.int32), rel=(1 << 40,)),                          # past int32
+])
+def test_node_extras_the_layout_cannot_hold_pack_as_json(fields):
+    """What the layout cannot hold packs as JSON did, and reads back as it did (the check of a
+    stored page refuses the unequal ones: transforms/state.py)."""
+    from sitestrip.transforms.meta import NodeExtras
+    extras = NodeExtras(**fields)
+    packed = extras.packed()
+    assert packed[:1] == b"\x78" and packed == extras._packed_json()
+    assert _extras_fields(NodeExtras.unpacked(packed)) == _extras_fields(NodeExtras._unpacked_json(packed))
