@@ -504,6 +504,7 @@ def _local_runner(options, workers: int, worker_level: str):
     cache_function_arguments()
     cache_option_views()
     sample_states_briefly()
+    collect_young_rarely()
     direct = options.view_as(DirectOptions)
     direct.direct_num_workers = workers
     if workers == 1:
@@ -658,6 +659,26 @@ def sample_states_briefly() -> None:
         return StateSampler
 
     _replace_once(statesampler, "StateSampler", briefly)
+
+
+YOUNG_COLLECTION_ALLOCATIONS = 10_000
+
+
+def collect_young_rarely() -> None:
+    """The cyclic collector's youngest generation is collected after 10,000 net allocations of
+    container objects instead of CPython's 700; the older generations keep their counts.
+
+    A page's analysis makes tens of thousands of short-lived tuples, lists and dicts, freed
+    by reference counting, almost none of them in cycles, and every young collection walks
+    whatever has been allocated since the last one: docsites-dev (1 worker) ran 453 young,
+    39 middle and 5 full collections in 0.17 CPU s; with this, 25, 1 and 3 in 0.07 s. The
+    local runner and its worker processes (pipeline/worker.py) call this; gc.collect() after
+    each partition (pipeline/partitions.py) still frees a partition's cycles at once. A
+    threshold already above it is kept."""
+    import gc
+    young, middle, old = gc.get_threshold()
+    if young < YOUNG_COLLECTION_ALLOCATIONS:
+        gc.set_threshold(YOUNG_COLLECTION_ALLOCATIONS, middle, old)
 
 
 def run(argv: list[str], prog: str = "sitestrip run") -> int:

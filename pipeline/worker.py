@@ -61,8 +61,9 @@ def main(argv: list[str]) -> None:
     os.environ.pop("LOGGING_API_SERVICE_DESCRIPTOR", None)
     with beam_import_noise_hidden():
         from apache_beam.runners.worker import sdk_worker_main
-    from sitestrip.pipeline.cli import sample_states_briefly
+    from sitestrip.pipeline.cli import collect_young_rarely, sample_states_briefly
     sample_states_briefly()
+    collect_young_rarely()
     sdk_worker_main.main(argv)
 
 

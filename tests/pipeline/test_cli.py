@@ -289,6 +289,33 @@ print(os.environ.get("OPENBLAS_NUM_THREADS"), max(i["num_threads"] for i in thre
 """
 
 
+_GC_PROBE = """
+import gc, sys
+from sitestrip.pipeline.cli import YOUNG_COLLECTION_ALLOCATIONS, collect_young_rarely, _local_runner
+from apache_beam.options.pipeline_options import PipelineOptions
+if sys.argv[1] != "default":
+    gc.set_threshold(*map(int, sys.argv[1].split(",")))
+before = gc.get_threshold()
+_local_runner(PipelineOptions([]), 1, "WARNING")
+after = gc.get_threshold()
+collect_young_rarely()
+print(*before, *after, *gc.get_threshold(), YOUNG_COLLECTION_ALLOCATIONS)
+"""
+
+
+@pytest.mark.parametrize("preset", ["default", "700,5,20", "50000,10,10"])
+def test_a_local_run_collects_the_young_generation_rarely_and_keeps_a_rarer_choice(preset):
+    """The local runner raises the collector's youngest threshold to YOUNG_COLLECTION_ALLOCATIONS
+    and leaves the older generations' counts; a threshold already above it is kept."""
+    out = subprocess.run([sys.executable, "-c", _GC_PROBE, preset], capture_output=True, text=True, check=True)
+    *numbers, wanted = map(int, out.stdout.split())
+    before, after, again = numbers[:3], numbers[3:6], numbers[6:]
+    assert wanted > before[0] or preset == "50000,10,10"
+    assert after == again == [max(before[0], wanted), before[1], before[2]]
+    if preset == "default":
+        assert after[0] == wanted > 700
+
+
 @pytest.mark.parametrize("preset", [None, "2"])
 def test_the_cli_gives_numpy_one_blas_thread_unless_the_user_chose_a_count(preset):
     """one_blas_thread runs before numpy is imported: numpy's OpenBLAS then has one thread,
