@@ -38,6 +38,7 @@ from sitestrip.transforms.page import PRODUCT_RULES, UNPACKED, CompactPage, Pars
 from sitestrip.transforms.state import StateParams, StoredFingerprint, StoredPage, shard_state
 from sitestrip.transforms.status import WARC_TRUNCATED, page_status
 from sitestrip.transforms.template import TemplateResult, detect_template
+from sitestrip.transforms import tree as tree_module
 from sitestrip.transforms.tree import (distinct_inverse, subtree_mask, subtree_sum, text_nodes_below, text_of,
                                       words_in)
 from sitestrip.transforms.urls import forget_site_urls, normalize_url, site_key
@@ -231,6 +232,7 @@ class SiteBlocks:
         self._failed: dict = {}
         self._site_counts = None
         self._distinct_pages = 0
+        self._page_counts: dict = {}
         self._distinct: dict = {}
         self._prepared = False
         self.own_ms: dict = {}
@@ -282,16 +284,29 @@ class SiteBlocks:
         if self._site_counts is None:
             self.prepare()
             distinct: dict = {}
+            of_url = {}         # page → its key set's place in per_page
             for url in sorted(self.pages):
                 if url not in self._failed:
                     keys = self._distinct_keys(url)
-                    distinct.setdefault(keys.tobytes(), keys)
-            per_page = list(distinct.values())
+                    of_url[url] = distinct.setdefault(keys.tobytes(), (len(distinct), keys))[0]
+            per_page = [keys for _, keys in distinct.values()]
             self._distinct_pages = len(per_page)
             keys = np.concatenate(per_page) if per_page else np.zeros(0, dtype=np.int64)
-            values, _, counts = distinct_inverse(keys, counts=True)
+            values, inverse, counts = distinct_inverse(keys, counts=True)
             self._site_counts = values, counts
+            # Each page's own distinct keys with their site counts: a key page looks its texts up
+            # among its own few keys, not among the shard's (thousands: a cache miss a step).
+            shown = counts[inverse]
+            bounds = np.cumsum([0] + [k.size for k in per_page]).tolist()
+            self._page_counts = {url: shown[bounds[k]:bounds[k + 1]] for url, k in of_url.items()}
         return self._site_counts
+
+    def _own_counts(self, url) -> tuple[np.ndarray, np.ndarray]:
+        """(sorted keys, their site counts) to look `url`'s block texts up in: its own distinct
+        keys when the site counts hold them, else the shard's (a further capture)."""
+        distinct, counts = self.site_counts()
+        mine = self._page_counts.get(url) if type(url) is str else None
+        return (distinct, counts) if mine is None else (self._distinct_keys(url), mine)
 
     def forget(self, url: str) -> None:
         """Drop the page's own blocks and texts once its row is made: later key pages read
@@ -325,13 +340,10 @@ class SiteBlocks:
         keys, words, total = self._keys_and_words(url)
         if total == 0:
             return 0.0
-        # Both key arrays are sorted and distinct (np.unique): a binary search finds the shared
-        # ones, the mask np.isin gives.
         theirs = self._distinct_keys(other)
         if theirs.size == 0:
             return 0.0
-        at = np.minimum(np.searchsorted(theirs, keys), theirs.size - 1)
-        return float(words[theirs[at] == keys].sum()) / total
+        return float(_shared_words(keys, words, theirs).sum()) / total
 
     def near_duplicates(self, url: str, candidates, share: float) -> list:
         """The candidates that are near duplicates of `url`: each shows at least `share` of the
@@ -351,27 +363,15 @@ class SiteBlocks:
         own = self.of(url).keys
         candidates = list(selection.candidates)
         # A candidate whose blocks failed (its own row says so) shows nothing known.
-        known = [other for other in candidates if other not in self._failed]
-        # Candidates showing each own text: each candidate's distinct keys once in one sorted
-        # pool, counted by two binary searches (one np.isin per candidate did the same).
-        pool = np.sort(np.concatenate([self._distinct_keys(other) for other in known])) if known \
-            else np.zeros(0, dtype=np.int64)
-        on_candidates = (np.searchsorted(pool, own, "right") - np.searchsorted(pool, own, "left")).astype(np.float64)
-        distinct, counts = self.site_counts()
-        shown = np.zeros(own.size)
-        if distinct.size:
-            where = np.minimum(np.searchsorted(distinct, own), distinct.size - 1)
-            shown = np.where(distinct[where] == own, counts[where], 0)
+        known = [self._distinct_keys(other) for other in candidates if other not in self._failed]
+        distinct, counts = self._own_counts(url)
         left_out = self._left_out(url, exclude)
-        if left_out:
-            pool = np.sort(np.concatenate(left_out))
-            shown = np.maximum(shown - (np.searchsorted(pool, own, "right") - np.searchsorted(pool, own, "left")), 0)
         others = max(self._distinct_pages - 1 - len(left_out), 1)
+        on_candidates, site_share = _text_signals(own, known, distinct, counts, left_out, others)
         return SiteSignals(occurrences=template.occurrences, candidates=len(candidates),
                            method=selection.method, cs_size=int(selection.cs_size or 0),
                            site_pages=len(self.pages),
-                           text_on_candidates=on_candidates / max(len(known), 1),
-                           text_site_share=np.maximum(shown - 1, 0) / others)
+                           text_on_candidates=on_candidates, text_site_share=site_share)
 
 
     def _left_out(self, url, exclude) -> list:
@@ -388,6 +388,65 @@ class SiteBlocks:
                     seen.add(keys.tobytes())
                     out.append(keys)
         return out
+
+
+def _text_signals(own: np.ndarray, known: list, distinct: np.ndarray, counts: np.ndarray, left_out: list,
+                  others: int, compiled: bool | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(text_on_candidates, text_site_share) of SiteBlocks.signals: per own block key, the
+    share of the `known` candidates' distinct key arrays holding it, and its count among the
+    shard's distinct pages (`distinct`, `counts`) less the `left_out` ones', one less (the page
+    itself) over `others`. Compiled (transforms/_site.c `text_signals`: a dozen numpy calls on
+    a few hundred keys were most of its cost) unless SITESTRIP_FEATURES=python or `compiled`
+    is False; _signals_python is the reference."""
+    if (tree_module._COMPILED if compiled is None else compiled) and tree_module._site_compiled is not None:
+        on_candidates, site_share = np.empty(own.size), np.empty(own.size)
+        tree_module._site_compiled.text_signals(
+            np.ascontiguousarray(own, dtype=np.int64), [np.ascontiguousarray(k, dtype=np.int64) for k in known],
+            np.ascontiguousarray(distinct, dtype=np.int64), np.ascontiguousarray(counts, dtype=np.int64),
+            [np.ascontiguousarray(k, dtype=np.int64) for k in left_out], len(known), others,
+            on_candidates, site_share)
+        return on_candidates, site_share
+    return _signals_python(own, known, distinct, counts, left_out, others)
+
+
+def _signals_python(own: np.ndarray, known: list, distinct: np.ndarray, counts: np.ndarray, left_out: list,
+                    others: int) -> tuple[np.ndarray, np.ndarray]:
+    """_text_signals with numpy: each candidate's distinct keys once in one sorted pool,
+    counted by two binary searches (one np.isin per candidate did the same)."""
+    pool = np.sort(np.concatenate(known)) if known else np.zeros(0, dtype=np.int64)
+    on_candidates = (np.searchsorted(pool, own, "right") - np.searchsorted(pool, own, "left")).astype(np.float64)
+    shown = np.zeros(own.size)
+    if distinct.size:
+        where = np.minimum(np.searchsorted(distinct, own), distinct.size - 1)
+        shown = np.where(distinct[where] == own, counts[where], 0)
+    if left_out:
+        pool = np.sort(np.concatenate(left_out))
+        shown = np.maximum(shown - (np.searchsorted(pool, own, "right") - np.searchsorted(pool, own, "left")), 0)
+    return on_candidates / max(len(known), 1), np.maximum(shown - 1, 0) / others
+
+
+def _shared_words(keys: np.ndarray, words: np.ndarray, theirs: np.ndarray,
+                  compiled: bool | None = None) -> np.ndarray:
+    """The `words` of the `keys` that `theirs` holds, in order (both key arrays sorted and
+    distinct: np.unique). Compiled (transforms/_site.c `shared_words`) unless
+    SITESTRIP_FEATURES=python or `compiled` is False; _shared_words_python is the reference.
+    Either way the caller sums a contiguous copy of the same values in the same order, so the
+    sums are equal to the bit."""
+    if (tree_module._COMPILED if compiled is None else compiled) and tree_module._site_compiled is not None:
+        out = np.empty(keys.size)
+        k = tree_module._site_compiled.shared_words(np.ascontiguousarray(keys, dtype=np.int64),
+                                                    np.ascontiguousarray(words, dtype=np.float64),
+                                                    np.ascontiguousarray(theirs, dtype=np.int64), out)
+        return out[:k]
+    return _shared_words_python(keys, words, theirs)
+
+
+def _shared_words_python(keys: np.ndarray, words: np.ndarray, theirs: np.ndarray) -> np.ndarray:
+    """_shared_words with numpy: a binary search finds the shared keys, the mask np.isin gives."""
+    if theirs.size == 0:
+        return words[:0]
+    at = np.minimum(np.searchsorted(theirs, keys), theirs.size - 1)
+    return words[theirs[at] == keys]
 
 
 @dataclass
