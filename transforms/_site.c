@@ -24,7 +24,9 @@
  *   text_signals: a key page's block text counts on its candidates and across its site shard
  *     (site_step.SiteBlocks.signals; `_signals_python` the reference);
  *   shared_words: the words of a page's block texts that another page shows too
- *     (site_step.SiteBlocks.shared_word_share; `_shared_words_python` the reference).
+ *     (site_step.SiteBlocks.shared_word_share; `_shared_words_python` the reference);
+ *   link_hosts: each distinct link URL's first position and host, what
+ *     candidates._key_link_positions tests against the site (`_link_hosts_python` there).
  *
  * Only the Python C API and the buffer protocol are used (no numpy headers).
  */
@@ -546,6 +548,55 @@ static PyObject *shared_words(PyObject *self, PyObject *args) {
     return PyLong_FromSsize_t(k);
 }
 
+/* link_hosts(urls tuple or list of str, own) -> (positions list of int, hosts list of str):
+ * per distinct URL but `own`, in order of first occurrence, its first position and its host
+ * as candidates._site_of_normalized slices it: after the first "//" (from position 1 when
+ * there is none), up to the next "/" or the end. */
+static PyObject *link_hosts(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *urls_o, *own;
+    if (!PyArg_ParseTuple(args, "OO", &urls_o, &own)) return NULL;
+    PyObject *urls = PySequence_Fast(urls_o, "link_hosts: urls must be a sequence");
+    if (!urls) return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(urls);
+    PyObject **items = PySequence_Fast_ITEMS(urls);
+    PyObject *seen = PyDict_New(), *positions = PyList_New(0), *hosts = PyList_New(0);
+    PyObject *sep = PyUnicode_FromString("//");
+    int ok = seen && positions && hosts && sep;
+    if (ok && PyDict_SetItem(seen, own, Py_None) < 0) ok = 0;
+    for (Py_ssize_t r = 0; r < n && ok; r++) {
+        PyObject *url = items[r];
+        if (!PyUnicode_Check(url)) {
+            PyErr_SetString(PyExc_TypeError, "link_hosts: urls must be str");
+            ok = 0;
+            break;
+        }
+        Py_ssize_t before = PyDict_GET_SIZE(seen);
+        if (PyDict_SetDefault(seen, url, Py_None) == NULL) { ok = 0; break; }
+        if (PyDict_GET_SIZE(seen) == before) continue;      /* seen already, or `own` */
+        Py_ssize_t length = PyUnicode_GET_LENGTH(url);
+        Py_ssize_t start = PyUnicode_Find(url, sep, 0, length, 1);
+        if (start == -2) { ok = 0; break; }
+        start += 2;
+        Py_ssize_t slash = start <= length ? PyUnicode_FindChar(url, '/', start, length, 1) : -1;
+        if (slash == -2) { ok = 0; break; }
+        PyObject *host = PyUnicode_Substring(url, start, slash < 0 ? length : slash);
+        PyObject *at = host ? PyLong_FromSsize_t(r) : NULL;
+        if (!at || PyList_Append(hosts, host) < 0 || PyList_Append(positions, at) < 0) ok = 0;
+        Py_XDECREF(host);
+        Py_XDECREF(at);
+    }
+    Py_XDECREF(sep);
+    Py_XDECREF(seen);
+    Py_DECREF(urls);
+    if (!ok) {
+        Py_XDECREF(positions);
+        Py_XDECREF(hosts);
+        return NULL;
+    }
+    return Py_BuildValue("(NN)", positions, hosts);
+}
+
 static PyMethodDef methods[] = {
     {"menu_eligible", menu_eligible, METH_VARARGS,
      "menu_eligible(tag, flags, chars, end, template, hyperlinks, weights, text_tag, in_link_flag, share, "
@@ -567,6 +618,8 @@ static PyMethodDef methods[] = {
      "site_step.SiteBlocks.signals's per-block counts."},
     {"shared_words", shared_words, METH_VARARGS,
      "shared_words(keys, words, theirs, out) -> k: the words of the keys `theirs` holds."},
+    {"link_hosts", link_hosts, METH_VARARGS,
+     "link_hosts(urls, own) -> (positions, hosts): each distinct link URL's first position and host."},
     {NULL, NULL, 0, NULL},
 };
 
