@@ -871,13 +871,17 @@ def process_site(site: str, records: Iterable[PageRecord], config, model=None,
             yield "errors", error_row(url=_row_url(record), warc_file=record.warc_file,
                                       warc_offset=record.warc_offset, stage="site",
                                       error_class=type(exc).__name__, message=str(exc)[:500])
+    # The shard's duplicates and the CPU ms they took, while no page is judged again (which
+    # changes its fingerprint): _mark_duplicates' own search would find the same.
+    found = None
     if duplicates is not None and site_blocks is not None and links is not None:
         # A page with duplicates in the shard is judged again with them left out of its
         # candidates and of the site's counts: a copy shows all of its text, which made that
         # text look like the site's (docs/algorithms.md "Duplicates").
         earlier = [s.fingerprint for s in stored_fingerprints]
-        for k, left_out in duplicate_mates(find_duplicates(fingerprints + earlier, duplicates),
-                                           fingerprints + earlier, len(fingerprints)).items():
+        start = time.thread_time()
+        found = find_duplicates(fingerprints + earlier, duplicates), _ms_since(start)
+        for k, left_out in duplicate_mates(found[0], fingerprints + earlier, len(fingerprints)).items():
             left_out = frozenset(url for url in left_out if url in pages)
             if not left_out:
                 continue
@@ -893,13 +897,14 @@ def process_site(site: str, records: Iterable[PageRecord], config, model=None,
             row["timing_ms"]["duplicates"] += first
             row["timing_ms"]["total"] += first
             page_rows[k], page_menus[k], row_pages[k], fingerprints[k] = row, menu, key_page, fp
+            found = None
     on_menu = None if page_outlinks is None else partial(_site_menu_outlinks, page_rows, page_outlinks)
     replaced = _apply_site_menus(page_rows, row_pages, links, proposals, config, on_menu) if proposals else set()
     for k, (row, menu) in enumerate(zip(page_rows, page_menus)):
         if k not in replaced:
             _menu_columns(row, menu)
     if duplicates is not None:
-        _mark_duplicates(page_rows, fingerprints, duplicates, [s.fingerprint for s in stored_fingerprints])
+        _mark_duplicates(page_rows, fingerprints, duplicates, [s.fingerprint for s in stored_fingerprints], found)
     # The shard's pages rows: a link to one of them is a link to a page of the input, known
     # here (the target join looks up the others: pipeline/graph.py).
     shard_urls = {row["url_normalized"] for row in page_rows} if page_outlinks is not None else None
@@ -972,14 +977,18 @@ def _released_row(row: dict) -> dict:
     return out
 
 
-def _mark_duplicates(page_rows: list, fingerprints: list, params, earlier: Sequence = ()) -> None:
+def _mark_duplicates(page_rows: list, fingerprints: list, params, earlier: Sequence = (),
+                     found: tuple | None = None) -> None:
     """The duplicate columns of a shard's rows (transforms/duplicates.py), with the
     fingerprints of earlier runs (`earlier`, --state) as pages they can duplicate; its
-    clustering time is shared out over the rows."""
+    clustering time is shared out over the rows. `found`: (find_duplicates of these
+    fingerprints and `earlier`, the CPU ms it took) when the caller has it already."""
     start = time.thread_time()
     every = list(fingerprints) + list(earlier)
-    found = find_duplicates(every, params)
-    share = _ms_since(start) / max(len(page_rows), 1)
+    if found is None:
+        found = find_duplicates(every, params), 0.0
+    found, spent = found
+    share = (_ms_since(start) + spent) / max(len(page_rows), 1)
     for k, (row, fp) in enumerate(zip(page_rows, fingerprints)):
         row.update(duplicate_columns(fp, found.get(k), every))
         timing = row["timing_ms"]
