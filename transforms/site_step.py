@@ -117,10 +117,16 @@ def menu_signature(links) -> str:
     menu of www.example.com/a and of example.com/b is one menu of one site.
     """
     keyed = []
+    # A link URL is normalized (CompactPage.link_url), so its site key is its host's: taken once
+    # per host, not once per URL (each a URL normalized, a menu of a page-level row 30 of them).
+    key_of: dict = {}
     for url, _ in links:
         scheme, _, rest = url.partition("://")
         host, slash, path = rest.partition("/")
-        keyed.append(f"{scheme}://{site_key(url) or host}{slash}{path}")
+        key = key_of.get((scheme, host))
+        if key is None:
+            key = key_of[scheme, host] = site_key(f"{scheme}://{host}/") or host
+        keyed.append(f"{scheme}://{key}{slash}{path}")
     return hashlib.sha1("\n".join(keyed).encode("utf-8")).hexdigest()[:16]
 
 
