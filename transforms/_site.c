@@ -20,7 +20,13 @@
  *     by its nearest ancestor with text (outlinks.py holds the reference);
  *   in_site: outlinks._in_site's test of each link target's host against the site key;
  *   leaf_elements: clusters.page_signature's leaves, the elements without an element child
- *     (clusters.py: `_leaf_elements_python`).
+ *     (clusters.py: `_leaf_elements_python`);
+ *   text_signals: a key page's block text counts on its candidates and across its site shard
+ *     (site_step.SiteBlocks.signals; `_signals_python` the reference);
+ *   shared_words: the words of a page's block texts that another page shows too
+ *     (site_step.SiteBlocks.shared_word_share; `_shared_words_python` the reference);
+ *   link_hosts: each distinct link URL's first position and host, what
+ *     candidates._key_link_positions tests against the site (`_link_hosts_python` there).
  *
  * Only the Python C API and the buffer protocol are used (no numpy headers).
  */
@@ -412,6 +418,185 @@ static PyObject *in_site(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+/* The first position in the sorted a[0:n] whose value is not below `key`. Without a branch on
+ * the comparisons (a conditional move per halving): the keys are hashes, so every branch of a
+ * textbook binary search was a coin toss the processor mispredicted half the time. */
+static Py_ssize_t lower_bound(const int64_t *a, Py_ssize_t n, int64_t key) {
+    if (n <= 0) return 0;
+    const int64_t *base = a;
+    while (n > 1) {
+        Py_ssize_t half = n / 2;
+        base = base[half] < key ? base + half : base;
+        n -= half;
+    }
+    return (base - a) + (*base < key);
+}
+
+/* How many times `key` is in the sorted a[0:n]. */
+static int64_t count_sorted(const int64_t *a, Py_ssize_t n, int64_t key) {
+    Py_ssize_t at = lower_bound(a, n, key), past = at;
+    while (past < n && a[past] == key) past++;
+    return past - at;
+}
+
+/* The buffers of a list of sorted int64 arrays in views[0:len]; -1 (nothing held) on error. */
+static int get_sorted_list(PyObject *list, Py_buffer **views, Py_ssize_t *count, const char *what) {
+    Py_ssize_t k = PyList_GET_SIZE(list);
+    *views = PyMem_Malloc((size_t)(k ? k : 1) * sizeof(Py_buffer));
+    if (!*views) { PyErr_NoMemory(); return -1; }
+    for (Py_ssize_t i = 0; i < k; i++) {
+        if (get_array(PyList_GET_ITEM(list, i), &(*views)[i], 8, -1, 0, what) < 0) {
+            for (Py_ssize_t j = 0; j < i; j++) PyBuffer_Release(&(*views)[j]);
+            PyMem_Free(*views);
+            *views = NULL;
+            return -1;
+        }
+    }
+    *count = k;
+    return 0;
+}
+
+static void release_list(Py_buffer *views, Py_ssize_t count) {
+    for (Py_ssize_t i = 0; i < count; i++) PyBuffer_Release(&views[i]);
+    PyMem_Free(views);
+}
+
+/* text_signals(own int64[m], candidates list of sorted int64 arrays, distinct int64[d] sorted,
+ *              counts int64[d], left_out list of sorted int64 arrays, known, others,
+ *              on_candidates float64[m], site_share float64[m]):
+ * per own key, the times the candidates' arrays hold it over max(known, 1), and its count in
+ * `distinct` less the times the `left_out` arrays hold it (not below 0), one less again (not
+ * below 0) over `others`. Counts are integers until the one division, which numpy makes on
+ * the same two doubles. */
+static PyObject *text_signals(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *own_o, *cand_o, *distinct_o, *counts_o, *left_o, *on_o, *share_o;
+    Py_ssize_t known, others;
+    if (!PyArg_ParseTuple(args, "OO!OOO!nnOO", &own_o, &PyList_Type, &cand_o, &distinct_o, &counts_o,
+                          &PyList_Type, &left_o, &known, &others, &on_o, &share_o))
+        return NULL;
+    Py_buffer v[5];
+    static const char *names[5] = {"own", "distinct", "counts", "on_candidates", "site_share"};
+    PyObject *objs[5] = {own_o, distinct_o, counts_o, on_o, share_o};
+    Py_ssize_t m = -1, d = -1;
+    int got = 0;
+    for (; got < 5; got++) {
+        Py_ssize_t items = got == 0 || got == 1 ? -1 : got == 2 ? d : m;
+        if (get_array(objs[got], &v[got], 8, items, got >= 3, names[got]) < 0) break;
+        if (got == 0) m = v[0].len / 8;
+        if (got == 1) d = v[1].len / 8;
+    }
+    Py_buffer *cand = NULL, *left = NULL;
+    Py_ssize_t nc = 0, nl = 0;
+    int ok = got == 5 && get_sorted_list(cand_o, &cand, &nc, "candidates") == 0;
+    if (ok && get_sorted_list(left_o, &left, &nl, "left_out") < 0) ok = 0;
+    if (ok) {
+        const int64_t *own = v[0].buf, *distinct = v[1].buf, *counts = v[2].buf;
+        double *on = v[3].buf, *share = v[4].buf;
+        double over_known = (double)(known > 1 ? known : 1), over_others = (double)others;
+        for (Py_ssize_t r = 0; r < m; r++) {
+            int64_t key = own[r], on_count = 0, shown = 0;
+            for (Py_ssize_t c = 0; c < nc; c++)
+                on_count += count_sorted(cand[c].buf, cand[c].len / 8, key);
+            Py_ssize_t at = lower_bound(distinct, d, key);
+            if (at < d && distinct[at] == key) shown = counts[at];
+            if (nl) {
+                int64_t gone = 0;
+                for (Py_ssize_t c = 0; c < nl; c++) gone += count_sorted(left[c].buf, left[c].len / 8, key);
+                shown = shown - gone > 0 ? shown - gone : 0;
+            }
+            on[r] = (double)on_count / over_known;
+            share[r] = (double)(shown - 1 > 0 ? shown - 1 : 0) / over_others;
+        }
+    }
+    if (cand) release_list(cand, nc);
+    if (left) release_list(left, nl);
+    for (int j = 0; j < got; j++) PyBuffer_Release(&v[j]);
+    if (!ok) return NULL;
+    Py_RETURN_NONE;
+}
+
+/* shared_words(keys int64[m], words float64[m], theirs int64[t] sorted, out float64[m]) -> k:
+ * the words of the keys `theirs` holds, in order, in out[0:k] (numpy then sums them as it sums
+ * the reference's masked copy). */
+static PyObject *shared_words(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *objs[4];
+    if (!PyArg_ParseTuple(args, "OOOO", &objs[0], &objs[1], &objs[2], &objs[3])) return NULL;
+    static const char *names[4] = {"keys", "words", "theirs", "out"};
+    Py_buffer v[4];
+    Py_ssize_t m = -1;
+    int got = 0;
+    for (; got < 4; got++) {
+        Py_ssize_t items = got == 0 || got == 2 ? -1 : m;
+        if (get_array(objs[got], &v[got], 8, items, got == 3, names[got]) < 0) break;
+        if (got == 0) m = v[0].len / 8;
+    }
+    Py_ssize_t k = 0;
+    if (got == 4) {
+        const int64_t *keys = v[0].buf, *theirs = v[2].buf;
+        const double *words = v[1].buf;
+        double *out = v[3].buf;
+        Py_ssize_t t = v[2].len / 8;
+        for (Py_ssize_t r = 0; r < m; r++) {
+            Py_ssize_t at = lower_bound(theirs, t, keys[r]);
+            if (at < t && theirs[at] == keys[r]) out[k++] = words[r];
+        }
+    }
+    for (int j = 0; j < got; j++) PyBuffer_Release(&v[j]);
+    if (got < 4) return NULL;
+    return PyLong_FromSsize_t(k);
+}
+
+/* link_hosts(urls tuple or list of str, own) -> (positions list of int, hosts list of str):
+ * per distinct URL but `own`, in order of first occurrence, its first position and its host
+ * as candidates._site_of_normalized slices it: after the first "//" (from position 1 when
+ * there is none), up to the next "/" or the end. */
+static PyObject *link_hosts(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *urls_o, *own;
+    if (!PyArg_ParseTuple(args, "OO", &urls_o, &own)) return NULL;
+    PyObject *urls = PySequence_Fast(urls_o, "link_hosts: urls must be a sequence");
+    if (!urls) return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(urls);
+    PyObject **items = PySequence_Fast_ITEMS(urls);
+    PyObject *seen = PyDict_New(), *positions = PyList_New(0), *hosts = PyList_New(0);
+    PyObject *sep = PyUnicode_FromString("//");
+    int ok = seen && positions && hosts && sep;
+    if (ok && PyDict_SetItem(seen, own, Py_None) < 0) ok = 0;
+    for (Py_ssize_t r = 0; r < n && ok; r++) {
+        PyObject *url = items[r];
+        if (!PyUnicode_Check(url)) {
+            PyErr_SetString(PyExc_TypeError, "link_hosts: urls must be str");
+            ok = 0;
+            break;
+        }
+        Py_ssize_t before = PyDict_GET_SIZE(seen);
+        if (PyDict_SetDefault(seen, url, Py_None) == NULL) { ok = 0; break; }
+        if (PyDict_GET_SIZE(seen) == before) continue;      /* seen already, or `own` */
+        Py_ssize_t length = PyUnicode_GET_LENGTH(url);
+        Py_ssize_t start = PyUnicode_Find(url, sep, 0, length, 1);
+        if (start == -2) { ok = 0; break; }
+        start += 2;
+        Py_ssize_t slash = start <= length ? PyUnicode_FindChar(url, '/', start, length, 1) : -1;
+        if (slash == -2) { ok = 0; break; }
+        PyObject *host = PyUnicode_Substring(url, start, slash < 0 ? length : slash);
+        PyObject *at = host ? PyLong_FromSsize_t(r) : NULL;
+        if (!at || PyList_Append(hosts, host) < 0 || PyList_Append(positions, at) < 0) ok = 0;
+        Py_XDECREF(host);
+        Py_XDECREF(at);
+    }
+    Py_XDECREF(sep);
+    Py_XDECREF(seen);
+    Py_DECREF(urls);
+    if (!ok) {
+        Py_XDECREF(positions);
+        Py_XDECREF(hosts);
+        return NULL;
+    }
+    return Py_BuildValue("(NN)", positions, hosts);
+}
+
 static PyMethodDef methods[] = {
     {"menu_eligible", menu_eligible, METH_VARARGS,
      "menu_eligible(tag, flags, chars, end, template, hyperlinks, weights, text_tag, in_link_flag, share, "
@@ -428,6 +613,13 @@ static PyMethodDef methods[] = {
      "in_site(urls, site, out): outlinks._in_site's site test of each normalized URL."},
     {"leaf_elements", leaf_elements, METH_VARARGS,
      "leaf_elements(tag, parent, text_tag, out) -> k: clusters.page_signature's leaf elements."},
+    {"text_signals", text_signals, METH_VARARGS,
+     "text_signals(own, candidates, distinct, counts, left_out, known, others, on_candidates, site_share): "
+     "site_step.SiteBlocks.signals's per-block counts."},
+    {"shared_words", shared_words, METH_VARARGS,
+     "shared_words(keys, words, theirs, out) -> k: the words of the keys `theirs` holds."},
+    {"link_hosts", link_hosts, METH_VARARGS,
+     "link_hosts(urls, own) -> (positions, hosts): each distinct link URL's first position and host."},
     {NULL, NULL, 0, NULL},
 };
 

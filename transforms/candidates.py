@@ -129,10 +129,14 @@ def _host_word(hostport: str) -> str:
     return site_key(f"http://{hostport}/") or hostport
 
 
-def _site_of_normalized(url: str) -> str:
+def _host_of_normalized(url: str) -> str:
     start = url.find("//") + 2
     slash = url.find("/", start)
-    return _host_word(url[start:] if slash < 0 else url[start:slash])
+    return url[start:] if slash < 0 else url[start:slash]
+
+
+def _site_of_normalized(url: str) -> str:
+    return _host_word(_host_of_normalized(url))
 
 
 # Per link of every key page (_tiers): a site's pages link to the same URLs (menus, footers).
@@ -475,24 +479,38 @@ def key_page_links(page: CompactPage, site: str) -> list[tuple[str, int]]:
 def _key_link_positions(page: CompactPage, site: str) -> np.ndarray:
     """Positions in page.link_url of key_page_links(page, site), ascending."""
     own = normalize_url(page.url) or page.url
-    urls = page.link_url
+    first, hosts = _link_hosts(page.link_url, own)
+    # A host whose site key is `site` holds it (a normalized URL's host normalizes to itself;
+    # its site key only drops a port and one "www."): the others, a news page's hundreds of
+    # hosts of other sites, need no site key, whose first look-up per host normalizes a URL.
+    in_site_hosts = {host for host in set(hosts) if site in host and _host_word(host) == site}
+    # First positions in order of first occurrence: in document order.
+    return np.array(list(compress(first, map(in_site_hosts.__contains__, hosts))), dtype=np.int32)
+
+
+def _link_hosts(urls: Sequence[str], own: str, compiled: bool | None = None) -> tuple[list, list]:
+    """(first positions, hosts) of the distinct URLs of `urls` but `own`, in order of first
+    occurrence; a host as _site_of_normalized slices it (after the first "//", up to the next
+    "/"). Compiled (transforms/_site.c `link_hosts`: one pass, where a dict of every link and
+    a regex over their joined text took most of a page's key links) unless
+    SITESTRIP_FEATURES=python or `compiled` is False; _link_hosts_python is the reference."""
+    if (tree_module._COMPILED if compiled is None else compiled) and tree_module._site_compiled is not None:
+        return tree_module._site_compiled.link_hosts(urls, own)
+    return _link_hosts_python(urls, own)
+
+
+def _link_hosts_python(urls: Sequence[str], own: str) -> tuple[list, list]:
+    """_link_hosts with a dict and a regex."""
     # Each distinct URL's first position, the dict built in C from the links read backwards:
     # a URL's first occurrence is the last one written.
     first = dict(zip(reversed(urls), range(len(urls) - 1, -1, -1)))
     first.pop(own, None)
-    distinct = list(first)
-    # The host of every distinct URL in one regex pass (_site_of_normalized's slicing: after
-    # the first "//", up to the next "/"); a URL without "//" takes the function itself.
+    distinct = sorted(first, key=first.__getitem__)
+    # The host of every distinct URL in one regex pass; a URL without "//" takes the slicing.
     hosts = _AUTHORITY.findall("\n".join(distinct))
     if len(hosts) != len(distinct):
-        kept = [first[u] for u in distinct if _site_of_normalized(u) == site]
-    else:
-        in_site_hosts = {host for host in set(hosts) if _host_word(host) == site}
-        kept = list(compress(first.values(), map(in_site_hosts.__contains__, hosts)))
-    positions = np.array(kept, dtype=np.int32)
-    # The dict holds the URLs by their last occurrence: first positions in document order.
-    positions.sort()
-    return positions
+        hosts = [_host_of_normalized(u) for u in distinct]
+    return [first[u] for u in distinct], hosts
 
 
 # Per line of joined URLs (a link URL has no newline: link_url is stored newline-separated).

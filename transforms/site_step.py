@@ -38,6 +38,7 @@ from sitestrip.transforms.page import PRODUCT_RULES, UNPACKED, CompactPage, Pars
 from sitestrip.transforms.state import StateParams, StoredFingerprint, StoredPage, shard_state
 from sitestrip.transforms.status import WARC_TRUNCATED, page_status
 from sitestrip.transforms.template import TemplateResult, detect_template
+from sitestrip.transforms import tree as tree_module
 from sitestrip.transforms.tree import (distinct_inverse, subtree_mask, subtree_sum, text_nodes_below, text_of,
                                       words_in)
 from sitestrip.transforms.urls import forget_site_urls, normalize_url, site_key
@@ -116,10 +117,16 @@ def menu_signature(links) -> str:
     menu of www.example.com/a and of example.com/b is one menu of one site.
     """
     keyed = []
+    # A link URL is normalized (CompactPage.link_url), so its site key is its host's: taken once
+    # per host, not once per URL (each a URL normalized, a menu of a page-level row 30 of them).
+    key_of: dict = {}
     for url, _ in links:
         scheme, _, rest = url.partition("://")
         host, slash, path = rest.partition("/")
-        keyed.append(f"{scheme}://{site_key(url) or host}{slash}{path}")
+        key = key_of.get((scheme, host))
+        if key is None:
+            key = key_of[scheme, host] = site_key(f"{scheme}://{host}/") or host
+        keyed.append(f"{scheme}://{key}{slash}{path}")
     return hashlib.sha1("\n".join(keyed).encode("utf-8")).hexdigest()[:16]
 
 
@@ -231,6 +238,7 @@ class SiteBlocks:
         self._failed: dict = {}
         self._site_counts = None
         self._distinct_pages = 0
+        self._page_counts: dict = {}
         self._distinct: dict = {}
         self._prepared = False
         self.own_ms: dict = {}
@@ -282,16 +290,29 @@ class SiteBlocks:
         if self._site_counts is None:
             self.prepare()
             distinct: dict = {}
+            of_url = {}         # page → its key set's place in per_page
             for url in sorted(self.pages):
                 if url not in self._failed:
                     keys = self._distinct_keys(url)
-                    distinct.setdefault(keys.tobytes(), keys)
-            per_page = list(distinct.values())
+                    of_url[url] = distinct.setdefault(keys.tobytes(), (len(distinct), keys))[0]
+            per_page = [keys for _, keys in distinct.values()]
             self._distinct_pages = len(per_page)
             keys = np.concatenate(per_page) if per_page else np.zeros(0, dtype=np.int64)
-            values, _, counts = distinct_inverse(keys, counts=True)
+            values, inverse, counts = distinct_inverse(keys, counts=True)
             self._site_counts = values, counts
+            # Each page's own distinct keys with their site counts: a key page looks its texts up
+            # among its own few keys, not among the shard's (thousands: a cache miss a step).
+            shown = counts[inverse]
+            bounds = np.cumsum([0] + [k.size for k in per_page]).tolist()
+            self._page_counts = {url: shown[bounds[k]:bounds[k + 1]] for url, k in of_url.items()}
         return self._site_counts
+
+    def _own_counts(self, url) -> tuple[np.ndarray, np.ndarray]:
+        """(sorted keys, their site counts) to look `url`'s block texts up in: its own distinct
+        keys when the site counts hold them, else the shard's (a further capture)."""
+        distinct, counts = self.site_counts()
+        mine = self._page_counts.get(url) if type(url) is str else None
+        return (distinct, counts) if mine is None else (self._distinct_keys(url), mine)
 
     def forget(self, url: str) -> None:
         """Drop the page's own blocks and texts once its row is made: later key pages read
@@ -325,13 +346,10 @@ class SiteBlocks:
         keys, words, total = self._keys_and_words(url)
         if total == 0:
             return 0.0
-        # Both key arrays are sorted and distinct (np.unique): a binary search finds the shared
-        # ones, the mask np.isin gives.
         theirs = self._distinct_keys(other)
         if theirs.size == 0:
             return 0.0
-        at = np.minimum(np.searchsorted(theirs, keys), theirs.size - 1)
-        return float(words[theirs[at] == keys].sum()) / total
+        return float(_shared_words(keys, words, theirs).sum()) / total
 
     def near_duplicates(self, url: str, candidates, share: float) -> list:
         """The candidates that are near duplicates of `url`: each shows at least `share` of the
@@ -351,27 +369,15 @@ class SiteBlocks:
         own = self.of(url).keys
         candidates = list(selection.candidates)
         # A candidate whose blocks failed (its own row says so) shows nothing known.
-        known = [other for other in candidates if other not in self._failed]
-        # Candidates showing each own text: each candidate's distinct keys once in one sorted
-        # pool, counted by two binary searches (one np.isin per candidate did the same).
-        pool = np.sort(np.concatenate([self._distinct_keys(other) for other in known])) if known \
-            else np.zeros(0, dtype=np.int64)
-        on_candidates = (np.searchsorted(pool, own, "right") - np.searchsorted(pool, own, "left")).astype(np.float64)
-        distinct, counts = self.site_counts()
-        shown = np.zeros(own.size)
-        if distinct.size:
-            where = np.minimum(np.searchsorted(distinct, own), distinct.size - 1)
-            shown = np.where(distinct[where] == own, counts[where], 0)
+        known = [self._distinct_keys(other) for other in candidates if other not in self._failed]
+        distinct, counts = self._own_counts(url)
         left_out = self._left_out(url, exclude)
-        if left_out:
-            pool = np.sort(np.concatenate(left_out))
-            shown = np.maximum(shown - (np.searchsorted(pool, own, "right") - np.searchsorted(pool, own, "left")), 0)
         others = max(self._distinct_pages - 1 - len(left_out), 1)
+        on_candidates, site_share = _text_signals(own, known, distinct, counts, left_out, others)
         return SiteSignals(occurrences=template.occurrences, candidates=len(candidates),
                            method=selection.method, cs_size=int(selection.cs_size or 0),
                            site_pages=len(self.pages),
-                           text_on_candidates=on_candidates / max(len(known), 1),
-                           text_site_share=np.maximum(shown - 1, 0) / others)
+                           text_on_candidates=on_candidates, text_site_share=site_share)
 
 
     def _left_out(self, url, exclude) -> list:
@@ -388,6 +394,65 @@ class SiteBlocks:
                     seen.add(keys.tobytes())
                     out.append(keys)
         return out
+
+
+def _text_signals(own: np.ndarray, known: list, distinct: np.ndarray, counts: np.ndarray, left_out: list,
+                  others: int, compiled: bool | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(text_on_candidates, text_site_share) of SiteBlocks.signals: per own block key, the
+    share of the `known` candidates' distinct key arrays holding it, and its count among the
+    shard's distinct pages (`distinct`, `counts`) less the `left_out` ones', one less (the page
+    itself) over `others`. Compiled (transforms/_site.c `text_signals`: a dozen numpy calls on
+    a few hundred keys were most of its cost) unless SITESTRIP_FEATURES=python or `compiled`
+    is False; _signals_python is the reference."""
+    if (tree_module._COMPILED if compiled is None else compiled) and tree_module._site_compiled is not None:
+        on_candidates, site_share = np.empty(own.size), np.empty(own.size)
+        tree_module._site_compiled.text_signals(
+            np.ascontiguousarray(own, dtype=np.int64), [np.ascontiguousarray(k, dtype=np.int64) for k in known],
+            np.ascontiguousarray(distinct, dtype=np.int64), np.ascontiguousarray(counts, dtype=np.int64),
+            [np.ascontiguousarray(k, dtype=np.int64) for k in left_out], len(known), others,
+            on_candidates, site_share)
+        return on_candidates, site_share
+    return _signals_python(own, known, distinct, counts, left_out, others)
+
+
+def _signals_python(own: np.ndarray, known: list, distinct: np.ndarray, counts: np.ndarray, left_out: list,
+                    others: int) -> tuple[np.ndarray, np.ndarray]:
+    """_text_signals with numpy: each candidate's distinct keys once in one sorted pool,
+    counted by two binary searches (one np.isin per candidate did the same)."""
+    pool = np.sort(np.concatenate(known)) if known else np.zeros(0, dtype=np.int64)
+    on_candidates = (np.searchsorted(pool, own, "right") - np.searchsorted(pool, own, "left")).astype(np.float64)
+    shown = np.zeros(own.size)
+    if distinct.size:
+        where = np.minimum(np.searchsorted(distinct, own), distinct.size - 1)
+        shown = np.where(distinct[where] == own, counts[where], 0)
+    if left_out:
+        pool = np.sort(np.concatenate(left_out))
+        shown = np.maximum(shown - (np.searchsorted(pool, own, "right") - np.searchsorted(pool, own, "left")), 0)
+    return on_candidates / max(len(known), 1), np.maximum(shown - 1, 0) / others
+
+
+def _shared_words(keys: np.ndarray, words: np.ndarray, theirs: np.ndarray,
+                  compiled: bool | None = None) -> np.ndarray:
+    """The `words` of the `keys` that `theirs` holds, in order (both key arrays sorted and
+    distinct: np.unique). Compiled (transforms/_site.c `shared_words`) unless
+    SITESTRIP_FEATURES=python or `compiled` is False; _shared_words_python is the reference.
+    Either way the caller sums a contiguous copy of the same values in the same order, so the
+    sums are equal to the bit."""
+    if (tree_module._COMPILED if compiled is None else compiled) and tree_module._site_compiled is not None:
+        out = np.empty(keys.size)
+        k = tree_module._site_compiled.shared_words(np.ascontiguousarray(keys, dtype=np.int64),
+                                                    np.ascontiguousarray(words, dtype=np.float64),
+                                                    np.ascontiguousarray(theirs, dtype=np.int64), out)
+        return out[:k]
+    return _shared_words_python(keys, words, theirs)
+
+
+def _shared_words_python(keys: np.ndarray, words: np.ndarray, theirs: np.ndarray) -> np.ndarray:
+    """_shared_words with numpy: a binary search finds the shared keys, the mask np.isin gives."""
+    if theirs.size == 0:
+        return words[:0]
+    at = np.minimum(np.searchsorted(theirs, keys), theirs.size - 1)
+    return words[theirs[at] == keys]
 
 
 @dataclass
@@ -812,13 +877,17 @@ def process_site(site: str, records: Iterable[PageRecord], config, model=None,
             yield "errors", error_row(url=_row_url(record), warc_file=record.warc_file,
                                       warc_offset=record.warc_offset, stage="site",
                                       error_class=type(exc).__name__, message=str(exc)[:500])
+    # The shard's duplicates and the CPU ms they took, while no page is judged again (which
+    # changes its fingerprint): _mark_duplicates' own search would find the same.
+    found = None
     if duplicates is not None and site_blocks is not None and links is not None:
         # A page with duplicates in the shard is judged again with them left out of its
         # candidates and of the site's counts: a copy shows all of its text, which made that
         # text look like the site's (docs/algorithms.md "Duplicates").
         earlier = [s.fingerprint for s in stored_fingerprints]
-        for k, left_out in duplicate_mates(find_duplicates(fingerprints + earlier, duplicates),
-                                           fingerprints + earlier, len(fingerprints)).items():
+        start = time.thread_time()
+        found = find_duplicates(fingerprints + earlier, duplicates), _ms_since(start)
+        for k, left_out in duplicate_mates(found[0], fingerprints + earlier, len(fingerprints)).items():
             left_out = frozenset(url for url in left_out if url in pages)
             if not left_out:
                 continue
@@ -834,13 +903,14 @@ def process_site(site: str, records: Iterable[PageRecord], config, model=None,
             row["timing_ms"]["duplicates"] += first
             row["timing_ms"]["total"] += first
             page_rows[k], page_menus[k], row_pages[k], fingerprints[k] = row, menu, key_page, fp
+            found = None
     on_menu = None if page_outlinks is None else partial(_site_menu_outlinks, page_rows, page_outlinks)
     replaced = _apply_site_menus(page_rows, row_pages, links, proposals, config, on_menu) if proposals else set()
     for k, (row, menu) in enumerate(zip(page_rows, page_menus)):
         if k not in replaced:
             _menu_columns(row, menu)
     if duplicates is not None:
-        _mark_duplicates(page_rows, fingerprints, duplicates, [s.fingerprint for s in stored_fingerprints])
+        _mark_duplicates(page_rows, fingerprints, duplicates, [s.fingerprint for s in stored_fingerprints], found)
     # The shard's pages rows: a link to one of them is a link to a page of the input, known
     # here (the target join looks up the others: pipeline/graph.py).
     shard_urls = {row["url_normalized"] for row in page_rows} if page_outlinks is not None else None
@@ -913,14 +983,18 @@ def _released_row(row: dict) -> dict:
     return out
 
 
-def _mark_duplicates(page_rows: list, fingerprints: list, params, earlier: Sequence = ()) -> None:
+def _mark_duplicates(page_rows: list, fingerprints: list, params, earlier: Sequence = (),
+                     found: tuple | None = None) -> None:
     """The duplicate columns of a shard's rows (transforms/duplicates.py), with the
     fingerprints of earlier runs (`earlier`, --state) as pages they can duplicate; its
-    clustering time is shared out over the rows."""
+    clustering time is shared out over the rows. `found`: (find_duplicates of these
+    fingerprints and `earlier`, the CPU ms it took) when the caller has it already."""
     start = time.thread_time()
     every = list(fingerprints) + list(earlier)
-    found = find_duplicates(every, params)
-    share = _ms_since(start) / max(len(page_rows), 1)
+    if found is None:
+        found = find_duplicates(every, params), 0.0
+    found, spent = found
+    share = (_ms_since(start) + spent) / max(len(page_rows), 1)
     for k, (row, fp) in enumerate(zip(page_rows, fingerprints)):
         row.update(duplicate_columns(fp, found.get(k), every))
         timing = row["timing_ms"]

@@ -804,3 +804,59 @@ def test_tiers_reject_a_link_outside_the_page():
     page = parse_page("<body><p>x</p></body>", "http://ex.com/")
     with pytest.raises(ValueError, match="link node 7 outside the page"):
         _tiers(page, [("http://ex.com/a", 1), ("http://ex.com/b", 7), ("http://ex.com/c", -1)])
+
+
+LINK_HOST_CASES = [
+    [],
+    ["http://www.ex.com/k.html"],
+    ["http://ex.com/a", "http://www.ex.com/k.html", "http://ex.com/a", "https://other.org:8443/x", "http://ex.com"],
+    ["", "//", "http://", "ex.com/no-scheme", "http:/one-slash.ex.com/x", "http://ex.com//double",
+     "http://[::1]:8080/v6", "http://user@ex.com/u", "http://www.ex.com:80/a?x=//y", "", "ex.com/no-scheme"],
+    [f"http://h{k % 7}.org/p{k % 11}" for k in range(60)],
+]
+
+
+@pytest.mark.parametrize("urls", LINK_HOST_CASES)
+def test_link_hosts_compiled_is_the_reference(urls):
+    """Each distinct URL's first position and host, the key page's own URL left out: the
+    compiled pass (transforms/_site.c) against the dict-and-regex reference, from a tuple (as
+    link_url) and a list."""
+    from sitestrip.transforms import tree
+    from sitestrip.transforms.candidates import _link_hosts, _link_hosts_python
+    own = "http://www.ex.com/k.html"
+    want = _link_hosts_python(tuple(urls), own)
+    seen, positions = {own}, []
+    for k, url in enumerate(urls):
+        if url not in seen:
+            seen.add(url)
+            positions.append(k)
+    assert want[0] == positions
+    assert len(want[1]) == len(positions)
+    if tree._site_compiled is None:
+        pytest.skip("transforms/_site.c not built")
+    assert _link_hosts(tuple(urls), own, compiled=True) == want
+    assert _link_hosts(list(urls), own, compiled=True) == want
+    # A page without a URL leaves out nothing.
+    assert _link_hosts(tuple(urls), None, compiled=True) == _link_hosts_python(tuple(urls), None)
+
+
+def test_link_hosts_slices_as_the_site_of_a_normalized_url():
+    """Hosts: after the first "//" up to the next "/", the port and userinfo kept (the site
+    key drops them later); a string without "//" is sliced from its second character, as
+    _site_of_normalized slices it."""
+    from sitestrip.transforms.candidates import _link_hosts
+    urls = ("https://www.ex.com:8443/a", "http://user@ex.com/u", "http://ex.com", "ex.com/x", "http://a//b")
+    for compiled in (True, False):
+        assert _link_hosts(urls, "http://ex.com/", compiled=compiled) == (
+            [0, 1, 2, 3, 4], ["www.ex.com:8443", "user@ex.com", "ex.com", "x.com", "a"])
+
+
+def test_key_links_leave_out_hosts_that_only_contain_the_site():
+    """A host holding the site key's text is of another site unless its own key is that site
+    (sub.ex.com, notex.com, ex.com.evil.org are not ex.com; www.ex.com:8080 is)."""
+    page = parse_page("<body></body>", "http://ex.com/k.html")
+    urls = ("http://sub.ex.com/a", "http://notex.com/b", "http://ex.com.evil.org/c", "http://www.ex.com:8080/d",
+            "http://ex.com/e", "http://other.org/f")
+    page.link_url = urls
+    page.link_node = np.arange(1, len(urls) + 1, dtype=page.link_node.dtype)
+    assert [u for u, _ in key_page_links(page, "ex.com")] == ["http://www.ex.com:8080/d", "http://ex.com/e"]

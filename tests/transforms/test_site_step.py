@@ -388,3 +388,29 @@ def test_a_shard_begins_without_the_previous_shards_urls():
     assert len(rows) == len(PAGES)
     assert 0 < _normalize_cached.cache_info().currsize < 300
     assert directory_sequence.cache_info().currsize < 300
+
+
+def test_menu_signature_reduces_each_host_to_its_site_key():
+    """Per link, its URL with the host reduced to its site key (urls.site_key of the URL),
+    taken once per host: www.ex.com and ex.com are one site, a port and another site are not
+    dropped, and the signature depends on the URLs in order only."""
+    import hashlib
+    from sitestrip.transforms.site_step import menu_signature
+    from sitestrip.transforms.urls import site_key
+    hrefs = ["http://WWW.Ex.com/a", "/b?x=1", "https://ex.com:8443/c", "http://other.org", "http://www.ex.com/",
+             "http://[::1]:8080/v6", "http://www.www.ex.com/d", "https://www.ex.com/e#f", "http://ex.com/a"]
+    html = "<body><nav>" + "".join(f'<a href="{h}">{k}</a>' for k, h in enumerate(hrefs)) + "</nav></body>"
+    page = parse_page(html, "http://www.ex.com/k.html")
+    links = [(url, "t") for url in page.link_url]
+    assert len(links) == len(hrefs)
+
+    def by_url(url):
+        scheme, _, rest = url.partition("://")
+        host, slash, path = rest.partition("/")
+        return f"{scheme}://{site_key(url) or host}{slash}{path}"
+
+    want = hashlib.sha1("\n".join(by_url(u) for u, _ in links).encode("utf-8")).hexdigest()[:16]
+    assert menu_signature(links) == want
+    assert menu_signature([("http://www.ex.com/a", "x"), ("http://ex.com/b", "y")]) == \
+        menu_signature([("http://ex.com/a", "z"), ("http://www.ex.com/b", "w")])
+    assert menu_signature(links[:2]) != menu_signature(links[1::-1])
