@@ -9,6 +9,8 @@ import sys
 import time
 import weakref
 
+from sitestrip.pipeline.heap import bound_c_heap
+
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SAMPLE_WARC = os.path.join(REPO_ROOT, "sample", "sitestrip-sample.warc.gz")
 
@@ -1271,35 +1273,6 @@ def one_blas_thread() -> None:
     --workers N inherit it."""
     if not any(name in os.environ for name in BLAS_THREADS):
         os.environ["OPENBLAS_NUM_THREADS"] = "1"
-
-
-# glibc's malloc, as `sitestrip run` sets it (bound_c_heap).
-C_HEAP = {"MALLOC_MMAP_THRESHOLD_": 2 << 20, "MALLOC_TRIM_THRESHOLD_": 32 << 20}
-_MALLOPT = {"MALLOC_MMAP_THRESHOLD_": -3, "MALLOC_TRIM_THRESHOLD_": -1}     # M_MMAP_THRESHOLD, M_TRIM_THRESHOLD
-
-
-def bound_c_heap() -> None:
-    """Blocks of 2 MiB and more get their own mapping (given back when freed) and the heap's
-    free top is returned past 32 MiB, unless the user set either glibc variable.
-
-    By default glibc raises its mapping threshold each time a large block is freed, up to 32
-    MiB, so a site shard's node arrays, decompressed pages and the runner's encoded buffers
-    land in the heap, which the next stage cannot always reuse. Fixed, peak RSS on docsites-dev
-    (1 worker, three runs each; docs/performance.md, "Memory per worker"): 407-419 → 377-379 MB, for 0.4 s
-    more system CPU and the same wall time within the runs' spread (+2 %). This process gets
-    it through mallopt (libc's own variables are read once, at start); the local workers of
-    --workers N, started later, through the environment they inherit. Not glibc: nothing."""
-    if any(name in os.environ for name in C_HEAP):
-        return
-    for name, value in C_HEAP.items():
-        os.environ[name] = str(value)
-    try:
-        import ctypes
-        mallopt = ctypes.CDLL("libc.so.6").mallopt
-    except (OSError, AttributeError):
-        return
-    for name, value in C_HEAP.items():
-        mallopt(_MALLOPT[name], value)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -27,6 +27,7 @@ from sitestrip.pipeline.parts import PART_BY, PART_KEYS, PartDataset, WriteParts
 from sitestrip.pipeline.progress import READ, SITES, ProgressFile
 from sitestrip.pipeline.state_store import (current_version, next_version, read_state_file, state_files, version_prefix,
                                       write_current)
+from sitestrip.pipeline.heap import give_back_heap
 from sitestrip.pipeline.page_source import PageError, read_pages
 from sitestrip.pipeline.warc import Skipped, open_warc
 from sitestrip.pipeline.wire import pack_record, unpacked_records
@@ -253,32 +254,12 @@ def shard_sites(pages, max_site_pages: int):
 # A shard of this many pages or more gives the C heap's free memory back to the system when
 # it is done (give_back_heap). Its pages, unpacked arrays and ETDM indexes were freed into the
 # heap, where glibc keeps them; the part writer that comes next allocates its Arrow buffers as
-# mappings of their own (bound_c_heap in pipeline/cli.py: 2 MiB and more), which cannot reuse
+# mappings of their own (bound_c_heap in pipeline/heap.py: 2 MiB and more), which cannot reuse
 # that memory, so without it a hot shard's partition peaked with both: one 2,000-page shard,
 # 1 worker, 232-233 → 210-211 MB anonymous, 350 → 327-328 MB RSS (docs/performance.md, "Memory
 # per worker"). A trim walks the heap's free chunks, a few milliseconds; a shard of 250 pages
 # took a second or more, so a smaller one keeps its memory for the next.
 TRIM_AFTER_PAGES = 250
-
-
-def _malloc_trim():
-    try:
-        import ctypes
-        return ctypes.CDLL("libc.so.6").malloc_trim
-    except (OSError, AttributeError):      # not glibc
-        return None
-
-
-_MALLOC_TRIM = _malloc_trim()
-
-
-def give_back_heap() -> bool:
-    """Return the C heap's free memory to the system (glibc's malloc_trim); False where the
-    C library has no such call."""
-    if _MALLOC_TRIM is None:
-        return False
-    _MALLOC_TRIM(0)
-    return True
 
 
 class ProcessSite(_Reporting):

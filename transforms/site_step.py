@@ -753,12 +753,6 @@ def _page_only_row(record: PageRecord, analysis: PageAnalysis, output: OutputPar
                    template_cluster=cluster, notes=list(analysis.notes))
 
 
-def site_row(record: PageRecord, pages: dict, links, config, site_blocks: SiteBlocks | None = None,
-             model=None) -> dict:
-    """A page compared with other pages of its site (design §4–§8, §10)."""
-    return _site_row(record, links, analyse_page(record, pages, links, config, site_blocks, model), config.output)
-
-
 def _site_row(record: PageRecord, links, analysis: PageAnalysis, output: OutputParams,
               menu_columns: bool = True) -> dict:
     page = record.page

@@ -172,11 +172,6 @@ def _children_reference(page: CompactPage):
     return ptr, order
 
 
-def is_ancestor(page: CompactPage, a: int, b: int) -> bool:
-    """True if a is a proper ancestor of b."""
-    return a < b < page.end[a]
-
-
 def text_of(page: CompactPage, mask: np.ndarray | None = None) -> str:
     """Text of the text nodes selected by `mask` (all when None), as a browser shows it
     (transforms/text.py): document order, one line per block, inline runs joined with the

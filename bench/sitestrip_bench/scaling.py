@@ -928,7 +928,7 @@ def cmd_memory(args) -> dict:
         trimmed = None
         if args.trim:
             # What the C allocator keeps of freed memory: RSS after giving it back.
-            from sitestrip.pipeline.graph import give_back_heap
+            from sitestrip.pipeline.heap import give_back_heap
             give_back_heap()
             trimmed = _rss_mb()[0]
         log.append({"stage": bundle_manager.stage.name, "cpu_s": round(time.process_time() - started, 2),

@@ -78,5 +78,5 @@ def test_a_large_shard_gives_the_heap_back_when_it_is_done_and_a_small_one_does_
 def test_the_heap_is_given_back_where_the_c_library_is_glibc():
     import platform
 
-    from sitestrip.pipeline.graph import give_back_heap
+    from sitestrip.pipeline.heap import give_back_heap
     assert give_back_heap() is (platform.libc_ver()[0] == "glibc")
