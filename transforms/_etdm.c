@@ -257,6 +257,18 @@ static int by_score(const void *u, const void *v) {
  * search for the best visit only the candidate cells of open rows and columns, in row-major
  * order: the first maximum among them is the first maximum of the matrix unless that is
  * NO_MATCH, where the greedy stops. The scores are fill's over the whole matrix, cell by cell. */
+/* Records the pair at cell `best` of an m×n group as the next taken pair and closes its row
+ * and column; returns the count of pairs taken. */
+static int64_t take_pair(Work *w, int64_t m, int64_t n, int64_t best, int64_t taken) {
+    int64_t x = best / n, y = best % n;
+    w->taken[2 * taken] = x;
+    w->taken[2 * taken + 1] = y;
+    w->used_r[x] = w->used_c[y] = 1;
+    for (int64_t c = 0; c < n; c++) w->score[x * n + c] = NO_MATCH;
+    for (int64_t r = 0; r < m; r++) w->score[r * n + y] = NO_MATCH;
+    return taken + 1;
+}
+
 static int64_t solve_rescored(const Params *p, Work *w, int64_t m, int64_t n, int64_t taken) {
     double *S = w->score;
     const double *B = w->base;
@@ -270,13 +282,8 @@ static int64_t solve_rescored(const Params *p, Work *w, int64_t m, int64_t n, in
         for (int64_t k = 0; k < open; k++)
             if (S[live[k]] > top) { top = S[live[k]]; best = live[k]; }
         if (best < 0) return taken;
+        taken = take_pair(w, m, n, best, taken);
         int64_t x = best / n, y = best % n;
-        w->taken[2 * taken] = x;
-        w->taken[2 * taken + 1] = y;
-        taken++;
-        w->used_r[x] = w->used_c[y] = 1;
-        for (int64_t c = 0; c < n; c++) S[x * n + c] = NO_MATCH;
-        for (int64_t r = 0; r < m; r++) S[r * n + y] = NO_MATCH;
         int64_t sr = 0, sc = 0, kept = 0;
         for (int64_t r = 0; r < m; r++) if (!w->used_r[r]) w->rank_r[r] = sr++;
         for (int64_t c = 0; c < n; c++) if (!w->used_c[c]) w->rank_c[c] = sc++;
@@ -354,17 +361,8 @@ static int64_t solve(const Params *p, Work *w, int64_t m, int64_t n) {
         int64_t best = 0;
         for (int64_t c = 1; c < cells; c++) if (S[c] > S[best]) best = c;
         if (S[best] == NO_MATCH) return taken;
+        taken = take_pair(w, m, n, best, taken);
         int64_t x = best / n, y = best % n;
-        w->taken[2 * taken] = x;
-        w->taken[2 * taken + 1] = y;
-        taken++;
-        w->used_r[x] = w->used_c[y] = 1;
-        for (int64_t c = 0; c < n; c++) S[x * n + c] = NO_MATCH;
-        for (int64_t r = 0; r < m; r++) S[r * n + y] = NO_MATCH;
-        if (p->opt == 3) {
-            fill(p, w, n, 0, m, 0, n, 1);
-            continue;
-        }
         int64_t g = bisect_left(ak, anchors, x), h = bisect_left(ao, anchors, y);
         if (g == h) {
             int64_t r0 = ak[g - 1] + 1, r1 = ak[g], c0 = ao[g - 1] + 1, c1 = ao[g];
