@@ -10,6 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from helpers.nested import nested_elements
 from sitestrip.transforms.candidates import (
     CandidateParams, _dispersion, _Tree, SiteLinks, directory_sequence, dom_distance, h_distance, key_page_links,
     link_relevance_rank, select_candidates, site_links, sort_links,
@@ -756,13 +757,10 @@ def test_compiled_dispersion_is_the_reference_order():
     require_built("_features")
     rng = random.Random(4)
 
-    def fragment(depth):
-        tags = ["div", "p", "ul", "li", "a", "span", "section"]
-        return "".join(f"<{t}>{fragment(depth + 1) if depth < 7 and rng.random() < 0.55 else 'x'}</{t}>"
-                       for t in rng.choices(tags, k=rng.randrange(1, 5)))
-
+    tags = ["div", "p", "ul", "li", "a", "span", "section"]
     for trial in range(150):
-        page = parse_page(f"<html><body>{fragment(0)}</body></html>", "http://ex.com/")
+        html = nested_elements(rng, tags, 7, 0.55, children=(1, 5))
+        page = parse_page(f"<html><body>{html}</body></html>", "http://ex.com/")
         for _ in range(4):
             m = rng.randrange(1, min(page.size, 60) + 1)
             picked = rng.choices(range(page.size), k=m) if trial % 4 == 0 else rng.sample(range(page.size), m)

@@ -6,6 +6,7 @@ from collections import Counter
 import numpy as np
 import pytest
 
+from helpers.nested import nested_elements
 from sitestrip.configs import Config, ConfigError, config_from_dict
 from sitestrip.transforms.candidates import select_candidates, site_links
 from sitestrip.transforms.clusters import (ClusterCandidates, ClusterParams, cluster_id, cluster_pages,
@@ -264,13 +265,9 @@ def test_path_hashes_are_the_root_path_sums_of_their_definition():
     assert got[li[0]] == got[li[1]] != got[li[2]]
     rng = random.Random(3)
 
-    def fragment(depth):
-        tags = ["div", "p", "span", "ul", "li", "section"]
-        return "".join(f"<{t}>{fragment(depth + 1) if depth < 6 and rng.random() < 0.6 else 'x'}</{t}>"
-                       for t in rng.choices(tags, k=rng.randrange(1, 4)))
-
+    tags = ["div", "p", "span", "ul", "li", "section"]
     for _ in range(40):
-        page = parse_page(f"<html><body>{fragment(0)}</body></html>", "http://ex.com/")
+        page = parse_page(f"<html><body>{nested_elements(rng, tags, 6, 0.6)}</body></html>", "http://ex.com/")
         labels = node_labels(page)
         assert np.array_equal(path_hashes(page, labels), _path_hashes_by_walk(page, labels))
 
@@ -287,14 +284,10 @@ def test_compiled_path_hashes_are_the_reference():
     _features = require_built("_features")
     rng, gen = random.Random(7), np.random.default_rng(7)
 
-    def fragment(depth):
-        tags = ["div", "p", "span", "ul", "li", "section"]
-        return "".join(f"<{t}>{fragment(depth + 1) if depth < 8 and rng.random() < 0.6 else 'x'}</{t}>"
-                       for t in rng.choices(tags, k=rng.randrange(1, 4)))
-
+    tags = ["div", "p", "span", "ul", "li", "section"]
     assert tree._COMPILED
     for _ in range(60):
-        page = parse_page(f"<html><body>{fragment(0)}</body></html>", "http://ex.com/")
+        page = parse_page(f"<html><body>{nested_elements(rng, tags, 8, 0.6)}</body></html>", "http://ex.com/")
         labels = gen.integers(0, 2 ** 64, page.size, dtype=np.uint64)
         got, want = path_hashes(page, labels), path_hashes_reference(page, labels)
         assert got.dtype == want.dtype == np.uint64 and np.array_equal(got, want)
@@ -339,14 +332,11 @@ def test_compiled_leaf_elements_are_the_reference():
     require_built("_site")
     rng = random.Random(3)
 
-    def fragment(depth):
-        tags = ["div", "p", "span", "ul", "li", "br", "img"]
-        return "".join(f"<{t}>{fragment(depth + 1) if depth < 6 and rng.random() < 0.5 else rng.choice(['', 'x'])}</{t}>"
-                       for t in rng.choices(tags, k=rng.randrange(0, 4)))
-
+    tags = ["div", "p", "span", "ul", "li", "br", "img"]
     assert tree._COMPILED
     for _ in range(80):
-        page = parse_page(f"<html><body>{fragment(0)}</body></html>", "http://ex.com/")
+        html = nested_elements(rng, tags, 6, 0.5, children=(0, 4), leaves=["", "x"])
+        page = parse_page(f"<html><body>{html}</body></html>", "http://ex.com/")
         got, want = _leaf_elements(page), _leaf_elements_python(page)
         assert got.dtype == want.dtype and np.array_equal(got, want)
         signature = page_signature(page)
