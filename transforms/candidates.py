@@ -518,8 +518,7 @@ _AUTHORITY = re.compile(r"^.*?//([^/\n]*)", re.M)
 
 
 def _links_at(page: CompactPage, positions: np.ndarray) -> list[tuple[str, int]]:
-    urls = page.link_url
-    return [(urls[k], node) for k, node in zip(positions.tolist(), page.link_node[positions].tolist())]
+    return list(zip(map(page.link_url.__getitem__, positions.tolist()), page.link_node[positions].tolist()))
 
 
 def _tiers(page: CompactPage, links: Sequence[tuple[str, int]], of_page: bool = False) -> list[list[tuple[str, int]]]:
@@ -698,9 +697,7 @@ def select_candidates(key_url: str, key_page: CompactPage, site: SiteLinks,
     known = site.key_links.get(key_url)
     positions = known[1] if known is not None and known[0] is key_page and site_name == site.site \
         else _key_link_positions(key_page, site_name)
-    urls = key_page.link_url
-    links = [(url, node) for url, node in zip(map(urls.__getitem__, positions.tolist()),
-                                               key_page.link_node[positions].tolist()) if url != key_url]
+    links = [(url, node) for url, node in _links_at(key_page, positions) if url != key_url]
     linked = {url for url, _ in links}
     loadable = linked & site.outlinks.keys()
 

@@ -427,8 +427,7 @@ class _Lines:
     def strings(self) -> list:
         """Each written node's text (an image's: its Markdown), for the reference rendering."""
         if self._strings is None:
-            ptr, text, nodes = self.page.text_ptr, self.page.text, self.nodes
-            strings = [text[a:b] for a, b in zip(ptr[nodes].tolist(), ptr[nodes + 1].tolist())]
+            strings = self.page.node_texts(self.nodes)
             for k, markdown in zip(np.flatnonzero(self.is_image).tolist(), self.image_strings):
                 strings[k] = markdown
             self._strings = strings

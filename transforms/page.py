@@ -359,6 +359,11 @@ class CompactPage:
     def node_text(self, i: int) -> str:
         return self.text[self.text_ptr[i]:self.text_ptr[i + 1]]
 
+    def node_texts(self, nodes: np.ndarray) -> list[str]:
+        """[node_text(i) for i in nodes], without a method call per node."""
+        text, ptr = self.text, self.text_ptr
+        return [text[a:b] for a, b in zip(ptr[nodes].tolist(), ptr[nodes + 1].tolist())]
+
     def collapsed_text(self, i: int) -> str:
         """The node's text whitespace-collapsed, as design §1 defines it: what algorithms compare
         (ETDM's text equality), so verbatim F_PRE text maps as it did collapsed."""

@@ -301,8 +301,7 @@ def menu_links(page: CompactPage, root: int, url_ids: dict) -> MenuLinks:
     if text_node is not None and text_node.min() >= 0:
         # Every link holds one text node (a menu's links, mostly): its text is that node's own
         # (tree.subtree_texts, with no separator to decide).
-        ptr, text = page.text_ptr, page.text
-        texts = [text[a:b] for a, b in zip(ptr[text_node].tolist(), ptr[text_node + 1].tolist())]
+        texts = page.node_texts(text_node)
     else:
         texts = subtree_texts(page, link_node[l0:l1].astype(np.int64))
     links = list(zip(urls, texts))

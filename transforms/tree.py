@@ -220,9 +220,7 @@ def subtree_texts(page: CompactPage, nodes: np.ndarray) -> list[str]:
     if counts.min() == 1 and counts.max() == 1:
         # Every subtree holds one text node (a menu's links, mostly): its text is that node's
         # own, with no separator to decide.
-        ptr, text = page.text_ptr, page.text
-        at = text_nodes[first]
-        return [text[a:b] for a, b in zip(ptr[at].tolist(), ptr[at + 1].tolist())]
+        return page.node_texts(text_nodes[first])
     # Each subtree's text nodes, one run after the other: run r starts at starts[r].
     starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
     idx = text_nodes[np.repeat(first - starts, counts) + np.arange(int(counts.sum()))]
