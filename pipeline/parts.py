@@ -229,25 +229,28 @@ def _batches(keyed_rows: list, order: list, schema: pa.Schema, packed):
             if rows:
                 yield _rows_batch(rows, schema)
                 rows = []
-            got = value.columns()
             if columns is None:
-                columns = {name: [] for name in names}
-            for name in names:
-                columns[name].append(got[name])
-            held += len(got[names[0]])
+                columns = []
+            if getattr(type(value), "arrow_batch", None) is not None:
+                columns.append(value)
+                held += len(value)
+            else:
+                got = value.columns()
+                columns.append(got)
+                held += len(got[names[0]])
             if held >= BATCH_ROWS:
-                yield _joined_columns(columns, schema)
+                yield _column_batches(columns, schema)
                 columns, held = None, 0
             continue
         if columns is not None:
-            yield _joined_columns(columns, schema)
+            yield _column_batches(columns, schema)
             columns, held = None, 0
         rows.append(value)
         if len(rows) == BATCH_ROWS:
             yield _rows_batch(rows, schema)
             rows = []
     if columns is not None and held:
-        yield _joined_columns(columns, schema)
+        yield _column_batches(columns, schema)
     if rows:
         yield _rows_batch(rows, schema)
 
@@ -343,6 +346,24 @@ class _TextColumn:
             data = self.view
             return pa.array([str(data[self.offsets[k]:self.offsets[k + 1]], "utf-8", "surrogatepass")
                              if self.valid[k] else None for k in range(self.n)], type_)
+
+
+def _column_batches(held: list, schema: pa.Schema) -> pa.RecordBatch:
+    """One record batch of column batches (is_column_batch), each held as itself when its
+    class makes the batch of several of its kind (a `arrow_batch(held, schema)` staticmethod:
+    transforms/outlinks.PageLinks), else as its columns(): `arrow_batch` when every one is of
+    one such class and it can, else their columns joined (_joined_columns)."""
+    kind = type(held[0])
+    if not isinstance(held[0], dict) and all(type(value) is kind for value in held):
+        got = kind.arrow_batch(held, schema)
+        if got is not None:
+            return got
+    pieces = {name: [] for name in schema.names}
+    for value in held:
+        got = value if isinstance(value, dict) else value.columns()
+        for name in pieces:
+            pieces[name].append(got[name])
+    return _joined_columns(pieces, schema)
 
 
 def _joined_columns(pieces: dict, schema: pa.Schema) -> pa.RecordBatch:

@@ -26,13 +26,17 @@
  *   shared_words: the words of a page's block texts that another page shows too
  *     (site_step.SiteBlocks.shared_word_share; `_shared_words_python` the reference);
  *   link_hosts: each distinct link URL's first position and host, what
- *     candidates._key_link_positions tests against the site (`_link_hosts_python` there).
+ *     candidates._key_link_positions tests against the site (`_link_hosts_python` there);
+ *   split_links: the links dataset's target URLs and anchor texts out of its pages' packed
+ *     strings, for the part writer's Arrow columns (outlinks.PageLinks.arrow_batch;
+ *     `_split_links_python` there).
  *
  * Only the Python C API and the buffer protocol are used (no numpy headers).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "_buffers.h"
 
@@ -597,6 +601,68 @@ static PyObject *link_hosts(PyObject *self, PyObject *args) {
     return Py_BuildValue("(NN)", positions, hosts);
 }
 
+/* split_links(raw uint8[b], counts int64[p], url_data uint8[b], url_lengths int64[n], text_data uint8[b],
+ *             text_lengths int64[n]) -> (url bytes, text bytes) or None:
+ * the PageLinks strings of p pages one after the other (outlinks.PageLinks._strings unpacked:
+ * per page its counts[k] URLs, then as many anchor texts, each ended by a NUL), n the counts'
+ * sum: the URLs' bytes without their NULs one after the other in url_data with their byte
+ * lengths, the texts' likewise. None when raw is not that many NUL-ended strings (a string
+ * holding a NUL), which outlinks.PageLinks.arrow_batch then leaves to columns(). */
+static PyObject *split_links(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *objs[6];
+    if (!PyArg_ParseTuple(args, "OOOOOO", &objs[0], &objs[1], &objs[2], &objs[3], &objs[4], &objs[5])) return NULL;
+    static const Py_ssize_t sizes[6] = {1, 8, 1, 8, 1, 8};
+    static const char *names[6] = {"raw", "counts", "url_data", "url_lengths", "text_data", "text_lengths"};
+    Py_buffer v[6];
+    Py_ssize_t b = -1, n = -1;
+    int got = 0;
+    for (; got < 6; got++) {
+        Py_ssize_t items = got == 2 || got == 4 ? b : got == 3 || got == 5 ? n : -1;
+        if (get_array(objs[got], &v[got], sizes[got], items, got >= 2, names[got]) < 0) break;
+        if (got == 0) b = v[0].len;
+        if (got == 1) {
+            const int64_t *counts = v[1].buf;
+            n = 0;
+            for (Py_ssize_t k = 0; k < v[1].len / 8; k++) n += counts[k] > 0 ? counts[k] : 0;
+        }
+    }
+    PyObject *out = NULL;
+    if (got == 6) {
+        const uint8_t *raw = v[0].buf;
+        const int64_t *counts = v[1].buf;
+        uint8_t *data[2] = {v[2].buf, v[4].buf};
+        int64_t *lengths[2] = {v[3].buf, v[5].buf};
+        Py_ssize_t at = 0, filled[2] = {0, 0}, done = 0;
+        int ok = 1;
+        for (Py_ssize_t k = 0; k < v[1].len / 8 && ok; k++) {
+            for (int side = 0; side < 2 && ok; side++) {
+                for (int64_t j = 0; j < counts[k]; j++) {
+                    const uint8_t *nul = at < b ? memchr(raw + at, 0, (size_t)(b - at)) : NULL;
+                    if (nul == NULL) {
+                        ok = 0;
+                        break;
+                    }
+                    Py_ssize_t length = nul - (raw + at);
+                    memcpy(data[side] + filled[side], raw + at, (size_t)length);
+                    filled[side] += length;
+                    lengths[side][done + j] = length;
+                    at += length + 1;
+                }
+            }
+            done += counts[k] > 0 ? counts[k] : 0;
+        }
+        if (ok && at == b)
+            out = Py_BuildValue("(nn)", filled[0], filled[1]);
+        else {
+            out = Py_None;
+            Py_INCREF(out);
+        }
+    }
+    for (int j = 0; j < got; j++) PyBuffer_Release(&v[j]);
+    return out;
+}
+
 static PyMethodDef methods[] = {
     {"menu_eligible", menu_eligible, METH_VARARGS,
      "menu_eligible(tag, flags, chars, end, template, hyperlinks, weights, text_tag, in_link_flag, share, "
@@ -620,6 +686,9 @@ static PyMethodDef methods[] = {
      "shared_words(keys, words, theirs, out) -> k: the words of the keys `theirs` holds."},
     {"link_hosts", link_hosts, METH_VARARGS,
      "link_hosts(urls, own) -> (positions, hosts): each distinct link URL's first position and host."},
+    {"split_links", split_links, METH_VARARGS,
+     "split_links(raw, counts, url_data, url_lengths, text_data, text_lengths) -> (url bytes, text bytes) or "
+     "None: outlinks.PageLinks.arrow_batch's target URLs and anchor texts."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -30,7 +30,7 @@ there; `PageLinks.rows` takes the run's URLs, or None for a null column.
 from __future__ import annotations
 
 import hashlib
-from itertools import compress, repeat
+from itertools import chain, compress, repeat
 from typing import Container, Iterator
 
 import numpy as np
@@ -160,6 +160,70 @@ class PageLinks:
             "target_in_input": [None] * n if self.in_input is None else self.in_input.copy(),
         }
 
+    @staticmethod
+    def arrow_batch(held: list, schema):
+        """The rows of several PageLinks (`held`, in order) as one pyarrow RecordBatch of
+        `schema` (schemas.LINKS): the values and buffers pa.array gives for the columns()
+        joined, built from the links' arrays and packed strings with a few numpy calls per
+        batch. columns() made every link's strings, regions and page fields Python objects
+        for pa.array to read back: on docsites-dev's 163,596 links that and the conversion
+        were 0.13 CPU s of the part writer (pipeline/parts.py). None where those values cannot
+        be told apart so (a column this does not know, a string holding a NUL, overlapping
+        fragments, text that is not UTF-8): the caller then converts columns() as before."""
+        import pyarrow as pa
+
+        counts = np.fromiter((links.flags.size for links in held), dtype=np.int64, count=len(held))
+        total = int(counts.sum())
+        starts = np.zeros(len(held), dtype=np.int64)
+        np.cumsum(counts[:-1], out=starts[1:])
+        page = np.repeat(np.arange(len(held), dtype=np.int64), counts)
+        raw = np.frombuffer(b"".join(compression.unpack(links._strings, "lz4") for links in held if links.flags.size),
+                            dtype=np.uint8)
+        split = _split_links(raw, counts)
+        if split is None:
+            return None
+        url_data, url_lengths, text_data, text_lengths = split
+        flags = np.concatenate([links.flags for links in held]) if held else np.zeros(0, dtype=np.uint8)
+        rel = np.concatenate([links.rel for links in held]) if held else np.zeros(0, dtype=np.uint8)
+        fragment_at = np.concatenate([links.fragment_at.astype(np.int64) + start
+                                      for links, start in zip(held, starts.tolist())]) if held else page
+        if fragment_at.size > 1 and not (np.diff(fragment_at) > 0).all():
+            return None
+        offsets = [links.warc_offset for links in held]
+        in_input = [links.in_input for links in held]
+        per_page = counts.tolist()
+        made = {
+            "source_url": lambda type_: _repeated([links.source_url for links in held], per_page, type_),
+            "site": lambda type_: _repeated([links.site for links in held], per_page, type_),
+            "warc_file": lambda type_: _repeated([links.warc_file for links in held], per_page, type_),
+            "warc_offset": lambda type_: _numbers([0 if o is None else o for o in offsets],
+                                                  [o is None for o in offsets], page, type_),
+            "position": lambda type_: pa.array((np.arange(total, dtype=np.int64) - starts[page]).astype(np.int32),
+                                               type_),
+            "target_url": lambda type_: _utf8_array(url_data, url_lengths, None, type_),
+            "fragment": lambda type_: _sparse(list(chain.from_iterable(links.fragments for links in held)),
+                                              fragment_at, total, type_),
+            "anchor_text": lambda type_: _utf8_array(text_data, text_lengths, None, type_),
+            "rel_nofollow": lambda type_: pa.array((rel & REL_NOFOLLOW) != 0, type_),
+            "rel_ugc": lambda type_: pa.array((rel & REL_UGC) != 0, type_),
+            "rel_sponsored": lambda type_: pa.array((rel & REL_SPONSORED) != 0, type_),
+            "in_site": lambda type_: pa.array((flags & _IN_SITE) != 0, type_),
+            "region": lambda type_: _coded(_REGION_TABLE, _REGION_OF_FLAGS[flags], type_),
+            "target_in_input": lambda type_: (
+                pa.array([None] * total, type_) if all(known is None for known in in_input) else
+                _numbers(np.concatenate([np.zeros(n, dtype=bool) if known is None else known
+                                         for known, n in zip(in_input, counts.tolist())]),
+                         [known is None for known in in_input], page, type_, per_page=False)),
+        }
+        arrays = []
+        for field in schema:
+            make = made.get(field.name)
+            got = make(field.type) if make is not None else None
+            if got is None:
+                return None
+            arrays.append(got)
+        return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
     def rows(self, present: Container | None = None) -> Iterator[dict]:
         """The links rows as dicts; `present`: the normalized URLs that have a pages row in this
         run (set_present), None to keep what the links know (a null column before the join)."""
@@ -187,6 +251,125 @@ class PageLinks:
         self.local = None if local is None else np.frombuffer(local, dtype=bool)
         self.in_input = None if in_input is None else np.frombuffer(in_input, dtype=bool)
         self.nodes = self.page_id = self._decoded = None
+
+
+def _split_links(raw: np.ndarray, counts: np.ndarray, compiled: bool | None = None):
+    """(URL bytes, their lengths, text bytes, their lengths) of pages' strings one after the
+    other (`raw`: each page's PageLinks._strings unpacked, `counts` its links), without their
+    NULs; None when `raw` is not that many NUL-ended strings. Compiled (transforms/_site.c
+    `split_links`: one memchr and memcpy a string) unless SITESTRIP_FEATURES=python or
+    `compiled` is False; the numpy below is its reference."""
+    total = int(counts.sum())
+    if (tree._COMPILED if compiled is None else compiled) and tree._site_compiled is not None:
+        url_data, text_data = np.empty(raw.size, dtype=np.uint8), np.empty(raw.size, dtype=np.uint8)
+        url_lengths, text_lengths = np.empty(total, dtype=np.int64), np.empty(total, dtype=np.int64)
+        got = tree._site_compiled.split_links(raw, np.ascontiguousarray(counts, dtype=np.int64), url_data,
+                                              url_lengths, text_data, text_lengths)
+        if got is None:
+            return None
+        return url_data[:got[0]], url_lengths, text_data[:got[1]], text_lengths
+    ends = np.flatnonzero(raw == 0)
+    if ends.size != 2 * total:
+        return None
+    lengths = np.diff(ends, prepend=-1) - 1
+    starts = np.zeros(counts.size, dtype=np.int64)
+    np.cumsum(counts[:-1], out=starts[1:])
+    within = np.arange(2 * total, dtype=np.int64) - np.repeat(2 * starts, 2 * counts)
+    is_text = within >= np.repeat(counts, 2 * counts)
+    byte_text = np.repeat(is_text, lengths + 1)
+    kept = raw != 0
+    return raw[kept & ~byte_text], lengths[~is_text], raw[kept & byte_text], lengths[is_text]
+
+
+def _numbers(values, missing: list, page: np.ndarray, type_, per_page: bool = True):
+    """A column of numbers or flags: `values` per page (`per_page`, repeated over its links
+    by `page`) or per link already, null for the links of the pages `missing` says; a
+    validity buffer only when some value is null, as pa.array makes it."""
+    import pyarrow as pa
+
+    values = np.asarray(values)[page] if per_page else values
+    if not any(missing):
+        return pa.array(values, type_)
+    return pa.array(values, type_, mask=np.asarray(missing, dtype=bool)[page])
+
+
+def _repeated(values: list, counts: list, type_):
+    """The string column of each of `values` (str or None) repeated its count of `counts`."""
+    try:
+        encoded = [b"" if value is None else value.encode("utf-8") for value in values]
+    except UnicodeEncodeError:          # a lone surrogate, which pa.array refuses
+        return None
+    lengths = np.repeat(np.fromiter(map(len, encoded), dtype=np.int64, count=len(encoded)), counts)
+    valid = None
+    if any(value is None for value in values):
+        valid = np.repeat(np.array([value is not None for value in values], dtype=bool), counts)
+    data = np.frombuffer(b"".join(value * count for value, count in zip(encoded, counts)), dtype=np.uint8)
+    return _utf8_array(data, lengths, valid, type_, checked=True)
+
+
+def _sparse(values: list, at: np.ndarray, total: int, type_):
+    """The string column of `total` nulls but `values` (str) at the increasing places `at`.
+    None if a value holds a NUL, which the values are told apart by here."""
+    try:
+        data = np.frombuffer("\x00".join(values).encode("utf-8"), dtype=np.uint8)
+    except (TypeError, UnicodeEncodeError):     # not all str, or a lone surrogate
+        return None
+    ends = np.flatnonzero(data == 0)
+    if ends.size != max(len(values) - 1, 0):
+        return None
+    lengths = np.zeros(total, dtype=np.int64)
+    valid = np.zeros(total, dtype=bool)
+    if values:
+        lengths[at] = np.diff(ends, prepend=-1, append=data.size) - 1
+        valid[at] = True
+    return _utf8_array(data[data != 0] if ends.size else data, lengths, valid, type_, checked=True)
+
+
+def _name_table(names: tuple) -> tuple[np.ndarray, np.ndarray]:
+    """(one row per name: its UTF-8 padded with zeros, each name's byte length)."""
+    encoded = [name.encode("utf-8") for name in names]
+    sizes = np.array([len(name) for name in encoded], dtype=np.int64)
+    table = np.zeros((len(names), int(sizes.max())), dtype=np.uint8)
+    for k, name in enumerate(encoded):
+        table[k, :len(name)] = np.frombuffer(name, dtype=np.uint8)
+    return table, sizes
+
+
+_REGION_TABLE = _name_table(REGIONS)
+
+
+def _coded(table: tuple[np.ndarray, np.ndarray], codes: np.ndarray, type_):
+    """The string column of the name of each code of `codes` in `table` (_name_table)."""
+    rows, sizes = table
+    lengths = sizes[codes]
+    data = rows[codes][np.arange(rows.shape[1]) < lengths[:, None]]
+    return _utf8_array(data, lengths, None, type_, checked=True)
+
+
+def _utf8_array(data: np.ndarray, lengths: np.ndarray, valid, type_, checked: bool = False):
+    """A string column from its values' UTF-8 (`data`, bytes one after the other), their
+    byte `lengths` and `valid` (None: no null): the buffers pa.array makes of their strings.
+    None when that cannot be: not UTF-8 (a lone surrogate, which pa.array refuses), over the
+    offsets' range or not a string type. `checked`: the bytes are UTF-8 already (encoded
+    from str strictly), so not validated again."""
+    import pyarrow as pa
+
+    if type_ == pa.string() and data.size < 1 << 31:
+        offsets = np.zeros(lengths.size + 1, dtype=np.int32)
+    elif type_ == pa.large_string():
+        offsets = np.zeros(lengths.size + 1, dtype=np.int64)
+    else:
+        return None
+    np.cumsum(lengths, out=offsets[1:])
+    nulls = 0 if valid is None else int(valid.size - np.count_nonzero(valid))
+    bitmap = pa.py_buffer(np.packbits(valid, bitorder="little")) if nulls else None
+    array = pa.Array.from_buffers(type_, lengths.size, [bitmap, pa.py_buffer(offsets), pa.py_buffer(data)],
+                                  null_count=nulls)
+    try:
+        array.validate(full=not checked)
+    except pa.ArrowInvalid:
+        return None
+    return array
 
 
 def source_key(url: str, warc_file, warc_offset) -> bytes:

@@ -370,3 +370,97 @@ def test_compiled_in_site_equals_the_reference():
         assert np.array_equal(got, outlinks._in_site(urls, site, compiled=False)), site
     assert outlinks._in_site(["https://docs.test/", "http://www.docs.test:80/x", "https://docs.testx/"],
                              "docs.test", compiled=True).tolist() == [True, True, False]
+
+
+def _joined_reference(held):
+    """The record batch of several PageLinks as the part writer makes it of their columns()."""
+    from sitestrip.pipeline.parts import _joined_columns
+    pieces = {name: [links.columns()[name] for links in held] for name in LINKS.names}
+    return _joined_columns(pieces, LINKS)
+
+
+def _batch_of_pages():
+    """PageLinks of PAGE (fragments, an area, rel flags, every region) and of SEPARATED
+    (non-ASCII, empty and multi-node texts), one without links, and copies of them: one with
+    no WARC offset and target_in_input unknown, one with target_in_input known, one whose
+    site and fragments are not ASCII."""
+    _page, first = _links()
+    first.seal()
+    first.set_present({URL, "https://docs.test/guide/a.html"})
+    second = page_links(parse_page(SEPARATED, URL), None, None, None, source_url=URL + "?2", row_url=URL,
+                        site="docs.test", warc_file=None, warc_offset=None)
+    second.seal()
+    empty = page_links(parse_page("<body><p>no links</p></body>", URL), None, None, None, source_url=URL,
+                       row_url=URL, site="docs.test", warc_file="f", warc_offset=0)
+    third = pickle.loads(pickle.dumps(first))
+    third.site, third.fragments = "dócs.test", tuple("fr\u00e4g-" + f for f in third.fragments)
+    third.in_input = None
+    return [first, second, empty, third, pickle.loads(pickle.dumps(first))]
+
+
+@pytest.mark.parametrize("compiled", [True, False])
+def test_links_arrow_batch_is_the_batch_of_their_columns(compiled, monkeypatch):
+    """PageLinks.arrow_batch gives the record batch the writer made of the links' columns():
+    the same values, nulls and buffer sizes (a part's row groups are cut by them), over pages
+    with and without links, fragments, offsets and target_in_input; with the compiled split
+    (transforms/_site.c split_links) and its numpy reference."""
+    from sitestrip.transforms import outlinks, tree
+    assert tree._site_compiled is not None, "transforms/_site.c is not built: pip install -e ."
+    monkeypatch.setattr(tree, "_COMPILED", compiled)
+    held = _batch_of_pages()
+    got, want = PageLinks.arrow_batch(held, LINKS), _joined_reference(held)
+    assert got is not None and got.equals(want) and got.schema.equals(LINKS)
+    assert got.nbytes == want.nbytes and got.num_rows == sum(len(links) for links in held) > 20
+    assert got.column("fragment").null_count == want.column("fragment").null_count > 0
+    assert got.column("warc_offset").null_count == len(held[1]) > 0
+    assert got.column("target_in_input").null_count == len(held[1]) + len(held[3])
+    assert "dócs.test" in got.column("site").to_pylist() and "" in got.column("anchor_text").to_pylist()
+    for part in ([held[2]], held[:1], held[1:2]):
+        assert PageLinks.arrow_batch(part, LINKS).equals(_joined_reference(part))
+    assert outlinks._split_links(np.zeros(0, dtype=np.uint8), np.zeros(0, dtype=np.int64), compiled) is not None
+
+
+@pytest.mark.parametrize("compiled", [True, False])
+def test_links_arrow_batch_leaves_to_columns_what_it_cannot_tell_apart(compiled, monkeypatch):
+    """None (the writer then converts columns()) for strings that hold a NUL, for text that
+    is not UTF-8 (a lone surrogate, which converting the strings refuses) and for a column
+    it does not know; the split of strings that are not the links' count likewise."""
+    from sitestrip.transforms import compression, outlinks, tree
+    monkeypatch.setattr(tree, "_COMPILED", compiled)
+    held = _batch_of_pages()
+    nul = pickle.loads(pickle.dumps(held[0]))
+    urls, texts = nul.strings()
+    nul._strings = compression.pack(("\x00".join(urls) + "\x00" + "\x00".join(["a\x00b"] + texts[1:]) + "\x00")
+                                    .encode("utf-8"), "lz4")
+    assert PageLinks.arrow_batch([held[1], nul], LINKS) is None
+    lone = pickle.loads(pickle.dumps(held[0]))
+    lone._strings = compression.pack(("\x00".join(urls) + "\x00" + "\x00".join(["\ud800"] + texts[1:]) + "\x00")
+                                     .encode("utf-8", "surrogatepass"), "lz4")
+    assert PageLinks.arrow_batch([lone], LINKS) is None
+    lone_site = pickle.loads(pickle.dumps(held[0]))
+    lone_site.site = "\udc80.test"
+    assert PageLinks.arrow_batch([lone_site], LINKS) is None
+    import pyarrow as pa
+    assert PageLinks.arrow_batch(held, pa.schema(list(LINKS) + [pa.field("extra", pa.string())])) is None
+    raw = np.frombuffer(b"a\x00b\x00c\x00", dtype=np.uint8)
+    for counts in ([1], [2], [0]):
+        assert outlinks._split_links(raw, np.array(counts, dtype=np.int64), compiled) is None
+    got = outlinks._split_links(np.frombuffer(b"a\x00bc\x00\x00d\x00", dtype=np.uint8), np.array([1, 1]), compiled)
+    assert [bytes(got[0]), got[1].tolist(), bytes(got[2]), got[3].tolist()] == [b"a", [1, 0], b"bcd", [2, 1]]
+
+
+def test_a_links_part_is_written_from_arrow_batches_as_from_columns(tmp_path, monkeypatch):
+    """The part writer takes PageLinks through arrow_batch, and writes the file the rows of
+    their columns() make (pipeline/parts.py _column_batches), byte for byte."""
+    from sitestrip.pipeline import parts
+    held = _batch_of_pages()
+    fields = parts.PART_KEYS["links"]
+    keyed = [(parts.sort_key(links.key_row(), fields), parts.pack_row(links)) for links in held if len(links)]
+    calls = []
+    real = PageLinks.arrow_batch
+    monkeypatch.setattr(PageLinks, "arrow_batch", staticmethod(lambda h, s: calls.append(len(h)) or real(h, s)))
+    parts.write_sorted_part(keyed, LINKS, str(tmp_path / "fast.parquet"))
+    assert calls
+    monkeypatch.setattr(PageLinks, "arrow_batch", staticmethod(lambda h, s: None))
+    parts.write_sorted_part(keyed, LINKS, str(tmp_path / "columns.parquet"))
+    assert (tmp_path / "fast.parquet").read_bytes() == (tmp_path / "columns.parquet").read_bytes()
