@@ -485,3 +485,27 @@ def test_a_text_column_is_the_array_of_its_strings(type_):
     column.append(lone)
     with pytest.raises(UnicodeEncodeError):
         column.array(type_)
+
+
+def test_column_batches_of_two_kinds_in_one_batch_are_written_as_their_rows(tmp_path):
+    """A page's PageLinks (which make their own Arrow batch, outlinks.PageLinks.arrow_batch)
+    and another kind of column batch within one record batch: all are converted from their
+    columns(), and the part holds every row of both in key order."""
+    from sitestrip.pipeline.parts import pack_row, sort_key, write_sorted_part
+    from sitestrip.schemas import LINKS
+    from sitestrip.transforms.outlinks import page_links
+    from sitestrip.transforms.page import parse_page
+
+    url = "https://m.test/"
+    links = page_links(parse_page('<body><a href="/a">A</a> <a href="/b#x">B</a></body>', url), None, None, None,
+                       source_url=url, row_url=url, site="m.test", warc_file="f", warc_offset=1)
+    links.seal()
+    links.set_present({url + "a"})
+    values = [Batch("https://z", 2), links]
+    fields = PART_KEYS["links"]
+    keyed = [(sort_key(v.key_row(), fields), pack_row(v)) for v in values]
+    path = str(tmp_path / "part-00000-of-00001.parquet")
+    write_sorted_part(keyed, LINKS, path)
+    rows = [{k: c[i] for k, c in Batch("https://z", 2).columns().items()} for i in range(2)] + list(links.rows())
+    assert pq.read_table(path).to_pylist() == sorted_table(iter(rows), LINKS, fields).to_pylist()
+    assert [r["fragment"] for r in pq.read_table(path).to_pylist()][:2] == [None, "x"]
