@@ -547,6 +547,32 @@ def test_ten_thousand_siblings_stay_bounded():
     assert got.tolist() == expected
 
 
+
+def test_the_compiled_walk_checks_the_budget_by_work_done_not_by_wave():
+    """The budget check (a CPU-clock read through Python) runs between waves once 2^16 pairs
+    have been scored since the last one. A chain of 60 nested divs maps in 60 waves of one
+    pair each: no check. The 10,000-item list above scores its 98 chunk pairs of 100 × 100
+    items (about a million pairs) in one wave, so the wave after it (the items' texts) starts
+    with a check; a check that raises stops the mapping with its error."""
+    require_built("_etdm")
+    calls = []
+    deep = page("<div>" * 60 + "x" + "</div>" * 60)
+    assert (map_pages(deep, deep, check=lambda: calls.append(1)) >= 0).all()
+    assert calls == []
+    items = range(10_000)
+    key, other = _list_page(items), _list_page([k for k in items if k % 50])
+    map_pages(key, other, check=lambda: calls.append(1))
+    assert 1 <= len(calls) <= 3
+
+    class Over(Exception):
+        pass
+
+    def over():
+        raise Over
+    with pytest.raises(Over):
+        map_pages(key, other, check=over)
+
+
 # ---------------------------------------------------------------- properties
 
 TAGS = ("div", "span", "section", "b")
