@@ -422,8 +422,8 @@ def map_pages(key: CompactPage, other: CompactPage, params: EtdmParams = EtdmPar
     The roots (BODY) are compared like any pair (one child of one, position 1);
     if they do not match nothing maps. `exclude` (bool per key node) removes
     key nodes and their subtrees from the key page before mapping. `check`, when
-    given, is called before every wave and may raise to abandon the mapping
-    (the per-page time budget).
+    given, is called between waves (the compiled walk: once 2^16 pairs have been scored
+    since the last call) and may raise to abandon the mapping (the per-page time budget).
     """
     return _Mapper(key, other, params, exclude).run(check)
 

@@ -133,8 +133,9 @@ def menu_signature(links) -> str:
 class _Budget:
     """The CPU time one page's site-level work may take (site.page_budget_ms).
 
-    Cooperative: checked when a stage ends and before every wave of a tree
-    mapping, never by a signal or a thread, which a Beam worker does not own. A page
+    Cooperative: checked when a stage ends and between the waves of a tree mapping
+    (once 2^16 pairs have been scored since the last check), never by a signal or a thread,
+    which a Beam worker does not own. A page
     over budget stops at the next check and becomes one errors row; the rest of
     its site goes on.
     """
@@ -170,7 +171,7 @@ class _Stage:
 
     def __enter__(self):
         self.start = time.thread_time()
-        # Called once per wave of a tree mapping: the budget's own check, not a method around it.
+        # Called between the waves of a tree mapping: the budget's own check, not a method around it.
         return _no_check if self.budget is None else partial(self.budget.check, self.name)
 
     def __exit__(self, kind, exc, tb):
