@@ -35,7 +35,6 @@
  *   nearest_in_mask: tree.nearest_in_mask (the node itself included), one preorder pass;
  *   subtree_totals: tree.py's subtree totals and conex_page.word_ratio, one backward pass;
  *   menu_scores: menex.menu_features and menu_weights, one pass;
- *   menu_roots: menex.select_root of every candidate node;
  *   children: tree.children's CSR arrays, a counting sort;
  *   template_votes: template.detect_template's votes, masks and word totals, two passes;
  *   sibling_shapes: features._sibling_shapes_python's same-shape and same-tag sibling counts;
@@ -46,6 +45,7 @@
  *   role_nodes, role_text, role_any: features._role_columns's element columns, ASCII case
  *     counts and cue heads, and anywhere cues (_role_elements_python, _role_text_python,
  *     _role_any_python).
+ *   menu_pick: menex.detect_menu's and sitemenus.propose_menus's roots, scores and choice;
  *   page_conex: conex_page.main_content_and_features (excluded tags, wide-page rule, content
  *     features, c-SET, select_main, remove_link_lists); its floats are standardize's and
  *     content_features's operations in numpy's order, so the selection and the ratios are the
@@ -818,69 +818,6 @@ done:
     PyMem_Free(unit);
     for (int k = 0; k < got; k++) PyBuffer_Release(&views[k]);
     return result;
-}
-
-/* menu_roots(parent int32[n], ptr int64[n+1], kids int32[n-1], weights float64[n],
- *            candidates int64[m], t, out int64[m]): menex.select_root of every candidate (Alg. 1:
- * climb while more than half of the parent's children weigh more than t times the
- * candidate's weight; the menu moves up only past parents of more than one child). */
-static PyObject *menu_roots(PyObject *self, PyObject *args) {
-    (void)self;
-    PyObject *parent_o, *ptr_o, *kids_o, *w_o, *cand_o, *out_o;
-    double t;
-    if (!PyArg_ParseTuple(args, "OOOOOdO", &parent_o, &ptr_o, &kids_o, &w_o, &cand_o, &t, &out_o)) return NULL;
-    Py_buffer views[6];
-    PyObject *objs[6] = {parent_o, ptr_o, kids_o, w_o, cand_o, out_o};
-    static const Py_ssize_t sizes[6] = {4, 8, 4, 8, 8, 8};
-    static const char *names[6] = {"parent", "ptr", "kids", "weights", "candidates", "out"};
-    Py_ssize_t n = -1, m = -1;
-    int got = 0;
-    for (; got < 6; got++) {
-        Py_ssize_t items = got == 0 ? -1 : got == 1 ? n + 1 : got == 2 ? (n > 0 ? n - 1 : 0) : got == 3 ? n
-                         : got == 4 ? -1 : m;
-        if (get_array(objs[got], &views[got], sizes[got], items, got == 5, names[got]) < 0) break;
-        if (got == 0) n = views[0].len / 4;
-        if (got == 4) m = views[4].len / 8;
-    }
-    int ok = got == 6;
-    if (ok) {
-        const int32_t *parent = views[0].buf, *kids = views[2].buf;
-        const int64_t *ptr = views[1].buf, *cand = views[4].buf;
-        const double *w = views[3].buf;
-        int64_t *out = views[5].buf;
-        for (Py_ssize_t j = 0; j < m && ok; j++) {
-            int64_t c = cand[j];
-            if (c < 0 || c >= n) {
-                PyErr_Format(PyExc_ValueError, "candidate %lld outside the page", (long long)c);
-                ok = 0;
-                break;
-            }
-            int64_t menu = c, current = c;
-            double base = w[c] * t;
-            for (Py_ssize_t steps = 0; parent[current] >= 0; steps++) {
-                int32_t p = parent[current];
-                if (p >= current || steps > n) {
-                    PyErr_SetString(PyExc_ValueError, "menu_roots: not a preorder tree");
-                    ok = 0;
-                    break;
-                }
-                int64_t lo = ptr[p], hi = ptr[p + 1], heavy = 0;
-                if (lo < 0 || hi > n - 1 || lo > hi) {
-                    PyErr_SetString(PyExc_ValueError, "menu_roots: children lists outside the page");
-                    ok = 0;
-                    break;
-                }
-                for (int64_t k = lo; k < hi; k++) heavy += w[kids[k]] > base;
-                if (2 * heavy <= hi - lo) break;
-                current = p;
-                if (hi - lo > 1) menu = p;
-            }
-            out[j] = menu;
-        }
-    }
-    for (int k = 0; k < got; k++) PyBuffer_Release(&views[k]);
-    if (!ok) return NULL;
-    Py_RETURN_NONE;
 }
 
 /* One group of siblings in sibling_shapes's open-addressing tables: (parent, tag) and, for
@@ -2271,6 +2208,115 @@ done:
     return result;
 }
 
+/* menu_pick(parent int32[n], ptr int64[n + 1], kids int32[n - 1], end int32[n], weights float64[n],
+ * candidate_t, root_t, menu_t, roots int64[n], scores float64[n]) -> (k, node): MenEx Alg. 1 and 2 over
+ * `weights` in one call, for menex.detect_menu and sitemenus.propose_menus. The candidates (weight
+ * above candidate_t times the top weight) climb as menex.select_root climbs (Alg. 1: while more
+ * than half of the parent's children weigh more than root_t times the candidate's weight, the
+ * root moving up only past parents of more than one child); their roots, distinct and in document order, are roots[:k], and scores[:k] Alg. 2's measure of each:
+ * the mean weight of the heavy nodes (above menu_t times the top weight) strictly inside it, as
+ * the difference of the heavy weights' running sums (np.cumsum's order) over their count, or its
+ * own weight when it holds none. `node`: menex.select_menu's choice, the first root of the best
+ * mean, or without any heavy descendant the first root of the largest weight. k = 0 (node -1)
+ * when no weight is above 0. */
+static PyObject *menu_pick(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *o[7];
+    double candidate_t, root_t, menu_t;
+    if (!PyArg_ParseTuple(args, "OOOOOdddOO", &o[0], &o[1], &o[2], &o[3], &o[4], &candidate_t, &root_t, &menu_t,
+                          &o[5], &o[6])) return NULL;
+    static const Py_ssize_t size[7] = {4, 8, 4, 4, 8, 8, 8};
+    static const char *what[7] = {"parent", "ptr", "kids", "end", "weights", "roots", "scores"};
+    Py_buffer v[7];
+    int held = 0;
+    PyObject *result = NULL;
+    uint8_t *is_root = NULL;
+    int64_t *heavy_before = NULL;
+    double *prefix = NULL;
+    Py_ssize_t n = 0;
+    for (int i = 0; i < 7; i++) {
+        Py_ssize_t items = i == 0 ? -1 : i == 1 ? n + 1 : i == 2 ? (n > 0 ? n - 1 : 0) : n;
+        if (get_array(o[i], &v[i], size[i], items, i >= 5, what[i]) < 0) goto done;
+        held++;
+        if (i == 0) n = v[0].len / 4;
+    }
+    {
+        const int32_t *parent = v[0].buf, *kids = v[2].buf, *end = v[3].buf;
+        const int64_t *ptr = v[1].buf;
+        const double *w = v[4].buf;
+        int64_t *roots = v[5].buf;
+        double *scores = v[6].buf;
+        int bad = n > 0 && (parent[0] >= 0 || ptr[0] != 0 || ptr[n] != n - 1);
+        for (Py_ssize_t i = 1; i < n && !bad; i++) bad = parent[i] < 0 || parent[i] >= i;
+        for (Py_ssize_t i = 0; i < n && !bad; i++) bad = end[i] <= i || end[i] > n || ptr[i] > ptr[i + 1];
+        for (Py_ssize_t i = 0; i + 1 < n && !bad; i++) bad = kids[i] <= 0 || kids[i] >= n;
+        if (bad) {
+            PyErr_SetString(PyExc_ValueError, "menu_pick: arrays that are not a preorder page and its children");
+            goto done;
+        }
+        double top = -INFINITY;
+        for (Py_ssize_t i = 0; i < n; i++) top = w[i] > top || isnan(w[i]) ? w[i] : top;
+        if (n == 0 || !(top > 0)) {
+            result = Py_BuildValue("nn", (Py_ssize_t)0, (Py_ssize_t)-1);
+            goto done;
+        }
+        is_root = PyMem_Calloc((size_t)n, 1);
+        heavy_before = PyMem_Malloc((size_t)(n + 1) * sizeof(int64_t));
+        prefix = PyMem_Malloc((size_t)(n + 1) * sizeof(double));
+        if (is_root == NULL || heavy_before == NULL || prefix == NULL) {
+            PyErr_NoMemory();
+            goto done;
+        }
+        double candidate = candidate_t * top, heavy = menu_t * top;
+        int64_t count = 0;
+        heavy_before[0] = 0;
+        prefix[0] = 0.0;
+        for (Py_ssize_t c = 0; c < n; c++) {
+            if (w[c] > heavy) {
+                prefix[count + 1] = prefix[count] + w[c];
+                count++;
+            }
+            heavy_before[c + 1] = count;
+            if (!(w[c] > candidate)) continue;
+            int64_t menu = c, current = c;
+            double base = w[c] * root_t;
+            while (parent[current] >= 0) {
+                int32_t p = parent[current];
+                int64_t lo = ptr[p], hi = ptr[p + 1], above = 0;
+                for (int64_t k = lo; k < hi; k++) above += w[kids[k]] > base;
+                if (2 * above <= hi - lo) break;
+                current = p;
+                if (hi - lo > 1) menu = p;
+            }
+            is_root[menu] = 1;
+        }
+        Py_ssize_t k = 0, best = -1, heaviest = -1;
+        double best_mean = -INFINITY;
+        for (Py_ssize_t r = 0; r < n; r++) {
+            if (!is_root[r]) continue;
+            int64_t lo = heavy_before[r + 1], hi = heavy_before[end[r]];
+            roots[k] = r;
+            if (hi > lo) {
+                scores[k] = (prefix[hi] - prefix[lo]) / (double)(hi - lo);
+                if (best < 0 || scores[k] > best_mean) {
+                    best = r;
+                    best_mean = scores[k];
+                }
+            } else
+                scores[k] = w[r];
+            if (heaviest < 0 || w[r] > w[heaviest]) heaviest = r;
+            k++;
+        }
+        result = Py_BuildValue("nn", k, best >= 0 ? best : heaviest);
+    }
+done:
+    PyMem_Free(is_root);
+    PyMem_Free(heavy_before);
+    PyMem_Free(prefix);
+    for (int i = 0; i < held; i++) PyBuffer_Release(&v[i]);
+    return result;
+}
+
 /* owner_ancestors(parent int32[n], owner int64[nb], out int64[nb, L]): region.owner_ancestors
  * for the levels 0 .. L - 1: row b holds owner b and its ancestors one level up after another,
  * the root standing for the levels above it. */
@@ -2776,8 +2822,6 @@ static PyMethodDef methods[] = {
     {"template_votes", template_votes, METH_VARARGS,
      "template_votes(occ, votes, parent, tag, line, words, a_tag, by_line, template, nontemplate): "
      "template.detect_template's masks and word totals around the mappings."},
-    {"menu_roots", menu_roots, METH_VARARGS,
-     "menu_roots(parent, ptr, kids, weights, candidates, t, out): menex.select_root of every candidate."},
     {"nearest_in_mask", nearest_in_mask, METH_VARARGS,
      "nearest_in_mask(parent, mask, out): tree.nearest_in_mask (the node itself included) of a preorder page."},
     {"sibling_shapes", sibling_shapes, METH_VARARGS,
@@ -2796,6 +2840,9 @@ static PyMethodDef methods[] = {
      "page_conex(parent, tag, child_count, depth, end, excluded, unknown, word, links, words_below, "
      "elements_below, text_nodes_below, text_tag, a_tag, c, max_words, mask, rated, hyperlink, children, "
      "position) -> 0 (nothing rated), 1 (wide page) or 2: conex_page.main_content_and_features."},
+    {"menu_pick", menu_pick, METH_VARARGS,
+     "menu_pick(parent, ptr, kids, end, weights, candidate_t, root_t, menu_t, roots, scores) -> (k, node): "
+     "MenEx's roots, their Alg. 2 scores and select_menu's node."},
     {"owner_ancestors", owner_ancestors, METH_VARARGS,
      "owner_ancestors(parent, owner, out): each owner and its ancestors level by level."},
     {"bit_columns", bit_columns, METH_VARARGS, "bit_columns(bits, x, first, count): bits spread over columns of x."},
