@@ -780,3 +780,49 @@ def test_ascii_texts_counted_over_their_lowered_copy():
     x = assert_same(texts)
     assert x[0, _COLUMN["upper_start"]] == 1 and x[2, _COLUMN["upper_start"]] == 0
     assert x[4, _COLUMN["upper_start"]] == 0
+
+
+def test_text_columns_with_the_role_values_of_the_same_pass():
+    """text_columns given the role heads and the short blocks gives, after its own counts,
+    role_text's three values of every text and role_any's bits of the short ones (0 for the
+    others), on seeded texts of ASCII and non-ASCII cue fragments, upper case, line breaks and
+    empty texts; its own counts are those of the call without them."""
+    rng = random.Random(12)
+    parts = ["By ", "photo: ", "Getty Images", "newsletter", "min read", "Subscribe", "share this", "Reuters",
+             "© ", "2 Mar 2021 ", "ÉTÉ ", "é", "Σ", "\n", "\nby x", "read more", "x", " ", "\t", "dpa", "AFP"]
+    texts = ["".join(rng.choice(parts) for _ in range(rng.randint(0, 6))) for _ in range(1500)]
+    texts += ["", "b", "by", "Di", "\n", "x\n", "\nposted"]
+    short = np.array([rng.random() < 0.7 for _ in texts])
+    c = F._compiled
+    width = c.COLUMNS + c.ROLE_COLUMNS
+    fused = np.empty((len(texts), width), np.int64)
+    c.text_columns(texts, fused, F._ROLE_HEAD_KEYS, F._ROLE_HEAD2_KEYS, short)
+    plain = np.empty((len(texts), c.COLUMNS), np.int64)
+    c.text_columns(texts, plain)
+    assert fused[:, :c.COLUMNS].tolist() == plain.tolist()
+    roles = np.empty((len(texts), 3), np.int64)
+    c.role_text(texts, F._ROLE_HEAD_KEYS, F._ROLE_HEAD2_KEYS, roles)
+    assert fused[:, c.COLUMNS:c.COLUMNS + 3].tolist() == roles.tolist()
+    ids = np.flatnonzero(short).astype(np.int64)
+    bits = np.empty(ids.size, np.int64)
+    c.role_any(texts, ids, bits)
+    assert fused[ids, c.COLUMNS + 3].tolist() == bits.tolist()
+    assert not fused[~short, c.COLUMNS + 3].any()
+    assert 0 < int((bits != 0).sum()) < ids.size
+    upper, letters, candidate = F._role_text_python(texts)
+    assert fused[:, c.COLUMNS].tolist() == upper.tolist() and fused[:, c.COLUMNS + 1].tolist() == letters.tolist()
+    assert (fused[:, c.COLUMNS + 2] != 0).tolist() == candidate.tolist()
+
+
+def test_pattern_scan_at_line_breaks_ends_and_pair_prefixes():
+    """The pattern scan's shortcuts (a line start after each '\\n', the character after a text's
+    last read as 0, a pair of first characters ruled out by its third) against the reference:
+    bylines after one or more line breaks and at a text's end, literals cut short at the end
+    ("rights reserve", "comm", "co"), pairs with every third character, a NUL inside a text."""
+    texts = ["x\nby y", "x\n\nposted", "\n\n by x", "a\n\tupdated: y", "x\nbyline", "\nby", "by",
+             "rights reserve", "rights reserved", "comm", "co", "re", "r", "c\0opyright", "co\0pyright",
+             "x copyright\nby z", "more\n", "\nmore", "»", "sign\nin", "log in", "login", "logins", "log\nin"]
+    texts += [f"{a}{b}{c} x" for a in "rclfstpemans" for b in "eoihwarpdu" for c in "abcdefghijklmnopqrstuvwxyz ©"]
+    x = assert_same(texts)
+    assert x[texts.index("x\nby y"), _COLUMN["contains_byline"]] == 1.0
+    assert x[texts.index("rights reserve"), _COLUMN["contains_rights"]] == 0.0
