@@ -69,8 +69,6 @@
 
 /* The columns of the counts array, in this order (features.py reads them by these names). */
 enum { C_WORDS, C_PUNCT, C_SENTENCES, C_COMMAS, C_DIGITS, C_LENGTH, C_CLOSING, C_UPPER, C_PATTERNS, C_COUNT };
-/* ... and, asked for, role_text's three values and role_any's bits after them. */
-enum { ROLE_COLUMNS = 4 };
 
 static PyObject *lower_name;   /* "lower", interned */
 
@@ -98,9 +96,7 @@ static int is_closing(Py_UCS4 c) {     /* ".!?:;。！？\"”'" */
 }
 
 /* A text as code points: a str of 4-byte kind in place, any other widened into a scratch
- * buffer (`own`, reused from text to text), so the loops below read plain arrays. Either way
- * s[n] is a readable 0 (a str's data ends in one; the scratch buffer gets it), which
- * pattern_bits reads as the character after the last. */
+ * buffer (`own`, reused from text to text), so the loops below read plain arrays. */
 typedef struct {
     const Py_UCS4 *s;
     Py_ssize_t n;
@@ -208,80 +204,24 @@ static unsigned may_start(Py_UCS4 c, Py_UCS4 d) {
 }
 
 /* may_start of every pair of ASCII characters, looked up: a switch on the text's characters
- * jumps somewhere else at almost every position, which the processor cannot predict. The
- * byline's bit, which may_start never sets, marks a '\n' instead: the position after it is a
- * line start. */
-#define NEWLINE_MARK (1u << (N_PATTERNS - 1))
+ * jumps somewhere else at almost every position, which the processor cannot predict. */
 static uint8_t may_start_ascii[128][128];
-
-/* The ASCII literals pattern_at's alternatives begin with (all but ©, », ›): per pair of first
- * characters, the third characters one of them continues with, a bit per ASCII character. A
- * pair whose third character is none of them starts no match, which rules out most of the
- * positions the pair table lets through ("re", "co", "li" ... are common in any text). */
-static const char *const pattern_literals[] = {
-    "rights reserved", "copyright", "like", "follow", "share", "tweet", "facebook", "pinterest", "email this",
-    "comments", "comment", "reply", "replies", "read more", "continue reading", "more", "advertis", "sponsored",
-    "promoted", "subscribe", "sign up", "newsletter", "log in", "login", "sign in", "cookie",
-};
-static uint64_t third_ascii[128][128][2];
 
 static void may_start_init(void) {
     for (Py_UCS4 c = 0; c < 128; c++)
-        for (Py_UCS4 d = 0; d < 128; d++)
-            may_start_ascii[c][d] = (uint8_t)(may_start(c, d) | (c == '\n' ? NEWLINE_MARK : 0));
-    for (size_t i = 0; i < sizeof pattern_literals / sizeof *pattern_literals; i++) {
-        const unsigned char *w = (const unsigned char *)pattern_literals[i];
-        third_ascii[w[0]][w[1]][w[2] >> 6] |= (uint64_t)1 << (w[2] & 63);
-    }
+        for (Py_UCS4 d = 0; d < 128; d++) may_start_ascii[c][d] = (uint8_t)may_start(c, d);
 }
 
-static inline unsigned may_start_at(Py_UCS4 c, Py_UCS4 d) {
-    return c < 128 && d < 128 ? may_start_ascii[c][d] : may_start(c, d) | (c == '\n' ? NEWLINE_MARK : 0);
-}
-
-/* may_start_at of position p of s, 0 where an ASCII pair's third character rules every
- * literal out (s[p + 1] and s[p + 2] are readable: s[n] is 0, and a pair that may start one
- * is not 0 at p + 1). */
-static inline unsigned may_start_here(const Py_UCS4 *s, Py_ssize_t p) {
-    Py_UCS4 c = s[p], d = s[p + 1];
-    if (c < 128 && d < 128) {
-        unsigned tried = may_start_ascii[c][d];
-        if (tried & ~NEWLINE_MARK) {
-            Py_UCS4 e = s[p + 2];
-            if (e >= 128 || !(third_ascii[c][d][e >> 6] >> (e & 63) & 1)) tried &= NEWLINE_MARK;
-        }
-        return tried;
-    }
-    return may_start(c, d) | (c == '\n' ? NEWLINE_MARK : 0);
-}
-
-/* Bit g set for every pattern g that the reference's leftmost, non-overlapping scan finds.
- * The positions where no pattern can start (most of a text) are passed over in a tight loop;
- * the byline is tried at the text's start and after each '\n' (no pattern starts at a '\n',
- * and none holds one, so a match never ends next to a line start). */
+/* Bit g set for every pattern g that the reference's leftmost, non-overlapping scan finds. */
 static int64_t pattern_bits(const Text *t) {
-    const Py_UCS4 *s = t->s;
-    Py_ssize_t n = t->n, p = 0;
     int64_t bits = 0;
-    int line_start = 1;
-    while (p < n) {
-        unsigned tried;
-        int at_line_start = line_start;
-        if (line_start) {
-            tried = may_start_here(s, p);
-            line_start = 0;
-        } else {
-            while (!(tried = may_start_here(s, p)))
-                if (++p >= n) return bits;
-        }
-        if (tried & NEWLINE_MARK) {
-            line_start = 1;
-            p++;
-            continue;
-        }
-        if (at_line_start) tried |= 1u << (N_PATTERNS - 1);
+    Py_ssize_t p = 0;
+    while (p < t->n) {
+        Py_UCS4 c = at(t, p), d = p + 1 < t->n ? at(t, p + 1) : 0;
+        unsigned tried = c < 128 && d < 128 ? may_start_ascii[c][d] : may_start(c, d);
+        if (p == 0 || at(t, p - 1) == '\n') tried |= 1u << (N_PATTERNS - 1);
         Py_ssize_t e = -1;
-        for (int g = 0; g < N_PATTERNS; g++) {
+        for (int g = 0; tried && g < N_PATTERNS; g++) {
             if (!(tried >> g & 1)) continue;
             if ((e = pattern_at(t, p, g)) >= 0) {
                 bits |= (int64_t)1 << g;
@@ -309,16 +249,15 @@ static int as_text(PyObject *s, Text *t) {
         t->s = data;
         return 0;
     }
-    if (n + 1 > t->cap) {
-        Py_UCS4 *grown = PyMem_Realloc(t->own, (size_t)(n + 1) * sizeof(Py_UCS4));
+    if (n > t->cap) {
+        Py_UCS4 *grown = PyMem_Realloc(t->own, (size_t)n * sizeof(Py_UCS4));
         if (grown == NULL) {
             PyErr_NoMemory();
             return -1;
         }
         t->own = grown;
-        t->cap = n + 1;
+        t->cap = n;
     }
-    t->own[n] = 0;
     if (kind == PyUnicode_1BYTE_KIND) {
         const Py_UCS1 *from = data;
         for (Py_ssize_t i = 0; i < n; i++) t->own[i] = from[i];
@@ -342,16 +281,15 @@ static int lower_text(PyObject *s, Text *l, PyObject **low) {
     }
     if (PyUnicode_CheckExact(s) && PyUnicode_IS_ASCII(s)) {
         Py_ssize_t n = PyUnicode_GET_LENGTH(s);
-        if (n + 1 > l->cap) {
-            Py_UCS4 *grown = PyMem_Realloc(l->own, (size_t)(n + 1) * sizeof(Py_UCS4));
+        if (n > l->cap) {
+            Py_UCS4 *grown = PyMem_Realloc(l->own, (size_t)n * sizeof(Py_UCS4));
             if (grown == NULL) {
                 PyErr_NoMemory();
                 return -1;
             }
             l->own = grown;
-            l->cap = n + 1;
+            l->cap = n;
         }
-        l->own[n] = 0;
         const Py_UCS1 *from = PyUnicode_1BYTE_DATA(s);
         for (Py_ssize_t i = 0; i < n; i++) {
             Py_UCS4 c = from[i];
@@ -423,165 +361,45 @@ static void text_counts(const Text *t, int64_t *row) {
     row[C_UPPER] = t->n > 0 && Py_UNICODE_ISUPPER(at(t, 0)) != 0;
 }
 
-/* text_counts of an ASCII text `u` of n characters, its lower-cased copy written into `low`
- * (with the trailing 0 pattern_bits reads) on the way, and role_counts's two counts (ASCII
- * upper case, letters) into role[0], role[1]: one pass where the text, lowered, counted and
- * role-counted, took four. Lowering maps A-Z and nothing else, which no count tells apart
- * but C_UPPER, read from `u`. */
-static void ascii_counts(const Py_UCS1 *u, Py_ssize_t n, Py_UCS4 *low, int64_t *row, int64_t *role) {
-    int64_t words = 0, punct = 0, sentences = 0, commas = 0, digits = 0, upper = 0, letters = 0;
-    int after_space = 1;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        Py_UCS1 c = u[i];
-        int up = (unsigned)(c - 'A') < 26u;
-        low[i] = c + (up ? 32 : 0);
-        upper += up;
-        letters += up | ((unsigned)(c - 'a') < 26u);
-        unsigned k = ascii_class[c];
-        int space = (k & K_SPACE) != 0;
-        words += !space && after_space;
-        after_space = space;
-        digits += (k & K_DIGIT) != 0;
-        if (k & K_PUNCT) {
-            punct++;
-            commas += (k & K_COMMA) != 0;
-            if (k & K_END) {
-                Py_UCS1 next = i + 1 < n ? u[i + 1] : '\n';
-                sentences += next == ' ' || next == '\n';
-            }
-        }
-    }
-    low[n] = 0;
-    row[C_WORDS] = words;
-    row[C_PUNCT] = punct;
-    row[C_SENTENCES] = sentences;
-    row[C_COMMAS] = commas;
-    row[C_DIGITS] = digits;
-    row[C_LENGTH] = n;
-    row[C_CLOSING] = n > 0 && is_closing(u[n - 1]);
-    row[C_UPPER] = n > 0 && u[0] >= 'A' && u[0] <= 'Z';
-    role[0] = upper;
-    role[1] = letters;
-}
-
-static int in_sorted(const int64_t *keys, Py_ssize_t n, int64_t key);
-static int64_t role_any_bits(const Text *l);
-
-/* Whether the text `t` could start a role cue: its first three code points (ASCII upper case
- * lowered, '\n' past its end) are a 3- or 2-character head of `k3`/`k2`, or it starts with a
- * digit, ©, a space or a tab. `ascii`: t's code points as bytes, read in place when the text
- * is ASCII (t->n its length). */
-static int role_head(const Text *t, const Py_UCS1 *ascii, const int64_t *k3, Py_ssize_t n3, const int64_t *k2,
-                     Py_ssize_t n2) {
-    int64_t c3[3];
-    for (int j = 0; j < 3; j++) {
-        Py_UCS4 c = j < t->n ? (ascii != NULL ? ascii[j] : at(t, j)) : '\n';
-        c3[j] = (int64_t)(c >= 'A' && c <= 'Z' ? c + 32 : c);
-    }
-    int64_t head = (c3[0] << 42) | (c3[1] << 21) | c3[2];
-    int64_t c0 = c3[0];
-    return in_sorted(k3, n3, head) || in_sorted(k2, n2, head >> 21) || (c0 >= '0' && c0 <= '9') || c0 == 0xA9
-           || c0 == ' ' || c0 == '\t';
-}
-
-/* role_text's three values of one text `t` into row: its ASCII upper-case letters, its ASCII
- * letters, and role_head. */
-static void role_counts(const Text *t, const int64_t *k3, Py_ssize_t n3, const int64_t *k2, Py_ssize_t n2,
-                        int64_t *row) {
-    int64_t upper = 0, letters = 0;
-    for (Py_ssize_t i = 0; i < t->n; i++) {
-        Py_UCS4 c = at(t, i);
-        int up = c >= 'A' && c <= 'Z';
-        upper += up;
-        letters += up || (c >= 'a' && c <= 'z');
-    }
-    row[0] = upper;
-    row[1] = letters;
-    row[2] = role_head(t, NULL, k3, n3, k2, n2);
-}
-
-/* text_columns(texts, counts[, heads3, heads2]): counts is int64 [len(texts), C_COUNT], written row by row.
+/* text_columns(texts, counts): counts is int64 [len(texts), C_COUNT], written row by row.
  * An ASCII text is counted over its lowered copy, the one the patterns read: lowering maps
  * A-Z to a-z and nothing else, which no count but the upper first character tells apart,
- * and that one is read from the text itself.
- * With heads3, heads2 (role_text's) and short (bool per text), each row has ROLE_COLUMNS more:
- * role_text's three values of the text, then role_any's bits of a short one (0 for the others),
- * taken while the text is at hand, and lowered, rather than in two more passes over the texts. */
+ * and that one is read from the text itself. */
 static PyObject *text_columns(PyObject *self, PyObject *args) {
     (void)self;
-    PyObject *texts, *out_o, *h3_o = NULL, *h2_o = NULL, *short_o = NULL;
-    if (!PyArg_ParseTuple(args, "O!O|OOO", &PyList_Type, &texts, &out_o, &h3_o, &h2_o, &short_o)) return NULL;
+    PyObject *texts, *out_o;
+    if (!PyArg_ParseTuple(args, "O!O", &PyList_Type, &texts, &out_o)) return NULL;
     Py_ssize_t nb = PyList_GET_SIZE(texts);
-    int roles = h3_o != NULL && h2_o != NULL && short_o != NULL;
-    Py_ssize_t width = C_COUNT + (roles ? ROLE_COLUMNS : 0);
-    Py_buffer view, h3 = {0}, h2 = {0}, sv = {0};
-    const int64_t *k3 = NULL, *k2 = NULL;
-    const uint8_t *is_short = NULL;
-    Py_ssize_t n3 = 0, n2 = 0;
-    if (roles) {
-        if (get_array(h3_o, &h3, 8, -1, 0, "heads3") < 0) return NULL;
-        if (get_array(h2_o, &h2, 8, -1, 0, "heads2") < 0) { PyBuffer_Release(&h3); return NULL; }
-        if (get_array(short_o, &sv, 1, nb, 0, "short") < 0) {
-            PyBuffer_Release(&h3);
-            PyBuffer_Release(&h2);
-            return NULL;
-        }
-        k3 = h3.buf, k2 = h2.buf, n3 = h3.len / 8, n2 = h2.len / 8, is_short = sv.buf;
-    }
-    if (writable_int64(out_o, &view, nb * width, "counts") < 0) {
-        if (roles) { PyBuffer_Release(&h3); PyBuffer_Release(&h2); PyBuffer_Release(&sv); }
-        return NULL;
-    }
+    Py_buffer view;
+    if (writable_int64(out_o, &view, nb * C_COUNT, "counts") < 0) return NULL;
     int64_t *row = view.buf;
     Text t = {0}, l = {0};
-    PyObject *result = NULL;
-    for (Py_ssize_t b = 0; b < nb; b++, row += width) {
+    for (Py_ssize_t b = 0; b < nb; b++, row += C_COUNT) {
         PyObject *s = PyList_GET_ITEM(texts, b);
         int ascii = PyUnicode_Check(s) && PyUnicode_CheckExact(s) && PyUnicode_IS_ASCII(s);
         if (!ascii) {
-            if (as_text(s, &t) < 0) goto done;
+            if (as_text(s, &t) < 0) goto fail;
             text_counts(&t, row);
-            if (roles) role_counts(&t, k3, n3, k2, n2, row + C_COUNT);
-        }
-        if (ascii) {
-            Py_ssize_t n = PyUnicode_GET_LENGTH(s);
-            if (n + 1 > l.cap) {
-                Py_UCS4 *grown = PyMem_Realloc(l.own, (size_t)(n + 1) * sizeof(Py_UCS4));
-                if (grown == NULL) {
-                    PyErr_NoMemory();
-                    goto done;
-                }
-                l.own = grown;
-                l.cap = n + 1;
-            }
-            const Py_UCS1 *u = PyUnicode_1BYTE_DATA(s);
-            int64_t role[2];
-            ascii_counts(u, n, l.own, row, role);
-            l.s = l.own;
-            l.n = n;
-            if (roles) {
-                row[C_COUNT] = role[0];
-                row[C_COUNT + 1] = role[1];
-                row[C_COUNT + 2] = role_head(&l, u, k3, n3, k2, n2);
-                row[C_COUNT + 3] = is_short[b] ? role_any_bits(&l) : 0;
-            }
-            row[C_PATTERNS] = pattern_bits(&l);
-            continue;
         }
         PyObject *low;
-        if (lower_text(s, &l, &low) < 0) { Py_XDECREF(low); goto done; }
+        if (lower_text(s, &l, &low) < 0) { Py_XDECREF(low); goto fail; }
+        if (ascii) {
+            text_counts(&l, row);
+            Py_UCS1 first = l.n > 0 ? PyUnicode_1BYTE_DATA(s)[0] : 0;
+            row[C_UPPER] = first >= 'A' && first <= 'Z';
+        }
         row[C_PATTERNS] = pattern_bits(&l);
-        if (roles) row[C_COUNT + 3] = is_short[b] ? role_any_bits(&l) : 0;
         Py_XDECREF(low);
     }
-    result = Py_None;
-    Py_INCREF(result);
-done:
     PyMem_Free(t.own);
     PyMem_Free(l.own);
     PyBuffer_Release(&view);
-    if (roles) { PyBuffer_Release(&h3); PyBuffer_Release(&h2); PyBuffer_Release(&sv); }
-    return result;
+    Py_RETURN_NONE;
+fail:
+    PyMem_Free(t.own);
+    PyMem_Free(l.own);
+    PyBuffer_Release(&view);
+    return NULL;
 }
 
 static inline uint32_t crc_code_point(uint32_t crc, Py_UCS4 c) {
@@ -1393,19 +1211,13 @@ done:
  * per _CONTEXT_TAGS entry) over the block's first text node and its ancestors, the elements
  * whose preorder range [s, end[s]) holds it; contains_out[b, j]: the nodes of the owner's
  * range [owner, end[owner]) whose tag has bit j in `contains` (bit 0 <time>, bit 1 an image).
- * Tags are looked up as page.has_tag does (clipped to the table). With flags uint16[n],
- * hidden_flag and hidden_out int64[nb] as well: hidden_out[b], the block's first text node's
- * nearest element, itself or an ancestor, with hidden_flag that is not BODY (blocks.hidden_elements,
- * tree.nearest_in_mask), -1 for none; in the same pass. */
+ * Tags are looked up as page.has_tag does (clipped to the table). */
 static PyObject *role_nodes(PyObject *self, PyObject *args) {
     (void)self;
-    PyObject *o[11] = {NULL};
-    int hidden_flag = 0;
-    if (!PyArg_ParseTuple(args, "OOOOOOOOO|OiO", &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], &o[6], &o[7], &o[8],
-                          &o[9], &hidden_flag, &o[10]))
+    PyObject *o[9];
+    if (!PyArg_ParseTuple(args, "OOOOOOOOO", &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], &o[6], &o[7], &o[8]))
         return NULL;
-    int hiding = o[9] != NULL && o[10] != NULL;
-    Py_buffer v[11];
+    Py_buffer v[9];
     int held = 0;
     PyObject *result = NULL;
     int64_t *acc = NULL, *below = NULL;
@@ -1428,12 +1240,6 @@ static PyObject *role_nodes(PyObject *self, PyObject *args) {
     held++;
     if (get_array(o[8], &v[held], 8, 2 * nb, 1, "contains_out") < 0) goto done;
     held++;
-    if (hiding) {
-        if (get_array(o[9], &v[held], 2, n, 0, "flags") < 0) goto done;
-        held++;
-        if (get_array(o[10], &v[held], 8, nb, 1, "hidden_out") < 0) goto done;
-        held++;
-    }
     if (k == 0) {
         PyErr_SetString(PyExc_ValueError, "role_nodes: empty tag tables");
         goto done;
@@ -1441,9 +1247,7 @@ static PyObject *role_nodes(PyObject *self, PyObject *args) {
     const int32_t *parent = v[0].buf, *tag = v[1].buf, *end = v[2].buf;
     const int64_t *context = v[3].buf, *contains = v[4].buf, *first = v[5].buf, *owner = v[6].buf;
     int64_t *context_out = v[7].buf, *contains_out = v[8].buf;
-    const uint16_t *flags = hiding ? v[9].buf : NULL;
-    int64_t *hidden_out = hiding ? v[10].buf : NULL;
-    acc = PyMem_Malloc((size_t)(n > 0 ? n : 1) * sizeof(int64_t) * (hiding ? 2 : 1));
+    acc = PyMem_Malloc((size_t)(n > 0 ? n : 1) * sizeof(int64_t));
     /* per contains bit, the marked nodes before each preorder position (n + 1 entries) */
     below = PyMem_Malloc((size_t)(2 * (n + 1)) * sizeof(int64_t));
     if (acc == NULL || below == NULL) { PyErr_NoMemory(); goto done; }
@@ -1456,8 +1260,6 @@ static PyObject *role_nodes(PyObject *self, PyObject *args) {
         }
         int64_t t = contains[clip_tag(tag[i], k)];
         acc[i] = context[clip_tag(tag[i], k)] | (p >= 0 ? acc[p] : 0);
-        if (hiding)     /* blocks.hidden_elements (never BODY), nearest ancestor or the node itself */
-            acc[n + i] = i > 0 && (flags[i] & hidden_flag) ? i : p >= 0 ? acc[n + p] : -1;
         below[i + 1] = below[i] + (t & 1);
         below[n + 1 + i + 1] = below[n + 1 + i] + ((t >> 1) & 1);
     }
@@ -1468,7 +1270,6 @@ static PyObject *role_nodes(PyObject *self, PyObject *args) {
             goto done;
         }
         context_out[b] = acc[f];
-        if (hiding) hidden_out[b] = acc[n + f];
         contains_out[2 * b] = below[end[w]] - below[w];
         contains_out[2 * b + 1] = below[n + 1 + end[w]] - below[n + 1 + w];
     }
@@ -1519,7 +1320,24 @@ static PyObject *role_text(PyObject *self, PyObject *args) {
     PyObject *result = NULL;
     for (Py_ssize_t b = 0; b < nb; b++, row += 3) {
         if (as_text(PyList_GET_ITEM(texts, b), &t) < 0) goto done;
-        role_counts(&t, k3, n3, k2, n2, row);
+        int64_t upper = 0, letters = 0;
+        for (Py_ssize_t i = 0; i < t.n; i++) {
+            Py_UCS4 c = at(&t, i);
+            int up = c >= 'A' && c <= 'Z';
+            upper += up;
+            letters += up || (c >= 'a' && c <= 'z');
+        }
+        int64_t c3[3];
+        for (int j = 0; j < 3; j++) {
+            Py_UCS4 c = j < t.n ? at(&t, j) : '\n';
+            c3[j] = (int64_t)(c >= 'A' && c <= 'Z' ? c + 32 : c);
+        }
+        int64_t head = (c3[0] << 42) | (c3[1] << 21) | c3[2];
+        int64_t c0 = c3[0];
+        row[0] = upper;
+        row[1] = letters;
+        row[2] = in_sorted(k3, n3, head) || in_sorted(k2, n2, head >> 21) || (c0 >= '0' && c0 <= '9')
+                 || c0 == 0xA9 || c0 == ' ' || c0 == '\t';
     }
     result = Py_None;
     Py_INCREF(result);
@@ -1745,31 +1563,6 @@ static void role_cues_init(void) {
     }
 }
 
-/* role_any's bits of one lower-cased text `l` (see role_any). */
-static int64_t role_any_bits(const Text *l) {
-    int64_t bits = 0;
-    for (Py_ssize_t p = 0; p < l->n;) {
-        Py_UCS4 c = at(l, p), d = p + 1 < l->n ? at(l, p + 1) : 0;
-        if (c >= 128 || d >= 128 || !role_cue_pair[c][d]) {
-            p++;
-            continue;
-        }
-        Py_ssize_t e = -1;
-        int group = 0;
-        for (const int8_t *k = role_cues_by_start[c]; *k >= 0 && e < 0; k++) {
-            e = lit(l, p, role_cues[*k].text, 0, role_cues[*k].right);
-            group = role_cues[*k].group;
-        }
-        if (e > p) {
-            bits |= (int64_t)1 << group;
-            p = e;
-        } else {
-            p++;
-        }
-    }
-    return bits;
-}
-
 /* role_any(texts, blocks int64[m], out int64[m]): for each listed block, bit g set when the
  * scan of features._role_any over its lower-cased text (str.lower, called) finds a match of
  * group g (0 credit, 1 subscribe, 2 reading_time). The scan is re's: the leftmost match
@@ -1795,8 +1588,30 @@ static PyObject *role_any(PyObject *self, PyObject *args) {
         }
         PyObject *low;
         if (lower_text(PyList_GET_ITEM(texts, blocks[i]), &l, &low) < 0) { Py_XDECREF(low); goto done; }
-        out[i] = role_any_bits(&l);
+        int64_t bits = 0;
+        for (Py_ssize_t p = 0; p < l.n;) {
+            Py_UCS4 c = at(&l, p), d = p + 1 < l.n ? at(&l, p + 1) : 0;
+            if (c >= 128 || d >= 128 || !role_cue_pair[c][d]) {
+                p++;
+                continue;
+            }
+            Py_ssize_t e = -1;
+            int group = 0;
+            {
+                for (const int8_t *k = role_cues_by_start[c]; *k >= 0 && e < 0; k++) {
+                    e = lit(&l, p, role_cues[*k].text, 0, role_cues[*k].right);
+                    group = role_cues[*k].group;
+                }
+            }
+            if (e > p) {
+                bits |= (int64_t)1 << group;
+                p = e;
+            } else {
+                p++;
+            }
+        }
         Py_XDECREF(low);
+        out[i] = bits;
     }
     result = Py_None;
     Py_INCREF(result);
@@ -2981,8 +2796,8 @@ static PyMethodDef methods[] = {
     {"menu_labels", menu_labels, METH_VARARGS,
      "menu_labels(tag, id_hash, class_ptr, class_hash, out): sitemenus.node_keys's label of every node."},
     {"role_nodes", role_nodes, METH_VARARGS,
-     "role_nodes(parent, tag, end, context, contains, first, owner, context_out, contains_out[, flags, hidden_flag, "
-     "hidden_out]): features._role_columns's element columns[, and each block's nearest hidden element]."},
+     "role_nodes(parent, tag, end, context, contains, first, owner, context_out, contains_out): "
+     "features._role_columns's element columns."},
     {"role_text", role_text, METH_VARARGS,
      "role_text(texts, heads3, heads2, out): per block text, ASCII upper case and letters, and a possible role start."},
     {"page_blocks", page_blocks, METH_VARARGS,
@@ -2994,8 +2809,7 @@ static PyMethodDef methods[] = {
     {"count_strings", count_strings, METH_VARARGS,
      "count_strings(text, strings, out): text.count(s) of every string."},
     {"text_columns", text_columns, METH_VARARGS,
-     "text_columns(texts, counts[, heads3, heads2, short]): per block text, the counts and pattern bits of "
-     "features.py's text columns[, then role_text's values and role_any's bits]."},
+     "text_columns(texts, counts): per block text, the counts and pattern bits of features.py's text columns."},
     {"text_keys", text_keys, METH_VARARGS, "text_keys(texts, keys): features.text_key of every text."},
     {"subtree_totals", subtree_totals, METH_VARARGS,
      "subtree_totals(parent, tag, flags, words, chars, link_flag, in_link_flag, a_tag, totals, word_ratio): "
@@ -3048,10 +2862,6 @@ PyMODINIT_FUNC PyInit__features(void) {
     if (lower_name == NULL) return NULL;
     PyObject *m = PyModule_Create(&module);
     if (m == NULL) return NULL;
-    if (PyModule_AddIntConstant(m, "COLUMNS", C_COUNT) < 0
-        || PyModule_AddIntConstant(m, "ROLE_COLUMNS", ROLE_COLUMNS) < 0) {
-        Py_DECREF(m);
-        return NULL;
-    }
+    if (PyModule_AddIntConstant(m, "COLUMNS", C_COUNT) < 0) { Py_DECREF(m); return NULL; }
     return m;
 }

@@ -27,8 +27,8 @@ import numpy as np
 
 from sitestrip.transforms.blocks import GROUPS, Blocks, hidden_elements
 from sitestrip.transforms.conex_page import ContentFeatures, content_features, standardize
-from sitestrip.transforms.page import (F_HIDDEN, F_IN_LINK, HINT_BIT, HINT_NAMES, KNOWN_TAGS, TAG_ID, TEXT,
-                                       CompactPage, has_tag, tag_table)
+from sitestrip.transforms.page import (F_IN_LINK, HINT_BIT, HINT_NAMES, KNOWN_TAGS, TAG_ID, TEXT, CompactPage,
+                                       has_tag, tag_table)
 from sitestrip.transforms.page_type import PAGE_TYPES
 from sitestrip.transforms.tree import elements_below, links_below, nearest_in_mask, subtree_sum, words_below
 
@@ -269,34 +269,25 @@ def _spread_bits(bits: np.ndarray, x: np.ndarray, columns, count: int) -> None:
         x[:, columns] = (bits[:, None] >> np.arange(count, dtype=bits.dtype)) & 1
 
 
-def _text_columns(texts: list[str], x: np.ndarray, short: np.ndarray | None = None) -> np.ndarray | None:
-    """The text columns into x. Compiled and given `short` (bool per block: _role_columns's
-    short blocks), it returns _role_columns's values of the texts as well, taken in the same
-    pass over them: int64[blocks, 4], _role_text_python's three values and a short block's
-    role_any bits (0 for the others)."""
+def _text_columns(texts: list[str], x: np.ndarray) -> None:
     if _compiled is not None and _COMPILED:
-        return _text_columns_compiled(texts, x, short)
-    _text_columns_python(texts, x)
-    return None
+        _text_columns_compiled(texts, x)
+    else:
+        _text_columns_python(texts, x)
 
 
 # Columns of _compiled.text_columns's counts (transforms/_features.c), per block.
 _C_WORDS, _C_PUNCT, _C_SENTENCES, _C_COMMAS, _C_DIGITS, _C_LENGTH, _C_CLOSING, _C_UPPER, _C_PATTERNS = range(9)
 
 
-def _text_columns_compiled(texts: list[str], x: np.ndarray, short: np.ndarray | None = None) -> np.ndarray | None:
+def _text_columns_compiled(texts: list[str], x: np.ndarray) -> None:
     """_text_columns_python's columns from the counts _features.c takes in one pass per block
     text, divided the same way (int64 counts over float64 or int64 divisors), so every value is
-    the same float; with `short`, returns the role values of the same pass (see _text_columns)."""
+    the same float."""
     if not texts:
-        return None
-    if short is None:
-        counts = np.empty((len(texts), _compiled.COLUMNS), dtype=np.int64)
-        _compiled.text_columns(list(texts), counts)
-    else:
-        counts = np.empty((len(texts), _compiled.COLUMNS + _compiled.ROLE_COLUMNS), dtype=np.int64)
-        _compiled.text_columns(list(texts), counts, _ROLE_HEAD_KEYS, _ROLE_HEAD2_KEYS,
-                               np.ascontiguousarray(short, dtype=bool))
+        return
+    counts = np.empty((len(texts), _compiled.COLUMNS), dtype=np.int64)
+    _compiled.text_columns(list(texts), counts)
     col = _COLUMN
     n_words = np.maximum(counts[:, _C_WORDS], 1).astype(np.float64)
     x[:, col["punct_per_word"]] = counts[:, _C_PUNCT] / n_words
@@ -306,7 +297,6 @@ def _text_columns_compiled(texts: list[str], x: np.ndarray, short: np.ndarray | 
     x[:, col["ends_with_punct"]] = counts[:, _C_CLOSING]
     x[:, col["upper_start"]] = counts[:, _C_UPPER]
     _spread_bits(counts[:, _C_PATTERNS], x, _PATTERN_COLUMNS, len(_TEXT_PATTERNS))
-    return None if short is None else counts[:, _compiled.COLUMNS:]
 
 
 def _text_columns_python(texts: list[str], x: np.ndarray) -> None:
@@ -385,7 +375,7 @@ def block_features(page: CompactPage, blocks: Blocks, texts: list[str], *,
     owner = blocks.owner.astype(np.int64)
     tn = blocks.text_nodes
     starts = blocks.ptr[:-1]
-    role_counts = _text_columns(texts, x, blocks.words <= ROLE_BLOCK_WORDS)
+    _text_columns(texts, x)
     x[:, col[f"group_{GROUPS[0]}"]:col[f"group_{GROUPS[-1]}"] + 1] = blocks.group[:, None] == _GROUP_CODES
     # The owner element's structure, the block's place in the page and its neighbours.
     if compiled:
@@ -408,7 +398,7 @@ def block_features(page: CompactPage, blocks: Blocks, texts: list[str], *,
         x[:, col["in_menex_menu"]] = (first > menu_node) & (first < page.end[menu_node])
 
     _site_columns(page, blocks, owner, site, x, up)
-    _role_columns(page, blocks, owner, texts, x, role_counts)
+    _role_columns(page, blocks, owner, texts, x)
     # Filled by the page type model (transforms/page_type.py) once the page's row is known.
     x[:, col[f"page_type_{PAGE_TYPES[0]}"]:col[f"page_type_{PAGE_TYPES[-1]}"] + 1] = np.nan
     return x if x.dtype == np.float32 else x.astype(np.float32)
@@ -440,46 +430,36 @@ def _conex_columns(page: CompactPage, owner: np.ndarray, conex_features: Content
     return np.where((rated_owner >= 0)[:, None], z[np.minimum(at, rated_nodes.size - 1)], 0.0)
 
 
-def _role_columns(page: CompactPage, blocks: Blocks, owner: np.ndarray, texts: list[str], x: np.ndarray,
-                  role_counts: np.ndarray | None = None) -> None:
+def _role_columns(page: CompactPage, blocks: Blocks, owner: np.ndarray, texts: list[str], x: np.ndarray) -> None:
     """The block-role columns: the context elements around the block's first text node, whether
     its owner holds a <time> or an image, whether the markup hides it, and its own line's role
     cues (blocks of at most ROLE_BLOCK_WORDS words: a credit, a dateline or a promo is a short
-    line, and scanning only those keeps the cost down). `role_counts`: the texts' role values,
-    when _text_columns took them (see there)."""
+    line, and scanning only those keeps the cost down)."""
     col = _COLUMN
     first = blocks.text_nodes[blocks.ptr[:-1]]
     compiled = _compiled is not None and _COMPILED
-    # Inside an element the markup hides (blocks.hidden_elements). How much that element holds
-    # tells a hidden heading or label (a few words) from a collapsed tab, accordion or a wrapper
-    # a script toggles (whole sections), which a reader can open.
     if compiled:
         context = np.empty(first.size, dtype=np.int64)
         contains = np.empty((first.size, 2), dtype=np.int64)
-        nearest = np.empty(first.size, dtype=np.int64)
         _compiled.role_nodes(page.parent, page.tag, page.end, _CONTEXT_BITS, _CONTAINS_BITS,
-                             np.ascontiguousarray(first, dtype=np.int64), owner, context, contains,
-                             np.ascontiguousarray(page.flags, dtype=np.uint16), F_HIDDEN, nearest)
+                             np.ascontiguousarray(first, dtype=np.int64), owner, context, contains)
         _spread_bits(context, x, _CONTEXT_COLUMNS, len(_CONTEXT_TAGS))
         x[:, _CONTAINS_COLUMNS] = contains > 0
-        # a page whose hidden elements hold no block leaves both columns 0, as x holds them
-        hides = bool((nearest >= 0).any())
     else:
         _role_elements_python(page, first, owner, x)
-        hidden = hidden_elements(page)
-        hides = bool(hidden.any())
-        if hides:
-            nearest = nearest_in_mask(page, hidden)[first]
-    if hides:
+    # Inside an element the markup hides (blocks.hidden_elements). How much that element holds
+    # tells a hidden heading or label (a few words) from a collapsed tab, accordion or a wrapper
+    # a script toggles (whole sections), which a reader can open.
+    hidden = hidden_elements(page)
+    if hidden.any():
+        nearest = nearest_in_mask(page, hidden)[first]
         x[:, col["hidden_element"]] = nearest >= 0
         x[:, col["hidden_words_log"]] = np.where(nearest >= 0, np.log1p(words_below(page)[np.maximum(nearest, 0)]), 0.0)
     if not texts:
         return
     if compiled:
-        counts = role_counts
-        if counts is None:
-            counts = np.empty((len(texts), 3), dtype=np.int64)
-            _compiled.role_text(list(texts), _ROLE_HEAD_KEYS, _ROLE_HEAD2_KEYS, counts)
+        counts = np.empty((len(texts), 3), dtype=np.int64)
+        _compiled.role_text(list(texts), _ROLE_HEAD_KEYS, _ROLE_HEAD2_KEYS, counts)
         upper, letters, candidate = counts[:, 0], counts[:, 1], counts[:, 2] != 0
     else:
         upper, letters, candidate = _role_text_python(texts)
@@ -493,11 +473,8 @@ def _role_columns(page: CompactPage, blocks: Blocks, owner: np.ndarray, texts: l
     # Anywhere cues: one scan over the short blocks' text.
     short_ids = np.flatnonzero(short)
     if short_ids.size and compiled:
-        if role_counts is not None:
-            bits = role_counts[short_ids, 3]
-        else:
-            bits = np.empty(short_ids.size, dtype=np.int64)
-            _compiled.role_any(texts if type(texts) is list else list(texts), short_ids, bits)
+        bits = np.empty(short_ids.size, dtype=np.int64)
+        _compiled.role_any(texts if type(texts) is list else list(texts), short_ids, bits)
         # Few short blocks hold a cue: only theirs are looked at (every pair is set to 1, so
         # the pairs' order does not matter).
         found = np.flatnonzero(bits)
