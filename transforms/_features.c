@@ -35,7 +35,6 @@
  *   nearest_in_mask: tree.nearest_in_mask (the node itself included), one preorder pass;
  *   subtree_totals: tree.py's subtree totals and conex_page.word_ratio, one backward pass;
  *   menu_scores: menex.menu_features and menu_weights, one pass;
- *   menu_roots: menex.select_root of every candidate node;
  *   children: tree.children's CSR arrays, a counting sort;
  *   template_votes: template.detect_template's votes, masks and word totals, two passes;
  *   sibling_shapes: features._sibling_shapes_python's same-shape and same-tag sibling counts;
@@ -46,6 +45,11 @@
  *   role_nodes, role_text, role_any: features._role_columns's element columns, ASCII case
  *     counts and cue heads, and anywhere cues (_role_elements_python, _role_text_python,
  *     _role_any_python).
+ *   menu_pick: menex.detect_menu's and sitemenus.propose_menus's roots, scores and choice;
+ *   page_conex: conex_page.main_content_and_features (excluded tags, wide-page rule, content
+ *     features, c-SET, select_main, remove_link_lists); its floats are standardize's and
+ *     content_features's operations in numpy's order, so the selection and the ratios are the
+ *     reference's bit for bit.
  * and two of classify's per-page steps outside the model:
  *   count_strings: str.count of many strings in one pass (page_type._cue_counts);
  *   region_columns: region.region_features's arithmetic (region._region_features_python),
@@ -814,69 +818,6 @@ done:
     PyMem_Free(unit);
     for (int k = 0; k < got; k++) PyBuffer_Release(&views[k]);
     return result;
-}
-
-/* menu_roots(parent int32[n], ptr int64[n+1], kids int32[n-1], weights float64[n],
- *            candidates int64[m], t, out int64[m]): menex.select_root of every candidate (Alg. 1:
- * climb while more than half of the parent's children weigh more than t times the
- * candidate's weight; the menu moves up only past parents of more than one child). */
-static PyObject *menu_roots(PyObject *self, PyObject *args) {
-    (void)self;
-    PyObject *parent_o, *ptr_o, *kids_o, *w_o, *cand_o, *out_o;
-    double t;
-    if (!PyArg_ParseTuple(args, "OOOOOdO", &parent_o, &ptr_o, &kids_o, &w_o, &cand_o, &t, &out_o)) return NULL;
-    Py_buffer views[6];
-    PyObject *objs[6] = {parent_o, ptr_o, kids_o, w_o, cand_o, out_o};
-    static const Py_ssize_t sizes[6] = {4, 8, 4, 8, 8, 8};
-    static const char *names[6] = {"parent", "ptr", "kids", "weights", "candidates", "out"};
-    Py_ssize_t n = -1, m = -1;
-    int got = 0;
-    for (; got < 6; got++) {
-        Py_ssize_t items = got == 0 ? -1 : got == 1 ? n + 1 : got == 2 ? (n > 0 ? n - 1 : 0) : got == 3 ? n
-                         : got == 4 ? -1 : m;
-        if (get_array(objs[got], &views[got], sizes[got], items, got == 5, names[got]) < 0) break;
-        if (got == 0) n = views[0].len / 4;
-        if (got == 4) m = views[4].len / 8;
-    }
-    int ok = got == 6;
-    if (ok) {
-        const int32_t *parent = views[0].buf, *kids = views[2].buf;
-        const int64_t *ptr = views[1].buf, *cand = views[4].buf;
-        const double *w = views[3].buf;
-        int64_t *out = views[5].buf;
-        for (Py_ssize_t j = 0; j < m && ok; j++) {
-            int64_t c = cand[j];
-            if (c < 0 || c >= n) {
-                PyErr_Format(PyExc_ValueError, "candidate %lld outside the page", (long long)c);
-                ok = 0;
-                break;
-            }
-            int64_t menu = c, current = c;
-            double base = w[c] * t;
-            for (Py_ssize_t steps = 0; parent[current] >= 0; steps++) {
-                int32_t p = parent[current];
-                if (p >= current || steps > n) {
-                    PyErr_SetString(PyExc_ValueError, "menu_roots: not a preorder tree");
-                    ok = 0;
-                    break;
-                }
-                int64_t lo = ptr[p], hi = ptr[p + 1], heavy = 0;
-                if (lo < 0 || hi > n - 1 || lo > hi) {
-                    PyErr_SetString(PyExc_ValueError, "menu_roots: children lists outside the page");
-                    ok = 0;
-                    break;
-                }
-                for (int64_t k = lo; k < hi; k++) heavy += w[kids[k]] > base;
-                if (2 * heavy <= hi - lo) break;
-                current = p;
-                if (hi - lo > 1) menu = p;
-            }
-            out[j] = menu;
-        }
-    }
-    for (int k = 0; k < got; k++) PyBuffer_Release(&views[k]);
-    if (!ok) return NULL;
-    Py_RETURN_NONE;
 }
 
 /* One group of siblings in sibling_shapes's open-addressing tables: (parent, tag) and, for
@@ -2005,6 +1946,377 @@ done:
     return result;
 }
 
+/* A wrapper of remove_link_lists: its group key (parent, tag) and its node. */
+typedef struct {
+    int64_t key;
+    int64_t node;
+} Wrapper;
+
+static int wrapper_cmp(const void *a, const void *b) {
+    const Wrapper *x = a, *y = b;
+    if (x->key != y->key) return x->key < y->key ? -1 : 1;
+    return x->node < y->node ? -1 : x->node > y->node;
+}
+
+/* page_conex(parent, tag, child_count, depth, end int32[n], excluded uint8[K + 1], unknown int32[u]
+ * sorted, word float64[n], links, words_below, elements_below, text_nodes_below int64[n], text_tag,
+ * a_tag, c, max_words, mask bool[n], rated bool[n], hyperlink, children, position float64[n]) -> 0, 1
+ * or 2: conex_page.main_content_and_features after its one-node test, one pass per step instead of
+ * some sixty numpy calls on the page's arrays.
+ *   0: no node is rated, `mask` all False; 1: a wide page, `mask` every node but BODY; 2: `mask`
+ *   the main content, and `rated`, `hyperlink`, `children` and `position` content_features's.
+ * A tag at or past K is looked up in `unknown` (_excluded_mask's has_tag clips it to the table's
+ * False last entry). The c-SET's z-scores are standardize's (the sums down each column in row
+ * order, as np.add.reduce over the rows of the [m, 4] matrix adds them; each division and the
+ * square root rounded once) and a node's distance adds its four squares left to right as
+ * np.sum over a row of four does, so the same nodes come out, ties by document order. */
+static PyObject *page_conex(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *o[19];
+    int text_tag, a_tag;
+    Py_ssize_t c;
+    long long max_words;
+    if (!PyArg_ParseTuple(args, "OOOOOOOOOOOOiinLOOOOO", &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], &o[6], &o[7],
+                          &o[8], &o[9], &o[10], &o[11], &text_tag, &a_tag, &c, &max_words, &o[12], &o[13],
+                          &o[14], &o[15], &o[16])) return NULL;
+    static const Py_ssize_t size[17] = {4, 4, 4, 4, 4, 1, 4, 8, 8, 8, 8, 8, 1, 1, 8, 8, 8};
+    static const char *what[17] = {"parent", "tag", "child_count", "depth", "end", "excluded", "unknown", "word",
+                                   "links", "words_below", "elements_below", "text_nodes_below", "mask", "rated",
+                                   "hyperlink", "children", "position"};
+    Py_buffer v[17];
+    int held = 0;
+    PyObject *result = NULL;
+    int64_t *scratch = NULL;
+    double *z = NULL;
+    Wrapper *wrappers = NULL;
+    Py_ssize_t n = 0;
+    for (int i = 0; i < 17; i++) {
+        Py_ssize_t items = i == 0 || i == 5 || i == 6 ? -1 : n;
+        if (get_array(o[i], &v[i], size[i], items, i >= 12, what[i]) < 0) goto done;
+        held++;
+        if (i == 0) n = v[0].len / 4;
+    }
+    {
+        const int32_t *parent = v[0].buf, *tag = v[1].buf, *child_count = v[2].buf, *depth = v[3].buf,
+                      *end = v[4].buf, *unknown = v[6].buf;
+        const uint8_t *excluded = v[5].buf;
+        const double *word = v[7].buf;
+        const int64_t *links = v[8].buf, *wb = v[9].buf, *eb = v[10].buf, *tnb = v[11].buf;
+        uint8_t *mask = v[12].buf, *rated = v[13].buf;
+        double *hyperlink = v[14].buf, *kids = v[15].buf, *position = v[16].buf;
+        Py_ssize_t k = v[5].len, u = v[6].len / 4;
+        int bad = n < 2 || k < 1 || parent[0] >= 0 || c < 0;
+        for (Py_ssize_t i = 1; i < n && !bad; i++) bad = parent[i] < 0 || parent[i] >= i;
+        for (Py_ssize_t i = 0; i < n && !bad; i++) bad = end[i] <= i || end[i] > n || tag[i] < 0;
+        if (bad) {
+            PyErr_SetString(PyExc_ValueError, "page_conex: arrays that are not a preorder page of two or more nodes");
+            goto done;
+        }
+        /* Excluded (0/1) per node, then whether it is rated. */
+        uint8_t *out = rated;
+        int64_t body_kids = 0, counted_depth = 0, any_rated = 0;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            int32_t t = tag[i];
+            int ex;
+            if (t < k - 1) ex = excluded[t] != 0;
+            else {
+                ex = excluded[k - 1] != 0;
+                Py_ssize_t lo = 0, hi = u;
+                while (lo < hi) {
+                    Py_ssize_t mid = lo + (hi - lo) / 2;
+                    if (unknown[mid] < t) lo = mid + 1; else hi = mid;
+                }
+                ex |= lo < u && unknown[lo] == t;
+            }
+            int counted = t != text_tag && !ex;
+            if (counted && i > 0) {
+                body_kids += parent[i] == 0;
+                if (depth[i] > counted_depth) counted_depth = depth[i];
+            }
+            out[i] = counted && child_count[i] > 0;
+            any_rated |= out[i];
+        }
+        if (body_kids > 0 && body_kids >= counted_depth) {      /* wide_page */
+            mask[0] = 0;
+            memset(mask + 1, 1, (size_t)(n - 1));
+            result = PyLong_FromLong(1);
+            goto done;
+        }
+        memset(mask, 0, (size_t)n);
+        if (!any_rated) {
+            result = PyLong_FromLong(0);
+            goto done;
+        }
+        /* content_features */
+        int32_t max_depth = depth[0];
+        for (Py_ssize_t i = 1; i < n; i++) if (depth[i] > max_depth) max_depth = depth[i];
+        double half = (double)max_depth / 2.0;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            hyperlink[i] = links[i] == 0 ? 1.0 : 1.0 / (double)(links[i] > 1 ? links[i] : 1);
+            kids[i] = child_count[i] > 2 ? 1.0 : 0.0;
+            double d = (double)depth[i];
+            position[i] = d <= half ? d : (double)max_depth - d;
+        }
+        /* c_set: standardize over the rated rows, then the c farthest from the origin. */
+        const double *ratio[4] = {word, hyperlink, kids, position};
+        double mean[4], std[4];
+        Py_ssize_t m = 0, first = -1;
+        for (Py_ssize_t i = 0; i < n; i++)
+            if (rated[i]) {
+                if (first < 0) first = i;
+                m++;
+            }
+        for (int col = 0; col < 4; col++) {
+            const double *r = ratio[col];
+            double total = r[first];
+            for (Py_ssize_t i = first + 1; i < n; i++) if (rated[i]) total += r[i];
+            mean[col] = total / (double)m;
+            double d0 = r[first] - mean[col];
+            double squares = d0 * d0;
+            for (Py_ssize_t i = first + 1; i < n; i++)
+                if (rated[i]) {
+                    double d = r[i] - mean[col];
+                    squares += d * d;
+                }
+            std[col] = sqrt(squares / (double)m);
+        }
+        Py_ssize_t want = c < m ? c : m, taken = 0;
+        scratch = PyMem_Malloc((size_t)(n + 1) * sizeof(int64_t) + (size_t)(want > 0 ? want : 1) * sizeof(int64_t));
+        z = PyMem_Malloc((size_t)(want > 0 ? want : 1) * sizeof(double));
+        if (scratch == NULL || z == NULL) {
+            PyErr_NoMemory();
+            goto done;
+        }
+        int64_t *cset = scratch + n + 1;      /* the farthest so far, farthest first */
+        double *dist = z;
+        for (Py_ssize_t i = first; i < n && want > 0; i++) {
+            if (!rated[i]) continue;
+            double sum = 0.0;
+            for (int col = 0; col < 4; col++) {
+                double zc = std[col] > 0 ? (ratio[col][i] - mean[col]) / std[col] : 0.0;
+                sum += zc * zc;
+            }
+            double di = sqrt(sum);
+            /* A later node goes before an earlier one only when strictly farther (lexsort's
+             * ties by document order). */
+            Py_ssize_t at = taken;
+            while (at > 0 && di > dist[at - 1]) at--;
+            if (at >= want) continue;
+            Py_ssize_t last = taken < want ? taken : want - 1;
+            for (Py_ssize_t j = last; j > at; j--) {
+                dist[j] = dist[j - 1];
+                cset[j] = cset[j - 1];
+            }
+            dist[at] = di;
+            cset[at] = i;
+            if (taken < want) taken++;
+        }
+        /* Document order (np.sort), then reduce_c_set: a node goes when an earlier c-SET node
+         * holds it with the same text nodes. */
+        for (Py_ssize_t a = 1; a < taken; a++)
+            for (Py_ssize_t b = a; b > 0 && cset[b] < cset[b - 1]; b--) {
+                int64_t x = cset[b];
+                cset[b] = cset[b - 1];
+                cset[b - 1] = x;
+            }
+        Py_ssize_t kept = 0;
+        for (Py_ssize_t b = 0; b < taken; b++) {
+            int64_t d = cset[b];
+            int same = 0;
+            for (Py_ssize_t a = 0; a < taken && !same; a++)
+                same = cset[a] < d && d < end[cset[a]] && tnb[cset[a]] == tnb[d];
+            if (!same) cset[kept++] = d;
+        }
+        /* select_main: the highest textPond nodes and their c-SET siblings. */
+        int64_t *diff = scratch;
+        memset(diff, 0, (size_t)(n + 1) * sizeof(int64_t));
+        if (kept > 0) {
+            double best = -INFINITY;
+            for (Py_ssize_t b = 0; b < kept; b++) {
+                double pond = (double)wb[cset[b]] / (double)(eb[cset[b]] > 1 ? eb[cset[b]] : 1);
+                if (pond > best) best = pond;
+            }
+            for (Py_ssize_t b = 0; b < kept; b++) {
+                int64_t x = cset[b];
+                int root = 0;
+                for (Py_ssize_t a = 0; a < kept && !root; a++) {
+                    int64_t y = cset[a];
+                    double pond = (double)wb[y] / (double)(eb[y] > 1 ? eb[y] : 1);
+                    root = pond == best && parent[y] == parent[x];
+                }
+                if (root) {
+                    diff[x]++;
+                    diff[end[x]]--;
+                }
+            }
+        }
+        int64_t open = 0;
+        Py_ssize_t nw = 0;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            open += diff[i];
+            mask[i] = open > 0;
+            nw += mask[i] && child_count[i] == 1 && tag[i] != text_tag && i + 1 < n && tag[i + 1] == a_tag;
+        }
+        /* remove_link_lists: same-tag wrappers of one single <a> under one parent, two or more
+         * of them and one with a short link, go with their subtrees. */
+        if (nw >= 2) {
+            wrappers = PyMem_Malloc((size_t)nw * sizeof(Wrapper));
+            if (wrappers == NULL) {
+                PyErr_NoMemory();
+                goto done;
+            }
+            Py_ssize_t w = 0;
+            for (Py_ssize_t i = 0; i < n; i++)
+                if (mask[i] && child_count[i] == 1 && tag[i] != text_tag && i + 1 < n && tag[i + 1] == a_tag) {
+                    wrappers[w].key = (int64_t)parent[i] * ((int64_t)1 << 32) + tag[i];
+                    wrappers[w].node = i;
+                    w++;
+                }
+            qsort(wrappers, (size_t)nw, sizeof(Wrapper), wrapper_cmp);
+            memset(diff, 0, (size_t)(n + 1) * sizeof(int64_t));
+            int removed = 0;
+            for (Py_ssize_t lo = 0; lo < nw;) {
+                Py_ssize_t hi = lo;
+                int any_short = 0;
+                while (hi < nw && wrappers[hi].key == wrappers[lo].key) {
+                    any_short |= wb[wrappers[hi].node + 1] < max_words;
+                    hi++;
+                }
+                if (hi - lo >= 2 && any_short)
+                    for (Py_ssize_t j = lo; j < hi; j++) {
+                        diff[wrappers[j].node]++;
+                        diff[end[wrappers[j].node]]--;
+                        removed = 1;
+                    }
+                lo = hi;
+            }
+            if (removed) {
+                open = 0;
+                for (Py_ssize_t i = 0; i < n; i++) {
+                    open += diff[i];
+                    if (open > 0) mask[i] = 0;
+                }
+            }
+        }
+        result = PyLong_FromLong(2);
+    }
+done:
+    PyMem_Free(scratch);
+    PyMem_Free(z);
+    PyMem_Free(wrappers);
+    for (int i = 0; i < held; i++) PyBuffer_Release(&v[i]);
+    return result;
+}
+
+/* menu_pick(parent int32[n], ptr int64[n + 1], kids int32[n - 1], end int32[n], weights float64[n],
+ * candidate_t, root_t, menu_t, roots int64[n], scores float64[n]) -> (k, node): MenEx Alg. 1 and 2 over
+ * `weights` in one call, for menex.detect_menu and sitemenus.propose_menus. The candidates (weight
+ * above candidate_t times the top weight) climb as menex.select_root climbs (Alg. 1: while more
+ * than half of the parent's children weigh more than root_t times the candidate's weight, the
+ * root moving up only past parents of more than one child); their roots, distinct and in document order, are roots[:k], and scores[:k] Alg. 2's measure of each:
+ * the mean weight of the heavy nodes (above menu_t times the top weight) strictly inside it, as
+ * the difference of the heavy weights' running sums (np.cumsum's order) over their count, or its
+ * own weight when it holds none. `node`: menex.select_menu's choice, the first root of the best
+ * mean, or without any heavy descendant the first root of the largest weight. k = 0 (node -1)
+ * when no weight is above 0. */
+static PyObject *menu_pick(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *o[7];
+    double candidate_t, root_t, menu_t;
+    if (!PyArg_ParseTuple(args, "OOOOOdddOO", &o[0], &o[1], &o[2], &o[3], &o[4], &candidate_t, &root_t, &menu_t,
+                          &o[5], &o[6])) return NULL;
+    static const Py_ssize_t size[7] = {4, 8, 4, 4, 8, 8, 8};
+    static const char *what[7] = {"parent", "ptr", "kids", "end", "weights", "roots", "scores"};
+    Py_buffer v[7];
+    int held = 0;
+    PyObject *result = NULL;
+    uint8_t *is_root = NULL;
+    int64_t *heavy_before = NULL;
+    double *prefix = NULL;
+    Py_ssize_t n = 0;
+    for (int i = 0; i < 7; i++) {
+        Py_ssize_t items = i == 0 ? -1 : i == 1 ? n + 1 : i == 2 ? (n > 0 ? n - 1 : 0) : n;
+        if (get_array(o[i], &v[i], size[i], items, i >= 5, what[i]) < 0) goto done;
+        held++;
+        if (i == 0) n = v[0].len / 4;
+    }
+    {
+        const int32_t *parent = v[0].buf, *kids = v[2].buf, *end = v[3].buf;
+        const int64_t *ptr = v[1].buf;
+        const double *w = v[4].buf;
+        int64_t *roots = v[5].buf;
+        double *scores = v[6].buf;
+        int bad = n > 0 && (parent[0] >= 0 || ptr[0] != 0 || ptr[n] != n - 1);
+        for (Py_ssize_t i = 1; i < n && !bad; i++) bad = parent[i] < 0 || parent[i] >= i;
+        for (Py_ssize_t i = 0; i < n && !bad; i++) bad = end[i] <= i || end[i] > n || ptr[i] > ptr[i + 1];
+        for (Py_ssize_t i = 0; i + 1 < n && !bad; i++) bad = kids[i] <= 0 || kids[i] >= n;
+        if (bad) {
+            PyErr_SetString(PyExc_ValueError, "menu_pick: arrays that are not a preorder page and its children");
+            goto done;
+        }
+        double top = -INFINITY;
+        for (Py_ssize_t i = 0; i < n; i++) top = w[i] > top || isnan(w[i]) ? w[i] : top;
+        if (n == 0 || !(top > 0)) {
+            result = Py_BuildValue("nn", (Py_ssize_t)0, (Py_ssize_t)-1);
+            goto done;
+        }
+        is_root = PyMem_Calloc((size_t)n, 1);
+        heavy_before = PyMem_Malloc((size_t)(n + 1) * sizeof(int64_t));
+        prefix = PyMem_Malloc((size_t)(n + 1) * sizeof(double));
+        if (is_root == NULL || heavy_before == NULL || prefix == NULL) {
+            PyErr_NoMemory();
+            goto done;
+        }
+        double candidate = candidate_t * top, heavy = menu_t * top;
+        int64_t count = 0;
+        heavy_before[0] = 0;
+        prefix[0] = 0.0;
+        for (Py_ssize_t c = 0; c < n; c++) {
+            if (w[c] > heavy) {
+                prefix[count + 1] = prefix[count] + w[c];
+                count++;
+            }
+            heavy_before[c + 1] = count;
+            if (!(w[c] > candidate)) continue;
+            int64_t menu = c, current = c;
+            double base = w[c] * root_t;
+            while (parent[current] >= 0) {
+                int32_t p = parent[current];
+                int64_t lo = ptr[p], hi = ptr[p + 1], above = 0;
+                for (int64_t k = lo; k < hi; k++) above += w[kids[k]] > base;
+                if (2 * above <= hi - lo) break;
+                current = p;
+                if (hi - lo > 1) menu = p;
+            }
+            is_root[menu] = 1;
+        }
+        Py_ssize_t k = 0, best = -1, heaviest = -1;
+        double best_mean = -INFINITY;
+        for (Py_ssize_t r = 0; r < n; r++) {
+            if (!is_root[r]) continue;
+            int64_t lo = heavy_before[r + 1], hi = heavy_before[end[r]];
+            roots[k] = r;
+            if (hi > lo) {
+                scores[k] = (prefix[hi] - prefix[lo]) / (double)(hi - lo);
+                if (best < 0 || scores[k] > best_mean) {
+                    best = r;
+                    best_mean = scores[k];
+                }
+            } else
+                scores[k] = w[r];
+            if (heaviest < 0 || w[r] > w[heaviest]) heaviest = r;
+            k++;
+        }
+        result = Py_BuildValue("nn", k, best >= 0 ? best : heaviest);
+    }
+done:
+    PyMem_Free(is_root);
+    PyMem_Free(heavy_before);
+    PyMem_Free(prefix);
+    for (int i = 0; i < held; i++) PyBuffer_Release(&v[i]);
+    return result;
+}
+
 /* owner_ancestors(parent int32[n], owner int64[nb], out int64[nb, L]): region.owner_ancestors
  * for the levels 0 .. L - 1: row b holds owner b and its ancestors one level up after another,
  * the root standing for the levels above it. */
@@ -2510,8 +2822,6 @@ static PyMethodDef methods[] = {
     {"template_votes", template_votes, METH_VARARGS,
      "template_votes(occ, votes, parent, tag, line, words, a_tag, by_line, template, nontemplate): "
      "template.detect_template's masks and word totals around the mappings."},
-    {"menu_roots", menu_roots, METH_VARARGS,
-     "menu_roots(parent, ptr, kids, weights, candidates, t, out): menex.select_root of every candidate."},
     {"nearest_in_mask", nearest_in_mask, METH_VARARGS,
      "nearest_in_mask(parent, mask, out): tree.nearest_in_mask (the node itself included) of a preorder page."},
     {"sibling_shapes", sibling_shapes, METH_VARARGS,
@@ -2526,6 +2836,13 @@ static PyMethodDef methods[] = {
      "conex_columns(word, hyperlink, children, position, rated, rated_owner, out): the page ConEx columns."},
     {"count_lowered", count_lowered, METH_VARARGS,
      "count_lowered(texts, blocks, strings, out): counts of each string in the listed texts, lower-cased."},
+    {"page_conex", page_conex, METH_VARARGS,
+     "page_conex(parent, tag, child_count, depth, end, excluded, unknown, word, links, words_below, "
+     "elements_below, text_nodes_below, text_tag, a_tag, c, max_words, mask, rated, hyperlink, children, "
+     "position) -> 0 (nothing rated), 1 (wide page) or 2: conex_page.main_content_and_features."},
+    {"menu_pick", menu_pick, METH_VARARGS,
+     "menu_pick(parent, ptr, kids, end, weights, candidate_t, root_t, menu_t, roots, scores) -> (k, node): "
+     "MenEx's roots, their Alg. 2 scores and select_menu's node."},
     {"owner_ancestors", owner_ancestors, METH_VARARGS,
      "owner_ancestors(parent, owner, out): each owner and its ancestors level by level."},
     {"bit_columns", bit_columns, METH_VARARGS, "bit_columns(bits, x, first, count): bits spread over columns of x."},

@@ -6,9 +6,18 @@ from functools import lru_cache
 
 import numpy as np
 
+from sitestrip.transforms import tree
 from sitestrip.transforms.page import KNOWN_TAGS, TAG_ID, TEXT, CompactPage, has_tag, tag_id, tag_table
 from sitestrip.transforms.tree import (children, distinct_inverse, elements_below, links_below, sorted_distinct,
                                       subtree_mask, text_nodes_below, word_ratio, words_below)
+
+try:
+    # main_content_and_features's steps in one call, compiled with the block loops
+    # (transforms/_features.c page_conex); tree._COMPILED (SITESTRIP_FEATURES) is the switch, and
+    # the numpy functions below are the reference.
+    from sitestrip.transforms import _features as _compiled
+except ImportError:  # pragma: no cover - a source tree used without installing
+    _compiled = None
 
 # Tags that are never rated (thesis §6.2.2 ii plus design §3's inline additions).
 # One list, configurable through PageConexParams.
@@ -206,6 +215,8 @@ def main_content_and_features(page: CompactPage, params: PageConexParams = PageC
     decided without them): the block classifier reads the same ratios (transforms/features.py)."""
     if page.size <= 1:
         return np.zeros(page.size, dtype=bool), None
+    if tree._COMPILED and _compiled is not None:
+        return _main_content_compiled(page, params)
     excluded = _excluded_mask(page, params.excluded_tags)
     if wide_page(page, excluded):
         mask = np.ones(page.size, dtype=bool)
@@ -220,3 +231,24 @@ def main_content_and_features(page: CompactPage, params: PageConexParams = PageC
     roots = select_main(page, cset)
     mask = subtree_mask(page, roots)
     return remove_link_lists(page, mask, params.max_words), features
+
+
+def _main_content_compiled(page: CompactPage, params: PageConexParams) -> tuple[np.ndarray, ContentFeatures | None]:
+    """main_content_and_features of a page of two or more nodes from transforms/_features.c
+    page_conex: the excluded tags, the wide-page rule, the content features, the c-SET and
+    its reduction, select_main and remove_link_lists in one call on the page's arrays."""
+    n = page.size
+    table, unknown = _excluded_table(tuple(params.excluded_tags))
+    mask = np.empty(n, dtype=bool)
+    rated = np.empty(n, dtype=bool)
+    hyperlink, kids, position = np.empty(n), np.empty(n), np.empty(n)
+    i32 = np.int32
+    found = _compiled.page_conex(
+        np.ascontiguousarray(page.parent, dtype=i32), np.ascontiguousarray(page.tag, dtype=i32),
+        np.ascontiguousarray(page.child_count, dtype=i32), np.ascontiguousarray(page.depth, dtype=i32),
+        np.ascontiguousarray(page.end, dtype=i32), table, unknown, word_ratio(page), links_below(page),
+        words_below(page), elements_below(page), text_nodes_below(page), TEXT, TAG_ID["a"], params.c,
+        params.max_words, mask, rated, hyperlink, kids, position)
+    if found < 2:
+        return mask, None
+    return mask, ContentFeatures(rated, word_ratio(page), hyperlink, kids, position)

@@ -176,21 +176,33 @@ def detect_menu(page: CompactPage, params: MenexParams = MenexParams(),
     f, weights = menu_scores(page, params) if scores is None else scores
     if f.hyperlinks[0] < 2:
         return None
+    if tree._COMPILED and _compiled is not None:
+        k, node, _, _ = pick_menus(page, weights, params)
+        return Menu(node, page) if k else None
     top = weights.max()
     if top <= 0:
         return None
     candidates = np.flatnonzero(weights > params.candidate_threshold * top)
     ptr, kids = children(page)
-    if tree._COMPILED and _compiled is not None:
-        found = np.empty(candidates.size, dtype=np.int64)
-        _compiled.menu_roots(page.parent, ptr, kids, np.ascontiguousarray(weights, dtype=np.float64),
-                             candidates.astype(np.int64), params.root_threshold, found)
-        roots = np.unique(found).tolist()
-    else:
-        roots = sorted({select_root(page, weights, ptr, kids, int(c), params.root_threshold)
-                        for c in candidates})
+    roots = sorted({select_root(page, weights, ptr, kids, int(c), params.root_threshold) for c in candidates})
     node = select_menu(page, weights, roots, params.menu_threshold * top)
     return Menu(node, page)
+
+
+def pick_menus(page: CompactPage, weights: np.ndarray, params: MenexParams) -> tuple:
+    """(k, node, roots, scores) from transforms/_features.c menu_pick: Alg. 1's roots of the
+    candidates of `weights`, distinct in document order (roots[:k]), Alg. 2's score of each
+    (scores[:k]: the mean weight of its heavy descendants, else its own weight) and
+    select_menu's node; k = 0 when no weight is above 0. Compiled only (detect_menu and
+    sitemenus.propose_menus take select_root and select_menu otherwise)."""
+    ptr, kids = children(page)
+    n = page.size
+    roots = np.empty(n, dtype=np.int64)
+    scores = np.empty(n, dtype=np.float64)
+    k, node = _compiled.menu_pick(page.parent, ptr, kids, page.end, np.ascontiguousarray(weights, dtype=np.float64),
+                                  params.candidate_threshold, params.root_threshold, params.menu_threshold,
+                                  roots, scores)
+    return k, node, roots, scores
 
 
 def links_in(page: CompactPage, node: int) -> list:

@@ -33,7 +33,7 @@ import numpy as np
 
 from sitestrip.transforms import tree
 from sitestrip.transforms.clusters import mix64, path_hashes, subtree_path_hashes
-from sitestrip.transforms.menex import Menu, MenexParams, menu_scores, select_root
+from sitestrip.transforms.menex import Menu, MenexParams, menu_scores, pick_menus, select_root
 from sitestrip.transforms.page import F_IN_LINK, HINT_BIT, TEXT, CompactPage
 from sitestrip.transforms.tree import children, subtree_sum, subtree_texts
 
@@ -129,20 +129,22 @@ def propose_menus(page: CompactPage, template: np.ndarray, params: MenexParams =
     # qualifies when at least `min_anchor_share` of its anchor text is template too. (A
     # weight scaled by that share instead was measured worse: docs/structure.md.)
     eligible, weights = _menu_eligible(page, template, f.hyperlinks, all_weights, min_anchor_share)
+    if tree._COMPILED and _compiled is not None:
+        # the roots and their scores in one pass (transforms/_features.c, as detect_menu)
+        k, _, roots, scores = pick_menus(page, weights, params)
+        keep = eligible[roots[:k]]
+        nodes = roots[:k][keep]
+        if nodes.size == 0:
+            return _no_proposal()
+        keys = node_keys(page) if keys is None else keys
+        return MenuProposal(nodes, keys[nodes], scores[:k][keep])
     top = weights.max()
     if top <= 0:
         return _no_proposal()
     ptr, kids = children(page)
     candidates = np.flatnonzero(weights > params.candidate_threshold * top)
-    if tree._COMPILED and _compiled is not None:
-        # select_root of every candidate in one pass (transforms/_features.c, as detect_menu)
-        found = np.empty(candidates.size, dtype=np.int64)
-        _compiled.menu_roots(page.parent, ptr, kids, np.ascontiguousarray(weights, dtype=np.float64),
-                             candidates.astype(np.int64), params.root_threshold, found)
-        nodes = tree.sorted_distinct(found)
-    else:
-        nodes = np.array(sorted({select_root(page, weights, ptr, kids, int(c), params.root_threshold)
-                                 for c in candidates}), dtype=np.int64)
+    nodes = np.array(sorted({select_root(page, weights, ptr, kids, int(c), params.root_threshold)
+                             for c in candidates}), dtype=np.int64)
     nodes = nodes[eligible[nodes]]
     if nodes.size == 0:
         return _no_proposal()

@@ -171,3 +171,102 @@ def test_standardize_is_numpys_mean_and_std_bit_for_bit():
         for m in (x, np.asfortranarray(x)):
             assert standardize(m).tobytes() == standardize_reference(m).tobytes()
     assert standardize(np.array([[1.0, 2.0, 3.0, 4.0]])).tolist() == [[0.0, 0.0, 0.0, 0.0]]
+
+
+def _conex_by_path(page, params, compiled):
+    """(mask, the content features' arrays or None) of main_content_and_features with the
+    compiled switch (tree._COMPILED) set to `compiled`."""
+    from sitestrip.transforms import conex_page, tree
+    saved = tree._COMPILED
+    tree._COMPILED = compiled
+    page.forget_derived()
+    try:
+        mask, features = conex_page.main_content_and_features(page, params)
+    finally:
+        tree._COMPILED = saved
+        page.forget_derived()
+    arrays = None if features is None else [(a.dtype.str, a.tobytes()) for a in
+                                              (features.rated, features.word, features.hyperlink,
+                                               features.children, features.position)]
+    return (mask.dtype.str, mask.tobytes()), arrays
+
+
+def _link_list_page(rng):
+    """Nested sections, paragraphs, link lists (wrappers of one <a> under one parent, of one
+    tag or mixed, short and long anchors), custom elements and repeated identical siblings
+    (equal distances from the centroid, so the c-SET's ties decide)."""
+    def block(depth):
+        kind = rng.random()
+        if depth > 4 or kind < 0.25:
+            return "<p>" + " ".join("w" * rng.randint(1, 5) for _ in range(rng.randint(1, 9))) + "</p>"
+        if kind < 0.45:
+            wrap = rng.choice(["li", "li", "span", "div", "my-item"])
+            items = "".join(f"<{rng.choice([wrap, wrap, 'p'])}><a href=/{i}>{' '.join(['x'] * rng.randint(1, 4))}"
+                            f"</a></{wrap}>" for i in range(rng.randint(1, 5)))
+            return f"<{rng.choice(['ul', 'div', 'nav'])}>{items}</>"
+        if kind < 0.55:
+            same = block(depth + 1)
+            return "<div>" + same * rng.randint(2, 4) + "</div>"
+        tag = rng.choice(["div", "section", "article", "my-box", "td", "span"])
+        return f"<{tag}>" + "".join(block(depth + 1) for _ in range(rng.randint(1, 4))) + f"</{tag}>"
+    body = "".join(block(0) for _ in range(rng.randint(1, 5)))
+    return parse_page(f"<html><body>{body}</body></html>", "http://e.com/")
+
+
+def test_compiled_main_content_is_the_reference(monkeypatch):
+    """transforms/_features.c page_conex against the numpy steps, on generated pages and
+    parameters: c from 0 (empty c-SET) to more than the rated nodes, max_words that make every
+    link short or none, excluded lists with custom elements, "#text" and content tags (wide
+    pages, pages with nothing rated)."""
+    import random
+
+    from helpers.compiled import require_built
+    require_built("_features")
+    rng = random.Random(7)
+    params = [PageConexParams(), PageConexParams(c=0), PageConexParams(c=1, max_words=1),
+              PageConexParams(c=40, max_words=10),
+              PageConexParams(excluded_tags=PageConexParams().excluded_tags + ("my-box", "my-item", "p")),
+              PageConexParams(excluded_tags=("#text", "div", "section", "article", "ul", "li", "nav", "td")),
+              PageConexParams(excluded_tags=())]
+    from sitestrip.transforms import conex_page
+    removals = []
+    reference = conex_page.remove_link_lists
+
+    def counted(page, mask, max_words):
+        kept = reference(page, mask, max_words)
+        removals.append(int((mask & ~kept).sum()))
+        return kept
+    monkeypatch.setattr(conex_page, "remove_link_lists", counted)
+    kinds = set()
+    pages = [_link_list_page(rng) for _ in range(150)]
+    pages += [_page(), parse_page("<body><p>one</p><p>two</p><p>three</p></body>", "http://e.com/"),
+              parse_page("<body>only text</body>", "http://e.com/")]
+    for page in pages:
+        for p in params:
+            got = _conex_by_path(page, p, True)
+            assert got == _conex_by_path(page, p, False), (p, page.size)
+            kinds.add((got[1] is None, got[0][1].count(1) > 0))
+    # nothing rated or wide, and a selection that is not empty, both reached
+    assert kinds >= {(True, False), (True, True), (False, True), (False, False)}
+    # and link lists removed from selections, by the reference and so by the compiled pass
+    assert sum(1 for r in removals if r) >= 100
+
+
+def test_compiled_main_content_runs_without_the_reference(monkeypatch):
+    """The default path: with the numpy steps made to fail, the hand-computed selection
+    (#nav and #main, test_main_selection_takes_c_set_siblings) and the hand-computed position
+    ratios of the rated nodes (test_features_by_hand) still come out."""
+    from helpers.compiled import require_built
+    from sitestrip.transforms import conex_page
+    require_built("_features")
+
+    def no_reference(*args, **kwargs):
+        raise AssertionError("the reference ran")
+    for name in ("c_set", "reduce_c_set", "select_main", "remove_link_lists", "wide_page", "_excluded_mask",
+                 "content_features"):
+        monkeypatch.setattr(conex_page, name, no_reference)
+    page = _page()
+    mask, features = conex_page.main_content_and_features(page)
+    assert text_of(page, mask) == "One Two Three\nalpha beta gamma delta\nepsilon zeta eta theta iota\nkappa lambda"
+    assert features.position[RATED].tolist() == [1, 2, 2, 1, 1, 1, 2, 1]
+    assert np.flatnonzero(features.rated).tolist() == RATED

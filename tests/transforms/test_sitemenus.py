@@ -401,8 +401,8 @@ def test_compiled_node_keys_are_the_reference():
 
 
 def test_menu_proposal_is_the_same_with_the_compiled_roots():
-    """propose_menus with Alg. 1's roots from transforms/_features.c menu_roots and the scores
-    taken at once, against the Python walk per candidate (SITESTRIP_FEATURES=python's path):
+    """propose_menus with Alg. 1's roots and Alg. 2's scores from transforms/_features.c
+    menu_pick, against the Python walk per candidate (SITESTRIP_FEATURES=python's path):
     the same roots, keys and scores on seeded pages of nested link lists, every node template."""
     import random
 

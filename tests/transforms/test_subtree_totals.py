@@ -142,21 +142,44 @@ def test_compiled_children_are_the_stable_argsort():
             assert a.dtype == b.dtype and a.tolist() == b.tolist()
 
 
-def test_compiled_menu_roots_are_select_root():
-    """Alg. 1's climb from every node of generated pages, with weights drawn so that siblings
-    are often heavy (some equal to the bound: not heavy), against menex.select_root."""
+def test_compiled_menu_pick_is_select_root_and_select_menu():
+    """Alg. 1's climb from every candidate and Alg. 2's scores and choice of generated pages, with
+    weights drawn from a few values so that siblings are often heavy (some equal to a bound: not
+    heavy) and roots tie, against menex.select_root and select_menu and the scores
+    sitemenus.propose_menus takes (the heavy descendants' mean, else the root's own weight)."""
     from sitestrip.transforms import _features
-    from sitestrip.transforms.menex import select_root
+    from sitestrip.transforms.menex import MenexParams, select_menu, select_root
     rng = random.Random(9)
-    for _ in range(60):
+    fallbacks = chosen = 0
+    for _ in range(120):
         page = random_page(rng)
         ptr, kids = T._children_reference(page)
-        weights = np.array([rng.choice([0.0, 0.45, 0.5, 0.9, 1.0]) for _ in range(page.size)])
-        candidates = np.arange(page.size, dtype=np.int64)
-        for t in (0.9, 0.5):
-            out = np.empty(page.size, dtype=np.int64)
-            _features.menu_roots(page.parent, ptr, kids, weights, candidates, t, out)
-            assert out.tolist() == [select_root(page, weights, ptr, kids, c, t) for c in range(page.size)]
+        weights = np.array([rng.choice([0.0, 0.45, 0.5, 0.85, 0.9, 1.0]) for _ in range(page.size)])
+        for p in (MenexParams(), MenexParams(candidate_threshold=0.4, root_threshold=0.5, menu_threshold=0.95)):
+            roots, scores = np.empty(page.size, dtype=np.int64), np.empty(page.size)
+            k, node = _features.menu_pick(page.parent, ptr, kids, page.end, weights, p.candidate_threshold,
+                                          p.root_threshold, p.menu_threshold, roots, scores)
+            top = weights.max()
+            if top <= 0:
+                assert (k, node) == (0, -1)
+                continue
+            candidates = np.flatnonzero(weights > p.candidate_threshold * top)
+            want = sorted({select_root(page, weights, ptr, kids, int(c), p.root_threshold) for c in candidates})
+            assert roots[:k].tolist() == want
+            assert node == select_menu(page, weights, want, p.menu_threshold * top)
+            heavy = np.flatnonzero(weights > p.menu_threshold * top)
+            prefix = np.concatenate(([0.0], np.cumsum(weights[heavy])))
+            lo, hi = np.searchsorted(heavy, roots[:k] + 1), np.searchsorted(heavy, page.end[roots[:k]])
+            mean = (prefix[hi] - prefix[lo]) / np.maximum(hi - lo, 1)
+            assert scores[:k].tobytes() == np.where(hi > lo, mean, weights[roots[:k]]).tobytes()
+            fallbacks += not (hi > lo).any()
+            chosen += 1
+    assert chosen >= 150 and fallbacks >= 5     # both of select_menu's rules reached
+    with pytest.raises(ValueError, match="preorder"):
+        n = 3
+        _features.menu_pick(np.array([-1, 2, 0], dtype=np.int32), np.array([0, 1, 2, 2]),
+                            np.array([1, 2], dtype=np.int32), np.array([3, 3, 3], dtype=np.int32), np.ones(n),
+                            0.85, 0.9, 0.85, np.empty(n, np.int64), np.empty(n))
 
 
 def test_compiled_passes_refuse_a_parent_after_its_child():
