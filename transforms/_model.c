@@ -14,6 +14,7 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <float.h>
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
@@ -338,6 +339,168 @@ done:
     return result;
 }
 
+/* forest_row(table, x, out): forest(table, x, out, 1) of one row (float32[width]), out float64[trees]
+ * the leaf value each tree reaches. One row in forest's lanes is one chain of dependent loads per
+ * tree, one tree after the other; here the row is copied into every lane and lane j walks tree
+ * r + j, so that LANES trees' chains overlap (the page type's 840 trees of one page). A tree
+ * shallower than its group's deepest stays at its leaf for the extra steps (a leaf is its own left
+ * child, threshold +inf). Returns the number of infinite values of x, as forest does. */
+static PyObject *forest_row(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *capsule, *x_o, *out_o;
+    if (!PyArg_ParseTuple(args, "OOO", &capsule, &x_o, &out_o)) return NULL;
+    const Forest *t = PyCapsule_GetPointer(capsule, forest_name);
+    if (t == NULL) return NULL;
+    Py_buffer xv, ov;
+    if (get(x_o, &xv, 4, 0, "x") < 0) return NULL;
+    if (get(out_o, &ov, 8, 1, "out") < 0) {
+        PyBuffer_Release(&xv);
+        return NULL;
+    }
+    PyObject *result = NULL;
+    float *both = NULL;
+    Py_ssize_t infinite = 0;
+    {
+        const float *x = xv.buf, *th = t->threshold;
+        const int64_t *steps = t->steps, *f = t->feature, *lf = t->left, *roots = t->roots;
+        const double *value = t->value;
+        double *out = ov.buf;
+        Py_ssize_t rows = t->rows, width = t->width;
+        if (xv.len != width * 4 || ov.len != rows * 8) {
+            PyErr_SetString(PyExc_ValueError, "forest_row: the row or the output does not fit the node table");
+            goto done;
+        }
+        both = PyMem_Malloc((size_t)(LANES * 2 * width) * sizeof(float));
+        if (both == NULL) {
+            PyErr_NoMemory();
+            goto done;
+        }
+        for (Py_ssize_t c = 0; c < width; c++) {
+            float value_c = x[c];
+            infinite += isinf(value_c) != 0;
+            for (Py_ssize_t j = 0; j < LANES; j++) {
+                both[c * LANES + j] = isnan(value_c) ? INFINITY : value_c;
+                both[(width + c) * LANES + j] = isnan(value_c) ? -INFINITY : value_c;
+            }
+        }
+        for (Py_ssize_t r = 0; r < rows; r += LANES) {
+            Py_ssize_t lanes = rows - r < LANES ? rows - r : LANES;
+            int64_t k[LANES], deepest = 0;
+            for (Py_ssize_t j = 0; j < lanes; j++) {
+                k[j] = roots[r + j];
+                deepest = steps[r + j] > deepest ? steps[r + j] : deepest;
+            }
+            if (lanes == LANES)
+                walk_columns(k, both, LANES, deepest, lf, f, th);
+            else
+                walk_columns(k, both, lanes, deepest, lf, f, th);
+            for (Py_ssize_t j = 0; j < lanes; j++) out[r + j] = value[k[j]];
+        }
+        result = PyLong_FromSsize_t(infinite);
+    }
+done:
+    PyMem_Free(both);
+    PyBuffer_Release(&xv);
+    PyBuffer_Release(&ov);
+    return result;
+}
+
+/* finite_columns(X, columns, out): out[i, j] = X[i, columns[j]] of a float32 matrix X (blocks x
+ * width), as float64 with NaN as 0 and an infinity as the largest finite float64 of its sign: the
+ * values of np.nan_to_num(X.take(columns, axis=1).astype(np.float64)), the page type's block
+ * columns (page_type.py) in one pass instead of a gather, a cast and the NaN and infinity passes. */
+static PyObject *finite_columns(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *x_o, *c_o, *o_o;
+    if (!PyArg_ParseTuple(args, "OOO", &x_o, &c_o, &o_o)) return NULL;
+    Py_buffer xv, cv, ov;
+    if (get(x_o, &xv, 4, 0, "X") < 0) return NULL;
+    if (get(c_o, &cv, 8, 0, "columns") < 0) {
+        PyBuffer_Release(&xv);
+        return NULL;
+    }
+    if (get(o_o, &ov, 8, 1, "out") < 0) {
+        PyBuffer_Release(&xv);
+        PyBuffer_Release(&cv);
+        return NULL;
+    }
+    PyObject *result = NULL;
+    {
+        const float *x = xv.buf;
+        const int64_t *columns = cv.buf;
+        double *out = ov.buf;
+        Py_ssize_t k = cv.len / 8, cells = ov.len / 8;
+        Py_ssize_t blocks = k > 0 ? cells / k : 0;
+        Py_ssize_t width = xv.ndim == 2 ? xv.shape[1] : -1;
+        int bad = width <= 0 || k == 0 || cells != blocks * k || xv.shape[0] != blocks;
+        for (Py_ssize_t j = 0; j < k && !bad; j++) bad = columns[j] < 0 || columns[j] >= width;
+        if (bad) {
+            PyErr_SetString(PyExc_ValueError, "finite_columns: columns or output do not fit X");
+            goto done;
+        }
+        for (Py_ssize_t i = 0; i < blocks; i++) {
+            const float *row = x + i * width;
+            double *to = out + i * k;
+            for (Py_ssize_t j = 0; j < k; j++) {
+                double v = row[columns[j]];
+                to[j] = isnan(v) ? 0.0 : isinf(v) ? (v > 0 ? DBL_MAX : -DBL_MAX) : v;
+            }
+        }
+        result = Py_None;
+        Py_INCREF(result);
+    }
+done:
+    PyBuffer_Release(&xv);
+    PyBuffer_Release(&cv);
+    PyBuffer_Release(&ov);
+    return result;
+}
+
+/* tag_counts(tag, slot, out): out[slot[t]] += 1 for every node's tag id t (int32) that has a slot
+ * (slot int64 per tag id, -1 for none; ids past the table have none), the counted tags' entries
+ * of np.bincount(page.tag) without the [nodes] minimum and the bins of every other tag. */
+static PyObject *tag_counts(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *t_o, *s_o, *o_o;
+    if (!PyArg_ParseTuple(args, "OOO", &t_o, &s_o, &o_o)) return NULL;
+    Py_buffer tv, sv, ov;
+    if (get(t_o, &tv, 4, 0, "tag") < 0) return NULL;
+    if (get(s_o, &sv, 8, 0, "slot") < 0) {
+        PyBuffer_Release(&tv);
+        return NULL;
+    }
+    if (get(o_o, &ov, 8, 1, "out") < 0) {
+        PyBuffer_Release(&tv);
+        PyBuffer_Release(&sv);
+        return NULL;
+    }
+    PyObject *result = NULL;
+    {
+        const int32_t *tag = tv.buf;
+        const int64_t *slot = sv.buf;
+        int64_t *out = ov.buf;
+        Py_ssize_t nodes = tv.len / 4, ids = sv.len / 8, bins = ov.len / 8;
+        int bad = 0;
+        for (Py_ssize_t i = 0; i < ids && !bad; i++) bad = slot[i] < -1 || slot[i] >= bins;
+        if (bad) {
+            PyErr_SetString(PyExc_ValueError, "tag_counts: a slot outside out");
+            goto done;
+        }
+        memset(out, 0, (size_t)ov.len);
+        for (Py_ssize_t i = 0; i < nodes; i++) {
+            int32_t t = tag[i];
+            if (t >= 0 && t < ids && slot[t] >= 0) out[slot[t]]++;
+        }
+        result = Py_None;
+        Py_INCREF(result);
+    }
+done:
+    PyBuffer_Release(&tv);
+    PyBuffer_Release(&sv);
+    PyBuffer_Release(&ov);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"leaves", leaves, METH_VARARGS, "leaves(node, X2, steps, feature, threshold, left): walk to the leaves in place."},
     {"leaf_sums", leaf_sums, METH_VARARGS,
@@ -345,6 +508,11 @@ static PyMethodDef methods[] = {
     {"forest_table", forest_table, METH_VARARGS,
      "forest_table(width, steps, feature, threshold, left, value, roots): a checked node table for forest."},
     {"forest", forest, METH_VARARGS, "forest(table, X, out, per_tree): leaf sums or leaf values per block."},
+    {"forest_row", forest_row, METH_VARARGS,
+     "forest_row(table, x, out): the leaf value each tree reaches for one row."},
+    {"finite_columns", finite_columns, METH_VARARGS,
+     "finite_columns(X, columns, out): float64 columns of X, NaN as 0, infinities as the largest finite values."},
+    {"tag_counts", tag_counts, METH_VARARGS, "tag_counts(tag, slot, out): nodes per counted tag id."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -141,7 +141,7 @@ def page_type_proba(model: BlockModel, page_features: np.ndarray) -> np.ndarray 
     types = model.__dict__.get("_page_type_model")
     if types is None or types.models is not model.page_type_models:
         types = model._page_type_model = PageTypeModel(model.page_type_models)
-    return types.proba(page_features[None, :])[0]
+    return types.row_proba(page_features)
 
 
 def region_proba(model: BlockModel, first: np.ndarray, words: np.ndarray, features: np.ndarray,
@@ -157,11 +157,14 @@ def region_proba(model: BlockModel, first: np.ndarray, words: np.ndarray, featur
 # wrapper a script toggles, which the model judges (page-wcxb-dev's gold counts those as content:
 # docs/algorithms.md "Safety nets").
 HIDDEN_LINE_WORDS = 25
+# numpy's float64 log1p of it, the value the comparison has always used, taken once.
+_HIDDEN_LINE_LOG = np.log1p(HIDDEN_LINE_WORDS)
+_HIDDEN_ELEMENT, _HIDDEN_WORDS_LOG = _COL["hidden_element"], _COL["hidden_words_log"]
 
 
 def hidden_blocks(features: np.ndarray) -> np.ndarray:
     """Blocks a reader does not see (docs/algorithms.md "Safety nets"): never main content."""
-    return (features[:, _COL["hidden_element"]] > 0) & (features[:, _COL["hidden_words_log"]] <= np.log1p(HIDDEN_LINE_WORDS))
+    return (features[:, _HIDDEN_ELEMENT] > 0) & (features[:, _HIDDEN_WORDS_LOG] <= _HIDDEN_LINE_LOG)
 
 
 @dataclass
@@ -189,9 +192,13 @@ def classify_page(model: BlockModel, page, url: str, blocks: Blocks, texts: list
     if blocks.count == 0:
         return PageClassification(np.zeros(0), np.zeros(0, dtype=bool), model.threshold, label, types)
     if model.kind == "gbdt" and model.region is not None:
-        first = np.where(blocks.words > 0, model.predict_proba(features), 0.0)
-        proba = region_proba(model, first, blocks.words, features,
-                             owner_ancestors(page.parent, blocks.owner))
+        # region_proba's steps, the blocks with words found once: `first` is already 0 where
+        # region_proba would zero it.
+        has_words = blocks.words > 0
+        first = np.where(has_words, model.predict_proba(features), 0.0)
+        X = region_features(first, blocks.words, own_columns(features, _COL),
+                            owner_ancestors(page.parent, blocks.owner))
+        proba = np.where(has_words, model.region.predict_proba(X), 0.0)
     else:
         proba = block_proba(model, features, blocks.group, blocks.words, params)
     proba = np.where(hidden_blocks(features), 0.0, proba)

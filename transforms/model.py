@@ -656,7 +656,8 @@ class EnsembleSet:
         # [models, trees] matrix (the same pairwise sum numpy takes over a [trees, 1] slice)
         # and turned into probabilities over one vector: the values of predict_proba's loop.
         values = np.empty(self._roots.size)
-        if _compiled.forest(self._forest(), np.ascontiguousarray(X), values, True):
+        # forest_row walks sixteen trees side by side: one row has no other rows to overlap with.
+        if _compiled.forest_row(self._forest(), np.ascontiguousarray(X), values):
             self.models[0]._checked(X, None)        # raises: infinite features
         raw = self._base_scores + values.reshape(len(self.models), -1).sum(axis=1)
         return np.exp(-np.logaddexp(0.0, -raw))[None, :]

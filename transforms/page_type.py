@@ -32,6 +32,12 @@ try:
     from sitestrip.transforms import _features as _compiled
 except ImportError:  # pragma: no cover - a source tree used without installing
     _compiled = None
+try:
+    # The tag counts and the weighted columns' matrix in one pass each (transforms/_model.c
+    # tag_counts, finite_columns); numpy's bincount and take/astype/nan_to_num are the reference.
+    from sitestrip.transforms import _model as _compiled_model
+except ImportError:  # pragma: no cover - a source tree used without installing
+    _compiled_model = None
 # The switch of the block features' extension (SITESTRIP_FEATURES=python runs every reference).
 _COMPILED = os.environ.get("SITESTRIP_FEATURES", "compiled") != "python"
 
@@ -159,6 +165,11 @@ for _k, (_, _family) in enumerate(_URL_FAMILIES):
 # numpy's float64 log1p, the value the comparison has always used.
 _TAG_BINS = int(_COUNTED_IDS.max()) + 2
 _THREE_ALIKE = np.log1p(2)
+# Per tag id up to the last counted one: its entry of _COUNTED_IDS, -1 for a tag not counted.
+_TAG_SLOT = np.full(int(_COUNTED_IDS.max()) + 1, -1, dtype=np.int64)
+_TAG_SLOT[_COUNTED_IDS] = np.arange(_COUNTED_IDS.size)
+# np.nan_to_num's value of a float32 infinity (site_pages_log's, _finite).
+_FLOAT32_MAX = float(np.finfo(np.float32).max)
 
 
 def _url_columns(url: str) -> list:
@@ -216,13 +227,23 @@ def page_type_features(page: CompactPage, url: str, texts: list, words: np.ndarr
     row = np.zeros(len(PAGE_FEATURE_NAMES))
     i = len(head)
     row[:i] = head
-    # Text nodes and unknown tags (ids past the counted ones) fall in entries never read.
-    tag_counts = np.bincount(np.minimum(page.tag, _TAG_BINS - 1), minlength=_TAG_BINS)
-    row[i:i + _COUNTED_IDS.size] = np.log1p(tag_counts[_COUNTED_IDS])
+    compiled = _compiled_model is not None and _COMPILED
+    if compiled and page.tag.dtype == np.int32:
+        tag_counts = np.empty(_COUNTED_IDS.size, dtype=np.int64)
+        _compiled_model.tag_counts(np.ascontiguousarray(page.tag), _TAG_SLOT, tag_counts)
+    else:
+        # Text nodes and unknown tags (ids past the counted ones) fall in entries never read.
+        tag_counts = np.bincount(np.minimum(page.tag, _TAG_BINS - 1), minlength=_TAG_BINS)[_COUNTED_IDS]
+    row[i:i + _COUNTED_IDS.size] = np.log1p(tag_counts)
     i += _COUNTED_IDS.size
     if n:
         weights = w / total if total else np.zeros(n)
-        values = _without_nan(X.take(_weighted_columns(column), axis=1).astype(np.float64))
+        columns = _weighted_columns(column)
+        if compiled and X.dtype == np.float32 and X.flags.c_contiguous:
+            values = np.empty((n, columns.size))
+            _compiled_model.finite_columns(X, columns, values)
+        else:
+            values = _without_nan(X.take(columns, axis=1).astype(np.float64))
         row[i:i + len(_WEIGHTED)] = weights @ values
         i += len(_WEIGHTED)
         repeated = X[:, column["same_shape_max_log"]] >= _THREE_ALIKE     # three or more alike
@@ -244,7 +265,9 @@ def _without_nan(values: np.ndarray) -> np.ndarray:
 def _finite(value) -> float:
     """float(np.nan_to_num(value)) of one float32 value."""
     value = float(value)
-    return value if math.isfinite(value) else float(np.nan_to_num(np.float32(value)))
+    if math.isfinite(value):
+        return value
+    return 0.0 if math.isnan(value) else math.copysign(_FLOAT32_MAX, value)
 
 
 class PageTypeModel:
@@ -264,6 +287,12 @@ class PageTypeModel:
             return np.zeros((0, len(PAGE_TYPES)))
         p = self._set.stacked(features)
         return p / np.maximum(p.sum(axis=1, keepdims=True), 1e-12)
+
+    def row_proba(self, row: np.ndarray) -> np.ndarray:
+        """proba(row[None, :])[0] of one page's float32[F] features: the same sum over the one
+        row's types (a reduction over 7 contiguous values either way) and the same divisions."""
+        p = self._set.stacked(row.reshape(1, -1))[0]
+        return p / max(p.sum(), 1e-12)
 
 
 def page_type_label(proba: np.ndarray, blocks: int) -> str:

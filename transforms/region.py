@@ -99,7 +99,8 @@ def _region_features_compiled(p: np.ndarray, words: np.ndarray, own: np.ndarray,
     raw = np.empty((n, _OWN_START))
     _compiled.region_columns(p, w, np.ascontiguousarray(ancestors, dtype=np.int64), total, raw)
     raw[:, 1] = np.log(np.ascontiguousarray(raw[:, 1]))
-    raw[:, _LOG1P] = np.log1p(np.ascontiguousarray(raw[:, _LOG1P].T)).T
+    # The gathered [blocks, 7] copy is contiguous, as the reference's columns are.
+    raw[:, _LOG1P] = np.log1p(raw[:, _LOG1P])
     raw[:, _RCOL["page_main_words_log"]] = np.log1p(total)
     out[:, :_OWN_START] = raw
     out[:, _OWN_START:] = own

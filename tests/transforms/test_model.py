@@ -644,3 +644,78 @@ def test_forest_table_refuses_a_table_that_does_not_fit():
     out = np.empty(3)
     with pytest.raises(ValueError, match="do not fit"):
         _model.forest(table(), np.zeros((3, 3), dtype=np.float32), out, False)
+
+
+def test_forest_row_reaches_forests_leaves():
+    """_model.c forest_row (one row, LANES trees side by side) against forest's per-tree walk of
+    the same row: every tree's leaf value bit for bit, for the shipped page type set (840 trees,
+    a last group of 8), first stage (150: of 6) and region stage (120: of 8), on seeded rows with NaN in
+    a fifth of the cells and rows all NaN; the count of infinite cells as forest counts it; a row
+    or an output of another size refused."""
+    from sitestrip.transforms import _model
+    from sitestrip.transforms.classify import SHIPPED_MODELS
+    from sitestrip.transforms.model import EnsembleSet
+    require_built("_model")
+    with open(SHIPPED_MODELS["learned"], "rb") as f:
+        shipped = load_model(f.read())
+    types = EnsembleSet(shipped.page_type_models)
+    rng = np.random.default_rng(7)
+    region = shipped.region
+    for table, trees, width in ((types._forest(), types._roots.size, types._width),
+                                (shipped._forest(), shipped._roots.size, len(shipped.feature_names)),
+                                (region._forest(), region._roots.size, len(region.feature_names))):
+        assert trees % 16 != 0                     # a last group of fewer than 16 trees
+        for k in range(30):
+            row = rng.normal(scale=2.0, size=(1, width)).astype(np.float32)
+            row[rng.random(row.shape) < (1.0 if k == 0 else 0.2)] = np.nan
+            got, ref = np.empty(trees), np.empty(trees)
+            assert _model.forest_row(table, row, got) == 0
+            _model.forest(table, row, ref, True)
+            assert got.tobytes() == ref.tobytes()
+        row[0, :3] = [np.inf, -np.inf, np.inf]
+        assert _model.forest_row(table, row, got) == _model.forest(table, row, ref, True) == 3
+        assert got.tobytes() == ref.tobytes()
+        for bad_row, bad_out in ((np.zeros((1, width + 1), np.float32), got), (row, np.empty(trees - 1))):
+            with pytest.raises(ValueError, match="does not fit"):
+                _model.forest_row(table, bad_row, bad_out)
+    # The page type set's one-row path (forest_row) against each ensemble's numpy walk.
+    row = rng.normal(scale=2.0, size=(1, types._width)).astype(np.float32)
+    import sitestrip.transforms.model as model_module
+    stacked = types.stacked(row)
+    try:
+        model_module._COMPILED = False
+        reference = np.stack([m.predict_proba(row) for m in types.models], axis=1)
+    finally:
+        model_module._COMPILED = True
+    assert stacked.tobytes() == reference.tobytes()
+
+
+def test_finite_columns_and_tag_counts_are_numpys():
+    """_model.c finite_columns against np.nan_to_num(X.take(columns, axis=1).astype(np.float64))
+    (NaN 0, ±inf the largest finite float64s), and tag_counts against np.bincount's entries of the
+    counted ids (ids without a slot and past the table not counted); what does not fit refused."""
+    from sitestrip.transforms import _model
+    require_built("_model")
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(37, 12)).astype(np.float32)
+    X[rng.random(X.shape) < 0.15] = np.nan
+    X[rng.random(X.shape) < 0.05] = np.inf
+    X[rng.random(X.shape) < 0.05] = -np.inf
+    columns = np.array([11, 0, 3, 3, 7], dtype=np.int64)
+    out = np.empty((37, columns.size))
+    _model.finite_columns(X, columns, out)
+    assert out.tobytes() == np.nan_to_num(X.take(columns, axis=1).astype(np.float64)).tobytes()
+    assert np.isinf(X[:, columns]).any() and np.isnan(X[:, columns]).any() and np.isfinite(out).all()
+    for bad_columns, bad_out in ((np.array([12], np.int64), np.empty((37, 1))), (columns, np.empty((36, 5)))):
+        with pytest.raises(ValueError, match="do not fit"):
+            _model.finite_columns(X, bad_columns, bad_out)
+    tag = rng.integers(0, 40, size=500).astype(np.int32)
+    tag[:5] = 1_000_000
+    slot = np.full(20, -1, dtype=np.int64)
+    ids = np.array([0, 3, 19, 7])
+    slot[ids] = np.arange(ids.size)
+    counts = np.full(ids.size, 99, dtype=np.int64)
+    _model.tag_counts(tag, slot, counts)
+    assert counts.tolist() == np.bincount(tag[tag < 40], minlength=40)[ids].tolist()
+    with pytest.raises(ValueError, match="outside"):
+        _model.tag_counts(tag, slot, np.empty(3, dtype=np.int64))

@@ -211,3 +211,58 @@ def test_url_family_columns_are_the_path_words_set_intersections():
         expected = [bool(words.intersection(family)) for _, family in _URL_FAMILIES]
         assert _url_columns(url)[-len(_URL_FAMILIES):] == expected, url
     assert _url_columns(urls[1])[-len(_URL_FAMILIES):] == [False, True, False, False, True, False]
+
+
+@pytest.mark.parametrize("html,url", [(PRODUCT, "https://shop.example/products/blue-kettle"),
+                                      (FORUM, "https://talk.example/t/kettle-keeps-clicking/4711")])
+def test_compiled_tag_counts_and_weighted_columns_are_numpys(html, url, monkeypatch):
+    """_model.c tag_counts and finite_columns against np.bincount and take/astype/nan_to_num:
+    the page's features bit for bit, with the block features as computed and with NaN, +inf
+    and -inf put in weighted columns and in site_pages_log (np.nan_to_num's largest finite
+    values count in the weighted means), and with tag ids past every counted one."""
+    from helpers.compiled import require_built
+    from sitestrip.transforms import page_type as PT
+    require_built("_model")
+    page = parse_page(html, url)
+    blocks = page_blocks(page)
+    texts = block_texts(page, blocks)
+    X = block_features(page, blocks, texts, conex_main=np.zeros(page.size, dtype=bool), menu_node=None, site=None)
+    odd = X.copy()
+    odd[0, COL["link_char_share"]] = np.nan
+    odd[-1, COL["digit_share"]] = np.inf
+    odd[1, COL["occ_mean"]] = -np.inf
+    odd[0, COL["site_pages_log"]] = -np.inf
+    monkeypatch.setattr(page, "tag", np.where(page.tag == page.tag.max(), 10_000, page.tag).astype(np.int32))
+    for features in (X, odd):
+        with np.errstate(over="ignore"):          # the infinite column's mean past float32
+            compiled = PT.page_type_features(page, url, texts, blocks.words, features, COL)
+            monkeypatch.setattr(PT, "_COMPILED", False)
+            reference = PT.page_type_features(page, url, texts, blocks.words, features, COL)
+            monkeypatch.setattr(PT, "_COMPILED", True)
+        assert compiled.tobytes() == reference.tobytes()
+    # The infinite weighted value, float64's largest, dominates its column's mean (past float32's
+    # range); -inf site pages are float32's lowest value, NaN weighted values count 0.
+    assert compiled[PCOL["w_digit_share"]] == np.inf
+    assert compiled[PCOL["site_pages_log"]] == np.finfo(np.float32).min
+    assert np.isfinite(compiled[PCOL["w_link_char_share"]])
+    assert compiled[PCOL["tags_button_log"]] == reference[PCOL["tags_button_log"]]
+
+
+def test_row_probabilities_are_the_one_row_matrixs():
+    """PageTypeModel.row_proba (classify's one page) is proba of the row as a one-row matrix,
+    bit for bit: the shipped page type stage on seeded rows with NaN, and hand-made ensembles
+    whose probabilities sum to more than one."""
+    from sitestrip.transforms.classify import SHIPPED_MODELS
+    from sitestrip.transforms.model import load_model
+    with open(SHIPPED_MODELS["learned"], "rb") as f:
+        shipped = PageTypeModel(load_model(f.read()).page_type_models)
+    hand = PageTypeModel([_constant(0.0)] + [_constant(2.0)] * (len(PAGE_TYPES) - 1))
+    rng = np.random.default_rng(11)
+    for types in (shipped, hand):
+        for _ in range(40):
+            row = rng.normal(scale=2.0, size=len(PAGE_FEATURE_NAMES)).astype(np.float32)
+            row[rng.random(row.size) < 0.2] = np.nan
+            got = types.row_proba(row)
+            assert got.dtype == np.float64 and got.shape == (len(PAGE_TYPES),)
+            assert got.tobytes() == types.proba(row[None, :])[0].tobytes()
+    assert hand.row_proba(row)[0] == pytest.approx(0.5 / (0.5 + 6 / (1 + math.exp(-2.0))))
