@@ -30,6 +30,20 @@ static int get(PyObject *obj, Py_buffer *view, Py_ssize_t itemsize, int writable
     return 0;
 }
 
+/* Three buffers (two read, the last written) for a function of three arrays, each released if a
+ * later one fails: 0, or -1 with the error set. */
+static int get_three(PyObject *args, Py_buffer v[3], const Py_ssize_t sizes[3], const char *const names[3]) {
+    PyObject *o[3];
+    if (!PyArg_ParseTuple(args, "OOO", &o[0], &o[1], &o[2])) return -1;
+    for (int i = 0; i < 3; i++) {
+        if (get(o[i], &v[i], sizes[i], i == 2, names[i]) < 0) {
+            while (i--) PyBuffer_Release(&v[i]);
+            return -1;
+        }
+    }
+    return 0;
+}
+
 /* leaves(node, X2, steps, feature, threshold, left): every entry of node (int64, rows ×
  * blocks, row-major: row r holds tree r's start node for each block, or for a ceml model
  * each block's own tree in its one row) is moved steps[r] levels down, which reaches the
@@ -411,19 +425,11 @@ done:
  * columns (page_type.py) in one pass instead of a gather, a cast and the NaN and infinity passes. */
 static PyObject *finite_columns(PyObject *self, PyObject *args) {
     (void)self;
-    PyObject *x_o, *c_o, *o_o;
-    if (!PyArg_ParseTuple(args, "OOO", &x_o, &c_o, &o_o)) return NULL;
-    Py_buffer xv, cv, ov;
-    if (get(x_o, &xv, 4, 0, "X") < 0) return NULL;
-    if (get(c_o, &cv, 8, 0, "columns") < 0) {
-        PyBuffer_Release(&xv);
-        return NULL;
-    }
-    if (get(o_o, &ov, 8, 1, "out") < 0) {
-        PyBuffer_Release(&xv);
-        PyBuffer_Release(&cv);
-        return NULL;
-    }
+    static const Py_ssize_t sizes[3] = {4, 8, 8};
+    static const char *const names[3] = {"X", "columns", "out"};
+    Py_buffer v[3];
+    if (get_three(args, v, sizes, names) < 0) return NULL;
+    Py_buffer xv = v[0], cv = v[1], ov = v[2];
     PyObject *result = NULL;
     {
         const float *x = xv.buf;
@@ -450,9 +456,7 @@ static PyObject *finite_columns(PyObject *self, PyObject *args) {
         Py_INCREF(result);
     }
 done:
-    PyBuffer_Release(&xv);
-    PyBuffer_Release(&cv);
-    PyBuffer_Release(&ov);
+    for (int i = 0; i < 3; i++) PyBuffer_Release(&v[i]);
     return result;
 }
 
@@ -461,19 +465,11 @@ done:
  * of np.bincount(page.tag) without the [nodes] minimum and the bins of every other tag. */
 static PyObject *tag_counts(PyObject *self, PyObject *args) {
     (void)self;
-    PyObject *t_o, *s_o, *o_o;
-    if (!PyArg_ParseTuple(args, "OOO", &t_o, &s_o, &o_o)) return NULL;
-    Py_buffer tv, sv, ov;
-    if (get(t_o, &tv, 4, 0, "tag") < 0) return NULL;
-    if (get(s_o, &sv, 8, 0, "slot") < 0) {
-        PyBuffer_Release(&tv);
-        return NULL;
-    }
-    if (get(o_o, &ov, 8, 1, "out") < 0) {
-        PyBuffer_Release(&tv);
-        PyBuffer_Release(&sv);
-        return NULL;
-    }
+    static const Py_ssize_t sizes[3] = {4, 8, 8};
+    static const char *const names[3] = {"tag", "slot", "out"};
+    Py_buffer v[3];
+    if (get_three(args, v, sizes, names) < 0) return NULL;
+    Py_buffer tv = v[0], sv = v[1], ov = v[2];
     PyObject *result = NULL;
     {
         const int32_t *tag = tv.buf;
@@ -495,9 +491,7 @@ static PyObject *tag_counts(PyObject *self, PyObject *args) {
         Py_INCREF(result);
     }
 done:
-    PyBuffer_Release(&tv);
-    PyBuffer_Release(&sv);
-    PyBuffer_Release(&ov);
+    for (int i = 0; i < 3; i++) PyBuffer_Release(&v[i]);
     return result;
 }
 
