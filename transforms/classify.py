@@ -146,10 +146,11 @@ def page_type_proba(model: BlockModel, page_features: np.ndarray) -> np.ndarray 
 
 def region_proba(model: BlockModel, first: np.ndarray, words: np.ndarray, features: np.ndarray,
                  ancestors: np.ndarray) -> np.ndarray:
-    """The region stage's probability of each block of one page (transforms/region.py)."""
-    first = np.where(words > 0, first, 0.0)
-    X = region_features(first, words, own_columns(features, _COL), ancestors)
-    return np.where(words > 0, model.region.predict_proba(X), 0.0)
+    """The region stage's probability of each block of one page (transforms/region.py); `first`
+    is the first stage's, which counts only for blocks with words."""
+    has_words = words > 0
+    X = region_features(np.where(has_words, first, 0.0), words, own_columns(features, _COL), ancestors)
+    return np.where(has_words, model.region.predict_proba(X), 0.0)
 
 
 # A hidden element holding at most this many words is a line a reader never sees (a hidden
@@ -192,13 +193,8 @@ def classify_page(model: BlockModel, page, url: str, blocks: Blocks, texts: list
     if blocks.count == 0:
         return PageClassification(np.zeros(0), np.zeros(0, dtype=bool), model.threshold, label, types)
     if model.kind == "gbdt" and model.region is not None:
-        # region_proba's steps, the blocks with words found once: `first` is already 0 where
-        # region_proba would zero it.
-        has_words = blocks.words > 0
-        first = np.where(has_words, model.predict_proba(features), 0.0)
-        X = region_features(first, blocks.words, own_columns(features, _COL),
-                            owner_ancestors(page.parent, blocks.owner))
-        proba = np.where(has_words, model.region.predict_proba(X), 0.0)
+        proba = region_proba(model, model.predict_proba(features), blocks.words, features,
+                             owner_ancestors(page.parent, blocks.owner))
     else:
         proba = block_proba(model, features, blocks.group, blocks.words, params)
     proba = np.where(hidden_blocks(features), 0.0, proba)
