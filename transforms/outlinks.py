@@ -162,7 +162,7 @@ class PageLinks:
 
     @staticmethod
     def arrow_batch(held: list, schema):
-        """The rows of several PageLinks (`held`, in order) as one pyarrow RecordBatch of
+        """The rows of one or more PageLinks (`held`, in order) as one pyarrow RecordBatch of
         `schema` (schemas.LINKS): the values and buffers pa.array gives for the columns()
         joined, built from the links' arrays and packed strings with a few numpy calls per
         batch. columns() made every link's strings, regions and page fields Python objects
@@ -183,10 +183,10 @@ class PageLinks:
         if split is None:
             return None
         url_data, url_lengths, text_data, text_lengths = split
-        flags = np.concatenate([links.flags for links in held]) if held else np.zeros(0, dtype=np.uint8)
-        rel = np.concatenate([links.rel for links in held]) if held else np.zeros(0, dtype=np.uint8)
+        flags = np.concatenate([links.flags for links in held])
+        rel = np.concatenate([links.rel for links in held])
         fragment_at = np.concatenate([links.fragment_at.astype(np.int64) + start
-                                      for links, start in zip(held, starts.tolist())]) if held else page
+                                      for links, start in zip(held, starts.tolist())])
         if fragment_at.size > 1 and not (np.diff(fragment_at) > 0).all():
             return None
         offsets = [links.warc_offset for links in held]
