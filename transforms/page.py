@@ -840,6 +840,18 @@ class TooManyNodes(ValueError):
     """A page with more nodes than the configured cap (read.max_nodes)."""
 
 
+def _check_node_count(body, max_nodes: int) -> None:
+    """TooManyNodes where the body has more than `max_nodes` nodes, as XPath counts them."""
+    if _compiled is not None and _COMPILED and 0 <= _compiled.count_nodes(body, max_nodes) <= max_nodes:
+        return
+    # Counted by libxml2's XPath in C (~0.1 µs per node), whitespace and
+    # dropped subtrees included: an upper bound of what flattening keeps. The compiled
+    # count (a few ns per node, never below XPath's) settles the pages under the cap.
+    count = int(body.xpath("count(descendant-or-self::node())"))
+    if count > max_nodes:
+        raise TooManyNodes(f"{count} parsed nodes, more than read.max_nodes = {max_nodes}")
+
+
 def parse_page(html: str | bytes, url: str, max_nodes: int | None = None,
                rules: ParseRules = PRODUCT_RULES, chars: int | None = None) -> CompactPage:
     """Parse decoded HTML into a CompactPage. Never recurses; bounded by lxml's depth cap.
@@ -852,14 +864,6 @@ def parse_page(html: str | bytes, url: str, max_nodes: int | None = None,
     if chars is None:
         chars = len(html.decode("utf-8", "replace") if isinstance(html, bytes) else html)
     root, body, notes = parse_tree(html)
-    if max_nodes is not None and body is not None and not (
-            _compiled is not None and _COMPILED and 0 <= _compiled.count_nodes(body, max_nodes) <= max_nodes):
-        # Counted by libxml2's XPath in C (~0.1 µs per node), whitespace and
-        # dropped subtrees included: an upper bound of what flattening keeps. The compiled
-        # count (a few ns per node, never below XPath's) settles the pages under the cap.
-        count = int(body.xpath("count(descendant-or-self::node())"))
-        if count > max_nodes:
-            raise TooManyNodes(f"{count} parsed nodes, more than read.max_nodes = {max_nodes}")
     title, base_url = "", url
     if root is not None:
         # find("head"), find("title") and find("base[@href]"), as lxml's ElementPath runs them
@@ -873,8 +877,17 @@ def parse_page(html: str | bytes, url: str, max_nodes: int | None = None,
                 base_url = resolve_link(url, href) or url
     page = None
     declared = []
-    if _compiled is not None and _COMPILED and body is not None:
-        page = _flatten_compiled(body, url, title, base_url, chars, notes, rules, root, declared)
+    compiled = _compiled is not None and _COMPILED and body is not None
+    if compiled:
+        # The walk counts the nodes as it reads them: a page within the cap needs no count of
+        # its own (on docsites-dev the separate pass cost a tenth of the walk).
+        page = _flatten_compiled(body, url, title, base_url, chars, notes, rules, root, declared,
+                                 max_nodes if max_nodes is not None and max_nodes >= 0 else None)
+    if page is None or page is _UNCOUNTED:
+        if max_nodes is not None and body is not None:
+            _check_node_count(body, max_nodes)
+        if page is _UNCOUNTED:
+            page = _flatten_compiled(body, url, title, base_url, chars, notes, rules, root, declared)
     if page is None:
         page = _flatten(body, url, title, base_url, chars, notes, rules)
     page.meta = page_metadata(root, base_url, declared[0] if declared else None).as_tuple()
@@ -1261,6 +1274,8 @@ def _tag_props_of(rules: ParseRules):
     return props
 
 
+# What _flatten_compiled gives for a body that may have more nodes than its limit.
+_UNCOUNTED = object()
 _WALK_CONSTS = (F_LINK, F_IN_LINK, F_NAV_HINT, F_NAV_WORD, F_NAV_ALL, F_SPACE_BEFORE, F_PRE, F_RAISED, F_HIDDEN,
                 HINT_BIT["nav"], HINT_BIT["hidden"])
 _PERMALINK_OF: dict = {}
@@ -1288,18 +1303,26 @@ def _walk_callables(rules: ParseRules) -> tuple:
 
 
 def _flatten_compiled(body, url: str, title: str, base_url: str, html_len: int, notes: tuple,
-                      rules: ParseRules = PRODUCT_RULES, root=None, declared: list | None = None
-                      ) -> CompactPage | None:
+                      rules: ParseRules = PRODUCT_RULES, root=None, declared: list | None = None,
+                      limit: int | None = None):
     """`_flatten`'s CompactPage from transforms/_flatten.c, or None where the compiled walk
     leaves the page to the reference (a tree it does not read exactly as lxml does).
 
     With the document's `root` (the body lies under it), the walk also gathers what
     meta.page_metadata reads of the document (meta._declared_elements), which it appends to
-    `declared`: one pass over the body for both."""
+    `declared`: one pass over the body for both. With a `limit` (>= 0), _UNCOUNTED where the
+    body may have more nodes than that (count_nodes' count, which is never below XPath's)."""
     tag_props, permalink = _walk_callables(rules)
-    out = _compiled.walk(body, base_url, _base_parts(base_url), tag_props, _class_info, _id_info,
-                         resolve_link, count_words, _HIDDEN_STYLE.search, permalink,
-                         rules.browser_text, _WALK_CONSTS, root)
+    if limit is None:
+        out = _compiled.walk(body, base_url, _base_parts(base_url), tag_props, _class_info, _id_info,
+                             resolve_link, count_words, _HIDDEN_STYLE.search, permalink,
+                             rules.browser_text, _WALK_CONSTS, root)
+    else:
+        out = _compiled.walk(body, base_url, _base_parts(base_url), tag_props, _class_info, _id_info,
+                             resolve_link, count_words, _HIDDEN_STYLE.search, permalink,
+                             rules.browser_text, _WALK_CONSTS, root, limit)
+        if out is False:
+            return _UNCOUNTED
     if out is None:
         return None
     (parent, depth, tag, end, child_count, flags, hints, line, id_hash, class_ptr, class_hash,

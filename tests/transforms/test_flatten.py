@@ -484,6 +484,39 @@ def test_node_count_by_hand_and_the_cap():
         P._COMPILED = saved
 
 
+COUNTED = [
+    "<body><p>a<!-- c --><?pi x?></p>b<br/>t</body>",
+    "<body><script>var x = 1;</script> <div><svg><g><path/></g><text>t</text></svg> tail</div></body>",
+    "<body><h2>Title<a href='#t'>\u00b6</a></h2><noscript><p>kept <b>x</b></p></noscript><pre>\n code\n</pre></body>",
+    "<body><head><meta name='x' content='y'><title>in body</title></head><style>p{}</style>  \n </body>",
+    "<body><select><option>a</option><option>b</option></select><img src='/a.png'><iframe>x</iframe></body>",
+    "<body></body>",
+]
+
+
+@pytest.mark.parametrize("html", COUNTED)
+@pytest.mark.parametrize("rules", [PRODUCT_RULES, SPEC_RULES])
+def test_the_walk_counts_the_nodes_as_count_nodes_does(html, rules):
+    """With a limit, the walk reads a body of at most that many nodes (count_nodes' count,
+    dropped and leaf subtrees, comments and whitespace included) as it reads it without one,
+    and gives up on a body of more; parse_page's cap holds at the count and fails below it."""
+    root = etree.fromstring(html, etree.HTMLParser(remove_comments=False, remove_pis=False))
+    body = root.find("body")
+    count = P._compiled.count_nodes(body, 10 ** 6)
+    assert count == int(body.xpath("count(descendant-or-self::node())"))
+    within = P._flatten_compiled(body, URL, "T", URL, 123, (), rules, root, [], count)
+    assert within is not P._UNCOUNTED and within is not None
+    assert within.differing_fields(P._flatten_compiled(body, URL, "T", URL, 123, (), rules, root, [])) == []
+    for limit in (count - 1, 0):
+        assert P._flatten_compiled(body, URL, "T", URL, 123, (), rules, root, [], limit) is P._UNCOUNTED
+    parsed = parse_tree(html)[1]
+    parsed_count = P._compiled.count_nodes(parsed, 10 ** 6)
+    assert parse_page(html, URL, max_nodes=parsed_count, rules=rules).differing_fields(
+        parse_page(html, URL, rules=rules)) == []
+    with pytest.raises(P.TooManyNodes, match=f"^{parsed_count} parsed nodes"):
+        parse_page(html, URL, max_nodes=parsed_count - 1, rules=rules)
+
+
 # --- what the walk reads for node_extras itself: images, rel flags ---
 
 IMAGES = [
