@@ -93,7 +93,19 @@ static int utf8_append(Vec *out, const unsigned char *s) {
     size_t k = 0, m = 0;
     while (k < n) {
         unsigned char c = s[k];
-        if (c < 0x80) { o[m++] = c; k++; continue; }
+        if (c < 0x80) {
+            o[m++] = c;
+            k++;
+            while (k + 8 <= n) {      /* ASCII runs 8 bytes at a time, as utf8_valid reads them */
+                uint64_t x;
+                memcpy(&x, s + k, 8);
+                if (x & 0x8080808080808080ULL) break;
+                for (int j = 0; j < 8; j++) o[m + j] = s[k + j];
+                m += 8;
+                k += 8;
+            }
+            continue;
+        }
         Py_UCS4 cp;
         int extra;
         if (c >= 0xC2 && c <= 0xDF) { cp = c & 0x1F; extra = 1; }
@@ -366,6 +378,48 @@ static Py_ssize_t collapse_into(Vec *out, const Py_UCS4 *s, size_t n) {
         o[m++] = c;
     }
     out->len += m;
+    return (Py_ssize_t)m;
+}
+
+/* Python's whitespace (Py_UNICODE_ISSPACE) and ascii_alnum of each ASCII code point, one
+ * lookup for both in the loop every text node goes through (collapse_counting). */
+enum { C_SPACE = 1, C_ALNUM = 2 };
+static unsigned char ascii_class[0x80];
+
+static void ascii_class_init(void) {
+    for (Py_UCS4 c = 0; c < 0x80; c++)
+        ascii_class[c] = (Py_UNICODE_ISSPACE(c) ? C_SPACE : 0) | (ascii_alnum(c) ? C_ALNUM : 0);
+}
+
+/* collapse_into, and in *ascii_words words_of's count where the collapsed text is ASCII (-1
+ * where it is not): collapsing only removes whitespace and puts single spaces between what it
+ * keeps, so the runs of letters and digits of the text are those of the collapsed text. */
+static Py_ssize_t collapse_counting(Vec *out, const Py_UCS4 *s, size_t n, Py_ssize_t *ascii_words) {
+    if (vec_reserve(out, n) < 0) return -1;
+    Py_UCS4 *o = (Py_UCS4 *)out->data + out->len;
+    size_t m = 0;
+    int gap = 0, in = 0;
+    Py_ssize_t words = 0;
+    Py_UCS4 high = 0;
+    for (size_t k = 0; k < n; k++) {
+        Py_UCS4 c = s[k];
+        if (c < 0x80) {
+            unsigned char cls = ascii_class[c];
+            if (cls & C_SPACE) { gap = 1; in = 0; continue; }
+            int a = cls & C_ALNUM;
+            words += a && !in;
+            in = a;
+        } else {
+            if (Py_UNICODE_ISSPACE(c)) { gap = 1; in = 0; continue; }
+            high = c;
+            in = 0;
+        }
+        if (gap && m) o[m++] = ' ';
+        gap = 0;
+        o[m++] = c;
+    }
+    out->len += m;
+    *ascii_words = high ? -1 : words;
     return (Py_ssize_t)m;
 }
 
@@ -843,7 +897,8 @@ static int add_text(W *w, int32_t p) {
         words = words_of(w, (const Py_UCS4 *)w->scratch.data, (size_t)chars);
         flag = w->k.f_pre;
     } else {
-        chars = collapse_into(&w->text, raw, rn);
+        Py_ssize_t ascii_words;
+        chars = collapse_counting(&w->text, raw, rn, &ascii_words);
         if (chars < 0) return -1;
         if (chars == 0) {
             w->space_pending = 1;
@@ -855,7 +910,7 @@ static int add_text(W *w, int32_t p) {
         w->space_pending = Py_UNICODE_ISSPACE(raw[rn - 1]) ? 1 : 0;
         w->word_end = uni_alnum(s[chars - 1]) ? 1 : 0;
         text_n = chars;
-        words = words_of(w, s, (size_t)chars);
+        words = ascii_words >= 0 ? ascii_words : words_of(w, s, (size_t)chars);
     }
     if (words < 0) return -1;
     w->closed_since = w->opened_since = 0;
@@ -2811,6 +2866,7 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_flatten",
 PyMODINIT_FUNC PyInit__flatten(void) {
     crc_init();
     url_init();
+    ascii_class_init();
     if (import_lxml__etree() < 0) return NULL;
     PyObject *etree = PyImport_ImportModule("lxml.etree");
     if (!etree) return NULL;

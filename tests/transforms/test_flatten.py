@@ -484,6 +484,20 @@ def test_node_count_by_hand_and_the_cap():
         P._COMPILED = saved
 
 
+@pytest.mark.parametrize("text", [
+    "two  words", "\u00a0snake_case\u00a0x2 ", "a\u2003b\u3000c", "caf\u00e9 au lait", "\u00a0\u2003",
+    "x\u0301y z", "\u4e2d\u6587 and 42", "\u0085 next\u2028line", "__ -- 9_9",
+])
+def test_text_words_and_characters_are_the_references(text):
+    """Collapsing and counting a text node's words in one pass gives the reference's text,
+    words and characters: ASCII words where whitespace outside ASCII separates them, and the
+    full token pattern once a kept character is not ASCII."""
+    page = assert_same_parse(f"<body><p>{text}</p><p> {text}<b>{text}</b></p></body>")
+    texts = page.tag == TEXT
+    assert page.words[texts].tolist() == [count_words(" ".join(t.split())) for t in page.node_texts(texts.nonzero()[0])]
+    assert page.words[texts].sum() > 0 or not text.split()
+
+
 COUNTED = [
     "<body><p>a<!-- c --><?pi x?></p>b<br/>t</body>",
     "<body><script>var x = 1;</script> <div><svg><g><path/></g><text>t</text></svg> tail</div></body>",
