@@ -198,10 +198,10 @@ typedef struct {
     PyObject *href_cache;     /* href -> resolve_link result, this page */
     xmlNode *body;
     int bail;                 /* 1: not read exactly here, let Python do the page */
-    /* The body's nodes of every kind but attributes, as count_nodes counts them, with walk's
-     * `limit` (-1: not counted); uncounted: a node whose descendants are not counted lies in it. */
+    /* The body's nodes of every kind but attributes, as count_nodes counts them, against walk's
+     * `limit` where `counting`; uncounted: a node whose descendants are not counted lies in it. */
     long long count, limit;
-    int uncounted;
+    int counting, uncounted;
     /* per node */
     Vec parent, depth, tag, end, flags, hints, line, id_hash, class_ptr, attr_ptr, text_len, words, chars;
     Vec class_hash, attr_hash, link_node, extra_node, extra_ptr, fragment_node;
@@ -1730,7 +1730,7 @@ static int skipped_below(W *w, xmlNode *top) {
 }
 
 static int start(W *w, xmlNode *node) {
-    if (++w->count > w->limit && w->limit >= 0) return -3;
+    if (++w->count > w->limit && w->counting) return -3;
     TagSlot *t;
     int r = tag_of(w, node, &t);
     if (r) return r < 0 ? -1 : -2;
@@ -1744,7 +1744,7 @@ static int start(W *w, xmlNode *node) {
         if (r) bits |= T_DROP;
     }
     if ((bits & T_DROP) && node != w->body) {
-        if ((w->root || w->limit >= 0) && node->children && skipped_below(w, node) < 0) return -1;
+        if ((w->root || w->counting) && node->children && skipped_below(w, node) < 0) return -1;
         /* skipped subtree (a permalink anchor too); its end event adds the tail to the open
          * element */
         r = text_run(w, node->next, VAT(w->stack_i, int32_t, w->stack_i.len - 1));
@@ -1888,7 +1888,7 @@ static int start(W *w, xmlNode *node) {
     if (bits & T_A) w->in_link++;
     if (bits & T_TITLE) w->in_title++;
     if (bits & T_LEAF) {
-        if ((w->root || w->limit >= 0) && node->children && skipped_below(w, node) < 0) return -1;
+        if ((w->root || w->counting) && node->children && skipped_below(w, node) < 0) return -1;
         return S_LEAF;
     }
     if ((bits & T_PRE) && w->k.browser) {
@@ -2290,24 +2290,27 @@ done:
 /* walk(body, base_url, base_parts, tag_props, class_info, id_info, resolve_link, count_words,
  *      hidden_style, permalink, browser, consts[, root[, limit]]); base_parts: urls._base_parts(base_url);
  * with the document's root, the result's last item is meta_elements(root), gathered as the
- * body is read (None without a root, or where meta_elements gives None). With a limit >= 0,
+ * body is read (None without a root, or where meta_elements gives None). With a limit (an int),
  * the walk counts the body's nodes as count_nodes does, those of the subtrees it skips
  * included, and gives False, unread, where the count passes the limit or cannot be made (an
  * entity reference in a skipped subtree): a page within it needs no count_nodes pass of its
  * own, and one past it is left before it is read to the end. */
 static PyObject *walk(PyObject *self, PyObject *args) {
     (void)self;
-    PyObject *body_o, *parts, *root_o = Py_None;
+    PyObject *body_o, *parts, *root_o = Py_None, *limit_o = Py_None;
     W w;
     memset(&w, 0, sizeof(w));
-    w.limit = -1;
-    if (!PyArg_ParseTuple(args, "OUOOOOOOOOp(iiiiiiiiikk)|OL", &body_o, &w.base_url, &parts, &w.tag_props, &w.class_info,
+    if (!PyArg_ParseTuple(args, "OUOOOOOOOOp(iiiiiiiiikk)|OO", &body_o, &w.base_url, &parts, &w.tag_props, &w.class_info,
                           &w.id_info, &w.resolve, &w.count_words, &w.hidden_style, &w.permalink, &w.k.browser,
                           &w.k.f_link, &w.k.f_in_link, &w.k.f_nav_hint, &w.k.f_nav_word, &w.k.f_nav_all,
                           &w.k.f_space_before, &w.k.f_pre, &w.k.f_raised, &w.k.f_hidden, &w.k.hint_nav,
-                          &w.k.hint_hidden, &root_o, &w.limit))
+                          &w.k.hint_hidden, &root_o, &limit_o))
         return NULL;
-    if (w.limit < -1) w.limit = -1;
+    if (limit_o != Py_None) {
+        w.limit = PyLong_AsLongLong(limit_o);
+        if (w.limit == -1 && PyErr_Occurred()) return NULL;
+        w.counting = 1;
+    }
     if (base_parts_of(parts, &w.parts) < 0) return NULL;
     if (!element_type || !PyObject_TypeCheck(body_o, element_type)) Py_RETURN_NONE;
     struct LxmlElement *body = (struct LxmlElement *)body_o;
@@ -2347,7 +2350,7 @@ static PyObject *walk(PyObject *self, PyObject *args) {
     PyObject *out = NULL;
     if (!w.links || !w.fragments || !w.href_cache) goto done;
     int r = run(&w);
-    if (r == 0 && w.limit >= 0 && (w.count > w.limit || w.uncounted)) r = -3;
+    if (r == 0 && w.counting && (w.count > w.limit || w.uncounted)) r = -3;
     if (r == -2) {
         PyErr_Clear();
         out = Py_None;

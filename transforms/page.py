@@ -881,8 +881,7 @@ def parse_page(html: str | bytes, url: str, max_nodes: int | None = None,
     if compiled:
         # The walk counts the nodes as it reads them: a page within the cap needs no count of
         # its own (on docsites-dev the separate pass cost a tenth of the walk).
-        page = _flatten_compiled(body, url, title, base_url, chars, notes, rules, root, declared,
-                                 max_nodes if max_nodes is not None and max_nodes >= 0 else None)
+        page = _flatten_compiled(body, url, title, base_url, chars, notes, rules, root, declared, max_nodes)
     if page is None or page is _UNCOUNTED:
         if max_nodes is not None and body is not None:
             _check_node_count(body, max_nodes)
@@ -1310,7 +1309,7 @@ def _flatten_compiled(body, url: str, title: str, base_url: str, html_len: int, 
 
     With the document's `root` (the body lies under it), the walk also gathers what
     meta.page_metadata reads of the document (meta._declared_elements), which it appends to
-    `declared`: one pass over the body for both. With a `limit` (>= 0), _UNCOUNTED where the
+    `declared`: one pass over the body for both. With a `limit`, _UNCOUNTED where the
     body may have more nodes than that (count_nodes' count, which is never below XPath's)."""
     tag_props, permalink = _walk_callables(rules)
     if limit is None:

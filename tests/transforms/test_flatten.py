@@ -521,14 +521,15 @@ def test_the_walk_counts_the_nodes_as_count_nodes_does(html, rules):
     within = P._flatten_compiled(body, URL, "T", URL, 123, (), rules, root, [], count)
     assert within is not P._UNCOUNTED and within is not None
     assert within.differing_fields(P._flatten_compiled(body, URL, "T", URL, 123, (), rules, root, [])) == []
-    for limit in (count - 1, 0):
+    for limit in (count - 1, 0, -1, -(2 ** 62)):
         assert P._flatten_compiled(body, URL, "T", URL, 123, (), rules, root, [], limit) is P._UNCOUNTED
     parsed = parse_tree(html)[1]
     parsed_count = P._compiled.count_nodes(parsed, 10 ** 6)
     assert parse_page(html, URL, max_nodes=parsed_count, rules=rules).differing_fields(
         parse_page(html, URL, rules=rules)) == []
-    with pytest.raises(P.TooManyNodes, match=f"^{parsed_count} parsed nodes"):
-        parse_page(html, URL, max_nodes=parsed_count - 1, rules=rules)
+    for cap in (parsed_count - 1, 0, -1):
+        with pytest.raises(P.TooManyNodes, match=f"^{parsed_count} parsed nodes"):
+            parse_page(html, URL, max_nodes=cap, rules=rules)
 
 
 # --- what the walk reads for node_extras itself: images, rel flags ---
