@@ -780,3 +780,94 @@ def test_ascii_texts_counted_over_their_lowered_copy():
     x = assert_same(texts)
     assert x[0, _COLUMN["upper_start"]] == 1 and x[2, _COLUMN["upper_start"]] == 0
     assert x[4, _COLUMN["upper_start"]] == 0
+
+
+# ---------------------------------------------------------------- the block texts in one pass
+# _features.c text_role_columns against text_columns, role_text and role_any (each compared with
+# its reference above) and against the references themselves.
+
+def _one_pass(texts, words):
+    """text_role_columns's (counts, roles) of `texts` with block words `words`."""
+    counts = np.empty((len(texts), F._compiled.COLUMNS), np.int64)
+    roles = np.empty((len(texts), 4), np.int64)
+    F._compiled.text_role_columns(texts, np.asarray(words, np.int64), F.ROLE_BLOCK_WORDS, F._ROLE_HEAD_KEYS,
+                                  F._ROLE_HEAD2_KEYS, counts, roles)
+    return counts, roles
+
+
+def assert_one_pass_same(texts, words):
+    c = F._compiled
+    counts, roles = _one_pass(texts, words)
+    ref_counts = np.empty_like(counts)
+    c.text_columns(texts, ref_counts)
+    assert counts.tolist() == ref_counts.tolist()
+    upper, letters, candidate = F._role_text_python(texts)
+    assert roles[:, 0].tolist() == upper.tolist() and roles[:, 1].tolist() == letters.tolist()
+    assert (roles[:, 2] != 0).tolist() == candidate.tolist()
+    short = [b for b in range(len(texts)) if words[b] <= F.ROLE_BLOCK_WORDS]
+    rows, columns = [], []
+    if short:
+        F._role_any_python(texts, short, rows, columns)
+    reference = {(r, F.FEATURE_NAMES[k]) for r, k in zip(rows, columns)}
+    assert {(b, "role_" + name) for b in range(len(texts)) for k, name in enumerate(F._ROLE_ANY_NAMES)
+            if roles[b, 3] >> k & 1} == reference
+    assert all(roles[b, 3] == 0 for b in range(len(texts)) if b not in short)
+    # The float columns as block_features writes them, against the reference's.
+    got, ref = np.zeros((len(texts), WIDTH)), np.zeros((len(texts), WIDTH))
+    F._text_role_compiled(texts, np.asarray(words), got)
+    F._text_columns_python(texts, ref)
+    assert got.tobytes() == ref.tobytes()
+    return counts, roles
+
+
+def test_one_pass_by_hand():
+    """"By Ann, 5 min read." (ASCII, a block of 6 words): words By|Ann,|5|min|read. = 5;
+    punctuation "," and "." = 2; one comma; one sentence end; one digit; 19 characters; ends
+    with "."; upper first. Capitals B, A of 12 ASCII letters; its head "by " may start a cue;
+    "min read" a reading time (bit 2). The same text as a block of 30 words: no anywhere cue
+    looked for. "Ünewsletter Getty Images" (not ASCII: str.lower called, 3 words): capitals G, I
+    of 21 ASCII letters (Ü is none), no head, "newsletter" (subscribe, bit 1) and "getty images"
+    (credit, bit 0). "": all 0."""
+    texts = ["By Ann, 5 min read.", "By Ann, 5 min read.", "Ünewsletter Getty Images", ""]
+    counts, roles = assert_one_pass_same(texts, [6, 30, 3, 0])
+    assert counts[0, :8].tolist() == [5, 2, 1, 1, 1, 19, 1, 1]
+    assert counts[2, 0] == 3 and counts[3].tolist() == [0] * F._compiled.COLUMNS
+    assert roles.tolist() == [[2, 12, 1, 0b100], [2, 12, 1, 0], [2, 21, 0, 0b011], [0, 0, 0, 0]]
+
+
+def test_one_pass_on_edge_and_seeded_texts():
+    """The text columns' edge texts and seeded pages, and the role cues' seeded texts, with block
+    words on both sides of ROLE_BLOCK_WORDS."""
+    rng = random.Random(31)
+    assert_one_pass_same(EDGE_TEXTS, [rng.choice([0, 1, 25, 26, 400]) for _ in EDGE_TEXTS])
+    for _ in range(100):
+        texts = ["".join(rng.choice(_PIECES) + rng.choice(_GLUE) for _ in range(rng.randint(0, 10)))
+                 for _ in range(rng.randint(1, 30))]
+        assert_one_pass_same(texts, [rng.randint(0, 40) for _ in texts])
+    pieces = [p for _, parts in F._ROLE_ANY_CUES for part in parts for p in part.replace("(?:", "").replace(
+        ")", "").replace("\\b", "").replace("\\.", ".").split("|")] + ["By ", "Photo: ", "5 ", "x", " ", "É"]
+    texts = ["".join(rng.choice(pieces) for _ in range(rng.randint(0, 5))) for _ in range(2000)]
+    _, roles = assert_one_pass_same(texts, [rng.randint(0, 30) for _ in texts])
+    assert {int(b) for b in roles[:, 3]} >= {0, 1, 2, 4}
+
+
+def test_one_pass_is_what_block_features_uses(monkeypatch):
+    """block_features reads its texts once: with the separate passes made to fail, the matrix
+    is still the reference's."""
+    page = parse_page(f"<html><body>{_ROLE_PAGE}</body></html>", "http://ex.com/")
+    expected = page_by_path(page, False)[3]
+
+    def no_pass(*args, **kwargs):
+        raise AssertionError("a separate text pass ran")
+
+    for name in ("text_columns", "role_text", "role_any"):
+        monkeypatch.setattr(F._compiled, name, no_pass)
+    got = page_by_path(page, True)[3]
+    assert got.any() and np.array_equal(got, expected, equal_nan=True)
+
+
+def test_one_pass_refuses_what_is_not_block_texts():
+    with pytest.raises(TypeError, match="int"):
+        _one_pass(["a", 3], [1, 1])
+    with pytest.raises(ValueError, match="words"):
+        _one_pass(["a", "b"], [1])
