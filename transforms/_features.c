@@ -44,8 +44,8 @@
  *   page_blocks: blocks.page_blocks (blocks._page_blocks_python), one pass over the nodes;
  *   role_nodes, role_text, role_any: features._role_columns's element columns, ASCII case
  *     counts and cue heads, and anywhere cues (_role_elements_python, _role_text_python,
- *     _role_any_python); text_role_columns: text_columns, role_text and role_any in one pass
- *     over the page's block texts, each lowered once.
+ *     _role_any_python); text_role_columns: text_columns, role_text, role_any and the page
+ *     type's count_lowered in one pass over the page's block texts, each lowered once.
  *   menu_pick: menex.detect_menu's and sitemenus.propose_menus's roots, scores and choice;
  *   page_conex: conex_page.main_content_and_features (excluded tags, wide-page rule, content
  *     features, c-SET, select_main, remove_link_lists); its floats are standardize's and
@@ -1494,6 +1494,42 @@ done:
     return result;
 }
 
+/* The strings are the page type's cue strings, one tuple for every page: their table is made
+ * for the first call and kept, with the tuple it was made from. */
+static PyObject *kept_strings = NULL;
+static Needles kept = {0};
+
+/* The kept table of `strings` (made again for another tuple), its counts in out (one per
+ * string) and its occurrence ends reset for a new page; NULL with an exception for strings
+ * count_lowered cannot count text by text. */
+static Needles *lowered_needles(PyObject *strings, int64_t *out, const char *who) {
+    if (strings != kept_strings) {
+        needles_free(&kept);
+        memset(&kept, 0, sizeof kept);
+        Py_CLEAR(kept_strings);
+        if (needles_init(&kept, strings) < 0) {
+            needles_free(&kept);
+            memset(&kept, 0, sizeof kept);
+            return NULL;
+        }
+        Py_INCREF(strings);
+        kept_strings = strings;
+    }
+    Needles *nd = &kept;
+    for (Py_ssize_t j = 0; j < nd->m; j++) {
+        out[j] = 0;
+        nd->next[j] = 0;
+        const Text *q = &nd->pat[j];
+        int bad = q->n == 0;
+        for (Py_ssize_t r = 0; r < q->n && !bad; r++) bad = q->s[r] == '\n' || q->s[r] == 0x3A3 || q->s[r] == 0x3C3 || q->s[r] == 0x3C2;
+        if (bad) {
+            PyErr_Format(PyExc_ValueError, "%s: an empty string, or one holding a newline or a sigma", who);
+            return NULL;
+        }
+    }
+    return nd;
+}
+
 /* count_lowered(texts, blocks int64[k], strings, out int64[len(strings)]):
  * "\n".join(texts[b] for b in blocks).lower().count(s) of every s, for strings that hold no
  * '\n' and no empty one: then no occurrence spans two texts, so the counts are the sums of each
@@ -1513,35 +1549,9 @@ static PyObject *count_lowered(PyObject *self, PyObject *args) {
     Py_ssize_t k = bv.len / 8, nb = PyList_GET_SIZE(texts);
     PyObject *result = NULL;
     Text l = {0};
-    /* The strings are the page type's cue strings, one tuple for every page: their table is
-     * made for the first call and kept, with the tuple it was made from. */
-    static PyObject *kept_strings = NULL;
-    static Needles kept = {0};
-    if (strings != kept_strings) {
-        needles_free(&kept);
-        memset(&kept, 0, sizeof kept);
-        Py_CLEAR(kept_strings);
-        if (needles_init(&kept, strings) < 0) {
-            needles_free(&kept);
-            memset(&kept, 0, sizeof kept);
-            goto done;
-        }
-        Py_INCREF(strings);
-        kept_strings = strings;
-    }
-    Needles *nd = &kept;
+    Needles *nd = lowered_needles(strings, out, "count_lowered");
+    if (nd == NULL) goto done;
     Py_ssize_t base = 0;
-    for (Py_ssize_t j = 0; j < nd->m; j++) {
-        out[j] = 0;
-        nd->next[j] = 0;
-        const Text *q = &nd->pat[j];
-        int bad = q->n == 0;
-        for (Py_ssize_t r = 0; r < q->n && !bad; r++) bad = q->s[r] == '\n' || q->s[r] == 0x3A3 || q->s[r] == 0x3C3 || q->s[r] == 0x3C2;
-        if (bad) {
-            PyErr_SetString(PyExc_ValueError, "count_lowered: an empty string, or one holding a newline or a sigma");
-            goto done;
-        }
-    }
     for (Py_ssize_t i = 0; i < k; i++) {
         if (blocks[i] < 0 || blocks[i] >= nb) {
             PyErr_SetString(PyExc_ValueError, "count_lowered: a block outside the texts");
@@ -1720,21 +1730,23 @@ static int ascii_counts(const Py_UCS1 *from, Py_ssize_t n, Text *l, int64_t *row
 }
 
 /* text_role_columns(texts, words int64[nb], short_words, heads3, heads2, counts int64[nb, C_COUNT],
- *                   roles int64[nb, 4]): per block text, text_columns's counts and pattern bits,
- * role_text's three values (roles[b, 0..2]) and, for a text of at most short_words words
- * (words[b]), role_any's bits (roles[b, 3]; 0 for a longer one): block_features's text passes
- * with each text read and lowered once instead of once per pass. Each value is the one those
- * functions give: an ASCII text is lowered and counted in one loop (ascii_counts), any other
- * counted as it is and lowered by str.lower. */
+ *                   roles int64[nb, 4], cue_strings, cue_words, cues int64[len(cue_strings)]):
+ * per block text, text_columns's counts and pattern bits, role_text's three values
+ * (roles[b, 0..2]) and, for a text of at most short_words words (words[b]), role_any's bits
+ * (roles[b, 3]; 0 for a longer one); and count_lowered's counts of cue_strings over the texts
+ * of at most cue_words words (the page type's cues): block_features's text passes and the
+ * page type's with each text read and lowered once instead of once per pass. Each value is the
+ * one those functions give: an ASCII text is lowered and counted in one loop (ascii_counts),
+ * any other counted as it is and lowered by str.lower. */
 static PyObject *text_role_columns(PyObject *self, PyObject *args) {
     (void)self;
-    PyObject *texts, *words_o, *h3_o, *h2_o, *counts_o, *roles_o;
-    long long short_words;
-    if (!PyArg_ParseTuple(args, "O!OLOOOO", &PyList_Type, &texts, &words_o, &short_words, &h3_o, &h2_o,
-                          &counts_o, &roles_o))
+    PyObject *texts, *words_o, *h3_o, *h2_o, *counts_o, *roles_o, *strings, *cues_o;
+    long long short_words, cue_words;
+    if (!PyArg_ParseTuple(args, "O!OLOOOOO!LO", &PyList_Type, &texts, &words_o, &short_words, &h3_o, &h2_o,
+                          &counts_o, &roles_o, &PyTuple_Type, &strings, &cue_words, &cues_o))
         return NULL;
-    Py_ssize_t nb = PyList_GET_SIZE(texts);
-    Py_buffer v[5];
+    Py_ssize_t nb = PyList_GET_SIZE(texts), base = 0;
+    Py_buffer v[6];
     int held = 0;
     PyObject *result = NULL;
     Text t = {0}, l = {0};
@@ -1748,6 +1760,10 @@ static PyObject *text_role_columns(PyObject *self, PyObject *args) {
     held++;
     if (writable_int64(roles_o, &v[held], nb * 4, "roles") < 0) goto done;
     held++;
+    if (writable_int64(cues_o, &v[held], PyTuple_GET_SIZE(strings), "cues") < 0) goto done;
+    held++;
+    Needles *nd = lowered_needles(strings, v[5].buf, "text_role_columns");
+    if (nd == NULL) goto done;
     const int64_t *words = v[0].buf, *k3 = v[1].buf, *k2 = v[2].buf;
     Py_ssize_t n3 = v[1].len / 8, n2 = v[2].len / 8;
     int64_t *row = v[3].buf, *role = v[4].buf;
@@ -1764,6 +1780,10 @@ static PyObject *text_role_columns(PyObject *self, PyObject *args) {
         }
         row[C_PATTERNS] = pattern_bits(&l);
         role[3] = words[b] <= short_words ? role_any_bits(&l) : 0;
+        if (words[b] <= cue_words) {
+            needles_count(nd, &l, v[5].buf, base);
+            base += l.n + 1;
+        }
         Py_XDECREF(low);
     }
     result = Py_None;
@@ -2964,8 +2984,8 @@ static PyMethodDef methods[] = {
     {"text_columns", text_columns, METH_VARARGS,
      "text_columns(texts, counts): per block text, the counts and pattern bits of features.py's text columns."},
     {"text_role_columns", text_role_columns, METH_VARARGS,
-     "text_role_columns(texts, words, short_words, heads3, heads2, counts, roles): text_columns, role_text and "
-     "role_any of every block text in one pass."},
+     "text_role_columns(texts, words, short_words, heads3, heads2, counts, roles, cue_strings, cue_words, cues): "
+     "text_columns, role_text, role_any and count_lowered of a page's block texts in one pass."},
     {"text_keys", text_keys, METH_VARARGS, "text_keys(texts, keys): features.text_key of every text."},
     {"subtree_totals", subtree_totals, METH_VARARGS,
      "subtree_totals(parent, tag, flags, words, chars, link_flag, in_link_flag, a_tag, totals, word_ratio): "

@@ -29,7 +29,7 @@ from sitestrip.transforms.blocks import GROUPS, Blocks, hidden_elements
 from sitestrip.transforms.conex_page import ContentFeatures, content_features, standardize
 from sitestrip.transforms.page import (F_IN_LINK, HINT_BIT, HINT_NAMES, KNOWN_TAGS, TAG_ID, TEXT, CompactPage,
                                        has_tag, tag_table)
-from sitestrip.transforms.page_type import PAGE_TYPES
+from sitestrip.transforms.page_type import CUE_STRINGS, PAGE_TYPES, SHORT_BLOCK_WORDS, keep_cue_counts
 from sitestrip.transforms.tree import elements_below, links_below, nearest_in_mask, subtree_sum, words_below
 
 try:
@@ -300,13 +300,18 @@ def _text_columns_compiled(texts: list[str], x: np.ndarray) -> None:
 def _text_role_compiled(texts: list[str], words: np.ndarray, x: np.ndarray) -> np.ndarray:
     """_text_columns_compiled's columns, and int64[blocks, 4] of the role columns' text values
     (_features.c role_text's three, role_any's bits of the blocks of at most ROLE_BLOCK_WORDS
-    words, 0 for the others), from one pass over the texts (_features.c text_role_columns)."""
+    words, 0 for the others), from one pass over the texts (_features.c text_role_columns),
+    which counts the page type's text cues too: page_type keeps them for these texts and
+    words (page_type.keep_cue_counts), so its step does not read the texts again."""
     nb = len(texts)
     counts = np.empty((nb, _compiled.COLUMNS), dtype=np.int64)
     roles = np.empty((nb, 4), dtype=np.int64)
+    cues = np.empty(len(CUE_STRINGS), dtype=np.int64)
     _compiled.text_role_columns(texts if type(texts) is list else list(texts),
                                 np.ascontiguousarray(words, dtype=np.int64), ROLE_BLOCK_WORDS,
-                                _ROLE_HEAD_KEYS, _ROLE_HEAD2_KEYS, counts, roles)
+                                _ROLE_HEAD_KEYS, _ROLE_HEAD2_KEYS, counts, roles, CUE_STRINGS,
+                                SHORT_BLOCK_WORDS, cues)
+    keep_cue_counts(texts, words, cues)
     if nb:
         _count_columns(counts, x)
     return roles
