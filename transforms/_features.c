@@ -195,7 +195,7 @@ static unsigned may_start(Py_UCS4 c) {
     }
 }
 
-/* The ASCII alternatives of the patterns (pattern_at's literals, the byline's aside), each
+/* The ASCII alternatives of the patterns (pattern_at's literals but the byline's), each
  * with its pattern: every one is at least three characters long. */
 static const struct { const char *text; int g; } pattern_literals[] = {
     {"rights reserved", 0}, {"copyright", 0}, {"like", 1}, {"follow", 1}, {"share", 2}, {"tweet", 2},

@@ -172,7 +172,6 @@ def _names() -> tuple:
 
 FEATURE_NAMES = _names()
 _COLUMN = {name: i for i, name in enumerate(FEATURE_NAMES)}
-_ROLE_ANY_COLUMNS = tuple(_COLUMN["role_" + name] for name in _ROLE_ANY_NAMES)
 _ROLE_COLUMNS = slice(_COLUMN["role_" + _ROLE_NAMES[0]], _COLUMN["role_" + _ROLE_NAMES[-1]] + 1)
 assert [_COLUMN["role_" + name] for name in _ROLE_NAMES] == list(range(_ROLE_COLUMNS.start, _ROLE_COLUMNS.stop))
 _ROLE_BIT = {name: 1 << k for k, name in enumerate(_ROLE_NAMES)}
@@ -297,12 +296,13 @@ def _text_columns_compiled(texts: list[str], x: np.ndarray) -> None:
     _count_columns(counts, x)
 
 
-def _text_role_compiled(texts: list[str], words: np.ndarray, x: np.ndarray) -> np.ndarray:
-    """_text_columns_compiled's columns, and int64[blocks, 4] of the role columns' text values
-    (_features.c role_text's three, role_any's bits of the blocks of at most ROLE_BLOCK_WORDS
-    words, 0 for the others), from one pass over the texts (_features.c text_role_columns),
-    which counts the page type's text cues too: page_type keeps them for these texts and
-    words (page_type.keep_cue_counts), so its step does not read the texts again."""
+def _text_role_compiled(texts: list[str], words: np.ndarray, x: np.ndarray | None) -> np.ndarray:
+    """_text_columns_compiled's columns into `x` (None: not wanted), and int64[blocks, 4] of the
+    role columns' text values: role_text's three (ASCII capitals, ASCII letters, a possible
+    start cue), and role_any's bits for the blocks of at most ROLE_BLOCK_WORDS words (0 for the
+    others). One pass over the texts (_features.c text_role_columns), which counts the page
+    type's text cues too: page_type.keep_cue_counts keeps them for these texts and words, so
+    that step does not read the texts again."""
     nb = len(texts)
     counts = np.empty((nb, _compiled.COLUMNS), dtype=np.int64)
     roles = np.empty((nb, 4), dtype=np.int64)
@@ -312,7 +312,7 @@ def _text_role_compiled(texts: list[str], words: np.ndarray, x: np.ndarray) -> n
                                 _ROLE_HEAD_KEYS, _ROLE_HEAD2_KEYS, counts, roles, CUE_STRINGS,
                                 SHORT_BLOCK_WORDS, cues)
     keep_cue_counts(texts, words, cues)
-    if nb:
+    if nb and x is not None:
         _count_columns(counts, x)
     return roles
 
@@ -494,7 +494,7 @@ def _role_columns(page: CompactPage, blocks: Blocks, owner: np.ndarray, texts: l
     if not texts:
         return
     if compiled and roles is None:
-        roles = _text_role_compiled(texts, blocks.words, np.empty((0, 0)))
+        roles = _text_role_compiled(texts, blocks.words, None)
     short = blocks.words <= ROLE_BLOCK_WORDS
     if compiled:
         upper, letters = roles[:, 0], roles[:, 1]

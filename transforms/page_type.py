@@ -100,12 +100,12 @@ _CUES = (
     ("listing", ("sort by", "filter", "showing ", "results", "view all", "load more", "next page", "sortieren",
                  "ergebnisse", "items")),
 )
-CUE_STRINGS = _CUE_STRINGS = tuple(s for _, strings in _CUES for s in strings)
+CUE_STRINGS = tuple(s for _, strings in _CUES for s in strings)
 _CUE_STARTS = np.cumsum([0] + [len(strings) for _, strings in _CUES][:-1])
-# The last page's (texts, words, family counts) from the block features' pass over its texts
-# (keep_cue_counts): _short_cue_counts of the same texts and words, the objects themselves
-# (held here, so no other list can take their identity), is these counts. Block texts and
-# words are never changed once made.
+# (texts, words, family counts) of the last page whose block features counted its cues
+# (keep_cue_counts). _short_cue_counts of those very objects returns the counts: held here,
+# they cannot be freed and their identity taken by another list or array, and block texts
+# and words are never changed once made.
 _KEPT_CUES = None
 
 
@@ -120,8 +120,8 @@ def keep_cue_counts(texts: list, words: np.ndarray, counts: np.ndarray) -> None:
 def _cue_counts(short: str) -> list:
     """Occurrences of each _CUES family's strings in `short` (str.count's, summed per family)."""
     if _compiled is not None and _COMPILED:
-        counts = np.empty(len(_CUE_STRINGS), dtype=np.int64)
-        _compiled.count_strings(short, _CUE_STRINGS, counts)
+        counts = np.empty(len(CUE_STRINGS), dtype=np.int64)
+        _compiled.count_strings(short, CUE_STRINGS, counts)
         return [int(v) for v in np.add.reduceat(counts, _CUE_STARTS).tolist()]
     return [sum(short.count(s) for s in strings) for _, strings in _CUES]
 
@@ -134,8 +134,8 @@ def _short_cue_counts(texts: list, words: np.ndarray) -> list:
     if _compiled is not None and _COMPILED and type(texts) is list:
         # Each text lowered and counted on its own in C, the joined text never built
         # (_features.c count_lowered says why the counts are the same).
-        counts = np.empty(len(_CUE_STRINGS), dtype=np.int64)
-        _compiled.count_lowered(texts, np.flatnonzero(words <= SHORT_BLOCK_WORDS), _CUE_STRINGS, counts)
+        counts = np.empty(len(CUE_STRINGS), dtype=np.int64)
+        _compiled.count_lowered(texts, np.flatnonzero(words <= SHORT_BLOCK_WORDS), CUE_STRINGS, counts)
         return np.add.reduceat(counts, _CUE_STARTS).tolist()
     short = "\n".join([t for t, k in zip(texts, (words <= SHORT_BLOCK_WORDS).tolist()) if k]).lower()
     return _cue_counts(short)

@@ -902,6 +902,21 @@ def test_block_features_leave_the_page_types_cue_counts(monkeypatch):
     assert PT._short_cue_counts(list(texts), blocks.words) == expected
 
 
+def test_role_columns_take_the_text_values_themselves_when_not_given():
+    """_role_columns called without block_features's text values makes them: the role columns
+    come out as in the whole matrix, credit, byline, dateline and reading time among them."""
+    page = parse_page(f"<html><body>{_ROLE_PAGE}</body></html>", "http://ex.com/")
+    blocks = B.page_blocks(page)
+    texts = B.block_texts(page, blocks)
+    whole = F.block_features(page, blocks, texts, conex_main=np.zeros(page.size, dtype=bool), menu_node=None,
+                             site=None)
+    alone = np.zeros((blocks.count, len(FEATURE_NAMES)), dtype=np.float32)
+    F._role_columns(page, blocks, blocks.owner.astype(np.int64), texts, alone)
+    role = [_COLUMN["role_" + name] for name in F._ROLE_NAMES] + [_COLUMN["caps_share"], _COLUMN["short_line"]]
+    assert alone[:, role].tolist() == whole[:, role].tolist()
+    assert alone[:, role[:6]].sum(axis=0).tolist() == [1, 1, 1, 0, 0, 1]
+
+
 def test_one_pass_refuses_what_is_not_block_texts():
     with pytest.raises(TypeError, match="int"):
         _one_pass(["a", 3], [1, 1])
