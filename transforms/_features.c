@@ -44,7 +44,8 @@
  *   page_blocks: blocks.page_blocks (blocks._page_blocks_python), one pass over the nodes;
  *   role_nodes, role_text, role_any: features._role_columns's element columns, ASCII case
  *     counts and cue heads, and anywhere cues (_role_elements_python, _role_text_python,
- *     _role_any_python).
+ *     _role_any_python); text_role_columns: text_columns, role_text, role_any and the page
+ *     type's count_lowered in one pass over the page's block texts, each lowered once.
  *   menu_pick: menex.detect_menu's and sitemenus.propose_menus's roots, scores and choice;
  *   page_conex: conex_page.main_content_and_features (excluded tags, wide-page rule, content
  *     features, c-SET, select_main, remove_link_lists); its floats are standardize's and
@@ -180,48 +181,72 @@ static Py_ssize_t pattern_at(const Text *t, Py_ssize_t p, int g) {
 
 #define N_PATTERNS 8
 
-/* The patterns with an alternative that begins with the characters c, d (bit g: pattern g);
- * the byline, which begins at a line start instead, is not among them. A pattern left out
- * cannot match at the position, so trying only these, in order, finds the same first match
- * (features.py's _MATCH_STARTS is the same filter for the regular expression). */
-static unsigned may_start(Py_UCS4 c, Py_UCS4 d) {
+/* The patterns with an alternative that begins with the non-ASCII character c (bit g: pattern g):
+ * ©, », ›, each an alternative of one character. A pattern left out cannot match at the
+ * position, so trying only these, in order, finds the same first match (features.py's
+ * _MATCH_STARTS is the same filter for the regular expression); the ASCII starts are looked
+ * up in pair_slot and slot_third below, and the byline, which begins at a line start instead,
+ * is among neither. */
+static unsigned may_start(Py_UCS4 c) {
     switch (c) {
-    case 'r': return d == 'i' ? 1u << 0 : d == 'e' ? 1u << 3 | 1u << 4 : 0;  /* rights; reply, read more */
-    case 'c': return d == 'o' ? 1u << 0 | 1u << 3 | 1u << 4 | 1u << 6 : 0;   /* copyright, comment, continue, cookie */
-    case 'l': return d == 'i' ? 1u << 1 : d == 'o' ? 1u << 6 : 0;            /* like; log in */
-    case 'f': return d == 'o' ? 1u << 1 : d == 'a' ? 1u << 2 : 0;            /* follow; facebook */
-    case 's': return d == 'h' ? 1u << 2 : d == 'p' ? 1u << 5 : (d == 'u' || d == 'i') ? 1u << 6 : 0;
-    case 't': return d == 'w' ? 1u << 2 : 0;                                 /* tweet */
-    case 'p': return d == 'i' ? 1u << 2 : d == 'r' ? 1u << 5 : 0;            /* pinterest; promoted */
-    case 'e': return d == 'm' ? 1u << 2 : 0;                                 /* email this */
-    case 'm': return d == 'o' ? 1u << 4 : 0;                                 /* more */
-    case 'a': return d == 'd' ? 1u << 5 : 0;                                 /* advertis */
-    case 'n': return d == 'e' ? 1u << 6 : 0;                                 /* newsletter */
     case 0xA9: return 1u << 0;                                               /* © */
     case 0xBB: case 0x203A: return 1u << 4;                                  /* » › */
     default: return 0;
     }
 }
 
-/* may_start of every pair of ASCII characters, looked up: a switch on the text's characters
- * jumps somewhere else at almost every position, which the processor cannot predict. */
-static uint8_t may_start_ascii[128][128];
+/* The ASCII alternatives of the patterns (pattern_at's literals but the byline's), each
+ * with its pattern: every one is at least three characters long. */
+static const struct { const char *text; int g; } pattern_literals[] = {
+    {"rights reserved", 0}, {"copyright", 0}, {"like", 1}, {"follow", 1}, {"share", 2}, {"tweet", 2},
+    {"facebook", 2}, {"pinterest", 2}, {"email this", 2}, {"comment", 3}, {"reply", 3}, {"replies", 3},
+    {"read more", 4}, {"continue reading", 4}, {"more", 4}, {"advertis", 5}, {"sponsored", 5},
+    {"promoted", 5}, {"subscribe", 6}, {"sign up", 6}, {"newsletter", 6}, {"log in", 6}, {"login", 6},
+    {"sign in", 6}, {"cookie", 6},
+};
+#define N_PATTERN_LITERALS ((int)(sizeof pattern_literals / sizeof pattern_literals[0]))
+
+/* The patterns that may match at a position holding the ASCII characters c, d, e, looked up in
+ * two steps: pair_slot[c][d] (0: no literal begins with c, d), then slot_third[slot][e]. A
+ * literal needs all three of its first characters there, so a pattern left out cannot match at
+ * the position, and the common two-letter starts ("re", "co", "li") rarely reach pattern_at; a
+ * switch on the text's characters jumps somewhere else at almost every position, which the
+ * processor cannot predict, a table lookup does not. */
+static uint8_t pair_slot[128][128];
+static uint8_t slot_third[N_PATTERN_LITERALS + 1][128];
 
 static void may_start_init(void) {
-    for (Py_UCS4 c = 0; c < 128; c++)
-        for (Py_UCS4 d = 0; d < 128; d++) may_start_ascii[c][d] = (uint8_t)may_start(c, d);
+    int slots = 0;
+    for (int k = 0; k < N_PATTERN_LITERALS; k++) {
+        const unsigned char *q = (const unsigned char *)pattern_literals[k].text;
+        if (pair_slot[q[0]][q[1]] == 0) pair_slot[q[0]][q[1]] = (uint8_t)++slots;
+        slot_third[pair_slot[q[0]][q[1]]][q[2]] |= (uint8_t)(1u << pattern_literals[k].g);
+    }
 }
 
-/* Bit g set for every pattern g that the reference's leftmost, non-overlapping scan finds. */
+/* Bit g set for every pattern g that the reference's leftmost, non-overlapping scan finds. At a
+ * position with two characters after it, the three are looked up with no branch but the rare
+ * non-ASCII one; nearer the end, only a one-character alternative (©, », ›) fits. */
 static int64_t pattern_bits(const Text *t) {
     int64_t bits = 0;
-    Py_ssize_t p = 0;
-    while (p < t->n) {
-        Py_UCS4 c = at(t, p), d = p + 1 < t->n ? at(t, p + 1) : 0;
-        unsigned tried = c < 128 && d < 128 ? may_start_ascii[c][d] : may_start(c, d);
-        if (p == 0 || at(t, p - 1) == '\n') tried |= 1u << (N_PATTERNS - 1);
+    const Py_UCS4 *s = t->s;
+    Py_ssize_t p = 0, n = t->n;
+    while (p < n) {
+        Py_UCS4 c = s[p];
+        unsigned tried;
+        if (p + 2 < n) {
+            Py_UCS4 d = s[p + 1], e = s[p + 2];
+            tried = (c | d | e) < 128 ? slot_third[pair_slot[c][d]][e] : c >= 128 ? may_start(c) : 0;
+        } else {
+            tried = c >= 128 ? may_start(c) : 0;
+        }
+        if (p == 0 || s[p - 1] == '\n') tried |= 1u << (N_PATTERNS - 1);
+        if (!tried) {
+            p++;
+            continue;
+        }
         Py_ssize_t e = -1;
-        for (int g = 0; tried && g < N_PATTERNS; g++) {
+        for (int g = 0; g < N_PATTERNS; g++) {
             if (!(tried >> g & 1)) continue;
             if ((e = pattern_at(t, p, g)) >= 0) {
                 bits |= (int64_t)1 << g;
@@ -1292,6 +1317,35 @@ static int in_sorted(const int64_t *keys, Py_ssize_t n, int64_t key) {
     return lo < n && keys[lo] == key;
 }
 
+/* Whether the first three code points of `t` (A-Z lowered, '\n' past its end) could begin one
+ * of features._ROLE_START_CUES: see role_text. */
+static int role_head(const Text *t, const int64_t *k3, Py_ssize_t n3, const int64_t *k2, Py_ssize_t n2) {
+    int64_t c3[3];
+    for (int j = 0; j < 3; j++) {
+        Py_UCS4 c = j < t->n ? at(t, j) : '\n';
+        c3[j] = (int64_t)(c >= 'A' && c <= 'Z' ? c + 32 : c);
+    }
+    int64_t head = (c3[0] << 42) | (c3[1] << 21) | c3[2];
+    int64_t c0 = c3[0];
+    return in_sorted(k3, n3, head) || in_sorted(k2, n2, head >> 21) || (c0 >= '0' && c0 <= '9')
+           || c0 == 0xA9 || c0 == ' ' || c0 == '\t';
+}
+
+/* role_text's three values of one text `t`, read as it is (not lowered), into row[0..2]. */
+static void role_counts(const Text *t, const int64_t *k3, Py_ssize_t n3, const int64_t *k2, Py_ssize_t n2,
+                        int64_t *row) {
+    int64_t upper = 0, letters = 0;
+    for (Py_ssize_t i = 0; i < t->n; i++) {
+        Py_UCS4 c = at(t, i);
+        int up = c >= 'A' && c <= 'Z';
+        upper += up;
+        letters += up || (c >= 'a' && c <= 'z');
+    }
+    row[0] = upper;
+    row[1] = letters;
+    row[2] = role_head(t, k3, n3, k2, n2);
+}
+
 /* role_text(texts, heads3 int64 sorted, heads2 int64 sorted, out int64[nb, 3]): per block text,
  * its ASCII upper-case letters, its ASCII letters, and whether its start could begin one of
  * features._ROLE_START_CUES (its first three code points, A-Z lowered, form a key of heads3,
@@ -1320,24 +1374,7 @@ static PyObject *role_text(PyObject *self, PyObject *args) {
     PyObject *result = NULL;
     for (Py_ssize_t b = 0; b < nb; b++, row += 3) {
         if (as_text(PyList_GET_ITEM(texts, b), &t) < 0) goto done;
-        int64_t upper = 0, letters = 0;
-        for (Py_ssize_t i = 0; i < t.n; i++) {
-            Py_UCS4 c = at(&t, i);
-            int up = c >= 'A' && c <= 'Z';
-            upper += up;
-            letters += up || (c >= 'a' && c <= 'z');
-        }
-        int64_t c3[3];
-        for (int j = 0; j < 3; j++) {
-            Py_UCS4 c = j < t.n ? at(&t, j) : '\n';
-            c3[j] = (int64_t)(c >= 'A' && c <= 'Z' ? c + 32 : c);
-        }
-        int64_t head = (c3[0] << 42) | (c3[1] << 21) | c3[2];
-        int64_t c0 = c3[0];
-        row[0] = upper;
-        row[1] = letters;
-        row[2] = in_sorted(k3, n3, head) || in_sorted(k2, n2, head >> 21) || (c0 >= '0' && c0 <= '9')
-                 || c0 == 0xA9 || c0 == ' ' || c0 == '\t';
+        role_counts(&t, k3, n3, k2, n2, row);
     }
     result = Py_None;
     Py_INCREF(result);
@@ -1457,6 +1494,42 @@ done:
     return result;
 }
 
+/* The strings are the page type's cue strings, one tuple for every page: their table is made
+ * for the first call and kept, with the tuple it was made from. */
+static PyObject *kept_strings = NULL;
+static Needles kept = {0};
+
+/* The kept table of `strings` (made again for another tuple), its counts in out (one per
+ * string) and its occurrence ends reset for a new page; NULL with an exception for strings
+ * count_lowered cannot count text by text. */
+static Needles *lowered_needles(PyObject *strings, int64_t *out, const char *who) {
+    if (strings != kept_strings) {
+        needles_free(&kept);
+        memset(&kept, 0, sizeof kept);
+        Py_CLEAR(kept_strings);
+        if (needles_init(&kept, strings) < 0) {
+            needles_free(&kept);
+            memset(&kept, 0, sizeof kept);
+            return NULL;
+        }
+        Py_INCREF(strings);
+        kept_strings = strings;
+    }
+    Needles *nd = &kept;
+    for (Py_ssize_t j = 0; j < nd->m; j++) {
+        out[j] = 0;
+        nd->next[j] = 0;
+        const Text *q = &nd->pat[j];
+        int bad = q->n == 0;
+        for (Py_ssize_t r = 0; r < q->n && !bad; r++) bad = q->s[r] == '\n' || q->s[r] == 0x3A3 || q->s[r] == 0x3C3 || q->s[r] == 0x3C2;
+        if (bad) {
+            PyErr_Format(PyExc_ValueError, "%s: an empty string, or one holding a newline or a sigma", who);
+            return NULL;
+        }
+    }
+    return nd;
+}
+
 /* count_lowered(texts, blocks int64[k], strings, out int64[len(strings)]):
  * "\n".join(texts[b] for b in blocks).lower().count(s) of every s, for strings that hold no
  * '\n' and no empty one: then no occurrence spans two texts, so the counts are the sums of each
@@ -1476,35 +1549,9 @@ static PyObject *count_lowered(PyObject *self, PyObject *args) {
     Py_ssize_t k = bv.len / 8, nb = PyList_GET_SIZE(texts);
     PyObject *result = NULL;
     Text l = {0};
-    /* The strings are the page type's cue strings, one tuple for every page: their table is
-     * made for the first call and kept, with the tuple it was made from. */
-    static PyObject *kept_strings = NULL;
-    static Needles kept = {0};
-    if (strings != kept_strings) {
-        needles_free(&kept);
-        memset(&kept, 0, sizeof kept);
-        Py_CLEAR(kept_strings);
-        if (needles_init(&kept, strings) < 0) {
-            needles_free(&kept);
-            memset(&kept, 0, sizeof kept);
-            goto done;
-        }
-        Py_INCREF(strings);
-        kept_strings = strings;
-    }
-    Needles *nd = &kept;
+    Needles *nd = lowered_needles(strings, out, "count_lowered");
+    if (nd == NULL) goto done;
     Py_ssize_t base = 0;
-    for (Py_ssize_t j = 0; j < nd->m; j++) {
-        out[j] = 0;
-        nd->next[j] = 0;
-        const Text *q = &nd->pat[j];
-        int bad = q->n == 0;
-        for (Py_ssize_t r = 0; r < q->n && !bad; r++) bad = q->s[r] == '\n' || q->s[r] == 0x3A3 || q->s[r] == 0x3C3 || q->s[r] == 0x3C2;
-        if (bad) {
-            PyErr_SetString(PyExc_ValueError, "count_lowered: an empty string, or one holding a newline or a sigma");
-            goto done;
-        }
-    }
     for (Py_ssize_t i = 0; i < k; i++) {
         if (blocks[i] < 0 || blocks[i] >= nb) {
             PyErr_SetString(PyExc_ValueError, "count_lowered: a block outside the texts");
@@ -1544,11 +1591,13 @@ static const Cue role_cues[] = {
 /* Per ASCII character, the cues starting with it in role_cues's order, -1 ending the list
  * (filled once, at import). */
 static int8_t role_cues_by_start[128][N_ROLE_CUES + 1];
-/* role_cue_pair[c][d]: some cue begins with the ASCII characters c, d. Every cue is ASCII and
- * at least two characters long, so no cue can begin at a position whose pair is not marked
- * (or that holds a wider character, or the text's last one): one lookup turns most positions
- * away before any cue is tried. */
-static uint8_t role_cue_pair[128][128];
+/* role_cue_slot[c][d], then role_slot_third[slot][e]: some cue begins with the ASCII characters
+ * c, d, e. Every cue is ASCII and at least three characters long, so no cue can begin at a
+ * position whose three characters are not marked (or that holds a wider character, or is one
+ * of the text's last two): two lookups turn nearly every position away before any cue is
+ * tried, with no branch the processor mispredicts on common letter pairs. */
+static uint8_t role_cue_slot[128][128];
+static uint8_t role_slot_third[N_ROLE_CUES + 1][128];
 
 static void role_cues_init(void) {
     for (int c = 0; c < 128; c++) {
@@ -1557,10 +1606,38 @@ static void role_cues_init(void) {
             if ((unsigned char)role_cues[k].text[0] == c) role_cues_by_start[c][used++] = (int8_t)k;
         role_cues_by_start[c][used] = -1;
     }
+    int slots = 0;
     for (int k = 0; k < N_ROLE_CUES; k++) {
-        unsigned char c = (unsigned char)role_cues[k].text[0], d = (unsigned char)role_cues[k].text[1];
-        if (c < 128 && d != 0 && d < 128) role_cue_pair[c][d] = 1;
+        const unsigned char *q = (const unsigned char *)role_cues[k].text;
+        if (role_cue_slot[q[0]][q[1]] == 0) role_cue_slot[q[0]][q[1]] = (uint8_t)++slots;
+        role_slot_third[role_cue_slot[q[0]][q[1]]][q[2]] = 1;
     }
+}
+
+/* role_any's bits of one lower-cased text `l`. */
+static int64_t role_any_bits(const Text *l) {
+    int64_t bits = 0;
+    const Py_UCS4 *s = l->s;
+    for (Py_ssize_t p = 0; p + 2 < l->n;) {
+        Py_UCS4 c = s[p], d = s[p + 1], f = s[p + 2];
+        if ((c | d | f) >= 128 || !role_slot_third[role_cue_slot[c][d]][f]) {
+            p++;
+            continue;
+        }
+        Py_ssize_t e = -1;
+        int group = 0;
+        for (const int8_t *k = role_cues_by_start[c]; *k >= 0 && e < 0; k++) {
+            e = lit(l, p, role_cues[*k].text, 0, role_cues[*k].right);
+            group = role_cues[*k].group;
+        }
+        if (e > p) {
+            bits |= (int64_t)1 << group;
+            p = e;
+        } else {
+            p++;
+        }
+    }
+    return bits;
 }
 
 /* role_any(texts, blocks int64[m], out int64[m]): for each listed block, bit g set when the
@@ -1588,30 +1665,8 @@ static PyObject *role_any(PyObject *self, PyObject *args) {
         }
         PyObject *low;
         if (lower_text(PyList_GET_ITEM(texts, blocks[i]), &l, &low) < 0) { Py_XDECREF(low); goto done; }
-        int64_t bits = 0;
-        for (Py_ssize_t p = 0; p < l.n;) {
-            Py_UCS4 c = at(&l, p), d = p + 1 < l.n ? at(&l, p + 1) : 0;
-            if (c >= 128 || d >= 128 || !role_cue_pair[c][d]) {
-                p++;
-                continue;
-            }
-            Py_ssize_t e = -1;
-            int group = 0;
-            {
-                for (const int8_t *k = role_cues_by_start[c]; *k >= 0 && e < 0; k++) {
-                    e = lit(&l, p, role_cues[*k].text, 0, role_cues[*k].right);
-                    group = role_cues[*k].group;
-                }
-            }
-            if (e > p) {
-                bits |= (int64_t)1 << group;
-                p = e;
-            } else {
-                p++;
-            }
-        }
+        out[i] = role_any_bits(&l);
         Py_XDECREF(low);
-        out[i] = bits;
     }
     result = Py_None;
     Py_INCREF(result);
@@ -1619,6 +1674,124 @@ done:
     PyMem_Free(l.own);
     PyBuffer_Release(&bv);
     PyBuffer_Release(&view);
+    return result;
+}
+
+/* text_columns's counts (C_WORDS .. C_UPPER) and role_text's ASCII upper case and letters of
+ * one ASCII text of n bytes, in one loop that also writes its lowered copy into `l` (str.lower
+ * maps A-Z and nothing else of ASCII). Counting the lowered or the original character is the
+ * same but for the upper first character, read from `from`. */
+static int ascii_counts(const Py_UCS1 *from, Py_ssize_t n, Text *l, int64_t *row, int64_t *role) {
+    if (n > l->cap) {
+        Py_UCS4 *grown = PyMem_Realloc(l->own, (size_t)n * sizeof(Py_UCS4));
+        if (grown == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        l->own = grown;
+        l->cap = n;
+    }
+    Py_UCS4 *own = l->own;
+    int64_t words = 0, punct = 0, sentences = 0, commas = 0, digits = 0, upper = 0, letters = 0;
+    int after_space = 1;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Py_UCS4 c = from[i];
+        unsigned up = c - 'A' < 26u;
+        own[i] = c + (up << 5);
+        upper += up;
+        letters += up | (c - 'a' < 26u);
+        unsigned k = ascii_class[c];
+        int space = (k & K_SPACE) != 0;
+        words += !space && after_space;
+        after_space = space;
+        digits += (k & K_DIGIT) != 0;
+        if (k & K_PUNCT) {
+            punct++;
+            commas += (k & K_COMMA) != 0;
+            if (k & K_END) {
+                Py_UCS4 next = i + 1 < n ? from[i + 1] : '\n';
+                sentences += next == ' ' || next == '\n';
+            }
+        }
+    }
+    l->s = own;
+    l->n = n;
+    row[C_WORDS] = words;
+    row[C_PUNCT] = punct;
+    row[C_SENTENCES] = sentences;
+    row[C_COMMAS] = commas;
+    row[C_DIGITS] = digits;
+    row[C_LENGTH] = n;
+    row[C_CLOSING] = n > 0 && is_closing(from[n - 1]);
+    row[C_UPPER] = n > 0 && from[0] - 'A' < 26u;
+    role[0] = upper;
+    role[1] = letters;
+    return 0;
+}
+
+/* text_role_columns(texts, words int64[nb], short_words, heads3, heads2, counts int64[nb, C_COUNT],
+ *                   roles int64[nb, 4], cue_strings, cue_words, cues int64[len(cue_strings)]):
+ * per block text, text_columns's counts and pattern bits, role_text's three values
+ * (roles[b, 0..2]) and, for a text of at most short_words words (words[b]), role_any's bits
+ * (roles[b, 3]; 0 for a longer one); and count_lowered's counts of cue_strings over the texts
+ * of at most cue_words words (the page type's cues): block_features's text passes and the
+ * page type's with each text read and lowered once instead of once per pass. Each value is the
+ * one those functions give: an ASCII text is lowered and counted in one loop (ascii_counts),
+ * any other counted as it is and lowered by str.lower. */
+static PyObject *text_role_columns(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *texts, *words_o, *h3_o, *h2_o, *counts_o, *roles_o, *strings, *cues_o;
+    long long short_words, cue_words;
+    if (!PyArg_ParseTuple(args, "O!OLOOOOO!LO", &PyList_Type, &texts, &words_o, &short_words, &h3_o, &h2_o,
+                          &counts_o, &roles_o, &PyTuple_Type, &strings, &cue_words, &cues_o))
+        return NULL;
+    Py_ssize_t nb = PyList_GET_SIZE(texts), base = 0;
+    Py_buffer v[6];
+    int held = 0;
+    PyObject *result = NULL;
+    Text t = {0}, l = {0};
+    if (get_array(words_o, &v[held], 8, nb, 0, "words") < 0) goto done;
+    held++;
+    if (get_array(h3_o, &v[held], 8, -1, 0, "heads3") < 0) goto done;
+    held++;
+    if (get_array(h2_o, &v[held], 8, -1, 0, "heads2") < 0) goto done;
+    held++;
+    if (writable_int64(counts_o, &v[held], nb * C_COUNT, "counts") < 0) goto done;
+    held++;
+    if (writable_int64(roles_o, &v[held], nb * 4, "roles") < 0) goto done;
+    held++;
+    if (writable_int64(cues_o, &v[held], PyTuple_GET_SIZE(strings), "cues") < 0) goto done;
+    held++;
+    Needles *nd = lowered_needles(strings, v[5].buf, "text_role_columns");
+    if (nd == NULL) goto done;
+    const int64_t *words = v[0].buf, *k3 = v[1].buf, *k2 = v[2].buf;
+    Py_ssize_t n3 = v[1].len / 8, n2 = v[2].len / 8;
+    int64_t *row = v[3].buf, *role = v[4].buf;
+    for (Py_ssize_t b = 0; b < nb; b++, row += C_COUNT, role += 4) {
+        PyObject *s = PyList_GET_ITEM(texts, b), *low = NULL;
+        if (PyUnicode_Check(s) && PyUnicode_CheckExact(s) && PyUnicode_IS_ASCII(s)) {
+            if (ascii_counts(PyUnicode_1BYTE_DATA(s), PyUnicode_GET_LENGTH(s), &l, row, role) < 0) goto done;
+            role[2] = role_head(&l, k3, n3, k2, n2);     /* its A-Z lowered: the same head */
+        } else {
+            if (as_text(s, &t) < 0) goto done;
+            text_counts(&t, row);
+            role_counts(&t, k3, n3, k2, n2, role);
+            if (lower_text(s, &l, &low) < 0) { Py_XDECREF(low); goto done; }
+        }
+        row[C_PATTERNS] = pattern_bits(&l);
+        role[3] = words[b] <= short_words ? role_any_bits(&l) : 0;
+        if (words[b] <= cue_words) {
+            needles_count(nd, &l, v[5].buf, base);
+            base += l.n + 1;
+        }
+        Py_XDECREF(low);
+    }
+    result = Py_None;
+    Py_INCREF(result);
+done:
+    PyMem_Free(t.own);
+    PyMem_Free(l.own);
+    for (int i = 0; i < held; i++) PyBuffer_Release(&v[i]);
     return result;
 }
 
@@ -2810,6 +2983,9 @@ static PyMethodDef methods[] = {
      "count_strings(text, strings, out): text.count(s) of every string."},
     {"text_columns", text_columns, METH_VARARGS,
      "text_columns(texts, counts): per block text, the counts and pattern bits of features.py's text columns."},
+    {"text_role_columns", text_role_columns, METH_VARARGS,
+     "text_role_columns(texts, words, short_words, heads3, heads2, counts, roles, cue_strings, cue_words, cues): "
+     "text_columns, role_text, role_any and count_lowered of a page's block texts in one pass."},
     {"text_keys", text_keys, METH_VARARGS, "text_keys(texts, keys): features.text_key of every text."},
     {"subtree_totals", subtree_totals, METH_VARARGS,
      "subtree_totals(parent, tag, flags, words, chars, link_flag, in_link_flag, a_tag, totals, word_ratio): "

@@ -29,7 +29,7 @@ from sitestrip.transforms.blocks import GROUPS, Blocks, hidden_elements
 from sitestrip.transforms.conex_page import ContentFeatures, content_features, standardize
 from sitestrip.transforms.page import (F_IN_LINK, HINT_BIT, HINT_NAMES, KNOWN_TAGS, TAG_ID, TEXT, CompactPage,
                                        has_tag, tag_table)
-from sitestrip.transforms.page_type import PAGE_TYPES
+from sitestrip.transforms.page_type import CUE_STRINGS, PAGE_TYPES, SHORT_BLOCK_WORDS, keep_cue_counts
 from sitestrip.transforms.tree import elements_below, links_below, nearest_in_mask, subtree_sum, words_below
 
 try:
@@ -172,7 +172,12 @@ def _names() -> tuple:
 
 FEATURE_NAMES = _names()
 _COLUMN = {name: i for i, name in enumerate(FEATURE_NAMES)}
-_ROLE_ANY_COLUMNS = tuple(_COLUMN["role_" + name] for name in _ROLE_ANY_NAMES)
+_ROLE_COLUMNS = slice(_COLUMN["role_" + _ROLE_NAMES[0]], _COLUMN["role_" + _ROLE_NAMES[-1]] + 1)
+assert [_COLUMN["role_" + name] for name in _ROLE_NAMES] == list(range(_ROLE_COLUMNS.start, _ROLE_COLUMNS.stop))
+_ROLE_BIT = {name: 1 << k for k, name in enumerate(_ROLE_NAMES)}
+# role_any's bits (group k of _ROLE_ANY_NAMES) as _ROLE_BIT bits, per value of role_any's result.
+_ROLE_ANY_BITS = np.array([sum(_ROLE_BIT[name] for k, name in enumerate(_ROLE_ANY_NAMES) if b >> k & 1)
+                           for b in range(1 << len(_ROLE_ANY_NAMES))], dtype=np.int64)
 
 
 def _columns(names) -> slice | list:
@@ -288,6 +293,31 @@ def _text_columns_compiled(texts: list[str], x: np.ndarray) -> None:
         return
     counts = np.empty((len(texts), _compiled.COLUMNS), dtype=np.int64)
     _compiled.text_columns(list(texts), counts)
+    _count_columns(counts, x)
+
+
+def _text_role_compiled(texts: list[str], words: np.ndarray, x: np.ndarray | None) -> np.ndarray:
+    """_text_columns_compiled's columns into `x` (None: not wanted), and int64[blocks, 4] of the
+    role columns' text values: role_text's three (ASCII capitals, ASCII letters, a possible
+    start cue), and role_any's bits for the blocks of at most ROLE_BLOCK_WORDS words (0 for the
+    others). One pass over the texts (_features.c text_role_columns), which counts the page
+    type's text cues too: page_type.keep_cue_counts keeps them for these texts and words, so
+    that step does not read the texts again."""
+    nb = len(texts)
+    counts = np.empty((nb, _compiled.COLUMNS), dtype=np.int64)
+    roles = np.empty((nb, 4), dtype=np.int64)
+    cues = np.empty(len(CUE_STRINGS), dtype=np.int64)
+    _compiled.text_role_columns(texts if type(texts) is list else list(texts),
+                                np.ascontiguousarray(words, dtype=np.int64), ROLE_BLOCK_WORDS,
+                                _ROLE_HEAD_KEYS, _ROLE_HEAD2_KEYS, counts, roles, CUE_STRINGS,
+                                SHORT_BLOCK_WORDS, cues)
+    keep_cue_counts(texts, words, cues)
+    if nb and x is not None:
+        _count_columns(counts, x)
+    return roles
+
+
+def _count_columns(counts: np.ndarray, x: np.ndarray) -> None:
     col = _COLUMN
     n_words = np.maximum(counts[:, _C_WORDS], 1).astype(np.float64)
     x[:, col["punct_per_word"]] = counts[:, _C_PUNCT] / n_words
@@ -375,7 +405,11 @@ def block_features(page: CompactPage, blocks: Blocks, texts: list[str], *,
     owner = blocks.owner.astype(np.int64)
     tn = blocks.text_nodes
     starts = blocks.ptr[:-1]
-    _text_columns(texts, x)
+    roles = None
+    if compiled:
+        roles = _text_role_compiled(texts, blocks.words, x)
+    else:
+        _text_columns_python(texts, x)
     x[:, col[f"group_{GROUPS[0]}"]:col[f"group_{GROUPS[-1]}"] + 1] = blocks.group[:, None] == _GROUP_CODES
     # The owner element's structure, the block's place in the page and its neighbours.
     if compiled:
@@ -398,7 +432,7 @@ def block_features(page: CompactPage, blocks: Blocks, texts: list[str], *,
         x[:, col["in_menex_menu"]] = (first > menu_node) & (first < page.end[menu_node])
 
     _site_columns(page, blocks, owner, site, x, up)
-    _role_columns(page, blocks, owner, texts, x)
+    _role_columns(page, blocks, owner, texts, x, roles)
     # Filled by the page type model (transforms/page_type.py) once the page's row is known.
     x[:, col[f"page_type_{PAGE_TYPES[0]}"]:col[f"page_type_{PAGE_TYPES[-1]}"] + 1] = np.nan
     return x if x.dtype == np.float32 else x.astype(np.float32)
@@ -430,11 +464,13 @@ def _conex_columns(page: CompactPage, owner: np.ndarray, conex_features: Content
     return np.where((rated_owner >= 0)[:, None], z[np.minimum(at, rated_nodes.size - 1)], 0.0)
 
 
-def _role_columns(page: CompactPage, blocks: Blocks, owner: np.ndarray, texts: list[str], x: np.ndarray) -> None:
+def _role_columns(page: CompactPage, blocks: Blocks, owner: np.ndarray, texts: list[str], x: np.ndarray,
+                  roles: np.ndarray | None = None) -> None:
     """The block-role columns: the context elements around the block's first text node, whether
     its owner holds a <time> or an image, whether the markup hides it, and its own line's role
     cues (blocks of at most ROLE_BLOCK_WORDS words: a credit, a dateline or a promo is a short
-    line, and scanning only those keeps the cost down)."""
+    line, and scanning only those keeps the cost down). `roles`: _text_role_compiled's text
+    values of the blocks, None to take them here."""
     col = _COLUMN
     first = blocks.text_nodes[blocks.ptr[:-1]]
     compiled = _compiled is not None and _COMPILED
@@ -457,36 +493,33 @@ def _role_columns(page: CompactPage, blocks: Blocks, owner: np.ndarray, texts: l
         x[:, col["hidden_words_log"]] = np.where(nearest >= 0, np.log1p(words_below(page)[np.maximum(nearest, 0)]), 0.0)
     if not texts:
         return
+    if compiled and roles is None:
+        roles = _text_role_compiled(texts, blocks.words, None)
+    short = blocks.words <= ROLE_BLOCK_WORDS
     if compiled:
-        counts = np.empty((len(texts), 3), dtype=np.int64)
-        _compiled.role_text(list(texts), _ROLE_HEAD_KEYS, _ROLE_HEAD2_KEYS, counts)
-        upper, letters, candidate = counts[:, 0], counts[:, 1], counts[:, 2] != 0
+        upper, letters = roles[:, 0], roles[:, 1]
+        # Bit k of a block's entry: its role_* column k (_ROLE_NAMES), the anywhere cues' groups
+        # moved to their columns at once; the start cues add theirs below.
+        bits = _ROLE_ANY_BITS[roles[:, 3]]
+        for i in np.flatnonzero(short & (roles[:, 2] != 0)).tolist():
+            m = _ROLE_START.match(texts[i].lower())
+            if m:
+                bits[i] |= _ROLE_BIT[m.lastgroup]
+        _spread_bits(bits, x, _ROLE_COLUMNS, len(_ROLE_NAMES))
     else:
         upper, letters, candidate = _role_text_python(texts)
-    short = blocks.words <= ROLE_BLOCK_WORDS
-    rows, columns = [], []
-    for i in np.flatnonzero(short & candidate).tolist():
-        m = _ROLE_START.match(texts[i].lower())
-        if m:
-            rows.append(i)
-            columns.append(col["role_" + m.lastgroup])
-    # Anywhere cues: one scan over the short blocks' text.
-    short_ids = np.flatnonzero(short)
-    if short_ids.size and compiled:
-        bits = np.empty(short_ids.size, dtype=np.int64)
-        _compiled.role_any(texts if type(texts) is list else list(texts), short_ids, bits)
-        # Few short blocks hold a cue: only theirs are looked at (every pair is set to 1, so
-        # the pairs' order does not matter).
-        found = np.flatnonzero(bits)
-        for i, b in zip(short_ids[found].tolist(), bits[found].tolist()):
-            for k, column in enumerate(_ROLE_ANY_COLUMNS):
-                if b >> k & 1:
-                    rows.append(i)
-                    columns.append(column)
-    elif short_ids.size:
-        _role_any_python(texts, short_ids.tolist(), rows, columns)
-    if rows:
-        x[rows, columns] = 1.0
+        rows, columns = [], []
+        for i in np.flatnonzero(short & candidate).tolist():
+            m = _ROLE_START.match(texts[i].lower())
+            if m:
+                rows.append(i)
+                columns.append(col["role_" + m.lastgroup])
+        # Anywhere cues: one scan over the short blocks' text.
+        short_ids = np.flatnonzero(short)
+        if short_ids.size:
+            _role_any_python(texts, short_ids.tolist(), rows, columns)
+        if rows:
+            x[rows, columns] = 1.0
     x[:, col["caps_share"]] = upper / np.maximum(letters, 1)
     x[:, col["short_line"]] = blocks.words <= 12
 

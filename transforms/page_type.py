@@ -100,26 +100,42 @@ _CUES = (
     ("listing", ("sort by", "filter", "showing ", "results", "view all", "load more", "next page", "sortieren",
                  "ergebnisse", "items")),
 )
-_CUE_STRINGS = tuple(s for _, strings in _CUES for s in strings)
+CUE_STRINGS = tuple(s for _, strings in _CUES for s in strings)
 _CUE_STARTS = np.cumsum([0] + [len(strings) for _, strings in _CUES][:-1])
+# (texts, words, family counts) of the last page whose block features counted its cues
+# (keep_cue_counts). _short_cue_counts of those very objects returns the counts: held here,
+# they cannot be freed and their identity taken by another list or array, and block texts
+# and words are never changed once made.
+_KEPT_CUES = None
+
+
+def keep_cue_counts(texts: list, words: np.ndarray, counts: np.ndarray) -> None:
+    """Keeps `counts` (int64 per CUE_STRINGS entry: their occurrences in the lower-cased texts of
+    at most SHORT_BLOCK_WORDS words, as count_lowered counts them) as _short_cue_counts's of
+    `texts` and `words`."""
+    global _KEPT_CUES
+    _KEPT_CUES = (texts, words, np.add.reduceat(counts, _CUE_STARTS).tolist())
 
 
 def _cue_counts(short: str) -> list:
     """Occurrences of each _CUES family's strings in `short` (str.count's, summed per family)."""
     if _compiled is not None and _COMPILED:
-        counts = np.empty(len(_CUE_STRINGS), dtype=np.int64)
-        _compiled.count_strings(short, _CUE_STRINGS, counts)
+        counts = np.empty(len(CUE_STRINGS), dtype=np.int64)
+        _compiled.count_strings(short, CUE_STRINGS, counts)
         return [int(v) for v in np.add.reduceat(counts, _CUE_STARTS).tolist()]
     return [sum(short.count(s) for s in strings) for _, strings in _CUES]
 
 
 def _short_cue_counts(texts: list, words: np.ndarray) -> list:
     """_cue_counts of the page's short blocks' texts, newline-joined and lower-cased."""
+    kept = _KEPT_CUES
+    if kept is not None and kept[0] is texts and kept[1] is words and _COMPILED:
+        return list(kept[2])
     if _compiled is not None and _COMPILED and type(texts) is list:
         # Each text lowered and counted on its own in C, the joined text never built
         # (_features.c count_lowered says why the counts are the same).
-        counts = np.empty(len(_CUE_STRINGS), dtype=np.int64)
-        _compiled.count_lowered(texts, np.flatnonzero(words <= SHORT_BLOCK_WORDS), _CUE_STRINGS, counts)
+        counts = np.empty(len(CUE_STRINGS), dtype=np.int64)
+        _compiled.count_lowered(texts, np.flatnonzero(words <= SHORT_BLOCK_WORDS), CUE_STRINGS, counts)
         return np.add.reduceat(counts, _CUE_STARTS).tolist()
     short = "\n".join([t for t, k in zip(texts, (words <= SHORT_BLOCK_WORDS).tolist()) if k]).lower()
     return _cue_counts(short)
@@ -219,7 +235,9 @@ def page_type_features(page: CompactPage, url: str, texts: list, words: np.ndarr
     # list of Python and numpy scalars held, rounded to float32 once at the end as before.
     # Every logarithm of the head in one call (numpy's log1p of one value is its log1p of that
     # value in an array).
-    logs = np.log1p([total, n, total / max(n, 1), float(w.max()) if n else 0.0] + _short_cue_counts(texts, w))
+    # The words as given: the cue counts block_features kept are those of this very array.
+    cues = _short_cue_counts(texts, words if type(words) is np.ndarray else w)
+    logs = np.log1p([total, n, total / max(n, 1), float(w.max()) if n else 0.0] + cues)
     head = [*logs[:4].tolist(), float(w[w >= 40].sum()) / total if total else 0.0, len(page.title.split())]
     head += _url_columns(url)
     head += _declared_columns(page)

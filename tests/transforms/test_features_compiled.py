@@ -18,6 +18,7 @@ import pytest
 
 from sitestrip.transforms import blocks as B
 from sitestrip.transforms import features as F
+from sitestrip.transforms import page_type as PT
 from sitestrip.transforms import tree as T
 from sitestrip.transforms.conex_page import main_content
 from sitestrip.transforms.features import _COLUMN, FEATURE_NAMES, _TEXT_PATTERNS
@@ -780,3 +781,146 @@ def test_ascii_texts_counted_over_their_lowered_copy():
     x = assert_same(texts)
     assert x[0, _COLUMN["upper_start"]] == 1 and x[2, _COLUMN["upper_start"]] == 0
     assert x[4, _COLUMN["upper_start"]] == 0
+
+
+# ---------------------------------------------------------------- the block texts in one pass
+# _features.c text_role_columns against text_columns, role_text and role_any (each compared with
+# its reference above) and against the references themselves.
+
+def _one_pass(texts, words, strings=PT.CUE_STRINGS):
+    """text_role_columns's (counts, roles, cue counts) of `texts` with block words `words`."""
+    counts = np.empty((len(texts), F._compiled.COLUMNS), np.int64)
+    roles = np.empty((len(texts), 4), np.int64)
+    cues = np.empty(len(strings), np.int64)
+    F._compiled.text_role_columns(texts, np.asarray(words, np.int64), F.ROLE_BLOCK_WORDS, F._ROLE_HEAD_KEYS,
+                                  F._ROLE_HEAD2_KEYS, counts, roles, strings, PT.SHORT_BLOCK_WORDS, cues)
+    return counts, roles, cues
+
+
+def assert_one_pass_same(texts, words):
+    c = F._compiled
+    counts, roles, cues = _one_pass(texts, words)
+    ref_counts = np.empty_like(counts)
+    c.text_columns(texts, ref_counts)
+    assert counts.tolist() == ref_counts.tolist()
+    # The page type's cues: count_lowered's over the short blocks, and the reference's str.count.
+    ref_cues = np.empty_like(cues)
+    c.count_lowered(texts, np.flatnonzero(np.asarray(words) <= PT.SHORT_BLOCK_WORDS), PT.CUE_STRINGS, ref_cues)
+    assert cues.tolist() == ref_cues.tolist()
+    short_text = "\n".join(t for t, k in zip(texts, words) if k <= PT.SHORT_BLOCK_WORDS).lower()
+    assert cues.tolist() == [short_text.count(q) for q in PT.CUE_STRINGS]
+    upper, letters, candidate = F._role_text_python(texts)
+    assert roles[:, 0].tolist() == upper.tolist() and roles[:, 1].tolist() == letters.tolist()
+    assert (roles[:, 2] != 0).tolist() == candidate.tolist()
+    short = [b for b in range(len(texts)) if words[b] <= F.ROLE_BLOCK_WORDS]
+    rows, columns = [], []
+    if short:
+        F._role_any_python(texts, short, rows, columns)
+    reference = {(r, F.FEATURE_NAMES[k]) for r, k in zip(rows, columns)}
+    assert {(b, "role_" + name) for b in range(len(texts)) for k, name in enumerate(F._ROLE_ANY_NAMES)
+            if roles[b, 3] >> k & 1} == reference
+    assert all(roles[b, 3] == 0 for b in range(len(texts)) if b not in short)
+    # The float columns as block_features writes them, against the reference's.
+    got, ref = np.zeros((len(texts), WIDTH)), np.zeros((len(texts), WIDTH))
+    F._text_role_compiled(texts, np.asarray(words), got)
+    F._text_columns_python(texts, ref)
+    assert got.tobytes() == ref.tobytes()
+    return counts, roles, cues
+
+
+def test_one_pass_by_hand():
+    """"By Ann, 5 min read." (ASCII, a block of 6 words): words By|Ann,|5|min|read. = 5;
+    punctuation "," and "." = 2; one comma; one sentence end; one digit; 19 characters; ends
+    with "."; upper first. Capitals B, A of 12 ASCII letters; its head "by " may start a cue;
+    "min read" a reading time (bit 2). The same text as a block of 30 words: no anywhere cue
+    looked for. "Ünewsletter Getty Images" (not ASCII: str.lower called, 3 words): capitals G, I
+    of 21 ASCII letters (Ü is none), no head, "newsletter" (subscribe, bit 1) and "getty images"
+    (credit, bit 0). "": all 0. The page type's cues, over the blocks of at most 20 words: "by "
+    and "min read" (both bylines) in the first text only."""
+    texts = ["By Ann, 5 min read.", "By Ann, 5 min read.", "Ünewsletter Getty Images", ""]
+    counts, roles, cues = assert_one_pass_same(texts, [6, 30, 3, 0])
+    assert {PT.CUE_STRINGS[j]: int(v) for j, v in enumerate(cues) if v} == {"by ": 1, "min read": 1}
+    assert counts[0, :8].tolist() == [5, 2, 1, 1, 1, 19, 1, 1]
+    assert counts[2, 0] == 3 and counts[3].tolist() == [0] * F._compiled.COLUMNS
+    assert roles.tolist() == [[2, 12, 1, 0b100], [2, 12, 1, 0], [2, 21, 0, 0b011], [0, 0, 0, 0]]
+
+
+def test_one_pass_on_edge_and_seeded_texts():
+    """The text columns' edge texts and seeded pages, and the role cues' seeded texts, with block
+    words on both sides of ROLE_BLOCK_WORDS."""
+    rng = random.Random(31)
+    assert_one_pass_same(EDGE_TEXTS, [rng.choice([0, 1, 25, 26, 400]) for _ in EDGE_TEXTS])
+    for _ in range(100):
+        texts = ["".join(rng.choice(_PIECES) + rng.choice(_GLUE) for _ in range(rng.randint(0, 10)))
+                 for _ in range(rng.randint(1, 30))]
+        assert_one_pass_same(texts, [rng.randint(0, 40) for _ in texts])
+    pieces = [p for _, parts in F._ROLE_ANY_CUES for part in parts for p in part.replace("(?:", "").replace(
+        ")", "").replace("\\b", "").replace("\\.", ".").split("|")] + ["By ", "Photo: ", "5 ", "x", " ", "É"]
+    texts = ["".join(rng.choice(pieces) for _ in range(rng.randint(0, 5))) for _ in range(2000)]
+    _, roles, _ = assert_one_pass_same(texts, [rng.randint(0, 30) for _ in texts])
+    assert {int(b) for b in roles[:, 3]} >= {0, 1, 2, 4}
+
+
+def test_one_pass_is_what_block_features_uses(monkeypatch):
+    """block_features reads its texts once: with the separate passes made to fail, the matrix
+    is still the reference's."""
+    page = parse_page(f"<html><body>{_ROLE_PAGE}</body></html>", "http://ex.com/")
+    expected = page_by_path(page, False)[3]
+
+    def no_pass(*args, **kwargs):
+        raise AssertionError("a separate text pass ran")
+
+    for name in ("text_columns", "role_text", "role_any"):
+        monkeypatch.setattr(F._compiled, name, no_pass)
+    got = page_by_path(page, True)[3]
+    assert got.any() and np.array_equal(got, expected, equal_nan=True)
+
+
+def test_block_features_leave_the_page_types_cue_counts(monkeypatch):
+    """The page type reads the cue counts block_features's pass took, for those very texts and
+    words: with count_lowered made to fail they come out as the reference counts them; for an
+    equal list that is another object (or other words) they are counted again."""
+    page = parse_page(f"<html><body>{_ROLE_PAGE}<p>Posted by Ann: $5, sku 7</p></body></html>", "http://ex.com/")
+    blocks = B.page_blocks(page)
+    texts = B.block_texts(page, blocks)
+    F.block_features(page, blocks, texts, conex_main=np.zeros(page.size, dtype=bool), menu_node=None, site=None)
+    short = "\n".join(t for t, k in zip(texts, blocks.words) if k <= PT.SHORT_BLOCK_WORDS).lower()
+    expected = PT._cue_counts(short)
+    assert expected[0] > 0 and expected[4] > 0      # prices and bylines
+    saved = F._compiled.count_lowered
+
+    def no_count(*args):
+        raise AssertionError("counted again")
+
+    monkeypatch.setattr(F._compiled, "count_lowered", no_count)
+    assert PT._short_cue_counts(texts, blocks.words) == expected
+    with pytest.raises(AssertionError, match="counted again"):
+        PT._short_cue_counts(list(texts), blocks.words)
+    with pytest.raises(AssertionError, match="counted again"):
+        PT._short_cue_counts(texts, blocks.words.copy())
+    monkeypatch.setattr(F._compiled, "count_lowered", saved)
+    assert PT._short_cue_counts(list(texts), blocks.words) == expected
+
+
+def test_role_columns_take_the_text_values_themselves_when_not_given():
+    """_role_columns called without block_features's text values makes them: the role columns
+    come out as in the whole matrix, credit, byline, dateline and reading time among them."""
+    page = parse_page(f"<html><body>{_ROLE_PAGE}</body></html>", "http://ex.com/")
+    blocks = B.page_blocks(page)
+    texts = B.block_texts(page, blocks)
+    whole = F.block_features(page, blocks, texts, conex_main=np.zeros(page.size, dtype=bool), menu_node=None,
+                             site=None)
+    alone = np.zeros((blocks.count, len(FEATURE_NAMES)), dtype=np.float32)
+    F._role_columns(page, blocks, blocks.owner.astype(np.int64), texts, alone)
+    role = [_COLUMN["role_" + name] for name in F._ROLE_NAMES] + [_COLUMN["caps_share"], _COLUMN["short_line"]]
+    assert alone[:, role].tolist() == whole[:, role].tolist()
+    assert alone[:, role[:6]].sum(axis=0).tolist() == [1, 1, 1, 0, 0, 1]
+
+
+def test_one_pass_refuses_what_is_not_block_texts():
+    with pytest.raises(TypeError, match="int"):
+        _one_pass(["a", 3], [1, 1])
+    with pytest.raises(ValueError, match="words"):
+        _one_pass(["a", "b"], [1])
+    with pytest.raises(ValueError, match="newline"):
+        _one_pass(["a"], [1], ("a\nb",))

@@ -127,10 +127,10 @@ def test_count_strings_on_seeded_texts_and_the_cue_strings():
     for _ in range(500):
         text = "".join(rng.choice("ab €\n") for _ in range(rng.randint(0, 40)))
         assert _count_strings(text, strings) == [text.count(s) for s in strings], text
-    pieces = list(PT._CUE_STRINGS) + ["x", " ", "\n", "ä"]
+    pieces = list(PT.CUE_STRINGS) + ["x", " ", "\n", "ä"]
     for _ in range(200):
         text = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 30)))
-        assert _count_strings(text, PT._CUE_STRINGS) == [text.count(s) for s in PT._CUE_STRINGS]
+        assert _count_strings(text, PT.CUE_STRINGS) == [text.count(s) for s in PT.CUE_STRINGS]
 
 
 class _NoReference:
@@ -179,7 +179,7 @@ def test_short_cue_counts_per_text_are_the_joined_texts_counts(monkeypatch):
     require_built("_features")
     import random
     rng = random.Random(5)
-    pieces = list(PT._CUE_STRINGS) + [s.upper() for s in PT._CUE_STRINGS] + [
+    pieces = list(PT.CUE_STRINGS) + [s.upper() for s in PT.CUE_STRINGS] + [
         "x", " ", "\n", "ä", "Ä", "ΣΑΣ", "Σ", "İ", "ẞ", "BY ", "Posted", "€9"]
     for _ in range(150):
         texts = ["".join(rng.choice(pieces) for _ in range(rng.randint(0, 12))) for _ in range(rng.randint(0, 9))]
