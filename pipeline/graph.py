@@ -535,12 +535,12 @@ class _LinksPresentIn(beam.DoFn):
 
     def process(self, links):
         if len(links):
-            targets = links.targets()
+            targets = links.targets_to_look_up()
             answers = self.answers
             unknown = [target for target in targets if target not in answers]
             if len(answers) + len(unknown) > self.ANSWERS:
                 answers.clear()
-                unknown = targets
+                unknown = list(targets)
             if unknown:
                 found = self.lookup.present(unknown)
                 answers.update((target, target in found) for target in unknown)
