@@ -136,6 +136,20 @@ class PageLinks:
             urls = compress(urls, (~self.local).tolist())
         return set(urls)
 
+    def set_present_by(self, contains) -> None:
+        """target_in_input from `contains(urls)`, a boolean per URL of a list: whether it has a
+        pages row in this run (a local run's spilled pages: partitions.SpilledUrls.contains),
+        asked about the links outside the page's shard (set_local) only."""
+        urls = self._target_urls()
+        self._decoded = None
+        if self.local is None:
+            self.in_input = np.asarray(contains(urls), dtype=bool)
+            return
+        found = self.local.copy()
+        outside = ~self.local
+        found[outside] = contains(list(compress(urls, outside.tolist())))
+        self.in_input = found
+
     def set_present(self, present: Container) -> None:
         """target_in_input from `present`, the normalized URLs that have a pages row in this run
         (those of the page's shard aside, set_local: they need not be in it)."""
