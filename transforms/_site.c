@@ -30,6 +30,8 @@
  *   split_links: the links dataset's target URLs and anchor texts out of its pages' packed
  *     strings, for the part writer's Arrow columns (outlinks.PageLinks.arrow_batch;
  *     `_split_links_python` there);
+ *   link_ranks: each key link's hyperlink distance from its page (candidates._tiers, whose
+ *     tuples of directories are the reference);
  *   url_digests: the 16-byte BLAKE2b digest of each URL's UTF-8, which a local run's spill
  *     keeps of its pages and looks a page's link targets up by (pipeline/partitions.py; its
  *     reference is hashlib's blake2b, byte for byte).
@@ -783,6 +785,77 @@ static PyObject *url_digests(PyObject *self, PyObject *args) {
     return out;
 }
 
+/* link_ranks(urls list of str, reference list of str, out int64[len(urls)]): per normalized URL,
+ * candidates._h_distance of the page's directories (its host word, then `reference`) to the
+ * URL's, the URL's host word taken as the page's (the caller's links are all of its site).
+ * A URL's directories are candidates._directories_of_normalized's: its path (from the first
+ * "/" after the first "//", up to "?") cut at each "/", less the part before the first and the
+ * part after the last. */
+static PyObject *link_ranks(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *urls, *reference, *out_o;
+    if (!PyArg_ParseTuple(args, "O!O!O", &PyList_Type, &urls, &PyList_Type, &reference, &out_o)) return NULL;
+    Py_ssize_t n = PyList_GET_SIZE(urls), m = PyList_GET_SIZE(reference);
+    for (Py_ssize_t j = 0; j < m; j++) {
+        if (!PyUnicode_Check(PyList_GET_ITEM(reference, j))) {
+            PyErr_SetString(PyExc_TypeError, "link_ranks: reference must hold str");
+            return NULL;
+        }
+    }
+    Py_buffer ov;
+    if (get_array(out_o, &ov, 8, n, 1, "out") < 0) return NULL;
+    int64_t *out = ov.buf;
+    int ok = 1;
+    for (Py_ssize_t r = 0; r < n; r++) {
+        PyObject *url = PyList_GET_ITEM(urls, r);
+        if (!PyUnicode_Check(url)) {
+            PyErr_SetString(PyExc_TypeError, "link_ranks: urls must be str");
+            ok = 0;
+            break;
+        }
+        int kind = PyUnicode_KIND(url);
+        const void *data = PyUnicode_DATA(url);
+        Py_ssize_t length = PyUnicode_GET_LENGTH(url), at = -1;
+        for (Py_ssize_t i = 0; i + 1 < length; i++) {
+            if (PyUnicode_READ(kind, data, i) == '/' && PyUnicode_READ(kind, data, i + 1) == '/') { at = i; break; }
+        }
+        /* url.find("//") + 2, then the next "/": the path's start (none: no directory). */
+        Py_ssize_t slash = -1;
+        for (Py_ssize_t i = at + 2; i < length; i++) {
+            if (PyUnicode_READ(kind, data, i) == '/') { slash = i; break; }
+        }
+        Py_ssize_t stop = length;
+        if (slash >= 0) {
+            for (Py_ssize_t i = slash; i < length; i++) {
+                if (PyUnicode_READ(kind, data, i) == '?') { stop = i; break; }
+            }
+        }
+        /* Walk the URL's directories alongside the reference's: `dirs` counted, `shared` the
+         * leading ones equal to the reference's. */
+        Py_ssize_t dirs = 0, shared = 0;
+        int diverged = 0;
+        if (slash >= 0) {
+            Py_ssize_t begin = slash + 1;
+            for (Py_ssize_t i = begin; i < stop; i++) {
+                if (PyUnicode_READ(kind, data, i) != '/') continue;
+                if (!diverged && dirs < m) {
+                    PyObject *want = PyList_GET_ITEM(reference, dirs);
+                    if (PyUnicode_GET_LENGTH(want) == i - begin &&
+                        PyUnicode_Tailmatch(url, want, begin, i, -1) == 1) shared++;
+                    else diverged = 1;
+                }
+                dirs++;
+                begin = i + 1;
+            }
+        }
+        /* _h_distance with h = (host, *reference), h2 = (host, *the URL's directories). */
+        out[r] = shared == m ? (int64_t)(dirs - m) : (int64_t)(shared - m);
+    }
+    PyBuffer_Release(&ov);
+    if (!ok) return NULL;
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
     {"menu_eligible", menu_eligible, METH_VARARGS,
      "menu_eligible(tag, flags, chars, end, template, hyperlinks, weights, text_tag, in_link_flag, share, "
@@ -809,6 +882,8 @@ static PyMethodDef methods[] = {
     {"split_links", split_links, METH_VARARGS,
      "split_links(raw, counts, url_data, url_lengths, text_data, text_lengths) -> (url bytes, text bytes) or "
      "None: outlinks.PageLinks.arrow_batch's target URLs and anchor texts."},
+    {"link_ranks", link_ranks, METH_VARARGS,
+     "link_ranks(urls, reference, out): each URL's hyperlink distance from the page's directories."},
     {"url_digests", url_digests, METH_VARARGS,
      "url_digests(urls) -> bytes: the 16-byte BLAKE2b digest of each URL's UTF-8, one after the other."},
     {NULL, NULL, 0, NULL},
