@@ -260,6 +260,89 @@ done:
     return out;
 }
 
+/* run_texts(flags uint16[n], line int32[n], text, text_ptr int32[n+1], idx int64[m], starts int64[r],
+ *           space_flags) -> list of r str:
+ * text.py run_texts in one pass: run k is idx[starts[k]:starts[k + 1]] (the last up to m, a
+ * start past m taken as m), its text nodes joined with a newline before one whose `line` moved
+ * since the previous node of idx, else a space where its flags have one of `space_flags`, and
+ * nothing before a node at any run's start. Built in the text's own kind (its spans copied
+ * whole, not read a character at a time), which PyUnicode_FromKindAndData narrows as it does
+ * joined_spans' UCS4: the same str. text.py's separators and joined are the reference. */
+static PyObject *run_texts(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *objs[6], *text, *out = NULL;
+    int space_flags;
+    if (!PyArg_ParseTuple(args, "OOUOOOi", &objs[0], &objs[1], &text, &objs[2], &objs[3], &objs[4], &space_flags))
+        return NULL;
+    static const Py_ssize_t sizes[5] = {2, 4, 4, 8, 8};
+    static const char *names[5] = {"flags", "line", "text_ptr", "idx", "starts"};
+    Py_buffer v[5];
+    Py_ssize_t n = -1;
+    int got = 0;
+    char *buf = NULL;
+    uint8_t *fresh = NULL;
+    for (; got < 5; got++) {
+        Py_ssize_t items = got == 0 || got >= 3 ? -1 : got == 2 ? n + 1 : n;
+        if (get_items(objs[got], &v[got], sizes[got], items, names[got]) < 0) goto done;
+        if (got == 0) n = v[0].len / 2;
+    }
+    const uint16_t *flags = v[0].buf;
+    const int32_t *line = v[1].buf, *ptr = v[2].buf;
+    const int64_t *idx = v[3].buf, *starts = v[4].buf;
+    Py_ssize_t m = v[3].len / 8, runs = v[4].len / 8, length = PyUnicode_GET_LENGTH(text), total = 0;
+    int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    for (Py_ssize_t k = 0; k < m; k++) {
+        int64_t i = idx[k];
+        if (i < 0 || i >= n) {
+            PyErr_Format(PyExc_ValueError, "text node %lld outside the page (%zd nodes)", (long long)i, n);
+            goto done;
+        }
+        if (ptr[i] < 0 || ptr[i + 1] < ptr[i] || ptr[i + 1] > length) {
+            PyErr_Format(PyExc_ValueError, "text_ptr of node %lld outside the page's text", (long long)i);
+            goto done;
+        }
+        total += ptr[i + 1] - ptr[i] + 1;
+    }
+    /* fresh[k]: a run starts at k, so nothing goes before it. */
+    fresh = PyMem_Calloc((size_t)m + 1, 1);
+    buf = PyMem_Malloc((size_t)(total + 1) * (size_t)kind);
+    if (fresh == NULL || buf == NULL) { PyErr_NoMemory(); goto done; }
+    for (Py_ssize_t r = 0; r < runs; r++) {
+        if (starts[r] < 0) {
+            PyErr_Format(PyExc_ValueError, "run start %lld is negative", (long long)starts[r]);
+            goto done;
+        }
+        if (starts[r] < m) fresh[starts[r]] = 1;
+    }
+    fresh[0] = 1;
+    out = PyList_New(runs);
+    if (out == NULL) goto done;
+    for (Py_ssize_t r = 0; r < runs; r++) {
+        Py_ssize_t a = starts[r] < m ? (Py_ssize_t)starts[r] : m;
+        Py_ssize_t b = r + 1 < runs ? (starts[r + 1] < m ? (Py_ssize_t)starts[r + 1] : m) : m;
+        Py_ssize_t at = 0;
+        for (Py_ssize_t k = a; k < b; k++) {
+            int64_t i = idx[k];
+            if (!fresh[k]) {
+                if (line[i] != line[idx[k - 1]]) PyUnicode_WRITE(kind, buf, at++, '\n');
+                else if (flags[i] & space_flags) PyUnicode_WRITE(kind, buf, at++, ' ');
+            }
+            memcpy(buf + (size_t)at * kind, (const char *)data + (size_t)ptr[i] * kind,
+                   (size_t)(ptr[i + 1] - ptr[i]) * kind);
+            at += ptr[i + 1] - ptr[i];
+        }
+        PyObject *s = PyUnicode_FromKindAndData(kind, buf, at);
+        if (s == NULL) { Py_CLEAR(out); goto done; }
+        PyList_SET_ITEM(out, r, s);
+    }
+done:
+    PyMem_Free(buf);
+    PyMem_Free(fresh);
+    for (int j = 0; j < got; j++) PyBuffer_Release(&v[j]);
+    return out;
+}
+
 /* Word hashes for duplicate detection (transforms/duplicates.py `word_hashes`, whose numpy
  * expression is the reference): words are runs of ASCII letters, digits and "_" (ASCII
  * lower-cased) and of non-ASCII characters other than the punctuation and spaces below; a
@@ -577,6 +660,8 @@ static PyMethodDef methods[] = {
      "near_pairs(matrix, n, num_perm, rows, need): duplicates.py _near_pairs' (p, q) pairs as int64 bytes."},
     {"subtree_texts", subtree_texts, METH_VARARGS,
      "subtree_texts(tag, flags, line, end, text, text_ptr, nodes, text_tag, space_flags): per node, its subtree's text."},
+    {"run_texts", run_texts, METH_VARARGS,
+     "run_texts(flags, line, text, text_ptr, idx, starts, space_flags): per run of text nodes, its text."},
     {"collapsed_spans", collapsed_spans, METH_VARARGS,
      "collapsed_spans(text, starts, ends, lengths): the spans whitespace-collapsed, concatenated; lengths written."},
     {"joined_spans", joined_spans, METH_VARARGS,
