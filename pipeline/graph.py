@@ -519,7 +519,9 @@ class _LinksPresentIn(beam.DoFn):
     distinct targets outside its shard have one), where join_link_targets joins them in the
     graph.
 
-    Each target's answer is kept, up to ANSWERS of them: a site's pages share most of their
+    A lookup with `contains(urls)` (a boolean per URL: partitions.SpilledUrls, whose digest
+    of a URL is compiled) is asked about every link outside the page's shard. For any other,
+    each target's answer is kept, up to ANSWERS of them: a site's pages share most of their
     targets (news-ctf2015-dev's 30,000 (target, page) pairs are 5,600 targets), and a lookup
     hashes every URL it is asked about. The answers are the lookup's, which is fixed for the
     graph."""
@@ -534,13 +536,19 @@ class _LinksPresentIn(beam.DoFn):
         self.answers = {}
 
     def process(self, links):
-        if len(links):
-            targets = links.targets()
+        if len(links) and hasattr(self.lookup, "contains"):
+            # A lookup that answers per URL for the cost of a digest (partitions.SpilledUrls):
+            # asked about every link outside the shard, with no answers kept.
+            links.set_present_by(self.lookup.contains)
+            _count("link_rows", len(links))
+            yield links
+        elif len(links):
+            targets = links.targets_to_look_up()
             answers = self.answers
             unknown = [target for target in targets if target not in answers]
             if len(answers) + len(unknown) > self.ANSWERS:
                 answers.clear()
-                unknown = targets
+                unknown = list(targets)
             if unknown:
                 found = self.lookup.present(unknown)
                 answers.update((target, target in found) for target in unknown)

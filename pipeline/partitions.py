@@ -78,6 +78,7 @@ from apache_beam.metrics import Metrics
 from sitestrip.pipeline.graph import MAIN, NAMESPACE, build_pipeline, dataset_prefix, read_warcs
 from sitestrip.pipeline.wire import pack_record
 from sitestrip.transforms.site_step import PageRecord
+from sitestrip.transforms import tree
 from sitestrip.transforms.shards import ShardPlan, page_cell, plan_shards
 
 log = logging.getLogger("sitestrip")
@@ -192,8 +193,12 @@ def read_frame(fh, offset: int) -> bytes:
     return _part(fh, _length(fh))
 
 
-def url_digests(urls) -> bytes:
-    """16-byte BLAKE2b digests of `urls` (strings), concatenated."""
+def url_digests(urls, compiled: bool | None = None) -> bytes:
+    """16-byte BLAKE2b digests of `urls` (strings), concatenated. Compiled (transforms/_site.c
+    `url_digests`, hashlib's bytes without a Python object and call per URL) unless
+    SITESTRIP_FEATURES=python or `compiled` is False; hashlib is the reference."""
+    if (tree._COMPILED if compiled is None else compiled) and tree._site_compiled is not None:
+        return tree._site_compiled.url_digests(urls if type(urls) is list else list(urls))
     return b"".join(hashlib.blake2b(url.encode("utf-8", "surrogatepass"), digest_size=16).digest() for url in urls)
 
 
@@ -412,11 +417,15 @@ class SpilledUrls:
 
     def present(self, urls: list[str]) -> set[str]:
         """Those of `urls` that are spilled pages' URLs."""
+        found = self.contains(urls)
+        return {url for url, there in zip(urls, found.tolist()) if there}
+
+    def contains(self, urls: list[str]) -> np.ndarray:
+        """Per URL of `urls`: it is a spilled page's URL (a boolean array)."""
         digests = self._loaded()
         if not urls or not len(digests):
-            return set()
-        found = digests_in(digests, np.frombuffer(url_digests(urls), dtype="S16"))
-        return {url for url, there in zip(urls, found.tolist()) if there}
+            return np.zeros(len(urls), dtype=bool)
+        return digests_in(digests, np.frombuffer(url_digests(urls), dtype="S16"))
 
 
 @dataclass(frozen=True)

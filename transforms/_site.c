@@ -29,7 +29,12 @@
  *     candidates._key_link_positions tests against the site (`_link_hosts_python` there);
  *   split_links: the links dataset's target URLs and anchor texts out of its pages' packed
  *     strings, for the part writer's Arrow columns (outlinks.PageLinks.arrow_batch;
- *     `_split_links_python` there).
+ *     `_split_links_python` there);
+ *   link_ranks: each key link's hyperlink distance from its page (candidates._tiers, whose
+ *     tuples of directories are the reference);
+ *   url_digests: the 16-byte BLAKE2b digest of each URL's UTF-8, which a local run's spill
+ *     keeps of its pages and looks a page's link targets up by (pipeline/partitions.py; its
+ *     reference is hashlib's blake2b, byte for byte).
  *
  * Only the Python C API and the buffer protocol are used (no numpy headers).
  */
@@ -663,6 +668,194 @@ static PyObject *split_links(PyObject *self, PyObject *args) {
     return out;
 }
 
+/* BLAKE2b (RFC 7693) with a 16-byte digest, no key, salt or personalization: what
+ * hashlib.blake2b(data, digest_size=16).digest() gives. hashlib costs a Python object, an
+ * encode and a call per URL (about 1 us), which made a local run keep every answer it got
+ * (pipeline/graph.py _LinksPresentIn); here a URL costs about 0.26 us, so a page's links
+ * outside its shard (news-dragnet-dev: 168 links a page) are looked up as they come. */
+static const uint64_t b2_iv[8] = {
+    0x6a09e667f3bcc908ULL, 0xbb67ae8584caa73bULL, 0x3c6ef372fe94f82bULL, 0xa54ff53a5f1d36f1ULL,
+    0x510e527fade682d1ULL, 0x9b05688c2b3e6c1fULL, 0x1f83d9abfb41bd6bULL, 0x5be0cd19137e2179ULL};
+
+static const uint8_t b2_sigma[12][16] = {
+    {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15},
+    {14, 10, 4, 8, 9, 15, 13, 6, 1, 12, 0, 2, 11, 7, 5, 3},
+    {11, 8, 12, 0, 5, 2, 15, 13, 10, 14, 3, 6, 7, 1, 9, 4},
+    {7, 9, 3, 1, 13, 12, 11, 14, 2, 6, 5, 10, 4, 0, 15, 8},
+    {9, 0, 5, 7, 2, 4, 10, 15, 14, 1, 11, 12, 6, 8, 3, 13},
+    {2, 12, 6, 10, 0, 11, 8, 3, 4, 13, 7, 5, 15, 14, 1, 9},
+    {12, 5, 1, 15, 14, 13, 4, 10, 0, 7, 6, 3, 9, 2, 8, 11},
+    {13, 11, 7, 14, 12, 1, 3, 9, 5, 0, 15, 4, 8, 6, 2, 10},
+    {6, 15, 14, 9, 11, 3, 0, 8, 12, 2, 13, 7, 1, 4, 10, 5},
+    {10, 2, 8, 4, 7, 6, 1, 5, 15, 11, 9, 14, 3, 12, 13, 0},
+    {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15},
+    {14, 10, 4, 8, 9, 15, 13, 6, 1, 12, 0, 2, 11, 7, 5, 3}};
+
+static inline uint64_t b2_rotr(uint64_t x, int n) { return (x >> n) | (x << (64 - n)); }
+
+static inline uint64_t b2_load(const unsigned char *p) {
+    uint64_t x = 0;
+    for (int i = 7; i >= 0; i--) x = (x << 8) | p[i];
+    return x;
+}
+
+#define B2_G(a, b, c, d, x, y)                  \
+    do {                                        \
+        a = a + b + (x); d = b2_rotr(d ^ a, 32); \
+        c = c + d;       b = b2_rotr(b ^ c, 24); \
+        a = a + b + (y); d = b2_rotr(d ^ a, 16); \
+        c = c + d;       b = b2_rotr(b ^ c, 63); \
+    } while (0)
+
+static void b2_compress(uint64_t h[8], const unsigned char *block, uint64_t t, int last) {
+    uint64_t m[16], v[16];
+    for (int i = 0; i < 16; i++) m[i] = b2_load(block + 8 * i);
+    for (int i = 0; i < 8; i++) { v[i] = h[i]; v[i + 8] = b2_iv[i]; }
+    v[12] ^= t;                 /* the counter's high word stays 0: a URL is far below 2^64 bytes */
+    if (last) v[14] = ~v[14];
+    for (int r = 0; r < 12; r++) {
+        const uint8_t *s = b2_sigma[r];
+        B2_G(v[0], v[4], v[8], v[12], m[s[0]], m[s[1]]);
+        B2_G(v[1], v[5], v[9], v[13], m[s[2]], m[s[3]]);
+        B2_G(v[2], v[6], v[10], v[14], m[s[4]], m[s[5]]);
+        B2_G(v[3], v[7], v[11], v[15], m[s[6]], m[s[7]]);
+        B2_G(v[0], v[5], v[10], v[15], m[s[8]], m[s[9]]);
+        B2_G(v[1], v[6], v[11], v[12], m[s[10]], m[s[11]]);
+        B2_G(v[2], v[7], v[8], v[13], m[s[12]], m[s[13]]);
+        B2_G(v[3], v[4], v[9], v[14], m[s[14]], m[s[15]]);
+    }
+    for (int i = 0; i < 8; i++) h[i] ^= v[i] ^ v[i + 8];
+}
+
+static void blake2b_16(const unsigned char *data, Py_ssize_t len, unsigned char out[16]) {
+    uint64_t h[8];
+    memcpy(h, b2_iv, sizeof h);
+    h[0] ^= 0x01010000ULL ^ 16;     /* fanout 1, depth 1, no key, 16-byte digest */
+    uint64_t t = 0;
+    while (len > 128) {
+        t += 128;
+        b2_compress(h, data, t, 0);
+        data += 128;
+        len -= 128;
+    }
+    unsigned char last[128];
+    memset(last, 0, sizeof last);
+    if (len) memcpy(last, data, (size_t)len);
+    t += (uint64_t)len;
+    b2_compress(h, last, t, 1);
+    for (int i = 0; i < 16; i++) out[i] = (unsigned char)(h[i / 8] >> (8 * (i % 8)));
+}
+
+/* url_digests(urls: list of str) -> bytes: blake2b_16 of each URL's UTF-8, lone surrogates
+ * encoded as "surrogatepass" encodes them, one after the other. */
+static PyObject *url_digests(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *urls;
+    if (!PyArg_ParseTuple(args, "O!", &PyList_Type, &urls)) return NULL;
+    Py_ssize_t n = PyList_GET_SIZE(urls);
+    PyObject *out = PyBytes_FromStringAndSize(NULL, 16 * n);
+    if (out == NULL) return NULL;
+    unsigned char *digests = (unsigned char *)PyBytes_AS_STRING(out);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *url = PyList_GET_ITEM(urls, i);
+        if (!PyUnicode_Check(url)) {
+            PyErr_Format(PyExc_TypeError, "url_digests: item %zd is not a str", i);
+            Py_DECREF(out);
+            return NULL;
+        }
+        Py_ssize_t size;
+        const char *utf8 = PyUnicode_AsUTF8AndSize(url, &size);
+        if (utf8 != NULL) {
+            blake2b_16((const unsigned char *)utf8, size, digests + 16 * i);
+            continue;
+        }
+        if (!PyErr_ExceptionMatches(PyExc_UnicodeEncodeError)) {
+            Py_DECREF(out);
+            return NULL;
+        }
+        PyErr_Clear();
+        PyObject *encoded = PyUnicode_AsEncodedString(url, "utf-8", "surrogatepass");
+        if (encoded == NULL) {
+            Py_DECREF(out);
+            return NULL;
+        }
+        blake2b_16((const unsigned char *)PyBytes_AS_STRING(encoded), PyBytes_GET_SIZE(encoded), digests + 16 * i);
+        Py_DECREF(encoded);
+    }
+    return out;
+}
+
+/* link_ranks(urls list of str, reference list of str, out int64[len(urls)]): per normalized URL,
+ * candidates._h_distance of the page's directories (its host word, then `reference`) to the
+ * URL's, the URL's host word taken as the page's (the caller's links are all of its site).
+ * A URL's directories are candidates._directories_of_normalized's: its path (from the first
+ * "/" after the first "//", up to "?") cut at each "/", less the part before the first and the
+ * part after the last. */
+static PyObject *link_ranks(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *urls, *reference, *out_o;
+    if (!PyArg_ParseTuple(args, "O!O!O", &PyList_Type, &urls, &PyList_Type, &reference, &out_o)) return NULL;
+    Py_ssize_t n = PyList_GET_SIZE(urls), m = PyList_GET_SIZE(reference);
+    for (Py_ssize_t j = 0; j < m; j++) {
+        if (!PyUnicode_Check(PyList_GET_ITEM(reference, j))) {
+            PyErr_SetString(PyExc_TypeError, "link_ranks: reference must hold str");
+            return NULL;
+        }
+    }
+    Py_buffer ov;
+    if (get_array(out_o, &ov, 8, n, 1, "out") < 0) return NULL;
+    int64_t *out = ov.buf;
+    int ok = 1;
+    for (Py_ssize_t r = 0; r < n; r++) {
+        PyObject *url = PyList_GET_ITEM(urls, r);
+        if (!PyUnicode_Check(url)) {
+            PyErr_SetString(PyExc_TypeError, "link_ranks: urls must be str");
+            ok = 0;
+            break;
+        }
+        int kind = PyUnicode_KIND(url);
+        const void *data = PyUnicode_DATA(url);
+        Py_ssize_t length = PyUnicode_GET_LENGTH(url), at = -1;
+        for (Py_ssize_t i = 0; i + 1 < length; i++) {
+            if (PyUnicode_READ(kind, data, i) == '/' && PyUnicode_READ(kind, data, i + 1) == '/') { at = i; break; }
+        }
+        /* url.find("//") + 2, then the next "/": the path's start (none: no directory). */
+        Py_ssize_t slash = -1;
+        for (Py_ssize_t i = at + 2; i < length; i++) {
+            if (PyUnicode_READ(kind, data, i) == '/') { slash = i; break; }
+        }
+        Py_ssize_t stop = length;
+        if (slash >= 0) {
+            for (Py_ssize_t i = slash; i < length; i++) {
+                if (PyUnicode_READ(kind, data, i) == '?') { stop = i; break; }
+            }
+        }
+        /* Walk the URL's directories alongside the reference's: `dirs` counted, `shared` the
+         * leading ones equal to the reference's. */
+        Py_ssize_t dirs = 0, shared = 0;
+        int diverged = 0;
+        if (slash >= 0) {
+            Py_ssize_t begin = slash + 1;
+            for (Py_ssize_t i = begin; i < stop; i++) {
+                if (PyUnicode_READ(kind, data, i) != '/') continue;
+                if (!diverged && dirs < m) {
+                    PyObject *want = PyList_GET_ITEM(reference, dirs);
+                    if (PyUnicode_GET_LENGTH(want) == i - begin &&
+                        PyUnicode_Tailmatch(url, want, begin, i, -1) == 1) shared++;
+                    else diverged = 1;
+                }
+                dirs++;
+                begin = i + 1;
+            }
+        }
+        /* _h_distance with h = (host, *reference), h2 = (host, *the URL's directories). */
+        out[r] = shared == m ? (int64_t)(dirs - m) : (int64_t)(shared - m);
+    }
+    PyBuffer_Release(&ov);
+    if (!ok) return NULL;
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
     {"menu_eligible", menu_eligible, METH_VARARGS,
      "menu_eligible(tag, flags, chars, end, template, hyperlinks, weights, text_tag, in_link_flag, share, "
@@ -689,6 +882,10 @@ static PyMethodDef methods[] = {
     {"split_links", split_links, METH_VARARGS,
      "split_links(raw, counts, url_data, url_lengths, text_data, text_lengths) -> (url bytes, text bytes) or "
      "None: outlinks.PageLinks.arrow_batch's target URLs and anchor texts."},
+    {"link_ranks", link_ranks, METH_VARARGS,
+     "link_ranks(urls, reference, out): each URL's hyperlink distance from the page's directories."},
+    {"url_digests", url_digests, METH_VARARGS,
+     "url_digests(urls) -> bytes: the 16-byte BLAKE2b digest of each URL's UTF-8, one after the other."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -260,6 +260,89 @@ done:
     return out;
 }
 
+/* run_texts(flags uint16[n], line int32[n], text, text_ptr int32[n+1], idx int64[m], starts int64[r],
+ *           space_flags) -> list of r str:
+ * text.py run_texts in one pass: run k is idx[starts[k]:starts[k + 1]] (the last up to m, a
+ * start past m taken as m), its text nodes joined with a newline before one whose `line` moved
+ * since the previous node of idx, else a space where its flags have one of `space_flags`, and
+ * nothing before a node at any run's start. Built in the text's own kind (its spans copied
+ * whole, not read a character at a time), which PyUnicode_FromKindAndData narrows as it does
+ * joined_spans' UCS4: the same str. text.py's separators and joined are the reference. */
+static PyObject *run_texts(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *objs[6], *text, *out = NULL;
+    int space_flags;
+    if (!PyArg_ParseTuple(args, "OOUOOOi", &objs[0], &objs[1], &text, &objs[2], &objs[3], &objs[4], &space_flags))
+        return NULL;
+    static const Py_ssize_t sizes[5] = {2, 4, 4, 8, 8};
+    static const char *names[5] = {"flags", "line", "text_ptr", "idx", "starts"};
+    Py_buffer v[5];
+    Py_ssize_t n = -1;
+    int got = 0;
+    char *buf = NULL;
+    uint8_t *fresh = NULL;
+    for (; got < 5; got++) {
+        Py_ssize_t items = got == 0 || got >= 3 ? -1 : got == 2 ? n + 1 : n;
+        if (get_items(objs[got], &v[got], sizes[got], items, names[got]) < 0) goto done;
+        if (got == 0) n = v[0].len / 2;
+    }
+    const uint16_t *flags = v[0].buf;
+    const int32_t *line = v[1].buf, *ptr = v[2].buf;
+    const int64_t *idx = v[3].buf, *starts = v[4].buf;
+    Py_ssize_t m = v[3].len / 8, runs = v[4].len / 8, length = PyUnicode_GET_LENGTH(text), total = 0;
+    int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    for (Py_ssize_t k = 0; k < m; k++) {
+        int64_t i = idx[k];
+        if (i < 0 || i >= n) {
+            PyErr_Format(PyExc_ValueError, "text node %lld outside the page (%zd nodes)", (long long)i, n);
+            goto done;
+        }
+        if (ptr[i] < 0 || ptr[i + 1] < ptr[i] || ptr[i + 1] > length) {
+            PyErr_Format(PyExc_ValueError, "text_ptr of node %lld outside the page's text", (long long)i);
+            goto done;
+        }
+        total += ptr[i + 1] - ptr[i] + 1;
+    }
+    /* fresh[k]: a run starts at k, so nothing goes before it. */
+    fresh = PyMem_Calloc((size_t)m + 1, 1);
+    buf = PyMem_Malloc((size_t)(total + 1) * (size_t)kind);
+    if (fresh == NULL || buf == NULL) { PyErr_NoMemory(); goto done; }
+    for (Py_ssize_t r = 0; r < runs; r++) {
+        if (starts[r] < 0) {
+            PyErr_Format(PyExc_ValueError, "run start %lld is negative", (long long)starts[r]);
+            goto done;
+        }
+        if (starts[r] < m) fresh[starts[r]] = 1;
+    }
+    fresh[0] = 1;
+    out = PyList_New(runs);
+    if (out == NULL) goto done;
+    for (Py_ssize_t r = 0; r < runs; r++) {
+        Py_ssize_t a = starts[r] < m ? (Py_ssize_t)starts[r] : m;
+        Py_ssize_t b = r + 1 < runs ? (starts[r + 1] < m ? (Py_ssize_t)starts[r + 1] : m) : m;
+        Py_ssize_t at = 0;
+        for (Py_ssize_t k = a; k < b; k++) {
+            int64_t i = idx[k];
+            if (!fresh[k]) {
+                if (line[i] != line[idx[k - 1]]) PyUnicode_WRITE(kind, buf, at++, '\n');
+                else if (flags[i] & space_flags) PyUnicode_WRITE(kind, buf, at++, ' ');
+            }
+            memcpy(buf + (size_t)at * kind, (const char *)data + (size_t)ptr[i] * kind,
+                   (size_t)(ptr[i + 1] - ptr[i]) * kind);
+            at += ptr[i + 1] - ptr[i];
+        }
+        PyObject *s = PyUnicode_FromKindAndData(kind, buf, at);
+        if (s == NULL) { Py_CLEAR(out); goto done; }
+        PyList_SET_ITEM(out, r, s);
+    }
+done:
+    PyMem_Free(buf);
+    PyMem_Free(fresh);
+    for (int j = 0; j < got; j++) PyBuffer_Release(&v[j]);
+    return out;
+}
+
 /* Word hashes for duplicate detection (transforms/duplicates.py `word_hashes`, whose numpy
  * expression is the reference): words are runs of ASCII letters, digits and "_" (ASCII
  * lower-cased) and of non-ASCII characters other than the punctuation and spaces below; a
@@ -471,6 +554,101 @@ static PyObject *near_signature(PyObject *self, PyObject *args) {
     return out;
 }
 
+/* near_pairs(matrix, n, num_perm, rows, need) -> bytes of int64 (p, q) pairs, p < q, sorted:
+ * duplicates.py _near_pairs over the n signatures of `matrix` (uint32[n][num_perm], C order,
+ * the reference's np.stack). A pair is a candidate when its two rows agree on a whole band
+ * (rows values from a multiple of `rows`, whole bands only), and kept when they agree in at
+ * least `need` values. Each band's rows are sorted by their bytes, so equal bands are
+ * neighbours; a pair that already agreed on an earlier band was judged there, so no set of
+ * candidates is held, only the kept pairs. The reference's np.unique per band cost 20 µs
+ * each, 16 per shard of a few pages: most of news-dragnet-dev's duplicate search. */
+static const uint32_t *band_base;
+static Py_ssize_t band_stride, band_bytes;
+
+static int band_order(const void *a, const void *b) {
+    Py_ssize_t i = *(const Py_ssize_t *)a, j = *(const Py_ssize_t *)b;
+    int c = memcmp(band_base + i * band_stride, band_base + j * band_stride, (size_t)band_bytes);
+    return c ? c : (i < j ? -1 : i > j);
+}
+
+static int pair_order(const void *a, const void *b) {
+    const int64_t *x = a, *y = b;
+    if (x[0] != y[0]) return x[0] < y[0] ? -1 : 1;
+    return x[1] < y[1] ? -1 : x[1] > y[1];
+}
+
+static PyObject *near_pairs(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *matrix_o;
+    Py_ssize_t n, num_perm, rows;
+    double need;
+    if (!PyArg_ParseTuple(args, "Onnnd", &matrix_o, &n, &num_perm, &rows, &need)) return NULL;
+    if (n < 0 || num_perm < 1 || rows < 1 || rows > num_perm) {
+        PyErr_SetString(PyExc_ValueError, "near_pairs: needs n >= 0 and 1 <= rows <= num_perm");
+        return NULL;
+    }
+    Py_buffer mv;
+    if (PyObject_GetBuffer(matrix_o, &mv, PyBUF_C_CONTIGUOUS) < 0) return NULL;
+    if (mv.len != n * num_perm * 4) {
+        PyBuffer_Release(&mv);
+        PyErr_Format(PyExc_ValueError, "near_pairs: matrix of %zd bytes, not %zd x %zd uint32", mv.len, n, num_perm);
+        return NULL;
+    }
+    const uint32_t *m = mv.buf;
+    Py_ssize_t *order = PyMem_Malloc((size_t)(n > 0 ? n : 1) * sizeof(Py_ssize_t));
+    int64_t *kept = NULL;
+    Py_ssize_t count = 0, cap = 0;
+    if (order == NULL) goto nomem;
+    band_base = m;
+    band_stride = num_perm;
+    for (Py_ssize_t start = 0; start + rows <= num_perm && n > 1; start += rows) {
+        for (Py_ssize_t i = 0; i < n; i++) order[i] = i;
+        band_base = m + start;
+        band_bytes = rows * 4;
+        qsort(order, (size_t)n, sizeof(Py_ssize_t), band_order);
+        for (Py_ssize_t a = 0; a < n;) {
+            Py_ssize_t b = a + 1;
+            while (b < n && memcmp(m + order[a] * num_perm + start, m + order[b] * num_perm + start,
+                                   (size_t)(rows * 4)) == 0) b++;
+            /* order[a..b) share this band, ascending by index (the sort's tie-break) */
+            for (Py_ssize_t x = a; x < b; x++) {
+                for (Py_ssize_t y = x + 1; y < b; y++) {
+                    const uint32_t *p = m + order[x] * num_perm, *q = m + order[y] * num_perm;
+                    int earlier = 0;
+                    for (Py_ssize_t e = 0; e < start && !earlier; e += rows)
+                        earlier = memcmp(p + e, q + e, (size_t)(rows * 4)) == 0;
+                    if (earlier) continue;
+                    Py_ssize_t same = 0;
+                    for (Py_ssize_t v = 0; v < num_perm; v++) same += p[v] == q[v];
+                    if ((double)same < need) continue;
+                    if (count == cap) {
+                        Py_ssize_t grown = cap ? 2 * cap : 64;
+                        int64_t *more = PyMem_Realloc(kept, (size_t)grown * 2 * sizeof(int64_t));
+                        if (more == NULL) goto nomem;
+                        kept = more;
+                        cap = grown;
+                    }
+                    kept[2 * count] = order[x];
+                    kept[2 * count + 1] = order[y];
+                    count++;
+                }
+            }
+            a = b;
+        }
+    }
+    PyBuffer_Release(&mv);
+    PyMem_Free(order);
+    if (count) qsort(kept, (size_t)count, 2 * sizeof(int64_t), pair_order);
+    PyObject *out = PyBytes_FromStringAndSize((const char *)kept, count * 2 * (Py_ssize_t)sizeof(int64_t));
+    PyMem_Free(kept);
+    return out;
+nomem:
+    PyBuffer_Release(&mv);
+    PyMem_Free(order);
+    PyMem_Free(kept);
+    return PyErr_NoMemory();
+}
+
 static PyMethodDef methods[] = {
     {"word_hashes", word_hashes, METH_VARARGS,
      "word_hashes(utf8): the uint64 hash of every word, as bytes (duplicates.py word_hashes)."},
@@ -478,8 +656,12 @@ static PyMethodDef methods[] = {
      "word_hashes_text(text, lower): word_hashes of the text's lower-cased UTF-8, read from the str."},
     {"near_signature", near_signature, METH_VARARGS,
      "near_signature(words, k, num_perm): duplicates.py near_signature's uint32 values, as bytes."},
+    {"near_pairs", near_pairs, METH_VARARGS,
+     "near_pairs(matrix, n, num_perm, rows, need): duplicates.py _near_pairs' (p, q) pairs as int64 bytes."},
     {"subtree_texts", subtree_texts, METH_VARARGS,
      "subtree_texts(tag, flags, line, end, text, text_ptr, nodes, text_tag, space_flags): per node, its subtree's text."},
+    {"run_texts", run_texts, METH_VARARGS,
+     "run_texts(flags, line, text, text_ptr, idx, starts, space_flags): per run of text nodes, its text."},
     {"collapsed_spans", collapsed_spans, METH_VARARGS,
      "collapsed_spans(text, starts, ends, lengths): the spans whitespace-collapsed, concatenated; lengths written."},
     {"joined_spans", joined_spans, METH_VARARGS,

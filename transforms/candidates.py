@@ -590,6 +590,54 @@ def _loadable_in_order(page: CompactPage, links: Sequence[tuple[str, int]],
                 yield tier[pos][0]
 
 
+# A negative distance's sort key: past every positive one (Def. 4.2.5: 0, +1, +2, ..., -1, -2, ...).
+_BEHIND = 1 << 40
+
+
+def _loadable_key_links(page: CompactPage, urls: list, nodes: np.ndarray, loadable: set[str], site: str,
+                        compiled: bool | None = None) -> Iterator[str]:
+    """_loadable_in_order of the key links at `urls` and `nodes` (of page.link_url and
+    page.link_node, distinct, every host word `site`). Compiled for a page of `site` (each link's
+    distance from transforms/_site.c `link_ranks`, the tiers one stable sort of arrays: a dict
+    look-up and tuples per link were most of a key page's candidate search) unless
+    SITESTRIP_FEATURES=python or `compiled` is False; _loadable_in_order is the reference."""
+    reference = directory_sequence(page.url)
+    if not (urls and reference[:1] == (site,) and tree_module._site_compiled is not None
+            and (tree_module._COMPILED if compiled is None else compiled)):
+        yield from _loadable_in_order(page, list(zip(urls, nodes.tolist())), loadable, of_page=True)
+        return
+    size = page.size
+    nodes = np.asarray(nodes, dtype=np.int64)
+    outside = ((nodes < 0) | (nodes >= size)).nonzero()[0]
+    if outside.size:
+        raise ValueError(f"link node {int(nodes[outside[0]])} outside the page ({size} nodes)")
+    hits = np.fromiter(map(loadable.__contains__, urls), dtype=bool, count=len(urls))
+    if not hits.any():
+        return
+    distance = np.empty(nodes.size, dtype=np.int64)
+    tree_module._site_compiled.link_ranks(urls, list(reference[1:]), distance)
+    key = np.where(distance >= 0, distance, _BEHIND - distance)
+    # Stable: equal (rank, node) keep their input order, as the reference's (node, position) sort.
+    order = np.lexsort((nodes, key))
+    key, nodes, hits = key[order], nodes[order], hits[order]
+    starts = np.concatenate(([0], (key[1:] != key[:-1]).nonzero()[0] + 1))
+    bounds = starts.tolist() + [nodes.size]
+    tree = None
+    # Most tiers of a page with many directories hold no loadable link: skipped unread.
+    for t in np.logical_or.reduceat(hits, starts).nonzero()[0].tolist():
+        a, b = bounds[t], bounds[t + 1]
+        tier, wanted = nodes[a:b], hits[a:b]
+        if _dispersion_compiled() and tier.size <= _COMPILED_DISPERSION_NODES:
+            picked = _dispersion_order(page, tier, wanted)
+        else:
+            if tree is None:
+                tree = _Tree(page)
+            picked = _dispersion(tree, tier, wanted)
+        for pos in picked:
+            if wanted[pos]:
+                yield urls[order[a + pos]]
+
+
 # Tiers up to this many links take the compiled dispersion (every pair's distance measured up
 # the tree: quadratic in the tier); a longer one, a page of 100,000 links, the level sweeps above.
 _COMPILED_DISPERSION_NODES = 1024
@@ -697,16 +745,20 @@ def select_candidates(key_url: str, key_page: CompactPage, site: SiteLinks,
     known = site.key_links.get(key_url)
     positions = known[1] if known is not None and known[0] is key_page and site_name == site.site \
         else _key_link_positions(key_page, site_name)
-    links = [(url, node) for url, node in _links_at(key_page, positions) if url != key_url]
-    linked = {url for url, _ in links}
+    urls = list(map(key_page.link_url.__getitem__, positions.tolist()))
+    nodes = key_page.link_node[positions]
+    if key_url in urls:         # the key links are distinct: one place
+        at = urls.index(key_url)
+        del urls[at]
+        nodes = np.delete(nodes, at)
+    linked = set(urls)
     loadable = linked & site.outlinks.keys()
 
     walked: list[str] = []        # loaded pages, in walk order
     mutual: list[int] = []        # bitmask over walk positions
     best: list[int] = []          # positions of the best CS so far
     if loadable and params.max_loads > 0:
-        # links: key-page links, from its link_url (_links_at)
-        for url in _loadable_in_order(key_page, links, loadable, of_page=True):
+        for url in _loadable_key_links(key_page, urls, nodes, loadable, site_name):
             targets = site.outlinks[url]
             k = len(walked)
             bits = 0

@@ -259,15 +259,22 @@ def _canonical_key(fp: Fingerprint, named: int):
     return -named, len(fp.url_normalized), fp.fetch_date, fp.url_normalized, fp.record_id
 
 
-def _near_pairs(signatures: dict, params: DuplicateParams) -> list:
+def _near_pairs(signatures: dict, params: DuplicateParams, compiled: bool | None = None) -> list:
     """Pairs of indexes whose signatures agree in at least near_threshold of their values:
     candidates from LSH (pages that agree on a whole band of BAND_ROWS values), each checked
-    on the two signatures."""
+    on the two signatures. Compiled (transforms/_text.c `near_pairs`: a shard's search is a
+    few µs where one np.unique per band took 0.3 ms) unless SITESTRIP_TEXT=python or
+    `compiled` is False; the numpy below is its reference."""
     if len(signatures) < 2:
         return []
     order = sorted(signatures)
     matrix = np.stack([signatures[i] for i in order])
     rows = min(BAND_ROWS, params.num_perm)
+    if (_COMPILED if compiled is None else compiled) and _compiled is not None:
+        matrix = np.ascontiguousarray(matrix, dtype=np.uint32)
+        pairs = np.frombuffer(_compiled.near_pairs(matrix, len(order), params.num_perm, rows,
+                                                   params.near_threshold * params.num_perm), dtype=np.int64)
+        return [(order[p], order[q]) for p, q in pairs.reshape(-1, 2).tolist()]
     candidates = set()
     for start in range(0, params.num_perm - rows + 1, rows):
         band = np.ascontiguousarray(matrix[:, start:start + rows]).view(np.dtype((np.void, 4 * rows))).ravel()

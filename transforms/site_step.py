@@ -835,11 +835,14 @@ def process_site(site: str, records: Iterable[PageRecord], config, model=None,
     duplicates = config.duplicates if config.duplicates.enabled else None
     fingerprints = []
     page_outlinks = [] if config.output.links else None    # per row: its links (transforms/outlinks.py)
+    # The links to the shard's pages are marked as each page's links are made, from their URLs
+    # before they are packed; the shard's pages rows are at these URLs unless a page fails.
+    record_urls = frozenset(r.url for r in records) if page_outlinks is not None else None
 
     def analysed(record, left_out=frozenset()):
         key = capture_key(record, pages)
         analysis = analyse_page(record, pages, links, config, site_blocks, model, left_out)
-        held_links = _page_outlinks(record, analysis) if page_outlinks is not None else None
+        held_links = _page_outlinks(record, analysis, record_urls) if page_outlinks is not None else None
         row = _site_row(record, links, analysis, config.output, menu_columns=False)
         fp = None
         if duplicates is not None:
@@ -909,13 +912,15 @@ def process_site(site: str, records: Iterable[PageRecord], config, model=None,
     # The shard's pages rows: a link to one of them is a link to a page of the input, known
     # here (the target join looks up the others: pipeline/graph.py).
     shard_urls = {row["url_normalized"] for row in page_rows} if page_outlinks is not None else None
+    marked = shard_urls == record_urls
     for k, row in enumerate(page_rows):
         if state is not None:      # a run with --state: [] while its state holds nothing yet
             row["state_candidate_urls"] = [u for u in row["candidate_urls"] or () if u in from_state]
         if page_outlinks is not None:
             start = time.thread_time()
             page_outlinks[k].seal()
-            page_outlinks[k].set_local(shard_urls)
+            if not marked:
+                page_outlinks[k].set_local(shard_urls)
             _add_links_ms(row["timing_ms"], _ms_since(start))
         yield "pages", dict(row) if packed_texts else _released_row(row)
         if page_outlinks is not None:
@@ -923,7 +928,7 @@ def process_site(site: str, records: Iterable[PageRecord], config, model=None,
             # run's URLs are known (pipeline/graph.py joins the targets; PageLinks.rows in one
             # process).
             yield "links", page_outlinks[k]
-            # Not held here: set_local keeps its target URLs decoded until targets() reads them,
+            # Not held here: set_local may keep its target URLs decoded until targets() reads them,
             # which a consumer that never calls it would otherwise leave held to the shard's end.
             page_outlinks[k] = None
     clusters = links.clusters if links is not None else None
@@ -1058,14 +1063,15 @@ def _apply_site_menus(page_rows: list, row_pages: list, links, proposals: dict, 
     return replaced
 
 
-def _page_outlinks(record: PageRecord, analysis: PageAnalysis):
+def _page_outlinks(record: PageRecord, analysis: PageAnalysis, local_urls=None):
     """The page's links for the links dataset (transforms/outlinks.py), its menu region from
-    its page-level menu until a site menu replaces it; timed as the row's "links" stage."""
+    its page-level menu until a site menu replaces it, the links to `local_urls` (the shard's
+    pages) marked; timed as the row's "links" stage."""
     template = analysis.template.template if analysis.template is not None else None
     with _Stage(analysis.timing, "links"):
         return page_links(record.page, analysis.main, template, analysis.menu.node if analysis.menu else None,
                           source_url=record.url, row_url=_row_url(record), site=record.site,
-                          warc_file=record.warc_file, warc_offset=record.warc_offset)
+                          warc_file=record.warc_file, warc_offset=record.warc_offset, local_urls=local_urls)
 
 
 def _site_menu_outlinks(page_rows: list, page_outlinks: list, k: int, page: CompactPage, menu) -> None:

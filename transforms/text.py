@@ -115,13 +115,16 @@ def run_texts(page: CompactPage, idx: np.ndarray, starts: np.ndarray) -> list[st
     empty (its text ""); runs may repeat nodes of others (nested subtrees)."""
     if idx.size == 0:
         return [""] * starts.size
+    if _compiled is not None and _COMPILED:
+        # Separators and joining in one pass (_text.c run_texts): the separators' dozen numpy
+        # calls below cost about as much as the joining itself.
+        return _compiled.run_texts(np.ascontiguousarray(page.flags, dtype=np.uint16),
+                                   np.ascontiguousarray(page.line, dtype=np.int32), page.text,
+                                   np.ascontiguousarray(page.text_ptr, dtype=np.int32),
+                                   np.ascontiguousarray(idx, dtype=np.int64),
+                                   np.ascontiguousarray(starts, dtype=np.int64), F_SPACE_BEFORE | F_RAISED)
     codes = separators(page, idx)
     # A run's separators depend only on neighbours inside it; the pair across two runs is
     # overwritten by the next run's leading _NONE.
     codes[starts[starts < idx.size]] = _NONE
-    if _compiled is not None and _COMPILED:
-        # joined's compiled call with the bounds as the array they are (no list between)
-        ptr = page.text_ptr
-        return _compiled.joined_spans(page.text, ptr[idx].astype(np.int64), ptr[idx + 1].astype(np.int64), codes,
-                                      np.minimum(np.append(starts, idx.size).astype(np.int64), idx.size))
     return joined(page, idx, codes, np.append(starts, idx.size).tolist())

@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import apache_beam as beam
+import numpy as np
 import pyarrow.parquet as pq
 import pytest
 from apache_beam.runners.portability.fn_api_runner import FnApiRunner
@@ -502,3 +503,58 @@ def test_two_workers_give_the_same_rows(tmp_path, corpus, budget_yaml, one_graph
     assert code == 0
     for name in ("pages", "menus", "sites"):
         assert rows(str(out), name) == rows(one_graph[0], name), name
+
+
+def test_compiled_url_digests_are_hashlibs_blake2b():
+    """transforms/_site.c url_digests against hashlib: lengths around BLAKE2b's 128-byte block
+    (0, 127, 128, 129, 256, 257), non-ASCII characters and lone surrogates ("surrogatepass")."""
+    import hashlib
+    import random
+
+    from helpers.compiled import require_built
+    from sitestrip.pipeline.partitions import url_digests
+    require_built("_site")
+    rng = random.Random(5)
+    alphabet = "abz09/:?=&%~.\u00e9\u4e2d\U0001f600"
+    urls = ["".join(rng.choice(alphabet) for _ in range(n)) for n in range(0, 300, 7)]
+    urls += ["x" * n for n in (0, 1, 127, 128, 129, 255, 256, 257, 1000)]
+    urls += ["https://example.org/a\ud800b", "\udfff" * 50]
+    expected = b"".join(hashlib.blake2b(u.encode("utf-8", "surrogatepass"), digest_size=16).digest() for u in urls)
+    assert url_digests(urls, compiled=True) == url_digests(urls, compiled=False) == expected
+    assert url_digests(iter(urls), compiled=True) == expected and url_digests([], compiled=True) == b""
+    with pytest.raises(TypeError):
+        url_digests([b"https://example.org/"], compiled=True)
+
+
+def test_links_present_by_contains_are_those_by_present(tmp_path):
+    """_LinksPresentIn asks a lookup with `contains` about every link outside the page's shard
+    and one with `present` only about its distinct targets, answers kept: the same
+    target_in_input, a shard's own links True either way."""
+    from sitestrip.pipeline import graph
+    from sitestrip.transforms.outlinks import page_links
+    from sitestrip.transforms.page import parse_page
+
+    url = "https://docs.test/guide/page.html"
+    hrefs = ["/a.html", "/b.html", "https://other.test/x", "/a.html", "/c.html", "https://other.test/y"]
+    page = parse_page("<body>" + "".join(f'<a href="{h}">{k}</a>' for k, h in enumerate(hrefs)) + "</body>", url)
+    run_pages = ["https://docs.test/b.html", "https://other.test/x", "https://docs.test/c.html"]
+    digests = partitions.distinct_digests([np.frombuffer(partitions.url_digests(run_pages), dtype="S16")])
+    (tmp_path / "urls.bin").write_bytes(digests.tobytes())
+    spilled = SpilledUrls(str(tmp_path / "urls.bin"))
+
+    class PresentOnly:
+        def present(self, urls):
+            return spilled.present(urls)
+
+    for local in (None, frozenset({"https://docs.test/c.html", "https://docs.test/a.html"})):
+        got = []
+        for lookup in (spilled, PresentOnly()):
+            links = page_links(page, None, None, None, source_url=url, row_url=url, site="docs.test",
+                               warc_file="f", warc_offset=0, local_urls=local)
+            step = graph._LinksPresentIn(lookup)
+            step.setup()
+            (out,) = list(step.process(pickle.loads(pickle.dumps(links))))
+            got.append(out.in_input.tolist())
+        targets = links.strings()[0]
+        expected = [t in run_pages or (local is not None and t in local) for t in targets]
+        assert got[0] == got[1] == expected and any(expected) and not all(expected)

@@ -858,3 +858,70 @@ def test_key_links_leave_out_hosts_that_only_contain_the_site():
     page.link_url = urls
     page.link_node = np.arange(1, len(urls) + 1, dtype=page.link_node.dtype)
     assert [u for u, _ in key_page_links(page, "ex.com")] == ["http://www.ex.com:8080/d", "http://ex.com/e"]
+
+
+RANK_URLS = ["http://www.ex.com/a/b/k.html", "http://ex.com/a/b/", "http://ex.com/a/b/c/d.html",
+             "http://ex.com/a/x.html", "http://ex.com/", "http://ex.com", "https://ex.com/a/b/c/",
+             "http://ex.com/z/y/x/w.html", "http://ex.com/a/b/k.html?x=/c/d", "http://ex.com/a/bb/k.html",
+             "http://ex.com/a//b/", "http://ex.com/ä/b/", "http://ex.com/ä/b/c/", "http://ex.com/ä/c/",
+             "http://ex.com/a/b/c/d/e/f/", "http://ex.com/a?q=/a/b/"]
+
+
+@pytest.mark.parametrize("page_url", ["http://www.ex.com/a/b/k.html", "http://ex.com/", "http://ex.com/ä/b/x",
+                                      "http://ex.com/a//b/c", "http://ex.com/a/b/c/d/e/f/g/h/"])
+def test_link_ranks_is_the_hyperlink_distance_of_the_directories(page_url):
+    """_site.c link_ranks against _h_distance of the directory tuples, a URL's host word the
+    page's: equal, deeper, shallower, diverging, empty and non-ASCII directories, a query with
+    slashes, no path at all."""
+    from helpers.compiled import require_built
+    from sitestrip.transforms.urls import normalize_url
+    site_c = require_built("_site")
+    urls = [normalize_url(url) for url in RANK_URLS]     # as a page's link_url holds them
+    reference = directory_sequence(page_url)
+    out = np.full(len(urls), 99, dtype=np.int64)
+    site_c.link_ranks(urls, list(reference[1:]), out)
+    expected = [h_distance(page_url, url) for url in urls]
+    assert out.tolist() == expected
+    assert len(set(expected)) >= 3
+    with pytest.raises(ValueError):
+        site_c.link_ranks(urls, list(reference[1:]), np.zeros(2, dtype=np.int64))
+    with pytest.raises(TypeError):
+        site_c.link_ranks(["http://ex.com/", 3], [], np.zeros(2, dtype=np.int64))
+
+
+def test_loadable_key_links_compiled_agrees_with_the_tiers():
+    """_loadable_key_links' compiled path (link_ranks, one sort of arrays, the tiers that hold a
+    loadable link) against its reference (_loadable_in_order over _tiers), on pages of nested
+    links in several directories, repeated nodes' order kept, any subset loadable; and the
+    reference taken where the page is not of the site or the switch is off."""
+    import random
+
+    from helpers.compiled import require_built
+    from sitestrip.transforms import candidates as C
+    require_built("_site")
+    rng = random.Random(7)
+    dirs = ["a/b", "a", "a/b/c", "z", "a/b/c/d", "a/c", "q/w/e/r", "", "a/b?x=/a"]
+    for trial in range(60):
+        hrefs = [f"/{d}/x{k}.html" if d else f"/x{k}.html"
+                 for k, d in enumerate(rng.choices(dirs, k=rng.randrange(1, 40)))]
+        body = "".join(f'<div><p><a href="{h}">x</a>{"<span>y</span>" * rng.randrange(3)}</p></div>' for h in hrefs)
+        page = parse_page(f"<html><body>{body}</body></html>", rng.choice(
+            ["http://www.ex.com/a/b/k.html", "http://ex.com/", "http://ex.com/a/c/d/"]))
+        urls, nodes = list(page.link_url), np.asarray(page.link_node)
+        if trial % 3 == 0:      # several links in one node's place: their input order decides
+            nodes = np.sort(rng.choices(nodes.tolist(), k=nodes.size))
+        for _ in range(4):
+            loadable = set(rng.sample(urls, rng.randrange(0, len(urls) + 1)))
+            got = list(C._loadable_key_links(page, urls, nodes, loadable, "ex.com", compiled=True))
+            want = list(C._loadable_in_order(page, list(zip(urls, nodes.tolist())), loadable, of_page=True))
+            assert got == want
+            assert set(got) == loadable & set(urls)
+    page = list_page("http://ex.com/a/b/k.html", ["/a/b/x", "/a/y", "/a/b/c/z", "/q"])
+    urls, nodes = list(page.link_url), np.asarray(page.link_node)
+    assert list(C._loadable_key_links(page, urls, nodes, set(urls), "ex.com")) == \
+        ["http://ex.com/a/b/x", "http://ex.com/a/b/c/z", "http://ex.com/a/y", "http://ex.com/q"]
+    # Not a page of the site: its links' host words are not the page's, the reference ranks them.
+    assert list(C._loadable_key_links(page, urls, nodes, set(urls), "other.org")) == \
+        list(C._loadable_in_order(page, list(zip(urls, nodes.tolist())), set(urls), of_page=True))
+    with pytest.raises(ValueError, match="link node 99 outside the page"):
+        list(C._loadable_key_links(page, urls, np.array([1, 2, 99, 3]), set(urls), "ex.com"))

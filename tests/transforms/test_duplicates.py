@@ -325,3 +325,56 @@ def test_content_hash_is_the_blake2b_of_the_little_endian_words():
     for array in (words, words[::2], words.astype(">u8"), words[::-1]):
         expected = hashlib.blake2b(array.astype("<u8").tobytes(), digest_size=8).hexdigest()
         assert content_hash(array) == expected
+
+
+def _signature_family(rng, num_perm):
+    """Signatures built by hand around two bases: copies, copies with values changed in chosen
+    bands, and unrelated ones, so that pairs share whole bands or not, and agree above or below
+    the threshold."""
+    base = [rng.integers(0, 1 << 32, num_perm, dtype=np.uint32) for _ in range(2)]
+    out = []
+    for k in range(24):
+        s = base[k % 2].copy()
+        kind = k % 6
+        if kind == 1:       # one value changed in every band but the first: shares band 0 only
+            s[4::4] += np.uint32(1 + k)
+        elif kind == 2:     # one value changed in every band: agrees in 3/4 of its values, shares no band
+            s[::4] += np.uint32(1 + k)
+        elif kind == 3:     # half the values new: shares the first half's bands, below the threshold
+            s[num_perm // 2:] = rng.integers(0, 1 << 32, num_perm - num_perm // 2, dtype=np.uint32)
+        elif kind == 4:     # unrelated
+            s = rng.integers(0, 1 << 32, num_perm, dtype=np.uint32)
+        elif kind == 5:     # a few values changed: a near duplicate
+            s[rng.choice(num_perm, max(1, num_perm // 16), replace=False)] ^= np.uint32(0xFFFF)
+        out.append(s)
+    return out
+
+
+def test_compiled_near_pairs_equal_the_reference():
+    """transforms/_text.c near_pairs against the numpy LSH: copies, pairs sharing one band above
+    and below the threshold, pairs agreeing in 3/4 of their values on no band, unrelated pages,
+    keys that are not 0..n-1, a num_perm that leaves a partial band, and one or no signature."""
+    from sitestrip.transforms.duplicates import _near_pairs
+    require_built("_text")
+    rng = np.random.default_rng(11)
+    for num_perm, threshold in ((64, 0.75), (64, 0.5), (8, 0.75), (10, 0.5), (1024, 0.9)):
+        params = DuplicateParams(enabled=True, num_perm=num_perm, near_threshold=threshold)
+        family = _signature_family(rng, num_perm)
+        keys = rng.permutation(np.arange(100, 100 + 3 * len(family), 3)).tolist()
+        for signatures in ({key: s for key, s in zip(keys, family)}, {5: family[0]}, {},
+                           {key: family[0] for key in keys[:6]}):
+            got = _near_pairs(signatures, params, compiled=True)
+            assert got == _near_pairs(signatures, params, compiled=False), (num_perm, threshold)
+            assert all(p < q for p, q in got) and got == sorted(got)
+    # By hand: 0 and 1 are copies, 2 shares only the first band of 0 (and agrees in 61 of 64), 3
+    # agrees with 0 in 48 values on no band (no candidate), 4 shares the first band below the threshold.
+    base = np.arange(64, dtype=np.uint32)
+    one_band = base.copy()
+    one_band[[4, 20, 40]] += 2000
+    no_band = base.copy()
+    no_band[::4] += 1000
+    below = base.copy()
+    below[4:] += 1000
+    signatures = {0: base, 1: base.copy(), 2: one_band, 3: no_band, 4: below}
+    for compiled in (True, False):
+        assert _near_pairs(signatures, PARAMS, compiled=compiled) == [(0, 1), (0, 2), (1, 2)]

@@ -324,6 +324,69 @@ def test_target_urls_kept_from_set_local_to_targets_are_the_packed_ones():
     assert held.strings() == (urls, texts) and held._decoded is None
 
 
+def test_links_marked_local_as_made_are_those_set_local_marks():
+    """page_links marks the links to `local_urls` from its URLs before packing them, as
+    set_local marks them from the packed string; unmarked, `local` is None."""
+    page = parse_page(PAGE, URL)
+    plain = page_links(page, None, None, None, source_url=URL, row_url=URL, site="docs.test", warc_file="f",
+                       warc_offset=0)
+    urls = plain.strings()[0]
+    assert plain.local is None
+    for shard in ({urls[1], urls[4], "https://docs.test/nowhere.html"}, set(), set(urls)):
+        made = page_links(page, None, None, None, source_url=URL, row_url=URL, site="docs.test", warc_file="f",
+                          warc_offset=0, local_urls=frozenset(shard))
+        plain.set_local(shard)
+        assert made.local.tolist() == plain.local.tolist() == [u in shard for u in urls]
+        assert made.targets() == plain.targets() == sorted({u for u in urls if u not in shard})
+
+
+def test_targets_to_look_up_keep_the_urls_for_set_present_only():
+    """targets_to_look_up is targets() as a set and keeps the decoded URLs, which set_present
+    reads and lets go; what set_present gives is what it gives after targets()."""
+    _page, held = _links()
+    urls = held.strings()[0]
+    shard = {urls[0], urls[3]}
+    held.set_local(shard)
+    other = pickle.loads(pickle.dumps(held))
+    wanted = held.targets_to_look_up()
+    assert isinstance(wanted, set) and wanted == set(other.targets()) == {u for u in urls if u not in shard}
+    assert held._decoded == urls
+    present = {urls[-1], urls[2]}
+    held.set_present(present)
+    other.set_present(present)
+    assert held._decoded is None
+    assert held.in_input.tolist() == other.in_input.tolist() == [u in present or u in shard for u in urls]
+
+
+def test_a_page_without_a_pages_row_is_no_local_target(monkeypatch):
+    """The links are marked local against the shard's record URLs as they are made; a page
+    that ends as an errors row has no pages row, so the links to it are looked up again
+    (set_local over the pages rows' URLs) and go through the target join."""
+    from sitestrip.transforms import site_step
+    real = site_step.page_links
+
+    def fail_on_beta(page, *args, **kwargs):
+        if kwargs["source_url"].endswith("beta.html"):
+            raise ValueError("broken")
+        return real(page, *args, **kwargs)
+
+    beta = "https://docs.test/beta.html"
+    whole = {v.source_url: v for kind, v in process_site("docs.test", site_records(), config_from_dict(CONEX_LINKS))
+             if kind == "links"}
+    monkeypatch.setattr(site_step, "page_links", fail_on_beta)
+    failed = {v.source_url: v for kind, v in process_site("docs.test", site_records(), config_from_dict(CONEX_LINKS))
+              if kind == "links"}
+    assert set(whole) - set(failed) == {beta}
+    to_beta = 0
+    for url, links in failed.items():
+        urls = links.strings()[0]
+        assert links.local.tolist() == [u in failed for u in urls]
+        assert whole[url].local.tolist() == [u in whole for u in urls]
+        to_beta += urls.count(beta)
+        assert (beta in links.targets()) == (beta in urls) and beta not in whole[url].targets()
+    assert to_beta > 0
+
+
 SEPARATED = """<html><body><p><a href="/1">one <b>two</b><br>three</a> <a href="/2"><i>x</i><sup>2</sup>,y</a>
 <a href="/3"></a><a href="/4"><img src=i.png alt=pic></a><div><a href="/5"><p>block</p><p>next <span>in</span></p></a></div>
 <pre><a href="/6">  keep   its

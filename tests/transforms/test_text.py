@@ -297,3 +297,33 @@ def test_compiled_and_reference_texts_agree_on_generated_pages():
                                       block_texts(page, blocks), join_text(page, pick, gaps(page, pick)),
                                       run_texts(page, idx, np.array([0, idx.size // 2, idx.size]))))
         assert got == ref
+
+
+def test_run_texts_compiled_agrees_on_runs_of_every_shape():
+    """_text.c run_texts against separators and joined: runs that are empty, repeated, start
+    past the nodes, overlap (a later start inside an earlier run resets its separator), with
+    newlines, spaces, <sup> and non-BMP text; and its refusal of nodes and spans outside the page."""
+    from sitestrip.transforms import _text
+    from sitestrip.transforms.text import run_texts
+    page = page_of("<p>one <b>two</b>three</p><div>x<sup>2</sup> \U0001F600 <i>y</i></div><pre> a\n b</pre>z")
+    idx = np.flatnonzero(page.tag == TEXT).astype(np.int64)
+    m = idx.size
+    assert m >= 8
+    shapes = [[0], [0, m], [0, 2, 2, 5], [3, 1, 4], [0, m + 3, m + 9], [m], [1, 2, 3, 4, 5, 6, 7],
+              [0, 5, 3, m - 1], [2, 2, 2]]
+    for starts in shapes:
+        starts = np.array(starts, dtype=np.int64)
+        ref, got = both_ways(run_texts, page, idx, starts)
+        assert got == ref
+        assert len(got) == starts.size
+    ref, got = both_ways(run_texts, page, idx, np.array([0, 3], dtype=np.int64))
+    assert got == ref == ["one twothree", "x 2 \U0001F600 y\n a\n b\nz"]
+    args = (page.flags, page.line, page.text, page.text_ptr)
+    with pytest.raises(ValueError, match="outside the page"):
+        _text.run_texts(*args, np.array([0, page.size], dtype=np.int64), np.array([0], dtype=np.int64), 1)
+    with pytest.raises(ValueError, match="negative"):
+        _text.run_texts(*args, idx, np.array([0, -1], dtype=np.int64), 1)
+    short = page.text_ptr.copy()
+    short[-1] = len(page.text) + 5
+    with pytest.raises(ValueError, match="text_ptr"):
+        _text.run_texts(page.flags, page.line, page.text, short, idx, np.array([0], dtype=np.int64), 1)
