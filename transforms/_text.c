@@ -1,15 +1,19 @@
 /* Text spans of a page's text, compiled: the string building behind every text the product
- * writes (transforms/text.py: main_text, nontemplate_text, block and menu texts) and the
- * collapsed texts ETDM compares (etdm.py compiled_side).
+ * writes (transforms/text.py: main_text, nontemplate_text, block and menu texts), the
+ * collapsed texts ETDM compares (etdm.py compiled_side), and the word hashes, signatures and
+ * near pairs of the duplicate search (duplicates.py).
  *
- * Both functions only cut a str into spans and concatenate them, with separators or with
- * whitespace collapsed; what the spans and separators are stays decided in Python (text.py,
- * etdm.py), and the Python expressions they replace stay the reference: text.py `pieces`
- * joined, page.py `collapsed_texts` (tests/transforms/test_text.py, tests/transforms/test_etdm.py).
+ * joined_spans and collapsed_spans only cut a str into spans and concatenate them, with
+ * separators or with whitespace collapsed; what the spans and separators are stays decided in
+ * Python (text.py, etdm.py). run_texts, for a page's block texts, also decides the separators
+ * in its one pass. The Python expressions each function replaces stay the reference: text.py
+ * `pieces` joined, `separators` and `joined`, page.py `collapsed_texts`
+ * (tests/transforms/test_text.py, tests/transforms/test_etdm.py).
  *
  * Only the Python C API and the buffer protocol are used (no numpy headers). Spans are built
- * as UCS4 and handed to PyUnicode_FromKindAndData, which picks the narrowest kind, so a result
- * is the same str object value Python's slicing and joining give (lone surrogates included).
+ * as UCS4, or in the text's own kind (run_texts), and handed to PyUnicode_FromKindAndData,
+ * which picks the narrowest kind, so a result is the same str object value Python's slicing
+ * and joining give (lone surrogates included).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>

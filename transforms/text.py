@@ -23,10 +23,12 @@ Between two text nodes in document order it puts:
 A page flattened with `browser_text` off marks every text node F_SPACE_BEFORE and keeps
 none verbatim, so the same joiner yields design §1's single-space text exactly.
 
-Separators are decided with vector operations over the selected nodes; the final
+Separators are decided with vector operations over the selected nodes and the final
 concatenation is transforms/_text.c's `joined_spans` (built by `pip install`), whose
-reference is `pieces` joined (tests/transforms/test_text.py; SITESTRIP_TEXT=python uses the reference
-for a whole process).
+reference is `pieces` joined; a page's block texts (`run_texts`, many runs at once) are
+decided and joined in one pass of `_text.c`'s `run_texts`, whose reference is `separators`
+and `joined` (tests/transforms/test_text.py; SITESTRIP_TEXT=python uses the references for a
+whole process).
 """
 from __future__ import annotations
 
