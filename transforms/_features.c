@@ -258,6 +258,20 @@ static int64_t pattern_bits(const Text *t) {
     return bits;
 }
 
+/* Room for n characters in t's own buffer, grown as needed and kept for the next text: 0, or
+ * -1 with MemoryError set. */
+static int text_room(Text *t, Py_ssize_t n) {
+    if (n <= t->cap) return 0;
+    Py_UCS4 *grown = PyMem_Realloc(t->own, (size_t)n * sizeof(Py_UCS4));
+    if (grown == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    t->own = grown;
+    t->cap = n;
+    return 0;
+}
+
 static int as_text(PyObject *s, Text *t) {
     if (!PyUnicode_Check(s)) {
         PyErr_Format(PyExc_TypeError, "block texts must be str, not %.100s", Py_TYPE(s)->tp_name);
@@ -274,15 +288,7 @@ static int as_text(PyObject *s, Text *t) {
         t->s = data;
         return 0;
     }
-    if (n > t->cap) {
-        Py_UCS4 *grown = PyMem_Realloc(t->own, (size_t)n * sizeof(Py_UCS4));
-        if (grown == NULL) {
-            PyErr_NoMemory();
-            return -1;
-        }
-        t->own = grown;
-        t->cap = n;
-    }
+    if (text_room(t, n) < 0) return -1;
     if (kind == PyUnicode_1BYTE_KIND) {
         const Py_UCS1 *from = data;
         for (Py_ssize_t i = 0; i < n; i++) t->own[i] = from[i];
@@ -306,15 +312,7 @@ static int lower_text(PyObject *s, Text *l, PyObject **low) {
     }
     if (PyUnicode_CheckExact(s) && PyUnicode_IS_ASCII(s)) {
         Py_ssize_t n = PyUnicode_GET_LENGTH(s);
-        if (n > l->cap) {
-            Py_UCS4 *grown = PyMem_Realloc(l->own, (size_t)n * sizeof(Py_UCS4));
-            if (grown == NULL) {
-                PyErr_NoMemory();
-                return -1;
-            }
-            l->own = grown;
-            l->cap = n;
-        }
+        if (text_room(l, n) < 0) return -1;
         const Py_UCS1 *from = PyUnicode_1BYTE_DATA(s);
         for (Py_ssize_t i = 0; i < n; i++) {
             Py_UCS4 c = from[i];
@@ -1682,15 +1680,7 @@ done:
  * maps A-Z and nothing else of ASCII). Counting the lowered or the original character is the
  * same but for the upper first character, read from `from`. */
 static int ascii_counts(const Py_UCS1 *from, Py_ssize_t n, Text *l, int64_t *row, int64_t *role) {
-    if (n > l->cap) {
-        Py_UCS4 *grown = PyMem_Realloc(l->own, (size_t)n * sizeof(Py_UCS4));
-        if (grown == NULL) {
-            PyErr_NoMemory();
-            return -1;
-        }
-        l->own = grown;
-        l->cap = n;
-    }
+    if (text_room(l, n) < 0) return -1;
     Py_UCS4 *own = l->own;
     int64_t words = 0, punct = 0, sentences = 0, commas = 0, digits = 0, upper = 0, letters = 0;
     int after_space = 1;

@@ -579,15 +579,21 @@ def _loadable_in_order(page: CompactPage, links: Sequence[tuple[str, int]],
             continue
         wanted = np.array(hits, dtype=bool)
         nodes = np.array([node for _, node in tier], dtype=np.int64)
-        if _dispersion_compiled() and nodes.size <= _COMPILED_DISPERSION_NODES:
-            order = _dispersion_order(page, nodes, wanted)
-        else:
-            if tree is None:
-                tree = _Tree(page)
-            order = _dispersion(tree, nodes, wanted)
+        order, tree = _tier_order(page, nodes, wanted, tree)
         for pos in order:
             if wanted[pos]:
                 yield tier[pos][0]
+
+
+def _tier_order(page: CompactPage, nodes: np.ndarray, wanted: np.ndarray, tree):
+    """(the dispersion order of one tier's link `nodes`, the _Tree of `page` or None): compiled
+    for a tier of up to _COMPILED_DISPERSION_NODES links, else the level sweeps over `tree`,
+    made here at the first tier that needs it and handed back for the page's next tiers."""
+    if _dispersion_compiled() and nodes.size <= _COMPILED_DISPERSION_NODES:
+        return _dispersion_order(page, nodes, wanted), tree
+    if tree is None:
+        tree = _Tree(page)
+    return _dispersion(tree, nodes, wanted), tree
 
 
 # A negative distance's sort key: past every positive one (Def. 4.2.5: 0, +1, +2, ..., -1, -2, ...).
@@ -627,12 +633,7 @@ def _loadable_key_links(page: CompactPage, urls: list, nodes: np.ndarray, loadab
     for t in np.logical_or.reduceat(hits, starts).nonzero()[0].tolist():
         a, b = bounds[t], bounds[t + 1]
         tier, wanted = nodes[a:b], hits[a:b]
-        if _dispersion_compiled() and tier.size <= _COMPILED_DISPERSION_NODES:
-            picked = _dispersion_order(page, tier, wanted)
-        else:
-            if tree is None:
-                tree = _Tree(page)
-            picked = _dispersion(tree, tier, wanted)
+        picked, tree = _tier_order(page, tier, wanted, tree)
         for pos in picked:
             if wanted[pos]:
                 yield urls[order[a + pos]]
