@@ -515,44 +515,17 @@ def _unjoined_link_rows(links):
 
 class _LinksPresentIn(beam.DoFn):
     """A page's PageLinks with target_in_input from `lookup`, which knows the run's pages rows
-    (build_pipeline's `link_targets`: `lookup.present(targets)` answers which of the page's
-    distinct targets outside its shard have one), where join_link_targets joins them in the
-    graph.
-
-    A lookup with `contains(urls)` (a boolean per URL: partitions.SpilledUrls, whose digest
-    of a URL is compiled) is asked about every link outside the page's shard. For any other,
-    each target's answer is kept, up to ANSWERS of them: a site's pages share most of their
-    targets (news-ctf2015-dev's 30,000 (target, page) pairs are 5,600 targets), and a lookup
-    hashes every URL it is asked about. The answers are the lookup's, which is fixed for the
-    graph."""
-
-    ANSWERS = 20_000
+    (build_pipeline's `link_targets`), where join_link_targets joins them in the graph:
+    `lookup.contains(urls)`, a boolean per URL (partitions.SpilledUrls, whose digest of a URL
+    is compiled), is asked about every link outside the page's shard at once; a digest costs
+    less than keeping answers per target would."""
 
     def __init__(self, lookup):
         self.lookup = lookup
-        self.answers: dict = {}
-
-    def setup(self):
-        self.answers = {}
 
     def process(self, links):
-        if len(links) and hasattr(self.lookup, "contains"):
-            # A lookup that answers per URL for the cost of a digest (partitions.SpilledUrls):
-            # asked about every link outside the shard, with no answers kept.
+        if len(links):
             links.set_present_by(self.lookup.contains)
-            _count("link_rows", len(links))
-            yield links
-        elif len(links):
-            targets = links.targets_to_look_up()
-            answers = self.answers
-            unknown = [target for target in targets if target not in answers]
-            if len(answers) + len(unknown) > self.ANSWERS:
-                answers.clear()
-                unknown = list(targets)
-            if unknown:
-                found = self.lookup.present(unknown)
-                answers.update((target, target in found) for target in unknown)
-            links.set_present({target for target in targets if answers[target]})
             _count("link_rows", len(links))
             yield links
 
@@ -660,9 +633,9 @@ def build_pipeline(p: beam.Pipeline, warc_paths: list[str], output: str, config:
     `{part_name}-XXXXX-of-YYYYY.parquet`. `link_targets` says how the links rows get
     target_in_input: True, by the target join over this graph's pages rows
     (join_link_targets); False, not at all (null, for the caller to fill); or an object
-    whose `present(targets)` gives those of a page's distinct targets that have a pages row
-    in the run (a local run's spilled pages: partitions.SpilledUrls), set as each page's
-    links leave its shard.
+    whose `contains(urls)` says which of a page's link targets have a pages row in the run
+    (a boolean per URL: a local run's spilled pages, partitions.SpilledUrls), set as each
+    page's links leave its shard.
 
     The pages rows carry their long texts packed (ProcessSite's `packed_texts`) to the
     writer, which unpacks them (parts.WriteParts): what the returned `pages` holds. With

@@ -415,11 +415,6 @@ class SpilledUrls:
                 self._digests = np.frombuffer(fh.read(), dtype="S16")
         return self._digests
 
-    def present(self, urls: list[str]) -> set[str]:
-        """Those of `urls` that are spilled pages' URLs."""
-        found = self.contains(urls)
-        return {url for url, there in zip(urls, found.tolist()) if there}
-
     def contains(self, urls: list[str]) -> np.ndarray:
         """Per URL of `urls`: it is a spilled page's URL (a boolean array)."""
         digests = self._loaded()

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import hashlib
 from itertools import chain, compress, repeat
-from typing import Container, Iterator
+from typing import Container, Iterator, Sequence
 
 import numpy as np
 
@@ -116,7 +116,7 @@ class PageLinks:
         they are (`local_urls`), before they are packed; this reads them back from the packed
         string, for a shard where some page got no pages row."""
         self._decoded = urls = self._target_urls()
-        self.local = np.fromiter(map(shard_urls.__contains__, urls), dtype=bool, count=len(self))
+        self.local = _among(urls, shard_urls)
 
     def targets(self) -> list[str]:
         """The distinct target URLs the target join must look up (those not known in the
@@ -126,15 +126,6 @@ class PageLinks:
         if self.local is not None:
             urls = compress(urls, (~self.local).tolist())
         return sorted(set(urls))
-
-    def targets_to_look_up(self) -> set[str]:
-        """targets() as a set, for a caller that calls set_present next (pipeline/graph.py's
-        _LinksPresentIn): the decoded URLs are kept for it, so the page's packed string is
-        decoded once for both (39 µs a page of news-dragnet-dev's 168 links), and not sorted."""
-        urls = self._decoded = self._target_urls()
-        if self.local is not None:
-            urls = compress(urls, (~self.local).tolist())
-        return set(urls)
 
     def set_present_by(self, contains) -> None:
         """target_in_input from `contains(urls)`, a boolean per URL of a list: whether it has a
@@ -154,7 +145,6 @@ class PageLinks:
         """target_in_input from `present`, the normalized URLs that have a pages row in this run
         (those of the page's shard aside, set_local: they need not be in it)."""
         found = np.fromiter(map(present.__contains__, self._target_urls()), dtype=bool, count=len(self))
-        self._decoded = None
         self.in_input = found if self.local is None else found | self.local
 
     def regions(self) -> np.ndarray:
@@ -421,6 +411,11 @@ def _in_site(urls, site: str, compiled: bool | None = None) -> np.ndarray:
     return np.fromiter(map(str.startswith, urls, repeat(starts)), dtype=bool, count=len(urls))
 
 
+def _among(urls: Sequence[str], shard_urls: Container) -> np.ndarray:
+    """Per link URL: whether it is one of `shard_urls` (the links to the page's own shard)."""
+    return np.fromiter(map(shard_urls.__contains__, urls), dtype=bool, count=len(urls))
+
+
 def page_links(page: CompactPage, main: np.ndarray | None, template: np.ndarray | None, menu_node: int | None,
                *, source_url: str, row_url: str, site: str, warc_file, warc_offset,
                local_urls: Container | None = None) -> PageLinks:
@@ -477,7 +472,7 @@ def page_links(page: CompactPage, main: np.ndarray | None, template: np.ndarray 
             out.fragment_at, out.fragments = at, tuple(frag_values)
     out.flags, out.rel = flags, rel
     if local_urls is not None:
-        out.local = np.fromiter(map(local_urls.__contains__, urls), dtype=bool, count=n)
+        out.local = _among(urls, local_urls)
     strings = "\x00".join(texts)
     if strings.count("\x00") != len(texts) - 1:     # a text holds one: not from a parsed page
         strings = "\x00".join(t.replace("\x00", "\ufffd") for t in texts)

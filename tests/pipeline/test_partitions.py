@@ -289,8 +289,8 @@ def test_a_page_comes_back_from_the_spill_as_it_went_in(tmp_path):
     assert back.page.differing_fields(record.page) == []
     # Which link targets are pages of the run: the spilled pages' URLs, as digests.
     urls = SpilledUrls.write(index, str(tmp_path))
-    assert urls.present([record.url, "https://example.org/dir/other.html"]) == {record.url}
-    assert pickle.loads(pickle.dumps(urls)).present([record.url]) == {record.url}
+    assert urls.contains([record.url, "https://example.org/dir/other.html"]).tolist() == [True, False]
+    assert pickle.loads(pickle.dumps(urls)).contains([record.url]).tolist() == [True]
     assert pickle.loads(pickle.dumps(urls))._digests is None      # its path only, loaded where used
     with open(index.error_files[0], encoding="ascii") as fh:
         (line,) = fh.read().splitlines()
@@ -526,10 +526,10 @@ def test_compiled_url_digests_are_hashlibs_blake2b():
         url_digests([b"https://example.org/"], compiled=True)
 
 
-def test_links_present_by_contains_are_those_by_present(tmp_path):
-    """_LinksPresentIn asks a lookup with `contains` about every link outside the page's shard
-    and one with `present` only about its distinct targets, answers kept: the same
-    target_in_input, a shard's own links True either way."""
+def test_links_present_are_those_the_spilled_urls_contain(tmp_path):
+    """_LinksPresentIn asks the spilled URLs about every link outside the page's shard: a
+    target is in the input where it is a spilled page's URL, and a shard's own links are
+    True whatever the lookup says."""
     from sitestrip.pipeline import graph
     from sitestrip.transforms.outlinks import page_links
     from sitestrip.transforms.page import parse_page
@@ -542,19 +542,11 @@ def test_links_present_by_contains_are_those_by_present(tmp_path):
     (tmp_path / "urls.bin").write_bytes(digests.tobytes())
     spilled = SpilledUrls(str(tmp_path / "urls.bin"))
 
-    class PresentOnly:
-        def present(self, urls):
-            return spilled.present(urls)
-
     for local in (None, frozenset({"https://docs.test/c.html", "https://docs.test/a.html"})):
-        got = []
-        for lookup in (spilled, PresentOnly()):
-            links = page_links(page, None, None, None, source_url=url, row_url=url, site="docs.test",
-                               warc_file="f", warc_offset=0, local_urls=local)
-            step = graph._LinksPresentIn(lookup)
-            step.setup()
-            (out,) = list(step.process(pickle.loads(pickle.dumps(links))))
-            got.append(out.in_input.tolist())
+        links = page_links(page, None, None, None, source_url=url, row_url=url, site="docs.test",
+                           warc_file="f", warc_offset=0, local_urls=local)
+        step = graph._LinksPresentIn(spilled)
+        (out,) = list(step.process(pickle.loads(pickle.dumps(links))))
         targets = links.strings()[0]
         expected = [t in run_pages or (local is not None and t in local) for t in targets]
-        assert got[0] == got[1] == expected and any(expected) and not all(expected)
+        assert out.in_input.tolist() == expected and any(expected) and not all(expected)

@@ -340,24 +340,6 @@ def test_links_marked_local_as_made_are_those_set_local_marks():
         assert made.targets() == plain.targets() == sorted({u for u in urls if u not in shard})
 
 
-def test_targets_to_look_up_keep_the_urls_for_set_present_only():
-    """targets_to_look_up is targets() as a set and keeps the decoded URLs, which set_present
-    reads and lets go; what set_present gives is what it gives after targets()."""
-    _page, held = _links()
-    urls = held.strings()[0]
-    shard = {urls[0], urls[3]}
-    held.set_local(shard)
-    other = pickle.loads(pickle.dumps(held))
-    wanted = held.targets_to_look_up()
-    assert isinstance(wanted, set) and wanted == set(other.targets()) == {u for u in urls if u not in shard}
-    assert held._decoded == urls
-    present = {urls[-1], urls[2]}
-    held.set_present(present)
-    other.set_present(present)
-    assert held._decoded is None
-    assert held.in_input.tolist() == other.in_input.tolist() == [u in present or u in shard for u in urls]
-
-
 def test_a_page_without_a_pages_row_is_no_local_target(monkeypatch):
     """The links are marked local against the shard's record URLs as they are made; a page
     that ends as an errors row has no pages row, so the links to it are looked up again
