@@ -1,7 +1,8 @@
 """Reading WARC files into classified records: HTML pages, skips and errors.
 
-warcio parses each record's WARC and HTTP header blocks and decodes the entity body
-(gzip, deflate, br) through its BufferedReader. What it does not do is done here:
+Header blocks are read here as warcio's StatusAndHeadersParser reads them (`_header_fields`),
+and warcio decodes the entity body (gzip, deflate, br) through its BufferedReader. What it
+does not do is done here:
 
 - The container: a `.warc.gz` is a sequence of gzip members; Common Crawl writes one
   member per record. Members are inflated one at a time (isal when installed, else
@@ -39,7 +40,7 @@ from typing import BinaryIO, Callable, Iterator, Sequence
 from apache_beam.io.filesystem import BeamIOError, CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 from warcio.bufferedreaders import BufferedReader
-from warcio.statusandheaders import StatusAndHeaders, StatusAndHeadersParser
+from warcio.statusandheaders import StatusAndHeadersParser
 
 from sitestrip.configs import ReadLimits
 from sitestrip.transforms.status import PAYLOAD_CUT
@@ -587,11 +588,11 @@ class _Content:
 
 @dataclass
 class _WarcHead:
-    headers: StatusAndHeaders      # warcio's parse of the header block
+    fields: dict                   # _header_fields of the header block
     content_length: int
 
     def get(self, name: str) -> str | None:
-        return _field(self.headers, name)
+        return self.fields.get(name.lower())
 
     @property
     def record_type(self) -> str:
@@ -617,19 +618,61 @@ class _BadHead(Exception):
     pass
 
 
-# warcio parses header blocks (name: value lines, folded lines). The blocks it is given are
-# cut and counted here first, because it reads lines without bound; its check of the first
-# line is off, because it knows four WARC versions by name and refuses a version line with a
-# flipped byte after "WARC/1.", which costs a record that reads well otherwise.
+# Header blocks (name: value lines, folded lines) are read as warcio's StatusAndHeadersParser
+# reads them, unverified: its check of the first line knows four WARC versions by name and
+# refuses a version line with a flipped byte after "WARC/1.", which costs a record that reads
+# well otherwise. The blocks are cut and counted first, because it reads lines without bound.
+# `_header_fields` gives its fields in one pass over the block's lines, without its stream,
+# its per-line decoding and its header object (a third of the read step's CPU besides
+# inflating); `_warcio_fields` is the reference, which SITESTRIP_HEADERS=warcio takes for a
+# process and tests/pipeline/test_warc.py compares with it.
 _HEAD = StatusAndHeadersParser([], verify=False)
 
 
-def _field(headers: StatusAndHeaders, name: str) -> str | None:
-    """A field's value; a repeated field's values joined with ", " (RFC 9110 §5.3), where
-    warcio's get_header gives the first one only."""
-    name = name.lower()
-    values = [value for key, value in headers.headers if key.lower() == name]
-    return ", ".join(values) if values else None
+def _warcio_fields(text: str) -> dict:
+    """_header_fields through warcio's parser."""
+    fields: dict = {}
+    for name, value in _HEAD.parse(io.BytesIO(text.encode("utf-8"))).headers:
+        key = name.lower()
+        got = fields.get(key)
+        fields[key] = value if got is None else got + ", " + value
+    return fields
+
+
+def _header_fields(text: str) -> dict:
+    """The fields of a header block (a first line, then fields) decoded as `text`, non-empty:
+    {lower-cased name: value}, a repeated field's values joined with ", " (RFC 9110 §5.3), where
+    warcio's get_header gives the first one only. Lines end at LF; each is stripped of trailing
+    whitespace as warcio strips it (str.rstrip: Unicode whitespace too), the fields end at the
+    first blank one, a line starting with a space or tab continues the field before it, and a
+    line without a colon is no field (nor are its continuations)."""
+    lines = text.split("\n")
+    count = len(lines)
+    fields: dict = {}
+    if count < 2 or not lines[0].rstrip():
+        return fields
+    i = 1
+    line = lines[1].rstrip()
+    while line:
+        name, colon, value = line.partition(":")
+        if colon:
+            value = value.lstrip()
+        i += 1
+        following = lines[i].rstrip() if i < count else ""
+        while following and following[0] in " \t":
+            value += following
+            i += 1
+            following = lines[i].rstrip() if i < count else ""
+        if colon:
+            key = name.rstrip(" \t").lower()
+            got = fields.get(key)
+            fields[key] = value if got is None else got + ", " + value
+        line = following
+    return fields
+
+
+if os.environ.get("SITESTRIP_HEADERS") == "warcio":
+    _header_fields = _warcio_fields     # noqa: F811
 
 
 def _parse_warc_head(block: bytes) -> _WarcHead:
@@ -640,25 +683,25 @@ def _parse_warc_head(block: bytes) -> _WarcHead:
     text = block.decode("utf-8", "replace")
     if not _VERSION_LINE.match(text):
         raise _BadHead(f"not a WARC version line: {text.partition(chr(10))[0][:40]!r}")
-    headers = _HEAD.parse(io.BytesIO(text.encode("utf-8")))
-    declared = _field(headers, "Content-Length")
+    fields = _header_fields(text)
+    declared = fields.get("content-length")
     if declared is None:
         raise _BadHead("WARC header block lacks Content-Length")
     declared = declared.strip()
     # warcio's int() takes "٣" as 3 and gives up on 5,000 digits; only ASCII digits are a length.
     if not _CONTENT_LENGTH.fullmatch(declared):
         raise _BadHead(f"WARC Content-Length is not a byte count: {declared[:40]!r}")
-    return _WarcHead(headers, int(declared))
+    return _WarcHead(fields, int(declared))
 
 
 @dataclass
 class _HttpHead:
     status: int | None
     status_line: str
-    headers: StatusAndHeaders
+    fields: dict                   # _header_fields of the header block
 
     def get(self, name: str) -> str | None:
-        return _field(self.headers, name)
+        return self.fields.get(name.lower())
 
 
 def _parse_http_head(block: bytes) -> _HttpHead:
@@ -666,13 +709,12 @@ def _parse_http_head(block: bytes) -> _HttpHead:
     if block.count(b"\n") > _MAX_HTTP_FIELDS + 2:
         raise _BadHead(f"HTTP header block has more than {_MAX_HTTP_FIELDS} lines")
     block = block.lstrip(b"\r\n")
-    # warcio's unverified parse takes any first line as the status line; a status is checked here.
+    # The status line is taken as any first line; a status is checked here.
     status_line = block.partition(b"\n")[0].rstrip(b"\r").decode("latin-1")
     status = _STATUS_LINE.match(status_line)
     # HTTP field values are octets: latin-1 keeps each one a character (warcio tries UTF-8 first).
-    headers = _HEAD.parse(io.BytesIO(block.decode("latin-1").encode("utf-8"))) if block \
-        else StatusAndHeaders("", [])
-    return _HttpHead(int(status.group(1)) if status else None, status_line, headers)
+    fields = _header_fields(block.decode("latin-1")) if block else {}
+    return _HttpHead(int(status.group(1)) if status else None, status_line, fields)
 
 
 Classifier = Callable[[_WarcHead, _Content, int], object]
@@ -928,6 +970,11 @@ def _entity_body(reader: _Content, http: _HttpHead, limit: int, sniff: bool, cut
         stored = _dechunked(reader, cuts)
     else:
         stored = _read(reader, limit + 1, _declared_length(http), cuts)
+    if not codings and not sniff:
+        # The stored bytes are the body: joined once, where the decoding streams below copy
+        # each piece into a buffer and the buffer into the body (most pages: WARC writers
+        # store bodies decoded, and a declared HTML type is not sniffed).
+        return b"".join(_capped(stored, limit))
     stream = _Pieces(_capped(stored, limit))
     decoders = []
     for coding in reversed(codings):

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from warcio.archiveiterator import ArchiveIterator
 
-from helpers.warcs import HTML_UTF8, PAGE, response, write_warc
+from helpers.warcs import HTML_UTF8, PAGE, gzip_members, raw_record, response, write_warc
 from sitestrip.configs import ReadLimits
 from sitestrip.pipeline.warc_writer import http_request, http_response
 from sitestrip.pipeline.warc import (
@@ -336,3 +336,94 @@ def test_a_failing_stream_propagates_so_the_runner_can_retry(tmp_path):
 
     with pytest.raises(ConnectionResetError):
         list(iter_warc_records(DroppedConnection(open(path, "rb").read()), path))
+
+
+# Header blocks: _header_fields against warcio's parser (_warcio_fields), the reference.
+HEADER_BLOCKS = [
+    "WARC/1.0\r\nWARC-Type: response\r\nContent-Length: 12\r\n\r\n",
+    "WARC/1.0\nWARC-Type: response\nContent-Length: 12\n",                      # bare LF, no blank line
+    "WARC/1.0\r\nWARC-Type: response",                                         # no line end at all
+    "WARC/1.0",                                                                 # the first line only
+    "HTTP/1.1 200 OK\r\nSet-Cookie: a=1\r\nSet-Cookie: b=2\r\nset-cookie:c=3\r\n\r\n",
+    "HTTP/1.1 200 OK\r\nX-Long: one\r\n two\r\n\tthree\r\nNext: n\r\n\r\n",     # folded lines
+    "HTTP/1.1 200 OK\r\nno colon here\r\n folded onto nothing\r\nKept: k\r\n\r\n",
+    "HTTP/1.1 200 OK\r\nName \t: spaced\r\n:empty name\r\nA: b: c\r\nEmpty:\r\nEmptier:   \r\n",
+    "HTTP/1.1 200 OK\r\nEmpty:\r\n   then folded\r\n",
+    "HTTP/1.1 200 OK\r\nA: 1\r\n   \r\nB: after a blank-looking line\r\n",       # whitespace ends the block
+    "  \r\nA: 1\r\n",                                                           # a blank first line
+    "HTTP/1.1 200 OK\r\nA:\x0b\x0c value\x1c\x1d\x1e\x1f\x85\xa0\r\nB: \u2028x\u2028\r\n\x0bC: c\r\n",
+    "HTTP/1.1 200 OK\r\nCaf\u00e9: cr\u00e8me\r\nK\u212a: kelvin\r\nkk: ascii\r\n",
+    "HTTP/1.1 200 OK\r\r\nA: 1\r\n\r\nB: body, not a field\r\n",
+]
+
+
+@pytest.mark.parametrize("text", HEADER_BLOCKS)
+def test_header_fields_are_warcios(text):
+    from sitestrip.pipeline.warc import _header_fields, _warcio_fields
+    assert _header_fields(text) == _warcio_fields(text)
+
+
+def test_header_fields_fold_join_and_stop_as_warcio_does():
+    from sitestrip.pipeline.warc import _header_fields
+    assert _header_fields(HEADER_BLOCKS[4]) == {"set-cookie": "a=1, b=2, c=3"}
+    assert _header_fields(HEADER_BLOCKS[5]) == {"x-long": "one two\tthree", "next": "n"}
+    assert _header_fields(HEADER_BLOCKS[6]) == {"kept": "k"}
+    assert _header_fields(HEADER_BLOCKS[7]) == {"name": "spaced", "": "empty name", "a": "b: c",
+                                                "empty": "", "emptier": ""}
+    assert _header_fields(HEADER_BLOCKS[8]) == {"empty": "   then folded"}
+    assert _header_fields(HEADER_BLOCKS[9]) == {"a": "1"}
+    assert _header_fields(HEADER_BLOCKS[10]) == {}
+    assert _header_fields(HEADER_BLOCKS[3]) == {}
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from(["WARC/1.0", "HTTP/1.1 200 OK", "A", "b", ":", " ", "\t", "\r", "\n", "\r\n",
+                                 "\x0b", "\x85", "\u2028", "\u00e9", "K\u212a", "Set-Cookie", "x: y"]),
+                max_size=40))
+def test_header_fields_are_warcios_on_any_block(pieces):
+    from sitestrip.pipeline.warc import _header_fields, _warcio_fields
+    text = "".join(pieces)
+    if text:                   # callers never parse an empty block (warcio raises EOFError for it)
+        assert _header_fields(text) == _warcio_fields(text)
+
+
+def test_headers_read_by_warcio_give_the_same_records(tmp_path, monkeypatch):
+    from sitestrip.pipeline import warc
+    path = write_warc(tmp_path / "h.warc.gz", [
+        response("http://ex.com/a", headers=HTML_UTF8 + [("X-Folded", "a\r\n b")]),
+        response("http://ex.com/b", status="301 Moved Permanently", headers=[("Location", "/c")]),
+        response("http://ex.com/c", headers=[("Content-Type", "text/html"), ("Content-Type", "charset=latin-1")]),
+    ])
+    ours = read_all(path)
+    monkeypatch.setattr(warc, "_header_fields", warc._warcio_fields)
+    assert read_all(path) == ours
+    assert [type(item).__name__ for item in ours] == ["HtmlResponse", "Skipped", "HtmlResponse"]
+
+
+@pytest.mark.parametrize("body, http_length, limit", [
+    (PAGE, None, 10_000),                                # whole
+    (b"<html>" + b"y" * 200_000, None, 1_000_000),       # in several read pieces
+    (PAGE, 5000, 10_000),                                # shorter than its HTTP Content-Length
+    (b"<html>" + b"x" * 5000, None, 1000),               # over the payload cap
+    (b"<html>" + b"x" * 994, None, 1000),                # at the cap exactly
+])
+def test_a_declared_html_body_reads_as_a_sniffed_one(tmp_path, body, http_length, limit):
+    # A declared HTML type without a Content-Encoding takes the joined body; a generic type is
+    # sniffed and streams through the decoding readers. Both give the same bytes, notes and errors.
+    def record(url, content_type):
+        fields = f"Content-Type: {content_type}\r\n"
+        if http_length is not None:
+            fields += f"Content-Length: {http_length}\r\n"
+        return raw_record(url, body, http=f"HTTP/1.1 200 OK\r\n{fields}\r\n".encode())
+    data, _ = gzip_members([record("http://ex.com/declared", "text/html"),
+                            record("http://ex.com/sniffed", "application/octet-stream")])
+    declared, sniffed = iter_warc_records(io.BytesIO(data), "w.warc.gz", ReadLimits(max_payload_bytes=limit))
+    assert type(declared) is type(sniffed)
+    if isinstance(declared, HtmlResponse):
+        assert declared.body == sniffed.body == body
+        assert declared.notes == sniffed.notes
+        assert bool(declared.notes) == (http_length is not None)
+        assert declared.content_type == sniffed.content_type == "text/html"
+    else:
+        assert (declared.error_class, declared.message) == (sniffed.error_class, sniffed.message)
+        assert declared.error_class == "PayloadTooLarge"
