@@ -60,7 +60,7 @@ typedef struct {
 } Groups;
 
 typedef struct {
-    double *base, *score;
+    double *base, *score, *bound;
     unsigned char *flags;       /* bit 0 candidate, bit 1 same id, bit 2 classes = attributes = 1 */
     unsigned char *used_r, *used_c;
     int64_t *rank_r, *rank_c, *anchors_r, *anchors_c, *taken;
@@ -116,9 +116,12 @@ static int reserve(Work *w, int64_t m, int64_t n) {
         int64_t *t = realloc(w->taken, 2 * cells * sizeof(int64_t));
         if (!t) return -1;
         w->taken = t;
-        int64_t *l = realloc(w->live, cells * sizeof(int64_t));
+        int64_t *l = realloc(w->live, 3 * cells * sizeof(int64_t));
         if (!l) return -1;
         w->live = l;
+        double *u = realloc(w->bound, 2 * cells * sizeof(double));
+        if (!u) return -1;
+        w->bound = u;
         w->cells = cells;
     }
     if (grow_side((size_t)m + 2, &w->rows, &w->used_r, &w->rank_r, &w->anchors_r) < 0) return -1;
@@ -271,31 +274,61 @@ static int64_t take_pair(Work *w, int64_t m, int64_t n, int64_t best, int64_t ta
 }
 
 static int64_t solve_rescored(const Params *p, Work *w, int64_t m, int64_t n, int64_t taken) {
-    double *S = w->score;
+    const double *S = w->score;
     const double *B = w->base;
     const unsigned char *F = w->flags;
-    int64_t *live = w->live, open = 0;
-    for (int64_t c = 0; c < m * n; c++)
-        if (F[c] & CAND) live[open++] = c;
-    for (;;) {
-        int64_t best = -1;
-        double top = NO_MATCH;
-        for (int64_t k = 0; k < open; k++)
-            if (S[live[k]] > top) { top = S[live[k]]; best = live[k]; }
-        if (best < 0) return taken;
-        taken = take_pair(w, m, n, best, taken);
-        int64_t x = best / n, y = best % n;
-        int64_t sr = 0, sc = 0, kept = 0;
+    /* The candidate cells in row-major order: row r's are entries row_at[r] .. row_at[r + 1] - 1
+     * of col (their columns) and bound. */
+    int64_t *col = w->live, *row_at = w->live + w->cells, open = 0;
+    double *bound = w->bound, *row_bound = w->bound + w->cells;
+    int64_t best = -1, best_r = -1;
+    double top = NO_MATCH;
+    /* Positions are at most 1, the weights are not negative and quantize never decreases, so
+     * no score of a cell exceeds its score at position 1, cert included where the cell can be
+     * certain: its bound, and a row's bound is its cells' highest. A cell (row) whose bound does
+     * not exceed the best score found so far in its pass can neither beat it nor, coming later,
+     * tie it first: neither its position nor its encode (a floor and a division) is needed.
+     * Each pass rescores and searches at once, in row-major order, so the pair taken is the one
+     * a full rescoring then a search would take. */
+    for (int64_t r = 0; r < m; r++) {
+        row_at[r] = open;
+        row_bound[r] = NO_MATCH;
+        for (int64_t c = r * n; c < (r + 1) * n; c++) {
+            if (!(F[c] & CAND)) continue;
+            if (S[c] > top) { top = S[c]; best = open; best_r = r; }
+            double q = quantize(B[c] + p->wp);
+            bound[open] = (F[c] & (IDC | CA1)) ? p->cert + q : q;
+            if (bound[open] > row_bound[r]) row_bound[r] = bound[open];
+            col[open++] = c - r * n;
+        }
+    }
+    row_at[m] = open;
+    while (best >= 0) {
+        int64_t x = best_r, y = col[best];
+        w->taken[2 * taken] = x;
+        w->taken[2 * taken + 1] = y;
+        taken++;
+        w->used_r[x] = w->used_c[y] = 1;
+        int64_t sr = 0, sc = 0;
         for (int64_t r = 0; r < m; r++) if (!w->used_r[r]) w->rank_r[r] = sr++;
         for (int64_t c = 0; c < n; c++) if (!w->used_c[c]) w->rank_c[c] = sc++;
-        for (int64_t k = 0; k < open; k++) {
-            int64_t c = live[k], r = c / n, col = c % n;
-            if (r == x || col == y) continue;
-            live[kept++] = c;
-            S[c] = encode(p, B[c], position(w->rank_r[r], sr, w->rank_c[col], sc), F[c]);
+        best = -1;
+        top = NO_MATCH;
+        for (int64_t r = 0; r < m; r++) {
+            if (w->used_r[r] || row_bound[r] <= top) continue;
+            const double *Br = B + r * n;
+            const unsigned char *Fr = F + r * n;
+            int64_t rank = w->rank_r[r];
+            for (int64_t k = row_at[r]; k < row_at[r + 1]; k++) {
+                if (bound[k] <= top) continue;
+                int64_t c = col[k];
+                if (w->used_c[c]) continue;
+                double s = encode(p, Br[c], position(rank, sr, w->rank_c[c], sc), Fr[c]);
+                if (s > top) { top = s; best = k; best_r = r; }
+            }
         }
-        open = kept;
     }
+    return taken;
 }
 
 /* The greedy sibling assignment of one group (etdm.py _solve: the same shortcuts, then
@@ -565,7 +598,7 @@ done:
     free(now.items); free(next.items);
     free(w.base); free(w.score); free(w.flags); free(w.used_r); free(w.used_c);
     free(w.rank_r); free(w.rank_c); free(w.anchors_r); free(w.anchors_c); free(w.taken);
-    free(w.live);
+    free(w.live); free(w.bound);
     return ret;
 }
 

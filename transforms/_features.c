@@ -2525,6 +2525,127 @@ done:
     return result;
 }
 
+/* put_columns(src float64[nb, r], x float32 or float64 [nb, width], at int64[r]): x[:, at[k]] =
+ * src[:, k] for every k, each value rounded to x's type as numpy's assignment rounds it (one
+ * conversion), in one pass instead of an assignment per run of adjacent columns. */
+static PyObject *put_columns(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *src_o, *x_o, *at_o;
+    if (!PyArg_ParseTuple(args, "OOO", &src_o, &x_o, &at_o)) return NULL;
+    Py_buffer sv, xv, av;
+    if (PyObject_GetBuffer(src_o, &sv, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) return NULL;
+    if (PyObject_GetBuffer(x_o, &xv, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | PyBUF_WRITABLE) < 0) {
+        PyBuffer_Release(&sv);
+        return NULL;
+    }
+    if (PyObject_GetBuffer(at_o, &av, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) {
+        PyBuffer_Release(&sv);
+        PyBuffer_Release(&xv);
+        return NULL;
+    }
+    PyObject *result = NULL;
+    Py_ssize_t xs = xv.itemsize, r = av.itemsize == 8 ? av.len / 8 : 0;
+    int is_float = xv.format != NULL && (strcmp(xv.format, xs == 4 ? "f" : "d") == 0 || strcmp(xv.format, xs == 4 ? "<f" : "<d") == 0);
+    int src_double = sv.format != NULL && (strcmp(sv.format, "d") == 0 || strcmp(sv.format, "<d") == 0);
+    int ok = av.itemsize == 8 && av.ndim == 1 && src_double && (xs == 4 || xs == 8) && is_float && r > 0
+        && sv.ndim == 2 && sv.shape[1] == r && xv.ndim == 2 && xv.shape[0] == sv.shape[0];
+    Py_ssize_t nb = ok ? sv.shape[0] : 0, width = ok ? xv.shape[1] : 0;
+    const int64_t *at = av.buf;
+    for (Py_ssize_t k = 0; ok && nb > 0 && k < r; k++) ok = at[k] >= 0 && at[k] < width;
+    if (!ok) {
+        PyErr_SetString(PyExc_ValueError, "put_columns: float64 src of one column per entry of at, columns inside x");
+        goto done;
+    }
+    for (Py_ssize_t b = 0; b < nb; b++) {
+        const double *row = (const double *)sv.buf + b * r;
+        if (xs == 4) {
+            float *out = (float *)xv.buf + b * width;
+            for (Py_ssize_t k = 0; k < r; k++) out[at[k]] = (float)row[k];
+        } else {
+            double *out = (double *)xv.buf + b * width;
+            for (Py_ssize_t k = 0; k < r; k++) out[at[k]] = row[k];
+        }
+    }
+    result = Py_None;
+    Py_INCREF(result);
+done:
+    PyBuffer_Release(&sv);
+    PyBuffer_Release(&xv);
+    PyBuffer_Release(&av);
+    return result;
+}
+
+/* count_columns(counts int64[nb, COLUMNS], x float32 or float64 [nb, width], at int64[7], patterns):
+ * features.py _count_columns's columns of text_columns's counts: x[:, at[0]] punctuation per word,
+ * at[1] sentences, at[2] commas per word, at[3] digit share, at[4] ends with punctuation, at[5]
+ * upper-case start, and bits 0 .. patterns - 1 of the pattern bits in columns at[6] onwards. The
+ * same operations as numpy's there: int64 counts over float64 word counts (at least 1), int64 over
+ * int64 as float64 (true division), each value rounded to x's type once. */
+static PyObject *count_columns(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *counts_o, *x_o, *at_o;
+    Py_ssize_t patterns;
+    if (!PyArg_ParseTuple(args, "OOOn", &counts_o, &x_o, &at_o, &patterns)) return NULL;
+    Py_buffer cv, xv, av;
+    if (PyObject_GetBuffer(counts_o, &cv, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) return NULL;
+    if (PyObject_GetBuffer(x_o, &xv, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | PyBUF_WRITABLE) < 0) {
+        PyBuffer_Release(&cv);
+        return NULL;
+    }
+    if (PyObject_GetBuffer(at_o, &av, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) {
+        PyBuffer_Release(&cv);
+        PyBuffer_Release(&xv);
+        return NULL;
+    }
+    PyObject *result = NULL;
+    Py_ssize_t xs = xv.itemsize;
+    int is_float = xv.format != NULL && (strcmp(xv.format, xs == 4 ? "f" : "d") == 0 || strcmp(xv.format, xs == 4 ? "<f" : "<d") == 0);
+    int ok = cv.itemsize == 8 && cv.ndim == 2 && cv.shape[1] == C_COUNT && (xs == 4 || xs == 8) && is_float
+        && xv.ndim == 2 && xv.shape[0] == cv.shape[0] && av.itemsize == 8 && av.len == 7 * 8
+        && patterns >= 0 && patterns <= 64;
+    Py_ssize_t nb = ok ? cv.shape[0] : 0, width = ok ? xv.shape[1] : 0;
+    const int64_t *at = av.buf;
+    for (int k = 0; ok && nb > 0 && k < 7; k++) ok = at[k] >= 0 && at[k] + (k == 6 ? patterns : 1) <= width;
+    if (!ok) {
+        PyErr_SetString(PyExc_ValueError, "count_columns: int64 counts of COLUMNS per row, columns inside x");
+        goto done;
+    }
+    for (Py_ssize_t b = 0; b < nb; b++) {
+        const int64_t *row = (const int64_t *)cv.buf + b * C_COUNT;
+        double words = (double)(row[C_WORDS] > 1 ? row[C_WORDS] : 1);
+        double length = (double)(row[C_LENGTH] > 1 ? row[C_LENGTH] : 1);
+        double v[6] = {(double)row[C_PUNCT] / words, 0.0, (double)row[C_COMMAS] / words,
+                       (double)row[C_DIGITS] / length, 0.0, 0.0};
+        uint64_t bits = (uint64_t)row[C_PATTERNS];
+        if (xs == 4) {
+            float *out = (float *)xv.buf + b * width;
+            out[at[0]] = (float)v[0];
+            out[at[1]] = (float)row[C_SENTENCES];
+            out[at[2]] = (float)v[2];
+            out[at[3]] = (float)v[3];
+            out[at[4]] = (float)row[C_CLOSING];
+            out[at[5]] = (float)row[C_UPPER];
+            for (Py_ssize_t k = 0; k < patterns; k++) out[at[6] + k] = (float)((bits >> k) & 1);
+        } else {
+            double *out = (double *)xv.buf + b * width;
+            out[at[0]] = v[0];
+            out[at[1]] = (double)row[C_SENTENCES];
+            out[at[2]] = v[2];
+            out[at[3]] = v[3];
+            out[at[4]] = (double)row[C_CLOSING];
+            out[at[5]] = (double)row[C_UPPER];
+            for (Py_ssize_t k = 0; k < patterns; k++) out[at[6] + k] = (double)((bits >> k) & 1);
+        }
+    }
+    result = Py_None;
+    Py_INCREF(result);
+done:
+    PyBuffer_Release(&cv);
+    PyBuffer_Release(&xv);
+    PyBuffer_Release(&av);
+    return result;
+}
+
 /* bit_columns(bits uint32 or int64 [nb], x float32 or float64 [nb, F], first, count): x[b, first + k] =
  * bit k of bits[b] (0.0 or 1.0) for k < count, what (bits[:, None] >> arange(count)) & 1
  * assigned to those columns writes, without the [nb, count] temporaries. */
@@ -3012,6 +3133,10 @@ static PyMethodDef methods[] = {
     {"owner_ancestors", owner_ancestors, METH_VARARGS,
      "owner_ancestors(parent, owner, out): each owner and its ancestors level by level."},
     {"bit_columns", bit_columns, METH_VARARGS, "bit_columns(bits, x, first, count): bits spread over columns of x."},
+    {"put_columns", put_columns, METH_VARARGS,
+     "put_columns(src, x, at): x[:, at[k]] = src[:, k], in x's type."},
+    {"count_columns", count_columns, METH_VARARGS,
+     "count_columns(counts, x, at, patterns): features.py _count_columns's columns of text_columns's counts."},
     {NULL, NULL, 0, NULL},
 };
 

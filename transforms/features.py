@@ -317,7 +317,20 @@ def _text_role_compiled(texts: list[str], words: np.ndarray, x: np.ndarray | Non
     return roles
 
 
+# _count_columns's columns as _features.c count_columns takes them: the six single columns, then
+# the first pattern column.
+_COUNT_AT = np.array([_COLUMN[name] for name in ("punct_per_word", "sentences", "commas_per_word",
+                                                  "digit_share", "ends_with_punct", "upper_start")]
+                     + [_PATTERN_COLUMNS.start], dtype=np.int64)
+assert isinstance(_PATTERN_COLUMNS, slice)
+
+
 def _count_columns(counts: np.ndarray, x: np.ndarray) -> None:
+    """The text columns of text_columns's counts. Compiled, one call writes them (a dozen numpy
+    calls on strided columns otherwise, the reference below)."""
+    if _compiled is not None and _COMPILED and x.flags.c_contiguous and x.dtype in (np.float32, np.float64):
+        _compiled.count_columns(np.ascontiguousarray(counts, dtype=np.int64), x, _COUNT_AT, len(_TEXT_PATTERNS))
+        return
     col = _COLUMN
     n_words = np.maximum(counts[:, _C_WORDS], 1).astype(np.float64)
     x[:, col["punct_per_word"]] = counts[:, _C_PUNCT] / n_words
@@ -587,7 +600,7 @@ _STRUCTURE_NAMES = (
     "prev_words_log", "next_words_log", "prev_link_share", "next_link_share", "prev_same_group",
     "next_same_group", "same_shape_siblings_log", "same_shape_max_log", "same_tag_siblings_log",
 ) + tuple(name for name, _ in _SIBLING_TAGS) + tuple(f"region_share_{k}" for k in _REGION_LEVELS)
-_STRUCTURE_COLUMNS = np.array([_COLUMN[name] for name in _STRUCTURE_NAMES])
+_STRUCTURE_COLUMNS = np.array([_COLUMN[name] for name in _STRUCTURE_NAMES], dtype=np.int64)
 
 
 def _runs(columns) -> list:
@@ -603,7 +616,7 @@ def _runs(columns) -> list:
 
 
 _STRUCTURE_RUNS = _runs(_STRUCTURE_COLUMNS)
-_STRUCTURE_LOG = np.array([_COLUMN[name] for name in _STRUCTURE_NAMES if name.endswith("_log")])
+_STRUCTURE_LOG = np.array([_COLUMN[name] for name in _STRUCTURE_NAMES if name.endswith("_log")], dtype=np.int64)
 # The same columns' places in structure_columns's raw matrix, in _STRUCTURE_LOG's order.
 _RAW_LOG = np.array([_STRUCTURE_NAMES.index(FEATURE_NAMES[c]) for c in _STRUCTURE_LOG])
 _SIBLING_TABLES = np.stack([table for _, table in _SIBLING_TAGS])
@@ -630,6 +643,13 @@ def _structure_compiled(page: CompactPage, blocks: Blocks, owner: np.ndarray, x:
     # The logarithms of the raw float64 values, gathered in _STRUCTURE_LOG's order as the
     # reference gathers them from its float64 matrix.
     logs = np.log1p(raw[:, _RAW_LOG])
+    if x.flags.c_contiguous and x.dtype in (np.float32, np.float64):
+        # Every raw column, then the logarithms over theirs, written in two calls.
+        _compiled.put_columns(raw, x, _STRUCTURE_COLUMNS)
+        # (the gathered columns come in numpy's own order: their logarithms are taken as the
+        # reference takes them and only then made row-major)
+        _compiled.put_columns(np.ascontiguousarray(logs), x, _STRUCTURE_LOG)
+        return up
     for first, end, at in _STRUCTURE_RUNS:
         x[:, first:end] = raw[:, at:at + end - first]
     x[:, _STRUCTURE_LOG] = logs

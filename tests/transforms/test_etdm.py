@@ -229,6 +229,39 @@ def test_position_options_give_different_mappings(option, extra, any_engine):
     assert got.tolist() == expected
 
 
+# Option 3 groups where many cells tie: same-class siblings (certain on the diagonal band,
+# equal weighted parts elsewhere), one id shared off the diagonal, a sibling whose classes match
+# nothing and one that matches only after others are taken. The compiled rescoring scores only the
+# cells whose bound at position 1 exceeds the best score of the pass; each group's pairs are the
+# reference's, so a cell skipped that could have tied earlier, or won, would show here.
+_TIED_BODIES = (
+    ("<div>" + '<p class="a"></p>' * 5 + "</div>", "<div>" + '<p class="a"></p>' * 7 + "</div>"),
+    ("<div>" + '<p class="a"></p><p class="b"></p>' * 3 + "</div>",
+     "<div>" + '<p class="b"></p><p class="a"></p>' * 3 + '<p class="a"></p></div>'),
+    ('<ul><li class="x"></li><li class="x" id="k"></li><li class="y"></li><li class="x"></li></ul>',
+     '<ul><li class="x" id="k"></li><li class="y"></li><li class="x"></li><li class="x"></li>'
+     '<li class="x y"></li></ul>'),
+    ("<div>" + '<p class="a b"></p><p class="a"></p><p></p>' * 4 + "</div>",
+     "<div>" + '<p class="a"></p><p></p><p class="a b"></p>' * 3 + '<p class="b"></p></div>'),
+    ('<div><i class="u v"></i><i class="u"></i><i class="v"></i><i class="u v"></i><i></i></div>',
+     '<div><i class="u"></i><i class="v"></i><i class="u v"></i><i></i><i class="u v"></i><i class="u"></i></div>'),
+)
+
+
+@pytest.mark.parametrize("kb, ob", _TIED_BODIES)
+@pytest.mark.parametrize("weights", [{}, dict(w_classes=0.3, w_position=0.3, w_attributes=0.1, w_children=0.3,
+                                              threshold=0.6)])
+def test_option_3_tied_groups_match_the_literal_reference(kb, ob, weights):
+    key, other = page(kb), page(ob)
+    for a, b in ((key, other), (other, key)):
+        params = opts(3, **weights)
+        expected = reference_map(a, b, params)
+        assert sum(v >= 0 for v in expected) > 3
+        for knobs in ENGINES.values():
+            with engine(**knobs):
+                assert map_pages(a, b, params).tolist() == expected
+
+
 @pytest.mark.parametrize("option", [1, 2, 3, 4])
 @pytest.mark.parametrize("below, mapped", [(4e-10, True), (6e-10, False)])
 def test_a_score_within_rounding_of_the_threshold_is_judged_rounded(option, below, mapped, any_engine):

@@ -767,6 +767,74 @@ def test_spread_bits_by_both_paths(monkeypatch):
             assert got.tobytes() == ref.tobytes()
 
 
+def test_count_columns_by_both_paths(monkeypatch):
+    """_features.c count_columns against _count_columns's numpy: hand-built counts with no words
+    and no characters (divisors of 1), ratios float32 rounds (1/3, 2/7), counts past float32's
+    exact integers, every pattern bit and none, into float32 and float64 matrices that hold other
+    values in the columns not written."""
+    n = F._compiled.COLUMNS
+    rows = [[0] * n, [3, 1, 2, 1, 1, 3, 1, 1, 0], [7, 2, 0, 0, 2, 7, 0, 1, (1 << len(_TEXT_PATTERNS)) - 1],
+            [1, 5, 1, 4, 0, 0, 1, 0, 0b10100101], [(1 << 25) + 1, (1 << 26) + 3, (1 << 24) + 1, 9, 3, (1 << 27) + 5,
+                                                   0, 1, 1]]
+    rng = np.random.default_rng(4)
+    counts = np.array(rows + rng.integers(0, 400, (30, n)).tolist(), dtype=np.int64)
+    counts[5:, F._C_PATTERNS] %= 1 << len(_TEXT_PATTERNS)
+    for dtype in (np.float32, np.float64):
+        got = rng.random((counts.shape[0], len(FEATURE_NAMES))).astype(dtype)
+        ref = got.copy()
+        F._count_columns(counts, got)
+        monkeypatch.setattr(F, "_COMPILED", False)
+        F._count_columns(counts, ref)
+        monkeypatch.setattr(F, "_COMPILED", True)
+        assert got.tobytes() == ref.tobytes()
+        assert got[1, _COLUMN["punct_per_word"]] == dtype(1 / 3)
+        assert got[0, _COLUMN["digit_share"]] == 0 and got[2, _COLUMN["contains_byline"]] == 1
+        assert got[4, _COLUMN["sentences"]] == dtype((1 << 24) + 1)
+    with pytest.raises(ValueError):
+        F._compiled.count_columns(counts[:, :-1].copy(), np.zeros((counts.shape[0], len(FEATURE_NAMES))),
+                                  F._COUNT_AT, len(_TEXT_PATTERNS))
+    with pytest.raises(ValueError):
+        F._compiled.count_columns(counts, np.zeros((counts.shape[0], 12)), F._COUNT_AT, len(_TEXT_PATTERNS))
+
+
+def test_put_columns_is_numpys_assignment():
+    """_features.c put_columns against x[:, at] = src: float64 values float32 rounds (thirds,
+    values past float32's range, a NaN, signed zeros), columns in any order, into float32 and
+    float64 matrices whose other columns keep their values; a malformed call is refused."""
+    rng = np.random.default_rng(11)
+    src = rng.random((25, 6)) / 3.0
+    src[0] = [1 / 3, 1e39, -1e39, np.nan, -0.0, 2.0 ** -140]
+    at = np.array([7, 0, 31, 12, 13, 2], dtype=np.int64)
+    for dtype in (np.float32, np.float64):
+        got = rng.random((25, 40)).astype(dtype)
+        ref = got.copy()
+        F._compiled.put_columns(src, got, at)
+        with np.errstate(over="ignore"):
+            ref[:, at] = src
+        assert got.tobytes() == ref.tobytes()
+        assert got[0, 7] == dtype(1 / 3) and np.isnan(got[0, 12]) and np.signbit(got[0, 13])
+    F._compiled.put_columns(np.zeros((0, 6)), np.zeros((0, 40), dtype=np.float32), at)
+    for bad_src, bad_x, bad_at in ((src[1:].astype(np.float32), got[1:], at), (src, got, at[:5]),
+                                   (src, np.zeros((25, 30)), at), (src[:, :5], got, at[:5] - 8)):
+        with pytest.raises((ValueError, BufferError)):
+            F._compiled.put_columns(bad_src, bad_x, bad_at)
+
+
+def test_structure_columns_are_written_as_the_runs_write_them(monkeypatch):
+    """_structure_compiled's two put_columns calls and its reference assignments (a matrix that
+    is not row-major takes those) give the same matrix on a page."""
+    page = parse_page("<html><body><div class=a><p>One two three.</p><p>Four <a href=/x>five</a></p></div>"
+                      "<ul><li>six</li><li>seven eight</li></ul><h2>Nine</h2></body></html>", "http://e.com/")
+    blocks = B.page_blocks(page)
+    owner = blocks.owner.astype(np.int64)
+    got = np.zeros((blocks.count, len(FEATURE_NAMES)), dtype=np.float32)
+    ref = np.asfortranarray(np.zeros_like(got))
+    F._structure_compiled(page, blocks, owner, got)
+    F._structure_compiled(page, blocks, owner, ref)
+    assert blocks.count > 3 and got[:, _COLUMN["words_log"]].any()
+    assert got.tobytes() == np.ascontiguousarray(ref).tobytes()
+
+
 def test_ascii_texts_counted_over_their_lowered_copy():
     """An ASCII text's counts are taken over its lowered copy (_features.c text_columns): upper
     case at the start and inside, every ASCII punctuation and digit, texts that end in a
