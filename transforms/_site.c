@@ -13,6 +13,8 @@
  *   menu_elements: menu_links's elements of a menu subtree that hold links, with their ranges
  *     of links, subtree ends among themselves and depths below the root, and per link its
  *     one text node (when it has exactly one);
+ *   menu_keys: menu_links's keys of those elements, their paths of tags, ids and classes from
+ *     the root (sitemenus.py: `_labels` and clusters.subtree_path_hashes);
  *   text_codes: tree.text_of's text nodes and the separator before each (text.gaps and
  *     text.separators), which text.joined then joins (tree.py holds this one's reference:
  *     `_text_of_python`);
@@ -21,12 +23,18 @@
  *   in_site: outlinks._in_site's test of each link target's host against the site key;
  *   leaf_elements: clusters.page_signature's leaves, the elements without an element child
  *     (clusters.py: `_leaf_elements_python`);
+ *   signature: clusters.page_signature itself, labels, leaf path hashes and their sorted
+ *     distinct values in one call (clusters.py: `page_signature_reference`);
+ *   leader_clusters: clusters.cluster_signatures' leader clustering, by merges of the sorted
+ *     signatures (clusters.py: `_leader_python`, the incidence-matrix products);
  *   text_signals: a key page's block text counts on its candidates and across its site shard
  *     (site_step.SiteBlocks.signals; `_signals_python` the reference);
  *   shared_words: the words of a page's block texts that another page shows too
  *     (site_step.SiteBlocks.shared_word_share; `_shared_words_python` the reference);
  *   link_hosts: each distinct link URL's first position and host, what
  *     candidates._key_link_positions tests against the site (`_link_hosts_python` there);
+ *   key_links: the same links tested against the site in that pass, and their URLs
+ *     (candidates.page_key_links; `_key_links_python` there);
  *   split_links: the links dataset's target URLs and anchor texts out of its pages' packed
  *     strings, for the part writer's Arrow columns (outlinks.PageLinks.arrow_batch;
  *     `_split_links_python` there);
@@ -41,6 +49,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "_buffers.h"
@@ -332,6 +341,300 @@ static PyObject *leaf_elements(PyObject *self, PyObject *args) {
     return k < 0 ? NULL : PyLong_FromSsize_t(k);
 }
 
+/* clusters.mix64 (splitmix64's finalizer), clusters._BASE and clusters._ID_SALT, as
+ * transforms/_features.c has them for node_labels and path_hashes. */
+static inline uint64_t sig_mix(uint64_t x) {
+    x ^= x >> 30;
+    x *= 0xBF58476D1CE4E5B9ULL;
+    x ^= x >> 27;
+    x *= 0x94D049BB133111EBULL;
+    return x ^ (x >> 31);
+}
+#define SIG_BASE 0x9E3779B97F4A7C15ULL
+#define SIG_ID_SALT 0xD6E8FEB86659FD93ULL
+
+static int compare_u64(const void *x, const void *y) {
+    uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+    return (a > b) - (a < b);
+}
+
+/* Sorts a[0:n] ascending (tmp holds n values): path hashes are spread over the 64 bits, so one
+ * pass into about n buckets by their top bits leaves a value or two per bucket, each finished
+ * by insertion (a bucket of more than 16, a path repeated, by qsort): a page's few hundred
+ * leaves in about half of np.sort's time. -1: no memory. */
+static int sort_u64(uint64_t *a, uint64_t *tmp, Py_ssize_t n) {
+    if (n < 2) return 0;
+    int bits = 1;
+    while (bits < 20 && ((Py_ssize_t)1 << bits) < n) bits++;
+    Py_ssize_t buckets = (Py_ssize_t)1 << bits;
+    Py_ssize_t *start = PyMem_Calloc((size_t)buckets + 1, sizeof(Py_ssize_t));
+    if (!start) return -1;
+    int shift = 64 - bits;
+    for (Py_ssize_t i = 0; i < n; i++) start[(a[i] >> shift) + 1]++;
+    for (Py_ssize_t b = 0; b < buckets; b++) start[b + 1] += start[b];
+    for (Py_ssize_t i = 0; i < n; i++) tmp[start[a[i] >> shift]++] = a[i];
+    /* start[b] is now bucket b's end: bucket b is tmp[b ? start[b - 1] : 0, start[b]) */
+    Py_ssize_t lo = 0;
+    for (Py_ssize_t b = 0; b < buckets; b++) {
+        Py_ssize_t hi = start[b];
+        if (hi - lo > 16) {
+            qsort(tmp + lo, (size_t)(hi - lo), sizeof(uint64_t), compare_u64);
+        } else {
+            for (Py_ssize_t i = lo + 1; i < hi; i++) {
+                uint64_t v = tmp[i];
+                Py_ssize_t j = i;
+                while (j > lo && tmp[j - 1] > v) { tmp[j] = tmp[j - 1]; j--; }
+                tmp[j] = v;
+            }
+        }
+        lo = hi;
+    }
+    memcpy(a, tmp, (size_t)n * sizeof(uint64_t));
+    PyMem_Free(start);
+    return 0;
+}
+
+/* Sorts a[0:n] and keeps each value once at its front: how many it keeps, -1 without memory. */
+static Py_ssize_t sort_distinct(uint64_t *a, uint64_t *tmp, Py_ssize_t n) {
+    if (sort_u64(a, tmp, n) < 0) return -1;
+    if (n < 2) return n;
+    Py_ssize_t kept = 1;
+    for (Py_ssize_t i = 1; i < n; i++)
+        if (a[i] != a[kept - 1]) a[kept++] = a[i];
+    return kept;
+}
+
+/* menu_keys(nodes int64[k], stop int64[k], below int64[k], tag int32[n], id_hash uint32[n],
+ *           class_ptr int32[n+1], class_hash uint32[], out uint64[k]):
+ * sitemenus.menu_links's keys of a menu's elements (menu_elements' nodes, stop and below): each
+ * one's label (sitemenus.node_keys_labels: mix64(tag + 1) ^ mix64(id ^ class salt) ^ the xor of
+ * mix64(class + class salt) over its class tokens, as _features.c menu_labels has it) summed
+ * over its path from the root as clusters.subtree_path_hashes sums it, for these nodes alone
+ * where the reference labels every node of the page to take a few. */
+#define MENU_CLASS_SALT 0x2545F4914F6CDD1DULL      /* sitemenus._CLASS_SALT */
+static PyObject *menu_keys(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *objs[8];
+    if (!PyArg_ParseTuple(args, "OOOOOOOO", &objs[0], &objs[1], &objs[2], &objs[3], &objs[4], &objs[5],
+                          &objs[6], &objs[7]))
+        return NULL;
+    static const Py_ssize_t sizes[8] = {8, 8, 8, 4, 4, 4, 4, 8};
+    static const char *names[8] = {"nodes", "stop", "below", "tag", "id_hash", "class_ptr", "class_hash", "out"};
+    Py_buffer v[8];
+    Py_ssize_t k = -1, n = -1;
+    int got = 0;
+    for (; got < 8; got++) {
+        Py_ssize_t want = got < 3 || got == 7 ? k : got == 4 ? n : got == 5 ? n + 1 : -1;
+        if (get_array(objs[got], &v[got], sizes[got], want, got == 7, names[got]) < 0) break;
+        if (got == 0) k = v[0].len / 8;
+        if (got == 3) n = v[3].len / 4;
+    }
+    int ok = got == 8;
+    uint64_t *work = NULL;
+    if (ok) {
+        const int64_t *nodes = v[0].buf, *stop = v[1].buf, *below = v[2].buf;
+        const int32_t *tag = v[3].buf, *ptr = v[5].buf;
+        const uint32_t *ids = v[4].buf, *cls = v[6].buf;
+        Py_ssize_t n_cls = v[6].len / 4;
+        uint64_t *out = v[7].buf;
+        int64_t max_below = 0;
+        for (Py_ssize_t i = 0; i < k && ok; i++) {
+            int64_t node = nodes[i];
+            if (node < 0 || node >= n || below[i] < 0 || stop[i] <= i || stop[i] > k
+                    || ptr[node] < 0 || ptr[node + 1] < ptr[node] || ptr[node + 1] > n_cls) {
+                PyErr_Format(PyExc_ValueError, "menu element %zd (node %lld) does not fit the page's arrays", i,
+                             (long long)node);
+                ok = 0;
+            }
+            if (below[i] > max_below) max_below = below[i];
+        }
+        if (ok && k) {
+            /* powers[max_below + 1], taken[k + 1] */
+            work = PyMem_Calloc((size_t)max_below + 1 + (size_t)k + 1, sizeof(uint64_t));
+            if (!work) { PyErr_NoMemory(); ok = 0; }
+        }
+        if (ok && k) {
+            uint64_t *powers = work, *taken = work + max_below + 1;
+            uint64_t p = SIG_BASE;
+            for (int64_t d = 0; d <= max_below; d++) { powers[d] = p; p *= SIG_BASE; }
+            uint64_t acc = 0;
+            for (Py_ssize_t i = 0; i < k; i++) {
+                int64_t node = nodes[i];
+                uint64_t label = sig_mix((uint64_t)(int64_t)tag[node] + 1)
+                    ^ sig_mix((uint64_t)ids[node] ^ MENU_CLASS_SALT);
+                for (int32_t c = ptr[node]; c < ptr[node + 1]; c++)
+                    label ^= sig_mix((uint64_t)cls[c] + MENU_CLASS_SALT);
+                uint64_t term = label * powers[below[i]];
+                acc += term - taken[i];
+                taken[stop[i]] += term;
+                out[i] = sig_mix(acc ^ ((uint64_t)below[i] * SIG_BASE));
+            }
+        }
+    }
+    PyMem_Free(work);
+    for (int j = 0; j < got; j++) PyBuffer_Release(&v[j]);
+    if (!ok) return NULL;
+    Py_RETURN_NONE;
+}
+
+/* leader_clusters(signatures [uint64 arrays], threshold, max_representatives, cluster int64[n],
+ *                 similarity float64[n], overflow bool[n]) -> representatives, or -1:
+ * clusters.cluster_signatures' Alg. 3 over the signatures in their order, each sorted and
+ * distinct (-1, nothing written, where one is not: the caller takes the reference). A page's
+ * similarity to a representative is |A ∩ B| / max(|A|, |B|) (1.0 for two empty ones), counted by
+ * one merge of the two sorted arrays where the reference gathers the representatives' rows of
+ * an incidence matrix over the site's path vocabulary; the shares are the same float64
+ * divisions of the same counts. A page joins the first most similar representative when its
+ * share is over `threshold`, else becomes one while there are fewer than
+ * `max_representatives`, else joins its best match flagged overflow. `cluster` holds
+ * representative numbers, which are the numbers of the pages that became them in order. */
+static PyObject *leader_clusters(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *list, *cluster_o, *sim_o, *over_o;
+    double threshold;
+    Py_ssize_t max_reps;
+    if (!PyArg_ParseTuple(args, "O!dnOOO", &PyList_Type, &list, &threshold, &max_reps, &cluster_o, &sim_o,
+                          &over_o))
+        return NULL;
+    Py_ssize_t n = PyList_GET_SIZE(list);
+    Py_buffer cv, sv, ov;
+    if (get_array(cluster_o, &cv, 8, n, 1, "cluster") < 0) return NULL;
+    if (get_array(sim_o, &sv, 8, n, 1, "similarity") < 0) { PyBuffer_Release(&cv); return NULL; }
+    if (get_array(over_o, &ov, 1, n, 1, "overflow") < 0) {
+        PyBuffer_Release(&cv); PyBuffer_Release(&sv); return NULL;
+    }
+    Py_buffer *views = PyMem_Calloc((size_t)n + 1, sizeof(Py_buffer));
+    Py_ssize_t *reps = PyMem_Malloc(((size_t)n + 1) * sizeof(Py_ssize_t));
+    Py_ssize_t held = 0, count = -1;
+    int ok = views && reps;
+    if (!ok) PyErr_NoMemory();
+    for (; ok && held < n; held++) {
+        if (get_array(PyList_GET_ITEM(list, held), &views[held], 8, -1, 0, "signature") < 0) { ok = 0; break; }
+    }
+    int sorted = ok;
+    for (Py_ssize_t i = 0; sorted && i < n; i++) {
+        const uint64_t *a = views[i].buf;
+        for (Py_ssize_t j = 1; j < views[i].len / 8; j++)
+            if (a[j] <= a[j - 1]) { sorted = 0; break; }
+    }
+    if (ok && sorted) {
+        int64_t *cluster = cv.buf;
+        double *similarity = sv.buf;
+        uint8_t *overflow = ov.buf;
+        count = 0;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            const uint64_t *a = views[i].buf;
+            Py_ssize_t na = views[i].len / 8, best = -1;
+            double best_sim = 0.0;
+            for (Py_ssize_t r = 0; r < count; r++) {
+                const uint64_t *b = views[reps[r]].buf;
+                Py_ssize_t nb = views[reps[r]].len / 8, x = 0, y = 0, common = 0;
+                while (x < na && y < nb) {
+                    if (a[x] < b[y]) x++;
+                    else if (a[x] > b[y]) y++;
+                    else { common++; x++; y++; }
+                }
+                Py_ssize_t larger = na > nb ? na : nb;
+                double sim = larger > 0 ? (double)common / (double)larger : 1.0;
+                if (best < 0 || sim > best_sim) { best = r; best_sim = sim; }
+            }
+            overflow[i] = 0;
+            if (best >= 0 && best_sim > threshold) {
+                cluster[i] = best;
+                similarity[i] = best_sim;
+            } else if (count < max_reps) {
+                reps[count] = i;
+                cluster[i] = count++;
+                similarity[i] = 1.0;
+            } else {
+                cluster[i] = best;
+                similarity[i] = best_sim;
+                overflow[i] = 1;
+            }
+        }
+    }
+    for (Py_ssize_t j = 0; j < held; j++) PyBuffer_Release(&views[j]);
+    PyMem_Free(views);
+    PyMem_Free(reps);
+    PyBuffer_Release(&cv); PyBuffer_Release(&sv); PyBuffer_Release(&ov);
+    if (!ok) return NULL;
+    return PyLong_FromSsize_t(count);
+}
+
+/* signature(tag int32[n], id_hash uint32[n], flags uint16[n], parent int32[n], end int32[n],
+ *           depth int32[n], text_tag, volatile_flag, ids, out uint64[n]) -> k:
+ * clusters.page_signature in one pass and a sort: each node's label (clusters.node_labels,
+ * `ids` 0 all, 1 stable, 2 none), the path hash of every element without an element child
+ * (clusters.path_hashes at clusters._leaf_elements), sorted and distinct in out[:k]. */
+static PyObject *signature(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *objs[7];
+    int text_tag, volatile_flag, ids_mode;
+    if (!PyArg_ParseTuple(args, "OOOOOOiiiO", &objs[0], &objs[1], &objs[2], &objs[3], &objs[4], &objs[5],
+                          &text_tag, &volatile_flag, &ids_mode, &objs[6]))
+        return NULL;
+    static const Py_ssize_t sizes[7] = {4, 4, 2, 4, 4, 4, 8};
+    static const char *names[7] = {"tag", "id_hash", "flags", "parent", "end", "depth", "out"};
+    Py_buffer v[7];
+    Py_ssize_t n = -1;
+    int got = 0;
+    for (; got < 7; got++) {
+        if (get_array(objs[got], &v[got], sizes[got], n, got == 6, names[got]) < 0) break;
+        if (got == 0) n = v[0].len / 4;
+    }
+    Py_ssize_t k = -1;
+    uint64_t *work = NULL;
+    uint8_t *inner = NULL;
+    if (got == 7) {
+        const int32_t *tag = v[0].buf, *parent = v[3].buf, *end = v[4].buf, *depth = v[5].buf;
+        const uint32_t *ids = v[1].buf;
+        const uint16_t *flags = v[2].buf;
+        uint64_t *out = v[6].buf;
+        int ok = 1;
+        int32_t max_depth = 0;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            if (depth[i] < 0 || end[i] <= i || end[i] > n || parent[i] >= n) {
+                PyErr_Format(PyExc_ValueError, "node %zd: depth %d, end %d, parent %d do not fit a preorder "
+                             "page of %zd nodes", i, (int)depth[i], (int)end[i], (int)parent[i], n);
+                ok = 0;
+                break;
+            }
+            if (depth[i] > max_depth) max_depth = depth[i];
+        }
+        if (ok) {
+            /* powers[max_depth + 1], taken[n + 1], the sort's n values; inner: n + 1 bytes */
+            work = PyMem_Malloc(((size_t)max_depth + 1 + 2 * (size_t)n + 1) * sizeof(uint64_t));
+            inner = PyMem_Calloc((size_t)n + 1, 1);
+            if (!work || !inner) { PyErr_NoMemory(); ok = 0; }
+        }
+        if (ok) {
+            uint64_t *powers = work, *taken = work + max_depth + 1, *tmp = taken + n + 1;
+            uint64_t p = SIG_BASE;
+            for (int32_t d = 0; d <= max_depth; d++) { powers[d] = p; p *= SIG_BASE; }
+            memset(taken, 0, ((size_t)n + 1) * sizeof(uint64_t));
+            for (Py_ssize_t i = 0; i < n; i++)
+                if (tag[i] != text_tag && parent[i] >= 0) inner[parent[i]] = 1;
+            uint64_t acc = 0;
+            k = 0;
+            for (Py_ssize_t i = 0; i < n; i++) {
+                uint64_t id = ids_mode == 2 || (ids_mode == 1 && (flags[i] & volatile_flag)) ? 0 : ids[i];
+                uint64_t label = sig_mix((uint64_t)(int64_t)tag[i] + 1) ^ (id != 0 ? sig_mix(id ^ SIG_ID_SALT) : 0);
+                uint64_t term = label * powers[depth[i]];
+                acc += term - taken[i];
+                taken[end[i]] += term;
+                if (tag[i] != text_tag && !inner[i])
+                    out[k++] = sig_mix(acc ^ ((uint64_t)depth[i] * SIG_BASE));
+            }
+            k = sort_distinct(out, tmp, k);
+            if (k < 0) PyErr_NoMemory();
+        }
+    }
+    PyMem_Free(work);
+    PyMem_Free(inner);
+    for (int j = 0; j < got; j++) PyBuffer_Release(&v[j]);
+    return k < 0 ? NULL : PyLong_FromSsize_t(k);
+}
+
 /* in_main(parent int32[n], below int64[n], main bool[n], nodes int32[m], out bool[m]):
  * per node, main[] of itself, or, when its subtree holds no text node (below 0), of its
  * nearest ancestor whose subtree holds one; False when none does. outlinks.py `_in_main`'s
@@ -606,6 +909,78 @@ static PyObject *link_hosts(PyObject *self, PyObject *args) {
     return Py_BuildValue("(NN)", positions, hosts);
 }
 
+/* key_links(urls, own, site, host_word) -> (positions, targets): candidates._key_link_positions
+ * in one pass: the first position of each distinct URL of `urls` but `own`, in order of first
+ * occurrence, whose host (link_hosts' slice) is in the site: `site` is a substring of it and
+ * host_word(host) == site (host_word called once per such host of the page, the others never
+ * made into a str); and the set of those URLs. */
+static PyObject *key_links(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *urls_o, *own, *site, *host_word;
+    if (!PyArg_ParseTuple(args, "OOUO", &urls_o, &own, &site, &host_word)) return NULL;
+    PyObject *urls = PySequence_Fast(urls_o, "key_links: urls must be a sequence");
+    if (!urls) return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(urls);
+    PyObject **items = PySequence_Fast_ITEMS(urls);
+    PyObject *seen = PyDict_New(), *decided = PyDict_New(), *positions = PyList_New(0), *targets = PySet_New(NULL);
+    PyObject *sep = PyUnicode_FromString("//");
+    int ok = seen && decided && positions && targets && sep;
+    if (ok && PyDict_SetItem(seen, own, Py_None) < 0) ok = 0;
+    Py_ssize_t site_len = PyUnicode_GET_LENGTH(site);
+    for (Py_ssize_t r = 0; r < n && ok; r++) {
+        PyObject *url = items[r];
+        if (!PyUnicode_Check(url)) {
+            PyErr_SetString(PyExc_TypeError, "key_links: urls must be str");
+            ok = 0;
+            break;
+        }
+        Py_ssize_t before = PyDict_GET_SIZE(seen);
+        if (PyDict_SetDefault(seen, url, Py_None) == NULL) { ok = 0; break; }
+        if (PyDict_GET_SIZE(seen) == before) continue;      /* seen already, or `own` */
+        Py_ssize_t length = PyUnicode_GET_LENGTH(url);
+        Py_ssize_t start = PyUnicode_Find(url, sep, 0, length, 1);
+        if (start == -2) { ok = 0; break; }
+        start += 2;
+        Py_ssize_t slash = start <= length ? PyUnicode_FindChar(url, '/', start, length, 1) : -1;
+        if (slash == -2) { ok = 0; break; }
+        Py_ssize_t end = slash < 0 ? length : slash;
+        if (end < start) end = start;          /* past the end: the host is "" */
+        if (end - start < site_len) continue;
+        if (site_len) {
+            Py_ssize_t found = PyUnicode_Find(url, site, start, end, 1);
+            if (found == -2) { ok = 0; break; }
+            if (found < 0) continue;
+        }
+        PyObject *host = PyUnicode_Substring(url, start, end);
+        if (!host) { ok = 0; break; }
+        PyObject *in = PyDict_GetItemWithError(decided, host);
+        if (in == NULL) {
+            if (PyErr_Occurred()) { Py_DECREF(host); ok = 0; break; }
+            PyObject *word = PyObject_CallOneArg(host_word, host);
+            int same = word ? PyObject_RichCompareBool(word, site, Py_EQ) : -1;
+            Py_XDECREF(word);
+            in = same < 0 ? NULL : same ? Py_True : Py_False;
+            if (!in || PyDict_SetItem(decided, host, in) < 0) { Py_DECREF(host); ok = 0; break; }
+        }
+        Py_DECREF(host);
+        if (in == Py_True) {
+            PyObject *at = PyLong_FromSsize_t(r);
+            if (!at || PyList_Append(positions, at) < 0 || PySet_Add(targets, url) < 0) ok = 0;
+            Py_XDECREF(at);
+        }
+    }
+    Py_XDECREF(sep);
+    Py_XDECREF(seen);
+    Py_XDECREF(decided);
+    Py_DECREF(urls);
+    if (!ok) {
+        Py_XDECREF(positions);
+        Py_XDECREF(targets);
+        return NULL;
+    }
+    return Py_BuildValue("(NN)", positions, targets);
+}
+
 /* split_links(raw uint8[b], counts int64[p], url_data uint8[b], url_lengths int64[n], text_data uint8[b],
  *             text_lengths int64[n]) -> (url bytes, text bytes) or None:
  * the PageLinks strings of p pages one after the other (outlinks.PageLinks._strings unpacked:
@@ -872,6 +1247,14 @@ static PyMethodDef methods[] = {
      "in_site(urls, site, out): outlinks._in_site's site test of each normalized URL."},
     {"leaf_elements", leaf_elements, METH_VARARGS,
      "leaf_elements(tag, parent, text_tag, out) -> k: clusters.page_signature's leaf elements."},
+    {"menu_keys", menu_keys, METH_VARARGS,
+     "menu_keys(nodes, stop, below, tag, id_hash, class_ptr, class_hash, out): menu_links's keys of its elements."},
+    {"leader_clusters", leader_clusters, METH_VARARGS,
+     "leader_clusters(signatures, threshold, max_representatives, cluster, similarity, overflow) -> "
+     "representatives (-1: a signature is not sorted and distinct)."},
+    {"signature", signature, METH_VARARGS,
+     "signature(tag, id_hash, flags, parent, end, depth, text_tag, volatile_flag, ids, out) -> k: "
+     "clusters.page_signature in out[:k]."},
     {"text_signals", text_signals, METH_VARARGS,
      "text_signals(own, candidates, distinct, counts, left_out, known, others, on_candidates, site_share): "
      "site_step.SiteBlocks.signals's per-block counts."},
@@ -879,6 +1262,8 @@ static PyMethodDef methods[] = {
      "shared_words(keys, words, theirs, out) -> k: the words of the keys `theirs` holds."},
     {"link_hosts", link_hosts, METH_VARARGS,
      "link_hosts(urls, own) -> (positions, hosts): each distinct link URL's first position and host."},
+    {"key_links", key_links, METH_VARARGS,
+     "key_links(urls, own, site, host_word) -> (positions, targets): candidates._key_link_positions and its URLs."},
     {"split_links", split_links, METH_VARARGS,
      "split_links(raw, counts, url_data, url_lengths, text_data, text_lengths) -> (url bytes, text bytes) or "
      "None: outlinks.PageLinks.arrow_batch's target URLs and anchor texts."},

@@ -478,6 +478,24 @@ def key_page_links(page: CompactPage, site: str) -> list[tuple[str, int]]:
 
 def _key_link_positions(page: CompactPage, site: str) -> np.ndarray:
     """Positions in page.link_url of key_page_links(page, site), ascending."""
+    return _key_links(page, site)[0]
+
+
+def _key_links(page: CompactPage, site: str, compiled: bool | None = None) -> tuple[np.ndarray, set]:
+    """(_key_link_positions, the set of their URLs). Compiled (transforms/_site.c `key_links`:
+    the distinct URLs, their hosts and the site test in one pass, a host made into a str only
+    when the site's name is in it, where a str per distinct URL, a set of them and a Python
+    test per URL were a shard's visit of a page's links) unless SITESTRIP_FEATURES=python or
+    `compiled` is False; _key_links_python is the reference."""
+    if (tree_module._COMPILED if compiled is None else compiled) and tree_module._site_compiled is not None:
+        positions, targets = tree_module._site_compiled.key_links(page.link_url, normalize_url(page.url) or page.url,
+                                                                  site, _host_word)
+        return np.array(positions, dtype=np.int32), targets
+    return _key_links_python(page, site)
+
+
+def _key_links_python(page: CompactPage, site: str) -> tuple[np.ndarray, set]:
+    """_key_links with _link_hosts and a set of the site's hosts."""
     own = normalize_url(page.url) or page.url
     first, hosts = _link_hosts(page.link_url, own)
     # A host whose site key is `site` holds it (a normalized URL's host normalizes to itself;
@@ -485,7 +503,8 @@ def _key_link_positions(page: CompactPage, site: str) -> np.ndarray:
     # hosts of other sites, need no site key, whose first look-up per host normalizes a URL.
     in_site_hosts = {host for host in set(hosts) if site in host and _host_word(host) == site}
     # First positions in order of first occurrence: in document order.
-    return np.array(list(compress(first, map(in_site_hosts.__contains__, hosts))), dtype=np.int32)
+    positions = np.array(list(compress(first, map(in_site_hosts.__contains__, hosts))), dtype=np.int32)
+    return positions, set(map(page.link_url.__getitem__, positions.tolist()))
 
 
 def _link_hosts(urls: Sequence[str], own: str, compiled: bool | None = None) -> tuple[list, list]:
@@ -821,8 +840,7 @@ def in_site(url: str, site: str) -> bool:
 def page_key_links(page: CompactPage, url: str, site: str) -> tuple[np.ndarray, frozenset]:
     """(positions in page.link_url of key_page_links(page, site), the page's outlinks: their
     targets but `url`) of one page of `site` at normalized `url`."""
-    positions = _key_link_positions(page, site)
-    targets = set(map(page.link_url.__getitem__, positions.tolist()))
+    positions, targets = _key_links(page, site)
     targets.discard(url)
     return positions, frozenset(targets)
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
+from itertools import compress
 from typing import Mapping, Sequence
 
 import numpy as np
@@ -159,7 +160,26 @@ def subtree_path_hashes_reference(end: np.ndarray, depth: np.ndarray, labels: np
 
 
 def page_signature(page: CompactPage, path_ids: str = "all") -> np.ndarray:
-    """Sorted distinct uint64 hashes of the page's root-to-leaf element paths."""
+    """Sorted distinct uint64 hashes of the page's root-to-leaf element paths. Compiled
+    (transforms/_site.c `signature`: labels, path hashes, leaves and their sort in one call,
+    where the four numpy-fed passes cost a shard's visit of each page as much as its links)
+    unless SITESTRIP_FEATURES=python; page_signature_reference is the reference."""
+    if page.size == 0:
+        return np.zeros(0, dtype=np.uint64)
+    if tree._COMPILED and _site_compiled is not None and page.id_hash.dtype == np.uint32 \
+            and page.flags.dtype == np.uint16:
+        out = np.empty(page.size, dtype=np.uint64)
+        k = _site_compiled.signature(
+            np.ascontiguousarray(page.tag, dtype=np.int32), np.ascontiguousarray(page.id_hash),
+            np.ascontiguousarray(page.flags), np.ascontiguousarray(page.parent, dtype=np.int32),
+            np.ascontiguousarray(page.end, dtype=np.int32), np.ascontiguousarray(page.depth, dtype=np.int32),
+            TEXT, F_VOLATILE_ID, PATH_IDS.index(path_ids), out)
+        return out[:k].copy()
+    return page_signature_reference(page, path_ids)
+
+
+def page_signature_reference(page: CompactPage, path_ids: str = "all") -> np.ndarray:
+    """page_signature from node_labels, path_hashes and _leaf_elements."""
     if page.size == 0:
         return np.zeros(0, dtype=np.uint64)
     return tree.sorted_distinct(path_hashes(page, node_labels(page, path_ids))[_leaf_elements(page)])
@@ -267,14 +287,37 @@ def cluster_signatures(site: str, signatures: Mapping[str, np.ndarray],
 
     `seeds` are stored representatives (design §11 use (b): the state of incremental runs):
     they are representatives first, in their order, and keep their clusters; the other
-    pages follow in URL order."""
+    pages follow in URL order. Compiled (transforms/_site.c leader_clusters: a merge of two
+    sorted signatures per representative, where a shard of a few pages spent more on the
+    incidence matrix's vocabulary and numpy calls than on comparing) unless
+    SITESTRIP_FEATURES=python; _leader_python is the reference."""
     seeds = [u for u in dict.fromkeys(seeds) if u in signatures]
     urls = seeds + sorted(set(signatures) - set(seeds))
+    result = SiteClusters(site=site, representatives=[], cluster_of={}, similarity={},
+                          signatures=dict(signatures))
+    arrays = [signatures[u] for u in urls]
+    if tree._COMPILED and _site_compiled is not None and all(a.dtype == np.uint64 for a in arrays):
+        n = len(urls)
+        number, share, overflow = np.empty(n, dtype=np.int64), np.empty(n), np.empty(n, dtype=bool)
+        count = _site_compiled.leader_clusters([np.ascontiguousarray(a) for a in arrays], float(params.threshold),
+                                               params.max_representatives, number, share, overflow)
+        if count >= 0:      # else a signature is not sorted and distinct: the reference counts it
+            result.cluster_of = dict(zip(urls, number.tolist()))
+            result.similarity = dict(zip(urls, share.tolist()))
+            result.overflow = set(compress(urls, overflow.tolist()))
+            # A cluster's representative is its first page: the page that opened it.
+            first = {k: url for url, k in reversed(result.cluster_of.items())}
+            result.representatives = [first[k] for k in range(count)]
+            return result
+    return _leader_python(result, urls, params)
+
+
+def _leader_python(result: SiteClusters, urls: list, params: ClusterParams) -> SiteClusters:
+    """cluster_signatures' clustering of `urls` (in order) into `result`, with numpy."""
+    signatures = result.signatures
     vocabulary = tree.sorted_distinct(np.concatenate([signatures[u] for u in urls])) if urls \
         else np.zeros(0, dtype=np.uint64)
     reps = _Representatives(vocabulary, min(params.max_representatives, max(len(urls), 1)))
-    result = SiteClusters(site=site, representatives=[], cluster_of={}, similarity={},
-                          signatures=dict(signatures))
     for url in urls:
         columns = reps.columns(signatures[url])
         sims = reps.similarities(columns)

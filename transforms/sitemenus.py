@@ -309,7 +309,7 @@ def menu_links(page: CompactPage, root: int, url_ids: dict) -> MenuLinks:
     links = list(zip(urls, texts))
     # Keys relative to the root: clusters.path_hashes' ancestor sum, over these elements alone
     # (each one's ancestors up to the root are among them; each one's subtree ends at `stop`).
-    inner = subtree_path_hashes(stop, depth, _labels(page, nodes))
+    inner = _inner_keys(page, nodes, stop, depth)
     # The parts: children of the deepest element holding all the links (the root, or the last
     # one in preorder of those holding the whole range).
     whole = np.flatnonzero((inner_lo == 0) & (inner_hi == len(urls)))
@@ -326,6 +326,22 @@ def menu_links(page: CompactPage, root: int, url_ids: dict) -> MenuLinks:
         crumb[owner[same]] = True
     return MenuLinks(links, uid, inner[parts], inner_lo[parts], inner_hi[parts], crumb,
                      inner, inner_lo, inner_hi)
+
+
+def _inner_keys(page: CompactPage, nodes: np.ndarray, stop: np.ndarray, depth: np.ndarray) -> np.ndarray:
+    """subtree_path_hashes(stop, depth, _labels(page, nodes)): compiled in one pass over the
+    menu's elements (transforms/_site.c menu_keys; _labels labels every node of the page to take
+    a menu's few), else that expression."""
+    if tree._COMPILED and _site_compiled is not None and page.id_hash.dtype == np.uint32 \
+            and page.class_hash.dtype == np.uint32:
+        out = np.empty(nodes.size, dtype=np.uint64)
+        _site_compiled.menu_keys(np.ascontiguousarray(nodes, dtype=np.int64), np.ascontiguousarray(stop, dtype=np.int64),
+                                 np.ascontiguousarray(depth, dtype=np.int64),
+                                 np.ascontiguousarray(page.tag, dtype=np.int32), np.ascontiguousarray(page.id_hash),
+                                 np.ascontiguousarray(page.class_ptr, dtype=np.int32),
+                                 np.ascontiguousarray(page.class_hash), out)
+        return out
+    return subtree_path_hashes(stop, depth, _labels(page, nodes))
 
 
 def _menu_elements(page: CompactPage, root: int, l0: int, l1: int) -> tuple:

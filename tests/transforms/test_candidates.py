@@ -925,3 +925,24 @@ def test_loadable_key_links_compiled_agrees_with_the_tiers():
         list(C._loadable_in_order(page, list(zip(urls, nodes.tolist())), set(urls), of_page=True))
     with pytest.raises(ValueError, match="link node 99 outside the page"):
         list(C._loadable_key_links(page, urls, np.array([1, 2, 99, 3]), set(urls), "ex.com"))
+
+
+@pytest.mark.parametrize("urls", LINK_HOST_CASES + [
+    ["http://sub.ex.com/a", "http://notex.com/b", "http://ex.com.evil.org/c", "http://www.ex.com:8080/d",
+     "http://ex.com/e", "http://other.org/f", "http://ex.com/e", "http://WWW.ex.com/g", "http://ex.co/h"]])
+def test_key_links_compiled_is_the_reference(urls):
+    """transforms/_site.c key_links (distinct URLs, hosts and the site test in one pass, a host
+    tested only when the site's name is in it) against _key_links_python (link_hosts, then a
+    set of the site's hosts), for the page's own site, another, one whose name is in other
+    hosts ("ex.co") and the empty site; positions in document order and the set of their URLs."""
+    from sitestrip.transforms import tree
+    from sitestrip.transforms.candidates import _key_links, _key_links_python
+    if tree._site_compiled is None:
+        pytest.skip("transforms/_site.c not built")
+    page = parse_page("<body></body>", "http://www.ex.com/k.html")
+    page.link_url = tuple(urls)
+    page.link_node = np.arange(1, len(urls) + 1, dtype=page.link_node.dtype)
+    for site in ("ex.com", "other.org", "ex.co", "h3.org", ""):
+        got, want = _key_links(page, site, compiled=True), _key_links_python(page, site)
+        assert got[0].dtype == want[0].dtype == np.int32 and got[0].tolist() == want[0].tolist()
+        assert got[1] == want[1] == {urls[k] for k in want[0].tolist()}

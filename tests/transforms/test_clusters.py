@@ -345,3 +345,83 @@ def test_compiled_leaf_elements_are_the_reference():
             assert np.array_equal(signature, page_signature(page))
         finally:
             tree._COMPILED = True
+
+
+def test_compiled_page_signature_is_the_reference():
+    """transforms/_site.c signature (labels, leaf path hashes and their sort in one call)
+    against page_signature_reference under every path_ids choice, on seeded pages with ids,
+    volatile ids and repeated leaves (a list of 60 equal items: one path many times), and its
+    refusal of arrays that are no preorder page."""
+    import random
+
+    from helpers.compiled import require_built
+    from sitestrip.transforms import tree
+    from sitestrip.transforms.clusters import PATH_IDS, page_signature_reference
+    from sitestrip.transforms.page import F_VOLATILE_ID, TEXT
+    _site = require_built("_site")
+    rng = random.Random(11)
+
+    def fragment(depth):
+        out = ""
+        for t in rng.choices(["div", "p", "section", "ul", "li", "img"], k=rng.randrange(1, 5)):
+            ident = rng.choice(["", ' id="main"', ' id="post-12345"', ' id="nav"'])
+            inner = fragment(depth + 1) if depth < 6 and rng.random() < 0.6 else rng.choice(["", "x"])
+            out += f"<{t}{ident}>{inner}</{t}>"
+        return out
+
+    assert tree._COMPILED
+    pages = [parse_page(f"<html><body>{fragment(0)}</body></html>", "http://ex.com/") for _ in range(60)]
+    pages.append(parse_page("<html><body><ul>" + "<li><a href=/x>x</a></li>" * 60 + "</ul></body></html>",
+                            "http://ex.com/"))
+    for page in pages:
+        for path_ids in PATH_IDS:
+            got, want = page_signature(page, path_ids), page_signature_reference(page, path_ids)
+            assert got.dtype == want.dtype == np.uint64 and np.array_equal(got, want)
+    assert page_signature(pages[-1]).size == 1          # 60 leaves, each <a> under body/ul/li: one path
+    with pytest.raises(ValueError, match="preorder"):
+        i32 = np.zeros(2, dtype=np.int32)
+        _site.signature(i32, np.zeros(2, dtype=np.uint32), np.zeros(2, dtype=np.uint16), i32 - 1,
+                        np.array([1, 1], dtype=np.int32), i32, TEXT, F_VOLATILE_ID, 0, np.empty(2, dtype=np.uint64))
+
+
+def test_compiled_leader_clustering_is_the_reference():
+    """transforms/_site.c leader_clusters against _leader_python (the incidence-matrix
+    products): seeded signatures drawn around a few templates, with empty ones (two empty
+    signatures are alike: 1.0), equal ones (ties go to the earliest representative),
+    thresholds near the shares that occur, seeds, and bounds small enough to overflow. A
+    signature that is not sorted and distinct is clustered by the reference."""
+    from helpers.compiled import require_built
+    from sitestrip.transforms import tree
+    from sitestrip.transforms.clusters import SiteClusters, _leader_python
+    require_built("_site")
+    rng = np.random.default_rng(4)
+    templates = [rng.integers(0, 2 ** 64, 40, dtype=np.uint64) for _ in range(4)]
+
+    def around(base):
+        keep = base[rng.random(base.size) < 0.8]
+        return np.unique(np.concatenate([keep, rng.integers(0, 2 ** 64, rng.integers(0, 12), dtype=np.uint64)]))
+
+    def reference(signatures, params, seeds):
+        seeds = [u for u in dict.fromkeys(seeds) if u in signatures]
+        urls = seeds + sorted(set(signatures) - set(seeds))
+        return _leader_python(SiteClusters("s.test", [], {}, {}, signatures=dict(signatures)), urls, params)
+
+    assert tree._COMPILED
+    overflowed = joined = False
+    for trial in range(40):
+        signatures = {f"http://s.test/{k:03d}": around(templates[rng.integers(0, 4)]) for k in range(30)}
+        signatures["http://s.test/e1"] = signatures["http://s.test/e2"] = np.zeros(0, dtype=np.uint64)
+        signatures["http://s.test/same"] = signatures["http://s.test/000"].copy()
+        params = ClusterParams(threshold=float(rng.choice([0.0, 0.3, 0.5, 0.7, 0.9])),
+                               max_representatives=int(rng.choice([1, 2, 3, 256])))
+        seeds = ["http://s.test/017", "http://s.test/none"] if trial % 3 == 0 else []
+        got, want = cluster_signatures("s.test", signatures, params, seeds), reference(signatures, params, seeds)
+        assert got.representatives == want.representatives
+        assert got.cluster_of == want.cluster_of and got.similarity == want.similarity
+        assert got.overflow == want.overflow
+        overflowed |= bool(want.overflow)
+        joined |= len(want.representatives) < len(signatures) - len(want.overflow)
+    assert overflowed and joined
+    unsorted = {"http://s.test/a": np.array([3, 1, 2], dtype=np.uint64), "http://s.test/b": np.array([1, 2, 3], dtype=np.uint64)}
+    got = cluster_signatures("s.test", unsorted)
+    assert got.cluster_of == reference(unsorted, ClusterParams(), []).cluster_of == {"http://s.test/a": 0, "http://s.test/b": 0}

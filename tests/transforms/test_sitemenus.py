@@ -437,10 +437,12 @@ def test_menu_proposal_is_the_same_with_the_compiled_roots():
 
 def test_menu_links_and_eligible_roots_compiled_are_the_python_references():
     """menu_links with its elements and the links' single text nodes from transforms/_site.c
-    menu_elements, and propose_menus's eligible roots from menu_eligible, against their numpy
-    references (_menu_elements_python, subtree_texts, _menu_eligible_python) on seeded pages of
-    nested link lists: links with one text node, none (an image) or several (markup inside),
-    breadcrumb classes, every element as a menu root, random template masks and shares."""
+    menu_elements, its keys from menu_keys, and propose_menus's eligible roots from
+    menu_eligible, against their numpy references (_menu_elements_python, subtree_texts,
+    _labels with subtree_path_hashes, _menu_eligible_python) on seeded pages of nested link
+    lists: links with one text node, none (an image) or several (markup inside), breadcrumb
+    classes, ids and several classes on one element, every element as a menu root, random
+    template masks and shares."""
     import random
 
     from helpers.compiled import require_built
@@ -456,7 +458,7 @@ def test_menu_links_and_eligible_roots_compiled_are_the_python_references():
     def block(depth):
         if depth > 3 or rng.random() < 0.3:
             return "".join(link() for _ in range(rng.randrange(0, 5))) + rng.choice(["", "some words"])
-        cls = rng.choice(["", " class=breadcrumb", " class=nav", " id=menu"])
+        cls = rng.choice(["", " class=breadcrumb", " class=nav", " id=menu", " class='nav main' id=top"])
         return "".join(f"<{t}{cls}>{block(depth + 1)}</{t}>"
                        for t in rng.choices(["div", "ul", "li", "nav", "p", "ol"], k=rng.randrange(1, 4)))
 
