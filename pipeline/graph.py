@@ -77,6 +77,10 @@ def _each_of_kind(item, kind):
         yield from item[1]
 
 
+def _each(values):
+    yield from values
+
+
 def split_kinds(outputs, label: str):
     """(kind, value) outputs of one step → (its MAIN values, its ERRORS rows).
 
@@ -274,14 +278,20 @@ class ProcessSite(_Reporting):
     With `packed_texts` a pages row carries its long texts packed (process_site's
     `packed_texts`, compression.PACKED_TEXTS; those columns None): for a graph whose rows go to
     parts.WriteParts, which unpacks them into Arrow columns as they are. With
-    `count_duplicates`, each pages row that is a duplicate is counted by its kind here."""
+    `count_duplicates`, each pages row that is a duplicate is counted by its kind here. With
+    `batched`, the MAIN, ERRORS, CLUSTER_ROWS and PAGE_LINKS outputs of the shard come as one
+    (kind, [value, ...]) each, after the shard's last row and before LINK_TARGETS: what
+    parts.WriteParts takes as one element per part (build_pipeline), where a value each made
+    every page several elements of every step after this one."""
 
     def __init__(self, config: Config, progress_dir: str | None = None, keep_state: bool = False,
-                 packed_texts: bool = False, targets: bool = True, count_duplicates: bool = False):
+                 packed_texts: bool = False, targets: bool = True, count_duplicates: bool = False,
+                 batched: bool = False):
         super().__init__(progress_dir, SITES)
         self.config = config
         self.state = config.state if keep_state else None
         self.packed_texts, self.targets, self.count_duplicates = packed_texts, targets, count_duplicates
+        self.batched = batched
 
     def setup(self):
         super().setup()
@@ -297,31 +307,37 @@ class ProcessSite(_Reporting):
         if not records:
             return
         wanted: dict | None = {} if self.targets else None
+        batches: dict | None = {} if self.batched else None
         for kind, row in process_site(site, records, self.config, self.model, shard=shard,
                                       stored=stored, state=self.state, packed_texts=self.packed_texts):
             if kind == "sites":
                 _count("template_clusters")
-                yield CLUSTER_ROWS, row
-                continue
-            if kind == "state":
+                out = CLUSTER_ROWS
+            elif kind == "state":
                 yield STATE_PAGES, row
                 continue
-            if kind == "links":
+            elif kind == "links":
                 if wanted is not None:
                     for target in row.targets():
                         wanted.setdefault(target, []).append(row.key)
-                yield PAGE_LINKS, row
-                continue
-            self.report(pages=1)
-            if kind == "pages":
-                _count("pages")
-                _count(f"candidate_method_{row['candidate_method']}")
-                if self.count_duplicates and row.get("duplicate_kind"):
-                    _count(f"duplicates_{row['duplicate_kind']}")
-                yield MAIN, row
+                out = PAGE_LINKS
             else:
-                _count(f"errors_{row['stage']}")
-                yield ERRORS, row
+                self.report(pages=1)
+                if kind == "pages":
+                    _count("pages")
+                    _count(f"candidate_method_{row['candidate_method']}")
+                    if self.count_duplicates and row.get("duplicate_kind"):
+                        _count(f"duplicates_{row['duplicate_kind']}")
+                    out = MAIN
+                else:
+                    _count(f"errors_{row['stage']}")
+                    out = ERRORS
+            if batches is None:
+                yield out, row
+            else:
+                batches.setdefault(out, []).append(row)
+        if batches:
+            yield from batches.items()
         if wanted:
             yield LINK_TARGETS, [(target, tuple(keys)) for target, keys in wanted.items()]
         self.report(sites=1)
@@ -506,9 +522,15 @@ def join_link_targets(page_links, pages, shard_targets=None):
 
 
 def _unjoined_link_rows(links):
-    """A page's PageLinks as they leave its shard, target_in_input null: for a caller that
-    fills it over more pages than the graph holds (build_pipeline's `link_targets`)."""
-    if len(links):
+    """A page's PageLinks (or a list of them: a shard's, ProcessSite's `batched`) as they leave
+    its shard, target_in_input null: for a caller that fills it over more pages than the graph
+    holds (build_pipeline's `link_targets`). A list comes out as a list of those with links."""
+    if type(links) is list:
+        kept = [one for one in links if len(one)]
+        if kept:
+            _count("link_rows", sum(map(len, kept)))
+            yield kept
+    elif len(links):
         _count("link_rows", len(links))
         yield links
 
@@ -518,16 +540,26 @@ class _LinksPresentIn(beam.DoFn):
     (build_pipeline's `link_targets`), where join_link_targets joins them in the graph:
     `lookup.contains(urls)`, a boolean per URL (partitions.SpilledUrls, whose digest of a URL
     is compiled), is asked about every link outside the page's shard at once; a digest costs
-    less than keeping answers per target would."""
+    less than keeping answers per target would. A list of PageLinks (a shard's, ProcessSite's
+    `batched`) comes out as one list of those with links."""
 
     def __init__(self, lookup):
         self.lookup = lookup
 
     def process(self, links):
-        if len(links):
-            links.set_present_by(self.lookup.contains)
-            _count("link_rows", len(links))
-            yield links
+        if type(links) is not list:
+            if len(links):
+                links.set_present_by(self.lookup.contains)
+                _count("link_rows", len(links))
+                yield links
+            return
+        kept = [one for one in links if len(one)]
+        contains = self.lookup.contains
+        for one in kept:
+            one.set_present_by(contains)
+        if kept:
+            _count("link_rows", sum(map(len, kept)))
+            yield kept
 
 
 def dataset_prefix(output: str, name: str, part: str = "part") -> str:
@@ -664,12 +696,18 @@ def build_pipeline(p: beam.Pipeline, warc_paths: list[str], output: str, config:
                        | "GroupBySite" >> beam.CoGroupByKey())
             carried = per_site | "CarriedState" >> beam.FlatMap(_carried)
     joined = config.output.links and link_targets is True
+    # The shard's rows come in one element per kind (ProcessSite's `batched`): the writer takes
+    # them so, one element per part (parts.WriteParts), and the steps that need a row each get
+    # them one by one.
     sites = grouped | "ProcessSite" >> beam.ParDo(ProcessSite(
         config, progress_dir, keep_state=state_dir is not None, packed_texts=True, targets=joined,
-        count_duplicates=config.duplicates.enabled))
-    pages, site_errors = split_kinds(sites, "Site")
+        count_duplicates=config.duplicates.enabled, batched=True))
+    page_batches, site_error_batches = split_kinds(sites, "Site")
+    pages = page_batches | "SitePages" >> beam.FlatMap(_each)
+    site_errors = site_error_batches | "SiteErrorRows" >> beam.FlatMap(_each)
+    written_pages = page_batches
     if config.duplicates.enabled and config.duplicates.across_sites:
-        pages = exact_duplicates_across_sites(pages)
+        pages = written_pages = exact_duplicates_across_sites(pages)
     clusters = sites | "SiteClusters" >> beam.FlatMap(_of_kind, CLUSTER_ROWS)
     errors = (site_errors if read_errors is None
               else (read_errors, site_errors) | "AllErrors" >> beam.Flatten())
@@ -678,16 +716,17 @@ def build_pipeline(p: beam.Pipeline, warc_paths: list[str], output: str, config:
              | "CountMenus" >> beam.CombinePerKey(CountMenus())
              | "MenuRows" >> beam.Map(_menu_row))
     schemas = dict(DATASETS, pages=pages_schema(config))
-    rows_by_name = {"pages": pages, "menus": menus, "errors": errors, "sites": clusters}
+    rows_by_name = {"pages": written_pages, "menus": menus, "errors": errors, "sites": clusters}
     if config.output.links:
-        page_links = sites | "SiteLinks" >> beam.FlatMap(_of_kind, PAGE_LINKS)
+        link_batches = sites | "SiteLinks" >> beam.FlatMap(_of_kind, PAGE_LINKS)
         if joined:
+            page_links = link_batches | "PageLinks" >> beam.FlatMap(_each)
             shard_targets = sites | "SiteTargets" >> beam.FlatMap(_each_of_kind, LINK_TARGETS)
             rows_by_name["links"] = join_link_targets(page_links, pages, shard_targets)
         elif link_targets is False:
-            rows_by_name["links"] = page_links | "LinkRows" >> beam.FlatMap(_unjoined_link_rows)
+            rows_by_name["links"] = link_batches | "LinkRows" >> beam.FlatMap(_unjoined_link_rows)
         else:
-            rows_by_name["links"] = page_links | "LinkRows" >> beam.ParDo(_LinksPresentIn(link_targets))
+            rows_by_name["links"] = link_batches | "LinkRows" >> beam.ParDo(_LinksPresentIn(link_targets))
     datasets = {name: PartDataset(dataset_prefix(output, name, part_name), schemas[name], PART_KEYS[name],
                                   PART_BY.get(name))
                 for name in rows_by_name}

@@ -33,6 +33,33 @@ def test_a_shard_sends_each_target_once_with_every_page_linking_to_it():
     assert sorted(dict(batches)["https://docs.test/legal.html"]) == sorted(page.key for page in links)
 
 
+def test_a_batched_shard_gives_each_kind_of_output_once_with_the_same_values():
+    """ProcessSite's `batched`: the shard's pages rows, links and sites rows come as one
+    (kind, list) each, before the link targets, holding what the one output per value held."""
+    from sitestrip.pipeline.graph import CLUSTER_ROWS, MAIN
+
+    config = config_from_dict({"output": {"links": True}})
+    outputs = {}
+    for batched in (False, True):
+        dofn = ProcessSite(config, batched=batched)
+        dofn.setup()
+        outputs[batched] = list(dofn.process((("docs.test", 0), site_records())))
+    kinds = [kind for kind, _ in outputs[True]]
+    assert sorted(kinds) == sorted([MAIN, CLUSTER_ROWS, PAGE_LINKS, LINK_TARGETS]) and kinds[-1] == LINK_TARGETS
+    for kind, values in outputs[True]:
+        expected = [value for got, value in outputs[False] if got == kind]
+        if kind == LINK_TARGETS:
+            assert [values] == expected
+        elif kind == PAGE_LINKS:
+            assert [(links.key, links.strings(), links.flags.tolist()) for links in values] == [
+                (links.key, links.strings(), links.flags.tolist()) for links in expected]
+        else:
+            assert type(values) is list and len(values) > 0
+            assert [{k: v for k, v in row.items() if k != "timing_ms" and not k.startswith("_")} for row in values] == [
+                {k: v for k, v in row.items() if k != "timing_ms" and not k.startswith("_")} for row in expected]
+    assert len(dict(outputs[True])[MAIN]) == len(dict(outputs[True])[PAGE_LINKS]) == len(NAMES)
+
+
 def test_present_targets_come_out_per_page_and_only_where_a_pages_row_is():
     keys_a, keys_b = (b"a" * 16, b"b" * 16), (b"c" * 16,)
     assert sorted(_present_targets(("https://t.example/", [keys_a, None, keys_b]))) == [
