@@ -107,3 +107,46 @@ def test_the_heap_is_given_back_where_the_c_library_is_glibc():
 
     from sitestrip.pipeline.heap import give_back_heap
     assert give_back_heap() is (platform.libc_ver()[0] == "glibc")
+
+
+def test_a_shard_batch_is_pickled_when_encoded_and_never_for_its_size():
+    """The collections of a shard's batches are coded by _ShardBatchCoder: pickled when a
+    runner encodes them, and weighed without encoding (Beam's default coder pickles a value
+    to weigh it); build_pipeline gives that coder to ProcessSite's outputs and the batches
+    split from them, and not to the rows given one by one."""
+    import typing
+
+    import apache_beam as beam
+    import pytest
+    from apache_beam.coders import registry
+
+    from sitestrip.pipeline.graph import ShardBatch, build_pipeline
+
+    class Unpicklable:
+        def __reduce__(self):
+            raise AssertionError("encoded")
+
+    coder = registry.get_coder(ShardBatch)
+    rows = [{"url": "https://a.example/", "words": 3}, {"url": "https://b.example/", "words": None}]
+    assert coder.decode(coder.encode(rows)) == rows
+    size, observables = coder.get_impl().get_estimated_size_and_observables([Unpicklable(), Unpicklable()])
+    assert size > 0 and not observables
+    with pytest.raises(AssertionError, match="encoded"):
+        registry.get_coder(typing.Any).get_impl().get_estimated_size_and_observables([Unpicklable()])
+
+    from apache_beam.pipeline import PipelineVisitor
+
+    class Types(PipelineVisitor):
+        def __init__(self):
+            self.batched = set()
+
+        def visit_transform(self, applied):
+            if any(out.element_type is ShardBatch for out in applied.outputs.values()):
+                self.batched.add(applied.full_label)
+
+    p = beam.Pipeline()
+    build_pipeline(p, [], "/nonexistent", config_from_dict({"output": {"links": True}}), part_files=1,
+                   source=lambda p: (p | beam.Create([]), None), link_targets=False)
+    types = Types()
+    p.visit(types)
+    assert types.batched == {"ProcessSite", "SiteMain", "SiteErrors", "SiteClusters", "SiteLinks", "LinkRows"}
