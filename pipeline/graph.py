@@ -16,9 +16,12 @@ side inputs; and the graph ends in one step that depends on every write
 from __future__ import annotations
 
 import logging
+import pickle
 import time
 
 import apache_beam as beam
+from apache_beam import coders
+from apache_beam.coders.coder_impl import CallbackCoderImpl
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.metrics import Metrics
 
@@ -75,6 +78,45 @@ def _of_kind(item, kind):
 def _each_of_kind(item, kind):
     if item[0] == kind:
         yield from item[1]
+
+
+def _each(values):
+    yield from values
+
+
+class ShardBatch:
+    """The type hint of a step whose elements hold a site shard's values at once (ProcessSite's
+    `batched` outputs, and the lists split from them): what gives them _ShardBatchCoder."""
+
+
+def _encode_batch(value) -> bytes:
+    return pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def _batch_size(value) -> int:
+    return len(value)
+
+
+class _ShardBatchCoder(coders.PickleCoder):
+    """PickleCoder's bytes, with a size estimate that encodes nothing. A runner estimates the
+    bytes of every step's first outputs of a bundle (the local runner: its first ten) by
+    encoding them, which for a shard's batches encoded all its rows again at each step after
+    ProcessSite: on docsites-dev 5,642 PageLinks and 3,911 rows' packed texts pickled to be
+    weighed, where a row per element had 452 and 266 of them sampled. The estimate is the
+    number of values a batch holds: a runner's metrics, nothing the run reads."""
+
+    def _create_impl(self):
+        return CallbackCoderImpl(_encode_batch, pickle.loads, size_estimator=_batch_size)
+
+
+coders.registry.register_coder(ShardBatch, _ShardBatchCoder)
+
+
+def _batches(pcoll):
+    """`pcoll` coded by _ShardBatchCoder. Set on the collection itself: a run without Beam's
+    type check (pipeline/cli.py's local runner) leaves a step's declared output type unused."""
+    pcoll.element_type = ShardBatch
+    return pcoll
 
 
 def split_kinds(outputs, label: str):
@@ -274,14 +316,20 @@ class ProcessSite(_Reporting):
     With `packed_texts` a pages row carries its long texts packed (process_site's
     `packed_texts`, compression.PACKED_TEXTS; those columns None): for a graph whose rows go to
     parts.WriteParts, which unpacks them into Arrow columns as they are. With
-    `count_duplicates`, each pages row that is a duplicate is counted by its kind here."""
+    `count_duplicates`, each pages row that is a duplicate is counted by its kind here. With
+    `batched`, the MAIN, ERRORS, CLUSTER_ROWS and PAGE_LINKS outputs of the shard come as one
+    (kind, [value, ...]) each, after the shard's last row and before LINK_TARGETS: what
+    parts.WriteParts takes as one element per part (build_pipeline), where a value each made
+    every page several elements of every step after this one."""
 
     def __init__(self, config: Config, progress_dir: str | None = None, keep_state: bool = False,
-                 packed_texts: bool = False, targets: bool = True, count_duplicates: bool = False):
+                 packed_texts: bool = False, targets: bool = True, count_duplicates: bool = False,
+                 batched: bool = False):
         super().__init__(progress_dir, SITES)
         self.config = config
         self.state = config.state if keep_state else None
         self.packed_texts, self.targets, self.count_duplicates = packed_texts, targets, count_duplicates
+        self.batched = batched
 
     def setup(self):
         super().setup()
@@ -297,31 +345,37 @@ class ProcessSite(_Reporting):
         if not records:
             return
         wanted: dict | None = {} if self.targets else None
+        batches: dict | None = {} if self.batched else None
         for kind, row in process_site(site, records, self.config, self.model, shard=shard,
                                       stored=stored, state=self.state, packed_texts=self.packed_texts):
             if kind == "sites":
                 _count("template_clusters")
-                yield CLUSTER_ROWS, row
-                continue
-            if kind == "state":
+                out = CLUSTER_ROWS
+            elif kind == "state":
                 yield STATE_PAGES, row
                 continue
-            if kind == "links":
+            elif kind == "links":
                 if wanted is not None:
                     for target in row.targets():
                         wanted.setdefault(target, []).append(row.key)
-                yield PAGE_LINKS, row
-                continue
-            self.report(pages=1)
-            if kind == "pages":
-                _count("pages")
-                _count(f"candidate_method_{row['candidate_method']}")
-                if self.count_duplicates and row.get("duplicate_kind"):
-                    _count(f"duplicates_{row['duplicate_kind']}")
-                yield MAIN, row
+                out = PAGE_LINKS
             else:
-                _count(f"errors_{row['stage']}")
-                yield ERRORS, row
+                self.report(pages=1)
+                if kind == "pages":
+                    _count("pages")
+                    _count(f"candidate_method_{row['candidate_method']}")
+                    if self.count_duplicates and row.get("duplicate_kind"):
+                        _count(f"duplicates_{row['duplicate_kind']}")
+                    out = MAIN
+                else:
+                    _count(f"errors_{row['stage']}")
+                    out = ERRORS
+            if batches is None:
+                yield out, row
+            else:
+                batches.setdefault(out, []).append(row)
+        if batches:
+            yield from batches.items()
         if wanted:
             yield LINK_TARGETS, [(target, tuple(keys)) for target, keys in wanted.items()]
         self.report(sites=1)
@@ -506,9 +560,15 @@ def join_link_targets(page_links, pages, shard_targets=None):
 
 
 def _unjoined_link_rows(links):
-    """A page's PageLinks as they leave its shard, target_in_input null: for a caller that
-    fills it over more pages than the graph holds (build_pipeline's `link_targets`)."""
-    if len(links):
+    """A page's PageLinks (or a list of them: a shard's, ProcessSite's `batched`) as they leave
+    its shard, target_in_input null: for a caller that fills it over more pages than the graph
+    holds (build_pipeline's `link_targets`). A list comes out as a list of those with links."""
+    if type(links) is list:
+        kept = [one for one in links if len(one)]
+        if kept:
+            _count("link_rows", sum(map(len, kept)))
+            yield kept
+    elif len(links):
         _count("link_rows", len(links))
         yield links
 
@@ -518,16 +578,26 @@ class _LinksPresentIn(beam.DoFn):
     (build_pipeline's `link_targets`), where join_link_targets joins them in the graph:
     `lookup.contains(urls)`, a boolean per URL (partitions.SpilledUrls, whose digest of a URL
     is compiled), is asked about every link outside the page's shard at once; a digest costs
-    less than keeping answers per target would."""
+    less than keeping answers per target would. A list of PageLinks (a shard's, ProcessSite's
+    `batched`) comes out as one list of those with links."""
 
     def __init__(self, lookup):
         self.lookup = lookup
 
     def process(self, links):
-        if len(links):
-            links.set_present_by(self.lookup.contains)
-            _count("link_rows", len(links))
-            yield links
+        if type(links) is not list:
+            if len(links):
+                links.set_present_by(self.lookup.contains)
+                _count("link_rows", len(links))
+                yield links
+            return
+        kept = [one for one in links if len(one)]
+        contains = self.lookup.contains
+        for one in kept:
+            one.set_present_by(contains)
+        if kept:
+            _count("link_rows", sum(map(len, kept)))
+            yield kept
 
 
 def dataset_prefix(output: str, name: str, part: str = "part") -> str:
@@ -664,13 +734,20 @@ def build_pipeline(p: beam.Pipeline, warc_paths: list[str], output: str, config:
                        | "GroupBySite" >> beam.CoGroupByKey())
             carried = per_site | "CarriedState" >> beam.FlatMap(_carried)
     joined = config.output.links and link_targets is True
-    sites = grouped | "ProcessSite" >> beam.ParDo(ProcessSite(
+    # The shard's rows come in one element per kind (ProcessSite's `batched`): the writer takes
+    # them so, one element per part (parts.WriteParts), and the steps that need a row each get
+    # them one by one.
+    sites = _batches(grouped | "ProcessSite" >> beam.ParDo(ProcessSite(
         config, progress_dir, keep_state=state_dir is not None, packed_texts=True, targets=joined,
-        count_duplicates=config.duplicates.enabled))
-    pages, site_errors = split_kinds(sites, "Site")
+        count_duplicates=config.duplicates.enabled, batched=True)))
+    page_batches = _batches(sites | "SiteMain" >> beam.FlatMap(_of_kind, MAIN))
+    site_error_batches = _batches(sites | "SiteErrors" >> beam.FlatMap(_of_kind, ERRORS))
+    pages = page_batches | "SitePages" >> beam.FlatMap(_each)
+    site_errors = site_error_batches | "SiteErrorRows" >> beam.FlatMap(_each)
+    written_pages = page_batches
     if config.duplicates.enabled and config.duplicates.across_sites:
-        pages = exact_duplicates_across_sites(pages)
-    clusters = sites | "SiteClusters" >> beam.FlatMap(_of_kind, CLUSTER_ROWS)
+        pages = written_pages = exact_duplicates_across_sites(pages)
+    clusters = _batches(sites | "SiteClusters" >> beam.FlatMap(_of_kind, CLUSTER_ROWS))
     errors = (site_errors if read_errors is None
               else (read_errors, site_errors) | "AllErrors" >> beam.Flatten())
     menus = (pages
@@ -678,16 +755,17 @@ def build_pipeline(p: beam.Pipeline, warc_paths: list[str], output: str, config:
              | "CountMenus" >> beam.CombinePerKey(CountMenus())
              | "MenuRows" >> beam.Map(_menu_row))
     schemas = dict(DATASETS, pages=pages_schema(config))
-    rows_by_name = {"pages": pages, "menus": menus, "errors": errors, "sites": clusters}
+    rows_by_name = {"pages": written_pages, "menus": menus, "errors": errors, "sites": clusters}
     if config.output.links:
-        page_links = sites | "SiteLinks" >> beam.FlatMap(_of_kind, PAGE_LINKS)
+        link_batches = _batches(sites | "SiteLinks" >> beam.FlatMap(_of_kind, PAGE_LINKS))
         if joined:
+            page_links = link_batches | "PageLinks" >> beam.FlatMap(_each)
             shard_targets = sites | "SiteTargets" >> beam.FlatMap(_each_of_kind, LINK_TARGETS)
             rows_by_name["links"] = join_link_targets(page_links, pages, shard_targets)
         elif link_targets is False:
-            rows_by_name["links"] = page_links | "LinkRows" >> beam.FlatMap(_unjoined_link_rows)
+            rows_by_name["links"] = _batches(link_batches | "LinkRows" >> beam.FlatMap(_unjoined_link_rows))
         else:
-            rows_by_name["links"] = page_links | "LinkRows" >> beam.ParDo(_LinksPresentIn(link_targets))
+            rows_by_name["links"] = _batches(link_batches | "LinkRows" >> beam.ParDo(_LinksPresentIn(link_targets)))
     datasets = {name: PartDataset(dataset_prefix(output, name, part_name), schemas[name], PART_KEYS[name],
                                   PART_BY.get(name))
                 for name in rows_by_name}

@@ -550,3 +550,10 @@ def test_links_present_are_those_the_spilled_urls_contain(tmp_path):
         targets = links.strings()[0]
         expected = [t in run_pages or (local is not None and t in local) for t in targets]
         assert out.in_input.tolist() == expected and any(expected) and not all(expected)
+        # A shard's PageLinks as one list: one list out, the pages without links left out.
+        empty = page_links(parse_page("<body>none</body>", url), None, None, None, source_url=url, row_url=url,
+                           site="docs.test", warc_file="f", warc_offset=1)
+        (batch,) = list(step.process([pickle.loads(pickle.dumps(links)), empty, pickle.loads(pickle.dumps(links))]))
+        assert type(batch) is list and len(batch) == 2
+        assert all(one.in_input.tolist() == expected for one in batch)
+        assert list(step.process([empty])) == []

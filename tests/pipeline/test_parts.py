@@ -426,6 +426,50 @@ def test_rows_spilled_for_their_writer_make_the_same_parts(tmp_path):
     assert spilled and sum(os.path.getsize(spill / f) for f in spilled) == sum(len(pack_row(r)) for r in rows)
 
 
+def test_a_batch_of_rows_crosses_the_shuffle_as_one_element_per_part(tmp_path):
+    """_KeyedRows takes a list of rows as one element per part they go to, each the (sort key,
+    packed) pairs of its rows in their order, spilled or not; a place crosses as a plain tuple
+    (a subclass Beam's coder would pickle)."""
+    from sitestrip.pipeline.parts import _KeyedRows, unpack_row
+
+    rows = [_error(f"{'ab'[i % 2]}.warc", i, f"https://x/{i}", message="é" * i) for i in range(40)]
+    fields = PART_KEYS["errors"]
+    for spill_dir in (None, str(tmp_path)):
+        one, batched = _KeyedRows("errors", fields, 3, None, spill_dir), _KeyedRows("errors", fields, 3, None, spill_dir)
+        one.start_bundle()
+        batched.start_bundle()
+        singles = [out for row in rows for out in one.process(dict(row))]
+        groups = list(batched.process([dict(row) for row in rows]))
+        one.finish_bundle()
+        batched.finish_bundle()
+        assert len(groups) == 3 and len({key for key, _ in groups}) == 3
+        for key, values in groups:
+            assert type(values) is list
+            expected = [value for got, value in singles if got == key]
+            assert [order for order, _ in values] == [order for order, _ in expected]
+            if spill_dir is None:
+                assert [unpack_row(packed) for _, packed in values] == [unpack_row(packed) for _, packed in expected]
+            else:
+                assert all(type(place) is tuple and len(place) == 3 for _, place in values)
+
+
+@pytest.mark.beam
+@pytest.mark.slow
+def test_rows_given_in_batches_make_the_parts_of_the_rows_given_one_by_one(tmp_path):
+    rows = [_error(f"{'ab'[i % 2]}.warc", i, f"https://x/{i}", message="é" * i) for i in range(40)]
+    fields = PART_KEYS["errors"]
+    written = {}
+    for name, given in (("rows", rows), ("batches", [rows[:7], rows[7:8], rows[8:]]), ("mixed", [rows[:20], *rows[20:]])):
+        prefix = dataset_prefix(str(tmp_path / name), "errors")
+        with BeamTestPipeline(runner=FnApiRunner()) as p:
+            _ = {"errors": p | beam.Create(given)} | WriteParts(
+                {"errors": PartDataset(prefix, ERRORS, fields)}, 3, spill_dir=str(tmp_path))
+        files = sorted(os.listdir(tmp_path / name / "errors"))
+        written[name] = {f: pq.read_table(tmp_path / name / "errors" / f).to_pylist() for f in files}
+    assert written["batches"] == written["rows"] == written["mixed"]
+    assert sum(map(len, written["rows"].values())) == 40 and len(written["rows"]) == 3
+
+
 def test_a_spilled_row_cut_short_is_an_error_not_a_shorter_row(tmp_path):
     from sitestrip.pipeline.parts import SpilledRow, _SpilledRows
 
