@@ -66,8 +66,9 @@ except ImportError:  # pragma: no cover - a source tree used without installing
 _COMPILED = os.environ.get("SITESTRIP_MODEL", "compiled") != "numpy"
 # _model.c forest's path: 0 its bitvector pass where the table and the processor allow it (the
 # same leaves as the walk, _model.c bits_layout), 1 the walk, its reference, which
-# SITESTRIP_MODEL=walk selects for a process.
-_FOREST_PATH = 1 if os.environ.get("SITESTRIP_MODEL") == "walk" else 0
+# SITESTRIP_MODEL=walk selects for a process; SITESTRIP_MODEL=avx2 the AVX2 pass, which a
+# processor with AVX-512F would not take otherwise (forest refuses it where the CPU lacks AVX2).
+_FOREST_PATH = {"walk": 1, "avx2": 4}.get(os.environ.get("SITESTRIP_MODEL", ""), 0)
 
 FORMAT = "sitestrip-block-model"
 FORMAT_VERSION = 1

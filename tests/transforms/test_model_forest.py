@@ -1,13 +1,14 @@
-"""transforms/_model.c forest's bitvector pass (bits_layout, bits_group, bits_group_avx512) against
-its walk: hand-built forests whose leaves are derived by hand, the shipped models on random rows and
-rows on their thresholds, and the tables the bitvector layout does not take."""
+"""transforms/_model.c forest's bitvector pass (bits_layout, bits_group, bits_group_avx512,
+bits_group_avx2) against its walk: hand-built forests whose leaves are derived by hand, the shipped
+models on random rows and rows on their thresholds, the tables the bitvector layout does not take,
+and the path forest takes by default on this processor."""
 import numpy as np
 import pytest
 
 from sitestrip.transforms.model import encode_model, load_model, model_document
 from helpers.compiled import require_built
 
-WALK, BITS, BITS_AVX512 = 1, 2, 3
+WALK, BITS, BITS_AVX512, BITS_AVX2 = 1, 2, 3, 4
 NAMES = ["f0", "f1", "f2"]
 
 
@@ -187,27 +188,60 @@ def test_shipped_models_reach_the_walks_leaves_on_every_path(blocks):
             assert sums.tobytes() == ref_sums.tobytes(), path
 
 
-def test_the_avx512_pass_is_the_plain_bitvector_pass():
-    """Where the processor has AVX-512 (the pass the product takes there), it against the plain C
-    bitvector pass and the walk on a few thousand blocks of the shipped models."""
+@pytest.mark.parametrize("path, feature", [(BITS_AVX512, "avx512f"), (BITS_AVX2, "avx2")])
+def test_the_vector_passes_are_the_plain_bitvector_pass(path, feature):
+    """Where the processor has AVX-512F or AVX2 (the pass the product takes there), it against the
+    plain C bitvector pass and the walk on a few thousand blocks of the shipped models."""
     require_built("_model")
     shipped = _shipped()
-    if BITS_AVX512 not in _paths(shipped._forest()):
-        pytest.skip("this processor has no AVX-512F: forest walks")
+    if path not in _paths(shipped._forest()):
+        pytest.skip(f"this processor has no {feature}")
     rng = np.random.default_rng(11)
     for model in (shipped, shipped.region):
         X = _rows(model, rng, 3000)
-        got = [_forest(model, X, per_tree, BITS_AVX512)[0] for per_tree in (True, False)]
-        for path in (WALK, BITS):
-            ref = [_forest(model, X, per_tree, path)[0] for per_tree in (True, False)]
+        got = [_forest(model, X, per_tree, path)[0] for per_tree in (True, False)]
+        for reference in (WALK, BITS):
+            ref = [_forest(model, X, per_tree, reference)[0] for per_tree in (True, False)]
             assert got[0].tobytes() == ref[0].tobytes() and got[1].tobytes() == ref[1].tobytes()
         # blocks reach many different leaves, so the comparison is not between constants
         assert np.unique(got[1]).size > X.shape[0] // 2
 
 
-def test_model_switch_selects_the_walk(monkeypatch):
+def _cpu_flags():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    return set(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    return None
+
+
+def test_the_default_path_follows_the_processors_features():
+    """forest lists the AVX-512 pass where the processor has AVX-512F and the AVX2 pass where it
+    has AVX2, and takes AVX-512, else AVX2, else the walk (the plain C bitvector pass is slower than
+    the walk); a table the bitvector layout does not take is walked whatever the processor."""
+    from sitestrip.transforms import _model as compiled
+    require_built("_model")
+    import platform
+    flags = _cpu_flags()
+    if flags is None or platform.machine() not in ("x86_64", "AMD64"):
+        pytest.skip("the processor's features are read from Linux's /proc/cpuinfo on x86-64")
+    shipped = _shipped()
+    for model in (shipped, shipped.region):
+        paths = set(_paths(model._forest()))
+        assert (BITS_AVX512 in paths) == ("avx512f" in flags)
+        assert (BITS_AVX2 in paths) == ("avx2" in flags)
+        expected = BITS_AVX512 if "avx512f" in flags else BITS_AVX2 if "avx2" in flags else WALK
+        assert compiled.forest_auto(model._forest()) == expected
+    assert compiled.forest_auto(_model([_chain(33)])._forest()) == WALK
+
+
+def test_model_switch_selects_the_walk_or_the_avx2_pass(monkeypatch):
     """model.py's _FOREST_PATH: 0 (the default) forest's choice, 1 the walk, which
-    SITESTRIP_MODEL=walk selects for a process; both give the same probabilities bit for bit."""
+    SITESTRIP_MODEL=walk selects for a process, 4 the AVX2 pass, SITESTRIP_MODEL=avx2; they give
+    the same probabilities bit for bit."""
     import os
     import subprocess
     import sys
@@ -219,8 +253,11 @@ def test_model_switch_selects_the_walk(monkeypatch):
     default = shipped.predict_proba(X)
     monkeypatch.setattr(model_module, "_FOREST_PATH", WALK)
     assert shipped.predict_proba(X).tobytes() == default.tobytes()
+    if BITS_AVX2 in _paths(shipped._forest()):
+        monkeypatch.setattr(model_module, "_FOREST_PATH", BITS_AVX2)
+        assert shipped.predict_proba(X).tobytes() == default.tobytes()
     code = "from sitestrip.transforms import model as m; print(m._FOREST_PATH, m._COMPILED)"
-    for value, expected in (("walk", "1 True"), ("compiled", "0 True"), ("numpy", "0 False")):
+    for value, expected in (("walk", "1 True"), ("avx2", "4 True"), ("compiled", "0 True"), ("numpy", "0 False")):
         env = dict(os.environ, SITESTRIP_MODEL=value)
         out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
         assert out.stdout.split() == expected.split(), value
