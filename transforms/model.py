@@ -64,11 +64,13 @@ except ImportError:  # pragma: no cover - a source tree used without installing
     _compiled = None
 # Tests switch it off to compare both walks; SITESTRIP_MODEL=numpy does so for a process.
 _COMPILED = os.environ.get("SITESTRIP_MODEL", "compiled") != "numpy"
-# _model.c forest's path: 0 its bitvector pass where the table and the processor allow it (the
-# same leaves as the walk, _model.c bits_layout), 1 the walk, its reference, which
-# SITESTRIP_MODEL=walk selects for a process; SITESTRIP_MODEL=avx2 the AVX2 pass, which a
-# processor with AVX-512F would not take otherwise (forest refuses it where the CPU lacks AVX2).
-_FOREST_PATH = {"walk": 1, "avx2": 4}.get(os.environ.get("SITESTRIP_MODEL", ""), 0)
+# _model.c forest's path: 0 its bitvector pass where the table allows it, with the widest vectors
+# the processor has (the same leaves as the walk, _model.c bits_layout), 1 the walk, its
+# reference, which SITESTRIP_MODEL=walk selects for a process; SITESTRIP_MODEL=bits (2) the plain C
+# pass and SITESTRIP_MODEL=avx2 (4) the AVX2 pass, which a processor with wider vectors would not
+# take otherwise (forest refuses them where the processor lacks AVX2 or the table does not fit the
+# bitvector layout).
+_FOREST_PATH = {"walk": 1, "bits": 2, "avx2": 4}.get(os.environ.get("SITESTRIP_MODEL", ""), 0)
 
 FORMAT = "sitestrip-block-model"
 FORMAT_VERSION = 1

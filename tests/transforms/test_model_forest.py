@@ -220,28 +220,34 @@ def _cpu_flags():
 
 def test_the_default_path_follows_the_processors_features():
     """forest lists the AVX-512 pass where the processor has AVX-512F and the AVX2 pass where it
-    has AVX2, and takes AVX-512, else AVX2, else the walk (the plain C bitvector pass is slower than
-    the walk); a table the bitvector layout does not take is walked whatever the processor."""
+    has AVX2 (x86-64 only), and takes AVX-512, else AVX2, else the plain C bitvector pass; a table
+    the bitvector layout does not take is walked whatever the processor."""
     from sitestrip.transforms import _model as compiled
     require_built("_model")
     import platform
-    flags = _cpu_flags()
-    if flags is None or platform.machine() not in ("x86_64", "AMD64"):
-        pytest.skip("the processor's features are read from Linux's /proc/cpuinfo on x86-64")
+    machine = platform.machine().lower()
+    if machine in ("x86_64", "amd64"):
+        flags = _cpu_flags()
+        if flags is None:
+            pytest.skip("the processor's features are read from Linux's /proc/cpuinfo")
+    elif machine.startswith(("i386", "i686", "x86")):
+        pytest.skip("32-bit x86: the vector passes are not built")
+    else:
+        flags = set()
     shipped = _shipped()
     for model in (shipped, shipped.region):
         paths = set(_paths(model._forest()))
         assert (BITS_AVX512 in paths) == ("avx512f" in flags)
         assert (BITS_AVX2 in paths) == ("avx2" in flags)
-        expected = BITS_AVX512 if "avx512f" in flags else BITS_AVX2 if "avx2" in flags else WALK
+        expected = BITS_AVX512 if "avx512f" in flags else BITS_AVX2 if "avx2" in flags else BITS
         assert compiled.forest_auto(model._forest()) == expected
     assert compiled.forest_auto(_model([_chain(33)])._forest()) == WALK
 
 
-def test_model_switch_selects_the_walk_or_the_avx2_pass(monkeypatch):
+def test_model_switch_selects_a_path(monkeypatch):
     """model.py's _FOREST_PATH: 0 (the default) forest's choice, 1 the walk, which
-    SITESTRIP_MODEL=walk selects for a process, 4 the AVX2 pass, SITESTRIP_MODEL=avx2; they give
-    the same probabilities bit for bit."""
+    SITESTRIP_MODEL=walk selects for a process, 2 the plain C pass (SITESTRIP_MODEL=bits), 4 the
+    AVX2 pass (SITESTRIP_MODEL=avx2); they give the same probabilities bit for bit."""
     import os
     import subprocess
     import sys
@@ -253,11 +259,13 @@ def test_model_switch_selects_the_walk_or_the_avx2_pass(monkeypatch):
     default = shipped.predict_proba(X)
     monkeypatch.setattr(model_module, "_FOREST_PATH", WALK)
     assert shipped.predict_proba(X).tobytes() == default.tobytes()
-    if BITS_AVX2 in _paths(shipped._forest()):
-        monkeypatch.setattr(model_module, "_FOREST_PATH", BITS_AVX2)
-        assert shipped.predict_proba(X).tobytes() == default.tobytes()
+    for path in (BITS, BITS_AVX2):
+        if path in _paths(shipped._forest()):
+            monkeypatch.setattr(model_module, "_FOREST_PATH", path)
+            assert shipped.predict_proba(X).tobytes() == default.tobytes(), path
     code = "from sitestrip.transforms import model as m; print(m._FOREST_PATH, m._COMPILED)"
-    for value, expected in (("walk", "1 True"), ("avx2", "4 True"), ("compiled", "0 True"), ("numpy", "0 False")):
+    for value, expected in (("walk", "1 True"), ("bits", "2 True"), ("avx2", "4 True"), ("compiled", "0 True"),
+                            ("numpy", "0 False")):
         env = dict(os.environ, SITESTRIP_MODEL=value)
         out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
         assert out.stdout.split() == expected.split(), value
