@@ -64,6 +64,13 @@ except ImportError:  # pragma: no cover - a source tree used without installing
     _compiled = None
 # Tests switch it off to compare both walks; SITESTRIP_MODEL=numpy does so for a process.
 _COMPILED = os.environ.get("SITESTRIP_MODEL", "compiled") != "numpy"
+# _model.c forest's path: 0 its bitvector pass where the table allows it, with the widest vectors
+# the processor has (the same leaves as the walk, _model.c bits_layout), 1 the walk, its
+# reference, which SITESTRIP_MODEL=walk selects for a process; SITESTRIP_MODEL=bits (2) the plain C
+# pass and SITESTRIP_MODEL=avx2 (4) the AVX2 pass, which a processor with wider vectors would not
+# take otherwise (forest refuses them where the processor lacks AVX2 or the table does not fit the
+# bitvector layout).
+_FOREST_PATH = {"walk": 1, "bits": 2, "avx2": 4}.get(os.environ.get("SITESTRIP_MODEL", ""), 0)
 
 FORMAT = "sitestrip-block-model"
 FORMAT_VERSION = 1
@@ -483,7 +490,7 @@ class BlockModel:
             # 256-block slice, block by block the same. A page whose last slice is one block
             # (n % 256 == 1) takes the path below, which sums that block's leaves with numpy.
             sums = np.empty(X.shape[0])
-            if _compiled.forest(self._forest(), X, sums, False):
+            if _compiled.forest(self._forest(), X, sums, False, _FOREST_PATH):
                 self._checked(X, groups)            # raises: infinite features
             return np.exp(-np.logaddexp(0.0, -(self.base_score + sums)))
         X, groups = self._checked(X, groups)
@@ -665,7 +672,7 @@ class EnsembleSet:
     def _evaluate(self, X) -> list:
         # The leaf value each tree reaches per block, self._value[node] of the `leaves` walk.
         values = np.empty((self._roots.size, X.shape[0]))
-        _compiled.forest(self._forest(), np.ascontiguousarray(X), values, True)
+        _compiled.forest(self._forest(), np.ascontiguousarray(X), values, True, _FOREST_PATH)
         out = []
         for e, m in enumerate(self.models):
             raw = m.base_score + values[self._bounds[e]:self._bounds[e + 1]].sum(axis=0)
