@@ -31,10 +31,9 @@
  *     (site_step.SiteBlocks.signals; `_signals_python` the reference);
  *   shared_words: the words of a page's block texts that another page shows too
  *     (site_step.SiteBlocks.shared_word_share; `_shared_words_python` the reference);
- *   link_hosts: each distinct link URL's first position and host, what
- *     candidates._key_link_positions tests against the site (`_link_hosts_python` there);
- *   key_links: the same links tested against the site in that pass, and their URLs
- *     (candidates.page_key_links; `_key_links_python` there);
+ *   key_links: each distinct link URL's first position and host, tested against the site in
+ *     the same pass, and the URLs kept (candidates._key_link_positions and page_key_links;
+ *     `_key_links_python` there);
  *   split_links: the links dataset's target URLs and anchor texts out of its pages' packed
  *     strings, for the part writer's Arrow columns (outlinks.PageLinks.arrow_batch;
  *     `_split_links_python` there);
@@ -860,60 +859,12 @@ static PyObject *shared_words(PyObject *self, PyObject *args) {
     return PyLong_FromSsize_t(k);
 }
 
-/* link_hosts(urls tuple or list of str, own) -> (positions list of int, hosts list of str):
- * per distinct URL but `own`, in order of first occurrence, its first position and its host
- * as candidates._site_of_normalized slices it: after the first "//" (from position 1 when
- * there is none), up to the next "/" or the end. */
-static PyObject *link_hosts(PyObject *self, PyObject *args) {
-    (void)self;
-    PyObject *urls_o, *own;
-    if (!PyArg_ParseTuple(args, "OO", &urls_o, &own)) return NULL;
-    PyObject *urls = PySequence_Fast(urls_o, "link_hosts: urls must be a sequence");
-    if (!urls) return NULL;
-    Py_ssize_t n = PySequence_Fast_GET_SIZE(urls);
-    PyObject **items = PySequence_Fast_ITEMS(urls);
-    PyObject *seen = PyDict_New(), *positions = PyList_New(0), *hosts = PyList_New(0);
-    PyObject *sep = PyUnicode_FromString("//");
-    int ok = seen && positions && hosts && sep;
-    if (ok && PyDict_SetItem(seen, own, Py_None) < 0) ok = 0;
-    for (Py_ssize_t r = 0; r < n && ok; r++) {
-        PyObject *url = items[r];
-        if (!PyUnicode_Check(url)) {
-            PyErr_SetString(PyExc_TypeError, "link_hosts: urls must be str");
-            ok = 0;
-            break;
-        }
-        Py_ssize_t before = PyDict_GET_SIZE(seen);
-        if (PyDict_SetDefault(seen, url, Py_None) == NULL) { ok = 0; break; }
-        if (PyDict_GET_SIZE(seen) == before) continue;      /* seen already, or `own` */
-        Py_ssize_t length = PyUnicode_GET_LENGTH(url);
-        Py_ssize_t start = PyUnicode_Find(url, sep, 0, length, 1);
-        if (start == -2) { ok = 0; break; }
-        start += 2;
-        Py_ssize_t slash = start <= length ? PyUnicode_FindChar(url, '/', start, length, 1) : -1;
-        if (slash == -2) { ok = 0; break; }
-        PyObject *host = PyUnicode_Substring(url, start, slash < 0 ? length : slash);
-        PyObject *at = host ? PyLong_FromSsize_t(r) : NULL;
-        if (!at || PyList_Append(hosts, host) < 0 || PyList_Append(positions, at) < 0) ok = 0;
-        Py_XDECREF(host);
-        Py_XDECREF(at);
-    }
-    Py_XDECREF(sep);
-    Py_XDECREF(seen);
-    Py_DECREF(urls);
-    if (!ok) {
-        Py_XDECREF(positions);
-        Py_XDECREF(hosts);
-        return NULL;
-    }
-    return Py_BuildValue("(NN)", positions, hosts);
-}
-
 /* key_links(urls, own, site, host_word) -> (positions, targets): candidates._key_link_positions
  * in one pass: the first position of each distinct URL of `urls` but `own`, in order of first
- * occurrence, whose host (link_hosts' slice) is in the site: `site` is a substring of it and
- * host_word(host) == site (host_word called once per such host of the page, the others never
- * made into a str); and the set of those URLs. */
+ * occurrence, whose host (sliced as candidates._site_of_normalized slices it: after the first
+ * "//", from position 1 when there is none, up to the next "/" or the end) is in the site:
+ * `site` is a substring of it and host_word(host) == site (host_word called once per such host
+ * of the page, the others never made into a str); and the set of those URLs. */
 static PyObject *key_links(PyObject *self, PyObject *args) {
     (void)self;
     PyObject *urls_o, *own, *site, *host_word;
@@ -1260,8 +1211,6 @@ static PyMethodDef methods[] = {
      "site_step.SiteBlocks.signals's per-block counts."},
     {"shared_words", shared_words, METH_VARARGS,
      "shared_words(keys, words, theirs, out) -> k: the words of the keys `theirs` holds."},
-    {"link_hosts", link_hosts, METH_VARARGS,
-     "link_hosts(urls, own) -> (positions, hosts): each distinct link URL's first position and host."},
     {"key_links", key_links, METH_VARARGS,
      "key_links(urls, own, site, host_word) -> (positions, targets): candidates._key_link_positions and its URLs."},
     {"split_links", split_links, METH_VARARGS,

@@ -495,9 +495,9 @@ def _key_links(page: CompactPage, site: str, compiled: bool | None = None) -> tu
 
 
 def _key_links_python(page: CompactPage, site: str) -> tuple[np.ndarray, set]:
-    """_key_links with _link_hosts and a set of the site's hosts."""
+    """_key_links with _link_hosts_python and a set of the site's hosts."""
     own = normalize_url(page.url) or page.url
-    first, hosts = _link_hosts(page.link_url, own)
+    first, hosts = _link_hosts_python(page.link_url, own)
     # A host whose site key is `site` holds it (a normalized URL's host normalizes to itself;
     # its site key only drops a port and one "www."): the others, a news page's hundreds of
     # hosts of other sites, need no site key, whose first look-up per host normalizes a URL.
@@ -507,19 +507,10 @@ def _key_links_python(page: CompactPage, site: str) -> tuple[np.ndarray, set]:
     return positions, set(map(page.link_url.__getitem__, positions.tolist()))
 
 
-def _link_hosts(urls: Sequence[str], own: str, compiled: bool | None = None) -> tuple[list, list]:
+def _link_hosts_python(urls: Sequence[str], own: str) -> tuple[list, list]:
     """(first positions, hosts) of the distinct URLs of `urls` but `own`, in order of first
     occurrence; a host as _site_of_normalized slices it (after the first "//", up to the next
-    "/"). Compiled (transforms/_site.c `link_hosts`: one pass, where a dict of every link and
-    a regex over their joined text took most of a page's key links) unless
-    SITESTRIP_FEATURES=python or `compiled` is False; _link_hosts_python is the reference."""
-    if (tree_module._COMPILED if compiled is None else compiled) and tree_module._site_compiled is not None:
-        return tree_module._site_compiled.link_hosts(urls, own)
-    return _link_hosts_python(urls, own)
-
-
-def _link_hosts_python(urls: Sequence[str], own: str) -> tuple[list, list]:
-    """_link_hosts with a dict and a regex."""
+    "/"), found with a dict and a regex."""
     # Each distinct URL's first position, the dict built in C from the links read backwards:
     # a URL's first occurrence is the last one written.
     first = dict(zip(reversed(urls), range(len(urls) - 1, -1, -1)))

@@ -815,12 +815,10 @@ LINK_HOST_CASES = [
 
 
 @pytest.mark.parametrize("urls", LINK_HOST_CASES)
-def test_link_hosts_compiled_is_the_reference(urls):
-    """Each distinct URL's first position and host, the key page's own URL left out: the
-    compiled pass (transforms/_site.c) against the dict-and-regex reference, from a tuple (as
-    link_url) and a list."""
-    from sitestrip.transforms import tree
-    from sitestrip.transforms.candidates import _link_hosts, _link_hosts_python
+def test_link_hosts_are_the_first_positions_of_the_distinct_urls(urls):
+    """Each distinct URL's first position and host, the key page's own URL left out (the
+    reference of _site.c key_links, which test_key_links_compiled_is_the_reference compares)."""
+    from sitestrip.transforms.candidates import _link_hosts_python
     own = "http://www.ex.com/k.html"
     want = _link_hosts_python(tuple(urls), own)
     seen, positions = {own}, []
@@ -830,23 +828,17 @@ def test_link_hosts_compiled_is_the_reference(urls):
             positions.append(k)
     assert want[0] == positions
     assert len(want[1]) == len(positions)
-    if tree._site_compiled is None:
-        pytest.skip("transforms/_site.c not built")
-    assert _link_hosts(tuple(urls), own, compiled=True) == want
-    assert _link_hosts(list(urls), own, compiled=True) == want
-    # A page without a URL leaves out nothing.
-    assert _link_hosts(tuple(urls), None, compiled=True) == _link_hosts_python(tuple(urls), None)
+    assert _link_hosts_python(list(urls), own) == want
 
 
 def test_link_hosts_slices_as_the_site_of_a_normalized_url():
     """Hosts: after the first "//" up to the next "/", the port and userinfo kept (the site
     key drops them later); a string without "//" is sliced from its second character, as
     _site_of_normalized slices it."""
-    from sitestrip.transforms.candidates import _link_hosts
+    from sitestrip.transforms.candidates import _link_hosts_python
     urls = ("https://www.ex.com:8443/a", "http://user@ex.com/u", "http://ex.com", "ex.com/x", "http://a//b")
-    for compiled in (True, False):
-        assert _link_hosts(urls, "http://ex.com/", compiled=compiled) == (
-            [0, 1, 2, 3, 4], ["www.ex.com:8443", "user@ex.com", "ex.com", "x.com", "a"])
+    assert _link_hosts_python(urls, "http://ex.com/") == (
+        [0, 1, 2, 3, 4], ["www.ex.com:8443", "user@ex.com", "ex.com", "x.com", "a"])
 
 
 def test_key_links_leave_out_hosts_that_only_contain_the_site():
