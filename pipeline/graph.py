@@ -559,45 +559,32 @@ def join_link_targets(page_links, pages, shard_targets=None):
             | "LinkRows" >> beam.FlatMap(_link_rows))
 
 
-def _unjoined_link_rows(links):
-    """A page's PageLinks (or a list of them: a shard's, ProcessSite's `batched`) as they leave
-    its shard, target_in_input null: for a caller that fills it over more pages than the graph
-    holds (build_pipeline's `link_targets`). A list comes out as a list of those with links."""
-    if type(links) is list:
-        kept = [one for one in links if len(one)]
-        if kept:
-            _count("link_rows", sum(map(len, kept)))
-            yield kept
-    elif len(links):
-        _count("link_rows", len(links))
-        yield links
+def _unjoined_link_rows(links: list):
+    """A site shard's PageLinks (ProcessSite's `batched`) as they leave it, target_in_input as
+    it stands (null, for a caller that fills it over more pages than the graph holds:
+    build_pipeline's `link_targets`): one list of those with links, none if none has."""
+    kept = [one for one in links if len(one)]
+    if kept:
+        _count("link_rows", sum(map(len, kept)))
+        yield kept
 
 
 class _LinksPresentIn(beam.DoFn):
-    """A page's PageLinks with target_in_input from `lookup`, which knows the run's pages rows
-    (build_pipeline's `link_targets`), where join_link_targets joins them in the graph:
-    `lookup.contains(urls)`, a boolean per URL (partitions.SpilledUrls, whose digest of a URL
-    is compiled), is asked about every link outside the page's shard at once; a digest costs
-    less than keeping answers per target would. A list of PageLinks (a shard's, ProcessSite's
-    `batched`) comes out as one list of those with links."""
+    """A site shard's PageLinks (ProcessSite's `batched`) with target_in_input from `lookup`,
+    which knows the run's pages rows (build_pipeline's `link_targets`), where join_link_targets
+    joins them in the graph: `lookup.contains(urls)`, a boolean per URL (partitions.SpilledUrls,
+    whose digest of a URL is compiled), is asked about every link outside a page's shard at once;
+    a digest costs less than keeping answers per target would. What leaves is _unjoined_link_rows'."""
 
     def __init__(self, lookup):
         self.lookup = lookup
 
-    def process(self, links):
-        if type(links) is not list:
-            if len(links):
-                links.set_present_by(self.lookup.contains)
-                _count("link_rows", len(links))
-                yield links
-            return
-        kept = [one for one in links if len(one)]
+    def process(self, links: list):
         contains = self.lookup.contains
-        for one in kept:
-            one.set_present_by(contains)
-        if kept:
-            _count("link_rows", sum(map(len, kept)))
-            yield kept
+        for one in links:
+            if len(one):
+                one.set_present_by(contains)
+        yield from _unjoined_link_rows(links)
 
 
 def dataset_prefix(output: str, name: str, part: str = "part") -> str:

@@ -177,16 +177,13 @@ def is_column_batch(value) -> bool:
     return hasattr(value, "columns") and hasattr(value, "key_row")
 
 
-class SpilledRow(tuple):
-    """Where a packed row waits for its part's writer in a local run's row spill: (file path,
-    offset, size). What crosses the write shuffle is then this place, not the row (WriteParts
-    with `spill_dir`), as a plain tuple: Beam's coder writes a tuple of str and ints itself but
-    pickles a subclass of tuple, which made a place cost 20 µs through the shuffle instead of 12
-    (the local runner, 20,000 places). Any tuple is a place: a packed row is bytes."""
-
-
 class _SpilledRows:
-    """Reads packed rows back from their places (SpilledRow), one open file per spill file."""
+    """Reads packed rows back from their places, one open file per spill file. A place is where
+    a packed row waits for its part's writer in a local run's row spill: (file path, offset,
+    size), what crosses the write shuffle instead of the row (WriteParts with `spill_dir`). It
+    is a plain tuple: Beam's coder writes a tuple of str and ints itself but pickles a subclass
+    of tuple, which made a place cost 20 µs through the shuffle instead of 12 (the local
+    runner, 20,000 places). Any tuple is a place: a packed row is bytes."""
 
     def __init__(self):
         self.files: dict = {}
@@ -214,7 +211,7 @@ def _record_batches(keyed_rows: list, order: list, schema: pa.Schema):
     """The packed values of `keyed_rows` in `order` as Arrow record batches of about BATCH_ROWS
     rows: rows (dicts) converted BATCH_ROWS at a time, column batches (is_column_batch) joined
     column by column until they hold BATCH_ROWS rows, each run of one kind converted apart.
-    A value may be the place of a packed row in a row spill (SpilledRow), read there."""
+    A value may be the place of a packed row in a row spill (_SpilledRows), read there."""
     spilled = _SpilledRows()
     try:
         yield from _batches(keyed_rows, order, schema, spilled.packed)
@@ -443,7 +440,7 @@ def _keyed_row(row, name: str, fields: tuple[str, ...], parts: int, part_fields:
 
 class _KeyedRows(beam.DoFn):
     """_keyed_row of each row; with `spill_dir` (a local directory), each packed row is appended
-    to a file of the bundle there and its place (SpilledRow) crosses the shuffle instead.
+    to a file of the bundle there and its place (_SpilledRows) crosses the shuffle instead.
 
     Beam's local runner holds a step's whole output, and decodes, groups and encodes a
     group-by-key's values again in its own process: a partition of one 2,000-page site shard

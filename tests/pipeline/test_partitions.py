@@ -546,7 +546,7 @@ def test_links_present_are_those_the_spilled_urls_contain(tmp_path):
         links = page_links(page, None, None, None, source_url=url, row_url=url, site="docs.test",
                            warc_file="f", warc_offset=0, local_urls=local)
         step = graph._LinksPresentIn(spilled)
-        (out,) = list(step.process(pickle.loads(pickle.dumps(links))))
+        ((out,),) = list(step.process([pickle.loads(pickle.dumps(links))]))
         targets = links.strings()[0]
         expected = [t in run_pages or (local is not None and t in local) for t in targets]
         assert out.in_input.tolist() == expected and any(expected) and not all(expected)

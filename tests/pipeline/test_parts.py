@@ -471,15 +471,15 @@ def test_rows_given_in_batches_make_the_parts_of_the_rows_given_one_by_one(tmp_p
 
 
 def test_a_spilled_row_cut_short_is_an_error_not_a_shorter_row(tmp_path):
-    from sitestrip.pipeline.parts import SpilledRow, _SpilledRows
+    from sitestrip.pipeline.parts import _SpilledRows
 
     path = tmp_path / "rows-1.bin"
     path.write_bytes(b"0123456789")
     spilled = _SpilledRows()
-    assert spilled.packed(SpilledRow((str(path), 2, 3))) == b"234"
+    assert spilled.packed((str(path), 2, 3)) == b"234"
     assert spilled.packed(b"as it is") == b"as it is"
     with pytest.raises(OSError, match="8 bytes at 4"):
-        spilled.packed(SpilledRow((str(path), 4, 8)))
+        spilled.packed((str(path), 4, 8))
     spilled.close()
 
 
