@@ -144,8 +144,7 @@ class PageLinks:
     def set_present(self, present: Container) -> None:
         """target_in_input from `present`, the normalized URLs that have a pages row in this run
         (those of the page's shard aside, set_local: they need not be in it)."""
-        found = np.fromiter(map(present.__contains__, self._target_urls()), dtype=bool, count=len(self))
-        self.in_input = found if self.local is None else found | self.local
+        self.set_present_by(lambda urls: _among(urls, present))
 
     def regions(self) -> np.ndarray:
         """Index into REGIONS per link: main > menu > template > other."""
