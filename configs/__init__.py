@@ -96,8 +96,9 @@ class RunLimits:
     # The peak memory, in MB, a local run with one worker plans for: the input is spilled to
     # local disk by site and its sites processed in as many partitions as keep each one's
     # rows within this (docs/runners.md, "Memory"; pipeline/partitions.py partition_bytes).
-    # At or below about 380 MB (a run's fixed cost: the interpreter, Beam, the models, the
-    # largest site shard's working set) every bucket of sites is a partition of its own.
+    # At or below a run's fixed cost (the interpreter, Beam, the models, and the working set
+    # of its largest site shard: about 210 MB with shards of 10-300 pages, 380 MB with shards
+    # of 2,000) every bucket of sites is a partition of its own.
     memory_budget_mb: int = 400
     # false: a local run is one graph over the whole input, as other runners run it, and its
     # memory grows with the input (docs/performance.md, "Memory per worker", measures both).

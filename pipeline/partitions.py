@@ -26,7 +26,8 @@ duplicates.across_sites: pipeline/cli.py) runs in three steps instead:
    their buckets' files and makes their shard plans from the whole input's counts: the plans
    graph.shard_sites makes in one graph, so every page is in the shard it would be in
    there. It packs the buckets, and the hot sites' shards one by one, into the fewest
-   partitions whose spilled bytes stay within `partition_bytes(run.memory_budget_mb)`.
+   partitions whose spilled bytes stay within `partition_bytes(run.memory_budget_mb, ...)`,
+   from the budget less the run's fixed cost, most of which its largest site shard sets.
 3. **Partitions.** For each partition, graph.build_pipeline's graph from its per-site step
    on (`partition_source`): the partition's site shards are spread over the workers as the
    places of their pages in the spill, and each shard is read from there by the worker that
@@ -87,19 +88,23 @@ log = logging.getLogger("sitestrip")
 # hot sites' shards), so this bounds how evenly they can be filled: 1/256 of the input each.
 BUCKETS = 256
 # How a partition's size follows from run.memory_budget_mb (docs/performance.md, "Memory
-# per worker"), measured on the synthetic multi-site input with site shards of
-# 1,500-2,000 pages, 1 worker: peak RSS = FIXED_MB + HELD_PER_SPILLED_BYTE x a partition's
-# spilled bytes. FIXED_MB is what a run holds whatever its partitions (the interpreter, Beam,
-# the models, the largest shard's working set, a part being written); the partition adds
-# what the runner holds of it (the places of its pages and rows, its menus and link targets)
-# and what the C heap keeps. The two were measured while the runner still held a partition's
-# packed rows; with the rows in the spill the same input (20,000 pages) peaks at 326 MB in
-# partitions of 8.4 MB and 342 MB in partitions of 27.3 MB, about 0.9 bytes held per spilled
-# byte, so the plan is conservative: it keeps partitions small, where the peak of a run of
-# small sites stays near that of its largest shard. The plan aims at BUDGET_SHARE of the
-# budget: the same run's peak moves by up to a tenth with the machine's state (the heap's
-# retention).
-FIXED_MB = 340
+# per worker"), 1 worker: peak RSS = the run's fixed cost + HELD_PER_SPILLED_BYTE x a
+# partition's spilled bytes. The fixed cost is what a run holds whatever its partitions: the
+# interpreter, Beam, the models and a part being written (BASE_MB: a one-page run peaks at
+# 177-179 MB), and the working set of its largest site shard, SHARD_MB_PER_PAGE a page (one
+# synthetic site of 2,000 pages, one shard, peaks at 327-328 MB: 150 MB over a one-page run).
+# The plan knows the largest shard before it packs the partitions (`largest_shard`): a run of
+# small sites has room for larger partitions, and so runs fewer of them (each costs a
+# pipeline's start, about 0.1 CPU s with 1 worker), while a run with 2,000-page shards plans
+# as before, with a fixed cost of 340 MB. The partition adds what the runner holds of it (the
+# places of its pages and rows, its menus and link targets) and what the C heap keeps:
+# measured with the rows in the spill at about 0.9 bytes per spilled byte (20,000 pages peak
+# at 326 MB in partitions of 8.4 MB and 342 MB in partitions of 27.3 MB), planned at 2.5, so
+# partitions stay small, where the peak of a run of small sites stays near that of its
+# largest shard. The plan aims at BUDGET_SHARE of the budget: the same run's peak moves by up
+# to a tenth with the machine's state (the heap's retention).
+BASE_MB = 190
+SHARD_MB_PER_PAGE = 0.075
 HELD_PER_SPILLED_BYTE = 2.5
 BUDGET_SHARE = 0.9
 MIB = 1 << 20
@@ -107,10 +112,17 @@ MIB = 1 << 20
 _LENGTH = struct.Struct("<I")
 
 
-def partition_bytes(memory_budget_mb: int) -> int:
-    """The spilled bytes of one partition that a run of `memory_budget_mb` plans for; 0 when the
-    budget does not cover the fixed cost (then every bucket is a partition of its own)."""
-    return max(0, int((memory_budget_mb * BUDGET_SHARE - FIXED_MB) * MIB / HELD_PER_SPILLED_BYTE))
+def fixed_mb(largest_shard_pages: int) -> float:
+    """What a run holds whatever its partitions, with a largest site shard of that many pages."""
+    return BASE_MB + SHARD_MB_PER_PAGE * largest_shard_pages
+
+
+def partition_bytes(memory_budget_mb: int, largest_shard_pages: int) -> int:
+    """The spilled bytes of one partition that a run of `memory_budget_mb` plans for, given its
+    largest site shard; 0 when the budget does not cover the fixed cost (then every bucket is a
+    partition of its own)."""
+    room = memory_budget_mb * BUDGET_SHARE - fixed_mb(largest_shard_pages)
+    return max(0, int(room * MIB / HELD_PER_SPILLED_BYTE))
 
 
 def bucket_of(site: str) -> int:
@@ -475,12 +487,24 @@ def _pack(items: list[tuple[int, tuple, int]], partitions: int) -> tuple[list[in
     return loads, where
 
 
-def plan_partitions(index: SpillIndex, max_site_pages: int, capacity: int) -> PartitionPlan:
+def hot_site_plans(index: SpillIndex, max_site_pages: int) -> dict:
+    """The shard plan of every site over `max_site_pages`, as graph.shard_sites plans them,
+    from the whole input's cells."""
+    return {site: plan_shards(site, sorted(cells.items()), max_site_pages) for site, cells in index.cells.items()}
+
+
+def largest_shard(index: SpillIndex, hot: dict) -> int:
+    """The pages of the run's largest site shard: a site's pages, or a hot site's largest shard."""
+    return max((max(hot[site].sizes) if site in hot else pages for site, (_, pages, _) in index.sites.items()),
+               default=0)
+
+
+def plan_partitions(index: SpillIndex, max_site_pages: int, capacity: int, hot: dict | None = None) -> PartitionPlan:
     """The fewest partitions (by packing largest first) whose spilled bytes are each within
     `capacity`, or that hold one item each when an item alone is larger. Items: a bucket's
-    sites at or under `max_site_pages`, and each shard of the larger sites (planned as
-    graph.shard_sites plans them, from the whole input's cells)."""
-    hot = {site: plan_shards(site, sorted(cells.items()), max_site_pages) for site, cells in index.cells.items()}
+    sites at or under `max_site_pages`, and each shard of the larger sites (`hot`:
+    hot_site_plans', made here when not given)."""
+    hot = hot_site_plans(index, max_site_pages) if hot is None else hot
     bucket_bytes, bucket_pages = [0] * BUCKETS, [0] * BUCKETS
     items = []
     for site, (bucket, pages, size) in index.sites.items():
@@ -655,8 +679,10 @@ def _run_partitioned(new_pipeline, counters_of, warc_paths, staging, config, spi
     counters = dict(counters_of(result))
     del p, result
     index = read_index(spill_dir, config.site.max_site_pages)
-    capacity = partition_bytes(config.run.memory_budget_mb)
-    plan = plan_partitions(index, config.site.max_site_pages, capacity)
+    hot = hot_site_plans(index, config.site.max_site_pages)
+    largest = largest_shard(index, hot)
+    capacity = partition_bytes(config.run.memory_budget_mb, largest)
+    plan = plan_partitions(index, config.site.max_site_pages, capacity, hot)
     urls = SpilledUrls.write(index, spill_dir) if config.output.links else False
     del index
     for site, shards in sorted(plan.hot.items()):
@@ -665,9 +691,9 @@ def _run_partitioned(new_pipeline, counters_of, warc_paths, staging, config, spi
         counters["hot_site_shards"] = counters.get("hot_site_shards", 0) + shards.shards
         counters["pages_in_hot_sites"] = counters.get("pages_in_hot_sites", 0) + pages
         log.info("hot site %s: %d pages in %d shards (largest %d)", site, pages, shards.shards, max(shards.sizes))
-    log.info("%d pages (%.1f MB spilled) in %d partition(s) of at most %.1f MB each (run.memory_budget_mb %d%s)",
-             sum(plan.pages), sum(plan.bytes) / 1e6, plan.partitions, capacity / 1e6,
-             config.run.memory_budget_mb, "" if capacity else ", under a run's fixed cost")
+    log.info("%d pages (%.1f MB spilled) in %d partition(s) of at most %.1f MB each (run.memory_budget_mb %d, "
+             "largest site shard %d pages%s)", sum(plan.pages), sum(plan.bytes) / 1e6, plan.partitions,
+             capacity / 1e6, config.run.memory_budget_mb, largest, "" if capacity else ", under the run's fixed cost")
     parts = part_files if part_files is not None else max(1, len(warc_paths))
     for k in range(plan.partitions):
         if plan.partitions > 1:

@@ -378,10 +378,35 @@ def test_a_hot_sites_shards_are_planned_over_the_whole_input():
     assert max(plan.bytes) <= 7_000 and sum(plan.pages) == 22
 
 
-def test_the_budget_sets_the_partition_size():
-    assert partition_bytes(1) == 0
-    assert partition_bytes(800) > partition_bytes(400) > 0
+def test_the_budget_less_the_fixed_cost_sets_the_partition_size():
+    """The room is 90 % of the budget less 190 MB and 0.075 MB per page of the largest shard,
+    planned at 2.5 bytes per spilled byte: 400 MB and a 2,000-page shard leave 360 - 340 = 20
+    MB, partitions of 8 MiB; 300-page sites leave 360 - 212.5 = 147.5 MB, 59 MiB."""
+    assert partition_bytes(400, 2000) == 20 * 2 ** 20 * 2 // 5 == 8_388_608
+    assert partition_bytes(400, 300) == int(147.5 * 2 ** 20 / 2.5) == 61_865_984
+    assert partition_bytes(800, 2000) > partition_bytes(400, 2000)
+    assert partition_bytes(1, 0) == 0 and partition_bytes(370, 2000) == 0
     assert BUCKETS >= 64
+
+
+def test_the_largest_shard_is_a_sites_pages_or_a_hot_sites_largest_shard():
+    from sitestrip.pipeline.partitions import hot_site_plans, largest_shard
+
+    urls = [f"https://hot.example/{d}/{i}.html" for d in ("a", "b", "c", "d") for i in range(5)]
+    cells = {}
+    for url in urls:
+        cell = partitions.page_cell(url)
+        cells[cell] = cells.get(cell, 0) + 1
+    sites = {"hot.example": (bucket_of("hot.example"), 20, 20_000),
+             "small.example": (bucket_of("small.example"), 4, 2_000)}
+    index = _index(sites, {"hot.example": cells})
+    hot = hot_site_plans(index, 6)
+    sizes = sorted(hot["hot.example"].sizes)
+    assert sum(sizes) == 20 and max(sizes) <= 6
+    assert largest_shard(index, hot) == max(sizes[-1], 4)
+    assert largest_shard(_index({"small.example": sites["small.example"]}), {}) == 4
+    assert largest_shard(_index({}), {}) == 0
+    assert plan_partitions(index, 6, 7_000, hot).hot == hot
 
 
 # ------------------------------------------------------------------ through the command line
