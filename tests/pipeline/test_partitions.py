@@ -361,15 +361,22 @@ def test_the_plan_fits_the_capacity_with_the_fewest_partitions():
         assert plan.partition_of(site, 0, bucket) == plan.bucket_partition[bucket] < plan.partitions
 
 
-def test_a_hot_sites_shards_are_planned_over_the_whole_input():
+def _hot_site(small_pages):
+    """hot.example's 20 URLs in four directories and the index of it (20,000 bytes) beside
+    small.example (`small_pages` pages, 2,000 bytes)."""
     urls = [f"https://hot.example/{d}/{i}.html" for d in ("a", "b", "c", "d") for i in range(5)]
     cells = {}
     for url in urls:
         cell = partitions.page_cell(url)
         cells[cell] = cells.get(cell, 0) + 1
     sites = {"hot.example": (bucket_of("hot.example"), 20, 20_000),
-             "small.example": (bucket_of("small.example"), 2, 2_000)}
-    plan = plan_partitions(_index(sites, {"hot.example": cells}), 6, capacity=7_000)
+             "small.example": (bucket_of("small.example"), small_pages, 2_000)}
+    return urls, _index(sites, {"hot.example": cells})
+
+
+def test_a_hot_sites_shards_are_planned_over_the_whole_input():
+    urls, index = _hot_site(2)
+    plan = plan_partitions(index, 6, capacity=7_000)
     expected = shard_urls("hot.example", urls, 6)
     assert {url: plan.shard_of("hot.example", partitions.page_cell(url)) for url in urls} == expected
     # Every shard of the hot site has a partition; none is over the capacity.
@@ -392,19 +399,12 @@ def test_the_budget_less_the_fixed_cost_sets_the_partition_size():
 def test_the_largest_shard_is_a_sites_pages_or_a_hot_sites_largest_shard():
     from sitestrip.pipeline.partitions import hot_site_plans, largest_shard
 
-    urls = [f"https://hot.example/{d}/{i}.html" for d in ("a", "b", "c", "d") for i in range(5)]
-    cells = {}
-    for url in urls:
-        cell = partitions.page_cell(url)
-        cells[cell] = cells.get(cell, 0) + 1
-    sites = {"hot.example": (bucket_of("hot.example"), 20, 20_000),
-             "small.example": (bucket_of("small.example"), 4, 2_000)}
-    index = _index(sites, {"hot.example": cells})
+    _, index = _hot_site(4)
     hot = hot_site_plans(index, 6)
     sizes = sorted(hot["hot.example"].sizes)
     assert sum(sizes) == 20 and max(sizes) <= 6
     assert largest_shard(index, hot) == max(sizes[-1], 4)
-    assert largest_shard(_index({"small.example": sites["small.example"]}), {}) == 4
+    assert largest_shard(_index({"small.example": index.sites["small.example"]}), {}) == 4
     assert largest_shard(_index({}), {}) == 0
     assert plan_partitions(index, 6, 7_000, hot).hot == hot
 
