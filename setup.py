@@ -9,7 +9,8 @@ laid out and rebuilt (transforms/_blob.c), the site menus' per-page loops (trans
 and the language identifier's prediction over the packaged fastText model
 (transforms/_language.c). The two that hash text share
 transforms/_crc32.h, zlib's crc32 as a table, so zlib's headers are not needed; _features.c,
-_site.c and _text.c read their arrays through transforms/_buffers.h.
+_site.c and _text.c read their arrays through transforms/_buffers.h, and _features.c and
+_site.c hash cluster signatures and menu keys with transforms/_keys.h.
 
 Everything else is declared in pyproject.toml; setuptools reads ext_modules from here. The
 extensions need only a C compiler and Python's headers (no numpy headers: it reads arrays
@@ -35,10 +36,10 @@ setup(ext_modules=[
               depends=["transforms/_buffers.h"]),
     Extension("sitestrip.transforms._blob", ["transforms/_blob.c"], extra_compile_args=flags),
     Extension("sitestrip.transforms._site", ["transforms/_site.c"], extra_compile_args=flags,
-              depends=["transforms/_buffers.h"]),
+              depends=["transforms/_buffers.h", "transforms/_keys.h"]),
     Extension("sitestrip.transforms._language", ["transforms/_language.c"], extra_compile_args=flags),
     Extension("sitestrip.transforms._features", ["transforms/_features.c"], extra_compile_args=flags,
-              depends=["transforms/_crc32.h", "transforms/_buffers.h"]),
+              depends=["transforms/_crc32.h", "transforms/_buffers.h", "transforms/_keys.h"]),
     Extension("sitestrip.transforms._flatten", ["transforms/_flatten.c"], extra_compile_args=flags,
               include_dirs=lxml.get_include(), depends=["transforms/_crc32.h"]),
 ])

@@ -67,6 +67,7 @@
 
 #include "_crc32.h"
 #include "_buffers.h"
+#include "_keys.h"
 
 /* The columns of the counts array, in this order (features.py reads them by these names). */
 enum { C_WORDS, C_PUNCT, C_SENTENCES, C_COMMAS, C_DIGITS, C_LENGTH, C_CLOSING, C_UPPER, C_PATTERNS, C_COUNT };
@@ -2827,18 +2828,8 @@ done:
     return result;
 }
 
-/* The menu and cluster keys' hashes (clusters.py, sitemenus.py): wrapping uint64 arithmetic,
- * so every value is the reference's exactly, whatever the order of the additions. */
-static inline uint64_t splitmix_mix(uint64_t x) {     /* clusters.mix64 */
-    x ^= x >> 30;
-    x *= 0xBF58476D1CE4E5B9ULL;
-    x ^= x >> 27;
-    x *= 0x94D049BB133111EBULL;
-    return x ^ (x >> 31);
-}
-
-#define PATH_BASE 0x9E3779B97F4A7C15ULL       /* clusters._BASE, sitemenus._KEY_BASE */
-#define CLASS_SALT 0x2545F4914F6CDD1DULL      /* sitemenus._CLASS_SALT */
+/* The menu and cluster keys' hashes (_keys.h): wrapping uint64 arithmetic, so every value is
+ * the reference's exactly, whatever the order of the additions. */
 
 /* path_hashes(end int32[n], depth int32[n], labels uint64[n], out uint64[n]): clusters.path_hashes,
  * mix64(Σ labels[a]·B^(depth[a]+1) over the nodes a with a <= i < end[a], ^ depth[i]·B): the
@@ -2878,14 +2869,14 @@ static PyObject *path_hashes(PyObject *self, PyObject *args) {
         if (!powers || !taken) { PyErr_NoMemory(); result = NULL; }
     }
     if (result && n) {
-        uint64_t p = PATH_BASE;
-        for (int32_t d = 0; d <= max_depth; d++) { powers[d] = p; p *= PATH_BASE; }
+        uint64_t p = KEY_BASE;
+        for (int32_t d = 0; d <= max_depth; d++) { powers[d] = p; p *= KEY_BASE; }
         uint64_t acc = 0;
         for (Py_ssize_t i = 0; i < n; i++) {
             uint64_t term = labels[i] * powers[depth[i]];
             acc += term - taken[i];
             taken[end[i]] += term;
-            out[i] = splitmix_mix(acc ^ ((uint64_t)depth[i] * PATH_BASE));
+            out[i] = key_mix(acc ^ ((uint64_t)depth[i] * KEY_BASE));
         }
     }
     PyMem_Free(powers);
@@ -2926,9 +2917,9 @@ static PyObject *menu_labels(PyObject *self, PyObject *args) {
             goto done;
         }
     for (Py_ssize_t i = 0; i < n; i++) {
-        uint64_t label = splitmix_mix((uint64_t)(int64_t)tag[i] + 1) ^ splitmix_mix((uint64_t)ids[i] ^ CLASS_SALT);
+        uint64_t label = key_mix((uint64_t)(int64_t)tag[i] + 1) ^ key_mix((uint64_t)ids[i] ^ KEY_CLASS_SALT);
         uint64_t classes = 0;
-        for (int32_t k = ptr[i]; k < ptr[i + 1]; k++) classes ^= splitmix_mix((uint64_t)cls[k] + CLASS_SALT);
+        for (int32_t k = ptr[i]; k < ptr[i + 1]; k++) classes ^= key_mix((uint64_t)cls[k] + KEY_CLASS_SALT);
         out[i] = label ^ classes;
     }
     result = Py_None;
@@ -2937,8 +2928,6 @@ done:
     for (int i = 0; i < held; i++) PyBuffer_Release(&v[i]);
     return result;
 }
-
-#define ID_SALT 0xD6E8FEB86659FD93ULL         /* clusters._ID_SALT */
 
 /* cluster_labels(tag int32[n], id_hash uint32[n], flags uint16[n], volatile_flag, ids, out uint64[n]):
  * clusters.node_labels: mix64(tag + 1), xor mix64(id ^ salt) where the node has an id that
@@ -2962,7 +2951,7 @@ static PyObject *cluster_labels(PyObject *self, PyObject *args) {
     uint64_t *out = ov.buf;
     for (Py_ssize_t i = 0; i < n; i++) {
         uint64_t id = ids_mode == 2 || (ids_mode == 1 && (flags[i] & volatile_flag)) ? 0 : ids[i];
-        out[i] = splitmix_mix((uint64_t)(int64_t)tag[i] + 1) ^ (id != 0 ? splitmix_mix(id ^ ID_SALT) : 0);
+        out[i] = key_mix((uint64_t)(int64_t)tag[i] + 1) ^ (id != 0 ? key_mix(id ^ KEY_ID_SALT) : 0);
     }
     PyBuffer_Release(&tv); PyBuffer_Release(&iv); PyBuffer_Release(&fv); PyBuffer_Release(&ov);
     Py_RETURN_NONE;

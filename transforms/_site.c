@@ -52,6 +52,7 @@
 #include <string.h>
 
 #include "_buffers.h"
+#include "_keys.h"
 
 /* menu_eligible(tag int32[n], flags uint16[n], chars int32[n], end int32[n], template bool[n],
  *               hyperlinks int64[n], weights float64[n], text_tag, in_link_flag, share,
@@ -340,17 +341,6 @@ static PyObject *leaf_elements(PyObject *self, PyObject *args) {
     return k < 0 ? NULL : PyLong_FromSsize_t(k);
 }
 
-/* clusters.mix64 (splitmix64's finalizer), clusters._BASE and clusters._ID_SALT, as
- * transforms/_features.c has them for node_labels and path_hashes. */
-static inline uint64_t sig_mix(uint64_t x) {
-    x ^= x >> 30;
-    x *= 0xBF58476D1CE4E5B9ULL;
-    x ^= x >> 27;
-    x *= 0x94D049BB133111EBULL;
-    return x ^ (x >> 31);
-}
-#define SIG_BASE 0x9E3779B97F4A7C15ULL
-#define SIG_ID_SALT 0xD6E8FEB86659FD93ULL
 
 static int compare_u64(const void *x, const void *y) {
     uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
@@ -410,7 +400,6 @@ static Py_ssize_t sort_distinct(uint64_t *a, uint64_t *tmp, Py_ssize_t n) {
  * mix64(class + class salt) over its class tokens, as _features.c menu_labels has it) summed
  * over its path from the root as clusters.subtree_path_hashes sums it, for these nodes alone
  * where the reference labels every node of the page to take a few. */
-#define MENU_CLASS_SALT 0x2545F4914F6CDD1DULL      /* sitemenus._CLASS_SALT */
 static PyObject *menu_keys(PyObject *self, PyObject *args) {
     (void)self;
     PyObject *objs[8];
@@ -454,19 +443,19 @@ static PyObject *menu_keys(PyObject *self, PyObject *args) {
         }
         if (ok && k) {
             uint64_t *powers = work, *taken = work + max_below + 1;
-            uint64_t p = SIG_BASE;
-            for (int64_t d = 0; d <= max_below; d++) { powers[d] = p; p *= SIG_BASE; }
+            uint64_t p = KEY_BASE;
+            for (int64_t d = 0; d <= max_below; d++) { powers[d] = p; p *= KEY_BASE; }
             uint64_t acc = 0;
             for (Py_ssize_t i = 0; i < k; i++) {
                 int64_t node = nodes[i];
-                uint64_t label = sig_mix((uint64_t)(int64_t)tag[node] + 1)
-                    ^ sig_mix((uint64_t)ids[node] ^ MENU_CLASS_SALT);
+                uint64_t label = key_mix((uint64_t)(int64_t)tag[node] + 1)
+                    ^ key_mix((uint64_t)ids[node] ^ KEY_CLASS_SALT);
                 for (int32_t c = ptr[node]; c < ptr[node + 1]; c++)
-                    label ^= sig_mix((uint64_t)cls[c] + MENU_CLASS_SALT);
+                    label ^= key_mix((uint64_t)cls[c] + KEY_CLASS_SALT);
                 uint64_t term = label * powers[below[i]];
                 acc += term - taken[i];
                 taken[stop[i]] += term;
-                out[i] = sig_mix(acc ^ ((uint64_t)below[i] * SIG_BASE));
+                out[i] = key_mix(acc ^ ((uint64_t)below[i] * KEY_BASE));
             }
         }
     }
@@ -608,8 +597,8 @@ static PyObject *signature(PyObject *self, PyObject *args) {
         }
         if (ok) {
             uint64_t *powers = work, *taken = work + max_depth + 1, *tmp = taken + n + 1;
-            uint64_t p = SIG_BASE;
-            for (int32_t d = 0; d <= max_depth; d++) { powers[d] = p; p *= SIG_BASE; }
+            uint64_t p = KEY_BASE;
+            for (int32_t d = 0; d <= max_depth; d++) { powers[d] = p; p *= KEY_BASE; }
             memset(taken, 0, ((size_t)n + 1) * sizeof(uint64_t));
             for (Py_ssize_t i = 0; i < n; i++)
                 if (tag[i] != text_tag && parent[i] >= 0) inner[parent[i]] = 1;
@@ -617,12 +606,12 @@ static PyObject *signature(PyObject *self, PyObject *args) {
             k = 0;
             for (Py_ssize_t i = 0; i < n; i++) {
                 uint64_t id = ids_mode == 2 || (ids_mode == 1 && (flags[i] & volatile_flag)) ? 0 : ids[i];
-                uint64_t label = sig_mix((uint64_t)(int64_t)tag[i] + 1) ^ (id != 0 ? sig_mix(id ^ SIG_ID_SALT) : 0);
+                uint64_t label = key_mix((uint64_t)(int64_t)tag[i] + 1) ^ (id != 0 ? key_mix(id ^ KEY_ID_SALT) : 0);
                 uint64_t term = label * powers[depth[i]];
                 acc += term - taken[i];
                 taken[end[i]] += term;
                 if (tag[i] != text_tag && !inner[i])
-                    out[k++] = sig_mix(acc ^ ((uint64_t)depth[i] * SIG_BASE));
+                    out[k++] = key_mix(acc ^ ((uint64_t)depth[i] * KEY_BASE));
             }
             k = sort_distinct(out, tmp, k);
             if (k < 0) PyErr_NoMemory();
