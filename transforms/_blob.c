@@ -295,10 +295,186 @@ done:
     return result;
 }
 
+/* The sections of a blob content's arrays after its header, in order: their item counts and
+ * item sizes, from the header's counts (`h`: n, text nodes, class hashes, attribute hashes, links,
+ * text bytes, verbatim text nodes). Fills `count` and `size` (N_IN each); returns the bytes they
+ * take at full width. */
+static int64_t sections(const int64_t *h, int64_t *count, int *size) {
+    const int64_t n = h[0], n_text = h[1], n_class = h[2], n_attr = h[3], n_link = h[4], n_pre = h[6];
+    const int64_t c[N_IN] = {n, n, n, n, n, n, n, n, n, n_class, n, n_attr, n_text, n_text, n_pre, n_link};
+    int64_t total = 0;
+    for (int s = 0; s < N_IN; s++) {
+        count[s] = c[s];
+        size[s] = s == 4 ? 2 : 4;
+        total += c[s] * size[s];
+    }
+    return total;
+}
+
+/* The header's counts, checked against the content's length `len` past `head` bytes of header:
+ * -1 (a ValueError set) where they cannot describe it. */
+static int64_t checked_sections(const char *raw, Py_ssize_t len, Py_ssize_t head, int64_t *h, int64_t *count,
+                                int *size) {
+    if (len < head) {
+        PyErr_SetString(PyExc_ValueError, "compact page blob shorter than its header");
+        return -1;
+    }
+    memcpy(h, raw, 7 * sizeof(int64_t));
+    for (int k = 0; k < 7; k++) {
+        if (h[k] < 0 || h[k] > len) {
+            PyErr_SetString(PyExc_ValueError, "compact page blob shorter than its counts");
+            return -1;
+        }
+    }
+    return sections(h, count, size);
+}
+
+/* narrow(content) -> bytes: a blob content (version 4's layout, CompactPage._raw) with each
+ * section of its arrays at the narrowest width of 1, 2 or 4 bytes that holds every item's
+ * unsigned value (its low bytes, little-endian; flags, 2 bytes, at 1 or 2): the
+ * 56-byte header, one width byte per section, the narrowed sections, then the text and link
+ * URLs as they were. Most sections are small counts and differences, so zstd reads a third
+ * fewer bytes and writes them back (page.py _narrow_reference is the reference). */
+static PyObject *narrow(PyObject *self, PyObject *args) {
+    (void)self;
+    Py_buffer rv;
+    if (!PyArg_ParseTuple(args, "y*", &rv)) return NULL;
+    PyObject *out = NULL;
+    const char *raw = rv.buf;
+    int64_t h[7], count[N_IN];
+    int size[N_IN];
+    const int64_t full = checked_sections(raw, rv.len, 56, h, count, size);
+    if (full < 0) goto done;
+    if (full > rv.len - 56) {
+        PyErr_SetString(PyExc_ValueError, "compact page blob shorter than its counts");
+        goto done;
+    }
+    unsigned char width[N_IN];
+    int64_t narrowed = 0;
+    const char *at = raw + 56;
+    for (int s = 0; s < N_IN; s++) {
+        uint32_t any = 0;
+        if (size[s] == 4) {
+            for (int64_t i = 0; i < count[s]; i++) {
+                uint32_t v;
+                memcpy(&v, at + 4 * i, 4);
+                any |= v;
+            }
+        } else {
+            for (int64_t i = 0; i < count[s]; i++) {
+                uint16_t v;
+                memcpy(&v, at + 2 * i, 2);
+                any |= v;
+            }
+        }
+        width[s] = any < 0x100u ? 1 : any < 0x10000u ? 2 : 4;
+        narrowed += count[s] * width[s];
+        at += count[s] * size[s];
+    }
+    const Py_ssize_t tail = rv.len - 56 - (Py_ssize_t)full;
+    out = PyBytes_FromStringAndSize(NULL, 56 + N_IN + (Py_ssize_t)narrowed + tail);
+    if (out == NULL) goto done;
+    char *o = PyBytes_AS_STRING(out);
+    memcpy(o, raw, 56);
+    memcpy(o + 56, width, N_IN);
+    o += 56 + N_IN;
+    at = raw + 56;
+    for (int s = 0; s < N_IN; s++) {
+        const int64_t c = count[s];
+        unsigned char *u = (unsigned char *)o;
+        if (width[s] == size[s]) {
+            memcpy(o, at, (size_t)(c * size[s]));
+        } else if (size[s] == 4) {
+            for (int64_t i = 0; i < c; i++) {
+                uint32_t v;
+                memcpy(&v, at + 4 * i, 4);
+                if (width[s] == 1) {
+                    u[i] = (unsigned char)v;
+                } else {                          /* 2 bytes of 4, little-endian */
+                    u[2 * i] = (unsigned char)v;
+                    u[2 * i + 1] = (unsigned char)(v >> 8);
+                }
+            }
+        } else {                                  /* flags: 1 byte of 2 */
+            for (int64_t i = 0; i < c; i++) {
+                uint16_t v;
+                memcpy(&v, at + 2 * i, 2);
+                u[i] = (unsigned char)v;
+            }
+        }
+        o += c * width[s];
+        at += c * size[s];
+    }
+    memcpy(o, at, (size_t)tail);
+done:
+    PyBuffer_Release(&rv);
+    return out;
+}
+
+/* widen(narrowed) -> bytes: narrow's input back from its output, each item zero-extended to
+ * its section's item size. A width that is not 1, 2 or 4 (2 at most for flags), or sections
+ * longer than the content, is damage (a ValueError). */
+static PyObject *widen(PyObject *self, PyObject *args) {
+    (void)self;
+    Py_buffer rv;
+    if (!PyArg_ParseTuple(args, "y*", &rv)) return NULL;
+    PyObject *out = NULL;
+    const char *raw = rv.buf;
+    int64_t h[7], count[N_IN];
+    int size[N_IN];
+    const int64_t full = checked_sections(raw, rv.len, 56 + N_IN, h, count, size);
+    if (full < 0) goto done;
+    const unsigned char *width = (const unsigned char *)raw + 56;
+    int64_t narrowed = 0;
+    for (int s = 0; s < N_IN; s++) {
+        if ((width[s] != 1 && width[s] != 2 && width[s] != 4) || width[s] > size[s]) {
+            PyErr_Format(PyExc_ValueError, "compact page blob: section %d has width %d", s, (int)width[s]);
+            goto done;
+        }
+        narrowed += count[s] * width[s];
+    }
+    if (narrowed > rv.len - 56 - N_IN) {
+        PyErr_SetString(PyExc_ValueError, "compact page blob shorter than its counts");
+        goto done;
+    }
+    const Py_ssize_t tail = rv.len - 56 - N_IN - (Py_ssize_t)narrowed;
+    out = PyBytes_FromStringAndSize(NULL, 56 + (Py_ssize_t)full + tail);
+    if (out == NULL) goto done;
+    char *o = PyBytes_AS_STRING(out);
+    memcpy(o, raw, 56);
+    o += 56;
+    const unsigned char *at = (const unsigned char *)raw + 56 + N_IN;
+    for (int s = 0; s < N_IN; s++) {
+        const int64_t c = count[s];
+        if (width[s] == size[s]) {
+            memcpy(o, at, (size_t)(c * size[s]));
+        } else if (size[s] == 4) {
+            for (int64_t i = 0; i < c; i++) {
+                uint32_t v = width[s] == 1 ? at[i] : (uint32_t)at[2 * i] | (uint32_t)at[2 * i + 1] << 8;
+                memcpy(o + 4 * i, &v, 4);
+            }
+        } else {                                  /* flags: 1 byte of 2 */
+            for (int64_t i = 0; i < c; i++) {
+                uint16_t v = at[i];
+                memcpy(o + 2 * i, &v, 2);
+            }
+        }
+        o += c * size[s];
+        at += c * width[s];
+    }
+    memcpy(o, at, (size_t)tail);
+done:
+    PyBuffer_Release(&rv);
+    return out;
+}
+
 static PyMethodDef methods[] = {
     {"raw", raw, METH_VARARGS, "A compact page's blob content from its arrays (page.py CompactPage._raw)."},
     {"rebuild", rebuild, METH_VARARGS,
      "Fill a compact page's arrays from its blob content (page.py CompactPage._rebuild_arrays)."},
+    {"narrow", narrow, METH_VARARGS,
+     "A blob content with each array section at the narrowest width its values need (page.py _narrow)."},
+    {"widen", widen, METH_VARARGS, "narrow's input back from its output (page.py _widen)."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -714,24 +714,98 @@ def _blob_layout(arrays: tuple, n: int) -> bool:
 
 
 # The blob's format, the "v" of a pickled page: 3, zlib's level 1 of the packed arrays (what
-# state files written before it hold, still read); 4, the arrays' length in 8 bytes
+# state files written before version 4 hold, still read); 4, the arrays' length in 8 bytes
 # little-endian, then zstd at Arrow's default level (compression.pack: Arrow's codec's frames):
 # on docsites-dev's 1,881 pages (115 MB packed) zlib took 0.57 CPU s to compress and 0.27 s to
-# inflate, to 18.8 MB; zstd 0.21 s and 0.13 s, to 17.9 MB.
-_BLOB_VERSION = 4
+# inflate, to 18.8 MB; zstd 0.21 s and 0.13 s, to 17.9 MB; 5, version 4 with each section of
+# the arrays at the narrowest width of 1, 2 or 4 bytes its values need (`_narrow`): most are
+# small counts and differences, so the same pages pack 113 MB as 71 MB, which zstd compresses
+# in 0.12 CPU s instead of 0.16 and inflates in 0.05 s instead of 0.09, to 15.6 MB instead of
+# 17.5. Versions 3 and 4 are still read (_unpack_blob).
+_BLOB_VERSION = 5
 _MAX_PACKED = 1 << 31          # the node arrays are int32-indexed: a larger length is damage
+_HEADER_BYTES = 56             # seven int64 counts
+_SECTIONS = 16                 # the arrays' sections after them, one width byte each in version 5
 
 
 def _pack_blob(raw: bytes) -> bytes:
-    return compression.pack(raw, "zstd")
+    """The version-5 blob of a blob content (CompactPage._raw's layout)."""
+    return compression.pack(_narrow(raw), "zstd")
 
 
 def _unpack_blob(blob: bytes, version: int) -> bytes:
+    """The blob content (CompactPage._raw's layout) of a blob of `version`."""
     if version == 3:
         return zlib.decompress(blob)
+    if version == 4:
+        return compression.unpack(blob, "zstd", limit=_MAX_PACKED)
     if version != _BLOB_VERSION:
         raise ValueError(f"unknown compact page version {version!r}")
-    return compression.unpack(blob, "zstd", limit=_MAX_PACKED)
+    return _widen(compression.unpack(blob, "zstd", limit=_MAX_PACKED))
+
+
+def _narrow(raw: bytes) -> bytes:
+    """Version 5's content from version 4's: transforms/_blob.c where built, else the reference."""
+    if _BLOB_COMPILED and _blob is not None:
+        return _blob.narrow(raw)
+    return _narrow_reference(raw)
+
+
+def _widen(narrowed: bytes) -> bytes:
+    if _BLOB_COMPILED and _blob is not None:
+        return _blob.widen(narrowed)
+    return _widen_reference(narrowed)
+
+
+def _sections(raw: bytes, head: int) -> list[tuple[int, int]]:
+    """(items, item size) of each section of a blob content's arrays, from its header's counts
+    (n, text nodes, class hashes, attribute hashes, links, text bytes, verbatim text nodes);
+    ValueError where a count is negative or past the content's `head`-byte header and length."""
+    if len(raw) < head:
+        raise ValueError("compact page blob shorter than its header")
+    counts = np.frombuffer(raw, dtype=np.int64, count=7).tolist()
+    if min(counts) < 0 or max(counts) > len(raw):
+        raise ValueError("compact page blob shorter than its counts")
+    n, n_text, n_class, n_attr, n_link, _, n_pre = counts
+    items = (n, n, n, n, n, n, n, n, n, n_class, n, n_attr, n_text, n_text, n_pre, n_link)
+    return [(count, 2 if k == 4 else 4) for k, count in enumerate(items)]
+
+
+def _narrow_reference(raw: bytes) -> bytes:
+    """Each section of a version-4 content (`_sections`) at the narrowest width of 1, 2 or 4
+    bytes that holds every item's unsigned value, its low bytes little-endian (flags, 2-byte
+    items, at 1 or 2): the header, one width byte per section, the sections, the text and
+    link URLs as they were."""
+    sections = _sections(raw, _HEADER_BYTES)
+    if sum(count * size for count, size in sections) > len(raw) - _HEADER_BYTES:
+        raise ValueError("compact page blob shorter than its counts")
+    pos, widths, parts = _HEADER_BYTES, [], []
+    for count, size in sections:
+        values = np.frombuffer(raw, dtype=np.uint32 if size == 4 else np.uint16, count=count, offset=pos)
+        pos += count * size
+        top = int(np.bitwise_or.reduce(values)) if count else 0
+        width = 1 if top < 0x100 else 2 if top < 0x10000 else 4
+        widths.append(width)
+        parts.append(values.tobytes() if width == size else values.astype(f"<u{width}").tobytes())
+    return b"".join([raw[:_HEADER_BYTES], bytes(widths), *parts, raw[pos:]])
+
+
+def _widen_reference(narrowed: bytes) -> bytes:
+    """_narrow_reference's input from its output: each item zero-extended to its section's size."""
+    sections = _sections(narrowed, _HEADER_BYTES + _SECTIONS)
+    widths = narrowed[_HEADER_BYTES:_HEADER_BYTES + _SECTIONS]
+    for k, ((count, size), width) in enumerate(zip(sections, widths)):
+        if width not in (1, 2, 4) or width > size:
+            raise ValueError(f"compact page blob: section {k} has width {width}")
+    if sum(count * width for (count, _), width in zip(sections, widths)) > len(narrowed) - _HEADER_BYTES - _SECTIONS:
+        raise ValueError("compact page blob shorter than its counts")
+    pos, parts = _HEADER_BYTES + _SECTIONS, []
+    for (count, size), width in zip(sections, widths):
+        values = np.frombuffer(narrowed, dtype=f"<u{width}" if width < size else
+                               (np.uint32 if size == 4 else np.uint16), count=count, offset=pos)
+        pos += count * width
+        parts.append(values.astype(np.uint32 if size == 4 else np.uint16).tobytes())
+    return b"".join([narrowed[:_HEADER_BYTES], *parts, narrowed[pos:]])
 
 
 # The fields a pickled page carries in its blob, rebuilt by CompactPage._unpack.

@@ -140,3 +140,77 @@ def test_a_stored_blob_reads_back_compiled():
     stored = CompactPage.__new__(CompactPage)
     stored.__setstate__({**state, "blob": _pack_blob(page._raw_reference(*text_and_links(page)))})
     assert stored.differing_fields(page) == []
+
+
+# --- version 5: the sections of a content at the narrowest widths their values need ---
+
+def _hand_content() -> tuple[bytes, bytes]:
+    """A version-4 content of two nodes built by hand, and its version-5 narrowing derived by
+    hand: each section's width is that of its largest value (tag 300 needs 2 bytes, flags
+    0x100 the whole 2 of a flag, a hint of 0x10000 and the class hash 0xFFFFFFFF 4; empty
+    sections and all the others 1), and each value keeps its low bytes, little-endian."""
+    u32 = lambda *v: np.array(v, dtype="<u4").tobytes()  # noqa: E731
+    header = np.array([2, 1, 1, 0, 0, 2, 0], dtype="<i8").tobytes()      # n, texts, classes, attrs, links, text, pre
+    sections = [u32(1, 1), u32(1, 0), u32(0, 1), u32(5, 300), np.array([0, 0x100], "<u2").tobytes(),
+                u32(0x10000, 0), u32(7, 0), u32(0, 0), u32(1, 0), u32(0xFFFFFFFF), u32(0, 0), b"",
+                u32(2), u32(1), b"", b""]
+    content = header + b"".join(sections) + b"hi"
+    widths = bytes([1, 1, 1, 2, 2, 4, 1, 1, 1, 4, 1, 1, 1, 1, 1, 1])
+    narrowed = (header + widths + bytes([1, 1]) + bytes([1, 0]) + bytes([0, 1]) + bytes([5, 0, 0x2C, 0x01])
+                + bytes([0, 0, 0, 1]) + u32(0x10000, 0) + bytes([7, 0]) + bytes([0, 0]) + bytes([1, 0])
+                + u32(0xFFFFFFFF) + bytes([0, 0]) + bytes([2]) + bytes([1]) + b"hi")
+    return content, narrowed
+
+
+def test_narrowing_a_hand_built_content():
+    blob = require_built("_blob")
+    content, narrowed = _hand_content()
+    for narrow, widen in ((blob.narrow, blob.widen),
+                          (page_module._narrow_reference, page_module._widen_reference)):
+        assert narrow(content) == narrowed
+        assert widen(narrowed) == content
+
+
+@pytest.mark.parametrize("html", PAGES)
+def test_narrowing_compiled_is_the_reference_and_widening_undoes_it(html):
+    blob = require_built("_blob")
+    raw = parse_page(html, "http://ex.com/")._raw()
+    narrowed = blob.narrow(raw)
+    assert narrowed == page_module._narrow_reference(raw)
+    assert len(narrowed) < len(raw)
+    assert blob.widen(narrowed) == page_module._widen_reference(narrowed) == raw
+
+
+def test_values_past_a_width_keep_the_full_width():
+    """The wrapping int32 values of test_int32_arithmetic_wraps_as_numpy_s (hash-sized lines,
+    all-ones id hashes) need all 4 bytes; narrowed and widened, the page is the same."""
+    blob = require_built("_blob")
+    page = parse_page(PAGES[2], "http://ex.com/")
+    n = page.size
+    page.line = np.array([np.iinfo(np.int32).max - 1] + [np.iinfo(np.int32).min + 3] * (n - 1), dtype=np.int32)
+    page.id_hash = np.full(n, 0xFFFFFFFF, dtype=np.uint32)
+    raw = page._raw()
+    narrowed = blob.narrow(raw)
+    assert narrowed[56 + 6] == narrowed[56 + 7] == 4          # line steps, id hashes
+    assert blob.widen(narrowed) == page_module._widen_reference(narrowed) == raw
+
+
+@pytest.mark.parametrize("damage", ["width_3", "flags_width_4", "cut", "no_widths"])
+def test_a_damaged_narrowed_content_is_refused_on_both_paths(damage):
+    blob = require_built("_blob")
+    content, narrowed = _hand_content()
+    if damage == "width_3":
+        bad = narrowed[:56] + bytes([3]) + narrowed[57:]
+    elif damage == "flags_width_4":
+        bad = narrowed[:60] + bytes([4]) + narrowed[61:]
+    elif damage == "cut":
+        bad = narrowed[:80]
+    else:
+        bad = narrowed[:60]
+    for widen in (blob.widen, page_module._widen_reference):
+        with pytest.raises(ValueError):
+            widen(bad)
+    with pytest.raises(ValueError):
+        blob.narrow(content[:70])
+    with pytest.raises(ValueError):
+        page_module._narrow_reference(content[:70])

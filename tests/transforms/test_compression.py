@@ -10,7 +10,7 @@ import pytest
 
 from sitestrip.transforms import compression
 from sitestrip.transforms.compression import PackedTexts, pack, unpack
-from sitestrip.transforms.page import _pack_blob, _unpack_blob, parse_page
+from sitestrip.transforms.page import _narrow, _pack_blob, _unpack_blob, parse_page
 
 
 def _arrow_pack(raw: bytes, name: str = "zstd") -> bytes:
@@ -55,8 +55,9 @@ def test_lz4_is_arrows_codec():
 def test_a_page_blob_is_arrows_frame():
     page = parse_page("<body><p>one</p><a href='/x'>two</a><pre>  three </pre></body>", "http://ex.com/")
     blob = page.__getstate__()["blob"]
-    assert blob == _arrow_pack(page._raw())
-    assert _unpack_blob(blob, 4) == page._raw() == _unpack_blob(_pack_blob(page._raw()), 4)
+    assert blob == _arrow_pack(_narrow(page._raw()))
+    assert _unpack_blob(blob, 5) == page._raw() == _unpack_blob(_pack_blob(page._raw()), 5)
+    assert _unpack_blob(_arrow_pack(page._raw()), 4) == page._raw()
 
 
 def test_damaged_zstd_data_raises_what_arrow_raised():

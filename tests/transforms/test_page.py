@@ -177,9 +177,9 @@ def test_pickled_page_round_trips_and_is_smaller_than_html():
 
 
 def test_the_blob_layout_is_the_stored_one():
-    """State files hold blobs of version 4 (transforms/state.py): the seven int64 counts, the
-    delta-encoded arrays in their order, the UTF-8 text, the link URLs joined by newlines,
-    spelled out here with np.diff as the layout was first written."""
+    """A blob's content (version 4's, which version 5 narrows; state files hold both): the
+    seven int64 counts, the delta-encoded arrays in their order, the UTF-8 text, the link URLs
+    joined by newlines, spelled out here with np.diff as the layout was first written."""
     from sitestrip.transforms.page import TEXT, _pack_blob, _unpack_blob
 
     page = parse_page("<body><pre>  x\n  y</pre><div class='a b' id=m data-k=v><p>caf\u00e9 <a href='/x'>t</a>"
@@ -201,7 +201,7 @@ def test_the_blob_layout_is_the_stored_one():
     assert is_pre.any() and page.class_hash.size == 2 and page.link_node.size == 2
     assert page._raw() == expected
     state = page.__getstate__()
-    assert state["v"] == 4 and _unpack_blob(state["blob"], 4) == expected
+    assert state["v"] == 5 and _unpack_blob(state["blob"], 5) == expected
     stored = type(page).__new__(type(page))
     stored.__setstate__({**state, "blob": _pack_blob(expected)})
     assert stored.differing_fields(page) == []
@@ -239,7 +239,7 @@ def test_a_damaged_blob_fails_where_an_array_is_first_read():
 
     page = parse_page("<body><p>one</p></body>", "http://ex.com/")
     state = page.__getstate__()
-    assert state["v"] == 4
+    assert state["v"] == 5
 
     def damaged(**change):
         out = type(page).__new__(type(page))
@@ -272,12 +272,34 @@ def test_a_version_3_page_as_older_state_files_hold_it_still_unpacks():
     page = parse_page("<body><div class=a><p>one <b>two</b></p><pre> x\n  y</pre>"
                       "<a href=/z>z</a></div></body>", "http://ex.com/")
     state = page.__getstate__()
-    old_blob = zlib.compress(_unpack_blob(state["blob"], 4), 1)
+    old_blob = zlib.compress(_unpack_blob(state["blob"], 5), 1)
     old = type(page).__new__(type(page))
     old.__setstate__({**state, "v": 3, "blob": old_blob})
     assert old.differing_fields(page) == []
     again = old.__getstate__()
     assert again["v"] == 3 and again["blob"] == old_blob
+    assert pickle.loads(pickle.dumps(old)).differing_fields(page) == []
+
+
+def test_a_version_4_page_as_older_state_files_hold_it_still_unpacks():
+    """Version 4 was zstd of the arrays at their full widths: read back equal, and pickled
+    again as version 4 with its blob as it came."""
+    import pickle
+
+    from sitestrip.transforms import compression
+    from sitestrip.transforms.page import _unpack_blob
+
+    page = parse_page("<body><div class=a><p>one <b>two</b></p><pre> x\n  y</pre>"
+                      "<a href=/z>z</a></div></body>", "http://ex.com/")
+    state = page.__getstate__()
+    content = _unpack_blob(state["blob"], 5)
+    assert content == page._raw()
+    old_blob = compression.pack(content, "zstd")
+    old = type(page).__new__(type(page))
+    old.__setstate__({**state, "v": 4, "blob": old_blob})
+    assert old.differing_fields(page) == []
+    again = old.__getstate__()
+    assert again["v"] == 4 and again["blob"] == old_blob
     assert pickle.loads(pickle.dumps(old)).differing_fields(page) == []
 
 
