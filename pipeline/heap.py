@@ -16,31 +16,45 @@ def glibc_function(name: str):
         return None
 
 
-# glibc's malloc, as `sitestrip run` sets it (bound_c_heap).
-C_HEAP = {"MALLOC_MMAP_THRESHOLD_": 2 << 20, "MALLOC_TRIM_THRESHOLD_": 32 << 20}
+# glibc's malloc, as `sitestrip run` sets it (bound_c_heap): blocks under 32 MiB from the heap,
+# whose free top is returned past 64 MiB, and no fastbins (glibc.malloc.mxfast=0).
+C_HEAP = {"MALLOC_MMAP_THRESHOLD_": 32 << 20, "MALLOC_TRIM_THRESHOLD_": 64 << 20}
 _MALLOPT = {"MALLOC_MMAP_THRESHOLD_": -3, "MALLOC_TRIM_THRESHOLD_": -1}     # M_MMAP_THRESHOLD, M_TRIM_THRESHOLD
+M_MXFAST = 1
+NO_FASTBINS = "glibc.malloc.mxfast=0"
 
 
 def bound_c_heap() -> None:
-    """Blocks of 2 MiB and more get their own mapping (given back when freed) and the heap's
-    free top is returned past 32 MiB, unless the user set either glibc variable.
+    """glibc's malloc for a run, unless the user tuned it (either variable of C_HEAP, or a
+    glibc.malloc tunable in GLIBC_TUNABLES): a fixed mapping threshold of 32 MiB, a trim
+    threshold of 64 MiB, and no fastbins.
 
-    By default glibc raises its mapping threshold each time a large block is freed, up to 32
-    MiB, so a site shard's node arrays, decompressed pages and the runner's encoded buffers
-    land in the heap, which the next stage cannot always reuse. Fixed, peak RSS on docsites-dev
-    (1 worker, three runs each; docs/performance.md, "Memory per worker"): 407-419 → 377-379 MB, for 0.4 s
-    more system CPU and the same wall time within the runs' spread (+2 %). This process gets
-    it through mallopt (libc's own variables are read once, at start); the local workers of
-    --workers N, started later, through the environment they inherit. Not glibc: nothing."""
-    if any(name in os.environ for name in C_HEAP):
+    A run allocates and frees the same large buffers page after page and part after part:
+    decompressed blobs, node arrays, the text columns of a batch of rows and the Parquet
+    writer's buffers, many of them between 2 and 32 MiB. Below the mapping threshold they come from the heap and are
+    reused; above it each is a mapping of its own, given back when freed and faulted in page
+    by page when the next is made. glibc's own threshold moves with the blocks freed, so a
+    block could land in the heap or not depending on what came before; fixed, it does not.
+    Fastbins keep small freed chunks (libxml2's nodes, numpy's small arrays) unmerged until
+    the next large request merges them all at once (malloc_consolidate); without them the
+    chunks merge as they are freed, and the thread cache still serves the small sizes.
+
+    The settings reach this process through mallopt (libc reads its variables once, at
+    start) and the local workers of --workers N, started later, through the environment they
+    inherit (GLIBC_TUNABLES keeps a value the user gave it). docs/performance.md ("Memory per
+    worker") has what they cost and save. Not glibc: nothing."""
+    tunables = os.environ.get("GLIBC_TUNABLES", "")
+    if any(name in os.environ for name in C_HEAP) or "glibc.malloc." in tunables:
         return
     for name, value in C_HEAP.items():
         os.environ[name] = str(value)
+    os.environ["GLIBC_TUNABLES"] = f"{tunables}:{NO_FASTBINS}" if tunables else NO_FASTBINS
     mallopt = glibc_function("mallopt")
     if mallopt is None:
         return
     for name, value in C_HEAP.items():
         mallopt(_MALLOPT[name], value)
+    mallopt(M_MXFAST, 0)
 
 
 _MALLOC_TRIM: list = []       # glibc's malloc_trim or None, looked up at the first trim

@@ -283,7 +283,7 @@ def test_the_cli_gives_arrow_the_system_allocator_unless_the_user_chose_one(pres
 
 
 _HEAP_PROBE = """
-import os, sys
+import ctypes, os, sys
 if sys.argv[1] == "bound":
     from sitestrip.pipeline.cli import bound_c_heap
     bound_c_heap()
@@ -294,27 +294,49 @@ def in_heap(address):
             if start <= address < end:
                 return True
     return False
-big = bytes(8 << 20)
-del big            # freed: glibc's dynamic threshold rises to 8 MiB
+class Info(ctypes.Structure):
+    _fields_ = [(name, ctypes.c_size_t) for name in ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks",
+                                                     "fsmblks", "uordblks", "fordblks", "keepcost")]
+libc = ctypes.CDLL("libc.so.6")
+libc.mallinfo2.restype = Info
+libc.malloc.restype = ctypes.c_void_p
+libc.free.argtypes = [ctypes.c_void_p]
+small = [libc.malloc(48) for _ in range(200)]
+for address in small:
+    libc.free(address)     # past the thread cache's 7 a size: into a fastbin, if there are any
+fastbins = libc.mallinfo2().fsmblks > 0       # read first: a large request merges them
 block = bytes(4 << 20)
-print(in_heap(id(block)), os.environ.get("MALLOC_MMAP_THRESHOLD_"), os.environ.get("MALLOC_TRIM_THRESHOLD_"))
+print(in_heap(id(block)), fastbins, os.environ.get("MALLOC_MMAP_THRESHOLD_"),
+      os.environ.get("MALLOC_TRIM_THRESHOLD_"), os.environ.get("GLIBC_TUNABLES"))
 """
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux") or __import__("platform").libc_ver()[0] != "glibc",
                     reason="glibc's malloc only")
 @pytest.mark.parametrize("how, expected", [
-    ("default", "True None None"),            # glibc alone: after an 8 MiB block is freed, 4 MiB comes from the heap
-    ("bound", "False 2097152 33554432"),      # from 2 MiB up a block is mapped apart; workers inherit the variables
-    ("user", "False 65536 None"),             # the user's own variable wins (64 KiB), nothing added
+    # glibc alone: a first 4 MiB block is mapped apart (its threshold starts at 128 KiB), and
+    # small freed chunks wait in fastbins
+    ("default", "False True None None None"),
+    # bound: it comes from the heap (under 32 MiB), no fastbins; workers inherit the variables
+    ("bound", "True False 33554432 67108864 glibc.malloc.mxfast=0"),
+    # the user's own variable wins (64 KiB), nothing added
+    ("user", "False True 65536 None None"),
+    # a tunable of the user's: kept, and another added to it
+    ("tunable", "True False 33554432 67108864 glibc.rtld.optional_static_tls=1024:glibc.malloc.mxfast=0"),
+    # the user's own malloc tunable wins, nothing added
+    ("user_tunable", "False True None None glibc.malloc.mxfast=64"),
 ])
 def test_the_run_bounds_the_c_heap_unless_the_user_tuned_it(how, expected):
-    """bound_c_heap (run() calls it first): glibc raises its mapping threshold to the size of
-    each large block freed, so a later 4 MiB block lands in the heap; bounded at 2 MiB it is
-    mapped on its own (its address is outside [heap]) and given back when freed."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MALLOC_")}
+    """bound_c_heap (run() calls it first): blocks under 32 MiB come from the heap, where the
+    next one reuses them, and freed small chunks merge at once instead of waiting in
+    fastbins; unless the user tuned glibc's malloc."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MALLOC_") and k != "GLIBC_TUNABLES"}
     if how == "user":
         env["MALLOC_MMAP_THRESHOLD_"] = "65536"
+    elif how == "tunable":
+        env["GLIBC_TUNABLES"] = "glibc.rtld.optional_static_tls=1024"
+    elif how == "user_tunable":
+        env["GLIBC_TUNABLES"] = "glibc.malloc.mxfast=64"
     out = subprocess.run([sys.executable, "-c", _HEAP_PROBE, "default" if how == "default" else "bound"],
                          env=env, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == expected
