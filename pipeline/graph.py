@@ -295,11 +295,10 @@ def shard_sites(pages, max_site_pages: int):
 
 # A shard of this many pages or more gives the C heap's free memory back to the system when
 # it is done (give_back_heap). Its pages, unpacked arrays and ETDM indexes were freed into the
-# heap, where glibc keeps them; the part writer that comes next allocates its Arrow buffers as
-# mappings of their own (bound_c_heap in pipeline/heap.py: 2 MiB and more), which cannot reuse
-# that memory, so without it a hot shard's partition peaked with both: one 2,000-page shard,
-# 1 worker, 232-233 → 210-211 MB anonymous, 350 → 327-328 MB RSS (docs/performance.md, "Memory
-# per worker"). A trim walks the heap's free chunks, a few milliseconds; a shard of 250 pages
+# heap, where glibc keeps them, and the part writer that comes next does not need all of it:
+# one 2,000-page shard, 1 worker, the heap as bound_c_heap sets it (pipeline/heap.py), peaks
+# at 296-300 MB RSS with the trim and 314-320 MB without (docs/performance.md, "Memory per
+# worker"). A trim walks the heap's free chunks, a few milliseconds; a shard of 250 pages
 # took a second or more, so a smaller one keeps its memory for the next.
 TRIM_AFTER_PAGES = 250
 

@@ -90,9 +90,11 @@ BUCKETS = 256
 # How a partition's size follows from run.memory_budget_mb (docs/performance.md, "Memory
 # per worker"), 1 worker: peak RSS = the run's fixed cost + HELD_PER_SPILLED_BYTE x a
 # partition's spilled bytes. The fixed cost is what a run holds whatever its partitions: the
-# interpreter, Beam, the models and a part being written (BASE_MB: a one-page run peaks at
-# 177-179 MB), and the working set of its largest site shard, SHARD_MB_PER_PAGE a page (one
-# synthetic site of 2,000 pages, one shard, peaks at 327-328 MB: 150 MB over a one-page run).
+# interpreter, Beam, the models and a part being written (BASE_MB: a one-page run peaked at
+# 177-179 MB when these were set), and the working set of its largest site shard,
+# SHARD_MB_PER_PAGE a page (one synthetic site of 2,000 pages, one shard, peaked at 327-328
+# MB: 150 MB over a one-page run; with the heap settings of pipeline/heap.py and the
+# version-5 blob, 295-300 MB, so the plan keeps a margin).
 # The plan knows the largest shard before it packs the partitions (`largest_shard`): a run of
 # small sites has room for larger partitions, and so runs fewer of them (each costs a
 # pipeline's start, about 0.1 CPU s with 1 worker), while a run with 2,000-page shards plans
