@@ -329,6 +329,16 @@ static int64_t checked_sections(const char *raw, Py_ssize_t len, Py_ssize_t head
     return sections(h, count, size);
 }
 
+/* The one bytes-like argument of narrow and widen in `rv` and its header's sections (as
+ * checked_sections, past `head` bytes of header): the bytes at full width, or -1 with an
+ * exception set (`rv` then released). */
+static int64_t content_arg(PyObject *args, Py_ssize_t head, Py_buffer *rv, int64_t *h, int64_t *count, int *size) {
+    if (!PyArg_ParseTuple(args, "y*", rv)) return -1;
+    const int64_t full = checked_sections(rv->buf, rv->len, head, h, count, size);
+    if (full < 0) PyBuffer_Release(rv);
+    return full;
+}
+
 /* narrow(content) -> bytes: a blob content (version 4's layout, CompactPage._raw) with each
  * section of its arrays at the narrowest width of 1, 2 or 4 bytes that holds every item's
  * unsigned value (its low bytes, little-endian; flags, 2 bytes, at 1 or 2): the
@@ -338,13 +348,12 @@ static int64_t checked_sections(const char *raw, Py_ssize_t len, Py_ssize_t head
 static PyObject *narrow(PyObject *self, PyObject *args) {
     (void)self;
     Py_buffer rv;
-    if (!PyArg_ParseTuple(args, "y*", &rv)) return NULL;
-    PyObject *out = NULL;
-    const char *raw = rv.buf;
     int64_t h[7], count[N_IN];
     int size[N_IN];
-    const int64_t full = checked_sections(raw, rv.len, 56, h, count, size);
-    if (full < 0) goto done;
+    const int64_t full = content_arg(args, 56, &rv, h, count, size);
+    if (full < 0) return NULL;
+    PyObject *out = NULL;
+    const char *raw = rv.buf;
     if (full > rv.len - 56) {
         PyErr_SetString(PyExc_ValueError, "compact page blob shorter than its counts");
         goto done;
@@ -417,13 +426,12 @@ done:
 static PyObject *widen(PyObject *self, PyObject *args) {
     (void)self;
     Py_buffer rv;
-    if (!PyArg_ParseTuple(args, "y*", &rv)) return NULL;
-    PyObject *out = NULL;
-    const char *raw = rv.buf;
     int64_t h[7], count[N_IN];
     int size[N_IN];
-    const int64_t full = checked_sections(raw, rv.len, 56 + N_IN, h, count, size);
-    if (full < 0) goto done;
+    const int64_t full = content_arg(args, 56 + N_IN, &rv, h, count, size);
+    if (full < 0) return NULL;
+    PyObject *out = NULL;
+    const char *raw = rv.buf;
     const unsigned char *width = (const unsigned char *)raw + 56;
     int64_t narrowed = 0;
     for (int s = 0; s < N_IN; s++) {

@@ -260,33 +260,12 @@ def test_a_damaged_blob_fails_where_an_array_is_first_read():
         pickle.loads(pickle.dumps(page)).no_such_field
 
 
-def test_a_version_3_page_as_older_state_files_hold_it_still_unpacks():
-    """Before version 4 a page's blob was zlib (level 1) of the same packed arrays: such a
-    page reads back with every field equal, and pickles again as version 3, its blob as it
-    came (a state file rewritten by a later run keeps pages it did not touch readable)."""
-    import pickle
-    import zlib
-
-    from sitestrip.transforms.page import _unpack_blob
-
-    page = parse_page("<body><div class=a><p>one <b>two</b></p><pre> x\n  y</pre>"
-                      "<a href=/z>z</a></div></body>", "http://ex.com/")
-    state = page.__getstate__()
-    old_blob = zlib.compress(_unpack_blob(state["blob"], 5), 1)
-    old = type(page).__new__(type(page))
-    old.__setstate__({**state, "v": 3, "blob": old_blob})
-    assert old.differing_fields(page) == []
-    again = old.__getstate__()
-    assert again["v"] == 3 and again["blob"] == old_blob
-    assert pickle.loads(pickle.dumps(old)).differing_fields(page) == []
-
-
-def test_a_version_4_page_as_older_state_files_hold_it_still_unpacks():
-    """Version 4 was zstd of the arrays at their full widths: read back equal, and pickled
-    again as version 4 with its blob as it came."""
+def _reads_back_as_stored(version: int, blob_of) -> None:
+    """A page whose blob is `blob_of(its blob content)` under `version` reads back with every
+    field equal, and pickles again as that version with its blob as it came (a state file
+    rewritten by a later run keeps pages it did not touch readable)."""
     import pickle
 
-    from sitestrip.transforms import compression
     from sitestrip.transforms.page import _unpack_blob
 
     page = parse_page("<body><div class=a><p>one <b>two</b></p><pre> x\n  y</pre>"
@@ -294,13 +273,27 @@ def test_a_version_4_page_as_older_state_files_hold_it_still_unpacks():
     state = page.__getstate__()
     content = _unpack_blob(state["blob"], 5)
     assert content == page._raw()
-    old_blob = compression.pack(content, "zstd")
+    old_blob = blob_of(content)
     old = type(page).__new__(type(page))
-    old.__setstate__({**state, "v": 4, "blob": old_blob})
+    old.__setstate__({**state, "v": version, "blob": old_blob})
     assert old.differing_fields(page) == []
     again = old.__getstate__()
-    assert again["v"] == 4 and again["blob"] == old_blob
+    assert again["v"] == version and again["blob"] == old_blob
     assert pickle.loads(pickle.dumps(old)).differing_fields(page) == []
+
+
+def test_a_version_3_page_as_older_state_files_hold_it_still_unpacks():
+    """Before version 4 a page's blob was zlib (level 1) of the same packed arrays."""
+    import zlib
+
+    _reads_back_as_stored(3, lambda content: zlib.compress(content, 1))
+
+
+def test_a_version_4_page_as_older_state_files_hold_it_still_unpacks():
+    """Version 4 was zstd of the arrays at their full widths."""
+    from sitestrip.transforms import compression
+
+    _reads_back_as_stored(4, lambda content: compression.pack(content, "zstd"))
 
 
 # --- aligned_nodes: the walk that maps compact nodes back onto the lxml tree ---
