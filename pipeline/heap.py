@@ -31,9 +31,9 @@ def bound_c_heap() -> None:
 
     A run allocates and frees the same large buffers page after page and part after part:
     decompressed blobs, node arrays, the text columns of a batch of rows and the Parquet
-    writer's buffers, many of them between 2 and 32 MiB. Below the mapping threshold they come from the heap and are
-    reused; above it each is a mapping of its own, given back when freed and faulted in page
-    by page when the next is made. glibc's own threshold moves with the blocks freed, so a
+    writer's buffers, many of them between 2 and 32 MiB. Below the mapping threshold they
+    come from the heap and are reused; above it each is a mapping of its own, given back when
+    freed and faulted in page by page when the next is made. glibc's own threshold moves with the blocks freed, so a
     block could land in the heap or not depending on what came before; fixed, it does not.
     Fastbins keep small freed chunks (libxml2's nodes, numpy's small arrays) unmerged until
     the next large request merges them all at once (malloc_consolidate); without them the
