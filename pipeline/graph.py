@@ -297,7 +297,7 @@ def shard_sites(pages, max_site_pages: int):
 # it is done (give_back_heap). Its pages, unpacked arrays and ETDM indexes were freed into the
 # heap, where glibc keeps them, and the part writer that comes next does not need all of it:
 # one 2,000-page shard, 1 worker, the heap as bound_c_heap sets it (pipeline/heap.py), peaks
-# at 296-300 MB RSS with the trim and 314-320 MB without (docs/performance.md, "Memory per
+# at 294-300 MB RSS with the trim and 314-320 MB without (docs/performance.md, "Memory per
 # worker"). A trim walks the heap's free chunks, a few milliseconds; a shard of 250 pages
 # took a second or more, so a smaller one keeps its memory for the next.
 TRIM_AFTER_PAGES = 250

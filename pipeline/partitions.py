@@ -94,7 +94,7 @@ BUCKETS = 256
 # 177-179 MB when these were set), and the working set of its largest site shard,
 # SHARD_MB_PER_PAGE a page (one synthetic site of 2,000 pages, one shard, peaked at 327-328
 # MB: 150 MB over a one-page run; with the heap settings of pipeline/heap.py and the
-# version-5 blob, 295-300 MB, so the plan keeps a margin).
+# version-5 blob, 294-300 MB, so the plan keeps a margin).
 # The plan knows the largest shard before it packs the partitions (`largest_shard`): a run of
 # small sites has room for larger partitions, and so runs fewer of them (each costs a
 # pipeline's start, about 0.1 CPU s with 1 worker), while a run with 2,000-page shards plans
