@@ -316,6 +316,30 @@ def test_a_local_run_collects_the_young_generation_rarely_and_keeps_a_rarer_choi
         assert after[0] == wanted > 700
 
 
+_GC_BEFORE_BEAM_PROBE = """
+import gc, sys
+from sitestrip.pipeline import cli, console
+seen = []
+def stop():
+    seen.append((gc.get_threshold()[0], "apache_beam" in sys.modules))
+    raise SystemExit(0)
+console.import_beam_quietly = stop
+try:
+    cli.run(["--input", "in", "--output", "out"])
+except SystemExit:
+    pass
+print(*seen[0], cli.YOUNG_COLLECTION_ALLOCATIONS)
+"""
+
+
+def test_sitestrip_run_collects_the_young_generation_rarely_before_beam_is_imported():
+    """Beam's imports make objects that all survive: the raised threshold is in place before
+    them, where a run used to collect among them at CPython's 700."""
+    out = subprocess.run([sys.executable, "-c", _GC_BEFORE_BEAM_PROBE], capture_output=True, text=True, check=True)
+    young, beam_imported, wanted = out.stdout.split()
+    assert (int(young), beam_imported) == (int(wanted), "False")
+
+
 @pytest.mark.parametrize("preset", [None, "2"])
 def test_the_cli_gives_numpy_one_blas_thread_unless_the_user_chose_a_count(preset):
     """one_blas_thread runs before numpy is imported: numpy's OpenBLAS then has one thread,
