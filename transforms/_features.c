@@ -2869,8 +2869,7 @@ static PyObject *path_hashes(PyObject *self, PyObject *args) {
         if (!powers || !taken) { PyErr_NoMemory(); result = NULL; }
     }
     if (result && n) {
-        uint64_t p = KEY_BASE;
-        for (int32_t d = 0; d <= max_depth; d++) { powers[d] = p; p *= KEY_BASE; }
+        key_powers(powers, max_depth);
         uint64_t acc = 0;
         for (Py_ssize_t i = 0; i < n; i++) {
             uint64_t term = labels[i] * powers[depth[i]];
@@ -2916,12 +2915,7 @@ static PyObject *menu_labels(PyObject *self, PyObject *args) {
             PyErr_SetString(PyExc_ValueError, "class_ptr does not fit class_hash");
             goto done;
         }
-    for (Py_ssize_t i = 0; i < n; i++) {
-        uint64_t label = key_mix((uint64_t)(int64_t)tag[i] + 1) ^ key_mix((uint64_t)ids[i] ^ KEY_CLASS_SALT);
-        uint64_t classes = 0;
-        for (int32_t k = ptr[i]; k < ptr[i + 1]; k++) classes ^= key_mix((uint64_t)cls[k] + KEY_CLASS_SALT);
-        out[i] = label ^ classes;
-    }
+    for (Py_ssize_t i = 0; i < n; i++) out[i] = key_menu_label(tag[i], ids[i], cls, ptr[i], ptr[i + 1]);
     result = Py_None;
     Py_INCREF(result);
 done:
@@ -2949,10 +2943,7 @@ static PyObject *cluster_labels(PyObject *self, PyObject *args) {
     const uint32_t *ids = iv.buf;
     const uint16_t *flags = fv.buf;
     uint64_t *out = ov.buf;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        uint64_t id = ids_mode == 2 || (ids_mode == 1 && (flags[i] & volatile_flag)) ? 0 : ids[i];
-        out[i] = key_mix((uint64_t)(int64_t)tag[i] + 1) ^ (id != 0 ? key_mix(id ^ KEY_ID_SALT) : 0);
-    }
+    for (Py_ssize_t i = 0; i < n; i++) out[i] = key_cluster_label(tag[i], ids[i], flags[i], volatile_flag, ids_mode);
     PyBuffer_Release(&tv); PyBuffer_Release(&iv); PyBuffer_Release(&fv); PyBuffer_Release(&ov);
     Py_RETURN_NONE;
 }

@@ -341,7 +341,6 @@ static PyObject *leaf_elements(PyObject *self, PyObject *args) {
     return k < 0 ? NULL : PyLong_FromSsize_t(k);
 }
 
-
 static int compare_u64(const void *x, const void *y) {
     uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
     return (a > b) - (a < b);
@@ -443,15 +442,11 @@ static PyObject *menu_keys(PyObject *self, PyObject *args) {
         }
         if (ok && k) {
             uint64_t *powers = work, *taken = work + max_below + 1;
-            uint64_t p = KEY_BASE;
-            for (int64_t d = 0; d <= max_below; d++) { powers[d] = p; p *= KEY_BASE; }
+            key_powers(powers, max_below);
             uint64_t acc = 0;
             for (Py_ssize_t i = 0; i < k; i++) {
                 int64_t node = nodes[i];
-                uint64_t label = key_mix((uint64_t)(int64_t)tag[node] + 1)
-                    ^ key_mix((uint64_t)ids[node] ^ KEY_CLASS_SALT);
-                for (int32_t c = ptr[node]; c < ptr[node + 1]; c++)
-                    label ^= key_mix((uint64_t)cls[c] + KEY_CLASS_SALT);
+                uint64_t label = key_menu_label(tag[node], ids[node], cls, ptr[node], ptr[node + 1]);
                 uint64_t term = label * powers[below[i]];
                 acc += term - taken[i];
                 taken[stop[i]] += term;
@@ -597,16 +592,14 @@ static PyObject *signature(PyObject *self, PyObject *args) {
         }
         if (ok) {
             uint64_t *powers = work, *taken = work + max_depth + 1, *tmp = taken + n + 1;
-            uint64_t p = KEY_BASE;
-            for (int32_t d = 0; d <= max_depth; d++) { powers[d] = p; p *= KEY_BASE; }
+            key_powers(powers, max_depth);
             memset(taken, 0, ((size_t)n + 1) * sizeof(uint64_t));
             for (Py_ssize_t i = 0; i < n; i++)
                 if (tag[i] != text_tag && parent[i] >= 0) inner[parent[i]] = 1;
             uint64_t acc = 0;
             k = 0;
             for (Py_ssize_t i = 0; i < n; i++) {
-                uint64_t id = ids_mode == 2 || (ids_mode == 1 && (flags[i] & volatile_flag)) ? 0 : ids[i];
-                uint64_t label = key_mix((uint64_t)(int64_t)tag[i] + 1) ^ (id != 0 ? key_mix(id ^ KEY_ID_SALT) : 0);
+                uint64_t label = key_cluster_label(tag[i], ids[i], flags[i], volatile_flag, ids_mode);
                 uint64_t term = label * powers[depth[i]];
                 acc += term - taken[i];
                 taken[end[i]] += term;

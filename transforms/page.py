@@ -547,7 +547,7 @@ def _arrays_reference(raw: bytes) -> tuple[dict, int]:
     text after them: the reference of `_arrays_compiled`."""
     n, n_text, n_class, n_attr, n_link, n_text_bytes, n_pre = \
         np.frombuffer(raw, dtype=np.int64, count=7).tolist()
-    pos = 56
+    pos = _HEADER_BYTES
 
     def take(count, dtype):
         # A copy: an array of its own, aligned and writable as the parsed page's are.
