@@ -87,6 +87,9 @@ def _speed_parser(prog: str) -> argparse.ArgumentParser:
     p.add_argument("--config", default=None, metavar="NAME|FILE", help="the product's preset")
     p.add_argument("--one-page-runs", type=int, default=1, metavar="N",
                    help="one-page runs per corpus; start-up is their median (default 1)")
+    p.add_argument("--repeats", type=int, default=1, metavar="R",
+                   help="corpus runs per corpus, each followed by the peer's run; the median "
+                        "repeat by the CPU ratio is reported, with every repeat's ratios (default 1)")
     p.add_argument("--peer-timeout", type=float, default=3600, metavar="SECONDS")
     return p
 
@@ -100,8 +103,11 @@ def speed(argv: list[str], prog: str = f"{PROG} speed") -> int:
             _peer_names(peer, prog)
         if args.one_page_runs < 1:
             raise ValueError("--one-page-runs must be at least 1")
+        if args.repeats < 1:
+            raise ValueError("--repeats must be at least 1")
         results = run_speed(args.corpus, args.out, peer=peer, config=args.config,
                             one_page_runs=args.one_page_runs, peer_timeout=args.peer_timeout,
+                            repeats=args.repeats,
                             log=lambda m: print(m, file=sys.stderr, flush=True))
     except (ValueError, RuntimeError) as exc:
         print(f"{prog}: {exc}", file=sys.stderr)

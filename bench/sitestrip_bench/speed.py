@@ -14,6 +14,12 @@ wall from its start to its exit; peak RSS from VmHWM, measure.py):
    WARC are not charged to it. pages / its CPU inside the calls, and / its wall inside them;
 5. sitestrip ÷ peer: the two pages-per-second figures' ratio, per basis;
 6. CPU ms per page and stage, p50 and p99 (and mean), from the corpus run's `timing_ms`.
+
+With `--repeats R`, steps 2 to 5 are taken R times, the product's run and the peer's one
+after the other in each repeat, so that a slower or faster spell of a shared machine falls on
+both sides of a ratio rather than on one. The figures reported are those of the median repeat
+(by the CPU ratio; the upper one of an even count), with every repeat's figures beside them and
+the ratios' range.
 """
 from __future__ import annotations
 
@@ -70,8 +76,50 @@ def _ratio(a: float | None, b: float | None) -> float | None:
     return round(a / b, 2) if a and b else None
 
 
+def _product_figures(run: Run, start: Run) -> dict:
+    past_wall = run.wall_s - start.wall_s
+    past_cpu = run.cpu_s - start.cpu_s
+    return {"pages": run.pages, "wall_s": run.wall_s, "cpu_s": run.cpu_s, "peak_rss_mb": run.peak_rss_mb,
+            "past_startup_wall_s": round(past_wall, 3), "past_startup_cpu_s": round(past_cpu, 3),
+            "pages_per_s_wall": _per_second(run.pages, past_wall),
+            "pages_per_s_cpu": _per_second(run.pages, past_cpu),
+            "cpu_ms_per_page": round(1000 * past_cpu / run.pages, 2) if run.pages else None}
+
+
+def _peer_figures(peer: str, pages_path: str, out_dir: str, corpus: str, timeout: float) -> dict:
+    from sitestrip_bench import peers as peer_mod
+    p = peer_mod.run_peer(peer, pages_path, out_dir, timeout=timeout)
+    if p.error:
+        raise RuntimeError(f"{peer} on {corpus}: {p.error}")
+    peer_cpu = p.extract_cpu_seconds
+    return {"name": peer, "version": p.version, "pages": p.pages, "failed": p.failed,
+            "extract_wall_s": round(p.wall_seconds, 3),
+            "extract_cpu_s": None if peer_cpu is None else round(peer_cpu, 3),
+            "pages_per_s_wall": _per_second(p.pages, p.wall_seconds),
+            "pages_per_s_cpu": _per_second(p.pages, peer_cpu),
+            "cpu_ms_per_page": round(1000 * peer_cpu / p.pages, 2) if peer_cpu and p.pages else None}
+
+
+def median_repeat(repeats: list[dict]) -> int:
+    """The index of the repeat whose CPU ratio is the median (the upper one of an even count;
+    a repeat without a ratio sorts first); the first one without a peer."""
+    if not repeats or repeats[0].get("ratio") is None:
+        return 0
+    order = sorted(range(len(repeats)), key=lambda k: (repeats[k]["ratio"]["cpu"] is not None,
+                                                       repeats[k]["ratio"]["cpu"] or 0.0, k))
+    return order[len(order) // 2]
+
+
+def _ratio_range(repeats: list[dict]) -> dict:
+    out = {}
+    for basis in ("cpu", "wall"):
+        got = [r["ratio"][basis] for r in repeats if r.get("ratio") and r["ratio"][basis] is not None]
+        out[basis] = [min(got), max(got)] if got else None
+    return out
+
+
 def measure_corpus(corpus: Corpus, work: str, *, peer: str | None, config: str | None,
-                   one_page_runs: int, peer_timeout: float, log=print) -> dict:
+                   one_page_runs: int, peer_timeout: float, repeats: int = 1, log=print) -> dict:
     """The numbers of one corpus (the module docstring says how each is taken)."""
     from sitestrip.configs import load_config
     from sitestrip_bench import peers as peer_mod
@@ -87,47 +135,47 @@ def measure_corpus(corpus: Corpus, work: str, *, peer: str | None, config: str |
         starts.append(_product_run(single, os.path.join(work, f"one-page-out-{k}"), config)[0])
     start = sorted(starts, key=lambda r: r.cpu_s)[len(starts) // 2]
 
-    log(f"[{corpus.name}] sitestrip run on {len(corpus.warc_paths)} WARC files")
-    run, rows = _product_run(corpus, os.path.join(work, "out"), config)
-    past_wall = run.wall_s - start.wall_s
-    past_cpu = run.cpu_s - start.cpu_s
-    timings = [r.get("timing_ms") or {} for r in rows]
-    product = {"pages": run.pages, "wall_s": run.wall_s, "cpu_s": run.cpu_s, "peak_rss_mb": run.peak_rss_mb,
-               "past_startup_wall_s": round(past_wall, 3), "past_startup_cpu_s": round(past_cpu, 3),
-               "pages_per_s_wall": _per_second(run.pages, past_wall),
-               "pages_per_s_cpu": _per_second(run.pages, past_cpu),
-               "cpu_ms_per_page": round(1000 * past_cpu / run.pages, 2) if run.pages else None}
+    pages_path = None
+    if peer is not None:
+        loaded = load_corpus(corpus.warc_paths, load_config(config).read, keep_html=True)
+        pages_path = os.path.join(work, "peer-pages.jsonl")
+        count = peer_mod.write_pages(loaded.html.items(), pages_path)
+        del loaded
+    done, timings = [], []
+    for r in range(repeats):
+        of = f" (repeat {r + 1}/{repeats})" if repeats > 1 else ""
+        suffix = f"-{r + 1}" if r else ""
+        log(f"[{corpus.name}] sitestrip run on {len(corpus.warc_paths)} WARC files{of}")
+        run, rows = _product_run(corpus, os.path.join(work, "out" + suffix), config)
+        timings.append([row.get("timing_ms") or {} for row in rows])
+        del rows
+        repeat = {"sitestrip": _product_figures(run, start), "peer": None}
+        if peer is not None:
+            log(f"[{corpus.name}] {peer} on the same {count} decoded pages{of}")
+            repeat["peer"] = _peer_figures(peer, pages_path, os.path.join(work, "peer" + suffix), corpus.name,
+                                           peer_timeout)
+            repeat["ratio"] = {basis: _ratio(repeat["sitestrip"][f"pages_per_s_{basis}"],
+                                             repeat["peer"][f"pages_per_s_{basis}"]) for basis in ("cpu", "wall")}
+        done.append(repeat)
+    chosen = median_repeat(done)
     result = {"corpus": corpus.name, "source": corpus.source,
               "startup": {"runs": [vars(s) for s in starts], "wall_s": start.wall_s, "cpu_s": start.cpu_s,
                           "peak_rss_mb": start.peak_rss_mb},
-              "sitestrip": product, "stages_ms": stage_percentiles(timings), "stages": row_stages(timings),
-              "peer": None}
-    if peer is None:
-        return result
-
-    loaded = load_corpus(corpus.warc_paths, load_config(config).read, keep_html=True)
-    pages_path = os.path.join(work, "peer-pages.jsonl")
-    count = peer_mod.write_pages(loaded.html.items(), pages_path)
-    del loaded
-    log(f"[{corpus.name}] {peer} on the same {count} decoded pages")
-    p = peer_mod.run_peer(peer, pages_path, os.path.join(work, "peer"), timeout=peer_timeout)
-    if p.error:
-        raise RuntimeError(f"{peer} on {corpus.name}: {p.error}")
-    peer_cpu = p.extract_cpu_seconds
-    result["peer"] = {"name": peer, "version": p.version, "pages": p.pages, "failed": p.failed,
-                      "extract_wall_s": round(p.wall_seconds, 3),
-                      "extract_cpu_s": None if peer_cpu is None else round(peer_cpu, 3),
-                      "pages_per_s_wall": _per_second(p.pages, p.wall_seconds),
-                      "pages_per_s_cpu": _per_second(p.pages, peer_cpu),
-                      "cpu_ms_per_page": round(1000 * peer_cpu / p.pages, 2) if peer_cpu and p.pages else None}
-    result["ratio"] = {"cpu": _ratio(product["pages_per_s_cpu"], result["peer"]["pages_per_s_cpu"]),
-                       "wall": _ratio(product["pages_per_s_wall"], result["peer"]["pages_per_s_wall"])}
+              "sitestrip": done[chosen]["sitestrip"], "stages_ms": stage_percentiles(timings[chosen]),
+              "stages": row_stages(timings[chosen]), "peer": done[chosen]["peer"]}
+    if peer is not None:
+        result["ratio"] = done[chosen]["ratio"]
+    if repeats > 1:
+        result["median_repeat"] = chosen + 1
+        result["repeats"] = done
+        if peer is not None:
+            result["ratio_range"] = _ratio_range(done)
     return result
 
 
 def run_speed(corpus_dirs: list[str], out: str | None, *, peer: str | None = "trafilatura",
               config: str | None = None, one_page_runs: int = 1, peer_timeout: float = 3600,
-              log=print) -> dict:
+              repeats: int = 1, log=print) -> dict:
     """Every corpus measured in turn; written to OUT/speed.json and OUT/speed.md when `out` is given."""
     import json
     work = out or tempfile.mkdtemp(prefix="sitestrip-speed-")
@@ -135,10 +183,11 @@ def run_speed(corpus_dirs: list[str], out: str | None, *, peer: str | None = "tr
         os.makedirs(work, exist_ok=True)
         corpora = [read_corpus(d, os.path.join(work, "teco")) for d in corpus_dirs]
         started = time.monotonic()
-        results = {"peer": peer, "config": config, "one_page_runs": one_page_runs,
+        results = {"peer": peer, "config": config, "one_page_runs": one_page_runs, "repeats": repeats,
                    "load_average": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
                    "corpora": [measure_corpus(c, os.path.join(work, c.name), peer=peer, config=config,
-                                              one_page_runs=one_page_runs, peer_timeout=peer_timeout, log=log)
+                                              one_page_runs=one_page_runs, peer_timeout=peer_timeout,
+                                              repeats=repeats, log=log)
                                for c in corpora]}
         results["seconds"] = round(time.monotonic() - started, 1)
         if out:
@@ -174,6 +223,15 @@ def markdown(results: dict) -> str:
                      f"| {_f(s['wall_s'], 2)} / {_f(s['cpu_s'], 2)} "
                      f"| {_f(s['pages_per_s_wall'])} / {_f(s['pages_per_s_cpu'])} | {peer_cell} "
                      f"| {_times(ratio.get('wall'))} / {_times(ratio.get('cpu'))} |")
+    repeated = [c for c in results["corpora"] if c.get("ratio_range")]
+    if repeated:
+        lines += ["", f"sitestrip ÷ {peer} in each repeat, CPU basis (the table shows the median repeat):", "",
+                  "| corpus | median repeat | each repeat, wall / CPU | range, CPU |", "|---|---|---|---|"]
+        for c in repeated:
+            each = ", ".join(f"{_times(r['ratio']['wall'])} / {_times(r['ratio']['cpu'])}" for r in c["repeats"])
+            low, high = c["ratio_range"]["cpu"] or (None, None)
+            lines.append(f"| {c['corpus']} | {c['median_repeat']} of {len(c['repeats'])} | {each} "
+                         f"| {_times(low)} – {_times(high)} |")
     stages = []
     for c in results["corpora"]:
         stages += [s for s in c["stages"] if s not in stages]

@@ -7,7 +7,7 @@ import pytest
 from warcio.archiveiterator import ArchiveIterator
 
 from helpers.warcs import response, write_warc
-from sitestrip_bench.speed import markdown, one_page_warc
+from sitestrip_bench.speed import markdown, median_repeat, one_page_warc
 from sitestrip_bench.stages import row_stages, stage_percentiles
 
 PAGE = b"<html><body><p>The one page.</p></body></html>"
@@ -69,6 +69,34 @@ def test_the_table_shows_start_up_apart_and_both_bases():
     assert stages.splitlines()[-1] == "| c | 1.25 / 4.50 | 10.00 / 20.00 |"
 
 
+def _repeat(cpu, wall=1.0):
+    return {"sitestrip": {"cpu_s": cpu}, "peer": {}, "ratio": {"cpu": cpu, "wall": wall}}
+
+
+def test_the_median_repeat_is_the_median_cpu_ratio_the_upper_one_of_an_even_count():
+    # CPU ratios 3.0, 2.5, 3.2 sort as repeats 1, 0, 2: the median is repeat 0.
+    assert median_repeat([_repeat(3.0), _repeat(2.5), _repeat(3.2)]) == 0
+    # 3.0, 2.5, 3.2, 2.8 sort as 1, 3, 0, 2: of the middle two (3 and 0) the upper, repeat 0.
+    assert median_repeat([_repeat(3.0), _repeat(2.5), _repeat(3.2), _repeat(2.8)]) == 0
+    # A repeat without a ratio (past start-up not positive) sorts below every ratio.
+    assert median_repeat([_repeat(None), _repeat(4.0), _repeat(5.0)]) == 1
+    # Equal ratios: the earlier repeat first.
+    assert median_repeat([_repeat(2.0), _repeat(2.0), _repeat(2.0)]) == 1
+    # Without a peer there is no ratio: the one repeat, or the first.
+    assert median_repeat([{"sitestrip": {}, "peer": None}]) == 0
+
+
+def test_the_table_of_repeats_lists_each_repeat_and_the_range():
+    corpus = _corpus("c", 1000, (2.0, 1.5), (12.0, 6.5), (50.0, 80.0))
+    corpus.update(median_repeat=2, repeats=[_repeat(2.4, 1.9), _repeat(2.5, 2.0), _repeat(2.7, 2.1)],
+                  ratio_range={"cpu": [2.4, 2.7], "wall": [1.9, 2.1]})
+    text = markdown({"peer": "trafilatura", "corpora": [corpus]})
+    assert "| c | 2 of 3 | 1.90× / 2.40×, 2.00× / 2.50×, 2.10× / 2.70× | 2.40× – 2.70× |" in text.splitlines()
+    # A run of one repeat has no such table.
+    assert "each repeat" not in markdown({"peer": "trafilatura",
+                                          "corpora": [_corpus("c", 1000, (2.0, 1.5), (12.0, 6.5), (50.0, 80.0))]})
+
+
 @pytest.mark.beam
 @pytest.mark.slow
 def test_speed_command_on_a_small_corpus(tmp_path, capsys):
@@ -85,8 +113,13 @@ def test_speed_command_on_a_small_corpus(tmp_path, capsys):
         json.dumps({"url": f"https://fruit.example/{p}.html", "site": "fruit", "genre": "docs",
                     "main_text": ""}) + "\n" for p in PAGES))
     out = tmp_path / "speed"
-    assert main(["speed", "--corpus", str(root), "--out", str(out)]) == 0
+    assert main(["speed", "--corpus", str(root), "--out", str(out), "--repeats", "2"]) == 0
     (c,) = json.loads((out / "speed.json").read_text())["corpora"]
+    # Two repeats, each a product run and the peer's; the figures are the median repeat's.
+    assert len(c["repeats"]) == 2 and c["median_repeat"] in (1, 2)
+    chosen = c["repeats"][c["median_repeat"] - 1]
+    assert c["sitestrip"] == chosen["sitestrip"] and c["peer"] == chosen["peer"] and c["ratio"] == chosen["ratio"]
+    assert (out / c["corpus"] / "out-2" / "pages").is_dir() and (out / c["corpus"] / "peer-2").is_dir()
     s, start, peer = c["sitestrip"], c["startup"], c["peer"]
     assert s["pages"] == len(PAGES) == peer["pages"] and peer["failed"] == 0
     assert start["cpu_s"] > 0 and start["wall_s"] > 0 and s["cpu_s"] > 0
