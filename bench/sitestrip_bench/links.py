@@ -86,13 +86,17 @@ def _measure(c: Counter) -> dict:
 
 
 def _manifest_sites(corpus: Corpus) -> dict:
+    """{site: its selectors} of the corpus' manifest, for the sites whose selectors name a main
+    or a menu region: a corpus whose gold comes from elsewhere lists its sites with every
+    selector null (the news corpora), and such a site has no selector regions to score."""
     path = os.path.join(corpus.source or "", "manifest.json")
     if not corpus.source or not os.path.exists(path):
         return {}
     with open(path, encoding="utf-8") as fh:
         sites = json.load(fh).get("sites") or {}
-    return {name: info.get("selectors") for name, info in sites.items() if isinstance(info, dict)
-            and isinstance(info.get("selectors"), dict)}
+    return {name: info["selectors"] for name, info in sites.items() if isinstance(info, dict)
+            and isinstance(info.get("selectors"), dict)
+            and (info["selectors"].get("main") or info["selectors"].get("menu"))}
 
 
 _COMPILED_SELECTORS: dict = {}
@@ -160,8 +164,8 @@ def selector_scores(corpus: Corpus, rows_by_page: dict, html_by_url: dict, rules
         rows_ms.append((time.thread_time() - clock) * 1000.0)
         menu_match = _select(root, chosen["menu"])[:1] if chosen.get("menu") else []
         in_menu = _subtrees(menu_match)
-        in_main = _subtrees(m for s in chosen.get("main", ()) for m in _select(root, s))
-        in_main -= _subtrees(m for s in chosen.get("exclude", ()) for m in _select(root, s))
+        in_main = _subtrees(m for s in chosen.get("main") or () for m in _select(root, s))
+        in_main -= _subtrees(m for s in chosen.get("exclude") or () for m in _select(root, s))
         for row, element in zip(sorted(rows, key=lambda r: r["position"]), elements):
             expected = "menu" if element in in_menu else "main" if element in in_main else "other"
             for c in (gold_of, sites[gold.site]):

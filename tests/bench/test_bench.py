@@ -298,3 +298,22 @@ def test_link_regions_against_the_gold_columns_and_the_selectors(tmp_path):
             sel["main_precision"]) == (4, 0, 16, 1.0, 4, 1.0, 1.0)
     assert sel["regions_by_gold"]["other"] == {"template": 8, "other": 24}
     assert sel["rows_ms_per_page"]["pages"] == 4
+
+    # A site listed with every selector null (the news corpora's manifests: their gold comes
+    # from the dataset's files) has no selector regions: its pages are left out, and a corpus
+    # of such sites only has no selector scores at all.
+    (tmp_path / "manifest.json").write_text(json.dumps({"sites": {
+        "docs": {"selectors": {"main": ["div.body"], "exclude": ["ul.related"], "menu": "ul.side"}},
+        "news": {"selectors": {"main": None, "exclude": None, "menu": None, "note": "gold from elsewhere"}}}}))
+    news = GoldPage(url="https://news.test/a.html", site="news", corpus="docs-dev", genre="news",
+                    main_text="A story.", menu_links=())
+    mixed = Corpus(name="docs-dev", warc_paths=[], gold=golds + [news], source=str(tmp_path))
+    by_page[news.url] = [dict(by_page[golds[0].url][0], source_url=news.url)]
+    html[news.url] = html[golds[0].url]
+    again = selector_scores(mixed, by_page, html, PRODUCT_RULES)
+    assert {k: v for k, v in again.items() if k != "rows_ms_per_page"} == \
+        {k: v for k, v in sel.items() if k != "rows_ms_per_page"}
+    (tmp_path / "manifest.json").write_text(json.dumps({"sites": {
+        "news": {"selectors": {"main": None, "exclude": None, "menu": None}}}}))
+    assert selector_scores(Corpus(name="news-dev", warc_paths=[], gold=[news], source=str(tmp_path)),
+                           by_page, html, PRODUCT_RULES) is None
