@@ -19,6 +19,9 @@
 #include <string.h>
 
 #define N_IN 16
+#define HEADER_BYTES 56          /* seven int64 counts (page.py _HEADER_BYTES) */
+
+static int64_t full_width(const int64_t *h);
 
 static int get_view(PyObject *obj, Py_buffer *view, Py_ssize_t itemsize, int writable, const char *what) {
     int flags = PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0);
@@ -79,12 +82,10 @@ static PyObject *raw(PyObject *self, PyObject *args) {
             if (flags[i] & pre_flag) n_pre++;
         }
     }
-    const Py_ssize_t size = 56 + 4 * n * 9 + 2 * n + 4 * (n_class + n_attr + 2 * n_text + n_pre + n_link)
-        + text.len + links.len;
-    out = PyBytes_FromStringAndSize(NULL, size);
+    int64_t header[7] = {n, n_text, n_class, n_attr, n_link, text.len, n_pre};
+    out = PyBytes_FromStringAndSize(NULL, HEADER_BYTES + full_width(header) + text.len + links.len);
     if (out == NULL) goto done;
     char *at = PyBytes_AS_STRING(out);
-    int64_t header[7] = {n, n_text, n_class, n_attr, n_link, text.len, n_pre};
     memcpy(at, header, sizeof header);
     at += sizeof header;
     uint32_t *o = (uint32_t *)at;                /* bytes objects are aligned far past 4 */
@@ -176,7 +177,7 @@ static PyObject *rebuild(PyObject *self, PyObject *args) {
     }
     const char *raw = rv.buf;
     const Py_ssize_t len = rv.len;
-    if (len < 56) {
+    if (len < HEADER_BYTES) {
         PyErr_SetString(PyExc_ValueError, "compact page blob shorter than its header");
         goto done;
     }
@@ -186,7 +187,7 @@ static PyObject *rebuild(PyObject *self, PyObject *args) {
         n_pre = header[6];
     if (n < 0 || n_text < 0 || n_class < 0 || n_attr < 0 || n_link < 0 || header[5] < 0 || n_pre < 0
         || n > len || n_text > len || n_class > len || n_attr > len || n_link > len || n_pre > len
-        || 56 + 4 * (9 * n + n_class + n_attr + 2 * n_text + n_pre + n_link) + 2 * n > len) {
+        || HEADER_BYTES + full_width(header) > len) {
         PyErr_SetString(PyExc_ValueError, "compact page blob shorter than its counts");
         goto done;
     }
@@ -202,7 +203,7 @@ static PyObject *rebuild(PyObject *self, PyObject *args) {
     uint32_t *text_ptr = v[12].buf, *words = v[13].buf, *chars = v[14].buf, *child_count = v[16].buf;
     const int32_t *tag = v[3].buf;
     const uint16_t *flags = v[4].buf;
-    const char *at = raw + 56;
+    const char *at = raw + HEADER_BYTES;
     uint32_t step;
     for (int64_t i = 0; i < n; i++, at += 4) {
         memcpy(&step, at, 4);
@@ -311,6 +312,13 @@ static int64_t sections(const int64_t *h, int64_t *count, int *size) {
     return total;
 }
 
+/* The bytes of the arrays' sections at full width (`sections` without its per-section lists). */
+static int64_t full_width(const int64_t *h) {
+    int64_t count[N_IN];
+    int size[N_IN];
+    return sections(h, count, size);
+}
+
 /* The header's counts, checked against the content's length `len` past `head` bytes of header:
  * -1 (a ValueError set) where they cannot describe it. */
 static int64_t checked_sections(const char *raw, Py_ssize_t len, Py_ssize_t head, int64_t *h, int64_t *count,
@@ -350,17 +358,17 @@ static PyObject *narrow(PyObject *self, PyObject *args) {
     Py_buffer rv;
     int64_t h[7], count[N_IN];
     int size[N_IN];
-    const int64_t full = content_arg(args, 56, &rv, h, count, size);
+    const int64_t full = content_arg(args, HEADER_BYTES, &rv, h, count, size);
     if (full < 0) return NULL;
     PyObject *out = NULL;
     const char *raw = rv.buf;
-    if (full > rv.len - 56) {
+    if (full > rv.len - HEADER_BYTES) {
         PyErr_SetString(PyExc_ValueError, "compact page blob shorter than its counts");
         goto done;
     }
     unsigned char width[N_IN];
     int64_t narrowed = 0;
-    const char *at = raw + 56;
+    const char *at = raw + HEADER_BYTES;
     for (int s = 0; s < N_IN; s++) {
         uint32_t any = 0;
         if (size[s] == 4) {
@@ -380,14 +388,14 @@ static PyObject *narrow(PyObject *self, PyObject *args) {
         narrowed += count[s] * width[s];
         at += count[s] * size[s];
     }
-    const Py_ssize_t tail = rv.len - 56 - (Py_ssize_t)full;
-    out = PyBytes_FromStringAndSize(NULL, 56 + N_IN + (Py_ssize_t)narrowed + tail);
+    const Py_ssize_t tail = rv.len - HEADER_BYTES - (Py_ssize_t)full;
+    out = PyBytes_FromStringAndSize(NULL, HEADER_BYTES + N_IN + (Py_ssize_t)narrowed + tail);
     if (out == NULL) goto done;
     char *o = PyBytes_AS_STRING(out);
-    memcpy(o, raw, 56);
-    memcpy(o + 56, width, N_IN);
-    o += 56 + N_IN;
-    at = raw + 56;
+    memcpy(o, raw, HEADER_BYTES);
+    memcpy(o + HEADER_BYTES, width, N_IN);
+    o += HEADER_BYTES + N_IN;
+    at = raw + HEADER_BYTES;
     for (int s = 0; s < N_IN; s++) {
         const int64_t c = count[s];
         unsigned char *u = (unsigned char *)o;
@@ -428,11 +436,11 @@ static PyObject *widen(PyObject *self, PyObject *args) {
     Py_buffer rv;
     int64_t h[7], count[N_IN];
     int size[N_IN];
-    const int64_t full = content_arg(args, 56 + N_IN, &rv, h, count, size);
+    const int64_t full = content_arg(args, HEADER_BYTES + N_IN, &rv, h, count, size);
     if (full < 0) return NULL;
     PyObject *out = NULL;
     const char *raw = rv.buf;
-    const unsigned char *width = (const unsigned char *)raw + 56;
+    const unsigned char *width = (const unsigned char *)raw + HEADER_BYTES;
     int64_t narrowed = 0;
     for (int s = 0; s < N_IN; s++) {
         if ((width[s] != 1 && width[s] != 2 && width[s] != 4) || width[s] > size[s]) {
@@ -441,17 +449,17 @@ static PyObject *widen(PyObject *self, PyObject *args) {
         }
         narrowed += count[s] * width[s];
     }
-    if (narrowed > rv.len - 56 - N_IN) {
+    if (narrowed > rv.len - HEADER_BYTES - N_IN) {
         PyErr_SetString(PyExc_ValueError, "compact page blob shorter than its counts");
         goto done;
     }
-    const Py_ssize_t tail = rv.len - 56 - N_IN - (Py_ssize_t)narrowed;
-    out = PyBytes_FromStringAndSize(NULL, 56 + (Py_ssize_t)full + tail);
+    const Py_ssize_t tail = rv.len - HEADER_BYTES - N_IN - (Py_ssize_t)narrowed;
+    out = PyBytes_FromStringAndSize(NULL, HEADER_BYTES + (Py_ssize_t)full + tail);
     if (out == NULL) goto done;
     char *o = PyBytes_AS_STRING(out);
-    memcpy(o, raw, 56);
-    o += 56;
-    const unsigned char *at = (const unsigned char *)raw + 56 + N_IN;
+    memcpy(o, raw, HEADER_BYTES);
+    o += HEADER_BYTES;
+    const unsigned char *at = (const unsigned char *)raw + HEADER_BYTES + N_IN;
     for (int s = 0; s < N_IN; s++) {
         const int64_t c = count[s];
         if (width[s] == size[s]) {
