@@ -236,6 +236,7 @@ COMMANDS: dict[str, tuple[str, object]] = {
     "hot-sites": ("peak memory and wall of one large site, with and without sharding", "hot_sites"),
     "reader": ("CPU time of reading WARC files alone", "reader_speed"),
     "profile": ("cProfile of the per-site step over whole corpora", "profile_sites"),
+    "steps": ("thread CPU of a run's steps and of named functions inside the per-site step", "steps"),
     "spy-table": ("inclusive and self shares from a py-spy raw profile of `profile`", "spy_table"),
     "compare-runs": ("whether two run outputs hold the same rows, schema and Parquet metadata", "compare_runs"),
     "compare-features": ("compiled vs reference blocks and block features on real pages", "compare_features"),
