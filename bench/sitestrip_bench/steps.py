@@ -19,7 +19,8 @@ run. Per page, it prints:
   it times (every stage but those two, `etdm` inside `template` and `total`): the untimed
   work of each.
 
-The wrappers' own cost is a few microseconds a call (thread CPU clock reads), a few per cent
+A wrapper adds about 1.5 µs a call (two reads of the thread CPU clock, a system call each,
+and its own Python), which the step it times and every step around it carry: a few per cent
 of a small step. The run is the local runner's one worker, with start-up included in the
 process CPU (its steps' times are not). `sitestrip-bench speed` gives the throughput past
 start-up, `sitestrip-bench profile` a cProfile of the per-site step.
