@@ -40,7 +40,7 @@ import tempfile
 import time
 from contextlib import contextmanager, redirect_stdout
 
-from sitestrip_bench.stages import row_stages
+from sitestrip_bench.stages import stage_percentiles
 
 # (label, "module:attribute path"). Two targets with one label add up. The first six are a
 # run's steps (its DoFns); the others run inside the per-site step, looked up where that step
@@ -146,14 +146,10 @@ def timed_steps(steps=STEPS):
                 setattr(owner, name, original)
 
 
-def stage_means(timings: list[dict]) -> dict:
-    """{stage: CPU ms summed over the pages rows} of their timing_ms dicts."""
-    return {stage: sum((t or {}).get(stage) or 0.0 for t in timings) for stage in row_stages(timings)}
-
-
 def step_table(cpu: dict, calls: dict, stage_ms: dict, pages: int, steps=STEPS) -> dict:
     """The figures `steps` prints: per step label (in `steps` order) its calls, CPU s and ms a
-    page; per stage its mean ms a page; and the untimed part of the read and per-site steps."""
+    page; per stage (`stage_ms`: its CPU ms summed over the pages rows) its ms a page; and the
+    untimed part of the read and per-site steps."""
     n = max(pages, 1)
     labels = list(dict.fromkeys(label for label, _ in steps))
     table = {"pages": pages, "steps": {}, "stages": {}, "untimed": {}}
@@ -199,7 +195,9 @@ def measure(inputs: list[str], work: str, config: str | None = None, steps=STEPS
     if code != 0:
         raise RuntimeError(f"sitestrip run exited {code}")
     timings = pq.read_table(os.path.join(out, "pages"), columns=["timing_ms"]).column("timing_ms").to_pylist()
-    return step_table(cpu, calls, stage_means(timings), len(timings), steps), process_cpu
+    # Each stage's CPU summed over the pages rows (the stages' shared percentiles, in ms).
+    stage_ms = {stage: 1000 * got["total_s"] for stage, got in stage_percentiles(timings).items()}
+    return step_table(cpu, calls, stage_ms, len(timings), steps), process_cpu
 
 
 def main(argv=None) -> int:

@@ -1,5 +1,6 @@
 """`sitestrip-bench steps` (bench/sitestrip_bench/steps.py): named functions timed for one run
 and put back after it, the arithmetic of the untimed parts, and a run through the pipeline."""
+import json
 import sys
 import time
 import types
@@ -122,7 +123,6 @@ def test_steps_of_a_run_of_the_sample(tmp_path, capsys):
     from sitestrip.pipeline.cli import SAMPLE_WARC
     process, write = graph.ProcessSite.process, parts._WritePart.process
     assert main(["steps", str(SAMPLE_WARC), "--work", str(tmp_path), "--json", str(tmp_path / "steps.json")]) == 0
-    import json
     got = json.loads((tmp_path / "steps.json").read_text())
     assert got["pages"] > 0 and got["process_cpu_s"] > 0
     for label in ("read step", "spill", "per-site step", "· page analysed", "· held texts packed", "part writer"):
