@@ -668,9 +668,124 @@ done:
     return ret;
 }
 
+/* page_side(idx, tag, id_hash, class_ptr, class_hash, attr_ptr, attr_hash, text_ptr, flags, text_tag,
+ *           f_pre, out int64[...]) -> (classes, attributes, pre) or None:
+ * the int64 sections of etdm.py's compiled side that a page's own arrays give, written one after
+ * another into `out`: idx (its length), tag, id_hash (n each), the class sets' ptr (n + 1) and
+ * values (at most len(class_hash)), the attribute sets' ptr (n + 1) and values (at most
+ * len(attr_hash)), each node's text start and end (n each) and the verbatim text nodes (at most
+ * n: tag == text_tag and flags & f_pre). Returns how many set values of each kind and verbatim
+ * nodes were written. None where an array is not of the page's own dtype (int32 and uint16;
+ * the hashes 4-byte, signed or not) or the arrays do not fit together: the caller builds the
+ * side with numpy then, which reports what is wrong as it always did.
+ * One pass a section where numpy took a call or two an array and an int64 copy of each. */
+/* 1 when `view` holds 1-d items of `size` bytes whose format letter is one of `letters`. */
+static int of_kind(const Py_buffer *view, Py_ssize_t size, const char *letters) {
+    const char *f = view->format ? view->format : "B";
+    if (*f == '@' || *f == '=' || *f == '<') f++;
+    return view->ndim == 1 && view->itemsize == size && f[0] && !f[1] && strchr(letters, f[0]) != NULL;
+}
+
+/* A set of node values (uint32 hashes widened as numpy widens them) sorted, without repeats. */
+static int64_t page_sets(Py_ssize_t n, const int32_t *ptr, const void *values, int is_signed, int64_t *optr,
+                         int64_t *out) {
+    int64_t k = 0;
+    optr[0] = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int64_t lo = ptr[i], len = ptr[i + 1] - lo;
+        int64_t *s = out + k;
+        for (int64_t a = 0; a < len; a++)
+            s[a] = is_signed ? (int64_t)((const int32_t *)values)[lo + a] : (int64_t)((const uint32_t *)values)[lo + a];
+        if (len > 16) {
+            qsort(s, (size_t)len, sizeof(int64_t), cmp_int64);
+        } else {
+            for (int64_t a = 1; a < len; a++) {
+                int64_t x = s[a], b = a - 1;
+                while (b >= 0 && s[b] > x) { s[b + 1] = s[b]; b--; }
+                s[b + 1] = x;
+            }
+        }
+        int64_t kept = 0;
+        for (int64_t a = 0; a < len; a++)
+            if (kept == 0 || s[a] != s[kept - 1]) s[kept++] = s[a];
+        k += kept;
+        optr[i + 1] = k;
+    }
+    return k;
+}
+
+/* 1 when ptr (n + 1 entries) starts at 0, never falls and ends within `m` values. */
+static int fits(const int32_t *ptr, Py_ssize_t n, Py_ssize_t m) {
+    if (ptr[0] != 0 || ptr[n] > m) return 0;
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (ptr[i + 1] < ptr[i]) return 0;
+    return 1;
+}
+
+static PyObject *page_side(PyObject *self, PyObject *args) {
+    (void)self;
+    enum { IDX, TAG, ID, CPTR, CVAL, APTR, AVAL, TPTR, FLAGS, OUT, N_ARGS };
+    PyObject *objs[N_ARGS];
+    int text_tag, f_pre;
+    if (!PyArg_ParseTuple(args, "OOOOOOOOOiiO", &objs[IDX], &objs[TAG], &objs[ID], &objs[CPTR], &objs[CVAL],
+                          &objs[APTR], &objs[AVAL], &objs[TPTR], &objs[FLAGS], &text_tag, &f_pre, &objs[OUT]))
+        return NULL;
+    struct { Py_buffer view; } a[N_ARGS];
+    PyObject *ret = NULL;
+    int held = 0;
+    for (; held < N_ARGS; held++)
+        if (PyObject_GetBuffer(objs[held], &a[held].view,
+                               PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (held == OUT ? PyBUF_WRITABLE : 0)) < 0)
+            goto done;
+    Py_ssize_t n = a[TAG].view.len / 4, n_idx = a[IDX].view.len / 4;
+    Py_ssize_t mc = a[CVAL].view.len / 4, ma = a[AVAL].view.len / 4;
+    if (!of_kind(&a[IDX].view, 4, "i") || !of_kind(&a[TAG].view, 4, "i") || !of_kind(&a[ID].view, 4, "iI")
+        || !of_kind(&a[CPTR].view, 4, "i") || !of_kind(&a[CVAL].view, 4, "iI") || !of_kind(&a[APTR].view, 4, "i")
+        || !of_kind(&a[AVAL].view, 4, "iI") || !of_kind(&a[TPTR].view, 4, "i") || !of_kind(&a[FLAGS].view, 2, "H")
+        || !of_kind(&a[OUT].view, 8, "lq")
+        || a[ID].view.len / 4 != n || a[CPTR].view.len / 4 != n + 1 || a[APTR].view.len / 4 != n + 1
+        || a[TPTR].view.len / 4 != n + 1 || a[FLAGS].view.len / 2 != n
+        || a[OUT].view.len / 8 < n_idx + 7 * n + 2 + mc + ma
+        || !fits(a[CPTR].view.buf, n, mc) || !fits(a[APTR].view.buf, n, ma)) {
+        ret = Py_NewRef(Py_None);
+        goto done;
+    }
+    const int32_t *idx = a[IDX].view.buf, *tag = a[TAG].view.buf, *tptr = a[TPTR].view.buf;
+    const uint16_t *flags = a[FLAGS].view.buf;
+    int64_t *o = a[OUT].view.buf;
+    for (Py_ssize_t i = 0; i < n_idx; i++) o[i] = idx[i];
+    o += n_idx;
+    for (Py_ssize_t i = 0; i < n; i++) o[i] = tag[i];
+    o += n;
+    if (a[ID].view.format[strlen(a[ID].view.format) - 1] == 'i')
+        for (Py_ssize_t i = 0; i < n; i++) o[i] = ((const int32_t *)a[ID].view.buf)[i];
+    else
+        for (Py_ssize_t i = 0; i < n; i++) o[i] = ((const uint32_t *)a[ID].view.buf)[i];
+    o += n;
+    const char *cf = a[CVAL].view.format, *af = a[AVAL].view.format;
+    int64_t kc = page_sets(n, a[CPTR].view.buf, a[CVAL].view.buf, cf[strlen(cf) - 1] == 'i', o, o + n + 1);
+    o += n + 1 + mc;
+    int64_t ka = page_sets(n, a[APTR].view.buf, a[AVAL].view.buf, af[strlen(af) - 1] == 'i', o, o + n + 1);
+    o += n + 1 + ma;
+    for (Py_ssize_t i = 0; i < n; i++) o[i] = tptr[i];
+    o += n;
+    for (Py_ssize_t i = 0; i < n; i++) o[i] = tptr[i + 1];
+    o += n;
+    int64_t pre = 0;
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (tag[i] == text_tag && (flags[i] & f_pre)) o[pre++] = i;
+    ret = Py_BuildValue("LLL", (long long)kc, (long long)ka, (long long)pre);
+done:
+    for (int i = 0; i < held; i++) PyBuffer_Release(&a[i].view);
+    return ret;
+}
+
 static PyMethodDef methods[] = {
     {"node_sets", node_sets, METH_VARARGS,
      "node_sets(ptr, values, out_ptr, out_values) -> k: etdm._node_sets into out_ptr and out_values[:k]."},
+    {"page_side", page_side, METH_VARARGS,
+     "page_side(idx, tag, id_hash, class_ptr, class_hash, attr_ptr, attr_hash, text_ptr, flags, text_tag, f_pre, out)"
+     " -> (classes, attributes, pre) or None: a page's sections of the compiled side, into out."},
     {"map_tree", map_tree, METH_VARARGS,
      "map_tree(key, other, result, params, check): ETDM with grouping \"pair\" into result (int32, -1 = unmapped)."},
     {NULL, NULL, 0, NULL},

@@ -49,6 +49,7 @@ import os
 import weakref
 from bisect import bisect_left
 from heapq import heappop, heappush
+from itertools import accumulate
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -240,26 +241,57 @@ class _PageIndex:
     def compiled_side(self, page: CompactPage) -> tuple:
         """The page as _etdm.map_tree reads it: int64 arrays (children CSR and counts, tag,
         id hashes, each node's class tokens and attributes as sorted sets, each text node's
-        span of the compared text) and that text, a str. Built once per page index."""
+        span of the compared text) and that text, a str. Built once per page index: the
+        sections the page's own arrays give in one compiled pass (_etdm.page_side) where they
+        have the page's dtypes, else by `side_reference`."""
         if self._compiled is None:
-            i64 = lambda x: np.ascontiguousarray(x, dtype=np.int64)  # noqa: E731
-            cls_ptr, cls_val = _node_sets_compiled(page.size, page.class_ptr, page.class_hash)
-            attr_ptr, attr_val = _node_sets_compiled(page.size, page.attr_ptr, page.attr_hash)
-            start, end = i64(page.text_ptr[:-1]), i64(page.text_ptr[1:])
-            compared = page.text
-            pre = np.flatnonzero((page.tag == TEXT) & ((page.flags & F_PRE) != 0))
-            if pre.size:
-                # Text equality compares collapsed text (design §1), and verbatim <pre> text is
-                # not collapsed in page.text: those nodes' collapsed texts go after it.
-                lengths = np.empty(pre.size, dtype=np.int64)
-                extra = _text.collapsed_spans(page.text, start[pre], end[pre], lengths)
-                start[pre] = len(compared) + np.cumsum(lengths) - lengths
-                end[pre] = start[pre] + lengths
-                compared = compared + extra
-            self._compiled = (i64(self.ptr), i64(self.idx), i64(self.count), i64(page.tag),
-                              i64(page.id_hash), cls_ptr, cls_val, attr_ptr, attr_val,
-                              start, end, compared)
+            side = self._side_compiled(page) if _COMPILED and _compiled is not None else None
+            self._compiled = side if side is not None else self.side_reference(page)
         return self._compiled
+
+    def _side_compiled(self, page: CompactPage) -> tuple | None:
+        n, idx = page.size, self.idx
+        class_hash, attr_hash = page.class_hash, page.attr_hash
+        # One buffer for every section: idx, tag, id_hash, class sets (ptr, values), attribute
+        # sets (ptr, values), text starts and ends, verbatim text nodes.
+        sizes = (idx.size, n, n, n + 1, class_hash.size, n + 1, attr_hash.size, n, n, n)
+        out = np.empty(sum(sizes), dtype=np.int64)
+        got = _compiled.page_side(idx, page.tag, page.id_hash, page.class_ptr, class_hash, page.attr_ptr,
+                                  attr_hash, page.text_ptr, page.flags, TEXT, F_PRE, out)
+        if got is None:
+            return None
+        bounds = list(accumulate(sizes, initial=0))
+        idx64, tag, id_hash, cls_ptr, cls_val, attr_ptr, attr_val, start, end, pre = (
+            out[a:b] for a, b in zip(bounds, bounds[1:]))
+        classes, attributes, verbatim = got
+        return self._with_text(page, (np.ascontiguousarray(self.ptr, dtype=np.int64), idx64,
+                                      np.ascontiguousarray(self.count, dtype=np.int64), tag, id_hash, cls_ptr,
+                                      cls_val[:classes], attr_ptr, attr_val[:attributes]), start, end,
+                               pre[:verbatim])
+
+    def side_reference(self, page: CompactPage) -> tuple:
+        """compiled_side built with numpy: each section an int64 copy of the page's array."""
+        i64 = lambda x: np.ascontiguousarray(x, dtype=np.int64)  # noqa: E731
+        cls_ptr, cls_val = _node_sets_compiled(page.size, page.class_ptr, page.class_hash)
+        attr_ptr, attr_val = _node_sets_compiled(page.size, page.attr_ptr, page.attr_hash)
+        start, end = i64(page.text_ptr[:-1]), i64(page.text_ptr[1:])
+        pre = np.flatnonzero((page.tag == TEXT) & ((page.flags & F_PRE) != 0))
+        return self._with_text(page, (i64(self.ptr), i64(self.idx), i64(self.count), i64(page.tag),
+                                      i64(page.id_hash), cls_ptr, cls_val, attr_ptr, attr_val), start, end, pre)
+
+    @staticmethod
+    def _with_text(page: CompactPage, arrays: tuple, start: np.ndarray, end: np.ndarray, pre: np.ndarray) -> tuple:
+        """The side: `arrays`, each text node's span (`start`, `end`) and the compared text."""
+        compared = page.text
+        if pre.size:
+            # Text equality compares collapsed text (design §1), and verbatim <pre> text is
+            # not collapsed in page.text: those nodes' collapsed texts go after it.
+            lengths = np.empty(pre.size, dtype=np.int64)
+            extra = _text.collapsed_spans(page.text, start[pre], end[pre], lengths)
+            start[pre] = len(compared) + np.cumsum(lengths) - lengths
+            end[pre] = start[pre] + lengths
+            compared = compared + extra
+        return arrays + (start, end, compared)
 
 
 def _node_sets(n: int, ptr: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

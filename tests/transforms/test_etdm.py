@@ -984,3 +984,58 @@ def test_compiled_node_sets_are_the_reference():
     with pytest.raises(ValueError, match="do not fit"):
         etdm._compiled.node_sets(np.array([0, 5]), np.zeros(2, dtype=np.int64), np.empty(2, dtype=np.int64),
                                  np.empty(2, dtype=np.int64))
+
+
+def _sides_equal(a: tuple, b: tuple) -> bool:
+    return len(a) == len(b) and all(
+        x == y if isinstance(x, str) else (x.dtype == y.dtype and x.tolist() == y.tolist()) for x, y in zip(a, b))
+
+
+def test_compiled_page_side_is_the_reference():
+    """_etdm.page_side builds the compiled side's sections of a page in one pass: the same
+    arrays as side_reference's numpy. By hand: <body><p class="b a b" id="x">one</p>
+    <pre>  two  </pre></body> has nodes body, p, "one", pre, "  two  ": p's class set is
+    the two hashes of a and b in ascending order (b repeated once), the verbatim text node
+    (4) is the one whose span points past page.text, at "two" collapsed. Then random pages:
+    repeated and long class lists, uint32 hashes over 2^31, nested verbatim text."""
+    require_built("_etdm")
+    pg = page('<p class="b a b" id="x">one</p><pre>  two  </pre>')
+    ix = etdm._PageIndex(pg)
+    got, want = ix._side_compiled(pg), ix.side_reference(pg)
+    assert got is not None and _sides_equal(got, want)
+    cls_ptr, cls_val = got[5], got[6]
+    assert cls_ptr.tolist()[:3] == [0, 0, 2] and cls_val.tolist() == sorted(set(pg.class_hash.tolist()))
+    start, end, compared = got[9], got[10], got[11]
+    assert compared[start[2]:end[2]] == "one" and compared[start[4]:end[4]] == "two"
+    assert start[4] >= len(pg.text)
+    rng = np.random.default_rng(11)
+    words = ["a", "b", "c", "menu", "item", "x1", "x2"]
+    for trial in range(60):
+        parts = []
+        for _ in range(int(rng.integers(1, 25))):
+            cls = " ".join(rng.choice(words, size=int(rng.integers(0, 30 if trial % 4 == 0 else 4))))
+            tag = rng.choice(["p", "div", "pre", "span"])
+            inner = "  x  <b> y </b>\n z " if tag == "pre" else "t" * int(rng.integers(0, 4))
+            parts.append(f'<{tag} class="{cls}" data-k="{rng.integers(0, 3)}">{inner}</{tag}>')
+        pg = page("".join(parts))
+        ix = etdm._PageIndex(pg)
+        assert _sides_equal(ix._side_compiled(pg), ix.side_reference(pg))
+
+
+def test_compiled_page_side_leaves_other_dtypes_to_numpy():
+    """An array not of the page's own dtype (int64 tags here) or arrays that do not fit
+    together (a class pointer past its hashes) get None from page_side, and compiled_side
+    builds the side with numpy: the same side either way."""
+    require_built("_etdm")
+    pg = page('<p class="a">one</p>')
+    ix = etdm._PageIndex(pg)
+    want = ix.side_reference(pg)
+    pg.tag = pg.tag.astype(np.int64)
+    assert ix._side_compiled(pg) is None
+    assert _sides_equal(ix.compiled_side(pg), want)
+    n = pg.size
+    out = np.empty(64, dtype=np.int64)
+    bad_ptr = np.full(n + 1, 5, dtype=np.int32)
+    bad_ptr[0] = 0
+    assert etdm._compiled.page_side(ix.idx, pg.tag.astype(np.int32), pg.id_hash, bad_ptr, pg.class_hash,
+                                    pg.attr_ptr, pg.attr_hash, pg.text_ptr, pg.flags, 0, 1, out) is None
