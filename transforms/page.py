@@ -40,6 +40,14 @@ else:
     from sitestrip.transforms.tokens import _CJK_RANGES, _MARK_RANGES
     _compiled.set_token_ranges(_CJK_RANGES, _MARK_RANGES)
 
+try:
+    # libxml2's small blocks in chunks (transforms/_parse_heap.c, built by `pip install`).
+    from sitestrip.transforms import _parse_heap
+except ImportError:  # pragma: no cover - a source tree used without installing
+    _parse_heap = None
+_HEAP: list = []          # [whether installed], once use_parse_heap has run in this process
+_HEAP_LOCK = threading.Lock()
+
 # Whether parse_page flattens with the compiled walk when it is built (tests switch it off to
 # run the reference); SITESTRIP_FLATTEN=python does the same for a whole process.
 _COMPILED = os.environ.get("SITESTRIP_FLATTEN", "compiled") != "python"
@@ -815,7 +823,26 @@ _PACKED_FIELDS = frozenset({
     "class_hash", "attr_ptr", "attr_hash", "text_ptr", "text", "words", "chars", "link_node", "link_url"})
 
 
+def use_parse_heap() -> bool:
+    """Whether libxml2 takes its small blocks from transforms/_parse_heap.c's chunks, installed
+    in this process at the first call: a page's tree is built in the order the flattening
+    reads it and freed for a count a block, where glibc's malloc split and merged free memory
+    block by block (docs/performance.md, "What is compiled"). SITESTRIP_PARSE_HEAP=libc, a
+    missing extension or a range that cannot be reserved leave libxml2 its own allocator.
+    The trees and pages are the same either way."""
+    if _HEAP:
+        return _HEAP[0]
+    with _HEAP_LOCK:
+        if not _HEAP:
+            installed = False
+            if _parse_heap is not None and os.environ.get("SITESTRIP_PARSE_HEAP", "chunks") != "libc":
+                installed = bool(_parse_heap.install(etree.__file__))
+            _HEAP.append(installed)
+    return _HEAP[0]
+
+
 def _new_parser() -> etree.HTMLParser:
+    use_parse_heap()
     # huge_tree lifts libxml2's 256-level depth cap to 2048 and its text-node
     # size cap; no_network keeps the parser from ever fetching anything.
     return etree.HTMLParser(encoding="utf-8", remove_comments=True, remove_pis=True,
