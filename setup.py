@@ -6,7 +6,7 @@ a page's blocks, block texts' feature columns and text keys, the blocks stage's 
 cues and the main-region columns (transforms/_features.c), the cutting and joining
 of text spans behind every output text (transforms/_text.c), the compact page's blob content
 laid out and rebuilt (transforms/_blob.c), libxml2's small blocks in chunks during the parse
-(transforms/_parse_heap.c), the site menus' per-page loops (transforms/_site.c)
+(transforms/_parse_heap.c, on Linux), the site menus' per-page loops (transforms/_site.c)
 and the language identifier's prediction over the packaged fastText model
 (transforms/_language.c). The two that hash text share
 transforms/_crc32.h, zlib's crc32 as a table, so zlib's headers are not needed; _features.c,
@@ -41,7 +41,9 @@ setup(ext_modules=[
     Extension("sitestrip.transforms._language", ["transforms/_language.c"], extra_compile_args=flags),
     Extension("sitestrip.transforms._features", ["transforms/_features.c"], extra_compile_args=flags,
               depends=["transforms/_crc32.h", "transforms/_buffers.h", "transforms/_keys.h"]),
-    Extension("sitestrip.transforms._parse_heap", ["transforms/_parse_heap.c"], extra_compile_args=flags),
     Extension("sitestrip.transforms._flatten", ["transforms/_flatten.c"], extra_compile_args=flags,
               include_dirs=lxml.get_include(), depends=["transforms/_crc32.h"]),
-])
+] + ([
+    # glibc's malloc is what it stands in for, through POSIX threads, mmap and dlopen: Linux only.
+    Extension("sitestrip.transforms._parse_heap", ["transforms/_parse_heap.c"], extra_compile_args=flags),
+] if sys.platform.startswith("linux") else []))
