@@ -10,9 +10,12 @@
  *
  * Here a block of up to MAX_SMALL bytes is the next free bytes of its thread's current chunk
  * (CHUNK_BYTES, in one address range reserved at install: MAP_NORESERVE, nothing committed
- * until used), after a 16-byte header holding its size. Each chunk counts its blocks alive,
- * plus one while a thread allocates from it; freeing a block only counts down, and the chunk
- * whose count reaches zero goes back to a pool the next chunk is taken from. So a page's tree
+ * until used), after a 16-byte header holding its size. Each chunk counts its blocks not yet
+ * freed: while a thread allocates from a chunk its count is OPEN less the frees, the thread
+ * keeps how many blocks it handed out, and settles the two when it leaves the chunk; freeing a
+ * block only counts down, and the chunk whose count reaches zero goes back to a pool the next
+ * chunk is taken from. So an allocation is a bump of a thread-local pointer and a free one
+ * atomic decrement. So a page's tree
  * lies in a few chunks in the order it was built, which the flattening walk reads it in, and
  * freeing it costs a count a block. Larger blocks, and every block while no chunk is free
  * and the range is used up, are libxml2's previous allocator's (glibc's malloc), and so is
@@ -62,7 +65,9 @@ static strdup_fn prev_strdup;
 
 static char *base;                      /* the range: chunks chunk << CHUNK_SHIFT from base */
 static size_t reserved, chunks, hot_chunks;
-static atomic_long *alive;              /* per chunk: blocks alive, + 1 while a thread's current */
+/* Per chunk: blocks alive, or while a thread allocates from it OPEN less the blocks freed. */
+static atomic_long *alive;
+#define OPEN ((long)1 << 40)
 static atomic_size_t claimed;           /* chunks ever taken from the range */
 static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
 static uint32_t *pool;                  /* free chunks, a stack */
@@ -70,8 +75,14 @@ static size_t pooled;
 static atomic_int pool_empty = 1;       /* with the range used up: no chunk to be had */
 static atomic_size_t given_back;
 
-static __thread char *next, *end;
-static __thread size_t current = NO_CHUNK;
+/* A thread's current chunk: its unused bytes [next, end) and the blocks it handed out from it.
+ * initial-exec: one load from the thread pointer, no call, for each allocation. */
+typedef struct {
+    char *next, *end;
+    size_t chunk;
+    long handed_out;
+} Current;
+static __thread Current here __attribute__((tls_model("initial-exec"))) = {NULL, NULL, NO_CHUNK, 0};
 static pthread_key_t thread_end;
 
 static inline int ours(const void *p) {
@@ -93,13 +104,15 @@ static void pool_chunk(size_t chunk) {
     pthread_mutex_unlock(&pool_lock);
 }
 
-/* The thread stops allocating from its current chunk. */
+/* The thread stops allocating from its current chunk: the count becomes the blocks alive. */
 static void leave_current(void) {
-    if (current == NO_CHUNK) return;
-    size_t chunk = current;
-    current = NO_CHUNK;
-    next = end = NULL;
-    if (atomic_fetch_sub(&alive[chunk], 1) == 1) pool_chunk(chunk);
+    if (here.chunk == NO_CHUNK) return;
+    size_t chunk = here.chunk;
+    long settle = OPEN - here.handed_out;
+    here.chunk = NO_CHUNK;
+    here.next = here.end = NULL;
+    here.handed_out = 0;
+    if (atomic_fetch_sub(&alive[chunk], settle) == settle) pool_chunk(chunk);
 }
 
 static void thread_ends(void *unused) {
@@ -110,11 +123,12 @@ static void thread_ends(void *unused) {
 /* A chunk to allocate from: the current one again when every block in it is freed already,
  * else a pooled one, else a new one from the range. 0 when there is none. */
 static int take_chunk(void) {
-    if (current != NO_CHUNK) {
-        long expected = 1;
-        if (atomic_compare_exchange_strong(&alive[current], &expected, 1)) {
-            next = base + (current << CHUNK_SHIFT);
-            end = next + CHUNK_BYTES;
+    if (here.chunk != NO_CHUNK) {
+        long expected = OPEN - here.handed_out;     /* every block handed out is freed */
+        if (atomic_compare_exchange_strong(&alive[here.chunk], &expected, OPEN)) {
+            here.next = base + (here.chunk << CHUNK_SHIFT);
+            here.end = here.next + CHUNK_BYTES;
+            here.handed_out = 0;
             return 1;
         }
         leave_current();
@@ -134,21 +148,22 @@ static int take_chunk(void) {
             return 0;
         }
     }
-    atomic_store(&alive[chunk], 1);
-    current = chunk;
-    next = base + (chunk << CHUNK_SHIFT);
-    end = next + CHUNK_BYTES;
-    pthread_setspecific(thread_end, &current);     /* non-NULL: thread_ends runs at its end */
+    atomic_store(&alive[chunk], OPEN);
+    here.chunk = chunk;
+    here.next = base + (chunk << CHUNK_SHIFT);
+    here.end = here.next + CHUNK_BYTES;
+    here.handed_out = 0;
+    pthread_setspecific(thread_end, &here);        /* non-NULL: thread_ends runs at its end */
     return 1;
 }
 
 static void *heap_malloc(size_t size) {
     if (size > MAX_SMALL) return prev_malloc(size);
     size_t need = HEADER + ((size + HEADER - 1) & ~(size_t)(HEADER - 1));
-    if ((size_t)(end - next) < need && !take_chunk()) return prev_malloc(size);
-    char *block = next;
-    next += need;
-    atomic_fetch_add_explicit(&alive[current], 1, memory_order_relaxed);
+    if ((size_t)(here.end - here.next) < need && !take_chunk()) return prev_malloc(size);
+    char *block = here.next;
+    here.next += need;
+    here.handed_out++;
     *(size_t *)block = need - HEADER;
     return block + HEADER;
 }
