@@ -122,6 +122,48 @@ def test_threads_parse_alike_and_an_ended_thread_leaves_its_chunk():
     assert got["taken"][1] - got["taken"][0] <= 2
 
 
+def test_trees_freed_by_another_thread_empty_their_chunks():
+    """One thread parses, another frees each tree (lxml trees handed over a queue of eight):
+    every chunk the parsing thread leaves empties as the other thread frees its blocks and
+    goes back to the pool. Once both threads have ended every chunk taken is in the pool, and
+    ten more rounds of the documents take at most a few more chunks than the first five."""
+    got = _run('''
+        import json, queue, threading, time
+        from lxml import etree
+        from sitestrip.transforms import _parse_heap
+        assert P.use_parse_heap()
+        trees = queue.Queue(maxsize=8)
+        def parse(rounds):
+            parser = etree.HTMLParser()
+            for _ in range(rounds):
+                for d in DOCS:
+                    trees.put(etree.fromstring(d.encode(), parser))
+            trees.put(None)
+        def free():
+            while trees.get() is not None:
+                pass
+        def run(rounds):
+            threads = [threading.Thread(target=parse, args=(rounds,)), threading.Thread(target=free)]
+            for t in threads: t.start()
+            for t in threads: t.join()
+            # A thread leaves its chunk as its OS thread exits, which can come just after join().
+            deadline = time.monotonic() + 5
+            while _parse_heap.state()[0] != _parse_heap.state()[1] and time.monotonic() < deadline:
+                time.sleep(0.01)
+            return _parse_heap.state()[:2]
+        first = run(5)
+        after = run(10)
+        print(json.dumps({"states": [first, after], "pages": [digest(d, k) for k, d in enumerate(DOCS)]}))
+    ''')
+    (taken_first, pooled_first), (taken, pooled) = got["states"]
+    assert pooled_first == taken_first and pooled == taken
+    assert taken - taken_first <= 4
+    assert got["pages"] == _run('''
+        import json
+        print(json.dumps({"pages": [digest(d, k) for k, d in enumerate(DOCS)]}))
+    ''', heap="libc")["pages"]
+
+
 def test_blocks_from_before_the_install_go_back_to_their_allocator():
     """A tree parsed before the chunks are installed is freed after it, through the new
     functions: its blocks are libxml2's previous allocator's and go back to it."""
