@@ -605,10 +605,28 @@ done:
 /* node_sets(ptr int64[n+1], values int64[m], out_ptr int64[n+1], out_values int64[m]) -> k:
  * etdm._node_sets, the compiled side's per-node sets: node i's values values[ptr[i]:ptr[i+1]]
  * sorted and without repeats into out_values, out_values[out_ptr[i]:out_ptr[i+1]], k of them
- * in all. A node's few values are sorted by insertion (a long list, once, by qsort). */
+ * in all (sorted_set). */
 static int cmp_int64(const void *a, const void *b) {
     int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
     return (x > y) - (x < y);
+}
+
+/* s[0:len] sorted in place without repeats; returns how many values are kept. A node's few
+ * values are sorted by insertion (a long list, once, by qsort). */
+static int64_t sorted_set(int64_t *s, int64_t len) {
+    if (len > 16) {
+        qsort(s, (size_t)len, sizeof(int64_t), cmp_int64);
+    } else {
+        for (int64_t a = 1; a < len; a++) {
+            int64_t x = s[a], b = a - 1;
+            while (b >= 0 && s[b] > x) { s[b + 1] = s[b]; b--; }
+            s[b + 1] = x;
+        }
+    }
+    int64_t kept = 0;
+    for (int64_t a = 0; a < len; a++)
+        if (kept == 0 || s[a] != s[kept - 1]) s[kept++] = s[a];
+    return kept;
 }
 
 static PyObject *node_sets(PyObject *self, PyObject *args) {
@@ -647,19 +665,7 @@ static PyObject *node_sets(PyObject *self, PyObject *args) {
         int64_t lo = ptr[i], len = ptr[i + 1] - lo;
         int64_t *s = out + k;
         memcpy(s, values + lo, (size_t)len * sizeof(int64_t));
-        if (len > 16) {
-            qsort(s, (size_t)len, sizeof(int64_t), cmp_int64);
-        } else {
-            for (int64_t a = 1; a < len; a++) {
-                int64_t x = s[a], b = a - 1;
-                while (b >= 0 && s[b] > x) { s[b + 1] = s[b]; b--; }
-                s[b + 1] = x;
-            }
-        }
-        int64_t kept = 0;
-        for (int64_t a = 0; a < len; a++)
-            if (kept == 0 || s[a] != s[kept - 1]) s[kept++] = s[a];
-        k += kept;
+        k += sorted_set(s, len);
         optr[i + 1] = k;
     }
     ret = PyLong_FromLongLong(k);
@@ -696,19 +702,7 @@ static int64_t page_sets(Py_ssize_t n, const int32_t *ptr, const void *values, i
         int64_t *s = out + k;
         for (int64_t a = 0; a < len; a++)
             s[a] = is_signed ? (int64_t)((const int32_t *)values)[lo + a] : (int64_t)((const uint32_t *)values)[lo + a];
-        if (len > 16) {
-            qsort(s, (size_t)len, sizeof(int64_t), cmp_int64);
-        } else {
-            for (int64_t a = 1; a < len; a++) {
-                int64_t x = s[a], b = a - 1;
-                while (b >= 0 && s[b] > x) { s[b + 1] = s[b]; b--; }
-                s[b + 1] = x;
-            }
-        }
-        int64_t kept = 0;
-        for (int64_t a = 0; a < len; a++)
-            if (kept == 0 || s[a] != s[kept - 1]) s[kept++] = s[a];
-        k += kept;
+        k += sorted_set(s, len);
         optr[i + 1] = k;
     }
     return k;
