@@ -126,7 +126,9 @@ def test_trees_freed_by_another_thread_empty_their_chunks():
     """One thread parses, another frees each tree (lxml trees handed over a queue of eight):
     every chunk the parsing thread leaves empties as the other thread frees its blocks and
     goes back to the pool. Once both threads have ended every chunk taken is in the pool, and
-    ten more rounds of the documents take at most a few more chunks than the first five."""
+    ten more rounds of the documents take fewer than twice the chunks of the first five (how
+    many trees are alive at once, and so the chunks, varies with the threads' timing; a
+    chunk never given back would add six or seven chunks a tree, about 2,700 for the 420 trees)."""
     got = _run('''
         import json, queue, threading, time
         from lxml import etree
@@ -157,7 +159,7 @@ def test_trees_freed_by_another_thread_empty_their_chunks():
     ''')
     (taken_first, pooled_first), (taken, pooled) = got["states"]
     assert pooled_first == taken_first and pooled == taken
-    assert taken - taken_first <= 4
+    assert taken < 2 * taken_first
     assert got["pages"] == _run('''
         import json
         print(json.dumps({"pages": [digest(d, k) for k, d in enumerate(DOCS)]}))
