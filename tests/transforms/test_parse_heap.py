@@ -99,8 +99,9 @@ def test_a_tree_freed_gives_its_chunks_back_for_the_next():
 
 def test_threads_parse_alike_and_an_ended_thread_leaves_its_chunk():
     """Four threads parsing at once give the pages one thread gives. Then 40 threads, one after
-    another, each parsing a document: each leaves its chunk when it ends, so they take no more
-    chunks than one thread does."""
+    another, each parsing a document: each leaves its chunk when it ends, so they take a few
+    chunks at most (a thread's OS exit, where it leaves its chunk, can come after the next
+    thread has begun); a chunk kept by each ended thread would be 40 more."""
     got = _run('''
         import json, threading
         from sitestrip.transforms import _parse_heap
@@ -119,7 +120,7 @@ def test_threads_parse_alike_and_an_ended_thread_leaves_its_chunk():
                           "taken": [taken, _parse_heap.state()[0]]}))
     ''')
     assert got["same"]
-    assert got["taken"][1] - got["taken"][0] <= 2
+    assert got["taken"][1] - got["taken"][0] < 10
 
 
 def test_trees_freed_by_another_thread_empty_their_chunks():
