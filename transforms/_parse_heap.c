@@ -159,7 +159,9 @@ static int take_chunk(void) {
 
 static void *heap_malloc(size_t size) {
     if (size > MAX_SMALL) return prev_malloc(size);
-    size_t need = HEADER + ((size + HEADER - 1) & ~(size_t)(HEADER - 1));
+    /* At least one byte: the pointer returned then lies inside its block, so inside the
+     * block's chunk, which is what a free counts down. */
+    size_t need = HEADER + ((size + (size == 0) + HEADER - 1) & ~(size_t)(HEADER - 1));
     if ((size_t)(here.end - here.next) < need && !take_chunk()) return prev_malloc(size);
     char *block = here.next;
     here.next += need;
