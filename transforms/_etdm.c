@@ -674,22 +674,18 @@ done:
     return ret;
 }
 
-/* page_side(idx, tag, id_hash, class_ptr, class_hash, attr_ptr, attr_hash, text_ptr, flags, text_tag,
- *           f_pre, out int64[...]) -> (classes, attributes, pre) or None:
- * the int64 sections of etdm.py's compiled side that a page's own arrays give, written one after
- * another into `out`: idx (its length), tag, id_hash (n each), the class sets' ptr (n + 1) and
- * values (at most len(class_hash)), the attribute sets' ptr (n + 1) and values (at most
- * len(attr_hash)), each node's text start and end (n each) and the verbatim text nodes (at most
- * n: tag == text_tag and flags & f_pre). Returns how many set values of each kind and verbatim
- * nodes were written. None where an array is not of the page's own dtype (int32 and uint16;
- * the hashes 4-byte, signed or not) or the arrays do not fit together: the caller builds the
- * side with numpy then, which reports what is wrong as it always did.
- * One pass a section where numpy took a call or two an array and an int64 copy of each. */
-/* 1 when `view` holds 1-d items of `size` bytes whose format letter is one of `letters`. */
-static int of_kind(const Py_buffer *view, Py_ssize_t size, const char *letters) {
+/* The struct letter of `view`'s items ('i', 'I', 'H', ...) past a native byte-order mark, or 0
+ * where the format is not one letter. */
+static char format_letter(const Py_buffer *view) {
     const char *f = view->format ? view->format : "B";
     if (*f == '@' || *f == '=' || *f == '<') f++;
-    return view->ndim == 1 && view->itemsize == size && f[0] && !f[1] && strchr(letters, f[0]) != NULL;
+    return f[0] && !f[1] ? f[0] : 0;
+}
+
+/* 1 when `view` holds 1-d items of `size` bytes whose format letter is one of `letters`. */
+static int of_kind(const Py_buffer *view, Py_ssize_t size, const char *letters) {
+    char letter = format_letter(view);
+    return view->ndim == 1 && view->itemsize == size && letter && strchr(letters, letter) != NULL;
 }
 
 /* A set of node values (uint32 hashes widened as numpy widens them) sorted, without repeats. */
@@ -716,6 +712,17 @@ static int fits(const int32_t *ptr, Py_ssize_t n, Py_ssize_t m) {
     return 1;
 }
 
+/* page_side(idx, tag, id_hash, class_ptr, class_hash, attr_ptr, attr_hash, text_ptr, flags, text_tag,
+ *           f_pre, out int64[...]) -> (classes, attributes, pre) or None:
+ * the int64 sections of etdm.py's compiled side that a page's own arrays give, written one after
+ * another into `out`: idx (its length), tag, id_hash (n each), the class sets' ptr (n + 1) and
+ * values (at most len(class_hash)), the attribute sets' ptr (n + 1) and values (at most
+ * len(attr_hash)), each node's text start and end (n each) and the verbatim text nodes (at most
+ * n: tag == text_tag and flags & f_pre). Returns how many set values of each kind and verbatim
+ * nodes were written. None where an array is not of the page's own dtype (int32 and uint16;
+ * the hashes 4-byte, signed or not) or the arrays do not fit together: the caller builds the
+ * side with numpy then, which reports what is wrong as it always did.
+ * One pass a section where numpy took a call or two an array and an int64 copy of each. */
 static PyObject *page_side(PyObject *self, PyObject *args) {
     (void)self;
     enum { IDX, TAG, ID, CPTR, CVAL, APTR, AVAL, TPTR, FLAGS, OUT, N_ARGS };
@@ -724,42 +731,41 @@ static PyObject *page_side(PyObject *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "OOOOOOOOOiiO", &objs[IDX], &objs[TAG], &objs[ID], &objs[CPTR], &objs[CVAL],
                           &objs[APTR], &objs[AVAL], &objs[TPTR], &objs[FLAGS], &text_tag, &f_pre, &objs[OUT]))
         return NULL;
-    struct { Py_buffer view; } a[N_ARGS];
+    Py_buffer v[N_ARGS];
     PyObject *ret = NULL;
     int held = 0;
     for (; held < N_ARGS; held++)
-        if (PyObject_GetBuffer(objs[held], &a[held].view,
+        if (PyObject_GetBuffer(objs[held], &v[held],
                                PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (held == OUT ? PyBUF_WRITABLE : 0)) < 0)
             goto done;
-    Py_ssize_t n = a[TAG].view.len / 4, n_idx = a[IDX].view.len / 4;
-    Py_ssize_t mc = a[CVAL].view.len / 4, ma = a[AVAL].view.len / 4;
-    if (!of_kind(&a[IDX].view, 4, "i") || !of_kind(&a[TAG].view, 4, "i") || !of_kind(&a[ID].view, 4, "iI")
-        || !of_kind(&a[CPTR].view, 4, "i") || !of_kind(&a[CVAL].view, 4, "iI") || !of_kind(&a[APTR].view, 4, "i")
-        || !of_kind(&a[AVAL].view, 4, "iI") || !of_kind(&a[TPTR].view, 4, "i") || !of_kind(&a[FLAGS].view, 2, "H")
-        || !of_kind(&a[OUT].view, 8, "lq")
-        || a[ID].view.len / 4 != n || a[CPTR].view.len / 4 != n + 1 || a[APTR].view.len / 4 != n + 1
-        || a[TPTR].view.len / 4 != n + 1 || a[FLAGS].view.len / 2 != n
-        || a[OUT].view.len / 8 < n_idx + 7 * n + 2 + mc + ma
-        || !fits(a[CPTR].view.buf, n, mc) || !fits(a[APTR].view.buf, n, ma)) {
+    Py_ssize_t n = v[TAG].len / 4, n_idx = v[IDX].len / 4;
+    Py_ssize_t mc = v[CVAL].len / 4, ma = v[AVAL].len / 4;
+    if (!of_kind(&v[IDX], 4, "i") || !of_kind(&v[TAG], 4, "i") || !of_kind(&v[ID], 4, "iI")
+        || !of_kind(&v[CPTR], 4, "i") || !of_kind(&v[CVAL], 4, "iI") || !of_kind(&v[APTR], 4, "i")
+        || !of_kind(&v[AVAL], 4, "iI") || !of_kind(&v[TPTR], 4, "i") || !of_kind(&v[FLAGS], 2, "H")
+        || !of_kind(&v[OUT], 8, "lq")
+        || v[ID].len / 4 != n || v[CPTR].len / 4 != n + 1 || v[APTR].len / 4 != n + 1
+        || v[TPTR].len / 4 != n + 1 || v[FLAGS].len / 2 != n
+        || v[OUT].len / 8 < n_idx + 7 * n + 2 + mc + ma
+        || !fits(v[CPTR].buf, n, mc) || !fits(v[APTR].buf, n, ma)) {
         ret = Py_NewRef(Py_None);
         goto done;
     }
-    const int32_t *idx = a[IDX].view.buf, *tag = a[TAG].view.buf, *tptr = a[TPTR].view.buf;
-    const uint16_t *flags = a[FLAGS].view.buf;
-    int64_t *o = a[OUT].view.buf;
+    const int32_t *idx = v[IDX].buf, *tag = v[TAG].buf, *tptr = v[TPTR].buf;
+    const uint16_t *flags = v[FLAGS].buf;
+    int64_t *o = v[OUT].buf;
     for (Py_ssize_t i = 0; i < n_idx; i++) o[i] = idx[i];
     o += n_idx;
     for (Py_ssize_t i = 0; i < n; i++) o[i] = tag[i];
     o += n;
-    if (a[ID].view.format[strlen(a[ID].view.format) - 1] == 'i')
-        for (Py_ssize_t i = 0; i < n; i++) o[i] = ((const int32_t *)a[ID].view.buf)[i];
+    if (format_letter(&v[ID]) == 'i')
+        for (Py_ssize_t i = 0; i < n; i++) o[i] = ((const int32_t *)v[ID].buf)[i];
     else
-        for (Py_ssize_t i = 0; i < n; i++) o[i] = ((const uint32_t *)a[ID].view.buf)[i];
+        for (Py_ssize_t i = 0; i < n; i++) o[i] = ((const uint32_t *)v[ID].buf)[i];
     o += n;
-    const char *cf = a[CVAL].view.format, *af = a[AVAL].view.format;
-    int64_t kc = page_sets(n, a[CPTR].view.buf, a[CVAL].view.buf, cf[strlen(cf) - 1] == 'i', o, o + n + 1);
+    int64_t kc = page_sets(n, v[CPTR].buf, v[CVAL].buf, format_letter(&v[CVAL]) == 'i', o, o + n + 1);
     o += n + 1 + mc;
-    int64_t ka = page_sets(n, a[APTR].view.buf, a[AVAL].view.buf, af[strlen(af) - 1] == 'i', o, o + n + 1);
+    int64_t ka = page_sets(n, v[APTR].buf, v[AVAL].buf, format_letter(&v[AVAL]) == 'i', o, o + n + 1);
     o += n + 1 + ma;
     for (Py_ssize_t i = 0; i < n; i++) o[i] = tptr[i];
     o += n;
@@ -770,7 +776,7 @@ static PyObject *page_side(PyObject *self, PyObject *args) {
         if (tag[i] == text_tag && (flags[i] & f_pre)) o[pre++] = i;
     ret = Py_BuildValue("LLL", (long long)kc, (long long)ka, (long long)pre);
 done:
-    for (int i = 0; i < held; i++) PyBuffer_Release(&a[i].view);
+    for (int i = 0; i < held; i++) PyBuffer_Release(&v[i]);
     return ret;
 }
 
